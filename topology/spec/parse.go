@@ -1,0 +1,347 @@
+package spec
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// ReadFile reads and parses a topology file. It returns the file's bytes too,
+// so that a deploy can record exactly what it realised.
+func ReadFile(path string) (*Lab, []byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read topology file: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, nil, fmt.Errorf("read topology file: %w", err)
+	}
+	if st.Size() > MaxFileSize {
+		return nil, nil, Problems{{File: path, Msg: fmt.Sprintf("file is %d bytes; nslab reads topology files of at most %d bytes (1 MiB): split the lab or generate a smaller file", st.Size(), MaxFileSize)}}
+	}
+	data := make([]byte, st.Size())
+	if _, err := f.ReadAt(data, 0); err != nil && st.Size() > 0 {
+		return nil, nil, fmt.Errorf("read topology file %s: %w", path, err)
+	}
+	lab, err := Parse(path, data)
+	return lab, data, err
+}
+
+// Parse reads and validates a topology file's contents. file names it in
+// messages. On any problem it returns Problems listing all of them.
+func Parse(file string, data []byte) (*Lab, error) {
+	r := &reporter{file: file, where: map[string]pos{}}
+	lab := &Lab{File: file}
+	root := r.decodeDocument(data)
+	if root != nil {
+		ex := r.parseLab(root, lab)
+		validate(r, lab, ex)
+	}
+	if len(r.probs) > 0 {
+		return nil, r.probs.sorted()
+	}
+	return lab, nil
+}
+
+// extra holds what the parser saw that validation needs beyond the Lab:
+// things that were declared but could not be resolved yet.
+type extra struct {
+	nameSet bool
+	links   []rawLink
+}
+
+type rawLink struct {
+	path      string
+	endpoints []rawEndpoint
+}
+
+type rawEndpoint struct {
+	path string
+	Endpoint
+}
+
+var topKeys = []string{"name", "prefix", "nodes", "links"}
+
+func (r *reporter) parseLab(root *yaml.Node, lab *Lab) *extra {
+	ex := &extra{}
+	f := r.fields(root, "", "the top level", topKeys...)
+	if e, ok := f["name"]; ok {
+		lab.Name, ex.nameSet = r.str(e.v, "name", "the lab name")
+	}
+	if e, ok := f["prefix"]; ok {
+		lab.Prefix, _ = r.str(e.v, "prefix", "a namespace name prefix")
+	}
+	if e, ok := f["nodes"]; ok {
+		for _, ne := range r.entries(e.v, "nodes", "node name: node") {
+			path := "nodes." + ne.key
+			r.at(path, ne.k.Line, ne.k.Column)
+			lab.Nodes = append(lab.Nodes, r.parseNode(ne.key, ne.v, path))
+		}
+	} else {
+		r.errAt(root.Line, root.Column, "nodes", "missing: a lab needs nodes: (each one a network namespace)")
+	}
+	if e, ok := f["links"]; ok {
+		items, _ := r.list(e.v, "links", "[{endpoints: [ns1:veth1, ns2:veth1-peer]}]")
+		for i, item := range items {
+			ex.links = append(ex.links, r.parseLink(item, fmt.Sprintf("links[%d]", i)))
+		}
+	}
+	return ex
+}
+
+var nodeKeys = []string{"interfaces", "bridges", "routes", "forwarding", "sysctls"}
+
+func (r *reporter) parseNode(name string, v *yaml.Node, path string) *Node {
+	n := &Node{Name: name}
+	f := r.fields(v, path, "a node", nodeKeys...)
+	if e, ok := f["interfaces"]; ok {
+		for _, ie := range r.entries(e.v, e.path, "interface name: settings") {
+			ipath := e.path + "." + ie.key
+			r.at(ipath, ie.k.Line, ie.k.Column)
+			n.Interfaces = append(n.Interfaces, r.parseInterface(ie.key, ie.v, ipath))
+		}
+	}
+	if e, ok := f["bridges"]; ok {
+		for _, be := range r.entries(e.v, e.path, "bridge name: settings") {
+			bpath := e.path + "." + be.key
+			r.at(bpath, be.k.Line, be.k.Column)
+			n.Bridges = append(n.Bridges, r.parseBridge(be.key, be.v, bpath))
+		}
+	}
+	if e, ok := f["routes"]; ok {
+		items, _ := r.list(e.v, e.path, "[{to: default, via: 10.0.1.254}]")
+		for i, item := range items {
+			if rt := r.parseRoute(item, fmt.Sprintf("%s[%d]", e.path, i)); rt != nil {
+				n.Routes = append(n.Routes, rt)
+			}
+		}
+	}
+	if e, ok := f["forwarding"]; ok {
+		n.Forwarding = r.parseForwarding(e.v, e.path)
+	}
+	if e, ok := f["sysctls"]; ok {
+		for _, se := range r.entries(e.v, e.path, "net.* key: value") {
+			spath := fmt.Sprintf("%s[%q]", e.path, se.key)
+			r.at(spath, se.k.Line, se.k.Column)
+			if se.v.Kind != yaml.ScalarNode || isNull(se.v) {
+				r.errf(spath, "value must be a number or text, not %s", describe(se.v))
+				continue
+			}
+			val := se.v.Value
+			if se.v.Tag == "!!bool" {
+				var b bool
+				_ = se.v.Decode(&b)
+				val = map[bool]string{true: "1", false: "0"}[b]
+			}
+			n.Sysctls = append(n.Sysctls, Sysctl{Key: se.key, Value: val})
+		}
+	}
+	return n
+}
+
+var ifaceKeys = []string{"addresses", "mac", "mtu"}
+
+func (r *reporter) parseInterface(name string, v *yaml.Node, path string) *Interface {
+	i := &Interface{Name: name}
+	f := r.fields(v, path, "an interface", ifaceKeys...)
+	i.Addresses, i.MAC, i.MTU = r.parseL3(f)
+	return i
+}
+
+var bridgeKeys = []string{"ports", "addresses", "mac", "mtu"}
+
+func (r *reporter) parseBridge(name string, v *yaml.Node, path string) *Bridge {
+	b := &Bridge{Name: name}
+	f := r.fields(v, path, "a bridge", bridgeKeys...)
+	b.Addresses, b.MAC, b.MTU = r.parseL3(f)
+	if e, ok := f["ports"]; ok {
+		items, _ := r.list(e.v, e.path, "[p1, p2]")
+		for i, item := range items {
+			if s, ok := r.str(item, fmt.Sprintf("%s[%d]", e.path, i), "an interface name"); ok {
+				b.Ports = append(b.Ports, s)
+			}
+		}
+	}
+	return b
+}
+
+// parseL3 reads the addresses, mac and mtu keys shared by interfaces and bridges.
+func (r *reporter) parseL3(f map[string]kv) (addrs []netip.Prefix, mac net.HardwareAddr, mtu int) {
+	if e, ok := f["addresses"]; ok {
+		items, _ := r.list(e.v, e.path, "[10.0.1.1/24, \"fd00:1::1/64\"]")
+		for i, item := range items {
+			p := fmt.Sprintf("%s[%d]", e.path, i)
+			s, ok := r.str(item, p, "an address with prefix length")
+			if !ok {
+				continue
+			}
+			pfx, err := netip.ParsePrefix(s)
+			if err != nil {
+				hint := ""
+				if _, err2 := netip.ParseAddr(s); err2 == nil {
+					hint = fmt.Sprintf("; add the prefix length, e.g. %s/24", s)
+				}
+				r.errf(p, "invalid address %q: want address/prefix-length such as 10.0.1.1/24%s", s, hint)
+				continue
+			}
+			if pfx.Addr().Zone() != "" {
+				r.errf(p, "address %q has a zone: remove %%%s", s, pfx.Addr().Zone())
+				continue
+			}
+			addrs = append(addrs, pfx)
+		}
+	}
+	if e, ok := f["mac"]; ok {
+		if s, ok := r.str(e.v, e.path, "a MAC address such as \"02:00:00:00:01:01\""); ok {
+			m, err := net.ParseMAC(s)
+			switch {
+			case err != nil || len(m) != 6:
+				r.errf(e.path, "invalid MAC %q: want six hex bytes such as \"02:00:00:00:01:01\" (quote it)", s)
+			case m[0]&1 == 1:
+				r.errf(e.path, "MAC %s is a multicast address: an interface needs a unicast MAC (even first byte, e.g. 02:...)", s)
+			case isZero(m):
+				r.errf(e.path, "MAC %s is all zeros: choose a unicast MAC such as 02:00:00:00:00:01", s)
+			default:
+				mac = m
+			}
+		}
+	}
+	if e, ok := f["mtu"]; ok {
+		mtu, _ = r.integer(e.v, e.path, "the MTU", 68, 65535)
+	}
+	return addrs, mac, mtu
+}
+
+func isZero(b []byte) bool {
+	for _, x := range b {
+		if x != 0 {
+			return false
+		}
+	}
+	return true
+}
+
+var routeKeys = []string{"to", "via", "dev", "metric"}
+
+func (r *reporter) parseRoute(v *yaml.Node, path string) *Route {
+	r.at(path, v.Line, v.Column)
+	if v.Kind != yaml.MappingNode {
+		r.errf(path, "a route must be a mapping such as {to: default, via: 10.0.1.254}, not %s", describe(v))
+		return nil
+	}
+	f := r.fields(v, path, "a route", routeKeys...)
+	rt := &Route{}
+	ok := true
+	var to string
+	if e, has := f["to"]; has {
+		to, ok = r.str(e.v, e.path, "a destination such as default or 10.0.2.0/24")
+	} else {
+		r.errf(path, "missing to: (default, or a destination prefix such as 10.0.2.0/24)")
+		ok = false
+	}
+	if e, has := f["via"]; has {
+		if s, sok := r.str(e.v, e.path, "a gateway address"); sok {
+			a, err := netip.ParseAddr(s)
+			if err != nil {
+				r.errf(e.path, "invalid gateway %q: want an IP address such as 10.0.1.254", s)
+				ok = false
+			} else {
+				rt.Via = a
+			}
+		} else {
+			ok = false
+		}
+	}
+	if e, has := f["dev"]; has {
+		rt.Dev, _ = r.str(e.v, e.path, "an interface name")
+	}
+	if e, has := f["metric"]; has {
+		rt.Metric, _ = r.integer(e.v, e.path, "the route metric", 0, 1<<31-1)
+	}
+	if !ok {
+		return nil
+	}
+	switch to {
+	case "default", "0.0.0.0/0", "::/0":
+		if to == "::/0" || (to == "default" && rt.Via.Is6()) {
+			rt.To = netip.MustParsePrefix("::/0")
+		} else {
+			rt.To = netip.MustParsePrefix("0.0.0.0/0")
+		}
+	default:
+		pfx, err := netip.ParsePrefix(to)
+		if err != nil {
+			r.errf(path+".to", "invalid destination %q: want default or a prefix such as 10.0.2.0/24", to)
+			return nil
+		}
+		if pfx.Masked() != pfx {
+			r.errf(path+".to", "destination %s has host bits set: did you mean %s?", to, pfx.Masked())
+			return nil
+		}
+		rt.To = pfx
+	}
+	return rt
+}
+
+func (r *reporter) parseForwarding(v *yaml.Node, path string) Forwarding {
+	if v.Kind == yaml.ScalarNode && v.Tag == "!!bool" {
+		b, _ := r.boolean(v, path, "forwarding")
+		return Forwarding{IPv4: b, IPv6: b}
+	}
+	if v.Kind != yaml.MappingNode {
+		r.errf(path, "must be true, false or {ipv4: true, ipv6: false}, not %s", describe(v))
+		return Forwarding{}
+	}
+	var fw Forwarding
+	f := r.fields(v, path, "forwarding", "ipv4", "ipv6")
+	if e, ok := f["ipv4"]; ok {
+		fw.IPv4, _ = r.boolean(e.v, e.path, "ipv4 forwarding")
+	}
+	if e, ok := f["ipv6"]; ok {
+		fw.IPv6, _ = r.boolean(e.v, e.path, "ipv6 forwarding")
+	}
+	return fw
+}
+
+func (r *reporter) parseLink(v *yaml.Node, path string) rawLink {
+	rl := rawLink{path: path}
+	r.at(path, v.Line, v.Column)
+	if v.Kind != yaml.MappingNode {
+		r.errf(path, "a link must be a mapping such as {endpoints: [ns1:veth1, ns2:veth1-peer]}, not %s", describe(v))
+		return rl
+	}
+	f := r.fields(v, path, "a link", "endpoints")
+	e, ok := f["endpoints"]
+	if !ok {
+		r.errf(path, "missing endpoints: [node:interface, node:interface]")
+		return rl
+	}
+	items, ok := r.list(e.v, e.path, "[ns1:veth1, ns2:veth1-peer]")
+	if !ok {
+		return rl
+	}
+	if len(items) != 2 {
+		r.errf(e.path, "a link has exactly 2 endpoints (a veth pair), not %d", len(items))
+		return rl
+	}
+	for i, item := range items {
+		p := fmt.Sprintf("%s[%d]", e.path, i)
+		s, ok := r.str(item, p, "node:interface")
+		if !ok {
+			continue
+		}
+		node, iface, found := strings.Cut(s, ":")
+		if !found || node == "" || iface == "" || strings.Contains(iface, ":") {
+			r.errf(p, "endpoint %q must be node:interface, e.g. ns1:veth1", s)
+			continue
+		}
+		rl.endpoints = append(rl.endpoints, rawEndpoint{path: p, Endpoint: Endpoint{Node: node, Interface: iface}})
+	}
+	return rl
+}

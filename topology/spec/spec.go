@@ -1,0 +1,186 @@
+// Package spec reads and validates nslab topology files. It is pure: it never
+// touches the machine. Parse reports every problem of a file at once, each with
+// its file:line:col and field path, so that a user fixes a file in one round.
+//
+// The resolved Lab it returns is what the lab package realises.
+package spec
+
+import (
+	"net"
+	"net/netip"
+	"strconv"
+	"strings"
+)
+
+// Lab is a validated topology file.
+type Lab struct {
+	File   string // as given to Parse, for messages
+	Name   string // lab name: [a-z0-9][a-z0-9-]*, at most 12 chars
+	Prefix string // prepended to node names to form namespace names
+	Nodes  []*Node
+	Links  []*Link
+}
+
+// Node is one network namespace.
+type Node struct {
+	Name       string
+	Forwarding Forwarding
+	Sysctls    []Sysctl
+	Interfaces []*Interface // in file order; "lo" may appear (addresses only)
+	Bridges    []*Bridge
+	Routes     []*Route
+}
+
+// Forwarding says which IP versions the node forwards.
+type Forwarding struct {
+	IPv4 bool `json:"ipv4"`
+	IPv6 bool `json:"ipv6"`
+}
+
+// Sysctl is one namespace-scoped net.* setting, key in dotted form.
+type Sysctl struct {
+	Key   string
+	Value string
+}
+
+// ProcPath returns the /proc/sys path of a sysctl key. As sysctl(8) does, a
+// "/" inside a dotted key stands for a "." in a name (net.ipv4.conf.eth0/10.rp_filter).
+func (s Sysctl) ProcPath() string {
+	parts := strings.Split(s.Key, ".")
+	for i, p := range parts {
+		parts[i] = strings.ReplaceAll(p, "/", ".")
+	}
+	return "/proc/sys/" + strings.Join(parts, "/")
+}
+
+// Interface is a network interface of a node: a veth end (named in a link)
+// or the node's loopback "lo".
+type Interface struct {
+	Name      string
+	Addresses []netip.Prefix
+	MAC       net.HardwareAddr // nil: kernel chooses
+	MTU       int              // 0: kernel default
+	Peer      Endpoint         // the other end of its link; zero for lo
+}
+
+// HasIPv6 reports whether any address is IPv6.
+func (i *Interface) HasIPv6() bool { return hasIPv6(i.Addresses) }
+
+// Bridge is a Linux bridge inside a node, with some of the node's interfaces
+// as ports.
+type Bridge struct {
+	Name      string
+	Ports     []string
+	Addresses []netip.Prefix
+	MAC       net.HardwareAddr
+	MTU       int
+}
+
+// HasIPv6 reports whether any address is IPv6.
+func (b *Bridge) HasIPv6() bool { return hasIPv6(b.Addresses) }
+
+// Route is a static route of a node.
+type Route struct {
+	To     netip.Prefix
+	Via    netip.Addr // invalid when the route has only a device
+	Dev    string
+	Metric int
+}
+
+// String renders the route as iproute2 would take it.
+func (r *Route) String() string {
+	var b strings.Builder
+	if r.To.Bits() == 0 {
+		b.WriteString("default")
+		if r.To.Addr().Is6() {
+			b.WriteString(" (ipv6)")
+		}
+	} else {
+		b.WriteString(r.To.String())
+	}
+	if r.Via.IsValid() {
+		b.WriteString(" via " + r.Via.String())
+	}
+	if r.Dev != "" {
+		b.WriteString(" dev " + r.Dev)
+	}
+	if r.Metric != 0 {
+		b.WriteString(" metric " + strconv.Itoa(r.Metric))
+	}
+	return b.String()
+}
+
+// Link is a veth pair between two node interfaces.
+type Link struct {
+	A, B Endpoint
+}
+
+// Endpoint names an interface of a node.
+type Endpoint struct {
+	Node      string `json:"node"`
+	Interface string `json:"interface"`
+}
+
+func (e Endpoint) String() string {
+	if e.Node == "" {
+		return ""
+	}
+	return e.Node + ":" + e.Interface
+}
+
+// Namespace returns the namespace name of a node: the lab prefix + its name.
+func (l *Lab) Namespace(node string) string { return l.Prefix + node }
+
+// Node returns the named node, or nil.
+func (l *Lab) Node(name string) *Node {
+	for _, n := range l.Nodes {
+		if n.Name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+// Interface returns the named interface of the node, or nil.
+func (n *Node) Interface(name string) *Interface {
+	for _, i := range n.Interfaces {
+		if i.Name == name {
+			return i
+		}
+	}
+	return nil
+}
+
+// Bridge returns the named bridge of the node, or nil.
+func (n *Node) Bridge(name string) *Bridge {
+	for _, b := range n.Bridges {
+		if b.Name == name {
+			return b
+		}
+	}
+	return nil
+}
+
+// HasIPv6 reports whether the node has any IPv6 address or route.
+func (n *Node) HasIPv6() bool {
+	for _, i := range n.Interfaces {
+		if i.HasIPv6() {
+			return true
+		}
+	}
+	for _, b := range n.Bridges {
+		if b.HasIPv6() {
+			return true
+		}
+	}
+	return false
+}
+
+func hasIPv6(ps []netip.Prefix) bool {
+	for _, p := range ps {
+		if p.Addr().Is6() {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,362 @@
+package spec
+
+import (
+	"fmt"
+	"net/netip"
+	"regexp"
+	"strings"
+)
+
+// Limits and name rules.
+const (
+	MaxLabName   = 12 // lab names end up in markers and state file names
+	MaxIfName    = 15 // IFNAMSIZ - 1
+	MaxNamespace = 64 // namespace names become file names under /run/netns
+)
+
+var (
+	labNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
+	nodeRE    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+	prefixRE  = regexp.MustCompile(`^[A-Za-z0-9_.-]*$`)
+	ifNameRE  = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
+	sysctlRE  = regexp.MustCompile(`^net(\.[A-Za-z0-9_/-]+)+$`)
+)
+
+// globalNetSysctls are net.* keys the kernel keeps for the whole machine, not
+// per namespace: setting them from a lab would change the host.
+var globalNetSysctls = []string{
+	"net.core.bpf_jit_enable", "net.core.bpf_jit_harden", "net.core.bpf_jit_kallsyms", "net.core.bpf_jit_limit",
+	"net.core.busy_poll", "net.core.busy_read", "net.core.dev_weight", "net.core.dev_weight_rx_bias",
+	"net.core.dev_weight_tx_bias", "net.core.flow_limit_cpu_bitmap", "net.core.flow_limit_table_len",
+	"net.core.gro_normal_batch", "net.core.high_order_alloc_disable", "net.core.max_skb_frags",
+	"net.core.message_burst", "net.core.message_cost", "net.core.netdev_budget", "net.core.netdev_budget_usecs",
+	"net.core.netdev_max_backlog", "net.core.netdev_rss_key", "net.core.netdev_tstamp_prequeue",
+	"net.core.rmem_default", "net.core.rmem_max", "net.core.rps_sock_flow_entries", "net.core.tstamp_allow_data",
+	"net.core.warnings", "net.core.wmem_default", "net.core.wmem_max",
+}
+
+// GlobalNetSysctls returns the net.* keys that validation refuses because the
+// kernel does not scope them to a namespace.
+func GlobalNetSysctls() []string { return append([]string(nil), globalNetSysctls...) }
+
+// validate checks everything that is not a matter of YAML types: names,
+// references between parts, addresses and routes.
+func validate(r *reporter, lab *Lab, ex *extra) {
+	validateLabName(r, lab, ex)
+	nodes := validateNodes(r, lab)
+	validateLinks(r, lab, ex, nodes)
+	validateAddresses(r, lab)
+	for _, n := range lab.Nodes {
+		validateBridges(r, n)
+		validateRoutes(r, n)
+		validateSysctls(r, n)
+	}
+}
+
+func validateLabName(r *reporter, lab *Lab, ex *extra) {
+	switch {
+	case !ex.nameSet && lab.Name == "":
+		r.errAt(1, 1, "name", "missing: every lab needs a name (lowercase letters, digits and -, at most %d characters), e.g. name: crs", MaxLabName)
+	case len(lab.Name) > MaxLabName:
+		r.errf("name", "lab name %q is %d characters long: at most %d", lab.Name, len(lab.Name), MaxLabName)
+	case !labNameRE.MatchString(lab.Name):
+		r.errf("name", "lab name %q: use lowercase letters, digits and - (not first), e.g. crs", lab.Name)
+	}
+	if !prefixRE.MatchString(lab.Prefix) || strings.HasPrefix(lab.Prefix, ".") || strings.HasPrefix(lab.Prefix, "-") {
+		r.errf("prefix", "prefix %q: use letters, digits, _, . and - only, not starting with . or -", lab.Prefix)
+	}
+}
+
+// validateNodes checks node and interface names and returns nodes by name.
+func validateNodes(r *reporter, lab *Lab) map[string]*Node {
+	nodes := map[string]*Node{}
+	if len(lab.Nodes) == 0 && r.lookup("nodes") != (pos{}) {
+		r.errf("nodes", "a lab needs at least one node")
+	}
+	for _, n := range lab.Nodes {
+		path := "nodes." + n.Name
+		nodes[n.Name] = n
+		ns := lab.Prefix + n.Name
+		switch {
+		case !nodeRE.MatchString(n.Name):
+			r.errf(path, "node name %q: use letters, digits, _, . and -, starting with a letter or digit (it names a namespace under /run/netns)", n.Name)
+		case len(ns) > MaxNamespace:
+			r.errf(path, "namespace name %q is %d characters long: at most %d", ns, len(ns), MaxNamespace)
+		}
+		names := map[string]string{}
+		for _, i := range n.Interfaces {
+			ipath := path + ".interfaces." + i.Name
+			checkIfName(r, ipath, i.Name)
+			names[i.Name] = ipath
+			if i.Name == "lo" && (i.MAC != nil || i.MTU != 0) {
+				r.errf(ipath, "lo takes addresses only: remove mac and mtu")
+			}
+		}
+		for _, b := range n.Bridges {
+			bpath := path + ".bridges." + b.Name
+			checkIfName(r, bpath, b.Name)
+			if other, dup := names[b.Name]; dup {
+				r.errf(bpath, "bridge %q has the name of %s: interface names in a node must differ", b.Name, other)
+			}
+			if b.Name == "lo" {
+				r.errf(bpath, "a bridge cannot be named lo")
+			}
+			names[b.Name] = bpath
+		}
+	}
+	return nodes
+}
+
+func checkIfName(r *reporter, path, name string) {
+	switch {
+	case len(name) > MaxIfName:
+		r.errf(path, "interface name %q is %d bytes long: Linux allows at most %d", name, len(name), MaxIfName)
+	case name == "." || name == ".." || !ifNameRE.MatchString(name):
+		r.errf(path, "interface name %q: use letters, digits, _, . and - only (not . or ..)", name)
+	}
+}
+
+// validateLinks resolves link endpoints to declared interfaces.
+func validateLinks(r *reporter, lab *Lab, ex *extra, nodes map[string]*Node) {
+	used := map[Endpoint]string{}
+	for _, rl := range ex.links {
+		if len(rl.endpoints) != 2 {
+			continue // already reported
+		}
+		ok := true
+		for _, ep := range rl.endpoints {
+			n := nodes[ep.Node]
+			switch {
+			case n == nil:
+				hint := ""
+				if s := nearest(ep.Node, nodeNames(lab)); s != "" {
+					hint = fmt.Sprintf(" (did you mean %q?)", s)
+				}
+				r.errf(ep.path, "node %q is not defined%s: define it under nodes: or fix the name", ep.Node, hint)
+				ok = false
+			case ep.Interface == "lo":
+				r.errf(ep.path, "lo is the node's loopback and cannot be a link endpoint: name a veth interface")
+				ok = false
+			case n.Interface(ep.Interface) == nil:
+				if n.Bridge(ep.Interface) != nil {
+					r.errf(ep.path, "%s is a bridge: link an interface and list it in the bridge's ports", ep.Endpoint)
+				} else {
+					r.errf(ep.path, "interface %q is not declared on node %s: add `%s: {}` under nodes.%s.interfaces", ep.Interface, ep.Node, ep.Interface, ep.Node)
+				}
+				ok = false
+			}
+			if other, dup := used[ep.Endpoint]; dup {
+				r.errf(ep.path, "interface %s is already used by %s: a veth end belongs to one link", ep.Endpoint, other)
+				ok = false
+			}
+			used[ep.Endpoint] = rl.path
+		}
+		if !ok {
+			continue
+		}
+		a, b := rl.endpoints[0].Endpoint, rl.endpoints[1].Endpoint
+		if a == b {
+			r.errf(rl.path, "both endpoints are %s: a link joins two different interfaces", a)
+			continue
+		}
+		lab.Links = append(lab.Links, &Link{A: a, B: b})
+		nodes[a.Node].Interface(a.Interface).Peer = b
+		nodes[b.Node].Interface(b.Interface).Peer = a
+	}
+	for _, n := range lab.Nodes {
+		for _, i := range n.Interfaces {
+			if i.Name != "lo" && i.Peer.Node == "" {
+				if _, linked := used[Endpoint{n.Name, i.Name}]; !linked {
+					r.errf("nodes."+n.Name+".interfaces."+i.Name, "interface %s:%s is on no link: add it to links: or remove it", n.Name, i.Name)
+				}
+			}
+		}
+	}
+}
+
+func nodeNames(lab *Lab) []string {
+	var out []string
+	for _, n := range lab.Nodes {
+		out = append(out, n.Name)
+	}
+	return out
+}
+
+// validateAddresses checks addresses, MACs and MTUs across the whole lab:
+// an address or MAC is used once.
+func validateAddresses(r *reporter, lab *Lab) {
+	addrs := map[netip.Addr]string{}
+	macs := map[string]string{}
+	check := func(path string, ps []netip.Prefix, mac []byte, mtu int) {
+		for k, p := range ps {
+			apath := fmt.Sprintf("%s.addresses[%d]", path, k)
+			a := p.Addr()
+			if other, dup := addrs[a]; dup {
+				r.errf(apath, "address %s is already assigned at %s: each address is used once in a lab", a, other)
+				continue
+			}
+			addrs[a] = apath
+			switch {
+			case a.IsUnspecified() || a.IsMulticast():
+				r.errf(apath, "%s cannot be an interface address", a)
+			case a.Is4() && a.IsLoopback() && !strings.Contains(path, ".interfaces.lo"):
+				r.errf(apath, "%s is a loopback address: put it on lo or choose another", a)
+			case a.Is4() && p.Bits() <= 30 && (a == p.Masked().Addr() || a == lastAddr(p)):
+				r.errf(apath, "%s is the network or broadcast address of %s: choose a host address", a, p.Masked())
+			}
+			if a.Is6() && mtu != 0 && mtu < 1280 {
+				r.errf(path+".mtu", "MTU %d is below 1280, the IPv6 minimum, and the interface has IPv6 address %s", mtu, a)
+			}
+		}
+		if mac != nil {
+			key := fmt.Sprintf("%x", mac)
+			if other, dup := macs[key]; dup {
+				r.errf(path+".mac", "MAC %02x:%02x:%02x:%02x:%02x:%02x is already used at %s", mac[0], mac[1], mac[2], mac[3], mac[4], mac[5], other)
+			}
+			macs[key] = path + ".mac"
+		}
+	}
+	for _, n := range lab.Nodes {
+		for _, i := range n.Interfaces {
+			check("nodes."+n.Name+".interfaces."+i.Name, i.Addresses, i.MAC, i.MTU)
+		}
+		for _, b := range n.Bridges {
+			check("nodes."+n.Name+".bridges."+b.Name, b.Addresses, b.MAC, b.MTU)
+		}
+	}
+}
+
+func lastAddr(p netip.Prefix) netip.Addr {
+	a := p.Masked().Addr().As4()
+	host := uint32(1)<<(32-p.Bits()) - 1
+	v := uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 | uint32(a[3]) | host
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+}
+
+func validateBridges(r *reporter, n *Node) {
+	owner := map[string]string{}
+	for _, b := range n.Bridges {
+		for k, p := range b.Ports {
+			ppath := fmt.Sprintf("nodes.%s.bridges.%s.ports[%d]", n.Name, b.Name, k)
+			i := n.Interface(p)
+			switch {
+			case p == "lo":
+				r.errf(ppath, "lo cannot be a bridge port")
+			case i == nil:
+				r.errf(ppath, "port %q is not an interface of node %s: declare it under nodes.%s.interfaces and link it", p, n.Name, n.Name)
+			case owner[p] != "":
+				r.errf(ppath, "port %q is already a port of bridge %s: an interface joins one bridge", p, owner[p])
+			case len(i.Addresses) > 0:
+				r.errf(ppath, "port %q has addresses: a bridge port carries no IP; put the addresses on bridge %s", p, b.Name)
+			}
+			if owner[p] == "" {
+				owner[p] = b.Name
+			}
+		}
+	}
+}
+
+// validateRoutes checks that devices exist and gateways are reachable on a
+// subnet the node is connected to.
+func validateRoutes(r *reporter, n *Node) {
+	type key struct {
+		to     netip.Prefix
+		metric int
+	}
+	seen := map[key]int{}
+	for k, rt := range n.Routes {
+		path := fmt.Sprintf("nodes.%s.routes[%d]", n.Name, k)
+		if first, dup := seen[key{rt.To, rt.Metric}]; dup {
+			r.errf(path, "route to %s with metric %d is already defined at routes[%d]: give one a different metric or remove it", rt.To, rt.Metric, first)
+		}
+		seen[key{rt.To, rt.Metric}] = k
+		var devAddrs []netip.Prefix
+		if rt.Dev != "" {
+			if i := n.Interface(rt.Dev); i != nil {
+				devAddrs = i.Addresses
+			} else if b := n.Bridge(rt.Dev); b != nil {
+				devAddrs = b.Addresses
+			} else {
+				r.errf(path+".dev", "device %q is not an interface or bridge of node %s", rt.Dev, n.Name)
+				continue
+			}
+		}
+		if !rt.Via.IsValid() {
+			if rt.Dev == "" {
+				r.errf(path, "a route needs via: (a gateway) or dev: (an interface), or both")
+			}
+			continue
+		}
+		if rt.Via.Is4() != rt.To.Addr().Is4() {
+			r.errf(path+".via", "gateway %s and destination %s are of different IP versions", rt.Via, rt.To)
+			continue
+		}
+		if rt.Via.Is6() && rt.Via.IsLinkLocalUnicast() {
+			if rt.Dev == "" {
+				r.errf(path+".dev", "gateway %s is link-local: name the interface with dev:", rt.Via)
+			}
+			continue
+		}
+		candidates := devAddrs
+		if rt.Dev == "" {
+			candidates = nodePrefixes(n)
+		}
+		if !onSubnet(rt.Via, candidates) {
+			where := "any connected subnet of node " + n.Name
+			if rt.Dev != "" {
+				where = "a subnet of " + n.Name + ":" + rt.Dev
+			}
+			r.errf(path+".via", "gateway %s is not on %s: give the node an address in the gateway's subnet or fix the gateway", rt.Via, where)
+		}
+	}
+}
+
+func nodePrefixes(n *Node) []netip.Prefix {
+	var out []netip.Prefix
+	for _, i := range n.Interfaces {
+		if i.Name != "lo" {
+			out = append(out, i.Addresses...)
+		}
+	}
+	for _, b := range n.Bridges {
+		out = append(out, b.Addresses...)
+	}
+	return out
+}
+
+func onSubnet(a netip.Addr, ps []netip.Prefix) bool {
+	for _, p := range ps {
+		if p.Masked().Contains(a) && p.Addr() != a {
+			return true
+		}
+	}
+	return false
+}
+
+func validateSysctls(r *reporter, n *Node) {
+	for _, s := range n.Sysctls {
+		path := fmt.Sprintf("nodes.%s.sysctls[%q]", n.Name, s.Key)
+		switch {
+		case !strings.HasPrefix(s.Key, "net."):
+			r.errf(path, "only namespace-scoped net.* sysctls can be set on a node; %s belongs to the whole machine", s.Key)
+		case !sysctlRE.MatchString(s.Key) || strings.Contains(s.Key, "..") || escapes(s.Key):
+			r.errf(path, "sysctl key %q: write dotted names such as net.ipv4.conf.all.rp_filter (use / for a dot inside an interface name)", s.Key)
+		case contains(globalNetSysctls, s.Key):
+			r.errf(path, "%s is not per namespace: the kernel keeps one value for the whole machine, so a lab must not set it; set it on the host yourself if you need it", s.Key)
+		case strings.ContainsAny(s.Value, "\n\x00"):
+			r.errf(path, "value must be one line")
+		}
+	}
+}
+
+// escapes reports whether a key has a component that, once "/" is read as
+// ".", would be "." or ".." and so leave /proc/sys/net.
+func escapes(key string) bool {
+	for _, p := range strings.Split(key, ".") {
+		p = strings.ReplaceAll(p, "/", ".")
+		if p == "." || p == ".." {
+			return true
+		}
+	}
+	return false
+}
