@@ -20,6 +20,7 @@ import (
 	"path/filepath"
 	"runtime"
 
+	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
 
@@ -167,4 +168,19 @@ func (n *NS) Do(fn func() error) error {
 		errc <- fn()
 	}()
 	return <-errc
+}
+
+// NetlinkHandle opens an rtnetlink socket inside n. The handle then works from
+// any goroutine and always acts in n; the caller closes it.
+func (n *NS) NetlinkHandle() (*netlink.Handle, error) {
+	var h *netlink.Handle
+	err := n.Do(func() error {
+		var err error
+		h, err = netlink.NewHandle(unix.NETLINK_ROUTE)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("netlink socket in namespace %s: %w", n.Name, err)
+	}
+	return h, nil
 }

@@ -1,0 +1,47 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/nslab/nslab/topology/lab"
+	"github.com/nslab/nslab/topology/spec"
+	"github.com/urfave/cli/v2"
+)
+
+func deployCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "deploy",
+		Usage:     "build a lab (atomic: on failure or Ctrl-C everything created is removed)",
+		ArgsUsage: "[FILE]",
+		Flags: []cli.Flag{
+			topoFlag(),
+			&cli.BoolFlag{Name: "dry-run", Usage: "print the plan of kernel changes and change nothing"},
+		},
+		Action: func(c *cli.Context) error {
+			path, err := topoPath(c)
+			if err != nil {
+				return err
+			}
+			l, source, err := spec.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			if c.Bool("dry-run") {
+				for i, s := range lab.Plan(l) {
+					fmt.Fprintf(c.App.Writer, "%3d  %s\n", i+1, s.Name)
+				}
+				return nil
+			}
+			if err := lab.CheckPrivileges(); err != nil {
+				return err
+			}
+			res, err := manager(c).Deploy(c.Context, l, path, source)
+			if err != nil {
+				return fmt.Errorf("deploy lab %s: %w", l.Name, err)
+			}
+			fmt.Fprintf(c.App.Writer, "deployed lab %s: %d nodes, %d links, %d steps in %s\n",
+				l.Name, len(l.Nodes), len(l.Links), res.Steps, res.Duration.Round(10_000))
+			return nil
+		},
+	}
+}

@@ -1,0 +1,93 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/nslab/nslab/topology/lab"
+	"github.com/nslab/nslab/topology/spec"
+	"github.com/urfave/cli/v2"
+	"gopkg.in/yaml.v3"
+)
+
+func destroyCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "destroy",
+		Usage:     "remove a lab completely (re-runnable; works when the file changed or is gone)",
+		ArgsUsage: "[FILE]",
+		Flags: []cli.Flag{
+			topoFlag(),
+			&cli.StringFlag{Name: "name", Usage: "lab `NAME`"},
+			&cli.BoolFlag{Name: "all", Usage: "every lab nslab deployed on this machine"},
+		},
+		Action: func(c *cli.Context) error {
+			if err := lab.CheckPrivileges(); err != nil {
+				return err
+			}
+			m := manager(c)
+			if c.Bool("all") {
+				reps, err := m.DestroyAll()
+				for _, r := range reps {
+					printDestroy(c.App.Writer, r)
+				}
+				if len(reps) == 0 && err == nil {
+					fmt.Fprintln(c.App.Writer, "no labs deployed")
+				}
+				return err
+			}
+			name, err := labName(c)
+			if err != nil {
+				return err
+			}
+			rep, err := m.Destroy(name)
+			if rep != nil {
+				printDestroy(c.App.Writer, rep)
+			}
+			return err
+		},
+	}
+}
+
+func printDestroy(w io.Writer, r *lab.DestroyReport) {
+	if !r.Found {
+		fmt.Fprintf(w, "lab %s: nothing to destroy\n", r.Lab)
+		return
+	}
+	fmt.Fprintf(w, "destroyed lab %s: %d namespaces removed", r.Lab, len(r.Removed))
+	if len(r.Gone) > 0 {
+		fmt.Fprintf(w, ", %d already gone", len(r.Gone))
+	}
+	fmt.Fprintln(w)
+	for _, s := range r.Skipped {
+		fmt.Fprintf(w, "  left alone: %s\n", s)
+	}
+}
+
+// labName finds the lab a command is about: --name, or the name: in -t FILE.
+// A file that no longer validates still gives its name, so a lab can be
+// destroyed after its file was edited.
+func labName(c *cli.Context) (string, error) {
+	if n := c.String("name"); n != "" {
+		return n, nil
+	}
+	path, err := topoPath(c)
+	if err != nil {
+		return "", cli.Exit("name the lab: -t FILE, --name LAB or --all", 2)
+	}
+	if l, _, err := spec.ReadFile(path); err == nil {
+		return l.Name, nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w (use --name LAB when the file is gone)", path, err)
+	}
+	var top struct {
+		Name string `yaml:"name"`
+	}
+	if err := yaml.Unmarshal(data, &top); err != nil || strings.TrimSpace(top.Name) == "" {
+		return "", fmt.Errorf("%s has no readable name: (use --name LAB)", path)
+	}
+	return top.Name, nil
+}

@@ -1,0 +1,145 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/nslab/nslab/topology/lab"
+	"github.com/urfave/cli/v2"
+)
+
+func inspectCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "inspect",
+		Usage:     "show a deployed lab as the kernel sees it, or list deployed labs",
+		ArgsUsage: "[FILE]",
+		Flags: []cli.Flag{
+			topoFlag(),
+			&cli.StringFlag{Name: "name", Usage: "lab `NAME`"},
+			&cli.StringFlag{Name: "format", Value: "table", Usage: "table or json"},
+		},
+		Action: func(c *cli.Context) error {
+			format := c.String("format")
+			if format != "table" && format != "json" {
+				return cli.Exit(fmt.Sprintf("--format %s: use table or json", format), 2)
+			}
+			if err := lab.CheckPrivileges(); err != nil {
+				return err
+			}
+			m := manager(c)
+			if c.String("name") == "" && c.String("topo") == "" && c.NArg() == 0 {
+				labs, err := m.List()
+				if err != nil {
+					return err
+				}
+				if format == "json" {
+					return writeJSON(c.App.Writer, labs)
+				}
+				printList(c.App.Writer, labs)
+				return nil
+			}
+			name, err := labName(c)
+			if err != nil {
+				return err
+			}
+			info, err := m.Inspect(name)
+			if err != nil {
+				return err
+			}
+			if format == "json" {
+				return writeJSON(c.App.Writer, info)
+			}
+			printLab(c.App.Writer, info)
+			return nil
+		},
+	}
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func printList(w io.Writer, labs []lab.Summary) {
+	if len(labs) == 0 {
+		fmt.Fprintln(w, "no labs deployed")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "LAB\tPHASE\tNODES\tDEPLOYED\tFILE")
+	for _, l := range labs {
+		when := "-"
+		if !l.Deployed.IsZero() {
+			when = l.Deployed.Local().Format(time.DateTime)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", l.Lab, l.Phase, l.Nodes, when, l.File)
+	}
+	tw.Flush()
+}
+
+func printLab(w io.Writer, info *lab.LabInfo) {
+	fmt.Fprintf(w, "lab %s (%s", info.Lab, info.Phase)
+	if !info.Deployed.IsZero() {
+		fmt.Fprintf(w, " %s", info.Deployed.Local().Format(time.DateTime))
+	}
+	fmt.Fprintf(w, ", from %s)\n\n", info.File)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tNAMESPACE\tINTERFACE\tKIND\tPEER\tMAC\tMTU\tSTATE\tADDRESSES")
+	for _, n := range info.Nodes {
+		if !n.Present || n.Error != "" {
+			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t-\tMISSING\t%s\n", n.Node, n.Namespace, n.Error)
+			continue
+		}
+		for _, i := range n.Interfaces {
+			kind := i.Kind
+			if i.Master != "" {
+				kind += " (port of " + i.Master + ")"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", n.Node, n.Namespace, i.Name, kind,
+				dash(i.Peer), i.MAC, i.MTU, i.State, dash(strings.Join(i.Addresses, ", ")))
+		}
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tFORWARDING\tROUTE\tVIA\tDEV\tMETRIC\tPROTO")
+	for _, n := range info.Nodes {
+		fw := forwarding(n)
+		for _, r := range n.Routes {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.Node, fw, r.To, dash(r.Via), dash(r.Dev), dash(metric(r.Metric)), r.Proto)
+		}
+	}
+	tw.Flush()
+}
+
+func forwarding(n lab.NodeInfo) string {
+	switch {
+	case n.Forwarding.IPv4 && n.Forwarding.IPv6:
+		return "ipv4+ipv6"
+	case n.Forwarding.IPv4:
+		return "ipv4"
+	case n.Forwarding.IPv6:
+		return "ipv6"
+	}
+	return "off"
+}
+
+func metric(m int) string {
+	if m == 0 {
+		return ""
+	}
+	return strconv.Itoa(m)
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}

@@ -1,0 +1,78 @@
+// Command nslab builds network labs of namespaces from a YAML file and
+// measures packet forwarding in them. Each verb lives in its own file and
+// only wires flags to the topology packages.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/nslab/nslab/topology/lab"
+	"github.com/urfave/cli/v2"
+)
+
+// version is set at build time (-ldflags -X main.version=...).
+var version = "dev"
+
+// exitInterrupted is the exit code after Ctrl-C, as shells use (128+SIGINT).
+const exitInterrupted = 130
+
+func main() {
+	os.Exit(run(os.Args))
+}
+
+func run(args []string) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	app := &cli.App{
+		Name:    "nslab",
+		Usage:   "build network labs of namespaces and measure forwarding in them",
+		Version: version,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "netns-dir", Value: "", Usage: "directory of named namespaces (default /run/netns)", Hidden: true, EnvVars: []string{"NSLAB_NETNS_DIR"}},
+			&cli.StringFlag{Name: "state-dir", Value: "", Usage: "directory of lab state files (default /run/nslab)", Hidden: true, EnvVars: []string{"NSLAB_STATE_DIR"}},
+		},
+		Commands: []*cli.Command{
+			deployCommand(), destroyCommand(), inspectCommand(), execCommand(), validateCommand(),
+		},
+		ExitErrHandler: func(*cli.Context, error) {}, // run() prints and maps errors
+	}
+	err := app.RunContext(ctx, args)
+	if err == nil {
+		return 0
+	}
+	fmt.Fprintln(os.Stderr, "nslab:", err)
+	var ec cli.ExitCoder
+	switch {
+	case errors.Is(err, context.Canceled) || ctx.Err() != nil:
+		return exitInterrupted
+	case errors.As(err, &ec):
+		return ec.ExitCode()
+	}
+	return 1
+}
+
+// manager builds the lab manager from the global flags.
+func manager(c *cli.Context) *lab.Manager {
+	return &lab.Manager{NetnsDir: c.String("netns-dir"), StateDir: c.String("state-dir")}
+}
+
+// topoFlag is the -t FILE flag shared by the verbs.
+func topoFlag() *cli.StringFlag {
+	return &cli.StringFlag{Name: "topo", Aliases: []string{"t"}, Usage: "topology `FILE`"}
+}
+
+// topoPath returns -t FILE, or the first argument.
+func topoPath(c *cli.Context) (string, error) {
+	if p := c.String("topo"); p != "" {
+		return p, nil
+	}
+	if c.NArg() > 0 {
+		return c.Args().First(), nil
+	}
+	return "", cli.Exit("no topology file: give -t FILE", 2)
+}

@@ -1,0 +1,29 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/nslab/nslab/topology/spec"
+	"github.com/urfave/cli/v2"
+)
+
+func validateCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "validate",
+		Usage:     "check a topology file without touching the machine",
+		ArgsUsage: "[FILE]",
+		Flags:     []cli.Flag{topoFlag()},
+		Action: func(c *cli.Context) error {
+			path, err := topoPath(c)
+			if err != nil {
+				return err
+			}
+			l, _, err := spec.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(c.App.Writer, "%s: lab %s is valid: %d nodes, %d links\n", path, l.Name, len(l.Nodes), len(l.Links))
+			return nil
+		},
+	}
+}

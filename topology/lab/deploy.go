@@ -1,0 +1,165 @@
+package lab
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/nslab/nslab/topology/ns"
+	"github.com/nslab/nslab/topology/spec"
+	"github.com/vishvananda/netlink"
+)
+
+// DeployResult describes a finished deploy.
+type DeployResult struct {
+	Lab      string
+	Steps    int
+	Duration time.Duration
+}
+
+// StepError is a deploy failure: the step that failed, its position, and the
+// cause. Everything the deploy had created has been removed when it is
+// returned (RollbackErr says otherwise).
+type StepError struct {
+	Index       int // 0-based position in the plan
+	Step        string
+	Err         error
+	RollbackErr error
+}
+
+func (e *StepError) Error() string {
+	msg := fmt.Sprintf("step %d (%s): %v", e.Index+1, e.Step, e.Err)
+	if e.RollbackErr != nil {
+		msg += fmt.Sprintf("; rollback incomplete: %v", e.RollbackErr)
+	} else {
+		msg += "; everything created was removed"
+	}
+	return msg
+}
+
+func (e *StepError) Unwrap() error { return e.Err }
+
+// ConflictError is returned when the lab cannot be deployed without touching
+// something that exists already. Nothing was changed.
+type ConflictError struct{ Problems []string }
+
+func (e *ConflictError) Error() string {
+	return "cannot deploy, nothing was changed:\n  " + strings.Join(e.Problems, "\n  ")
+}
+
+// Deploy builds lab on this machine. file is the topology file's path and
+// source its contents (recorded for destroy and inspect). It is atomic: when
+// a step fails or ctx is cancelled, everything created so far is removed and
+// a *StepError is returned (wrapping ctx.Err() on cancel).
+func (m *Manager) Deploy(ctx context.Context, lab *spec.Lab, file string, source []byte) (*DeployResult, error) {
+	start := time.Now()
+	unlock, err := m.lock()
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	if err := m.preflight(lab); err != nil {
+		return nil, err
+	}
+	abs, err := filepath.Abs(file)
+	if err != nil {
+		abs = file
+	}
+	sum := sha256.Sum256(source)
+	st := &State{
+		Version: stateVersion, Lab: lab.Name, File: abs, SHA256: hex.EncodeToString(sum[:]),
+		Source: string(source), Phase: PhaseDeploying, PID: os.Getpid(), Started: start,
+	}
+	for _, n := range lab.Nodes {
+		st.Namespaces = append(st.Namespaces, NSRecord{Node: n.Name, Name: lab.Namespace(n.Name)})
+	}
+	// Written ahead: from here on, destroy finds every namespace this
+	// deploy may create, even if this process is killed.
+	if err := m.saveState(st); err != nil {
+		return nil, err
+	}
+	d := &deployer{m: m, lab: lab, nss: map[string]*ns.NS{}, handles: map[string]*netlink.Handle{}, index: map[spec.Endpoint]int{}}
+	defer d.close()
+	steps := Plan(lab)
+	for i, s := range steps {
+		err := ctx.Err()
+		if err == nil && m.beforeStep != nil {
+			err = m.beforeStep(i, s)
+		}
+		if err == nil {
+			err = s.do(d)
+		}
+		if err != nil {
+			d.close()
+			return nil, &StepError{Index: i, Step: s.Name, Err: err, RollbackErr: m.rollback(d, st)}
+		}
+	}
+	for i := range st.Namespaces {
+		if n := d.nss[st.Namespaces[i].Node]; n != nil {
+			st.Namespaces[i].Inode, _ = n.Inode()
+		}
+	}
+	st.Phase, st.Deployed = PhaseDeployed, time.Now()
+	if err := m.saveState(st); err != nil {
+		d.close()
+		return nil, &StepError{Index: len(steps), Step: "record deployed state", Err: err, RollbackErr: m.rollback(d, st)}
+	}
+	return &DeployResult{Lab: lab.Name, Steps: len(steps), Duration: time.Since(start)}, nil
+}
+
+// preflight checks, without changing anything, that the lab can be deployed:
+// it is not deployed already and none of its namespace names is taken.
+func (m *Manager) preflight(lab *spec.Lab) error {
+	st, err := m.loadState(lab.Name)
+	if err != nil {
+		return err
+	}
+	if st != nil {
+		if st.Phase == PhaseDeploying && !processAlive(st.PID) {
+			return &ConflictError{[]string{fmt.Sprintf("a deploy of lab %s was interrupted (pid %d is gone): clean up with `nslab destroy --name %s`", lab.Name, st.PID, lab.Name)}}
+		}
+		return &ConflictError{[]string{fmt.Sprintf("lab %s is already deployed (since %s, from %s): destroy it first with `nslab destroy --name %s`", lab.Name, st.Started.Format(time.RFC3339), st.File, lab.Name)}}
+	}
+	var problems []string
+	for _, n := range lab.Nodes {
+		name := lab.Namespace(n.Name)
+		exists, err := ns.Exists(m.netnsDir(), name)
+		if err != nil {
+			return err
+		}
+		if !exists {
+			continue
+		}
+		o, err := m.ownerOf(name)
+		who := "not created by nslab"
+		if err == nil {
+			who = o.String()
+		}
+		problems = append(problems, fmt.Sprintf("namespace %s (node %s) already exists (%s): nslab will not touch it; remove it yourself, or set prefix: in the file to use other names", name, n.Name, who))
+	}
+	if len(problems) > 0 {
+		return &ConflictError{problems}
+	}
+	return nil
+}
+
+// rollback removes what a failed deploy created, newest first, and the state
+// file when that succeeded. Namespace removal takes every object inside.
+func (m *Manager) rollback(d *deployer, st *State) error {
+	var errs []error
+	for i := len(d.created) - 1; i >= 0; i-- {
+		if err := ns.Remove(m.netnsDir(), d.created[i]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) == 0 {
+		errs = append(errs, m.removeState(st.Lab))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,54 @@
+package lab
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// FindNode resolves a node to the name of its namespace in a deployed lab.
+// With labName empty, node may be a node name or a namespace name of any
+// deployed lab, or LAB:NODE; a name that more than one lab has is refused
+// with the candidates listed.
+func (m *Manager) FindNode(labName, node string) (string, error) {
+	if labName == "" {
+		if l, n, ok := strings.Cut(node, ":"); ok {
+			labName, node = l, n
+		}
+	}
+	labs := []string{labName}
+	if labName == "" {
+		var err error
+		if labs, err = m.stateLabs(); err != nil {
+			return "", err
+		}
+	}
+	var matches []string
+	var nsName string
+	for _, l := range labs {
+		st, err := m.loadState(l)
+		if err != nil {
+			return "", err
+		}
+		if st == nil {
+			return "", fmt.Errorf("lab %s: %w", l, ErrNotDeployed)
+		}
+		for _, r := range st.Namespaces {
+			if r.Node == node || r.Name == node {
+				matches = append(matches, l+":"+r.Node)
+				nsName = r.Name
+			}
+		}
+	}
+	switch len(matches) {
+	case 0:
+		if labName != "" {
+			return "", fmt.Errorf("lab %s has no node %s", labName, node)
+		}
+		return "", fmt.Errorf("no deployed lab has a node %s (see nslab inspect)", node)
+	case 1:
+		return nsName, nil
+	}
+	sort.Strings(matches)
+	return "", fmt.Errorf("node %s is in several labs (%s): name one as LAB:NODE or with --name", node, strings.Join(matches, ", "))
+}

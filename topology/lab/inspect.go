@@ -1,0 +1,222 @@
+package lab
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"sort"
+	"time"
+
+	"github.com/nslab/nslab/topology/ns"
+	"github.com/nslab/nslab/topology/spec"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// ErrNotDeployed is returned for a lab that has no state file.
+var ErrNotDeployed = errors.New("lab is not deployed")
+
+// Summary is one deployed lab, as `nslab inspect` lists them.
+type Summary struct {
+	Lab      string    `json:"lab"`
+	File     string    `json:"file,omitempty"`
+	Phase    string    `json:"phase"` // deployed, deploying, interrupted, orphaned (markers but no state)
+	Nodes    int       `json:"nodes"`
+	Deployed time.Time `json:"deployed,omitzero"`
+}
+
+// List returns every lab with a state file or a marked namespace.
+func (m *Manager) List() ([]Summary, error) {
+	labs, err := m.allLabs()
+	if err != nil {
+		return nil, err
+	}
+	var out []Summary
+	for _, l := range labs {
+		st, err := m.loadState(l)
+		if err != nil {
+			return nil, err
+		}
+		if st == nil {
+			found, _ := m.scanOwned(l)
+			out = append(out, Summary{Lab: l, Phase: "orphaned (no state file)", Nodes: len(found[l])})
+			continue
+		}
+		phase := st.Phase
+		if phase == PhaseDeploying && !processAlive(st.PID) {
+			phase = "interrupted"
+		}
+		out = append(out, Summary{Lab: l, File: st.File, Phase: phase, Nodes: len(st.Namespaces), Deployed: st.Deployed})
+	}
+	return out, nil
+}
+
+// LabInfo is a deployed lab as the kernel sees it now.
+type LabInfo struct {
+	Lab      string     `json:"lab"`
+	File     string     `json:"file"`
+	Phase    string     `json:"phase"`
+	Deployed time.Time  `json:"deployed,omitzero"`
+	Nodes    []NodeInfo `json:"nodes"`
+}
+
+// NodeInfo is one node of a deployed lab.
+type NodeInfo struct {
+	Node       string          `json:"node"`
+	Namespace  string          `json:"namespace"`
+	Present    bool            `json:"present"`
+	Error      string          `json:"error,omitempty"`
+	Forwarding spec.Forwarding `json:"forwarding"`
+	Interfaces []IfInfo        `json:"interfaces"`
+	Routes     []RouteInfo     `json:"routes"`
+}
+
+// IfInfo is one interface of a node.
+type IfInfo struct {
+	Name      string   `json:"name"`
+	Kind      string   `json:"kind"`
+	Peer      string   `json:"peer,omitempty"`   // node:interface of a veth's other end
+	Master    string   `json:"master,omitempty"` // bridge it is a port of
+	MAC       string   `json:"mac"`
+	MTU       int      `json:"mtu"`
+	State     string   `json:"state"`
+	Addresses []string `json:"addresses"`
+}
+
+// RouteInfo is one route of a node's main table.
+type RouteInfo struct {
+	To     string `json:"to"`
+	Via    string `json:"via,omitempty"`
+	Dev    string `json:"dev,omitempty"`
+	Metric int    `json:"metric,omitempty"`
+	Proto  string `json:"proto"`
+}
+
+// Inspect reads a deployed lab back from the kernel: each node's interfaces
+// (kind, veth peer, MAC, addresses, MTU, oper state) and routes. It works
+// from the state file, so the topology file need not exist.
+func (m *Manager) Inspect(labName string) (*LabInfo, error) {
+	st, err := m.loadState(labName)
+	if err != nil {
+		return nil, err
+	}
+	if st == nil {
+		return nil, fmt.Errorf("lab %s: %w (no state file in %s)", labName, ErrNotDeployed, m.stateDir())
+	}
+	l, err := st.Spec()
+	if err != nil {
+		return nil, err
+	}
+	info := &LabInfo{Lab: st.Lab, File: st.File, Phase: st.Phase, Deployed: st.Deployed}
+	// Peer names from the file; each is checked against the kernel below.
+	peers := map[spec.Endpoint]spec.Endpoint{}
+	for _, lk := range l.Links {
+		peers[lk.A], peers[lk.B] = lk.B, lk.A
+	}
+	indexes := map[spec.Endpoint]int{}
+	for _, rec := range st.Namespaces {
+		ni := NodeInfo{Node: rec.Node, Namespace: rec.Name}
+		if n := l.Node(rec.Node); n != nil {
+			ni.Forwarding = n.Forwarding
+		}
+		if err := m.inspectNode(&ni, labName, indexes); err != nil {
+			ni.Error = err.Error()
+		}
+		info.Nodes = append(info.Nodes, ni)
+	}
+	for i := range info.Nodes {
+		n := &info.Nodes[i]
+		for j := range n.Interfaces {
+			ifc := &n.Interfaces[j]
+			if ifc.Kind != "veth" {
+				continue
+			}
+			ep := spec.Endpoint{Node: n.Node, Interface: ifc.Name}
+			if p, ok := peers[ep]; ok && indexes[p] == peerIndex(ifc) {
+				ifc.Peer = p.String()
+			}
+		}
+	}
+	return info, nil
+}
+
+// inspectNode fills ni from the namespace, after checking it is the lab's.
+func (m *Manager) inspectNode(ni *NodeInfo, labName string, indexes map[spec.Endpoint]int) error {
+	o, err := m.ownerOf(ni.Namespace)
+	if err != nil {
+		return err
+	}
+	if o.lab != labName {
+		return fmt.Errorf("namespace %s is %s", ni.Namespace, o)
+	}
+	n, err := ns.Open(m.netnsDir(), ni.Namespace)
+	if err != nil {
+		return err
+	}
+	defer n.Close()
+	h, err := n.NetlinkHandle()
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	ni.Present = true
+	links, err := h.LinkList()
+	if err != nil {
+		return fmt.Errorf("list links in %s: %w", ni.Namespace, err)
+	}
+	names := map[int]string{}
+	for _, lk := range links {
+		names[lk.Attrs().Index] = lk.Attrs().Name
+	}
+	for _, lk := range links {
+		a := lk.Attrs()
+		ifc := IfInfo{Name: a.Name, Kind: lk.Type(), MAC: a.HardwareAddr.String(), MTU: a.MTU, State: a.OperState.String(), Master: names[a.MasterIndex], Addresses: []string{}}
+		if ifc.Kind == "veth" {
+			ifc.Peer = fmt.Sprintf("if%d", a.ParentIndex)
+		}
+		addrs, err := h.AddrList(lk, netlink.FAMILY_ALL)
+		if err != nil {
+			return fmt.Errorf("list addresses of %s in %s: %w", a.Name, ni.Namespace, err)
+		}
+		for _, ad := range addrs {
+			ifc.Addresses = append(ifc.Addresses, ad.IPNet.String())
+		}
+		indexes[spec.Endpoint{Node: ni.Node, Interface: a.Name}] = a.Index
+		ni.Interfaces = append(ni.Interfaces, ifc)
+	}
+	routes, err := h.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{Table: unix.RT_TABLE_MAIN}, netlink.RT_FILTER_TABLE)
+	if err != nil {
+		return fmt.Errorf("list routes in %s: %w", ni.Namespace, err)
+	}
+	for _, r := range routes {
+		ni.Routes = append(ni.Routes, routeInfo(r, names))
+	}
+	sort.SliceStable(ni.Routes, func(i, j int) bool { return ni.Routes[i].To < ni.Routes[j].To })
+	return nil
+}
+
+// peerIndex is the ifindex a veth reports for its peer (IFLA_LINK).
+func peerIndex(ifc *IfInfo) int {
+	var idx int
+	fmt.Sscanf(ifc.Peer, "if%d", &idx)
+	return idx
+}
+
+func routeInfo(r netlink.Route, names map[int]string) RouteInfo {
+	ri := RouteInfo{Dev: names[r.LinkIndex], Metric: r.Priority, Proto: r.Protocol.String()}
+	switch {
+	case r.Dst == nil || isDefault(r.Dst):
+		ri.To = "default"
+	default:
+		ri.To = r.Dst.String()
+	}
+	if r.Gw != nil {
+		ri.Via = r.Gw.String()
+	}
+	return ri
+}
+
+func isDefault(n *net.IPNet) bool {
+	ones, _ := n.Mask.Size()
+	return ones == 0
+}
