@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 
 	"github.com/nslab/nslab/topology/lab"
@@ -58,7 +59,25 @@ func run(args []string) int {
 
 // manager builds the lab manager from the global flags.
 func manager(c *cli.Context) *lab.Manager {
-	return &lab.Manager{NetnsDir: c.String("netns-dir"), StateDir: c.String("state-dir")}
+	m := &lab.Manager{NetnsDir: c.String("netns-dir"), StateDir: c.String("state-dir")}
+	if k, err := strconv.Atoi(os.Getenv("NSLAB_TEST_PAUSE_AT")); err == nil {
+		m.BeforeStep = pauseAt(k)
+	}
+	return m
+}
+
+// pauseAt is the test seam behind NSLAB_TEST_PAUSE_AT=k: deploy stops before
+// step k (1-based), says so on stderr and waits for a signal, so tests can
+// kill or interrupt a deploy in progress at a known point.
+func pauseAt(k int) func(ctx context.Context, i int, s lab.Step) error {
+	return func(ctx context.Context, i int, s lab.Step) error {
+		if i+1 != k {
+			return nil
+		}
+		fmt.Fprintf(os.Stderr, "paused before step %d: %s\n", k, s.Name)
+		<-ctx.Done()
+		return ctx.Err()
+	}
 }
 
 // topoFlag is the -t FILE flag shared by the verbs.

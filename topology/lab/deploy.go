@@ -89,8 +89,8 @@ func (m *Manager) Deploy(ctx context.Context, lab *spec.Lab, file string, source
 	steps := Plan(lab)
 	for i, s := range steps {
 		err := ctx.Err()
-		if err == nil && m.beforeStep != nil {
-			err = m.beforeStep(i, s)
+		if err == nil && m.BeforeStep != nil {
+			err = m.BeforeStep(ctx, i, s)
 		}
 		if err == nil {
 			err = s.do(d)

@@ -12,6 +12,7 @@
 package lab
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -32,9 +33,10 @@ type Manager struct {
 	NetnsDir string // named namespaces; default ns.DefaultDir (/run/netns)
 	StateDir string // state files; default DefaultStateDir
 
-	// beforeStep, when set, runs before plan step i (0-based) and may fail
-	// it. It is the test seam for rollback at every position.
-	beforeStep func(i int, s Step) error
+	// BeforeStep, when set, runs before plan step i (0-based); an error
+	// fails that step. It is a test seam (rollback at every position, a
+	// deploy paused to be killed or interrupted), not for normal use.
+	BeforeStep func(ctx context.Context, i int, s Step) error
 }
 
 func (m *Manager) netnsDir() string {

@@ -119,6 +119,14 @@ func checkIfName(r *reporter, path, name string) {
 // validateLinks resolves link endpoints to declared interfaces.
 func validateLinks(r *reporter, lab *Lab, ex *extra, nodes map[string]*Node) {
 	used := map[Endpoint]string{}
+	// Interfaces named by any link, even a broken one, are not also
+	// reported as being on no link.
+	mentioned := map[Endpoint]bool{}
+	for _, rl := range ex.links {
+		for _, ep := range rl.endpoints {
+			mentioned[ep.Endpoint] = true
+		}
+	}
 	for _, rl := range ex.links {
 		if len(rl.endpoints) != 2 {
 			continue // already reported
@@ -166,7 +174,7 @@ func validateLinks(r *reporter, lab *Lab, ex *extra, nodes map[string]*Node) {
 	for _, n := range lab.Nodes {
 		for _, i := range n.Interfaces {
 			if i.Name != "lo" && i.Peer.Node == "" {
-				if _, linked := used[Endpoint{n.Name, i.Name}]; !linked {
+				if !mentioned[Endpoint{n.Name, i.Name}] {
 					r.errf("nodes."+n.Name+".interfaces."+i.Name, "interface %s:%s is on no link: add it to links: or remove it", n.Name, i.Name)
 				}
 			}

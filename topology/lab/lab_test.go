@@ -1,0 +1,491 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nslab/nslab/topology/labtest"
+	"github.com/nslab/nslab/topology/ns"
+	"github.com/nslab/nslab/topology/spec"
+	"github.com/vishvananda/netlink"
+)
+
+// fixture is one privileged test's lab: a random lab name and namespace
+// prefix, a private state directory, and the real /run/netns (so that
+// `ip netns` shows the namespaces as users see them).
+type fixture struct {
+	t      *testing.T
+	m      *Manager
+	lab    *spec.Lab
+	source []byte
+}
+
+// newFixture loads a topology (a path under examples/ or YAML text), renames
+// the lab and prefixes its namespaces randomly, and removes whatever the test
+// leaves behind.
+func newFixture(t *testing.T, topo string) *fixture {
+	t.Helper()
+	labtest.SkipUnlessRoot(t)
+	name := labtest.Name("t")
+	var data []byte
+	if strings.HasSuffix(topo, ".yaml") {
+		var err error
+		if data, err = os.ReadFile(filepath.Join("../../examples", topo)); err != nil {
+			t.Fatal(err)
+		}
+	} else {
+		data = []byte(topo)
+	}
+	data = renameLab(data, name)
+	l, err := spec.Parse(name+".yaml", data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{t: t, m: &Manager{StateDir: t.TempDir()}, lab: l, source: data}
+	t.Cleanup(func() {
+		f.m.BeforeStep = nil
+		if _, err := f.m.Destroy(name); err != nil {
+			t.Errorf("cleanup: %v", err)
+		}
+		for _, n := range l.Nodes {
+			ns.Remove(f.m.netnsDir(), l.Namespace(n.Name)) // foreign ones a test made
+		}
+	})
+	return f
+}
+
+// renameLab replaces the name: line and adds a prefix: line.
+func renameLab(data []byte, name string) []byte {
+	var out []string
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.HasPrefix(line, "name:") {
+			out = append(out, "name: "+name, "prefix: "+name+"-")
+			continue
+		}
+		if strings.HasPrefix(line, "prefix:") {
+			continue
+		}
+		out = append(out, line)
+	}
+	return []byte(strings.Join(out, "\n"))
+}
+
+func (f *fixture) deploy() {
+	f.t.Helper()
+	if _, err := f.m.Deploy(context.Background(), f.lab, f.lab.File, f.source); err != nil {
+		f.t.Fatalf("deploy: %v", err)
+	}
+}
+
+func (f *fixture) ns(node string) string { return f.lab.Namespace(node) }
+
+// left lists the lab's namespaces that exist now.
+func (f *fixture) left() []string {
+	var out []string
+	for _, n := range f.lab.Nodes {
+		if ok, _ := ns.Exists(f.m.netnsDir(), f.ns(n.Name)); ok {
+			out = append(out, f.ns(n.Name))
+		}
+	}
+	return out
+}
+
+func (f *fixture) assertGone() {
+	f.t.Helper()
+	if left := f.left(); len(left) > 0 {
+		f.t.Errorf("namespaces left behind: %v", left)
+	}
+	if _, err := os.Stat(f.m.statePath(f.lab.Name)); !errors.Is(err, os.ErrNotExist) {
+		f.t.Errorf("state file left behind: %v", err)
+	}
+}
+
+func (f *fixture) ping(node, dst string) {
+	f.t.Helper()
+	got, err := labtest.Ping(f.m.netnsDir(), f.ns(node), netip.MustParseAddr(dst), 3, 2*time.Second)
+	if err != nil {
+		f.t.Fatalf("ping %s from %s: %v", dst, node, err)
+	}
+	if got != 3 {
+		f.t.Fatalf("ping %s from %s: %d of 3 replies", dst, node, got)
+	}
+}
+
+// hostLinks is the host namespace's links by name and index, to show that
+// nothing a test does changes them.
+func hostLinks(t *testing.T) []string {
+	t.Helper()
+	links, err := netlink.LinkList()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, l := range links {
+		a := l.Attrs()
+		out = append(out, a.Name+"/"+a.HardwareAddr.String()+"/"+a.Flags.String()+"/"+a.Alias)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func TestPrivilegedExamples(t *testing.T) {
+	cases := []struct {
+		file  string
+		pings [][2]string // node, destination
+	}{
+		{"client-router-server.yaml", [][2]string{{"ns1", "10.0.2.1"}, {"ns3", "10.0.1.1"}}},
+		{"pair.yaml", [][2]string{{"ns1", "192.168.1.12"}}},
+		{"switch.yaml", [][2]string{{"h1", "192.168.9.12"}, {"h2", "192.168.9.1"}}},
+	}
+	for _, c := range cases {
+		t.Run(c.file, func(t *testing.T) {
+			before := hostLinks(t)
+			f := newFixture(t, c.file)
+			f.deploy()
+			for _, p := range c.pings {
+				f.ping(p[0], p[1])
+			}
+			if _, err := f.m.Destroy(f.lab.Name); err != nil {
+				t.Fatal(err)
+			}
+			f.assertGone()
+			if after := hostLinks(t); strings.Join(after, ",") != strings.Join(before, ",") {
+				t.Errorf("host links changed:\nbefore %v\nafter  %v", before, after)
+			}
+		})
+	}
+}
+
+// TestPrivilegedRollbackEveryStep fails each step of the plan in turn and
+// checks that nothing is left. The topology has every kind of step.
+func TestPrivilegedRollbackEveryStep(t *testing.T) {
+	topo := `name: x
+nodes:
+  a:
+    interfaces:
+      e0: {addresses: [10.0.1.1/24, "fd00:1::1/64"], mac: "02:00:00:00:00:01", mtu: 9000}
+      lo: {addresses: [10.9.9.9/32]}
+    routes: [{to: default, via: 10.0.1.254}, {to: "::/0", via: "fd00:1::fe"}]
+  r:
+    forwarding: true
+    sysctls: {net.ipv4.conf.all.rp_filter: 0}
+    interfaces:
+      e0: {addresses: [10.0.1.254/24, "fd00:1::fe/64"]}
+      e1: {}
+      e2: {}
+    bridges:
+      br0: {ports: [e1, e2], addresses: [10.0.2.254/24], mtu: 1400}
+  b:
+    interfaces:
+      e0: {addresses: [10.0.2.1/24]}
+    routes: [{to: 10.0.1.0/24, via: 10.0.2.254, metric: 10}]
+  c:
+    interfaces:
+      e0: {addresses: [10.0.2.2/24]}
+    routes: [{to: default, via: 10.0.2.254}]
+links:
+  - endpoints: [a:e0, r:e0]
+  - endpoints: [r:e1, b:e0]
+  - endpoints: [r:e2, c:e0]
+`
+	f := newFixture(t, topo)
+	before := hostLinks(t)
+	steps := Plan(f.lab)
+	if len(steps) < 20 {
+		t.Fatalf("plan has %d steps, want every kind", len(steps))
+	}
+	seam := errors.New("injected failure")
+	for k := range steps {
+		f.m.BeforeStep = func(_ context.Context, i int, _ Step) error {
+			if i == k {
+				return seam
+			}
+			return nil
+		}
+		_, err := f.m.Deploy(context.Background(), f.lab, f.lab.File, f.source)
+		var se *StepError
+		if !errors.As(err, &se) || se.Index != k || !errors.Is(err, seam) || se.RollbackErr != nil {
+			t.Fatalf("fail at step %d (%s): got %v", k, steps[k].Name, err)
+		}
+		if !strings.Contains(err.Error(), steps[k].Name) {
+			t.Errorf("error does not name the step: %v", err)
+		}
+		f.assertGone()
+	}
+	// And the whole plan works, end to end.
+	f.m.BeforeStep = nil
+	f.deploy()
+	f.ping("a", "10.0.2.1")
+	f.ping("c", "10.0.1.1")
+	if _, err := f.m.Destroy(f.lab.Name); err != nil {
+		t.Fatal(err)
+	}
+	f.assertGone()
+	if after := hostLinks(t); strings.Join(after, ",") != strings.Join(before, ",") {
+		t.Errorf("host links changed:\nbefore %v\nafter  %v", before, after)
+	}
+}
+
+// TestPrivilegedKernelRefusalRollsBack uses a failure the kernel itself
+// produces (a sysctl this kernel does not have) rather than the seam.
+func TestPrivilegedKernelRefusalRollsBack(t *testing.T) {
+	f := newFixture(t, strings.Replace(pairYAML, "  ns2:\n", "  ns2:\n    sysctls: {net.ipv4.no_such_key: 1}\n", 1))
+	_, err := f.m.Deploy(context.Background(), f.lab, f.lab.File, f.source)
+	var se *StepError
+	if !errors.As(err, &se) || !strings.Contains(err.Error(), "no such sysctl") || !strings.Contains(se.Step, "configure node ns2") {
+		t.Fatalf("want a failed configure step, got %v", err)
+	}
+	f.assertGone()
+}
+
+const pairYAML = `name: p
+nodes:
+  ns1:
+    interfaces:
+      veth1: {addresses: [192.168.1.11/24]}
+  ns2:
+    interfaces:
+      veth2: {addresses: [192.168.1.12/24]}
+links:
+  - endpoints: [ns1:veth1, ns2:veth2]
+`
+
+func TestPrivilegedCancelRollsBack(t *testing.T) {
+	f := newFixture(t, "client-router-server.yaml")
+	ctx, cancel := context.WithCancel(context.Background())
+	f.m.BeforeStep = func(_ context.Context, i int, _ Step) error {
+		if i == 4 {
+			cancel() // as Ctrl-C would, in the middle of the plan
+		}
+		return nil
+	}
+	_, err := f.m.Deploy(ctx, f.lab, f.lab.File, f.source)
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("want context.Canceled, got %v", err)
+	}
+	f.assertGone()
+}
+
+func TestPrivilegedDestroyWithFileDeleted(t *testing.T) {
+	f := newFixture(t, "client-router-server.yaml")
+	dir := t.TempDir()
+	file := filepath.Join(dir, "lab.yaml")
+	if err := os.WriteFile(file, f.source, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.m.Deploy(context.Background(), f.lab, file, f.source); err != nil {
+		t.Fatal(err)
+	}
+	os.Remove(file)
+	info, err := f.m.Inspect(f.lab.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(info.Nodes) != 3 || !info.Nodes[0].Present {
+		t.Fatalf("inspect without the file: %+v", info)
+	}
+	rep, err := f.m.Destroy(f.lab.Name)
+	if err != nil || len(rep.Removed) != 3 {
+		t.Fatalf("destroy: %+v %v", rep, err)
+	}
+	f.assertGone()
+	rep, err = f.m.Destroy(f.lab.Name) // twice is fine
+	if err != nil || rep.Found {
+		t.Fatalf("second destroy: %+v %v", rep, err)
+	}
+}
+
+// TestPrivilegedHalfGone removes one namespace behind nslab's back (and puts a
+// foreign one in its place for another) before destroy.
+func TestPrivilegedHalfGone(t *testing.T) {
+	f := newFixture(t, "client-router-server.yaml")
+	f.deploy()
+	if err := ns.Remove(f.m.netnsDir(), f.ns("ns1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := ns.Remove(f.m.netnsDir(), f.ns("ns3")); err != nil {
+		t.Fatal(err)
+	}
+	foreign := createForeign(t, f.m.netnsDir(), f.ns("ns3"))
+	rep, err := f.m.Destroy(f.lab.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Removed) != 1 || len(rep.Gone) != 1 || len(rep.Skipped) != 1 {
+		t.Fatalf("report %+v", rep)
+	}
+	if _, err := ns.Open(f.m.netnsDir(), foreign); err != nil {
+		t.Fatalf("foreign namespace was touched: %v", err)
+	}
+}
+
+// createForeign makes a namespace nslab did not create (no marker).
+func createForeign(t *testing.T, dir, name string) string {
+	t.Helper()
+	c, err := ns.NewCreator(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	n, err := c.Create(name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Close()
+	t.Cleanup(func() { ns.Remove(dir, name) })
+	return name
+}
+
+func TestPrivilegedRefusesExistingNamespace(t *testing.T) {
+	f := newFixture(t, "client-router-server.yaml")
+	foreign := createForeign(t, f.m.netnsDir(), f.ns("ns2"))
+	fn, _ := ns.Open(f.m.netnsDir(), foreign)
+	ino, _ := fn.Inode()
+	fn.Close()
+	_, err := f.m.Deploy(context.Background(), f.lab, f.lab.File, f.source)
+	var ce *ConflictError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "namespace "+foreign) || !strings.Contains(err.Error(), "not created by nslab") {
+		t.Fatalf("want a conflict naming %s, got %v", foreign, err)
+	}
+	if got := f.left(); len(got) != 1 || got[0] != foreign {
+		t.Errorf("namespaces after refused deploy: %v", got)
+	}
+	fn, err = ns.Open(f.m.netnsDir(), foreign)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ino2, _ := fn.Inode(); ino2 != ino {
+		t.Errorf("foreign namespace replaced")
+	}
+	fn.Close()
+	if _, err := os.Stat(f.m.statePath(f.lab.Name)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("refused deploy wrote state: %v", err)
+	}
+	// destroy of the lab must not remove the foreign namespace either
+	if _, err := f.m.Destroy(f.lab.Name); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _ := ns.Exists(f.m.netnsDir(), foreign); !ok {
+		t.Errorf("destroy removed a namespace nslab did not create")
+	}
+}
+
+// TestPrivilegedLeavesSameNamedHostLinkAlone puts a veth named like a lab
+// interface in the host namespace: deploy and destroy must not touch it.
+func TestPrivilegedLeavesSameNamedHostLinkAlone(t *testing.T) {
+	f := newFixture(t, pairYAML)
+	name := "veth1"
+	if _, err := netlink.LinkByName(name); err == nil {
+		t.Skip("host already has a veth1")
+	}
+	attrs := netlink.NewLinkAttrs()
+	attrs.Name = name
+	if err := netlink.LinkAdd(&netlink.Veth{LinkAttrs: attrs, PeerName: labtest.Name("vp")}); err != nil {
+		t.Fatal(err)
+	}
+	host, _ := netlink.LinkByName(name)
+	t.Cleanup(func() { netlink.LinkDel(host) })
+	f.deploy()
+	f.ping("ns1", "192.168.1.12")
+	if _, err := f.m.Destroy(f.lab.Name); err != nil {
+		t.Fatal(err)
+	}
+	after, err := netlink.LinkByName(name)
+	if err != nil || after.Attrs().Index != host.Attrs().Index || after.Attrs().HardwareAddr.String() != host.Attrs().HardwareAddr.String() {
+		t.Fatalf("host link %s changed: %v", name, err)
+	}
+}
+
+func TestPrivilegedTwoLabs(t *testing.T) {
+	a := newFixture(t, "client-router-server.yaml")
+	b := newFixture(t, "client-router-server.yaml")
+	b.m = a.m // same state directory: two labs side by side
+	a.deploy()
+	b.deploy()
+	_, err := a.m.Deploy(context.Background(), a.lab, a.lab.File, a.source)
+	if err == nil || !strings.Contains(err.Error(), "already deployed") {
+		t.Fatalf("second deploy of the same lab: %v", err)
+	}
+	labs, err := a.m.List()
+	if err != nil || len(labs) < 2 {
+		t.Fatalf("list: %v %v", labs, err)
+	}
+	a.ping("ns1", "10.0.2.1")
+	b.ping("ns1", "10.0.2.1")
+	if _, err := a.m.Destroy(a.lab.Name); err != nil {
+		t.Fatal(err)
+	}
+	a.assertGone()
+	b.ping("ns1", "10.0.2.1") // the other lab is untouched
+	if _, err := b.m.Destroy(b.lab.Name); err != nil {
+		t.Fatal(err)
+	}
+	b.assertGone()
+}
+
+// TestPrivilegedDestroyAll uses a private namespace directory, so that --all
+// sees only this test's labs.
+func TestPrivilegedDestroyAll(t *testing.T) {
+	a := newFixture(t, "pair.yaml")
+	b := newFixture(t, "switch.yaml")
+	m := &Manager{NetnsDir: t.TempDir(), StateDir: t.TempDir()}
+	a.m, b.m = m, m
+	a.deploy()
+	b.deploy()
+	os.Remove(m.statePath(b.lab.Name)) // one lab known only by its markers
+	foreign := createForeign(t, m.NetnsDir, "foreign")
+	reps, err := m.DestroyAll()
+	if err != nil || len(reps) != 2 {
+		t.Fatalf("destroy all: %d reports, %v", len(reps), err)
+	}
+	a.assertGone()
+	b.assertGone()
+	if ok, _ := ns.Exists(m.NetnsDir, foreign); !ok {
+		t.Errorf("destroy --all removed a foreign namespace")
+	}
+}
+
+func TestPrivilegedInspect(t *testing.T) {
+	f := newFixture(t, "client-router-server.yaml")
+	f.deploy()
+	info, err := f.m.Inspect(f.lab.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r NodeInfo
+	for _, n := range info.Nodes {
+		if n.Node == "ns2" {
+			r = n
+		}
+	}
+	got := map[string]IfInfo{}
+	for _, i := range r.Interfaces {
+		got[i.Name] = i
+	}
+	peer := got["veth1-peer"]
+	if peer.Kind != "veth" || peer.Peer != "ns1:veth1" || peer.MTU != 1500 || len(peer.Addresses) != 1 || peer.Addresses[0] != "10.0.1.254/24" {
+		t.Errorf("ns2 veth1-peer: %+v", peer)
+	}
+	if !r.Forwarding.IPv4 || len(r.Routes) != 2 {
+		t.Errorf("ns2 forwarding/routes: %+v %+v", r.Forwarding, r.Routes)
+	}
+	// The MAC shown is the kernel's: compare with a netlink read of our own.
+	n, _ := ns.Open(f.m.netnsDir(), f.ns("ns2"))
+	defer n.Close()
+	h, err := n.NetlinkHandle()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	l, err := h.LinkByName("veth1-peer")
+	if err != nil || l.Attrs().HardwareAddr.String() != peer.MAC {
+		t.Errorf("MAC %s, kernel says %v (%v)", peer.MAC, l, err)
+	}
+}

@@ -1,0 +1,163 @@
+package spec
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// base is a valid lab the rule cases start from.
+const base = `name: t
+nodes:
+  a:
+    interfaces:
+      e0: {addresses: [10.0.1.1/24]}
+  b:
+    interfaces:
+      e0: {addresses: [10.0.1.2/24]}
+links:
+  - endpoints: [a:e0, b:e0]
+`
+
+func TestParseValid(t *testing.T) {
+	l, err := Parse("base.yaml", []byte(base))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Name != "t" || len(l.Nodes) != 2 || len(l.Links) != 1 {
+		t.Fatalf("parsed %+v", l)
+	}
+	if got := l.Node("a").Interface("e0").Peer; got != (Endpoint{"b", "e0"}) {
+		t.Errorf("peer of a:e0 = %v", got)
+	}
+}
+
+func TestExamplesValidate(t *testing.T) {
+	files, _ := filepath.Glob("../../examples/*.yaml")
+	if len(files) < 3 {
+		t.Fatalf("found %d examples", len(files))
+	}
+	for _, f := range files {
+		if _, _, err := ReadFile(f); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
+
+// TestRules has one case per validation rule: the file, and the place and
+// message of the problem it must produce.
+func TestRules(t *testing.T) {
+	cases := []struct {
+		name, yaml string
+		where      string // file:line:col: path
+		msg        string // part of the message
+	}{
+		{"unknown top key", base + "colour: red\n", "x.yaml:11:1: colour", "unknown key"},
+		{"unknown key suggestion", strings.Replace(base, "  a:\n    interfaces:", "  a:\n    interface:", 1), "x.yaml:4:5: nodes.a.interface", `did you mean "interfaces"`},
+		{"wrong type mtu", strings.Replace(base, "10.0.1.1/24]}", "10.0.1.1/24], mtu: \"1500\"}", 1), "x.yaml:5:43: nodes.a.interfaces.e0.mtu", "must be an integer"},
+		{"wrong type addresses", strings.Replace(base, "[10.0.1.1/24]", "10.0.1.1/24", 1), "x.yaml:5:23: nodes.a.interfaces.e0.addresses", "must be a list"},
+		{"wrong type nodes", "name: t\nnodes: [a, b]\n", "x.yaml:2:8: nodes", "must be a mapping"},
+		{"duplicate key", base + "name: u\n", "x.yaml:11:1", `duplicate key "name" (first at line 1)`},
+		{"duplicate node", base + "nodes: {}\n", "x.yaml:11:1", `duplicate key "nodes"`},
+		{"missing name", strings.Replace(base, "name: t\n", "", 1), "x.yaml:1:1: name", "missing"},
+		{"lab name chars", strings.Replace(base, "name: t", "name: Lab_1", 1), "x.yaml:1:7: name", "lowercase"},
+		{"lab name length", strings.Replace(base, "name: t", "name: abcdefghijklm", 1), "x.yaml:1:7: name", "at most 12"},
+		{"interface name length", strings.Replace(base, "      e0: {addresses: [10.0.1.1/24]}", "      abcdefghijklmnop: {}", 1), "x.yaml:5:7: nodes.a.interfaces.abcdefghijklmnop", "at most 15"},
+		{"interface name chars", strings.Replace(base, "      e0: {addresses: [10.0.1.1/24]}", "      \"a;rm\": {}", 1), "x.yaml:5:7: nodes.a.interfaces.a;rm", "letters, digits"},
+		{"namespace escape dotdot", strings.Replace(base, "links:", "  \"..\": {}\nlinks:", 1), "x.yaml:9:3: nodes...", "node name"},
+		{"namespace escape slash", strings.Replace(base, "  b:\n", "  a/b:\n", 1), "x.yaml:6:3: nodes.a/b", "node name"},
+		{"undefined node in link", strings.Replace(base, "[a:e0, b:e0]", "[a:e0, c:e0]", 1), "x.yaml:10:23: links[0].endpoints[1]", `node "c" is not defined`},
+		{"undefined interface in link", strings.Replace(base, "[a:e0, b:e0]", "[a:e0, b:e9]", 1), "x.yaml:10:23: links[0].endpoints[1]", `interface "e9" is not declared on node b`},
+		{"interface on two links", base + "  - endpoints: [a:e0, b:e0]\n", "x.yaml:11:17: links[1].endpoints[0]", "already used by links[0]"},
+		{"endpoint format", strings.Replace(base, "[a:e0, b:e0]", "[a-e0, b:e0]", 1), "x.yaml:10:17: links[0].endpoints[0]", "must be node:interface"},
+		{"three endpoints", strings.Replace(base, "[a:e0, b:e0]", "[a:e0, b:e0, a:e0]", 1), "x.yaml:10:16: links[0].endpoints", "exactly 2"},
+		{"interface on no link", strings.Replace(base, "links:\n  - endpoints: [a:e0, b:e0]\n", "", 1), "x.yaml:5:7: nodes.a.interfaces.e0", "on no link"},
+		{"duplicate address", strings.Replace(base, "10.0.1.2/24", "10.0.1.1/24", 1), "x.yaml:8:24: nodes.b.interfaces.e0.addresses[0]", "already assigned at nodes.a.interfaces.e0.addresses[0]"},
+		{"invalid cidr", strings.Replace(base, "10.0.1.2/24", "10.0.1.2/33", 1), "x.yaml:8:24: nodes.b.interfaces.e0.addresses[0]", "invalid address"},
+		{"address without length", strings.Replace(base, "10.0.1.2/24", "10.0.1.2", 1), "x.yaml:8:24: nodes.b.interfaces.e0.addresses[0]", "add the prefix length"},
+		{"network address", strings.Replace(base, "10.0.1.2/24", "10.0.1.0/24", 1), "x.yaml:8:24: nodes.b.interfaces.e0.addresses[0]", "network or broadcast"},
+		{"invalid mac", strings.Replace(base, "10.0.1.2/24]}", "10.0.1.2/24], mac: \"zz\"}", 1), "x.yaml:8:43: nodes.b.interfaces.e0.mac", "invalid MAC"},
+		{"multicast mac", strings.Replace(base, "10.0.1.2/24]}", "10.0.1.2/24], mac: \"01:00:00:00:00:01\"}", 1), "x.yaml:8:43: nodes.b.interfaces.e0.mac", "multicast"},
+		{"duplicate mac", strings.Replace(strings.Replace(base, "10.0.1.2/24]}", "10.0.1.2/24], mac: \"02:00:00:00:00:01\"}", 1), "10.0.1.1/24]}", "10.0.1.1/24], mac: \"02:00:00:00:00:01\"}", 1), "x.yaml:8:43: nodes.b.interfaces.e0.mac", "already used at nodes.a.interfaces.e0.mac"},
+		{"mtu range", strings.Replace(base, "10.0.1.2/24]}", "10.0.1.2/24], mtu: 10}", 1), "x.yaml:8:43: nodes.b.interfaces.e0.mtu", "between 68 and 65535"},
+		{"ipv6 mtu", strings.Replace(base, "10.0.1.2/24]}", "\"fd00::2/64\"], mtu: 1000}", 1), "x.yaml:8:44: nodes.b.interfaces.e0.mtu", "below 1280"},
+		{"gateway not connected", strings.Replace(base, "  b:\n", "  b:\n    routes: [{to: default, via: 10.0.9.1}]\n", 1), "x.yaml:7:33: nodes.b.routes[0].via", "not on any connected subnet of node b"},
+		{"route host bits", strings.Replace(base, "  b:\n", "  b:\n    routes: [{to: 10.0.9.1/24, via: 10.0.1.1}]\n", 1), "x.yaml:7:19: nodes.b.routes[0].to", "did you mean 10.0.9.0/24"},
+		{"route family mix", strings.Replace(base, "  b:\n", "  b:\n    routes: [{to: \"fd00::/8\", via: 10.0.1.1}]\n", 1), "x.yaml:7:36: nodes.b.routes[0].via", "different IP versions"},
+		{"route unknown dev", strings.Replace(base, "  b:\n", "  b:\n    routes: [{to: 10.0.9.0/24, dev: e7}]\n", 1), "x.yaml:7:37: nodes.b.routes[0].dev", `device "e7" is not an interface`},
+		{"route needs via or dev", strings.Replace(base, "  b:\n", "  b:\n    routes: [{to: 10.0.9.0/24}]\n", 1), "x.yaml:7:14: nodes.b.routes[0]", "needs via"},
+		{"route duplicate", strings.Replace(base, "  b:\n", "  b:\n    routes: [{to: default, via: 10.0.1.1}, {to: default, via: 10.0.1.1}]\n", 1), "x.yaml:7:44: nodes.b.routes[1]", "already defined"},
+		{"bridge port not interface", strings.Replace(base, "  b:\n", "  b:\n    bridges: {br0: {ports: [p9]}}\n", 1), "x.yaml:7:29: nodes.b.bridges.br0.ports[0]", `port "p9" is not an interface of node b`},
+		{"bridge name clash", strings.Replace(base, "  b:\n", "  b:\n    bridges: {e0: {}}\n", 1), "x.yaml:7:15: nodes.b.bridges.e0", "has the name of"},
+		{"non-net sysctl", strings.Replace(base, "  b:\n", "  b:\n    sysctls: {kernel.panic: 1}\n", 1), "x.yaml:7:15: nodes.b.sysctls[\"kernel.panic\"]", "only namespace-scoped net.*"},
+		{"global net sysctl", strings.Replace(base, "  b:\n", "  b:\n    sysctls: {net.core.netdev_max_backlog: 1}\n", 1), "x.yaml:7:15: nodes.b.sysctls[\"net.core.netdev_max_backlog\"]", "not per namespace"},
+		{"sysctl escape", strings.Replace(base, "  b:\n", "  b:\n    sysctls: {\"net.//.//.x\": 1}\n", 1), "x.yaml:7:15: nodes.b.sysctls[\"net.//.//.x\"]", "dotted names"},
+		{"forwarding type", strings.Replace(base, "  b:\n", "  b:\n    forwarding: yes please\n", 1), "x.yaml:7:17: nodes.b.forwarding", "must be true, false or {ipv4"},
+		{"alias bomb", "name: t\na: &a [x, x]\nb: &b [*a, *a]\nnodes: {}\n", "x.yaml:3:8", "aliases are refused"},
+		{"yaml syntax", "name: t\nnodes:\n  a: b\n c: d\n", "x.yaml:3:1", "YAML syntax: did not find expected key"},
+		{"two documents", base + "---\nname: u\n", "x.yaml:11:1", "second YAML document"},
+		{"empty file", "", "x.yaml: ", "file is empty"},
+		{"oversize file", base + "#" + strings.Repeat("x", MaxFileSize) + "\n", "x.yaml: ", "at most 1048576 bytes"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Parse("x.yaml", []byte(c.yaml))
+			var ps Problems
+			if !errors.As(err, &ps) {
+				t.Fatalf("want Problems, got %v", err)
+			}
+			for _, p := range ps {
+				s := p.Error()
+				if strings.HasPrefix(s, c.where) && strings.Contains(s, c.msg) {
+					return
+				}
+			}
+			t.Errorf("no problem at %q containing %q; got:\n%v", c.where, c.msg, err)
+		})
+	}
+}
+
+// TestAllProblemsAtOnce checks that one file with many mistakes gets all of
+// them reported in one round, in file order.
+func TestAllProblemsAtOnce(t *testing.T) {
+	data, err := os.ReadFile("testdata/many-problems.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Parse("many-problems.yaml", data)
+	var ps Problems
+	if !errors.As(err, &ps) {
+		t.Fatalf("want Problems, got %v", err)
+	}
+	if len(ps) < 10 {
+		t.Fatalf("want at least 10 problems, got %d:\n%v", len(ps), err)
+	}
+	for i := 1; i < len(ps); i++ {
+		if ps[i].Line < ps[i-1].Line {
+			t.Errorf("problems out of order: %v before %v", ps[i-1], ps[i])
+		}
+	}
+}
+
+func TestSysctlProcPath(t *testing.T) {
+	s := Sysctl{Key: "net.ipv4.conf.eth0/10.rp_filter"}
+	if got, want := s.ProcPath(), "/proc/sys/net/ipv4/conf/eth0.10/rp_filter"; got != want {
+		t.Errorf("ProcPath = %s, want %s", got, want)
+	}
+}
+
+func TestDefaultRouteFamily(t *testing.T) {
+	y := strings.Replace(base, "10.0.1.1/24]}", "10.0.1.1/24, \"fd00::1/64\"]}", 1)
+	y = strings.Replace(y, "10.0.1.2/24]}", "10.0.1.2/24, \"fd00::2/64\"]}", 1)
+	y = strings.Replace(y, "  b:\n", "  b:\n    routes: [{to: default, via: 10.0.1.1}, {to: default, via: \"fd00::1\"}, {to: 10.9.0.0/16, dev: e0, metric: 7}]\n", 1)
+	l, err := Parse("x.yaml", []byte(y))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs := l.Node("b").Routes
+	if rs[0].To.String() != "0.0.0.0/0" || rs[1].To.String() != "::/0" || rs[2].Dev != "e0" || rs[2].Metric != 7 {
+		t.Errorf("routes: %v %v %v", rs[0], rs[1], rs[2])
+	}
+}
