@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/nslab/nslab/topology/lab"
+	"github.com/nslab/nslab/topology/spec"
 	"github.com/urfave/cli/v2"
 )
 
@@ -46,7 +47,12 @@ func run(args []string) int {
 	if err == nil {
 		return 0
 	}
-	fmt.Fprintln(os.Stderr, "nslab:", err)
+	var ps spec.Problems
+	if errors.As(err, &ps) {
+		fmt.Fprintf(os.Stderr, "nslab: the topology file has %d problem(s); nothing was changed:\n%v\n", len(ps), ps)
+	} else {
+		fmt.Fprintln(os.Stderr, "nslab:", err)
+	}
 	var ec cli.ExitCoder
 	switch {
 	case errors.Is(err, context.Canceled) || ctx.Err() != nil:

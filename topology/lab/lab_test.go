@@ -43,7 +43,7 @@ func newFixture(t *testing.T, topo string) *fixture {
 	} else {
 		data = []byte(topo)
 	}
-	data = renameLab(data, name)
+	data = labtest.Rename(data, name)
 	l, err := spec.Parse(name+".yaml", data)
 	if err != nil {
 		t.Fatal(err)
@@ -59,22 +59,6 @@ func newFixture(t *testing.T, topo string) *fixture {
 		}
 	})
 	return f
-}
-
-// renameLab replaces the name: line and adds a prefix: line.
-func renameLab(data []byte, name string) []byte {
-	var out []string
-	for _, line := range strings.Split(string(data), "\n") {
-		if strings.HasPrefix(line, "name:") {
-			out = append(out, "name: "+name, "prefix: "+name+"-")
-			continue
-		}
-		if strings.HasPrefix(line, "prefix:") {
-			continue
-		}
-		out = append(out, line)
-	}
-	return []byte(strings.Join(out, "\n"))
 }
 
 func (f *fixture) deploy() {
@@ -487,5 +471,76 @@ func TestPrivilegedInspect(t *testing.T) {
 	l, err := h.LinkByName("veth1-peer")
 	if err != nil || l.Attrs().HardwareAddr.String() != peer.MAC {
 		t.Errorf("MAC %s, kernel says %v (%v)", peer.MAC, l, err)
+	}
+}
+
+// TestPrivilegedIPv6Quiet checks that lab links without IPv6 addresses carry
+// no autoconfiguration traffic (no link-local address, so no DAD, router
+// solicitation or MLD), while an interface with an IPv6 address gets it.
+func TestPrivilegedIPv6Quiet(t *testing.T) {
+	f := newFixture(t, strings.Replace(pairYAML, "      veth2: {addresses: [192.168.1.12/24]}", "      veth2: {addresses: [192.168.1.12/24, \"fd00:9::2/64\"]}", 1))
+	f.deploy()
+	h1 := f.handle("ns1")
+	v1, err := h1.LinkByName("veth1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if addrs, _ := h1.AddrList(v1, netlink.FAMILY_V6); len(addrs) != 0 {
+		t.Errorf("veth1 has IPv6 addresses %v; want none", addrs)
+	}
+	h2 := f.handle("ns2")
+	v2, _ := h2.LinkByName("veth2")
+	if addrs, _ := h2.AddrList(v2, netlink.FAMILY_V6); len(addrs) == 0 {
+		t.Errorf("veth2 has no IPv6 address; want fd00:9::2")
+	}
+	// Router solicitations and DAD would go out within about a second.
+	time.Sleep(1500 * time.Millisecond)
+	v1, _ = h1.LinkByName("veth1")
+	if tx := v1.Attrs().Statistics.TxPackets; tx != 0 {
+		t.Errorf("veth1 sent %d packets in an idle lab; want 0", tx)
+	}
+}
+
+func (f *fixture) handle(node string) *netlink.Handle {
+	f.t.Helper()
+	n, err := ns.Open(f.m.netnsDir(), f.ns(node))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer n.Close()
+	h, err := n.NetlinkHandle()
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	f.t.Cleanup(h.Close)
+	return h
+}
+
+// TestPrivilegedGlobalSysctlsAreGlobal checks validation's list of refused
+// net.* keys against this kernel: none of them exists inside a fresh
+// namespace, while a namespaced one does.
+func TestPrivilegedGlobalSysctlsAreGlobal(t *testing.T) {
+	labtest.SkipUnlessRoot(t)
+	dir := t.TempDir()
+	name := createForeign(t, dir, labtest.Name("g"))
+	n, err := ns.Open(dir, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	err = n.Do(func() error {
+		if _, err := os.Stat("/proc/sys/net/ipv4/ip_forward"); err != nil {
+			t.Errorf("namespaced key missing: %v", err)
+		}
+		for _, k := range spec.GlobalNetSysctls() {
+			p := spec.Sysctl{Key: k}.ProcPath()
+			if _, err := os.Stat(p); err == nil {
+				t.Errorf("%s exists inside a namespace, so it is not global", k)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }

@@ -21,10 +21,10 @@ type deployer struct {
 	m       *Manager
 	lab     *spec.Lab
 	creator *ns.Creator
-	nss     map[string]*ns.NS             // node -> open namespace
-	handles map[string]*netlink.Handle    // node -> rtnetlink handle inside it
-	index   map[spec.Endpoint]int         // interface or bridge -> ifindex in its node
-	created []string                      // namespace names, in creation order
+	nss     map[string]*ns.NS          // node -> open namespace
+	handles map[string]*netlink.Handle // node -> rtnetlink handle inside it
+	index   map[spec.Endpoint]int      // interface or bridge -> ifindex in its node
+	created []string                   // namespace names, in creation order
 }
 
 func (d *deployer) close() {

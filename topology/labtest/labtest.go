@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -34,6 +35,22 @@ func Name(prefix string) string {
 		panic(err)
 	}
 	return prefix + hex.EncodeToString(b)
+}
+
+// Rename gives a topology file another lab name and a namespace prefix of
+// name + "-", so a test's lab never collides with anything else.
+func Rename(data []byte, name string) []byte {
+	var out []string
+	for _, line := range strings.Split(string(data), "\n") {
+		switch {
+		case strings.HasPrefix(line, "name:"):
+			out = append(out, "name: "+name, "prefix: "+name+"-")
+		case strings.HasPrefix(line, "prefix:"):
+		default:
+			out = append(out, line)
+		}
+	}
+	return []byte(strings.Join(out, "\n"))
 }
 
 // Ping sends count ICMP echo requests to dst from inside namespace nsName

@@ -1,0 +1,277 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nslab/nslab/topology/labtest"
+	"github.com/nslab/nslab/topology/ns"
+)
+
+// TestMain lets the test binary act as the nslab command, so CLI tests run
+// the real main path in a subprocess (exit codes, signals, exec).
+func TestMain(m *testing.M) {
+	if os.Getenv("NSLAB_RUN_MAIN") == "1" {
+		os.Exit(run(os.Args))
+	}
+	os.Exit(m.Run())
+}
+
+// runner is one test's nslab: a private state directory and a lab file.
+type runner struct {
+	t        *testing.T
+	bin      string
+	stateDir string
+	env      []string
+}
+
+func newCLI(t *testing.T) *runner {
+	return &runner{t: t, bin: os.Args[0], stateDir: t.TempDir()}
+}
+
+func (c *runner) cmd(args ...string) *exec.Cmd {
+	cmd := exec.Command(c.bin, args...)
+	cmd.Args[0] = "nslab"
+	cmd.Env = append(os.Environ(), "NSLAB_RUN_MAIN=1", "NSLAB_STATE_DIR="+c.stateDir)
+	cmd.Env = append(cmd.Env, c.env...)
+	return cmd
+}
+
+// run runs nslab and returns its exit code, stdout and stderr.
+func (c *runner) run(args ...string) (int, string, string) {
+	c.t.Helper()
+	cmd := c.cmd(args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		c.t.Fatal(err)
+	}
+	return code, out.String(), errb.String()
+}
+
+// labFile writes an example under a random lab name and prefix.
+func labFile(t *testing.T, example string) (path, name string) {
+	data, err := os.ReadFile(filepath.Join("../../examples", example))
+	if err != nil {
+		t.Fatal(err)
+	}
+	name = labtest.Name("c")
+	path = filepath.Join(t.TempDir(), name+".yaml")
+	if err := os.WriteFile(path, labtest.Rename(data, name), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path, name
+}
+
+func TestValidateCommand(t *testing.T) {
+	c := newCLI(t)
+	code, out, _ := c.run("validate", "-t", "../../examples/client-router-server.yaml")
+	if code != 0 || !strings.Contains(out, "lab crs is valid: 3 nodes, 2 links") {
+		t.Fatalf("valid file: code %d, %q", code, out)
+	}
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(bad, []byte("name: x\nnodes:\n  a:\n    interfaces: {e0: {mtu: 9}}\nlinks: [{endpoints: [a:e0, b:e0]}]\n"), 0o644)
+	code, _, errOut := c.run("validate", bad)
+	if code != 1 || !strings.Contains(errOut, bad+":4:28: nodes.a.interfaces.e0.mtu") || !strings.Contains(errOut, bad+":5:28: links[0].endpoints[1]") {
+		t.Fatalf("invalid file: code %d, %q", code, errOut)
+	}
+}
+
+// TestNotRoot runs nslab as an unprivileged user: one clear line, exit 1,
+// nothing attempted.
+func TestNotRoot(t *testing.T) {
+	labtest.SkipUnlessRoot(t) // needs root to switch to another user
+	dir := t.TempDir()
+	os.Chmod(dir, 0o755)
+	os.Chmod(filepath.Dir(dir), 0o755) // the test's temporary root
+	bin := filepath.Join(dir, "nslab")
+	data, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	file, name := labFile(t, "pair.yaml")
+	os.Chmod(filepath.Dir(file), 0o755)
+	os.Chmod(file, 0o644)
+	c := &runner{t: t, bin: bin, stateDir: filepath.Join(dir, "state")}
+	for _, args := range [][]string{{"deploy", file}, {"destroy", "--name", name}, {"inspect"}, {"exec", "ns1", "--", "true"}} {
+		cmd := c.cmd(args...)
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		var errb bytes.Buffer
+		cmd.Stderr = &errb
+		err := cmd.Run()
+		ee, _ := err.(*exec.ExitError)
+		if ee == nil || ee.ExitCode() != 1 {
+			t.Fatalf("%v as nobody: %v", args, err)
+		}
+		lines := strings.Split(strings.TrimSpace(errb.String()), "\n")
+		if len(lines) != 1 || !strings.Contains(lines[0], "nslab needs root") {
+			t.Errorf("%v as nobody: %q", args, errb.String())
+		}
+	}
+	if _, err := os.Stat(c.stateDir); err == nil {
+		t.Errorf("unprivileged run created %s", c.stateDir)
+	}
+	if ok, _ := ns.Exists(ns.DefaultDir, name+"-ns1"); ok {
+		t.Errorf("unprivileged run created a namespace")
+	}
+}
+
+func TestPrivilegedDeployExecInspectDestroy(t *testing.T) {
+	labtest.SkipUnlessRoot(t)
+	c := newCLI(t)
+	file, name := labFile(t, "pair.yaml")
+	t.Cleanup(func() { c.run("destroy", "--name", name) })
+	if code, out, errOut := c.run("deploy", "-t", file); code != 0 || !strings.Contains(out, "deployed lab "+name) {
+		t.Fatalf("deploy: %d %s %s", code, out, errOut)
+	}
+	if code, _, errOut := c.run("exec", "ns1", "--", "sh", "-c", "exit 3"); code != 3 {
+		t.Errorf("exit code through exec: %d (%s)", code, errOut)
+	}
+	// /sys is the node's own: exactly its interfaces.
+	code, out, errOut := c.run("exec", name+":ns1", "--", "ls", "/sys/class/net")
+	if code != 0 || strings.Join(strings.Fields(out), " ") != "lo veth1" {
+		t.Errorf("/sys/class/net in ns1: %d %q %s", code, out, errOut)
+	}
+	code, out, _ = c.run("inspect", "--name", name, "--format", "json")
+	var info struct {
+		Nodes []struct {
+			Node       string
+			Interfaces []struct{ Name, Peer string }
+		}
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &info) != nil || len(info.Nodes) != 2 {
+		t.Fatalf("inspect json: %d %q", code, out)
+	}
+	if code, out, _ = c.run("inspect", "-t", file); code != 0 || !strings.Contains(out, "ns2:veth2") {
+		t.Errorf("inspect table: %d %q", code, out)
+	}
+	if code, out, _ = c.run("destroy", "-t", file); code != 0 || !strings.Contains(out, "2 namespaces removed") {
+		t.Errorf("destroy: %d %q", code, out)
+	}
+	if code, out, _ = c.run("destroy", "-t", file); code != 0 || !strings.Contains(out, "nothing to destroy") {
+		t.Errorf("second destroy: %d %q", code, out)
+	}
+}
+
+// startPaused starts a deploy that stops before step k and waits until it
+// says so.
+func startPaused(t *testing.T, c *runner, file string, k int) *exec.Cmd {
+	t.Helper()
+	c.env = []string{"NSLAB_TEST_PAUSE_AT=" + strconv.Itoa(k)}
+	defer func() { c.env = nil }()
+	cmd := c.cmd("deploy", file)
+	stderr, _ := cmd.StderrPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan bool, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "paused before step") {
+				done <- true
+				break
+			}
+		}
+		for sc.Scan() {
+		}
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("deploy did not reach the pause")
+	}
+	return cmd
+}
+
+func nsLeft(name string, nodes ...string) []string {
+	var left []string
+	for _, n := range nodes {
+		if ok, _ := ns.Exists(ns.DefaultDir, name+"-"+n); ok {
+			left = append(left, n)
+		}
+	}
+	return left
+}
+
+// TestPrivilegedCtrlC interrupts a deploy in the middle: exit 130 and
+// nothing left.
+func TestPrivilegedCtrlC(t *testing.T) {
+	labtest.SkipUnlessRoot(t)
+	c := newCLI(t)
+	file, name := labFile(t, "client-router-server.yaml")
+	t.Cleanup(func() { c.run("destroy", "--name", name) })
+	cmd := startPaused(t, c, file, 5)
+	cmd.Process.Signal(os.Interrupt)
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 130 {
+		t.Fatalf("exit after Ctrl-C: %v", err)
+	}
+	if left := nsLeft(name, "ns1", "ns2", "ns3"); len(left) > 0 {
+		t.Errorf("left after Ctrl-C: %v", left)
+	}
+}
+
+// TestPrivilegedDestroyAfterKill kills deploys with SIGKILL at several points
+// of the plan, then destroys.
+func TestPrivilegedDestroyAfterKill(t *testing.T) {
+	labtest.SkipUnlessRoot(t)
+	for _, k := range []int{1, 2, 4, 6, 12} {
+		c := newCLI(t)
+		file, name := labFile(t, "client-router-server.yaml")
+		t.Cleanup(func() { c.run("destroy", "--name", name) })
+		cmd := startPaused(t, c, file, k)
+		cmd.Process.Kill()
+		cmd.Wait()
+		if code, _, errOut := c.run("deploy", file); code != 1 || !strings.Contains(errOut, "was interrupted") {
+			t.Errorf("k=%d: deploy over an interrupted one: %d %s", k, code, errOut)
+		}
+		if code, out, errOut := c.run("destroy", "--name", name); code != 0 {
+			t.Fatalf("k=%d: destroy: %d %s %s", k, code, out, errOut)
+		}
+		if left := nsLeft(name, "ns1", "ns2", "ns3"); len(left) > 0 {
+			t.Errorf("k=%d: left after destroy: %v", k, left)
+		}
+		// And the lab deploys again cleanly.
+		if code, _, errOut := c.run("deploy", file); code != 0 {
+			t.Errorf("k=%d: redeploy: %s", k, errOut)
+		}
+		c.run("destroy", "--name", name)
+	}
+}
+
+// TestPrivilegedDestroyByMarkersOnly removes the state file of a killed
+// deploy: destroy --name still finds the namespaces by their markers.
+func TestPrivilegedDestroyByMarkersOnly(t *testing.T) {
+	labtest.SkipUnlessRoot(t)
+	c := newCLI(t)
+	file, name := labFile(t, "client-router-server.yaml")
+	t.Cleanup(func() { c.run("destroy", "--name", name) })
+	cmd := startPaused(t, c, file, 6)
+	cmd.Process.Kill()
+	cmd.Wait()
+	os.Remove(filepath.Join(c.stateDir, name+".json"))
+	if code, out, errOut := c.run("destroy", "--name", name); code != 0 || !strings.Contains(out, "3 namespaces removed") {
+		t.Fatalf("destroy: %d %q %s", code, out, errOut)
+	}
+	if left := nsLeft(name, "ns1", "ns2", "ns3"); len(left) > 0 {
+		t.Errorf("left: %v", left)
+	}
+}
