@@ -76,8 +76,12 @@ func (m *Manager) destroyLocked(labName string) (*DestroyReport, error) {
 }
 
 // removeOwned removes one namespace after checking that it is this lab's:
-// same inode as recorded at deploy, or this lab's marker on its loopback.
+// the same nsfs inode as recorded at deploy (cheap: one open and stat), or
+// else this lab's marker on its loopback.
 func (m *Manager) removeOwned(labName string, r NSRecord, recorded bool, rep *DestroyReport) error {
+	if r.Inode != 0 && m.inodeOf(r.Name) == r.Inode {
+		return m.remove(r.Name, rep)
+	}
 	o, err := m.ownerOf(r.Name)
 	switch {
 	case isNotExist(err):
@@ -87,24 +91,37 @@ func (m *Manager) removeOwned(labName string, r NSRecord, recorded bool, rep *De
 		// A deploy killed between creating the mount point (O_EXCL, so
 		// nobody else's) and mounting on it leaves an empty file.
 		if recorded && emptyRegular(m.netnsDir(), r.Name) {
-			rep.Removed = append(rep.Removed, r.Name)
-			return ns.Remove(m.netnsDir(), r.Name)
+			return m.remove(r.Name, rep)
 		}
 		rep.Skipped = append(rep.Skipped, fmt.Sprintf("%s: not a namespace, left alone", r.Name))
 		return nil
 	case err != nil:
 		return err
 	}
-	ours := (o.lab == labName && o.node == r.Node) || (r.Inode != 0 && o.inode == r.Inode)
-	if !ours {
+	if o.lab != labName || o.node != r.Node {
 		rep.Skipped = append(rep.Skipped, fmt.Sprintf("%s: %s, left alone", r.Name, o))
 		return nil
 	}
-	if err := ns.Remove(m.netnsDir(), r.Name); err != nil {
+	return m.remove(r.Name, rep)
+}
+
+func (m *Manager) remove(name string, rep *DestroyReport) error {
+	if err := ns.Remove(m.netnsDir(), name); err != nil {
 		return err
 	}
-	rep.Removed = append(rep.Removed, r.Name)
+	rep.Removed = append(rep.Removed, name)
 	return nil
+}
+
+// inodeOf returns the nsfs inode of a named namespace, or 0.
+func (m *Manager) inodeOf(name string) uint64 {
+	n, err := ns.Open(m.netnsDir(), name)
+	if err != nil {
+		return 0
+	}
+	defer n.Close()
+	ino, _ := n.Inode()
+	return ino
 }
 
 // DestroyAll destroys every lab that has a state file or a marked namespace.

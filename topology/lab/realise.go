@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"time"
 
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
@@ -150,6 +151,13 @@ func (d *deployer) createBridge(n *spec.Node, b *spec.Bridge) error {
 	}
 	for _, p := range b.Ports {
 		port := d.link(n.Name, p)
+		// The bridge enables a port at enslave time only if the port is
+		// operationally up (the kernel sets that asynchronously after the
+		// veth came up); otherwise the port stays disabled for a while and
+		// the first packets through a fresh lab are lost.
+		if err := waitOperUp(h, port.Attrs().Index, portUpTimeout); err != nil {
+			return fmt.Errorf("port %s:%s of bridge %s: %w", n.Name, p, b.Name, err)
+		}
 		if err := h.LinkSetMasterByIndex(port, br.Index); err != nil {
 			return fmt.Errorf("add port %s:%s to bridge %s: %w", n.Name, p, b.Name, err)
 		}
@@ -160,6 +168,27 @@ func (d *deployer) createBridge(n *spec.Node, b *spec.Bridge) error {
 		}
 	}
 	return nil
+}
+
+// portUpTimeout bounds the wait for a bridge port to be operationally up.
+const portUpTimeout = 3 * time.Second
+
+// waitOperUp polls a link until its operational state is up.
+func waitOperUp(h *netlink.Handle, index int, timeout time.Duration) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		l, err := h.LinkByIndex(index)
+		if err != nil {
+			return err
+		}
+		if l.Attrs().OperState == netlink.OperUp {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("still %s after %s (is its peer up?)", l.Attrs().OperState, timeout)
+		}
+		time.Sleep(100 * time.Microsecond)
+	}
 }
 
 // configureNode writes node n's sysctls from a thread inside its namespace:
