@@ -13,7 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/labtest"
+	"github.com/nslab/nslab/topology/spec"
 	"github.com/nslab/nslab/topology/ns"
 )
 
@@ -233,7 +235,12 @@ func TestPrivilegedCtrlC(t *testing.T) {
 // of the plan, then destroys.
 func TestPrivilegedDestroyAfterKill(t *testing.T) {
 	labtest.SkipUnlessRoot(t)
-	for _, k := range []int{1, 2, 4, 6, 12} {
+	l, _, err := spec.ReadFile("../../examples/client-router-server.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := len(lab.Plan(l))
+	for _, k := range []int{1, 2, 4, 6, last} {
 		c := newCLI(t)
 		file, name := labFile(t, "client-router-server.yaml")
 		t.Cleanup(func() { c.run("destroy", "--name", name) })

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"strings"
 	"sort"
 	"time"
 
@@ -116,9 +118,6 @@ func (m *Manager) Inspect(labName string) (*LabInfo, error) {
 	indexes := map[spec.Endpoint]int{}
 	for _, rec := range st.Namespaces {
 		ni := NodeInfo{Node: rec.Node, Namespace: rec.Name}
-		if n := l.Node(rec.Node); n != nil {
-			ni.Forwarding = n.Forwarding
-		}
 		if err := m.inspectNode(&ni, labName, indexes); err != nil {
 			ni.Error = err.Error()
 		}
@@ -160,6 +159,13 @@ func (m *Manager) inspectNode(ni *NodeInfo, labName string, indexes map[spec.End
 	}
 	defer h.Close()
 	ni.Present = true
+	if err := n.Do(func() error {
+		ni.Forwarding.IPv4 = readSysctl("/proc/sys/net/ipv4/ip_forward") == "1"
+		ni.Forwarding.IPv6 = readSysctl("/proc/sys/net/ipv6/conf/all/forwarding") == "1"
+		return nil
+	}); err != nil {
+		return err
+	}
 	links, err := h.LinkList()
 	if err != nil {
 		return fmt.Errorf("list links in %s: %w", ni.Namespace, err)
@@ -193,6 +199,16 @@ func (m *Manager) inspectNode(ni *NodeInfo, labName string, indexes map[spec.End
 	}
 	sort.SliceStable(ni.Routes, func(i, j int) bool { return ni.Routes[i].To < ni.Routes[j].To })
 	return nil
+}
+
+// readSysctl reads a /proc/sys value in the calling thread's namespace; ""
+// when it cannot be read.
+func readSysctl(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
 }
 
 // peerIndex is the ifindex a veth reports for its peer (IFLA_LINK).

@@ -220,13 +220,18 @@ links:
 // TestPrivilegedKernelRefusalRollsBack uses a failure the kernel itself
 // produces (a sysctl this kernel does not have) rather than the seam.
 func TestPrivilegedKernelRefusalRollsBack(t *testing.T) {
-	f := newFixture(t, strings.Replace(pairYAML, "  ns2:\n", "  ns2:\n    sysctls: {net.ipv4.no_such_key: 1}\n", 1))
-	_, err := f.m.Deploy(context.Background(), f.lab, f.lab.File, f.source)
-	var se *StepError
-	if !errors.As(err, &se) || !strings.Contains(err.Error(), "no such sysctl") || !strings.Contains(se.Step, "configure node ns2") {
-		t.Fatalf("want a failed configure step, got %v", err)
+	for _, c := range []struct{ key, step string }{
+		{"net.ipv4.no_such_key", "create namespace"},              // written at creation
+		{"net.ipv4.conf.veth2.no_such_key", "configure node ns2"}, // needs the interface
+	} {
+		f := newFixture(t, strings.Replace(pairYAML, "  ns2:\n", "  ns2:\n    sysctls: {"+c.key+": 1}\n", 1))
+		_, err := f.m.Deploy(context.Background(), f.lab, f.lab.File, f.source)
+		var se *StepError
+		if !errors.As(err, &se) || !strings.Contains(err.Error(), "no such sysctl") || !strings.HasPrefix(se.Step, c.step) {
+			t.Fatalf("%s: want a failed %q step, got %v", c.key, c.step, err)
+		}
+		f.assertGone()
 	}
-	f.assertGone()
 }
 
 const pairYAML = `name: p
@@ -447,6 +452,12 @@ func TestPrivilegedInspect(t *testing.T) {
 	for _, n := range info.Nodes {
 		if n.Node == "ns2" {
 			r = n
+		}
+		// Deploy hands over a ready lab: every veth reports up at once.
+		for _, i := range n.Interfaces {
+			if i.Kind == "veth" && i.State != "up" {
+				t.Errorf("%s:%s is %s right after deploy", n.Node, i.Name, i.State)
+			}
 		}
 	}
 	got := map[string]IfInfo{}

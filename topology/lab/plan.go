@@ -19,8 +19,12 @@ type Step struct {
 func Plan(lab *spec.Lab) []Step {
 	var steps []Step
 	for _, n := range lab.Nodes {
+		what := "lo up"
+		if s := strings.Join(namespaceSysctls(n), ", "); s != "" {
+			what += ", " + s
+		}
 		steps = append(steps, Step{
-			Name: fmt.Sprintf("create namespace %s (node %s, lo up)", lab.Namespace(n.Name), n.Name),
+			Name: fmt.Sprintf("create namespace %s (node %s: %s)", lab.Namespace(n.Name), n.Name, what),
 			do:   func(d *deployer) error { return d.createNamespace(n) },
 		})
 	}
@@ -64,6 +68,12 @@ func Plan(lab *spec.Lab) []Step {
 			}
 		}
 	}
+	if len(lab.Links) > 0 {
+		steps = append(steps, Step{
+			Name: "wait until every lab interface is operationally up",
+			do:   func(d *deployer) error { return d.waitLinksUp() },
+		})
+	}
 	for _, n := range lab.Nodes {
 		for _, r := range n.Routes {
 			steps = append(steps, Step{
@@ -75,22 +85,40 @@ func Plan(lab *spec.Lab) []Step {
 	return steps
 }
 
-// nodeSettings describes the per-node settings step, or "" when none is needed.
+// nodeSettings describes the per-node settings that need the node's
+// interfaces to exist (IPv6 on interfaces with IPv6 addresses, per-interface
+// sysctls), or "" when there are none.
 func nodeSettings(n *spec.Node) string {
 	var parts []string
 	if v6 := ipv6Interfaces(n); len(v6) > 0 {
 		parts = append(parts, "ipv6 on "+strings.Join(v6, ", "))
 	}
-	if n.Forwarding.IPv4 {
-		parts = append(parts, "ipv4 forwarding")
-	}
-	if n.Forwarding.IPv6 {
-		parts = append(parts, "ipv6 forwarding")
-	}
 	for _, s := range n.Sysctls {
-		parts = append(parts, s.Key+"="+s.Value)
+		if s.Interface() != "" {
+			parts = append(parts, s.Key+"="+s.Value)
+		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// namespaceSysctls lists, as KEY=VALUE, the namespace-wide settings of a node
+// that are written when its namespace is created: forwarding, then the
+// user's sysctls that are not about one interface (so they win). Devices
+// created later inherit forwarding from the namespace's default entries.
+func namespaceSysctls(n *spec.Node) []string {
+	var out []string
+	if n.Forwarding.IPv4 {
+		out = append(out, "net.ipv4.ip_forward=1")
+	}
+	if n.Forwarding.IPv6 {
+		out = append(out, "net.ipv6.conf.all.forwarding=1")
+	}
+	for _, s := range n.Sysctls {
+		if s.Interface() == "" {
+			out = append(out, s.Key+"="+s.Value)
+		}
+	}
+	return out
 }
 
 // ipv6Interfaces lists the interfaces and bridges of n that have an IPv6

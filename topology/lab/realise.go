@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/nslab/nslab/topology/ns"
@@ -53,7 +54,7 @@ const loIndex = 1
 // IPv6 addresses get it back in configureNode.
 //
 // Equivalent to: ip netns add NS; ip -n NS link set lo up alias nslab:LAB:NODE;
-// ip netns exec NS sysctl -w net.ipv6.conf.default.disable_ipv6=1
+// ip netns exec NS sysctl -w net.ipv6.conf.default.disable_ipv6=1 [forwarding, sysctls]
 func (d *deployer) createNamespace(n *spec.Node) error {
 	if d.creator == nil {
 		c, err := ns.NewCreator(d.m.netnsDir())
@@ -75,7 +76,16 @@ func (d *deployer) createNamespace(n *spec.Node) error {
 		if err := h.LinkSetUp(lo); err != nil {
 			return fmt.Errorf("set lo up: %w", err)
 		}
-		return writeSysctl("/proc/sys/net/ipv6/conf/default/disable_ipv6", "1", true)
+		if err := writeSysctl("/proc/sys/net/ipv6/conf/default/disable_ipv6", "1", true); err != nil {
+			return err
+		}
+		for _, kv := range namespaceSysctls(n) {
+			key, val, _ := strings.Cut(kv, "=")
+			if err := writeSysctl(spec.Sysctl{Key: key}.ProcPath(), val, false); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	if err != nil {
 		if h != nil {
@@ -93,14 +103,15 @@ func (d *deployer) createNamespace(n *spec.Node) error {
 // namespace, name, MAC and MTU set in the create message, both ends up and
 // marked.
 //
-// Equivalent to: ip -n NSA link add A [address M] [mtu N] up type veth peer
-// name B netns NSB [address M] [mtu N]; ip -n NSB link set B up
+// Equivalent to: ip -n NSA link add A [address M] [mtu N] type veth peer
+// name B netns NSB [address M] [mtu N]; ip -n NSB link set B up;
+// ip -n NSA link set A up
 func (d *deployer) createVeth(l *spec.Link) error {
 	na, nb := d.lab.Node(l.A.Node), d.lab.Node(l.B.Node)
 	a, b := na.Interface(l.A.Interface), nb.Interface(l.B.Interface)
 	ha, hb := d.handles[na.Name], d.handles[nb.Name]
 	attrs := netlink.NewLinkAttrs()
-	attrs.Name, attrs.MTU, attrs.HardwareAddr, attrs.Flags = a.Name, a.MTU, a.MAC, net.FlagUp
+	attrs.Name, attrs.MTU, attrs.HardwareAddr = a.Name, a.MTU, a.MAC
 	peerMTU := uint32(b.MTU)
 	if peerMTU == 0 && a.MTU != 0 {
 		peerMTU = 1500 // netlink would otherwise give the peer A's MTU
@@ -127,8 +138,15 @@ func (d *deployer) createVeth(l *spec.Link) error {
 	if err := hb.LinkSetAlias(peer, linkMarker(d.lab.Name)); err != nil {
 		return fmt.Errorf("mark %s: %w", l.B, err)
 	}
+	// Up in this order: B first, then A. Bringing A up while B is already
+	// up turns the carrier on at both ends while both are running, which
+	// the kernel reports at once; any other order leaves one end's
+	// operational state "down" for up to a second.
 	if err := hb.LinkSetUp(peer); err != nil {
 		return fmt.Errorf("set %s up: %w", l.B, err)
+	}
+	if err := ha.LinkSetUp(veth); err != nil {
+		return fmt.Errorf("set %s up: %w", l.A, err)
 	}
 	return nil
 }
@@ -170,6 +188,24 @@ func (d *deployer) createBridge(n *spec.Node, b *spec.Bridge) error {
 	return nil
 }
 
+// waitLinksUp returns once every veth end and bridge of the lab reports
+// operational state up, so that a deploy hands over a lab that is ready
+// (and that inspect shows as up). The kernel updates that state
+// asynchronously; a single-link RTM_GETLINK, as LinkByIndex sends, makes it
+// catch up on that link at once on current kernels, and older ones are
+// polled until the bound.
+func (d *deployer) waitLinksUp() error {
+	for ep, idx := range d.index {
+		if ep.Interface == "lo" {
+			continue
+		}
+		if err := waitOperUp(d.handles[ep.Node], idx, portUpTimeout); err != nil {
+			return fmt.Errorf("interface %s: %w", ep, err)
+		}
+	}
+	return nil
+}
+
 // portUpTimeout bounds the wait for a bridge port to be operationally up.
 const portUpTimeout = 3 * time.Second
 
@@ -191,9 +227,9 @@ func waitOperUp(h *netlink.Handle, index int, timeout time.Duration) error {
 	}
 }
 
-// configureNode writes node n's sysctls from a thread inside its namespace:
-// IPv6 on for interfaces that have IPv6 addresses, forwarding, then the
-// user's sysctls (last, so they win).
+// configureNode writes the settings of node n that need its interfaces, from
+// a thread inside its namespace: IPv6 on for interfaces that have IPv6
+// addresses, then the user's per-interface sysctls.
 //
 // Equivalent to: ip netns exec NS sysctl -w KEY=VALUE ...
 func (d *deployer) configureNode(n *spec.Node) error {
@@ -202,14 +238,10 @@ func (d *deployer) configureNode(n *spec.Node) error {
 	for _, name := range ipv6Interfaces(n) {
 		writes = append(writes, kv{"/proc/sys/net/ipv6/conf/" + name + "/disable_ipv6", "0"})
 	}
-	if n.Forwarding.IPv4 {
-		writes = append(writes, kv{"/proc/sys/net/ipv4/ip_forward", "1"})
-	}
-	if n.Forwarding.IPv6 {
-		writes = append(writes, kv{"/proc/sys/net/ipv6/conf/all/forwarding", "1"})
-	}
 	for _, s := range n.Sysctls {
-		writes = append(writes, kv{s.ProcPath(), s.Value})
+		if s.Interface() != "" {
+			writes = append(writes, kv{s.ProcPath(), s.Value})
+		}
 	}
 	return d.nss[n.Name].Do(func() error {
 		for _, w := range writes {

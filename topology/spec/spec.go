@@ -43,6 +43,17 @@ type Sysctl struct {
 	Value string
 }
 
+// Interface returns the interface a per-interface key configures
+// (net.ipv4.conf.eth0.rp_filter -> eth0), or "" for a namespace-wide key,
+// including the all and default entries.
+func (s Sysctl) Interface() string {
+	parts := strings.Split(s.Key, ".")
+	if len(parts) >= 5 && (parts[2] == "conf" || parts[2] == "neigh") && parts[3] != "all" && parts[3] != "default" {
+		return strings.ReplaceAll(parts[3], "/", ".")
+	}
+	return ""
+}
+
 // ProcPath returns the /proc/sys path of a sysctl key. As sysctl(8) does, a
 // "/" inside a dotted key stands for a "." in a name (net.ipv4.conf.eth0/10.rp_filter).
 func (s Sysctl) ProcPath() string {

@@ -161,3 +161,18 @@ func TestDefaultRouteFamily(t *testing.T) {
 		t.Errorf("routes: %v %v %v", rs[0], rs[1], rs[2])
 	}
 }
+
+func TestSysctlInterface(t *testing.T) {
+	for key, want := range map[string]string{
+		"net.ipv4.conf.eth0.rp_filter":                "eth0",
+		"net.ipv4.conf.all.rp_filter":                 "",
+		"net.ipv6.conf.default.forwarding":            "",
+		"net.ipv6.neigh.veth1.base_reachable_time_ms": "veth1",
+		"net.ipv4.conf.eth0/10.rp_filter":             "eth0.10",
+		"net.ipv4.ip_forward":                         "",
+	} {
+		if got := (Sysctl{Key: key}).Interface(); got != want {
+			t.Errorf("%s: Interface() = %q, want %q", key, got, want)
+		}
+	}
+}

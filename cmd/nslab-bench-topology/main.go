@@ -1,0 +1,224 @@
+// Command nslab-bench-topology measures how fast nslab deploys and destroys
+// labs, against the iproute2 shell script a user would otherwise write for
+// the same lab, in the same run on the same machine (make bench-topology).
+//
+// Labs: (a) the client-router-server example; (b) a generated chain of N
+// namespaces joined by N-1 veth pairs with addresses, routes and forwarding.
+// After every run it checks that no namespace of the run remains.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/nslab/nslab/topology/lab"
+	"github.com/nslab/nslab/topology/labtest"
+	"github.com/nslab/nslab/topology/ns"
+	"github.com/nslab/nslab/topology/spec"
+)
+
+func main() {
+	runs := flag.Int("runs", 20, "runs of the small lab (median reported)")
+	chainRuns := flag.Int("chain-runs", 3, "runs of the chain lab with nslab (median reported)")
+	chainLen := flag.Int("chain", 1000, "namespaces in the chain lab")
+	example := flag.String("example", "examples/client-router-server.yaml", "the small lab")
+	nslabBin := flag.String("nslab", "bin/nslab", "nslab binary, to time whole commands too")
+	flag.Parse()
+	if err := lab.CheckPrivileges(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	data, err := os.ReadFile(*example)
+	if err != nil {
+		fail(err)
+	}
+	var rows []row
+	rows = append(rows, measure("(a) client-router-server", data, *runs, *runs, *nslabBin))
+	rows = append(rows, measure(fmt.Sprintf("(b) chain of %d", *chainLen), chainYAML(*chainLen), *chainRuns, 1, ""))
+	print(rows)
+	ok := rows[0].deployRatio() >= 10 && rows[1].deploy < 2*time.Second && rows[1].destroy < time.Second &&
+		rows[1].deployRatio() >= 10
+	fmt.Printf("\ntargets: (a) deploy >= 10x script; (b) deploy < 2s, destroy < 1s, deploy >= 10x script: %s\n", map[bool]string{true: "MET", false: "MISSED"}[ok])
+}
+
+type row struct {
+	name                              string
+	deploy, destroy                   time.Duration // library call, median
+	cliDeploy, cliDestroy             time.Duration // whole nslab process, median (0: not run)
+	scriptDeploy, scriptDestroy       time.Duration // iproute2 script, median
+	steps, scriptLines, runs, scripts int
+}
+
+func (r row) deployRatio() float64  { return ratio(r.scriptDeploy, r.deploy) }
+func (r row) destroyRatio() float64 { return ratio(r.scriptDestroy, r.destroy) }
+
+func ratio(a, b time.Duration) float64 { return float64(a) / float64(b) }
+
+// measure deploys and destroys the lab runs times with nslab and scripts
+// times with the iproute2 script, each under a fresh random name.
+func measure(title string, data []byte, runs, scripts int, nslabBin string) row {
+	r := row{name: title, runs: runs, scripts: scripts}
+	m := &lab.Manager{StateDir: mustTemp()}
+	defer os.RemoveAll(m.StateDir)
+	var dep, des, cdep, cdes, sdep, sdes []time.Duration
+	for i := 0; i < runs; i++ {
+		l, src := load(data)
+		r.steps = len(lab.Plan(l))
+		t0 := time.Now()
+		if _, err := m.Deploy(context.Background(), l, l.File, src); err != nil {
+			fail(err)
+		}
+		t1 := time.Now()
+		if _, err := m.Destroy(l.Name); err != nil {
+			fail(err)
+		}
+		dep, des = append(dep, t1.Sub(t0)), append(des, time.Since(t1))
+		checkGone(l)
+		if nslabBin != "" {
+			l, src = load(data)
+			file := filepath.Join(m.StateDir, l.Name+".yaml")
+			os.WriteFile(file, src, 0o644)
+			cdep = append(cdep, timeCmd(nslabBin, "--state-dir", m.StateDir, "deploy", file))
+			cdes = append(cdes, timeCmd(nslabBin, "--state-dir", m.StateDir, "destroy", "--name", l.Name))
+			checkGone(l)
+		}
+	}
+	for i := 0; i < scripts; i++ {
+		l, _ := load(data)
+		dir := mustTemp()
+		up, down := filepath.Join(dir, "deploy.sh"), filepath.Join(dir, "destroy.sh")
+		os.WriteFile(up, []byte(deployScript(l)), 0o755)
+		os.WriteFile(down, []byte(destroyScript(l)), 0o755)
+		r.scriptLines = strings.Count(deployScript(l), "\n")
+		sdep = append(sdep, timeCmd("bash", up))
+		sdes = append(sdes, timeCmd("bash", down))
+		checkGone(l)
+		os.RemoveAll(dir)
+	}
+	r.deploy, r.destroy = median(dep), median(des)
+	r.cliDeploy, r.cliDestroy = median(cdep), median(cdes)
+	r.scriptDeploy, r.scriptDestroy = median(sdep), median(sdes)
+	return r
+}
+
+// load parses the lab under a fresh random name and namespace prefix.
+func load(data []byte) (*spec.Lab, []byte) {
+	name := labtest.Name("b")
+	src := labtest.Rename(data, name)
+	l, err := spec.Parse(name+".yaml", src)
+	if err != nil {
+		fail(err)
+	}
+	return l, src
+}
+
+// chainYAML generates a chain c0 - c1 - ... - c(n-1): link k is
+// 10.(k/256).(k%256).0/24 between ck (.1, interface r) and ck+1 (.2,
+// interface l). Every node but the last routes default to the right; every
+// node but the first routes the first link's subnet to the left; the middle
+// nodes forward.
+func chainYAML(n int) []byte {
+	var b strings.Builder
+	sub := func(k int) string { return fmt.Sprintf("10.%d.%d", k/256, k%256) }
+	b.WriteString("name: chain\nnodes:\n")
+	for i := 0; i < n; i++ {
+		fmt.Fprintf(&b, "  c%d:\n", i)
+		if i > 0 && i < n-1 {
+			b.WriteString("    forwarding: {ipv4: true}\n")
+		}
+		b.WriteString("    interfaces:\n")
+		if i > 0 {
+			fmt.Fprintf(&b, "      l: {addresses: [%s.2/24]}\n", sub(i-1))
+		}
+		if i < n-1 {
+			fmt.Fprintf(&b, "      r: {addresses: [%s.1/24]}\n", sub(i))
+		}
+		b.WriteString("    routes:\n")
+		if i < n-1 {
+			fmt.Fprintf(&b, "      - {to: default, via: %s.2}\n", sub(i))
+		}
+		if i > 1 {
+			fmt.Fprintf(&b, "      - {to: 10.0.0.0/24, via: %s.1}\n", sub(i-1))
+		}
+		if i == n-1 {
+			fmt.Fprintf(&b, "      - {to: default, via: %s.1}\n", sub(i-1))
+		}
+	}
+	b.WriteString("links:\n")
+	for k := 0; k < n-1; k++ {
+		fmt.Fprintf(&b, "  - endpoints: [c%d:r, c%d:l]\n", k, k+1)
+	}
+	return []byte(b.String())
+}
+
+func timeCmd(name string, args ...string) time.Duration {
+	cmd := exec.Command(name, args...)
+	cmd.Stderr = os.Stderr
+	t0 := time.Now()
+	if out, err := cmd.Output(); err != nil {
+		fail(fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, out))
+	}
+	return time.Since(t0)
+}
+
+// checkGone stops the benchmark if any namespace of the lab remains.
+func checkGone(l *spec.Lab) {
+	for _, n := range l.Nodes {
+		if ok, _ := ns.Exists(ns.DefaultDir, l.Namespace(n.Name)); ok {
+			fail(fmt.Errorf("namespace %s left behind", l.Namespace(n.Name)))
+		}
+	}
+}
+
+func median(ds []time.Duration) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	return s[len(s)/2]
+}
+
+func print(rows []row) {
+	fmt.Printf("%-26s %6s %12s %12s %12s %12s %8s %8s\n", "lab", "steps", "nslab up", "nslab down", "script up", "script down", "up x", "down x")
+	for _, r := range rows {
+		fmt.Printf("%-26s %6d %12s %12s %12s %12s %7.1fx %7.1fx\n", r.name, r.steps, dur(r.deploy), dur(r.destroy),
+			dur(r.scriptDeploy), dur(r.scriptDestroy), r.deployRatio(), r.destroyRatio())
+		if r.cliDeploy > 0 {
+			fmt.Printf("%-26s %6s %12s %12s %12s %12s %7.1fx %7.1fx\n", "  as nslab commands", "", dur(r.cliDeploy), dur(r.cliDestroy),
+				"", "", ratio(r.scriptDeploy, r.cliDeploy), ratio(r.scriptDestroy, r.cliDestroy))
+		}
+	}
+	fmt.Printf("\nnslab: library calls, median of %d (a) and %d (b) runs; script: iproute2 commands (%d and %d lines), median of %d and %d runs.\n",
+		rows[0].runs, rows[1].runs, rows[0].scriptLines, rows[1].scriptLines, rows[0].scripts, rows[1].scripts)
+}
+
+func dur(d time.Duration) string {
+	switch {
+	case d == 0:
+		return "-"
+	case d < time.Second:
+		return fmt.Sprintf("%.2fms", float64(d)/float64(time.Millisecond))
+	}
+	return fmt.Sprintf("%.3fs", d.Seconds())
+}
+
+func mustTemp() string {
+	d, err := os.MkdirTemp("", "nslab-bench-")
+	if err != nil {
+		fail(err)
+	}
+	return d
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "bench-topology:", err)
+	os.Exit(1)
+}
