@@ -1,0 +1,104 @@
+package ns
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"runtime"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+func skipUnlessRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+}
+
+func threadNetns(t *testing.T) uint64 {
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/thread-self/ns/net", &st); err != nil {
+		t.Fatal(err)
+	}
+	return st.Ino
+}
+
+func TestNamesCannotLeaveDir(t *testing.T) {
+	for _, name := range []string{"", ".", "..", "../x", "a/b", "/abs"} {
+		if _, err := pathOf("/run/netns", name); err == nil {
+			t.Errorf("name %q accepted", name)
+		}
+	}
+}
+
+func TestPrivilegedCreateKeepsCallerThread(t *testing.T) {
+	skipUnlessRoot(t)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	before := threadNetns(t)
+	dir := t.TempDir()
+	c, err := NewCreator(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var inside uint64
+	n, err := c.Create("a", func() error { inside = threadNetns(t); return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer Remove(dir, "a")
+	defer n.Close()
+	if after := threadNetns(t); after != before {
+		t.Fatalf("caller's thread moved from netns %d to %d", before, after)
+	}
+	ino, _ := n.Inode()
+	if inside != ino || inside == before {
+		t.Errorf("setup ran in netns %d; namespace is %d, host %d", inside, ino, before)
+	}
+	// Do runs inside, on another thread.
+	var did uint64
+	if err := n.Do(func() error { did = threadNetns(t); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if did != ino || threadNetns(t) != before {
+		t.Errorf("Do ran in %d (want %d); caller now in %d", did, ino, threadNetns(t))
+	}
+	if _, err := c.Create("a", nil); !errors.Is(err, ErrExists) {
+		t.Errorf("second create: %v", err)
+	}
+}
+
+func TestPrivilegedOpenAndRemove(t *testing.T) {
+	skipUnlessRoot(t)
+	dir := t.TempDir()
+	if _, err := Open(dir, "missing"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("open missing: %v", err)
+	}
+	os.WriteFile(filepath.Join(dir, "plain"), nil, 0o444)
+	if _, err := Open(dir, "plain"); !errors.Is(err, ErrNotNamespace) {
+		t.Errorf("open plain file: %v", err)
+	}
+	c, err := NewCreator(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := c.Create("b", nil)
+	c.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.Close()
+	if names, _ := List(dir); len(names) != 2 {
+		t.Errorf("list: %v", names)
+	}
+	for i := 0; i < 2; i++ { // twice: removing a removed namespace is fine
+		if err := Remove(dir, "b"); err != nil {
+			t.Fatalf("remove %d: %v", i, err)
+		}
+	}
+	if ok, _ := Exists(dir, "b"); ok {
+		t.Error("still exists")
+	}
+}
