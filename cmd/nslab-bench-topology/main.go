@@ -22,6 +22,7 @@ import (
 	"github.com/nslab/nslab/topology/labtest"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
+	"github.com/vishvananda/netlink"
 )
 
 func main() {
@@ -168,13 +169,34 @@ func timeCmd(name string, args ...string) time.Duration {
 	return time.Since(t0)
 }
 
-// checkGone stops the benchmark if any namespace of the lab remains.
+// checkGone stops the benchmark if any namespace of the lab remains, or if
+// the host namespace's links changed (nslab and the script both create
+// links straight inside the lab's namespaces).
 func checkGone(l *spec.Lab) {
 	for _, n := range l.Nodes {
 		if ok, _ := ns.Exists(ns.DefaultDir, l.Namespace(n.Name)); ok {
 			fail(fmt.Errorf("namespace %s left behind", l.Namespace(n.Name)))
 		}
 	}
+	if got := hostLinks(); got != hostLinksAtStart {
+		fail(fmt.Errorf("host links changed: %s, was %s", got, hostLinksAtStart))
+	}
+}
+
+var hostLinksAtStart = hostLinks()
+
+// hostLinks names the host namespace's links.
+func hostLinks() string {
+	links, err := netlink.LinkList()
+	if err != nil {
+		fail(err)
+	}
+	var names []string
+	for _, l := range links {
+		names = append(names, l.Attrs().Name)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ",")
 }
 
 func median(ds []time.Duration) time.Duration {
