@@ -1,0 +1,69 @@
+// Package engine is the interface between nslab's traffic runs and the
+// engines that generate packets: kernel pktgen, and a userspace engine for
+// kernels without it. A job goes in, a result comes out, a context cancels.
+// Nothing here is specific to one engine.
+package engine
+
+import (
+	"context"
+	"net"
+	"net/netip"
+	"time"
+)
+
+// Engine generates the traffic of a job.
+type Engine interface {
+	// Name says which engine this is, for reports ("kernel pktgen").
+	Name() string
+	// Run sends the job's traffic and returns what was sent. Cancelling
+	// ctx stops the run; the result then counts what was really sent and
+	// the error wraps ctx.Err().
+	Run(ctx context.Context, job Job) (*Result, error)
+}
+
+// Job is the traffic of one run, as any engine understands it.
+type Job struct {
+	NetnsDir  string // where the sender's namespace is named ("" for /run/netns)
+	Namespace string // the sender's network namespace
+	Interface string // the sender interface in it
+
+	Count    uint64        // packets per thread; 0 with Duration: until the duration ends
+	Duration time.Duration // 0: until Count
+
+	Frame    int    // L2 frame size including the 4-byte FCS
+	RatePPS  uint64 // 0: as fast as possible
+	RateMbps uint64
+	Threads  int // 0 or 1: one
+
+	DstIP, SrcIP   netip.Addr       // SrcIP invalid: the interface's address
+	DstMAC, SrcMAC net.HardwareAddr // DstMAC: the next hop's MAC
+	UDPSrc, UDPDst PortRange
+	Flows, FlowLen int
+}
+
+// PortRange is an inclusive range of UDP ports; zero: the engine's default.
+type PortRange struct{ Min, Max int }
+
+// Result is what an engine sent.
+type Result struct {
+	Engine  string        // which engine ran
+	Reason  string        // why it was chosen
+	Frame   int           // L2 frame size including FCS
+	Sent    uint64        // packets handed to the device
+	Errors  uint64        // transmit errors the engine saw
+	Elapsed time.Duration // from the first to the last packet (longest thread)
+	PPS     float64       // Sent/Elapsed, as the engine reports it
+	Mbps    float64       // PPS*8*(Frame-4)/1e6: as pktgen, without FCS, preamble or gap
+	Threads []ThreadResult
+	Stopped bool // ended by duration or cancel rather than by count
+}
+
+// ThreadResult is one sending thread's share.
+type ThreadResult struct {
+	Name    string // e.g. "veth1@0"
+	Sent    uint64
+	Errors  uint64
+	Elapsed time.Duration
+	PPS     float64
+	Mbps    float64
+}

@@ -1,0 +1,88 @@
+package pktgen
+
+import (
+	"bufio"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// ErrNoPktgen is returned when the kernel has no pktgen and it cannot be
+// loaded.
+var ErrNoPktgen = errors.New("this kernel has no pktgen")
+
+// moduleInitCompressedFile is finit_module's MODULE_INIT_COMPRESSED_FILE.
+const moduleInitCompressedFile = 4
+
+// loadModule loads pktgen.ko of the running kernel with finit_module, as
+// modprobe would (pktgen has no dependencies). Loading it creates
+// /proc/net/pktgen in every namespace.
+func loadModule() error {
+	var uts unix.Utsname
+	if err := unix.Uname(&uts); err != nil {
+		return err
+	}
+	release := unix.ByteSliceToString(uts.Release[:])
+	base := filepath.Join("/lib/modules", release, "kernel/net/core/pktgen.ko")
+	var errs []error
+	for _, suffix := range []string{"", ".xz", ".zst", ".gz"} {
+		f, err := os.Open(base + suffix)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		flags := 0
+		if suffix != "" {
+			flags = moduleInitCompressedFile
+		}
+		err = unix.FinitModule(int(f.Fd()), "", flags)
+		f.Close()
+		if err == nil || errors.Is(err, unix.EEXIST) {
+			return nil
+		}
+		return fmt.Errorf("load %s: %w", f.Name(), err)
+	}
+	return fmt.Errorf("no pktgen module for kernel %s: %w", release, errors.Join(errs...))
+}
+
+// missingPktgen explains what the kernel lacks and how to get it.
+func missingPktgen(namespace string, loadErr error) error {
+	config := kernelConfig("CONFIG_NET_PKTGEN")
+	why := "it is not built in and could not be loaded"
+	if loadErr != nil {
+		why += " (" + loadErr.Error() + ")"
+	}
+	if config != "" {
+		why += "; /proc/config.gz says: " + config
+	}
+	return fmt.Errorf("%w: /proc/net/pktgen does not exist in namespace %s: %s. "+
+		"pktgen needs CONFIG_NET_PKTGEN=m (or =y): distribution kernels have it (Debian: linux-image-amd64, then `modprobe pktgen`), "+
+		"or rebuild the kernel with Networking support > Networking options > Network testing > Packet Generator. "+
+		"Without it, use nslab's userspace engine", ErrNoPktgen, namespace, why)
+}
+
+// kernelConfig returns the line of /proc/config.gz that mentions key, or "".
+func kernelConfig(key string) string {
+	f, err := os.Open("/proc/config.gz")
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	z, err := gzip.NewReader(f)
+	if err != nil {
+		return ""
+	}
+	sc := bufio.NewScanner(z)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, key+"=") || line == "# "+key+" is not set" {
+			return line
+		}
+	}
+	return ""
+}
