@@ -11,11 +11,11 @@ import (
 // agree with each other as the kernel computes them.
 func TestParseSeeds(t *testing.T) {
 	cases := []struct {
-		file                  string
-		sent, pps, mbps       uint64
-		pktSize               int
-		elapsed, idle         time.Duration
-		dst, dstMAC, flags    string
+		file               string
+		sent, pps, mbps    uint64
+		pktSize            int
+		elapsed, idle      time.Duration
+		dst, dstMAC, flags string
 	}{
 		{"seed000-count.txt", 1000000, 199989, 102, 64, 5000250 * time.Microsecond, 4381728 * time.Microsecond, "192.168.1.12", "7e:6c:0c:13:80:a6", ""},
 		{"seed000-ctrlc.txt", 9637001, 200000, 102, 64, 48184996 * time.Microsecond, 42081825 * time.Microsecond, "192.168.1.12", "7e:6c:0c:13:80:a6", ""},
@@ -73,9 +73,9 @@ func joinFields(f []string) string {
 
 func TestParseOtherResults(t *testing.T) {
 	for text, ok := range map[string]bool{
-		"Idle":                      false,
-		"OK: count=100":             false,
-		"ERROR: no such device":     false,
+		"Idle":                  false,
+		"OK: count=100":         false,
+		"ERROR: no such device": false,
 		"OK: 1(c1+d0) usec, 1 (60byte,0frags)\n  1pps 0Mb/sec (480bps) errors: 0": true,
 	} {
 		if r := ParseResult(text); r.OK != ok || r.Text == "" {

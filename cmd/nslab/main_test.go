@@ -15,8 +15,8 @@ import (
 
 	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/labtest"
-	"github.com/nslab/nslab/topology/spec"
 	"github.com/nslab/nslab/topology/ns"
+	"github.com/nslab/nslab/topology/spec"
 )
 
 // TestMain lets the test binary act as the nslab command, so CLI tests run

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"strings"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/nslab/nslab/topology/ns"
