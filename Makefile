@@ -1,6 +1,7 @@
 # nslab: build, test and benchmark. Every target installs what it needs.
 #   make run            build, deploy the client-router-server example, ping across it, destroy it
-#   make test           the whole test suite (privileged tests need root)
+#   make test           the whole test suite (privileged tests need root), VM tests included
+#   make vmtest         the kernel tests (pktgen) in a VM on a Debian distribution kernel
 #   make bench-topology deploy/destroy speed against an equivalent iproute2 script
 
 GO      ?= go
@@ -11,7 +12,7 @@ BIN     := bin
 EXAMPLE := examples/client-router-server.yaml
 export GOFLAGS := -tags=$(TAGS)
 
-.PHONY: all build test run deps go-deps bench-topology clean
+.PHONY: all build test unit-test vmtest vm-deps run deps go-deps bench-topology clean
 
 all: build
 
@@ -33,9 +34,31 @@ deps: go-deps
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
 
-test: deps
+test: unit-test vmtest
+
+unit-test: deps
 	$(GO) vet ./...
+	$(GO) vet -tags vmtest ./...
 	$(GO) test -count=1 ./...
+
+# Debian packages the VM harness needs: qemu (TCG), a static busybox for the
+# VM's shell, cpio for the initramfs.
+vm-deps:
+	@missing=""; \
+	command -v qemu-system-x86_64 >/dev/null || missing="$$missing qemu-system-x86"; \
+	[ -x /bin/busybox ] && file -L /bin/busybox 2>/dev/null | grep -q static || missing="$$missing busybox-static"; \
+	command -v cpio >/dev/null || missing="$$missing cpio"; \
+	command -v file >/dev/null || missing="$$missing file"; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+
+# Boots a Debian cloud kernel (cached under .cache/vm) under qemu and runs
+# the pktgen and lab tests inside it; see cmd/nslab-vmtest.
+vmtest: go-deps vm-deps
+	$(GO) build -o $(BIN)/nslab-vmtest ./cmd/nslab-vmtest
+	$(BIN)/nslab-vmtest
 
 # The main job. Until traffic runs exist, it proves the lab forwards with a
 # ping from the client (ns1) through the router (ns2) to the server (ns3).

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nslab/nslab/topology/ns"
+	"golang.org/x/sys/unix"
 )
 
 // ErrBusy is returned when pktgen already runs in the namespace.
@@ -30,6 +31,7 @@ type Controller struct {
 	run      func(func() error) error // on the namespace's worker thread
 	runAlone func(func() error) error // on a new thread in the namespace
 	load     func() error             // tries to load the pktgen module
+	wake     func(tid int)            // interrupts the thread blocked in "start"
 	closeFn  func()
 }
 
@@ -46,6 +48,7 @@ func NewController(n *ns.NS) (*Controller, error) {
 		run:       w.Do,
 		runAlone:  n.Do,
 		load:      loadModule,
+		wake:      wakeThread,
 		closeFn:   w.Close,
 	}, nil
 }
@@ -186,14 +189,24 @@ func resultLine(text string) string {
 
 // start writes "start" from a thread of its own (the write blocks until the
 // run ends) and stops the run after duration (if not zero) or on cancel. It
-// reports whether the run was stopped rather than finished.
+// reports whether the run was stopped rather than finished. It returns once
+// no kpktgend thread of the namespace is running, so results are final.
 func (c *Controller) start(ctx context.Context, duration time.Duration) (bool, error) {
 	done := make(chan error, 1)
+	tid := make(chan int, 1)
 	go func() {
-		done <- c.runAlone(func() error { return c.files.write("pgctrl", "start") })
+		done <- c.runAlone(func() error {
+			tid <- unix.Gettid()
+			return c.files.write("pgctrl", "start")
+		})
 	}()
 	var deadline <-chan time.Time
 	if duration > 0 {
+		// Time the duration from when pktgen's threads really send: the
+		// kernel starts them some time after the start write.
+		if err := c.waitRunning(done); err != nil {
+			return false, err
+		}
 		t := time.NewTimer(duration)
 		defer t.Stop()
 		deadline = t.C
@@ -204,7 +217,7 @@ func (c *Controller) start(ctx context.Context, duration time.Duration) (bool, e
 		if err != nil {
 			return false, fmt.Errorf("pktgen start in %s: %w", c.Namespace, err)
 		}
-		return false, nil
+		return false, c.waitIdle()
 	case <-deadline:
 	case <-ctx.Done():
 		cause = ctx.Err()
@@ -212,15 +225,75 @@ func (c *Controller) start(ctx context.Context, duration time.Duration) (bool, e
 	if err := c.run(func() error { return c.files.write("pgctrl", "stop") }); err != nil {
 		return true, fmt.Errorf("pktgen stop in %s: %w", c.Namespace, err)
 	}
+	// The start write notices the stop only at its next 100 ms poll of the
+	// threads; a signal ends that sleep at once.
+	if c.wake != nil {
+		c.wake(<-tid)
+	}
 	select {
 	case <-done:
 	case <-time.After(stopWait):
 		return true, fmt.Errorf("pktgen in %s did not stop within %s", c.Namespace, stopWait)
 	}
+	if err := c.waitIdle(); err != nil {
+		return true, err
+	}
 	if cause != nil {
 		return true, fmt.Errorf("pktgen run in %s stopped: %w", c.Namespace, cause)
 	}
 	return true, nil
+}
+
+// wakeThread sends SIGURG to one thread of this process: the Go runtime
+// takes it as a harmless preemption request, and it makes the kernel's
+// interruptible sleep in the "start" write return early.
+func wakeThread(tid int) {
+	unix.Tgkill(os.Getpid(), tid, unix.SIGURG)
+}
+
+// waitRunning polls the thread files until a device runs, or the start
+// write has returned already (a short count).
+func (c *Controller) waitRunning(done chan error) error {
+	deadline := time.Now().Add(stopWait)
+	for time.Now().Before(deadline) {
+		if len(done) > 0 {
+			return nil
+		}
+		threads, err := c.Threads()
+		if err != nil {
+			return err
+		}
+		for _, th := range threads {
+			if len(th.Running) > 0 {
+				return nil
+			}
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return fmt.Errorf("pktgen in %s did not start within %s", c.Namespace, stopWait)
+}
+
+// waitIdle polls the thread files until no device is running (the kernel
+// threads process a stop asynchronously).
+func (c *Controller) waitIdle() error {
+	deadline := time.Now().Add(stopWait)
+	for {
+		threads, err := c.Threads()
+		if err != nil {
+			return err
+		}
+		busy := false
+		for _, th := range threads {
+			busy = busy || len(th.Running) > 0
+		}
+		if !busy {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("pktgen in %s still running %s after stop", c.Namespace, stopWait)
+		}
+		time.Sleep(time.Millisecond)
+	}
 }
 
 // reset removes every device from pktgen's threads in the namespace.

@@ -27,6 +27,7 @@ type fakeProc struct {
 	counts   map[string]uint64
 	sent     map[string]uint64
 	running  []string // a run of someone else
+	active   bool     // our run is under way (start blocks)
 	stopped  chan struct{}
 	refuse   map[string]error  // command word -> write error
 	answer   map[string]string // command word -> Result text instead of OK
@@ -130,10 +131,11 @@ func (f *fakeProc) control(word string) error {
 		}
 		if endless {
 			stop := make(chan struct{})
-			f.stopped = stop
+			f.stopped, f.active = stop, true
 			f.mu.Unlock()
 			<-stop
 			f.mu.Lock()
+			f.active = false
 			for _, devs := range f.threads {
 				for _, d := range devs {
 					f.sent[d] = 4242
@@ -156,11 +158,15 @@ func (f *fakeProc) read(file string) (string, error) {
 	if strings.HasPrefix(file, "kpktgend_") {
 		var n int
 		fmt.Sscanf(file, "kpktgend_%d", &n)
-		running := ""
+		var running []string
 		if n == 0 {
-			running = strings.Join(f.running, " ")
+			running = f.running
 		}
-		return fmt.Sprintf("Running: %s\nStopped: %s\nResult: %s\n", running, strings.Join(f.threads[n], " "), f.results[file]), nil
+		stopped := f.threads[n]
+		if f.active {
+			running, stopped = append(running, f.threads[n]...), nil
+		}
+		return fmt.Sprintf("Running: %s\nStopped: %s\nResult: %s\n", strings.Join(running, " "), strings.Join(stopped, " "), f.results[file]), nil
 	}
 	return fmt.Sprintf("Params: count %d  min_pkt_size: 60  max_pkt_size: 60\n     Flags: \nCurrent:\n     pkts-sofar: %d  errors: 0\n     started: 10us  stopped: 1010us idle: 100us\nResult: %s\n",
 		f.counts[file], f.sent[file], f.results[file]), nil

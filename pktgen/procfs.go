@@ -41,12 +41,14 @@ func (d dirFiles) list() ([]string, error) {
 	return names, nil
 }
 
+// write ends the command with a newline, as echo does: pgctrl cuts the last
+// byte of every write ("reset" without it arrives as "rese": EINVAL).
 func (d dirFiles) write(file, cmd string) error {
 	f, err := os.OpenFile(filepath.Join(d.dir, file), os.O_WRONLY, 0)
 	if err != nil {
 		return err
 	}
-	_, err = f.Write([]byte(cmd))
+	_, err = f.Write([]byte(cmd + "\n"))
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}

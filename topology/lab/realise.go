@@ -121,7 +121,7 @@ func (d *deployer) createVeth(l *spec.Link) error {
 		PeerTxQLen: -1, PeerNamespace: netlink.NsFd(d.nss[nb.Name].Fd()),
 	}
 	if err := ha.LinkAdd(veth); err != nil {
-		return fmt.Errorf("create veth %s <-> %s: %w", l.A, l.B, err)
+		return fmt.Errorf("create veth %s <-> %s: %w%s", l.A, l.B, err, missingKind(err, "veth", "CONFIG_VETH"))
 	}
 	if veth.Index == 0 {
 		return fmt.Errorf("create veth %s: kernel reported no index", l.A)
@@ -161,7 +161,7 @@ func (d *deployer) createBridge(n *spec.Node, b *spec.Bridge) error {
 	attrs.Name, attrs.HardwareAddr, attrs.Flags = b.Name, b.MAC, net.FlagUp
 	br := &netlink.Bridge{LinkAttrs: attrs}
 	if err := h.LinkAdd(br); err != nil {
-		return fmt.Errorf("create bridge %s:%s: %w", n.Name, b.Name, err)
+		return fmt.Errorf("create bridge %s:%s: %w%s", n.Name, b.Name, err, missingKind(err, "bridge", "CONFIG_BRIDGE"))
 	}
 	d.index[spec.Endpoint{Node: n.Name, Interface: b.Name}] = br.Index
 	if err := h.LinkSetAlias(br, linkMarker(d.lab.Name)); err != nil {
@@ -204,6 +204,15 @@ func (d *deployer) waitLinksUp() error {
 		}
 	}
 	return nil
+}
+
+// missingKind explains EOPNOTSUPP from a link create: the kernel has no
+// driver for the kind (not built, or the module could not be loaded).
+func missingKind(err error, kind, config string) string {
+	if !errors.Is(err, unix.EOPNOTSUPP) {
+		return ""
+	}
+	return fmt.Sprintf(" (this kernel has no %s devices: it needs %s, or `modprobe %s` if it is a module)", kind, config, kind)
 }
 
 // portUpTimeout bounds the wait for a bridge port to be operationally up.

@@ -1,0 +1,355 @@
+// Command nslab-vmtest runs nslab's kernel tests (go test -tags vmtest) inside
+// a VM booted on a Debian distribution kernel, for what our own machines'
+// kernel cannot do (it has no pktgen and no loadable modules).
+//
+// It fetches the kernel package with apt (cached), takes its vmlinuz and the
+// modules the tests need (veth, pktgen; neither has dependencies), packs an
+// initramfs of busybox-static, the modules and the statically built test
+// binary, boots it with qemu-system-x86_64 under TCG (KVM only with -kvm),
+// and reports pass or fail from the serial console. The VM has no network
+// card: its only traffic is between the namespaces the tests create.
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// resultMarker is the line /init prints after the tests, with their exit code.
+const resultMarker = "NSLAB-VMTEST-RESULT rc="
+
+// modules are loaded in this order (dependencies first): veth and pktgen
+// for the pktgen tests, the bridge and what it needs for the lab tests.
+var modules = []string{"drivers/net/veth.ko", "net/core/pktgen.ko", "net/llc/llc.ko", "net/802/stp.ko", "net/bridge/bridge.ko"}
+
+func main() {
+	cache := flag.String("cache", ".cache/vm", "cache directory (kernel, initramfs)")
+	pkgs := flag.String("pkg", "./pktgen/,./topology/lab/", "packages whose tests (with the vmtest tag) run in the VM, comma-separated")
+	run := flag.String("run", "", "only tests matching this regexp (go test -run)")
+	timeout := flag.Duration("timeout", 5*time.Minute, "give up on the VM after this long")
+	kvm := flag.Bool("kvm", false, "use KVM instead of TCG (only if it works here)")
+	cpus := flag.Int("smp", 2, "virtual CPUs (pktgen runs one thread per CPU)")
+	verbose := flag.Bool("v", false, "show the whole console")
+	flag.Parse()
+	if err := runVM(*cache, strings.Split(*pkgs, ","), *run, *timeout, *kvm, *cpus, *verbose); err != nil {
+		fmt.Fprintln(os.Stderr, "vmtest:", err)
+		os.Exit(1)
+	}
+}
+
+func runVM(cache string, pkgs []string, filter string, timeout time.Duration, kvm bool, cpus int, verbose bool) error {
+	cache, err := filepath.Abs(cache)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(cache, 0o755); err != nil {
+		return err
+	}
+	kernel, mods, err := fetchKernel(cache)
+	if err != nil {
+		return fmt.Errorf("kernel: %w", err)
+	}
+	root := filepath.Join(cache, "initramfs")
+	os.RemoveAll(root)
+	if err := buildRoot(root, mods, pkgs, filter); err != nil {
+		return fmt.Errorf("initramfs: %w", err)
+	}
+	initrd := filepath.Join(cache, "initramfs.cpio")
+	if err := packCpio(root, initrd); err != nil {
+		return fmt.Errorf("initramfs: %w", err)
+	}
+	return boot(kernel, initrd, timeout, kvm, cpus, verbose)
+}
+
+// fetchKernel returns the cached vmlinuz and module directory, downloading
+// the current Debian cloud kernel package first if the cache is empty.
+func fetchKernel(cache string) (string, string, error) {
+	kdir := filepath.Join(cache, "kernel")
+	vmlinuz := filepath.Join(kdir, "vmlinuz")
+	mods := filepath.Join(kdir, "modules")
+	if cached(mods) {
+		return vmlinuz, mods, nil
+	}
+	pkg, err := kernelPackage()
+	if err != nil {
+		return "", "", err
+	}
+	dl := filepath.Join(cache, "download")
+	os.RemoveAll(dl)
+	if err := os.MkdirAll(dl, 0o755); err != nil {
+		return "", "", err
+	}
+	defer os.RemoveAll(dl)
+	fmt.Printf("vmtest: downloading %s\n", pkg)
+	if err := command(dl, "apt-get", "download", pkg); err != nil {
+		return "", "", err
+	}
+	debs, _ := filepath.Glob(filepath.Join(dl, "*.deb"))
+	if len(debs) != 1 {
+		return "", "", fmt.Errorf("apt-get download %s left %d packages", pkg, len(debs))
+	}
+	x := filepath.Join(dl, "x")
+	if err := command(dl, "dpkg-deb", "-x", debs[0], x); err != nil {
+		return "", "", err
+	}
+	os.RemoveAll(kdir)
+	if err := os.MkdirAll(mods, 0o755); err != nil {
+		return "", "", err
+	}
+	images, _ := filepath.Glob(filepath.Join(x, "boot", "vmlinuz-*"))
+	if len(images) != 1 {
+		return "", "", fmt.Errorf("%s has %d kernel images", pkg, len(images))
+	}
+	if err := copyFile(images[0], vmlinuz, 0o644); err != nil {
+		return "", "", err
+	}
+	for _, m := range modules {
+		found, _ := filepath.Glob(filepath.Join(x, "lib", "modules", "*", "kernel", m))
+		if len(found) != 1 {
+			return "", "", fmt.Errorf("%s has no %s (compressed modules are not handled)", pkg, m)
+		}
+		if err := copyFile(found[0], filepath.Join(mods, filepath.Base(m)), 0o644); err != nil {
+			return "", "", err
+		}
+	}
+	os.WriteFile(filepath.Join(kdir, "package"), []byte(pkg+"\n"), 0o644)
+	return vmlinuz, mods, nil
+}
+
+// cached reports whether every module is in the cache.
+func cached(mods string) bool {
+	for _, m := range modules {
+		if _, err := os.Stat(filepath.Join(mods, filepath.Base(m))); err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// kernelPackage names the package linux-image-cloud-amd64 depends on now.
+func kernelPackage() (string, error) {
+	re := regexp.MustCompile(`Depends: (linux-image-\S+-cloud-amd64)`)
+	for attempt := 0; attempt < 2; attempt++ {
+		out, _ := exec.Command("apt-cache", "depends", "linux-image-cloud-amd64").Output()
+		if m := re.FindSubmatch(out); m != nil {
+			return string(m[1]), nil
+		}
+		if attempt == 0 {
+			if err := command("", "apt-get", "update", "-qq"); err != nil {
+				return "", err
+			}
+		}
+	}
+	return "", errors.New("apt knows no linux-image-cloud-amd64: is this a Debian machine with its package lists?")
+}
+
+// buildRoot lays out the VM's root file system: busybox, the modules, the
+// test binaries (run from /src/<pkg> so relative test data paths work, with
+// examples/ beside them) and /init.
+func buildRoot(root, mods string, pkgs []string, filter string) error {
+	for _, d := range []string{"bin", "proc", "sys", "dev", "run", "tmp", "lib/modules", "tests", "src", "etc"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			return err
+		}
+	}
+	busybox, err := exec.LookPath("busybox")
+	if err != nil {
+		return errors.New("busybox not found: install busybox-static")
+	}
+	if err := copyFile(busybox, filepath.Join(root, "bin/busybox"), 0o755); err != nil {
+		return err
+	}
+	for _, applet := range []string{"sh", "mount", "mkdir", "insmod", "poweroff", "echo", "cat", "uname", "nproc", "ip", "sleep", "ls"} {
+		if err := os.Symlink("busybox", filepath.Join(root, "bin", applet)); err != nil {
+			return err
+		}
+	}
+	for _, m := range modules {
+		name := filepath.Base(m)
+		if err := copyFile(filepath.Join(mods, name), filepath.Join(root, "lib/modules", name), 0o644); err != nil {
+			return err
+		}
+	}
+	if err := copyTree("examples", filepath.Join(root, "src/examples")); err != nil {
+		return err
+	}
+	var runs []string
+	for _, pkg := range pkgs {
+		pkg = strings.TrimSpace(pkg)
+		name := strings.ReplaceAll(strings.Trim(filepath.Clean(pkg), "./"), "/", "_")
+		bin := filepath.Join(root, "tests", name+".test")
+		cmd := exec.Command("go", "test", "-c", "-tags", "vmtest", "-o", bin, pkg)
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("build tests of %s: %w", pkg, err)
+		}
+		src := filepath.Join(root, "src", filepath.Clean(pkg))
+		if err := os.MkdirAll(src, 0o755); err != nil {
+			return err
+		}
+		if _, err := os.Stat(filepath.Join(pkg, "testdata")); err == nil {
+			if err := copyTree(filepath.Join(pkg, "testdata"), filepath.Join(src, "testdata")); err != nil {
+				return err
+			}
+		}
+		args := "-test.v -test.count=1"
+		if filter != "" {
+			args += " -test.run '" + filter + "'"
+		}
+		runs = append(runs, fmt.Sprintf("cd /src/%s && /tests/%s.test %s || rc=1", filepath.Clean(pkg), name, args))
+	}
+	init := `#!/bin/sh
+export PATH=/bin
+mount -t proc proc /proc
+mount -t sysfs sysfs /sys
+mount -t devtmpfs devtmpfs /dev
+mount -t tmpfs tmpfs /run
+mount -t tmpfs tmpfs /tmp
+ip link set lo up
+for m in ` + moduleNames() + `; do insmod /lib/modules/$m || echo "insmod $m failed"; done
+echo "vmtest: kernel $(uname -r), $(nproc) cpus, modules loaded"
+rc=0
+` + strings.Join(runs, "\n") + `
+echo "` + resultMarker + `$rc"
+poweroff -f
+`
+	return os.WriteFile(filepath.Join(root, "init"), []byte(init), 0o755)
+}
+
+// moduleNames lists the module files in load order.
+func moduleNames() string {
+	names := make([]string, len(modules))
+	for i, m := range modules {
+		names[i] = filepath.Base(m)
+	}
+	return strings.Join(names, " ")
+}
+
+// packCpio writes root as a newc cpio archive, the initramfs format.
+func packCpio(root, out string) error {
+	f, err := os.Create(out)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	var list strings.Builder
+	err = filepath.Walk(root, func(p string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(root, p)
+		if rel != "." {
+			list.WriteString(rel + "\n")
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command("cpio", "--quiet", "-o", "-H", "newc")
+	cmd.Dir, cmd.Stdin, cmd.Stdout, cmd.Stderr = root, strings.NewReader(list.String()), f, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("cpio (install the cpio package): %w", err)
+	}
+	return nil
+}
+
+// boot runs the VM and reads its console until the result marker.
+func boot(kernel, initrd string, timeout time.Duration, kvm bool, cpus int, verbose bool) error {
+	accel := "tcg,thread=multi"
+	if kvm {
+		accel = "kvm"
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	args := []string{"-accel", accel, "-cpu", "max", "-smp", fmt.Sprint(cpus), "-m", "1024",
+		"-kernel", kernel, "-initrd", initrd, "-append", "console=ttyS0 panic=-1 quiet loglevel=3",
+		"-nographic", "-no-reboot", "-nic", "none", "-monitor", "none", "-serial", "stdio"}
+	cmd := exec.CommandContext(ctx, "qemu-system-x86_64", args...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	cmd.Stderr = os.Stderr
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start qemu-system-x86_64 (install qemu-system-x86): %w", err)
+	}
+	rc, err := readConsole(out, verbose)
+	waitErr := cmd.Wait()
+	fmt.Printf("vmtest: VM ran %.1fs\n", time.Since(start).Seconds())
+	switch {
+	case ctx.Err() != nil:
+		return fmt.Errorf("the VM did not finish within %s", timeout)
+	case err != nil:
+		return err
+	case rc != 0:
+		return fmt.Errorf("tests failed in the VM (exit code %d)", rc)
+	case waitErr != nil:
+		return fmt.Errorf("qemu: %w", waitErr)
+	}
+	fmt.Println("vmtest: PASS")
+	return nil
+}
+
+// readConsole echoes test output (everything with -v) and returns the exit
+// code printed after the result marker.
+func readConsole(r io.Reader, verbose bool) (int, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	testLine := regexp.MustCompile(`^(=== |--- |\s+\S+_test\.go:|PASS|FAIL|ok |vmtest:|panic:)`)
+	for sc.Scan() {
+		line := strings.TrimRight(sc.Text(), "\r")
+		if rest, ok := strings.CutPrefix(line, resultMarker); ok {
+			var rc int
+			fmt.Sscanf(rest, "%d", &rc)
+			return rc, nil
+		}
+		if verbose || testLine.MatchString(line) {
+			fmt.Println(line)
+		}
+	}
+	return -1, errors.New("the VM stopped without reporting a result (kernel panic or boot failure: run with -v)")
+}
+
+func command(dir, name string, args ...string) error {
+	cmd := exec.Command(name, args...)
+	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("%s %s: %w", name, strings.Join(args, " "), err)
+	}
+	return nil
+}
+
+func copyFile(src, dst string, mode os.FileMode) error {
+	data, err := os.ReadFile(src)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(dst, data, mode)
+}
+
+func copyTree(src, dst string) error {
+	return filepath.Walk(src, func(p string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, _ := filepath.Rel(src, p)
+		target := filepath.Join(dst, rel)
+		if info.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		return copyFile(p, target, 0o644)
+	})
+}
