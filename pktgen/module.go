@@ -29,12 +29,13 @@ func loadModule() error {
 	}
 	release := unix.ByteSliceToString(uts.Release[:])
 	base := filepath.Join("/lib/modules", release, "kernel/net/core/pktgen.ko")
-	var errs []error
 	for _, suffix := range []string{"", ".xz", ".zst", ".gz"} {
 		f, err := os.Open(base + suffix)
-		if err != nil {
-			errs = append(errs, err)
+		if errors.Is(err, os.ErrNotExist) {
 			continue
+		}
+		if err != nil {
+			return err
 		}
 		flags := 0
 		if suffix != "" {
@@ -47,7 +48,7 @@ func loadModule() error {
 		}
 		return fmt.Errorf("load %s: %w", f.Name(), err)
 	}
-	return fmt.Errorf("no pktgen module for kernel %s: %w", release, errors.Join(errs...))
+	return fmt.Errorf("no pktgen module at %s[.xz|.zst|.gz]", base)
 }
 
 // missingPktgen explains what the kernel lacks and how to get it.
@@ -62,8 +63,7 @@ func missingPktgen(namespace string, loadErr error) error {
 	}
 	return fmt.Errorf("%w: /proc/net/pktgen does not exist in namespace %s: %s. "+
 		"pktgen needs CONFIG_NET_PKTGEN=m (or =y): distribution kernels have it (Debian: linux-image-amd64, then `modprobe pktgen`), "+
-		"or rebuild the kernel with Networking support > Networking options > Network testing > Packet Generator. "+
-		"Without it, use nslab's userspace engine", ErrNoPktgen, namespace, why)
+		"or rebuild the kernel with Networking support > Networking options > Network testing > Packet Generator", ErrNoPktgen, namespace, why)
 }
 
 // kernelConfig returns the line of /proc/config.gz that mentions key, or "".
