@@ -3,6 +3,9 @@ package pktgen
 import (
 	"context"
 	"fmt"
+	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nslab/nslab/pktgen/engine"
@@ -16,17 +19,54 @@ type KernelEngine struct{}
 // Name implements engine.Engine.
 func (KernelEngine) Name() string { return "kernel pktgen" }
 
+// kernelOptions are the engine options the kernel engine takes, each a
+// pktgen setting of the same name ("flags" is a comma-separated list).
+var kernelOptions = []string{"clone_skb", "burst", "frags", "xmit_mode", "flags"}
+
 // JobFor turns an engine job into a pktgen job for a device of the given
 // kind and MTU. The packets carry pktgen's timestamp header (so receivers
 // can check sequence numbers); UDP ports default to pktgen's 9.
-func JobFor(j engine.Job, kind string, mtu int) *Job {
-	return &Job{
+func JobFor(j engine.Job, kind string, mtu int) (*Job, error) {
+	pj := &Job{
 		Device: j.Interface, Threads: j.Threads, Count: j.Count, Duration: j.Duration,
-		Frame: j.Frame, RatePPS: j.RatePPS, RateMbps: j.RateMbps,
-		DstIP: j.DstIP, SrcIP: j.SrcIP, DstMAC: j.DstMAC, SrcMAC: j.SrcMAC,
+		RatePPS: j.RatePPS, RateMbps: j.RateMbps,
+		DstIP: j.DstIP, DstIPMax: j.DstIPMax, SrcIP: j.SrcIP, SrcIPMax: j.SrcIPMax, DstMAC: j.DstMAC, SrcMAC: j.SrcMAC,
 		UDPSrcMin: j.UDPSrc.Min, UDPSrcMax: j.UDPSrc.Max, UDPDstMin: j.UDPDst.Min, UDPDstMax: j.UDPDst.Max,
 		Flows: j.Flows, FlowLen: j.FlowLen, DeviceKind: kind, DeviceMTU: mtu,
 	}
+	if j.FrameMax > j.Frame {
+		pj.FrameMin, pj.FrameMax = j.Frame, j.FrameMax
+	} else {
+		pj.Frame = j.Frame
+	}
+	for flag, on := range map[string]bool{"TXSIZE_RND": j.Random.Size, "IPSRC_RND": j.Random.SrcIP, "IPDST_RND": j.Random.DstIP,
+		"UDPSRC_RND": j.Random.SrcPort, "UDPDST_RND": j.Random.DstPort} {
+		if on {
+			pj.Flags = append(pj.Flags, flag)
+		}
+	}
+	sort.Strings(pj.Flags)
+	for k, v := range j.Options {
+		var err error
+		switch k {
+		case "clone_skb":
+			pj.CloneSKB, err = strconv.Atoi(v)
+		case "burst":
+			pj.Burst, err = strconv.Atoi(v)
+		case "frags":
+			pj.Frags, err = strconv.Atoi(v)
+		case "xmit_mode":
+			pj.XmitMode = v
+		case "flags":
+			pj.Flags = append(pj.Flags, strings.Split(v, ",")...)
+		default:
+			return nil, fmt.Errorf("option %q is not one kernel pktgen takes here (%s)", k, strings.Join(kernelOptions, ", "))
+		}
+		if err != nil {
+			return nil, fmt.Errorf("option %s=%q: want a number", k, v)
+		}
+	}
+	return pj, nil
 }
 
 // Run implements engine.Engine: it runs the job with pktgen in the job's
@@ -50,7 +90,11 @@ func (e KernelEngine) Run(ctx context.Context, j engine.Job) (*engine.Result, er
 		return nil, err
 	}
 	defer c.Close()
-	res, err := c.Run(ctx, JobFor(j, kind, mtu))
+	pj, err := JobFor(j, kind, mtu)
+	if err != nil {
+		return nil, err
+	}
+	res, err := c.Run(ctx, pj)
 	if res == nil {
 		return nil, err
 	}

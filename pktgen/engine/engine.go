@@ -31,14 +31,27 @@ type Job struct {
 	Duration time.Duration // 0: until Count
 
 	Frame    int    // L2 frame size including the 4-byte FCS
-	RatePPS  uint64 // 0: as fast as possible
-	RateMbps uint64
-	Threads  int // 0 or 1: one
+	FrameMax int    // with Frame: sizes Frame..FrameMax
+	RatePPS  uint64 // per thread; 0: as fast as possible
+	RateMbps uint64 // per thread, counting frames without FCS (as pktgen)
+	Threads  int    // 0 or 1: one
 
-	DstIP, SrcIP   netip.Addr       // SrcIP invalid: the interface's address
-	DstMAC, SrcMAC net.HardwareAddr // DstMAC: the next hop's MAC
-	UDPSrc, UDPDst PortRange
-	Flows, FlowLen int
+	DstIP, DstIPMax netip.Addr       // destination, or a range
+	SrcIP, SrcIPMax netip.Addr       // SrcIP invalid: the interface's address
+	DstMAC, SrcMAC  net.HardwareAddr // DstMAC: the next hop's MAC
+	UDPSrc, UDPDst  PortRange
+	Random          Random // ranges walked at random instead of in order
+	Flows, FlowLen  int    // concurrent flows, packets per flow
+
+	// Options are settings of one engine ("clone_skb" for pktgen, "qdisc"
+	// for the userspace engine). An engine refuses the ones it does not
+	// know, so nothing asked for is silently ignored.
+	Options map[string]string
+}
+
+// Random says which ranges are walked at random.
+type Random struct {
+	Size, SrcIP, DstIP, SrcPort, DstPort bool
 }
 
 // PortRange is an inclusive range of UDP ports; zero: the engine's default.

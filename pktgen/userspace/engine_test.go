@@ -1,0 +1,388 @@
+package userspace
+
+import (
+	"context"
+	"encoding/binary"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nslab/nslab/pktgen/engine"
+	"github.com/nslab/nslab/topology/lab"
+	"github.com/nslab/nslab/topology/labtest"
+	"github.com/nslab/nslab/topology/ns"
+	"github.com/nslab/nslab/topology/spec"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// crs is a client-router-server lab under a random name, with a UDP sink
+// on the server (no ICMP replies, so no noise at its interface) and the
+// router's ARP entry for the server resolved.
+type crs struct {
+	t         *testing.T
+	l         *spec.Lab
+	routerMAC net.HardwareAddr
+}
+
+func deployCRS(t *testing.T) *crs {
+	t.Helper()
+	labtest.SkipUnlessRoot(t)
+	name := labtest.Name("u")
+	data, err := readExample()
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := labtest.Rename(data, name)
+	l, err := spec.Parse(name+".yaml", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &lab.Manager{StateDir: t.TempDir()}
+	if _, err := m.Deploy(context.Background(), l, l.File, src); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Destroy(l.Name) })
+	c := &crs{t: t, l: l}
+	c.routerMAC = c.link("ns2", "veth1-peer").Attrs().HardwareAddr
+	c.sink()
+	before := c.serverRx()
+	if _, err := (Engine{}).Run(context.Background(), c.job(1)); err != nil {
+		t.Fatalf("priming packet: %v", err)
+	}
+	if got := c.settle() - before; got != 2 {
+		t.Fatalf("priming: server received %d packets, want the router's ARP request and the packet", got)
+	}
+	return c
+}
+
+func readExample() ([]byte, error) {
+	return os.ReadFile("../../examples/client-router-server.yaml")
+}
+
+func (c *crs) ns(node string) string { return c.l.Namespace(node) }
+
+func (c *crs) link(node, ifname string) netlink.Link {
+	n, err := ns.Open(ns.DefaultDir, c.ns(node))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer n.Close()
+	h, err := n.NetlinkHandle()
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer h.Close()
+	l, err := h.LinkByName(ifname)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	return l
+}
+
+func (c *crs) serverRx() uint64 { return c.link("ns3", "veth2-peer").Attrs().Statistics.RxPackets }
+
+// settle waits until the server's rx counter stops moving and returns it.
+func (c *crs) settle() uint64 {
+	last := c.serverRx()
+	for i := 0; i < 100; i++ {
+		time.Sleep(20 * time.Millisecond)
+		if now := c.serverRx(); now != last {
+			last = now
+		} else if i > 2 {
+			break
+		}
+	}
+	return last
+}
+
+func (c *crs) sink() {
+	n, err := ns.Open(ns.DefaultDir, c.ns("ns3"))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer n.Close()
+	var conn net.PacketConn
+	if err := n.Do(func() error { var err error; conn, err = net.ListenPacket("udp4", ":9"); return err }); err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(func() { conn.Close() })
+}
+
+func (c *crs) job(count uint64) engine.Job {
+	return engine.Job{Namespace: c.ns("ns1"), Interface: "veth1", Count: count, Frame: 64, RatePPS: 50000,
+		DstIP: netip.MustParseAddr("10.0.2.1"), DstMAC: c.routerMAC}
+}
+
+// udpStats reads the server namespace's Udp: counters (/proc/net/snmp).
+func (c *crs) udpStats() map[string]uint64 {
+	n, err := ns.Open(ns.DefaultDir, c.ns("ns3"))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer n.Close()
+	var text []byte
+	if err := n.Do(func() error { var err error; text, err = os.ReadFile("/proc/thread-self/net/snmp"); return err }); err != nil {
+		c.t.Fatal(err)
+	}
+	var names []string
+	out := map[string]uint64{}
+	for _, line := range strings.Split(string(text), "\n") {
+		fields := strings.Fields(line)
+		if len(fields) == 0 || fields[0] != "Udp:" {
+			continue
+		}
+		if names == nil {
+			names = fields[1:]
+			continue
+		}
+		for i, v := range fields[1:] {
+			out[names[i]], _ = strconv.ParseUint(v, 10, 64)
+		}
+	}
+	return out
+}
+
+// capture reads every frame arriving at an interface of a lab node with an
+// AF_PACKET socket of its own.
+type capture struct {
+	fd     int
+	mu     sync.Mutex
+	frames [][]byte
+	done   chan struct{}
+}
+
+func (c *crs) capture(node, ifname string) *capture {
+	n, err := ns.Open(ns.DefaultDir, c.ns(node))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer n.Close()
+	idx := c.link(node, ifname).Attrs().Index
+	cp := &capture{done: make(chan struct{})}
+	err = n.Do(func() error {
+		fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, int(htons(unix.ETH_P_ALL)))
+		if err != nil {
+			return err
+		}
+		cp.fd = fd
+		unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, 256<<20)
+		return unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: idx})
+	})
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	unix.SetsockoptTimeval(cp.fd, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &unix.Timeval{Usec: 100000})
+	go func() {
+		defer close(cp.done)
+		buf := make([]byte, 65536)
+		for {
+			n, from, err := unix.Recvfrom(cp.fd, buf, 0)
+			if err == unix.EAGAIN || err == unix.EINTR {
+				continue
+			}
+			if err != nil {
+				return
+			}
+			if ll, ok := from.(*unix.SockaddrLinklayer); ok && ll.Pkttype == unix.PACKET_OUTGOING {
+				continue
+			}
+			cp.mu.Lock()
+			cp.frames = append(cp.frames, append([]byte(nil), buf[:n]...))
+			cp.mu.Unlock()
+		}
+	}()
+	c.t.Cleanup(cp.stop)
+	return cp
+}
+
+func (cp *capture) stop() {
+	unix.Shutdown(cp.fd, unix.SHUT_RDWR)
+	unix.Close(cp.fd)
+	<-cp.done
+}
+
+func (cp *capture) wait(n int) [][]byte {
+	for i := 0; i < 200; i++ {
+		cp.mu.Lock()
+		got := len(cp.frames)
+		cp.mu.Unlock()
+		if got >= n {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	cp.mu.Lock()
+	defer cp.mu.Unlock()
+	return append([][]byte(nil), cp.frames...)
+}
+
+// TestPrivilegedExactCountThroughRouter: N packets at a rate the path holds
+// arrive at the server exactly, with valid headers and checksums and
+// sequence numbers 0..N-1.
+func TestPrivilegedExactCountThroughRouter(t *testing.T) {
+	c := deployCRS(t)
+	const n = 20000
+	cp := c.capture("ns3", "veth2-peer")
+	before, udpBefore := c.serverRx(), c.udpStats()
+	res, err := (Engine{}).Run(context.Background(), c.job(n))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := c.settle() - before
+	frames := cp.wait(n)
+	// The server's kernel checked every UDP checksum on the way to the
+	// sink: an independent check of ours.
+	udp := c.udpStats()
+	delivered := udp["InDatagrams"] + udp["RcvbufErrors"] - udpBefore["InDatagrams"] - udpBefore["RcvbufErrors"]
+	if bad := udp["InCsumErrors"] - udpBefore["InCsumErrors"]; bad != 0 || delivered != n {
+		t.Errorf("server UDP: %d delivered to the sink, %d checksum errors; want %d and 0", delivered, bad, n)
+	}
+	t.Logf("sent %d in %v (%.0f pps); server rx +%d, captured %d", res.Sent, res.Elapsed, res.PPS, got, len(frames))
+	if res.Sent != n || got != n || len(frames) != n {
+		t.Fatalf("sent %d, server rx +%d, captured %d; want %d each", res.Sent, got, len(frames), n)
+	}
+	seen := make([]bool, n)
+	for i, f := range frames {
+		seq, err := checkFrame(f, 64-fcs, c.routerMAC)
+		if err != "" {
+			t.Fatalf("frame %d: %s", i, err)
+		}
+		if seq >= n || seen[seq] {
+			t.Fatalf("frame %d: sequence %d out of range or repeated", i, seq)
+		}
+		seen[seq] = true
+	}
+}
+
+// checkFrame checks a received IPv4/UDP frame as the router forwarded it
+// (TTL one less, so the IP checksum was rewritten) and returns its sequence
+// number, or what is wrong.
+func checkFrame(f []byte, size int, _ net.HardwareAddr) (uint32, string) {
+	if len(f) != size {
+		return 0, "length " + strconv.Itoa(len(f))
+	}
+	if binary.BigEndian.Uint16(f[12:]) != etherIPv4 {
+		return 0, "not IPv4"
+	}
+	ip := f[ethLen : ethLen+ipv4Len]
+	if fold(sum(ip, 0)) != 0xffff {
+		return 0, "bad IP checksum"
+	}
+	if ip[8] != ttl-1 || ip[9] != protoUDP || int(binary.BigEndian.Uint16(ip[2:])) != size-ethLen {
+		return 0, "bad IP header"
+	}
+	udp := f[ethLen+ipv4Len:]
+	if binary.BigEndian.Uint16(udp[4:]) != uint16(len(udp)) || binary.BigEndian.Uint16(udp[2:]) != 9 {
+		return 0, "bad UDP header"
+	}
+	pseudo := sum(ip[12:20], 0) + protoUDP + uint32(len(udp))
+	if fold(sum(udp, pseudo)) != 0xffff {
+		return 0, "bad UDP checksum"
+	}
+	if binary.BigEndian.Uint32(udp[8:]) != Magic {
+		return 0, "no pktgen magic"
+	}
+	return binary.BigEndian.Uint32(udp[12:]), ""
+}
+
+// TestPrivilegedRateHolds: a duration run with a pps limit lands within 1%
+// of the requested rate, at the sender and at the receiver.
+func TestPrivilegedRateHolds(t *testing.T) {
+	c := deployCRS(t)
+	job := c.job(0)
+	job.Duration, job.RatePPS = 2*time.Second, 40000
+	before := c.serverRx()
+	res, err := (Engine{}).Run(context.Background(), job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := c.settle() - before
+	want := float64(job.RatePPS) * job.Duration.Seconds()
+	t.Logf("sent %d in %v: %.1f pps; server received %d", res.Sent, res.Elapsed, res.PPS, got)
+	if d := res.PPS/float64(job.RatePPS) - 1; d > 0.01 || d < -0.01 {
+		t.Errorf("rate %.1f pps, want %d within 1%%", res.PPS, job.RatePPS)
+	}
+	if d := float64(res.Sent)/want - 1; d > 0.01 || d < -0.01 {
+		t.Errorf("sent %d in %v, want %.0f within 1%%", res.Sent, job.Duration, want)
+	}
+	if got != res.Sent {
+		t.Errorf("server received %d of %d", got, res.Sent)
+	}
+}
+
+func TestPrivilegedThreadsSum(t *testing.T) {
+	c := deployCRS(t)
+	job := c.job(5000)
+	job.Threads, job.RatePPS = 3, 20000
+	before := c.serverRx()
+	res, err := (Engine{}).Run(context.Background(), job)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := c.settle() - before
+	if res.Sent != 15000 || got != 15000 || len(res.Threads) != 3 {
+		t.Fatalf("sent %d in %d threads, server received %d; want 15000", res.Sent, len(res.Threads), got)
+	}
+	for _, th := range res.Threads {
+		if th.Sent != 5000 {
+			t.Errorf("thread %s sent %d", th.Name, th.Sent)
+		}
+	}
+}
+
+// TestPrivilegedCancelCountsWhatWasSent: cancel stops the run quickly, and
+// the result counts exactly what reached the wire.
+func TestPrivilegedCancelCountsWhatWasSent(t *testing.T) {
+	c := deployCRS(t)
+	job := c.job(0)
+	job.Duration, job.RatePPS = time.Hour, 20000
+	ctx, cancel := context.WithCancel(context.Background())
+	before := c.serverRx()
+	var stoppedAt time.Time
+	go func() { time.Sleep(300 * time.Millisecond); stoppedAt = time.Now(); cancel() }()
+	res, err := (Engine{}).Run(ctx, job)
+	late := time.Since(stoppedAt)
+	got := c.settle() - before
+	t.Logf("returned %v after cancel; sent %d, server received %d", late, res.Sent, got)
+	if err == nil || !strings.Contains(err.Error(), "context canceled") {
+		t.Errorf("error %v", err)
+	}
+	if late > 10*time.Millisecond {
+		t.Errorf("returned %v after cancel, want within 10ms", late)
+	}
+	if res.Sent == 0 || got != res.Sent {
+		t.Errorf("result says %d sent, server received %d", res.Sent, got)
+	}
+}
+
+func TestCheckRefuses(t *testing.T) {
+	base := engine.Job{Count: 1, Frame: 64, DstIP: netip.MustParseAddr("10.0.0.1"), DstMAC: net.HardwareAddr{2, 0, 0, 0, 0, 1}}
+	if _, err := check(base); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		edit func(j *engine.Job)
+		msg  string
+	}{
+		{func(j *engine.Job) { j.Options = map[string]string{"clone_skb": "10"} }, "option clone_skb is not one the userspace engine can honour"},
+		{func(j *engine.Job) { j.Options = map[string]string{"qdisc": "fast"} }, "qdisc=fast"},
+		{func(j *engine.Job) { j.Frame = 60 }, "below the minimum of 64"},
+		{func(j *engine.Job) { j.DstIP = netip.MustParseAddr("fd00::1") }, "below the minimum of 82"},
+		{func(j *engine.Job) { j.Count = 0 }, "set a count or a duration"},
+		{func(j *engine.Job) { j.DstMAC = nil }, "no destination MAC"},
+		{func(j *engine.Job) { j.DstIPMax = netip.MustParseAddr("10.0.0.0") }, "smallest first"},
+		{func(j *engine.Job) { j.RatePPS, j.RateMbps = 1, 1 }, "not both"},
+	} {
+		j := base
+		c.edit(&j)
+		if _, err := check(j); err == nil || !strings.Contains(err.Error(), c.msg) {
+			t.Errorf("want %q, got %v", c.msg, err)
+		}
+	}
+}

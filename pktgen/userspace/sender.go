@@ -1,0 +1,168 @@
+package userspace
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// openSocket opens an AF_PACKET raw socket bound to ifindex, on the calling
+// thread's namespace (call it from a thread inside the sender's namespace).
+// It is bound with protocol 0, so it receives nothing; bypass sets
+// PACKET_QDISC_BYPASS (the packets skip the qdisc, as pktgen's do).
+func openSocket(ifindex int, bypass bool) (int, error) {
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("AF_PACKET socket: %w", err)
+	}
+	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Ifindex: ifindex}); err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("bind AF_PACKET socket to ifindex %d: %w", ifindex, err)
+	}
+	if bypass {
+		if err := unix.SetsockoptInt(fd, unix.SOL_PACKET, unix.PACKET_QDISC_BYPASS, 1); err != nil {
+			unix.Close(fd)
+			return -1, fmt.Errorf("PACKET_QDISC_BYPASS: %w", err)
+		}
+	}
+	// A large send buffer keeps sendmmsg from blocking on skb memory.
+	unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, 16<<20)
+	return fd, nil
+}
+
+// sender sends one thread's packets on one socket.
+type sender struct {
+	fd      int
+	ifindex int
+	b       *builder
+	batch   int
+	count   uint64        // 0: until the duration or cancel
+	dur     time.Duration // 0: until count
+	gap     time.Duration // between packets; 0: as fast as possible
+	cpu     int           // pin to this CPU; -1: no pinning
+
+	sent, errs  uint64
+	first, last time.Time
+}
+
+// run sends until count, duration or cancel, on a locked OS thread (pinned
+// when asked). Cancel is checked between batches, which last well under a
+// millisecond, so a run stops within a few milliseconds.
+func (s *sender) run(ctx context.Context) error {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if s.cpu >= 0 {
+		var set unix.CPUSet
+		set.Set(s.cpu)
+		if err := unix.SchedSetaffinity(0, &set); err != nil {
+			return fmt.Errorf("pin to CPU %d: %w", s.cpu, err)
+		}
+	}
+	frame := s.b.maxLen()
+	bufs := make([][]byte, s.batch)
+	iovs := make([]unix.Iovec, s.batch)
+	msgs := make([]mmsghdr, s.batch)
+	addr := unix.RawSockaddrLinklayer{Family: unix.AF_PACKET, Protocol: htons(s.b.etherType()), Ifindex: int32(s.ifindex)}
+	for i := range bufs {
+		bufs[i] = make([]byte, frame)
+		iovs[i].Base = &bufs[i][0]
+		msgs[i].hdr.Name = (*byte)(unsafe.Pointer(&addr))
+		msgs[i].hdr.Namelen = uint32(unsafe.Sizeof(addr))
+		msgs[i].hdr.Iov = &iovs[i]
+		msgs[i].hdr.Iovlen = 1
+	}
+	start := time.Now()
+	var end time.Time
+	if s.dur > 0 {
+		end = start.Add(s.dur)
+	}
+	s.first = start
+	for {
+		if ctx.Err() != nil {
+			return nil
+		}
+		now := time.Now()
+		if !end.IsZero() && !now.Before(end) {
+			return nil
+		}
+		n := s.batch
+		if s.count > 0 {
+			if s.sent >= s.count {
+				return nil
+			}
+			n = int(min(uint64(n), s.count-s.sent))
+		}
+		if s.gap > 0 {
+			// Pace against the absolute schedule, so the average rate
+			// holds however long each batch takes.
+			due := start.Add(time.Duration(s.sent) * s.gap)
+			if wait := due.Sub(now); wait > 0 {
+				if !sleep(ctx, wait) {
+					return nil
+				}
+				now = time.Now()
+			}
+			// Send at most what is due within the next 200 µs.
+			ahead := int((now.Sub(due)+200*time.Microsecond)/s.gap) + 1
+			n = max(1, min(n, ahead))
+		}
+		for i := 0; i < n; i++ {
+			iovs[i].SetLen(s.b.fill(bufs[i], now))
+		}
+		if err := s.send(msgs[:n]); err != nil {
+			return err
+		}
+		s.last = time.Now()
+	}
+}
+
+// send hands the batch to the kernel, retrying what it did not take; only
+// packets the kernel accepted are counted.
+func (s *sender) send(msgs []mmsghdr) error {
+	for len(msgs) > 0 {
+		r, _, errno := unix.Syscall6(unix.SYS_SENDMMSG, uintptr(s.fd), uintptr(unsafe.Pointer(&msgs[0])), uintptr(len(msgs)), 0, 0, 0)
+		switch {
+		case errno == 0:
+			s.sent += uint64(r)
+			msgs = msgs[r:]
+		case errno == unix.EINTR || errno == unix.EAGAIN || errno == unix.ENOBUFS:
+			s.errs++
+			runtime.Gosched()
+		default:
+			return fmt.Errorf("sendmmsg: %w", errno)
+		}
+	}
+	return nil
+}
+
+// sleep waits d or until ctx is done; it reports whether to go on.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d < 50*time.Microsecond {
+		// Timers are too coarse for this: spin.
+		end := time.Now().Add(d)
+		for time.Now().Before(end) {
+		}
+		return ctx.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// mmsghdr is struct mmsghdr.
+type mmsghdr struct {
+	hdr unix.Msghdr
+	len uint32
+	_   [4]byte
+}
+
+func htons(v uint16) uint16 { return v<<8 | v>>8 }
