@@ -86,3 +86,19 @@ func kernelConfig(key string) string {
 	}
 	return ""
 }
+
+// Available reports whether pktgen can run in namespace n: its proc
+// directory exists there, or appears once the module is loaded. The error
+// says what the kernel lacks.
+func Available(n interface{ Do(func() error) error }, name string) error {
+	return n.Do(func() error {
+		if _, err := os.Stat(DefaultDir); err == nil {
+			return nil
+		}
+		loadErr := loadModule()
+		if _, err := os.Stat(DefaultDir); err == nil {
+			return nil
+		}
+		return missingPktgen(name, loadErr)
+	})
+}
