@@ -3,6 +3,7 @@
 #   make test           the whole test suite (privileged tests need root), VM tests included
 #   make vmtest         the kernel tests (pktgen) in a VM on a Debian distribution kernel
 #   make bench-topology deploy/destroy speed against an equivalent iproute2 script
+#   make bench-engine   the userspace engine against trafgen (netsniff-ng), 64-byte frames
 
 GO      ?= go
 # urfave_cli_no_docs drops the CLI library's markdown/man page generator,
@@ -12,7 +13,7 @@ BIN     := bin
 EXAMPLE := examples/client-router-server.yaml
 export GOFLAGS := -tags=$(TAGS)
 
-.PHONY: all build test unit-test vmtest vm-deps run deps go-deps bench-topology clean
+.PHONY: all build test unit-test vmtest vm-deps run deps go-deps bench-topology bench-engine clean
 
 all: build
 
@@ -71,6 +72,11 @@ run: deps build
 bench-topology: deps build
 	$(GO) build -o $(BIN)/nslab-bench-topology ./cmd/nslab-bench-topology
 	$(BIN)/nslab-bench-topology -nslab $(BIN)/nslab
+
+bench-engine: deps build
+	@command -v trafgen >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq netsniff-ng; }
+	$(GO) build -o $(BIN)/nslab-bench-engine ./cmd/nslab-bench-engine
+	$(BIN)/nslab-bench-engine
 
 clean:
 	rm -rf $(BIN)

@@ -33,7 +33,7 @@ func (Engine) Name() string { return Name }
 // options are the engine options this engine takes:
 //
 //	qdisc=bypass|through  skip the qdisc (default, as pktgen) or go through it
-//	batch=N               packets per sendmmsg call (default 64)
+//	batch=N               packets per system call (default 256)
 //	pin=true              pin thread i to CPU i
 var options = []string{"qdisc", "batch", "pin"}
 
@@ -48,7 +48,7 @@ type config struct {
 // check validates the job for this engine and reads its options. It refuses
 // what the engine cannot honour rather than ignoring it.
 func check(j engine.Job) (config, error) {
-	c := config{bypass: true, batch: 64}
+	c := config{bypass: true, batch: 256}
 	var p []string
 	keys := make([]string, 0, len(j.Options))
 	for k := range j.Options {

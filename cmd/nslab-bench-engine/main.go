@@ -1,0 +1,224 @@
+// Command nslab-bench-engine measures nslab's userspace engine against
+// trafgen (netsniff-ng) in the same run: 64-byte frames on a veth pair in
+// fresh namespaces, towards a receiver that drops them with XDP, 5 s each
+// (make bench-engine). It prints both rates, their ratio, and the rate with
+// two threads.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"syscall"
+	"time"
+
+	"github.com/nslab/nslab/pktgen/engine"
+	"github.com/nslab/nslab/pktgen/userspace"
+	"github.com/nslab/nslab/topology/lab"
+	"github.com/nslab/nslab/topology/labtest"
+	"github.com/nslab/nslab/topology/ns"
+	"github.com/nslab/nslab/topology/spec"
+	"github.com/vishvananda/netlink"
+)
+
+const pairYAML = `name: %[1]s
+prefix: %[1]s-
+nodes:
+  tx:
+    interfaces:
+      t0: {addresses: [10.99.0.1/24], mac: "02:00:00:99:00:01"}
+  rx:
+    interfaces:
+      r0: {addresses: [10.99.0.2/24], mac: "02:00:00:99:00:02"}
+links:
+  - endpoints: [tx:t0, rx:r0]
+`
+
+// warmup is skipped at the start of every run, window is measured.
+const warmup = 500 * time.Millisecond
+
+func main() {
+	window := flag.Duration("time", 5*time.Second, "measured time of each run")
+	rounds := flag.Int("rounds", 3, "alternating rounds of nslab and trafgen (medians reported)")
+	flag.Parse()
+	if err := lab.CheckPrivileges(); err != nil {
+		fail(err)
+	}
+	if _, err := exec.LookPath("trafgen"); err != nil {
+		fail(fmt.Errorf("trafgen not found: install netsniff-ng (make bench-engine does)"))
+	}
+	b, err := setup()
+	if err != nil {
+		fail(err)
+	}
+	defer b.close()
+	fmt.Printf("veth pair %s:t0 -> %s:r0, receiver drops with XDP (%s mode), 64-byte frames, %s per run\n\n", b.txNS, b.rxNS, b.xdpMode, *window)
+	// Alternate the contenders so that a slow spell of the machine hits
+	// both alike; report medians.
+	var ours, theirs []float64
+	for r := 0; r < *rounds; r++ {
+		ours = append(ours, b.measure("nslab userspace, 1 thread", *window, func(ctx context.Context) error { return b.runOurs(ctx, 1) }))
+		theirs = append(theirs, b.measure("trafgen, 1 CPU (-P 1)", *window, b.runTrafgen))
+	}
+	two := b.measure("nslab userspace, 2 threads", *window, func(ctx context.Context) error { return b.runOurs(ctx, 2) })
+	o, t := median(ours), median(theirs)
+	fmt.Printf("\nmedian of %d: nslab 1 thread %.0f pps, trafgen 1 CPU %.0f pps: %.2fx (target >= 1.0x, goal 1.2x)\n", *rounds, o, t, o/t)
+	fmt.Printf("nslab 2 threads: %.0f pps (%.2fx of 1 thread; the receiver's XDP drop runs on the same 2 CPUs)\n", two, two/o)
+}
+
+type bench struct {
+	m          *lab.Manager
+	l          *spec.Lab
+	txNS, rxNS string
+	xdpMode    string
+	tx         netlink.Link
+	txH        *netlink.Handle
+}
+
+// setup deploys the pair in fresh namespaces and attaches the XDP sink.
+func setup() (*bench, error) {
+	name := labtest.Name("be")
+	src := []byte(fmt.Sprintf(pairYAML, name))
+	l, err := spec.Parse(name+".yaml", src)
+	if err != nil {
+		return nil, err
+	}
+	dir, err := os.MkdirTemp("", "nslab-bench-engine-")
+	if err != nil {
+		return nil, err
+	}
+	b := &bench{m: &lab.Manager{StateDir: dir}, l: l, txNS: l.Namespace("tx"), rxNS: l.Namespace("rx")}
+	if _, err := b.m.Deploy(context.Background(), l, l.File, src); err != nil {
+		return nil, err
+	}
+	rxh, err := handle(b.rxNS)
+	if err != nil {
+		b.close()
+		return nil, err
+	}
+	defer rxh.Close()
+	r0, err := rxh.LinkByName("r0")
+	if err == nil {
+		var rx *ns.NS
+		if rx, err = ns.Open(ns.DefaultDir, b.rxNS); err == nil {
+			b.xdpMode, err = attachXDPDrop(rx, r0)
+			rx.Close()
+		}
+	}
+	if err == nil {
+		b.txH, err = handle(b.txNS)
+	}
+	if err != nil {
+		b.close()
+		return nil, err
+	}
+	return b, nil
+}
+
+func handle(nsName string) (*netlink.Handle, error) {
+	n, err := ns.Open(ns.DefaultDir, nsName)
+	if err != nil {
+		return nil, err
+	}
+	defer n.Close()
+	return n.NetlinkHandle()
+}
+
+func (b *bench) close() {
+	if b.txH != nil {
+		b.txH.Close()
+	}
+	if _, err := b.m.Destroy(b.l.Name); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-engine: destroy:", err)
+	}
+	os.RemoveAll(b.m.StateDir)
+}
+
+// sent reads the packets the sender's veth has sent (and the receiver
+// took): its tx counter.
+func (b *bench) sent() uint64 {
+	l, err := b.txH.LinkByName("t0")
+	if err != nil {
+		fail(err)
+	}
+	s := l.Attrs().Statistics
+	return s.TxPackets
+}
+
+// measure runs a sender for warmup+window+a margin and returns the packet
+// rate over the window, from the sender's tx counter.
+func (b *bench) measure(title string, window time.Duration, run func(ctx context.Context) error) float64 {
+	ctx, cancel := context.WithTimeout(context.Background(), warmup+window+time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- run(ctx) }()
+	time.Sleep(warmup)
+	c0, t0 := b.sent(), time.Now()
+	time.Sleep(window)
+	c1, t1 := b.sent(), time.Now()
+	cancel()
+	if err := <-done; err != nil && ctx.Err() == nil {
+		fail(fmt.Errorf("%s: %w", title, err))
+	}
+	pps := float64(c1-c0) / t1.Sub(t0).Seconds()
+	fmt.Printf("%-30s %12.0f pps  %8.1f Mb/s (60-byte packets)\n", title, pps, pps*60*8/1e6)
+	return pps
+}
+
+func (b *bench) runOurs(ctx context.Context, threads int) error {
+	job := engine.Job{Namespace: b.txNS, Interface: "t0", Duration: time.Hour, Frame: 64, Threads: threads,
+		DstIP: b.l.Node("rx").Interface("r0").Addresses[0].Addr(), DstMAC: b.l.Node("rx").Interface("r0").MAC}
+	job.Options = map[string]string{}
+	if v := os.Getenv("NSLAB_BATCH"); v != "" {
+		job.Options["batch"] = v
+	}
+	_, err := userspace.Engine{}.Run(ctx, job)
+	return err
+}
+
+// trafgenConf is the same packet as ours: Ethernet, IPv4 (TTL 32), UDP
+// 9 -> 9, 18 bytes of payload: a 60-byte packet, 64 bytes with FCS.
+const trafgenConf = `{
+  eth(da=02:00:00:99:00:02, sa=02:00:00:99:00:01),
+  ipv4(saddr=10.99.0.1, daddr=10.99.0.2, ttl=32),
+  udp(sp=9, dp=9),
+  fill(0x00, 18)
+}
+`
+
+func (b *bench) runTrafgen(ctx context.Context) error {
+	dir, err := os.MkdirTemp("", "trafgen-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	conf := filepath.Join(dir, "udp64.cfg")
+	if err := os.WriteFile(conf, []byte(trafgenConf), 0o644); err != nil {
+		return err
+	}
+	cmd := exec.Command("ip", "netns", "exec", b.txNS, "trafgen", "-o", "t0", "-i", conf, "-P", "1", "-C", "-Q")
+	cmd.Stdout, cmd.Stderr = nil, os.Stderr
+	// trafgen forks its senders: stop the whole process group, as Ctrl-C would.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	<-ctx.Done()
+	syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
+	return cmd.Wait()
+}
+
+func median(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	return s[len(s)/2]
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "bench-engine:", err)
+	os.Exit(1)
+}
