@@ -169,7 +169,7 @@ func buildRoot(root, mods string, pkgs []string, filter string) error {
 	if err := copyFile(busybox, filepath.Join(root, "bin/busybox"), 0o755); err != nil {
 		return err
 	}
-	for _, applet := range []string{"sh", "mount", "mkdir", "insmod", "poweroff", "echo", "cat", "uname", "nproc", "ip", "sleep", "ls"} {
+	for _, applet := range []string{"sh", "mount", "mkdir", "insmod", "poweroff", "echo", "cat", "uname", "nproc", "ip", "sleep", "ls", "ping"} {
 		if err := os.Symlink("busybox", filepath.Join(root, "bin", applet)); err != nil {
 			return err
 		}
@@ -182,6 +182,13 @@ func buildRoot(root, mods string, pkgs []string, filter string) error {
 	}
 	if err := copyTree("examples", filepath.Join(root, "src/examples")); err != nil {
 		return err
+	}
+	// nslab itself, static, for a smoke run of the CLI on this kernel.
+	cmd := exec.Command("go", "build", "-tags", "urfave_cli_no_docs", "-o", filepath.Join(root, "bin/nslab"), "./cmd/nslab")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("build nslab: %w", err)
 	}
 	var runs []string
 	for _, pkg := range pkgs {
@@ -220,6 +227,9 @@ ip link set lo up
 for m in ` + moduleNames() + `; do insmod /lib/modules/$m || echo "insmod $m failed"; done
 echo "vmtest: kernel $(uname -r), $(nproc) cpus, modules loaded"
 rc=0
+cd /src
+echo "vmtest: nslab CLI smoke run"
+nslab deploy examples/client-router-server.yaml && nslab inspect --name crs && nslab exec ns1 -- ping -c 2 -W 2 10.0.2.1 && nslab destroy --name crs && echo "vmtest: nslab CLI smoke run passed" || { echo "vmtest: nslab CLI smoke run FAILED"; rc=1; nslab destroy --all; }
 ` + strings.Join(runs, "\n") + `
 echo "` + resultMarker + `$rc"
 poweroff -f
