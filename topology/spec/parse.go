@@ -66,7 +66,7 @@ type rawEndpoint struct {
 	Endpoint
 }
 
-var topKeys = []string{"name", "prefix", "nodes", "links"}
+var topKeys = []string{"name", "prefix", "nodes", "links", "traffic"}
 
 func (r *reporter) parseLab(root *yaml.Node, lab *Lab) *extra {
 	ex := &extra{}
@@ -90,6 +90,14 @@ func (r *reporter) parseLab(root *yaml.Node, lab *Lab) *extra {
 		items, _ := r.list(e.v, "links", "[{endpoints: [ns1:veth1, ns2:veth1-peer]}]")
 		for i, item := range items {
 			ex.links = append(ex.links, r.parseLink(item, fmt.Sprintf("links[%d]", i)))
+		}
+	}
+	if e, ok := f["traffic"]; ok {
+		items, _ := r.list(e.v, "traffic", "[{name: forward, from: ns1:veth1, to: 10.0.2.1, frame: 64, duration: 10s}]")
+		for i, item := range items {
+			if t := r.parseTraffic(item, fmt.Sprintf("traffic[%d]", i)); t != nil {
+				lab.Traffic = append(lab.Traffic, t)
+			}
 		}
 	}
 	return ex

@@ -14,11 +14,12 @@ import (
 
 // Lab is a validated topology file.
 type Lab struct {
-	File   string // as given to Parse, for messages
-	Name   string // lab name: [a-z0-9][a-z0-9-]*, at most 12 chars
-	Prefix string // prepended to node names to form namespace names
-	Nodes  []*Node
-	Links  []*Link
+	File    string // as given to Parse, for messages
+	Name    string // lab name: [a-z0-9][a-z0-9-]*, at most 12 chars
+	Prefix  string // prepended to node names to form namespace names
+	Nodes   []*Node
+	Links   []*Link
+	Traffic []*Traffic
 }
 
 // Node is one network namespace.

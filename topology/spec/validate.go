@@ -54,6 +54,9 @@ func validate(r *reporter, lab *Lab, ex *extra) {
 		validateRoutes(r, n)
 		validateSysctls(r, n)
 	}
+	if len(r.probs) == 0 {
+		validateTraffic(r, lab) // paths are only meaningful in a sound lab
+	}
 }
 
 func validateLabName(r *reporter, lab *Lab, ex *extra) {

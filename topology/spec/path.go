@@ -1,0 +1,217 @@
+package spec
+
+import (
+	"fmt"
+	"net/netip"
+)
+
+// Hop is one node on the path of a traffic run. At the sender In is empty,
+// at the receiver Out is empty. L2 marks a switch node crossed through a
+// bridge (In and Out are bridge ports).
+type Hop struct {
+	Node string `json:"node"`
+	In   string `json:"in,omitempty"`
+	Out  string `json:"out,omitempty"`
+	L2   bool   `json:"l2,omitempty"`
+}
+
+// Path is the way packets from a sender interface to a destination address
+// take through the lab, as the lab's own addresses and routes decide.
+type Path struct {
+	Hops []Hop
+	// NextHop is the interface that receives the sender's frames at the IP
+	// level: its MAC is the destination MAC the engine must use.
+	NextHop Endpoint
+}
+
+// maxHops bounds a path, so a routing loop is an error, not a hang.
+const maxHops = 64
+
+// PathOf derives the path from a sender interface to an address from the
+// lab's connected subnets, routes and links. It is pure: the next hop's MAC
+// is read from the kernel by the caller.
+func (l *Lab) PathOf(from Endpoint, to netip.Addr) (*Path, error) {
+	owner := l.addressOwners()
+	dst, ok := owner[to]
+	if !ok {
+		return nil, fmt.Errorf("no interface of the lab has address %s: traffic must stay inside the lab", to)
+	}
+	n := l.Node(from.Node)
+	if n == nil || n.Interface(from.Interface) == nil {
+		return nil, fmt.Errorf("%s is not an interface of the lab", from)
+	}
+	p := &Path{Hops: []Hop{{Node: from.Node, Out: from.Interface}}}
+	if dst.Node == from.Node {
+		return nil, fmt.Errorf("%s is an address of the sender %s itself", to, from.Node)
+	}
+	gw, egress, err := l.lookup(n, to)
+	if err != nil {
+		return nil, err
+	}
+	if egress != from.Interface {
+		return nil, fmt.Errorf("%s routes %s out of %s, not %s: send from %s:%s or fix the routes", from.Node, to, egress, from.Interface, from.Node, egress)
+	}
+	at := from
+	for len(p.Hops) < maxHops {
+		next, l2, err := l.resolve(at, gw, owner)
+		if err != nil {
+			return nil, err
+		}
+		p.Hops = append(p.Hops, l2...)
+		if len(p.Hops) == 1+len(l2) {
+			p.NextHop = next
+		}
+		if next.Node == dst.Node {
+			p.Hops = append(p.Hops, Hop{Node: next.Node, In: next.Interface})
+			return p, nil
+		}
+		node := l.Node(next.Node)
+		if (to.Is4() && !node.Forwarding.IPv4) || (to.Is6() && !node.Forwarding.IPv6) {
+			return nil, fmt.Errorf("the path to %s crosses node %s, which does not forward %s: set forwarding: true there", to, next.Node, family(to))
+		}
+		if gw, egress, err = l.lookup(node, to); err != nil {
+			return nil, err
+		}
+		for _, h := range p.Hops {
+			if h.Node == next.Node && !h.L2 {
+				return nil, fmt.Errorf("routing loop: the path to %s comes back to %s", to, next.Node)
+			}
+		}
+		p.Hops = append(p.Hops, Hop{Node: next.Node, In: next.Interface, Out: egress})
+		at = Endpoint{Node: next.Node, Interface: egress}
+	}
+	return nil, fmt.Errorf("the path to %s is longer than %d hops", to, maxHops)
+}
+
+func family(a netip.Addr) string {
+	if a.Is4() {
+		return "IPv4"
+	}
+	return "IPv6"
+}
+
+// addressOwners maps every address of the lab to its interface or bridge.
+func (l *Lab) addressOwners() map[netip.Addr]Endpoint {
+	m := map[netip.Addr]Endpoint{}
+	for _, n := range l.Nodes {
+		for _, i := range n.Interfaces {
+			for _, a := range i.Addresses {
+				m[a.Addr()] = Endpoint{n.Name, i.Name}
+			}
+		}
+		for _, b := range n.Bridges {
+			for _, a := range b.Addresses {
+				m[a.Addr()] = Endpoint{n.Name, b.Name}
+			}
+		}
+	}
+	return m
+}
+
+// lookup does node n's route lookup for dst, longest prefix first,
+// connected subnets before routes of the same length, then lower metric. It
+// returns the next hop's address (dst itself when on-link) and the egress.
+func (l *Lab) lookup(n *Node, dst netip.Addr) (netip.Addr, string, error) {
+	bestBits, bestMetric, connected := -1, 0, false
+	var gw netip.Addr
+	var dev string
+	consider := func(p netip.Prefix, isConnected bool, metric int, via netip.Addr, out string) {
+		p = p.Masked()
+		if !p.Contains(dst) {
+			return
+		}
+		better := p.Bits() > bestBits ||
+			(p.Bits() == bestBits && isConnected && !connected) ||
+			(p.Bits() == bestBits && isConnected == connected && metric < bestMetric)
+		if better {
+			bestBits, bestMetric, connected, gw, dev = p.Bits(), metric, isConnected, via, out
+		}
+	}
+	for _, i := range n.Interfaces {
+		for _, a := range i.Addresses {
+			if i.Name != "lo" {
+				consider(a, true, 0, dst, i.Name)
+			}
+		}
+	}
+	for _, b := range n.Bridges {
+		for _, a := range b.Addresses {
+			consider(a, true, 0, dst, b.Name)
+		}
+	}
+	for _, r := range n.Routes {
+		via := dst
+		if r.Via.IsValid() {
+			via = r.Via
+		}
+		out := r.Dev
+		if out == "" {
+			_, out, _ = l.connectedTo(n, via)
+		}
+		consider(r.To, false, r.Metric, via, out)
+	}
+	if bestBits < 0 || dev == "" {
+		return netip.Addr{}, "", fmt.Errorf("node %s has no route to %s: add one under nodes.%s.routes", n.Name, dst, n.Name)
+	}
+	return gw, dev, nil
+}
+
+// connectedTo finds the interface of n whose subnet holds a.
+func (l *Lab) connectedTo(n *Node, a netip.Addr) (netip.Prefix, string, bool) {
+	for _, i := range n.Interfaces {
+		for _, p := range i.Addresses {
+			if i.Name != "lo" && p.Masked().Contains(a) {
+				return p, i.Name, true
+			}
+		}
+	}
+	for _, b := range n.Bridges {
+		for _, p := range b.Addresses {
+			if p.Masked().Contains(a) {
+				return p, b.Name, true
+			}
+		}
+	}
+	return netip.Prefix{}, "", false
+}
+
+// resolve follows the wire out of egress (a veth end, or a bridge) to the
+// interface that holds address gw, crossing at most one switch (a bridge in
+// another node). It returns that interface and any switch hops crossed.
+func (l *Lab) resolve(egress Endpoint, gw netip.Addr, owner map[netip.Addr]Endpoint) (Endpoint, []Hop, error) {
+	want, ok := owner[gw]
+	if !ok {
+		return Endpoint{}, nil, fmt.Errorf("gateway %s of %s is no address of the lab", gw, egress.Node)
+	}
+	n := l.Node(egress.Node)
+	var ports []string // the veth ends the frame leaves on
+	if b := n.Bridge(egress.Interface); b != nil {
+		ports = b.Ports
+	} else {
+		ports = []string{egress.Interface}
+	}
+	for _, out := range ports {
+		peer := n.Interface(out).Peer
+		if peer == want {
+			return peer, nil, nil
+		}
+		pn := l.Node(peer.Node)
+		if pn == nil {
+			continue
+		}
+		for _, b := range pn.Bridges {
+			if !contains(b.Ports, peer.Interface) {
+				continue
+			}
+			if (Endpoint{pn.Name, b.Name}) == want {
+				return want, nil, nil
+			}
+			for _, q := range b.Ports {
+				if q != peer.Interface && pn.Interface(q).Peer == want {
+					return want, []Hop{{Node: pn.Name, In: peer.Interface, Out: q, L2: true}}, nil
+				}
+			}
+		}
+	}
+	return Endpoint{}, nil, fmt.Errorf("%s (%s) is not reachable on the wire of %s", gw, want, egress)
+}

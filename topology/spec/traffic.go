@@ -1,0 +1,265 @@
+package spec
+
+import (
+	"fmt"
+	"net/netip"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Traffic is one named traffic run of a lab file:
+//
+//	traffic:
+//	  - name: forward
+//	    from: ns1:veth1     # sender interface; the engine runs in ns1
+//	    to: 10.0.2.1        # destination address
+//	    frame: 64           # or frames: [64, 128, ...] for a sweep
+//	    duration: 10s       # or count: 1000000
+//	    rate: max           # or 200kpps, 500Mbps
+//	    threads: 1
+type Traffic struct {
+	Name     string
+	From     Endpoint
+	To       netip.Addr
+	Frames   []int // L2 frame sizes including FCS; several make a sweep
+	Count    uint64
+	Duration time.Duration
+	RatePPS  uint64 // 0 with RateMbps 0: as fast as possible
+	RateMbps uint64
+	Threads  int
+	Engine   string // auto, pktgen or userspace
+	SrcPorts [2]int // UDP source port range; zero: the engine's default
+	DstPorts [2]int
+	Flows    int
+	FlowLen  int
+	Options  map[string]string // engine-specific settings (clone_skb, qdisc, ...)
+}
+
+// Engines a traffic run can ask for.
+var Engines = []string{"auto", "pktgen", "userspace"}
+
+var trafficKeys = []string{"name", "from", "to", "frame", "frames", "count", "duration", "rate", "threads",
+	"engine", "src_ports", "dst_ports", "flows", "flowlen", "options"}
+
+func (r *reporter) parseTraffic(v *yaml.Node, path string) *Traffic {
+	r.at(path, v.Line, v.Column)
+	if v.Kind != yaml.MappingNode {
+		r.errf(path, "a traffic run must be a mapping such as {name: forward, from: ns1:veth1, to: 10.0.2.1}, not %s", describe(v))
+		return nil
+	}
+	f := r.fields(v, path, "a traffic run", trafficKeys...)
+	t := &Traffic{Threads: 1, Engine: "auto", Frames: []int{64}}
+	if e, ok := f["name"]; ok {
+		t.Name, _ = r.str(e.v, e.path, "a name")
+	} else {
+		r.errf(path, "missing name: (traffic runs are chosen by name: nslab bench --traffic NAME)")
+	}
+	if e, ok := f["from"]; ok {
+		if s, ok := r.str(e.v, e.path, "node:interface"); ok {
+			node, iface, found := strings.Cut(s, ":")
+			if !found || node == "" || iface == "" {
+				r.errf(e.path, "from %q must be node:interface, e.g. ns1:veth1", s)
+			}
+			t.From = Endpoint{Node: node, Interface: iface}
+		}
+	} else {
+		r.errf(path, "missing from: (the sender interface, node:interface)")
+	}
+	if e, ok := f["to"]; ok {
+		if s, ok := r.str(e.v, e.path, "an IP address"); ok {
+			a, err := netip.ParseAddr(s)
+			if err != nil {
+				r.errf(e.path, "to %q: want the destination IP address, e.g. 10.0.2.1", s)
+			}
+			t.To = a
+		}
+	} else {
+		r.errf(path, "missing to: (the destination address)")
+	}
+	_, hasFrame := f["frame"]
+	_, hasFrames := f["frames"]
+	switch {
+	case hasFrame && hasFrames:
+		r.errf(path, "give frame: or frames:, not both")
+	case hasFrame:
+		if n, ok := r.integer(f["frame"].v, f["frame"].path, "the frame size in bytes", 1, 65535); ok {
+			t.Frames = []int{n}
+		}
+	case hasFrames:
+		items, _ := r.list(f["frames"].v, f["frames"].path, "[64, 128, 256, 512, 1024, 1280, 1518]")
+		t.Frames = nil
+		for i, it := range items {
+			if n, ok := r.integer(it, fmt.Sprintf("%s[%d]", f["frames"].path, i), "a frame size in bytes", 1, 65535); ok {
+				t.Frames = append(t.Frames, n)
+			}
+		}
+	}
+	if e, ok := f["count"]; ok {
+		n, _ := r.integer(e.v, e.path, "packets per thread", 1, 1<<62)
+		t.Count = uint64(n)
+	}
+	if e, ok := f["duration"]; ok {
+		if s, ok := r.str(e.v, e.path, "a duration such as 10s"); ok {
+			d, err := time.ParseDuration(s)
+			if err != nil || d <= 0 {
+				r.errf(e.path, "duration %q: write it like 10s, 500ms or 2m", s)
+			}
+			t.Duration = d
+		}
+	}
+	if e, ok := f["rate"]; ok {
+		if s, ok := r.str(e.v, e.path, "max, or a rate such as 200kpps or 500Mbps"); ok {
+			var err error
+			if t.RatePPS, t.RateMbps, err = ParseRate(s); err != nil {
+				r.errf(e.path, "%v", err)
+			}
+		}
+	}
+	if e, ok := f["threads"]; ok {
+		t.Threads, _ = r.integer(e.v, e.path, "the number of sending threads", 1, 64)
+	}
+	if e, ok := f["engine"]; ok {
+		if s, ok := r.str(e.v, e.path, "auto, pktgen or userspace"); ok {
+			t.Engine = s
+			if !contains(Engines, s) {
+				r.errf(e.path, "engine %q: use auto, pktgen or userspace", s)
+			}
+		}
+	}
+	for _, k := range []string{"src_ports", "dst_ports"} {
+		if e, ok := f[k]; ok {
+			if s, ok := r.str(e.v, e.path, "a port or a range such as 9 or 1000-2000"); ok {
+				pr, err := ParsePorts(s)
+				if err != nil {
+					r.errf(e.path, "%v", err)
+				}
+				if k == "src_ports" {
+					t.SrcPorts = pr
+				} else {
+					t.DstPorts = pr
+				}
+			}
+		}
+	}
+	if e, ok := f["flows"]; ok {
+		t.Flows, _ = r.integer(e.v, e.path, "concurrent flows", 1, 65535)
+	}
+	if e, ok := f["flowlen"]; ok {
+		t.FlowLen, _ = r.integer(e.v, e.path, "packets per flow", 1, 1<<30)
+	}
+	if e, ok := f["options"]; ok {
+		t.Options = map[string]string{}
+		for _, o := range r.entries(e.v, e.path, "engine option: value") {
+			if o.v.Kind != yaml.ScalarNode || isNull(o.v) {
+				r.errAt(o.k.Line, o.k.Column, e.path+"."+o.key, "value must be a number or text")
+				continue
+			}
+			t.Options[o.key] = o.v.Value
+		}
+	}
+	return t
+}
+
+var rateRE = regexp.MustCompile(`^(\d+(?:\.\d+)?)\s*(pps|kpps|Mpps|bps|kbps|Mbps|Gbps)$`)
+
+// ParseRate reads "max", "200kpps", "1.5Mpps", "500Mbps" or "1Gbps" into a
+// packet rate or a bit rate (Mbps, counting frames without FCS as pktgen
+// does). Both are zero for "max".
+func ParseRate(s string) (pps, mbps uint64, err error) {
+	if s == "max" {
+		return 0, 0, nil
+	}
+	m := rateRE.FindStringSubmatch(s)
+	if m == nil {
+		return 0, 0, fmt.Errorf("rate %q: use max, or a number with pps, kpps, Mpps, kbps, Mbps or Gbps, e.g. 200kpps", s)
+	}
+	v, _ := strconv.ParseFloat(m[1], 64)
+	scale := map[string]float64{"pps": 1, "kpps": 1e3, "Mpps": 1e6, "bps": 1e-6, "kbps": 1e-3, "Mbps": 1, "Gbps": 1e3}[m[2]]
+	v *= scale
+	if v < 1 {
+		return 0, 0, fmt.Errorf("rate %q is below 1 pps or 1 Mbps", s)
+	}
+	if strings.HasSuffix(m[2], "pps") {
+		return uint64(v), 0, nil
+	}
+	return 0, uint64(v), nil
+}
+
+// ParsePorts reads "9" or "1000-2000".
+func ParsePorts(s string) ([2]int, error) {
+	lo, hi, rng := strings.Cut(s, "-")
+	a, err1 := strconv.Atoi(lo)
+	b := a
+	var err2 error
+	if rng {
+		b, err2 = strconv.Atoi(hi)
+	}
+	if err1 != nil || err2 != nil || a < 1 || b > 65535 || a > b {
+		return [2]int{}, fmt.Errorf("ports %q: a port 1..65535 or a range such as 1000-2000, smallest first", s)
+	}
+	return [2]int{a, b}, nil
+}
+
+// validateTraffic checks the traffic runs against the lab: the sender
+// exists, the destination is an address in the lab that the lab's routes
+// reach from the sender, sizes fit, and a run ends.
+func validateTraffic(r *reporter, lab *Lab) {
+	names := map[string]int{}
+	for k, t := range lab.Traffic {
+		path := fmt.Sprintf("traffic[%d]", k)
+		if first, dup := names[t.Name]; dup && t.Name != "" {
+			r.errf(path+".name", "traffic run %q is already defined at traffic[%d]", t.Name, first)
+		}
+		names[t.Name] = k
+		if t.Count == 0 && t.Duration == 0 {
+			r.errf(path, "give count: or duration: (a run must end)")
+		}
+		n := lab.Node(t.From.Node)
+		if n == nil || n.Interface(t.From.Interface) == nil || t.From.Interface == "lo" {
+			if t.From.Node != "" {
+				r.errf(path+".from", "%s is not a linked interface of the lab: name one, e.g. %s", t.From, firstEndpoint(lab))
+			}
+			continue
+		}
+		if !t.To.IsValid() {
+			continue
+		}
+		mtu := n.Interface(t.From.Interface).MTU
+		if mtu == 0 {
+			mtu = 1500
+		}
+		minFrame := 64
+		if t.To.Is6() {
+			minFrame = 82
+		}
+		for _, fr := range t.Frames {
+			if fr < minFrame || fr > mtu+18 {
+				r.errf(path+".frame", "frame %d bytes: use %d..%d (L2 frame including FCS; the sender's MTU is %d)", fr, minFrame, mtu+18, mtu)
+			}
+		}
+		if _, err := lab.PathOf(t.From, t.To); err != nil {
+			r.errf(path+".to", "%v", err)
+		}
+	}
+}
+
+func firstEndpoint(lab *Lab) string {
+	if len(lab.Links) > 0 {
+		return lab.Links[0].A.String()
+	}
+	return "ns1:veth1"
+}
+
+// TrafficRun returns the named run, or nil.
+func (l *Lab) TrafficRun(name string) *Traffic {
+	for _, t := range l.Traffic {
+		if t.Name == name {
+			return t
+		}
+	}
+	return nil
+}
