@@ -4,6 +4,7 @@
 #   make vmtest         the kernel tests (pktgen) in a VM on a Debian distribution kernel
 #   make bench-topology deploy/destroy speed against an equivalent iproute2 script
 #   make bench-engine   the userspace engine against trafgen (netsniff-ng), 64-byte frames
+#   make bench-sampler  the counter sampler's own cost per sample of 10 interfaces
 
 GO      ?= go
 # urfave_cli_no_docs drops the CLI library's markdown/man page generator,
@@ -13,7 +14,7 @@ BIN     := bin
 EXAMPLE := examples/client-router-server.yaml
 export GOFLAGS := -tags=$(TAGS)
 
-.PHONY: all build test unit-test vmtest vm-deps run deps go-deps bench-topology bench-engine clean
+.PHONY: all build test unit-test vmtest vm-deps run deps go-deps bench-topology bench-engine bench-sampler clean
 
 all: build
 
@@ -77,6 +78,9 @@ bench-engine: deps build
 	@command -v trafgen >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq netsniff-ng; }
 	$(GO) build -o $(BIN)/nslab-bench-engine ./cmd/nslab-bench-engine
 	$(BIN)/nslab-bench-engine
+
+bench-sampler: go-deps
+	$(GO) test -run '^$$' -bench Read10 -benchtime 5000x ./topology/sample/
 
 clean:
 	rm -rf $(BIN)

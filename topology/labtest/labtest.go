@@ -127,3 +127,6 @@ func Checksum(b []byte) uint16 {
 	}
 	return ^uint16(sum)
 }
+
+// Root reports whether privileged tests and benchmarks can run.
+func Root() bool { return os.Geteuid() == 0 }
