@@ -62,13 +62,12 @@ vmtest: go-deps vm-deps
 	$(GO) build -o $(BIN)/nslab-vmtest ./cmd/nslab-vmtest
 	$(BIN)/nslab-vmtest
 
-# The main job. Until traffic runs exist, it proves the lab forwards with a
-# ping from the client (ns1) through the router (ns2) to the server (ns3).
+# The main job: deploy the client-router-server lab, send the forward run
+# from the client (ns1) through the router (ns2) to the server (ns3) for a
+# few seconds with the best engine there is, print the report, destroy the
+# lab (bench deploys and destroys it itself).
 run: deps build
-	$(BIN)/nslab deploy $(EXAMPLE)
-	@trap '$(BIN)/nslab destroy -t $(EXAMPLE)' EXIT; \
-	$(BIN)/nslab inspect -t $(EXAMPLE) && \
-	$(BIN)/nslab exec ns1 -- ping -c 3 -W 2 10.0.2.1
+	$(BIN)/nslab bench --duration 5s $(EXAMPLE)
 
 bench-topology: deps build
 	$(GO) build -o $(BIN)/nslab-bench-topology ./cmd/nslab-bench-topology

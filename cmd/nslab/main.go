@@ -39,7 +39,7 @@ func run(args []string) int {
 			&cli.StringFlag{Name: "state-dir", Value: "", Usage: "directory of lab state files (default /run/nslab)", Hidden: true, EnvVars: []string{"NSLAB_STATE_DIR"}},
 		},
 		Commands: []*cli.Command{
-			deployCommand(), destroyCommand(), inspectCommand(), execCommand(), validateCommand(),
+			deployCommand(), destroyCommand(), inspectCommand(), execCommand(), validateCommand(), benchCommand(),
 		},
 		ExitErrHandler: func(*cli.Context, error) {}, // run() prints and maps errors
 	}
@@ -91,8 +91,13 @@ func topoFlag() *cli.StringFlag {
 	return &cli.StringFlag{Name: "topo", Aliases: []string{"t"}, Usage: "topology `FILE`"}
 }
 
-// topoPath returns -t FILE, or the first argument.
+// topoPath returns -t FILE, or the first argument. Options must come
+// before the file (the flag parser stops at the first argument), so
+// anything after it is refused rather than silently ignored.
 func topoPath(c *cli.Context) (string, error) {
+	if c.NArg() > 1 || (c.String("topo") != "" && c.NArg() > 0) {
+		return "", cli.Exit(fmt.Sprintf("unexpected %q after the file: put options before it, e.g. nslab %s --duration 3s FILE", c.Args().Slice()[1], c.Command.Name), 2)
+	}
 	if p := c.String("topo"); p != "" {
 		return p, nil
 	}

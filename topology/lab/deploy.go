@@ -47,7 +47,10 @@ func (e *StepError) Unwrap() error { return e.Err }
 
 // ConflictError is returned when the lab cannot be deployed without touching
 // something that exists already. Nothing was changed.
-type ConflictError struct{ Problems []string }
+type ConflictError struct {
+	Problems        []string
+	AlreadyDeployed bool // the only problem: this lab is deployed already
+}
 
 func (e *ConflictError) Error() string {
 	return "cannot deploy, nothing was changed:\n  " + strings.Join(e.Problems, "\n  ")
@@ -122,9 +125,9 @@ func (m *Manager) preflight(lab *spec.Lab) error {
 	}
 	if st != nil {
 		if st.Phase == PhaseDeploying && !processAlive(st.PID) {
-			return &ConflictError{[]string{fmt.Sprintf("a deploy of lab %s was interrupted (pid %d is gone): clean up with `nslab destroy --name %s`", lab.Name, st.PID, lab.Name)}}
+			return &ConflictError{Problems: []string{fmt.Sprintf("a deploy of lab %s was interrupted (pid %d is gone): clean up with `nslab destroy --name %s`", lab.Name, st.PID, lab.Name)}}
 		}
-		return &ConflictError{[]string{fmt.Sprintf("lab %s is already deployed (since %s, from %s): destroy it first with `nslab destroy --name %s`", lab.Name, st.Started.Format(time.RFC3339), st.File, lab.Name)}}
+		return &ConflictError{Problems: []string{fmt.Sprintf("lab %s is already deployed (since %s, from %s): destroy it first with `nslab destroy --name %s`", lab.Name, st.Started.Format(time.RFC3339), st.File, lab.Name)}, AlreadyDeployed: true}
 	}
 	var problems []string
 	for _, n := range lab.Nodes {
@@ -144,7 +147,7 @@ func (m *Manager) preflight(lab *spec.Lab) error {
 		problems = append(problems, fmt.Sprintf("namespace %s (node %s) already exists (%s): nslab will not touch it; remove it yourself, or set prefix: in the file to use other names", name, n.Name, who))
 	}
 	if len(problems) > 0 {
-		return &ConflictError{problems}
+		return &ConflictError{Problems: problems}
 	}
 	return nil
 }

@@ -1,0 +1,123 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/nslab/nslab/pktgen/bench"
+	"github.com/nslab/nslab/topology/lab"
+	"github.com/nslab/nslab/topology/spec"
+	"github.com/urfave/cli/v2"
+)
+
+func benchCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "bench",
+		Usage:     "run a traffic run of the file through the lab and report pps, Mbps and loss hop by hop",
+		ArgsUsage: "[FILE]",
+		Flags: []cli.Flag{
+			topoFlag(),
+			&cli.StringFlag{Name: "traffic", Usage: "traffic run `NAME` (default: the first)"},
+			&cli.DurationFlag{Name: "duration", Usage: "override the run's duration"},
+			&cli.Uint64Flag{Name: "count", Usage: "override the run's packet count"},
+			&cli.IntSliceFlag{Name: "frame", Usage: "override the frame size(s), bytes with FCS"},
+			&cli.StringFlag{Name: "engine", Usage: "auto, pktgen or userspace"},
+			&cli.DurationFlag{Name: "interval", Value: time.Second, Usage: "sampling interval (100ms and up)"},
+			&cli.StringFlag{Name: "format", Value: "table", Usage: "table, json, csv or markdown"},
+			&cli.BoolFlag{Name: "keep", Usage: "keep a lab that bench deployed"},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no live lines"},
+		},
+		Action: runBench,
+	}
+}
+
+func runBench(c *cli.Context) error {
+	path, err := topoPath(c)
+	if err != nil {
+		return err
+	}
+	l, source, err := spec.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	t, err := pickTraffic(c, l)
+	if err != nil {
+		return err
+	}
+	if c.Duration("interval") < 100*time.Millisecond {
+		return cli.Exit("--interval: at least 100ms", 2)
+	}
+	if err := lab.CheckPrivileges(); err != nil {
+		return err
+	}
+	m := manager(c)
+	if _, err := m.Deploy(c.Context, l, path, source); err == nil {
+		fmt.Fprintf(c.App.ErrWriter, "deployed lab %s for this run\n", l.Name)
+		if !c.Bool("keep") {
+			defer func() {
+				if _, err := m.Destroy(l.Name); err != nil {
+					fmt.Fprintln(c.App.ErrWriter, "nslab: destroy:", err)
+				}
+			}()
+		}
+	} else if !isDeployed(err) {
+		return fmt.Errorf("deploy lab %s: %w", l.Name, err)
+	}
+	var live io.Writer = c.App.ErrWriter
+	if c.Bool("quiet") {
+		live = nil
+	}
+	var reps []*bench.Report
+	for i, frame := range t.Frames {
+		if len(t.Frames) > 1 {
+			fmt.Fprintf(c.App.ErrWriter, "[%d/%d] frame %d bytes\n", i+1, len(t.Frames), frame)
+		}
+		rep, err := bench.Run(c.Context, l, t, frame, bench.Options{NetnsDir: m.NetnsDirOrDefault(), Interval: c.Duration("interval"), Live: live})
+		if rep != nil {
+			reps = append(reps, rep)
+		}
+		if err != nil {
+			if len(reps) > 0 {
+				bench.Write(c.App.Writer, c.String("format"), reps)
+			}
+			return err
+		}
+	}
+	return bench.Write(c.App.Writer, c.String("format"), reps)
+}
+
+// pickTraffic chooses the traffic run and applies the command-line
+// overrides.
+func pickTraffic(c *cli.Context, l *spec.Lab) (*spec.Traffic, error) {
+	if len(l.Traffic) == 0 {
+		return nil, cli.Exit(fmt.Sprintf("%s has no traffic: section: add a run (see examples/client-router-server.yaml)", l.File), 2)
+	}
+	t := l.Traffic[0]
+	if name := c.String("traffic"); name != "" {
+		if t = l.TrafficRun(name); t == nil {
+			return nil, cli.Exit(fmt.Sprintf("%s has no traffic run %q", l.File, name), 2)
+		}
+	}
+	cp := *t
+	if d := c.Duration("duration"); d > 0 {
+		cp.Duration, cp.Count = d, 0
+	}
+	if n := c.Uint64("count"); n > 0 {
+		cp.Count, cp.Duration = n, 0
+	}
+	if f := c.IntSlice("frame"); len(f) > 0 {
+		cp.Frames = f
+	}
+	if e := c.String("engine"); e != "" {
+		cp.Engine = e
+	}
+	return &cp, nil
+}
+
+// isDeployed reports whether a deploy failed only because the lab is up.
+func isDeployed(err error) bool {
+	var ce *lab.ConflictError
+	return errors.As(err, &ce) && ce.AlreadyDeployed
+}

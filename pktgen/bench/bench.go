@@ -1,0 +1,237 @@
+// Package bench runs one measured traffic run through a deployed lab: it
+// derives the path from the lab's routes, resolves the next hop's MAC,
+// samples the counters of every interface on the path while an engine
+// sends, and accounts for every packet sent.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"time"
+
+	"github.com/nslab/nslab/pktgen"
+	"github.com/nslab/nslab/pktgen/auto"
+	"github.com/nslab/nslab/pktgen/engine"
+	"github.com/nslab/nslab/pktgen/userspace"
+	"github.com/nslab/nslab/topology/ns"
+	"github.com/nslab/nslab/topology/sample"
+	"github.com/nslab/nslab/topology/spec"
+)
+
+// Options tune a run.
+type Options struct {
+	NetnsDir string        // "" for /run/netns
+	Interval time.Duration // sampling interval; 0: 1 s
+	Live     io.Writer     // a line per interval, like sar -n DEV; nil: quiet
+}
+
+// Run measures traffic t of lab l with one frame size.
+func Run(ctx context.Context, l *spec.Lab, t *spec.Traffic, frame int, o Options) (*Report, error) {
+	if o.NetnsDir == "" {
+		o.NetnsDir = ns.DefaultDir
+	}
+	if o.Interval <= 0 {
+		o.Interval = time.Second
+	}
+	path, err := l.PathOf(t.From, t.To)
+	if err != nil {
+		return nil, fmt.Errorf("traffic %s: %w", t.Name, err)
+	}
+	mac, err := readMAC(o.NetnsDir, l.Namespace(path.NextHop.Node), path.NextHop.Interface)
+	if err != nil {
+		return nil, fmt.Errorf("next hop %s: %w", path.NextHop, err)
+	}
+	eng, err := pick(t.Engine)
+	if err != nil {
+		return nil, err
+	}
+	job := jobFor(l, t, frame, mac, o.NetnsDir)
+	rx := path.Hops[len(path.Hops)-1]
+	sink, err := openSink(o.NetnsDir, l.Namespace(rx.Node), t)
+	if err != nil {
+		return nil, err
+	}
+	defer sink.Close()
+	targets := targets(l, path)
+	s, err := sample.New(o.NetnsDir, targets)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	if err := prime(ctx, eng, job, s); err != nil {
+		return nil, err
+	}
+
+	rep := &Report{Lab: l.Name, Traffic: t.Name, From: t.From.String(), To: t.To.String(), Frame: frame,
+		Path: path.Hops, NextHop: path.NextHop.String(), NextHopMAC: mac.String(), Targets: targets}
+	// The baseline is read before the engine starts, so nothing it sends
+	// is missed.
+	base, err := s.Read()
+	if err != nil {
+		return nil, err
+	}
+	sctx, stop := context.WithCancel(context.Background())
+	samplesc := make(chan []sample.Sample, 1)
+	var live func(sample.Sample)
+	if o.Live != nil {
+		live = liveLines(o.Live, targets)
+	}
+	go func() {
+		all, _ := s.Run(sctx, o.Interval, live)
+		samplesc <- all
+	}()
+	res, runErr := eng.Run(ctx, job)
+	settle(s)
+	stop()
+	rep.Samples = <-samplesc
+	final, err := s.Read()
+	if err != nil {
+		return nil, err
+	}
+	rep.Samples = append(rep.Samples, final)
+	if res == nil {
+		return nil, runErr
+	}
+	rep.fill(res, base, final)
+	return rep, runErr
+}
+
+// pick returns the engine a traffic run asks for.
+func pick(name string) (engine.Engine, error) {
+	switch name {
+	case "", "auto":
+		return auto.Engine{}, nil
+	case "pktgen":
+		return pktgen.KernelEngine{}, nil
+	case "userspace":
+		return userspace.Engine{}, nil
+	}
+	return nil, fmt.Errorf("engine %q: use auto, pktgen or userspace", name)
+}
+
+func jobFor(l *spec.Lab, t *spec.Traffic, frame int, mac net.HardwareAddr, dir string) engine.Job {
+	return engine.Job{
+		NetnsDir: dir, Namespace: l.Namespace(t.From.Node), Interface: t.From.Interface,
+		Count: t.Count, Duration: t.Duration, Frame: frame, RatePPS: t.RatePPS, RateMbps: t.RateMbps, Threads: t.Threads,
+		DstIP: t.To, DstMAC: mac,
+		UDPSrc: engine.PortRange{Min: t.SrcPorts[0], Max: t.SrcPorts[1]}, UDPDst: engine.PortRange{Min: t.DstPorts[0], Max: t.DstPorts[1]},
+		Flows: t.Flows, FlowLen: t.FlowLen, Options: t.Options,
+	}
+}
+
+// targets lists the interfaces to sample: the sender's, each hop's ingress
+// and egress, the receiver's.
+func targets(l *spec.Lab, p *spec.Path) []sample.Target {
+	var out []sample.Target
+	for _, h := range p.Hops {
+		for _, i := range []string{h.In, h.Out} {
+			if i != "" {
+				out = append(out, sample.Target{Node: h.Node, Namespace: l.Namespace(h.Node), Interface: i})
+			}
+		}
+	}
+	return out
+}
+
+// readMAC reads an interface's MAC through netlink in its namespace: the
+// destination MAC pktgen needs (it does no ARP).
+func readMAC(dir, nsName, ifname string) (net.HardwareAddr, error) {
+	n, err := ns.Open(dir, nsName)
+	if err != nil {
+		return nil, err
+	}
+	defer n.Close()
+	h, err := n.NetlinkHandle()
+	if err != nil {
+		return nil, err
+	}
+	defer h.Close()
+	link, err := h.LinkByName(ifname)
+	if err != nil {
+		return nil, err
+	}
+	return link.Attrs().HardwareAddr, nil
+}
+
+// openSink binds the run's UDP destination port in the receiver's
+// namespace and never reads it: the receiver then answers nothing (no ICMP
+// port unreachable, which would also make it re-probe ARP later, one more
+// packet at its interface). With a port range only the first port is held.
+func openSink(dir, nsName string, t *spec.Traffic) (io.Closer, error) {
+	port := t.DstPorts[0]
+	if port == 0 {
+		port = 9
+	}
+	n, err := ns.Open(dir, nsName)
+	if err != nil {
+		return nil, err
+	}
+	defer n.Close()
+	network := "udp4"
+	if t.To.Is6() {
+		network = "udp6"
+	}
+	var c net.PacketConn
+	err = n.Do(func() error {
+		var err error
+		c, err = net.ListenPacket(network, fmt.Sprintf(":%d", port))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("receiver sink on UDP port %d in %s: %w", port, nsName, err)
+	}
+	return c, nil
+}
+
+// prime sends one packet along the path, so that every router has resolved
+// its next hop's MAC (ARP) before anything is counted, and waits for the
+// counters to settle.
+func prime(ctx context.Context, e engine.Engine, job engine.Job, s *sample.Sampler) error {
+	job.Count, job.Duration, job.Threads, job.RatePPS, job.RateMbps = 1, 0, 1, 0, 0
+	if _, err := e.Run(ctx, job); err != nil {
+		return fmt.Errorf("priming packet: %w", err)
+	}
+	settle(s)
+	return nil
+}
+
+// settle waits until the counters stop moving (packets still queued on
+// the path when the engine returns), at most one second.
+func settle(s *sample.Sampler) {
+	last, err := s.Read()
+	for i := 0; i < 50 && err == nil; i++ {
+		time.Sleep(20 * time.Millisecond)
+		now, err2 := s.Read()
+		if err2 != nil || same(now, last) {
+			return
+		}
+		last = now
+	}
+}
+
+func same(a, b sample.Sample) bool {
+	for i := range a.Counters {
+		if a.Counters[i] != b.Counters[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// liveLines prints, per interval, what sar -n DEV would: time, interface,
+// rx and tx pps, rx Mbps, drops.
+func liveLines(w io.Writer, targets []sample.Target) func(sample.Sample) {
+	var prev *sample.Sample
+	return func(s sample.Sample) {
+		if prev != nil {
+			for i, r := range sample.Rates(*prev, s) {
+				fmt.Fprintf(w, "%7.2fs  %-22s rx %10.0f pps  tx %10.0f pps  rx %8.1f Mb/s  drops %d\n",
+					s.At.Seconds(), targets[i], r.RxPPS, r.TxPPS, r.RxMbps, r.Drops)
+			}
+		}
+		cp := s
+		prev = &cp
+	}
+}

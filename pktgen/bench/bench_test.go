@@ -1,0 +1,93 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nslab/nslab/topology/lab"
+	"github.com/nslab/nslab/topology/labtest"
+	"github.com/nslab/nslab/topology/ns"
+	"github.com/nslab/nslab/topology/sample"
+	"github.com/nslab/nslab/topology/spec"
+)
+
+func deployCRS(t *testing.T) *spec.Lab {
+	t.Helper()
+	labtest.SkipUnlessRoot(t)
+	data, err := os.ReadFile("../../examples/client-router-server.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := labtest.Name("b")
+	src := labtest.Rename(data, name)
+	l, err := spec.Parse(name+".yaml", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &lab.Manager{StateDir: t.TempDir()}
+	if _, err := m.Deploy(context.Background(), l, l.File, src); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Destroy(l.Name) })
+	return l
+}
+
+// TestPrivilegedBenchAccountsExactly: a count run at a rate the path holds
+// reports received == sent, and every hop's numbers match the counters the
+// test reads itself (which also see bench's priming packet and the
+// router's ARP request for the server).
+func TestPrivilegedBenchAccountsExactly(t *testing.T) {
+	l := deployCRS(t)
+	tr := *l.TrafficRun("forward")
+	tr.Duration, tr.Count, tr.RatePPS, tr.Engine = 0, 20000, 50000, "userspace"
+	path, _ := l.PathOf(tr.From, tr.To)
+	own, err := sample.New(ns.DefaultDir, targets(l, path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer own.Close()
+	before, _ := own.Read()
+	var live bytes.Buffer
+	rep, err := Run(context.Background(), l, &tr, 64, Options{Interval: 100 * time.Millisecond, Live: &live})
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, _ := own.Read()
+	if rep.Sent != 20000 || rep.Received != 20000 || rep.Loss != 0 || rep.Unaccount != 0 {
+		t.Fatalf("sent %d received %d loss %d unaccounted %d", rep.Sent, rep.Received, rep.Loss, rep.Unaccount)
+	}
+	// sender tx, router ingress rx, router egress tx, server rx
+	extra := []uint64{1, 1, 2, 2}
+	for i, h := range rep.Hops {
+		d := after.Counters[i].Sub(before.Counters[i])
+		got, own := h.TxPackets, d.TxPackets
+		if h.Role == "ingress" || h.Role == "receiver" {
+			got, own = h.RxPackets, d.RxPackets
+		}
+		if got+extra[i] != own {
+			t.Errorf("%s %s: report %d, counters read by the test %d (want report + %d)", h.Role, h.Target, got, own, extra[i])
+		}
+	}
+	if rep.Engine == "" || rep.NextHopMAC == "" || !strings.Contains(live.String(), "ns3:veth2-peer") {
+		t.Errorf("report %+v; live lines %q", rep, live.String())
+	}
+	var out bytes.Buffer
+	if err := Write(&out, "json", []*Report{rep}); err != nil {
+		t.Fatal(err)
+	}
+	var back map[string]any
+	if err := json.Unmarshal(out.Bytes(), &back); err != nil || back["received"].(float64) != 20000 {
+		t.Errorf("json: %v %s", err, out.String())
+	}
+	for _, f := range []string{"table", "csv", "markdown"} {
+		out.Reset()
+		if err := Write(&out, f, []*Report{rep}); err != nil || !strings.Contains(out.String(), "20000") {
+			t.Errorf("%s: %v\n%s", f, err, out.String())
+		}
+	}
+}
