@@ -1,9 +1,13 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"time"
 
 	"github.com/nslab/nslab/pktgen/bench"
@@ -28,6 +32,7 @@ func benchCommand() *cli.Command {
 			&cli.StringFlag{Name: "format", Value: "table", Usage: "table, json, csv or markdown"},
 			&cli.BoolFlag{Name: "keep", Usage: "keep a lab that bench deployed"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no live lines"},
+			&cli.StringFlag{Name: "out", Usage: "append each completed run to `FILE` as a JSON line, synced at once"},
 		},
 		Action: runBench,
 	}
@@ -69,14 +74,29 @@ func runBench(c *cli.Context) error {
 	if c.Bool("quiet") {
 		live = nil
 	}
+	var out *os.File
+	if p := c.String("out"); p != "" {
+		if out, err = os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644); err != nil {
+			return fmt.Errorf("results file: %w", err)
+		}
+		defer out.Close()
+	}
+	sum := sha256.Sum256(source)
+	opts := bench.Options{NetnsDir: m.NetnsDirOrDefault(), Interval: c.Duration("interval"), Live: live,
+		LabHash: hex.EncodeToString(sum[:]), Version: version}
 	var reps []*bench.Report
 	for i, frame := range t.Frames {
 		if len(t.Frames) > 1 {
 			fmt.Fprintf(c.App.ErrWriter, "[%d/%d] frame %d bytes\n", i+1, len(t.Frames), frame)
 		}
-		rep, err := bench.Run(c.Context, l, t, frame, bench.Options{NetnsDir: m.NetnsDirOrDefault(), Interval: c.Duration("interval"), Live: live})
+		rep, err := bench.Run(c.Context, l, t, frame, opts)
 		if rep != nil {
 			reps = append(reps, rep)
+			if out != nil {
+				if werr := appendLine(out, rep); werr != nil {
+					return werr
+				}
+			}
 		}
 		if err != nil {
 			if len(reps) > 0 {
@@ -86,6 +106,19 @@ func runBench(c *cli.Context) error {
 		}
 	}
 	return bench.Write(c.App.Writer, c.String("format"), reps)
+}
+
+// appendLine writes one report as one JSON line in one write, then syncs:
+// a crash or kill never loses a completed run or leaves half a line.
+func appendLine(f *os.File, rep *bench.Report) error {
+	b, err := json.Marshal(rep)
+	if err != nil {
+		return err
+	}
+	if _, err := f.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("results file: %w", err)
+	}
+	return f.Sync()
 }
 
 // pickTraffic chooses the traffic run and applies the command-line

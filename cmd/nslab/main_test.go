@@ -282,3 +282,69 @@ func TestPrivilegedDestroyByMarkersOnly(t *testing.T) {
 		t.Errorf("left: %v", left)
 	}
 }
+
+// TestPrivilegedBenchSweepSurvivesKill runs a 3-size sweep with a results
+// file, kills nslab with SIGKILL after the first completed size, and checks
+// every line in the file is a whole report. Then a complete short sweep
+// runs to the end.
+func TestPrivilegedBenchSweepSurvivesKill(t *testing.T) {
+	labtest.SkipUnlessRoot(t)
+	c := newCLI(t)
+	file, name := labFile(t, "client-router-server.yaml")
+	t.Cleanup(func() { c.run("destroy", "--name", name) })
+	out := filepath.Join(t.TempDir(), "results.jsonl")
+	cmd := c.cmd("bench", "-q", "--traffic", "sweep", "--frame", "64", "--frame", "128", "--frame", "256",
+		"--duration", "1s", "--engine", "userspace", "--out", out, file)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 300; i++ {
+		if b, _ := os.ReadFile(out); bytes.Count(b, []byte("\n")) >= 1 {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	lines := readLines(t, out)
+	if len(lines) < 1 || len(lines) > 2 || lines[0]["frame"].(float64) != 64 {
+		t.Fatalf("results after SIGKILL: %v", lines)
+	}
+	if code, _, errOut := c.run("destroy", "--name", name); code != 0 {
+		t.Fatalf("destroy after kill: %s", errOut)
+	}
+	// A whole sweep of 3 sizes with short trials.
+	out2 := filepath.Join(t.TempDir(), "sweep.jsonl")
+	start := time.Now()
+	code, stdout, errOut := c.run("bench", "-q", "--traffic", "sweep", "--frame", "64", "--frame", "512", "--frame", "1518",
+		"--count", "5000", "--engine", "userspace", "--format", "csv", "--out", out2, file)
+	if code != 0 {
+		t.Fatalf("sweep: %d %s", code, errOut)
+	}
+	if n := len(readLines(t, out2)); n != 3 || strings.Count(stdout, "\n") != 4 || time.Since(start) > 60*time.Second {
+		t.Errorf("sweep: %d result lines, csv %q, took %v", n, stdout, time.Since(start))
+	}
+	if left := nsLeft(name, "ns1", "ns2", "ns3"); len(left) > 0 {
+		t.Errorf("bench left %v", left)
+	}
+}
+
+func readLines(t *testing.T, path string) []map[string]any {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []map[string]any
+	for _, line := range strings.Split(strings.TrimSuffix(string(b), "\n"), "\n") {
+		if line == "" {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(line), &m); err != nil {
+			t.Fatalf("line is not a whole JSON report: %v: %.80q", err, line)
+		}
+		out = append(out, m)
+	}
+	return out
+}

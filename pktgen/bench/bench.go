@@ -25,6 +25,8 @@ type Options struct {
 	NetnsDir string        // "" for /run/netns
 	Interval time.Duration // sampling interval; 0: 1 s
 	Live     io.Writer     // a line per interval, like sar -n DEV; nil: quiet
+	LabHash  string        // sha256 of the lab file, recorded in the report
+	Version  string        // nslab's version, recorded in the report
 }
 
 // Run measures traffic t of lab l with one frame size.
@@ -66,8 +68,15 @@ func Run(ctx context.Context, l *spec.Lab, t *spec.Traffic, frame int, o Options
 
 	rep := &Report{Lab: l.Name, Traffic: t.Name, From: t.From.String(), To: t.To.String(), Frame: frame,
 		Path: path.Hops, NextHop: path.NextHop.String(), NextHopMAC: mac.String(), Targets: targets}
-	// The baseline is read before the engine starts, so nothing it sends
+	routers := routerNodes(path)
+	// The baselines are read before the engine starts, so nothing it sends
 	// is missed.
+	mib0, err := readMIBs(o.NetnsDir, l, routers)
+	if err != nil {
+		return nil, err
+	}
+	cpu0 := cpuTimes()
+	sn0u, sq0u := softnet()
 	base, err := s.Read()
 	if err != nil {
 		return nil, err
@@ -84,7 +93,27 @@ func Run(ctx context.Context, l *spec.Lab, t *spec.Traffic, frame int, o Options
 	}()
 	res, runErr := eng.Run(ctx, job)
 	settle(s)
+	cpu1 := cpuTimes()
+	sn1, sq1 := softnet()
+	mib1, err := readMIBs(o.NetnsDir, l, routers)
+	if err != nil {
+		stop()
+		return nil, err
+	}
 	stop()
+	rep.CPU = cpuUse(cpu0, cpu1)
+	rep.Softnet = Softnet{Dropped: sn1 - sn0u, TimeSqueeze: sq1 - sq0u}
+	for _, r := range routers {
+		rd := RouterDrops{Node: r, Forwarded: mib1[r]["ForwDatagrams"] - mib0[r]["ForwDatagrams"], Discards: map[string]uint64{}}
+		for _, k := range ipDiscards {
+			if d := mib1[r][k] - mib0[r][k]; d > 0 {
+				rd.Discards[k] = d
+			}
+		}
+		rep.Routers = append(rep.Routers, rd)
+	}
+	rep.Env = environment()
+	rep.Env.LabHash, rep.Env.NSLab = o.LabHash, o.Version
 	rep.Samples = <-samplesc
 	final, err := s.Read()
 	if err != nil {
@@ -96,6 +125,29 @@ func Run(ctx context.Context, l *spec.Lab, t *spec.Traffic, frame int, o Options
 	}
 	rep.fill(res, base, final)
 	return rep, runErr
+}
+
+// routerNodes lists the nodes that route on the path (not switches).
+func routerNodes(p *spec.Path) []string {
+	var out []string
+	for i, h := range p.Hops {
+		if i > 0 && i < len(p.Hops)-1 && !h.L2 {
+			out = append(out, h.Node)
+		}
+	}
+	return out
+}
+
+func readMIBs(dir string, l *spec.Lab, nodes []string) (map[string]map[string]uint64, error) {
+	out := map[string]map[string]uint64{}
+	for _, n := range nodes {
+		m, err := ipMIB(dir, l.Namespace(n))
+		if err != nil {
+			return nil, err
+		}
+		out[n] = m
+	}
+	return out, nil
 }
 
 // pick returns the engine a traffic run asks for.

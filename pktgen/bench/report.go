@@ -38,9 +38,28 @@ type Report struct {
 	Path       []spec.Hop      `json:"path"`
 	NextHop    string          `json:"next_hop"`
 	NextHopMAC string          `json:"next_hop_mac"`
+	Routers    []RouterDrops   `json:"routers"`
+	Softnet    Softnet         `json:"softnet"`
+	CPU        []CPUUse        `json:"cpu"`
+	Env        Env             `json:"environment"`
 	Result     *engine.Result  `json:"engine_result"`
 	Targets    []sample.Target `json:"-"`
 	Samples    []sample.Sample `json:"-"`
+}
+
+// RouterDrops is what a router's IP layer did with the run's packets.
+type RouterDrops struct {
+	Node      string            `json:"node"`
+	Forwarded uint64            `json:"forwarded"`
+	Discards  map[string]uint64 `json:"discards"` // IP MIB counters that count drops
+}
+
+// Softnet is /proc/net/softnet_stat over the run, summed over CPUs. Its
+// drops are backlog drops that veth also counts as the sender's tx_dropped,
+// so they are shown, not added to the named drops.
+type Softnet struct {
+	Dropped     uint64 `json:"dropped"`
+	TimeSqueeze uint64 `json:"time_squeeze"`
 }
 
 // HopCounters is one sampled interface's change over the run.
@@ -77,6 +96,11 @@ func (r *Report) fill(res *engine.Result, base, final sample.Sample) {
 	// router's ingress and egress, at the receiver.
 	for _, h := range r.Hops {
 		r.NamedDrops += h.TxDropped + h.RxDropped + h.RxMissed
+	}
+	for _, rt := range r.Routers {
+		for _, d := range rt.Discards {
+			r.NamedDrops += d
+		}
 	}
 	r.Unaccount = r.Loss - int64(r.NamedDrops)
 }
@@ -164,5 +188,37 @@ func (r *Report) table(w io.Writer) {
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\n", h.Role, h.Target, h.RxPackets, h.TxPackets, h.RxDropped+h.RxMissed, h.TxDropped)
 	}
 	tw.Flush()
-	fmt.Fprintf(w, "\nloss %d = named drops %d + unaccounted %d\n\n", r.Loss, r.NamedDrops, r.Unaccount)
+	for _, rt := range r.Routers {
+		fmt.Fprintf(w, "router %s: forwarded %d", rt.Node, rt.Forwarded)
+		for _, k := range ipDiscards {
+			if d := rt.Discards[k]; d > 0 {
+				fmt.Fprintf(w, ", %s %d", k, d)
+			}
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "softnet (all CPUs): backlog drops %d, budget squeezes %d\n", r.Softnet.Dropped, r.Softnet.TimeSqueeze)
+	fmt.Fprintf(w, "loss %d = named drops %d + unaccounted %d\n\n", r.Loss, r.NamedDrops, r.Unaccount)
+	if len(r.CPU) > 0 {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		io.WriteString(tw, "CPU\t%usr\t%sys\t%irq\t%soft\t%idle\t\n")
+		for _, c := range r.CPU {
+			fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t\n", c.CPU, c.User, c.System, c.IRQ, c.SoftIRQ, c.Idle)
+		}
+		tw.Flush()
+		fmt.Fprintln(w)
+	}
+	e := r.Env
+	fmt.Fprintf(w, "kernel %s; %d x %s\n", e.Kernel, e.CPUs, e.CPUModel)
+	var sys []string
+	for _, k := range globalSysctls {
+		if v, ok := e.Sysctls[k]; ok {
+			sys = append(sys, k+"="+v)
+		}
+	}
+	fmt.Fprintf(w, "%s\n", strings.Join(sys, " "))
+	if e.LabHash != "" {
+		fmt.Fprintf(w, "lab file sha256 %s, nslab %s\n", e.LabHash, e.NSLab)
+	}
+	fmt.Fprintln(w)
 }
