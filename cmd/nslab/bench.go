@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/nslab/nslab/pktgen/bench"
@@ -28,6 +30,11 @@ func benchCommand() *cli.Command {
 			&cli.Uint64Flag{Name: "count", Usage: "override the run's packet count"},
 			&cli.IntSliceFlag{Name: "frame", Usage: "override the frame size(s), bytes with FCS"},
 			&cli.StringFlag{Name: "engine", Usage: "auto, pktgen or userspace"},
+			&cli.StringFlag{Name: "from", Usage: "sender `NODE:IF` (a run without a traffic: section)"},
+			&cli.StringFlag{Name: "to", Usage: "destination `ADDRESS` (with --from)"},
+			&cli.StringFlag{Name: "rate", Usage: "max, or e.g. 200kpps, 500Mbps"},
+			&cli.IntFlag{Name: "threads", Usage: "sending threads"},
+			&cli.StringFlag{Name: "measure", Usage: "measure these `NODE:IF,...` instead of the path's interfaces (the last is the receiver)"},
 			&cli.DurationFlag{Name: "interval", Value: time.Second, Usage: "sampling interval (100ms and up)"},
 			&cli.StringFlag{Name: "format", Value: "table", Usage: "table, json, csv or markdown"},
 			&cli.BoolFlag{Name: "keep", Usage: "keep a lab that bench deployed"},
@@ -84,6 +91,15 @@ func runBench(c *cli.Context) error {
 	sum := sha256.Sum256(source)
 	opts := bench.Options{NetnsDir: m.NetnsDirOrDefault(), Interval: c.Duration("interval"), Live: live,
 		LabHash: hex.EncodeToString(sum[:]), Version: version}
+	if v := c.String("measure"); v != "" {
+		for _, e := range strings.Split(v, ",") {
+			node, iface, ok := strings.Cut(e, ":")
+			if !ok {
+				return cli.Exit(fmt.Sprintf("--measure %q: give NODE:IF,...", e), 2)
+			}
+			opts.Measure = append(opts.Measure, spec.Endpoint{Node: node, Interface: iface})
+		}
+	}
 	var reps []*bench.Report
 	for i, frame := range t.Frames {
 		if len(t.Frames) > 1 {
@@ -124,16 +140,37 @@ func appendLine(f *os.File, rep *bench.Report) error {
 // pickTraffic chooses the traffic run and applies the command-line
 // overrides.
 func pickTraffic(c *cli.Context, l *spec.Lab) (*spec.Traffic, error) {
-	if len(l.Traffic) == 0 {
-		return nil, cli.Exit(fmt.Sprintf("%s has no traffic: section: add a run (see examples/client-router-server.yaml)", l.File), 2)
-	}
-	t := l.Traffic[0]
-	if name := c.String("traffic"); name != "" {
-		if t = l.TrafficRun(name); t == nil {
-			return nil, cli.Exit(fmt.Sprintf("%s has no traffic run %q", l.File, name), 2)
+	var cp spec.Traffic
+	switch {
+	case c.String("from") != "" || c.String("to") != "":
+		cp = spec.Traffic{Name: "command-line", Frames: []int{64}, Threads: 1, Engine: "auto", Duration: 10 * time.Second}
+		node, iface, ok := strings.Cut(c.String("from"), ":")
+		to, err := netip.ParseAddr(c.String("to"))
+		if !ok || err != nil {
+			return nil, cli.Exit("--from NODE:IF and --to ADDRESS go together, e.g. --from ns1:veth1 --to 10.0.2.1", 2)
 		}
+		cp.From, cp.To = spec.Endpoint{Node: node, Interface: iface}, to
+	case len(l.Traffic) == 0:
+		return nil, cli.Exit(fmt.Sprintf("%s has no traffic: section: add a run (see examples/client-router-server.yaml) or give --from and --to", l.File), 2)
+	default:
+		t := l.Traffic[0]
+		if name := c.String("traffic"); name != "" {
+			if t = l.TrafficRun(name); t == nil {
+				return nil, cli.Exit(fmt.Sprintf("%s has no traffic run %q", l.File, name), 2)
+			}
+		}
+		cp = *t
 	}
-	cp := *t
+	if r := c.String("rate"); r != "" {
+		pps, mbps, err := spec.ParseRate(r)
+		if err != nil {
+			return nil, cli.Exit("--rate: "+err.Error(), 2)
+		}
+		cp.RatePPS, cp.RateMbps = pps, mbps
+	}
+	if n := c.Int("threads"); n > 0 {
+		cp.Threads = n
+	}
 	if d := c.Duration("duration"); d > 0 {
 		cp.Duration, cp.Count = d, 0
 	}

@@ -27,6 +27,9 @@ type Options struct {
 	Live     io.Writer     // a line per interval, like sar -n DEV; nil: quiet
 	LabHash  string        // sha256 of the lab file, recorded in the report
 	Version  string        // nslab's version, recorded in the report
+	// Measure replaces the interfaces derived from the path; the last
+	// one is the receiver whose rx counter counts what arrived.
+	Measure []spec.Endpoint
 }
 
 // Run measures traffic t of lab l with one frame size.
@@ -56,7 +59,17 @@ func Run(ctx context.Context, l *spec.Lab, t *spec.Traffic, frame int, o Options
 		return nil, err
 	}
 	defer sink.Close()
-	targets := targets(l, path)
+	targets, roles := targets(l, path), roles(path.Hops)
+	if len(o.Measure) > 0 {
+		targets, roles = nil, nil
+		for i, e := range o.Measure {
+			if l.Node(e.Node) == nil {
+				return nil, fmt.Errorf("--measure %s: no node %s in the lab", e, e.Node)
+			}
+			targets = append(targets, sample.Target{Node: e.Node, Namespace: l.Namespace(e.Node), Interface: e.Interface})
+			roles = append(roles, map[bool]string{true: "receiver", false: "measured"}[i == len(o.Measure)-1])
+		}
+	}
 	s, err := sample.New(o.NetnsDir, targets)
 	if err != nil {
 		return nil, err
@@ -67,7 +80,7 @@ func Run(ctx context.Context, l *spec.Lab, t *spec.Traffic, frame int, o Options
 	}
 
 	rep := &Report{Lab: l.Name, Traffic: t.Name, From: t.From.String(), To: t.To.String(), Frame: frame,
-		Path: path.Hops, NextHop: path.NextHop.String(), NextHopMAC: mac.String(), Targets: targets}
+		Path: path.Hops, NextHop: path.NextHop.String(), NextHopMAC: mac.String(), Targets: targets, roles: roles}
 	routers := routerNodes(path)
 	// The baselines are read before the engine starts, so nothing it sends
 	// is missed.

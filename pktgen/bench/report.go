@@ -44,6 +44,7 @@ type Report struct {
 	Env        Env             `json:"environment"`
 	Result     *engine.Result  `json:"engine_result"`
 	Targets    []sample.Target `json:"-"`
+	roles      []string
 	Samples    []sample.Sample `json:"-"`
 }
 
@@ -72,10 +73,9 @@ type HopCounters struct {
 // fill computes the report from the engine's result and the counters.
 func (r *Report) fill(res *engine.Result, base, final sample.Sample) {
 	r.Engine, r.Reason, r.Result, r.Elapsed, r.Sent = res.Engine, res.Reason, res, res.Elapsed, res.Sent
-	roles := roles(r.Path)
 	for i, t := range r.Targets {
 		d := final.Counters[i].Sub(base.Counters[i])
-		r.Hops = append(r.Hops, HopCounters{Target: t, Role: roles[i], Counters: d})
+		r.Hops = append(r.Hops, HopCounters{Target: t, Role: r.roles[i], Counters: d})
 	}
 	last := len(r.Hops) - 1
 	r.Received = r.Hops[last].RxPackets
