@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/netip"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -40,6 +41,9 @@ func benchCommand() *cli.Command {
 			&cli.BoolFlag{Name: "keep", Usage: "keep a lab that bench deployed"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no live lines"},
 			&cli.StringFlag{Name: "out", Usage: "append each completed run to `FILE` as a JSON line, synced at once"},
+			&cli.BoolFlag{Name: "search", Usage: "find the throughput per frame size (RFC 2544): binary search over the rate"},
+			&cli.StringFlag{Name: "loss", Value: "0", Usage: "with --search: the highest acceptable loss, e.g. 0.5%"},
+			&cli.DurationFlag{Name: "trial", Value: 2 * time.Second, Usage: "with --search: length of each trial"},
 		},
 		Action: runBench,
 	}
@@ -100,6 +104,9 @@ func runBench(c *cli.Context) error {
 			opts.Measure = append(opts.Measure, spec.Endpoint{Node: node, Interface: iface})
 		}
 	}
+	if c.Bool("search") {
+		return runSearch(c, l, t, opts, out)
+	}
 	var reps []*bench.Report
 	for i, frame := range t.Frames {
 		if len(t.Frames) > 1 {
@@ -124,9 +131,54 @@ func runBench(c *cli.Context) error {
 	return bench.Write(c.App.Writer, c.String("format"), reps)
 }
 
+// runSearch finds the throughput of every frame size of the run.
+func runSearch(c *cli.Context, l *spec.Lab, t *spec.Traffic, opts bench.Options, out *os.File) error {
+	loss, err := parsePercent(c.String("loss"))
+	if err != nil {
+		return cli.Exit("--loss: "+err.Error(), 2)
+	}
+	var rs []*bench.SearchResult
+	for i, frame := range t.Frames {
+		fmt.Fprintf(c.App.ErrWriter, "[%d/%d] searching the throughput of %d-byte frames\n", i+1, len(t.Frames), frame)
+		r, err := bench.Search(c.Context, l, t, frame, opts, bench.SearchOptions{Loss: loss, Trial: c.Duration("trial")})
+		if r != nil && len(r.Trials) > 0 {
+			rs = append(rs, r)
+			if out != nil {
+				if werr := appendLine(out, r); werr != nil {
+					return werr
+				}
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if c.String("format") == "json" {
+		return writeJSON(c.App.Writer, rs)
+	}
+	bench.WriteSearch(c.App.Writer, rs)
+	return nil
+}
+
+// parsePercent reads "0.5%" or "0.005" as a ratio.
+func parsePercent(s string) (float64, error) {
+	pct := strings.HasSuffix(s, "%")
+	v, err := strconv.ParseFloat(strings.TrimSuffix(s, "%"), 64)
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("%q: a ratio such as 0.005 or a percentage such as 0.5%%", s)
+	}
+	if pct {
+		v /= 100
+	}
+	if v >= 1 {
+		return 0, fmt.Errorf("%q: below 100%%", s)
+	}
+	return v, nil
+}
+
 // appendLine writes one report as one JSON line in one write, then syncs:
 // a crash or kill never loses a completed run or leaves half a line.
-func appendLine(f *os.File, rep *bench.Report) error {
+func appendLine(f *os.File, rep any) error {
 	b, err := json.Marshal(rep)
 	if err != nil {
 		return err

@@ -1,0 +1,148 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/nslab/nslab/topology/spec"
+)
+
+// SearchOptions tune a throughput search.
+type SearchOptions struct {
+	Loss     float64       // highest acceptable loss ratio (0.005 for 0.5%); 0: none
+	Trial    time.Duration // length of each trial
+	MaxSteps int           // binary search steps after the first trial (default 10)
+}
+
+// Trial is one fixed-rate trial of a search.
+type Trial struct {
+	OfferedPPS uint64  `json:"offered_pps"` // 0: as fast as the engine goes
+	SentPPS    float64 `json:"sent_pps"`
+	Sent       uint64  `json:"sent"`
+	Received   uint64  `json:"received"`
+	LossRatio  float64 `json:"loss_ratio"`
+	Pass       bool    `json:"pass"`
+}
+
+// SearchResult is the throughput found for one frame size, as RFC 2544
+// section 26.1 defines it: the highest offered rate whose loss is at most
+// the accepted ratio, confirmed by a final trial.
+type SearchResult struct {
+	Frame         int     `json:"frame"`
+	ThroughputPPS float64 `json:"throughput_pps"`
+	MbpsL2        float64 `json:"mbps_l2"`
+	MbpsL1        float64 `json:"mbps_l1"`
+	LossAccepted  float64 `json:"loss_accepted"`
+	Trials        []Trial `json:"trials"`
+	Confirmed     bool    `json:"confirmed"`
+	SenderLimited bool    `json:"sender_limited"` // even the engine's top rate passed
+	Engine        string  `json:"engine"`
+}
+
+// Search finds the throughput of traffic t at one frame size by binary
+// search over the engine's rate, with trials of so.Trial each.
+func Search(ctx context.Context, l *spec.Lab, t *spec.Traffic, frame int, o Options, so SearchOptions) (*SearchResult, error) {
+	if so.Trial <= 0 {
+		so.Trial = 2 * time.Second
+	}
+	o.Live = nil
+	res := &SearchResult{Frame: frame, LossAccepted: so.Loss}
+	trial := func(pps uint64) (Trial, error) {
+		tt := *t
+		tt.Count, tt.Duration, tt.RatePPS, tt.RateMbps = 0, so.Trial, pps, 0
+		rep, err := Run(ctx, l, &tt, frame, o)
+		if err != nil {
+			return Trial{}, err
+		}
+		res.Engine = rep.Engine
+		tr := Trial{OfferedPPS: pps, Sent: rep.Sent, Received: rep.Received}
+		if rep.Elapsed > 0 {
+			tr.SentPPS = float64(rep.Sent) / rep.Elapsed.Seconds()
+		}
+		if rep.Sent > 0 && rep.Loss > 0 {
+			tr.LossRatio = float64(rep.Loss) / float64(rep.Sent)
+		}
+		tr.Pass = rep.Sent > 0 && tr.LossRatio <= so.Loss
+		res.Trials = append(res.Trials, tr)
+		return tr, nil
+	}
+	err := search(res, so, trial)
+	res.MbpsL2, res.MbpsL1 = mbps(res.ThroughputPPS, frame)
+	return res, err
+}
+
+// search is the binary search itself, over any trial function.
+func search(res *SearchResult, so SearchOptions, trial func(pps uint64) (Trial, error)) error {
+	if so.MaxSteps <= 0 {
+		so.MaxSteps = 10
+	}
+	top, err := trial(0)
+	if err != nil {
+		return err
+	}
+	hi := uint64(top.SentPPS)
+	if top.Pass {
+		res.SenderLimited = true
+		res.ThroughputPPS, res.Confirmed = top.SentPPS, true
+		return nil
+	}
+	lo := uint64(0)
+	for step := 0; step < so.MaxSteps && hi-lo > max(hi/100, 1); step++ {
+		mid := (lo + hi) / 2
+		tr, err := trial(mid)
+		if err != nil {
+			return err
+		}
+		if tr.Pass {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	// Confirm; step down 2% at a time if the confirmation fails.
+	for i := 0; i < 5 && lo > 0; i++ {
+		tr, err := trial(lo)
+		if err != nil {
+			return err
+		}
+		if tr.Pass {
+			res.Confirmed = true
+			break
+		}
+		lo = lo * 98 / 100
+	}
+	if res.Confirmed {
+		res.ThroughputPPS = float64(lo)
+	}
+	return nil
+}
+
+// WriteSearch prints search results as a table, with every trial.
+func WriteSearch(w io.Writer, rs []*SearchResult) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "frame\tthroughput pps\tMb/s L2\tMb/s L1\ttrials\tconfirmed\t")
+	for _, r := range rs {
+		note := fmt.Sprint(r.Confirmed)
+		if r.SenderLimited {
+			note = "sender-limited"
+		}
+		fmt.Fprintf(tw, "%d\t%.0f\t%.1f\t%.1f\t%d\t%s\t\n", r.Frame, r.ThroughputPPS, r.MbpsL2, r.MbpsL1, len(r.Trials), note)
+	}
+	tw.Flush()
+	for _, r := range rs {
+		fmt.Fprintf(w, "\nframe %d (%s, loss accepted %.3f%%):\n", r.Frame, r.Engine, 100*r.LossAccepted)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "offered pps\tsent pps\tsent\treceived\tloss %\tpass\t")
+		for _, t := range r.Trials {
+			offered := fmt.Sprint(t.OfferedPPS)
+			if t.OfferedPPS == 0 {
+				offered = "max"
+			}
+			fmt.Fprintf(tw, "%s\t%.0f\t%d\t%d\t%.3f\t%v\t\n", offered, t.SentPPS, t.Sent, t.Received, 100*t.LossRatio, t.Pass)
+		}
+		tw.Flush()
+	}
+}

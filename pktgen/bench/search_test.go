@@ -1,0 +1,39 @@
+package bench
+
+import (
+	"testing"
+)
+
+// TestSearchFindsCapacity runs the search against a modelled path that
+// forwards at most capacity pps and drops the rest, with an engine whose
+// top rate is twice that.
+func TestSearchFindsCapacity(t *testing.T) {
+	for _, c := range []struct {
+		capacity, top float64
+		loss          float64
+	}{{500000, 1e6, 0}, {123456, 900000, 0}, {500000, 1e6, 0.05}, {2e6, 1e6, 0}} {
+		model := func(pps uint64) (Trial, error) {
+			offered := float64(pps)
+			if pps == 0 || offered > c.top {
+				offered = c.top
+			}
+			recv := min(offered, c.capacity)
+			tr := Trial{OfferedPPS: pps, SentPPS: offered, Sent: uint64(offered), Received: uint64(recv)}
+			tr.LossRatio = (offered - recv) / offered
+			tr.Pass = tr.LossRatio <= c.loss
+			return tr, nil
+		}
+		res := &SearchResult{}
+		if err := search(res, SearchOptions{Loss: c.loss}, model); err != nil {
+			t.Fatal(err)
+		}
+		want := min(c.capacity/(1-c.loss), c.top)
+		if !res.Confirmed || res.ThroughputPPS > want || res.ThroughputPPS < want*0.97 {
+			t.Errorf("capacity %.0f, loss %.2f: found %.0f (want just below %.0f), confirmed %v, %d trials",
+				c.capacity, c.loss, res.ThroughputPPS, want, res.Confirmed, len(res.Trials))
+		}
+		if c.capacity > c.top && !res.SenderLimited {
+			t.Errorf("a path faster than the engine must be reported as sender-limited")
+		}
+	}
+}
