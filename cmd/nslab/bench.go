@@ -41,6 +41,7 @@ func benchCommand() *cli.Command {
 			&cli.BoolFlag{Name: "keep", Usage: "keep a lab that bench deployed"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no live lines"},
 			&cli.StringFlag{Name: "out", Usage: "append each completed run to `FILE` as a JSON line, synced at once"},
+			&cli.StringFlag{Name: "plot", Usage: "draw the sweep or search into `FILE`.png or .svg"},
 			&cli.BoolFlag{Name: "search", Usage: "find the throughput per frame size (RFC 2544): binary search over the rate"},
 			&cli.StringFlag{Name: "loss", Value: "0", Usage: "with --search: the highest acceptable loss, e.g. 0.5%"},
 			&cli.DurationFlag{Name: "trial", Value: 2 * time.Second, Usage: "with --search: length of each trial"},
@@ -128,6 +129,11 @@ func runBench(c *cli.Context) error {
 			return err
 		}
 	}
+	if p := c.String("plot"); p != "" {
+		if err := bench.PlotSweep(p, reps); err != nil {
+			return err
+		}
+	}
 	return bench.Write(c.App.Writer, c.String("format"), reps)
 }
 
@@ -150,6 +156,11 @@ func runSearch(c *cli.Context, l *spec.Lab, t *spec.Traffic, opts bench.Options,
 			}
 		}
 		if err != nil {
+			return err
+		}
+	}
+	if p := c.String("plot"); p != "" {
+		if err := bench.PlotSearch(p, l.Name, rs); err != nil {
 			return err
 		}
 	}
