@@ -17,6 +17,7 @@ import (
 	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/urfave/cli/v2"
+	"golang.org/x/sys/unix"
 )
 
 func benchCommand() *cli.Command {
@@ -95,7 +96,7 @@ func runBench(c *cli.Context) error {
 	}
 	sum := sha256.Sum256(source)
 	opts := bench.Options{NetnsDir: m.NetnsDirOrDefault(), Interval: c.Duration("interval"), Live: live,
-		LabHash: hex.EncodeToString(sum[:]), Version: version}
+		Compact: termWidth(os.Stderr) < 100, LabHash: hex.EncodeToString(sum[:]), Version: version}
 	if v := c.String("measure"); v != "" {
 		for _, e := range strings.Split(v, ",") {
 			node, iface, ok := strings.Cut(e, ":")
@@ -135,6 +136,15 @@ func runBench(c *cli.Context) error {
 		}
 	}
 	return bench.Write(c.App.Writer, c.String("format"), reps)
+}
+
+// termWidth is the width of the terminal f is, or 0 when it is none.
+func termWidth(f *os.File) int {
+	ws, err := unix.IoctlGetWinsize(int(f.Fd()), unix.TIOCGWINSZ)
+	if err != nil {
+		return 0
+	}
+	return int(ws.Col)
 }
 
 // runSearch finds the throughput of every frame size of the run.

@@ -25,6 +25,7 @@ type Options struct {
 	NetnsDir string        // "" for /run/netns
 	Interval time.Duration // sampling interval; 0: 1 s
 	Live     io.Writer     // a line per interval, like sar -n DEV; nil: quiet
+	Compact  bool          // with Live: one short line per interval (not a wide terminal)
 	LabHash  string        // sha256 of the lab file, recorded in the report
 	Version  string        // nslab's version, recorded in the report
 	// Measure replaces the interfaces derived from the path; the last
@@ -98,7 +99,7 @@ func Run(ctx context.Context, l *spec.Lab, t *spec.Traffic, frame int, o Options
 	samplesc := make(chan []sample.Sample, 1)
 	var live func(sample.Sample)
 	if o.Live != nil {
-		live = liveLines(o.Live, targets)
+		live = liveLines(o.Live, targets, o.Compact)
 	}
 	go func() {
 		all, _ := s.Run(sctx, o.Interval, live)
@@ -286,11 +287,19 @@ func same(a, b sample.Sample) bool {
 }
 
 // liveLines prints, per interval, what sar -n DEV would: time, interface,
-// rx and tx pps, rx Mbps, drops.
-func liveLines(w io.Writer, targets []sample.Target) func(sample.Sample) {
+// rx and tx pps, rx Mbps, drops; compact: one line with the sender's tx,
+// the receiver's rx and all drops.
+func liveLines(w io.Writer, targets []sample.Target, compact bool) func(sample.Sample) {
 	var prev *sample.Sample
 	return func(s sample.Sample) {
-		if prev != nil {
+		if prev != nil && compact {
+			rates := sample.Rates(*prev, s)
+			var drops uint64
+			for _, r := range rates {
+				drops += r.Drops
+			}
+			fmt.Fprintf(w, "%6.1fs  tx %.0f pps  rx %.0f pps  drops %d\n", s.At.Seconds(), rates[0].TxPPS, rates[len(rates)-1].RxPPS, drops)
+		} else if prev != nil {
 			for i, r := range sample.Rates(*prev, s) {
 				fmt.Fprintf(w, "%7.2fs  %-22s rx %10.0f pps  tx %10.0f pps  rx %8.1f Mb/s  drops %d\n",
 					s.At.Seconds(), targets[i], r.RxPPS, r.TxPPS, r.RxMbps, r.Drops)

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"github.com/nslab/nslab/topology/ns"
 	"io"
 	"text/tabwriter"
 	"time"
@@ -40,6 +41,8 @@ type SearchResult struct {
 	Confirmed     bool    `json:"confirmed"`
 	SenderLimited bool    `json:"sender_limited"` // even the engine's top rate passed
 	Engine        string  `json:"engine"`
+	LinkSpeed     uint32  `json:"link_speed_mbps,omitempty"` // the sender link's speed, as its driver reports it
+	LineRatePPS   float64 `json:"line_rate_pps,omitempty"`   // frames of this size that speed carries
 }
 
 // Search finds the throughput of traffic t at one frame size by binary
@@ -71,6 +74,13 @@ func Search(ctx context.Context, l *spec.Lab, t *spec.Traffic, frame int, o Opti
 	}
 	err := search(res, so, trial)
 	res.MbpsL2, res.MbpsL1 = mbps(res.ThroughputPPS, frame)
+	dir := o.NetnsDir
+	if dir == "" {
+		dir = ns.DefaultDir
+	}
+	if res.LinkSpeed = linkSpeed(dir, l.Namespace(t.From.Node), t.From.Interface); res.LinkSpeed > 0 {
+		res.LineRatePPS = lineRatePPS(res.LinkSpeed, frame)
+	}
 	return res, err
 }
 
@@ -123,13 +133,17 @@ func search(res *SearchResult, so SearchOptions, trial func(pps uint64) (Trial, 
 // WriteSearch prints search results as a table, with every trial.
 func WriteSearch(w io.Writer, rs []*SearchResult) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "frame\tthroughput pps\tMb/s L2\tMb/s L1\ttrials\tconfirmed\t")
+	fmt.Fprintln(tw, "frame\tthroughput pps\tMb/s L2\tMb/s L1\ttrials\tconfirmed\tline rate pps\t")
 	for _, r := range rs {
 		note := fmt.Sprint(r.Confirmed)
 		if r.SenderLimited {
 			note = "sender-limited"
 		}
-		fmt.Fprintf(tw, "%d\t%.0f\t%.1f\t%.1f\t%d\t%s\t\n", r.Frame, r.ThroughputPPS, r.MbpsL2, r.MbpsL1, len(r.Trials), note)
+		line := "unknown"
+		if r.LineRatePPS > 0 {
+			line = fmt.Sprintf("%.0f (%d Mb/s link)", r.LineRatePPS, r.LinkSpeed)
+		}
+		fmt.Fprintf(tw, "%d\t%.0f\t%.1f\t%.1f\t%d\t%s\t%s\t\n", r.Frame, r.ThroughputPPS, r.MbpsL2, r.MbpsL1, len(r.Trials), note, line)
 	}
 	tw.Flush()
 	for _, r := range rs {
