@@ -91,3 +91,37 @@ func TestPrivilegedBenchAccountsExactly(t *testing.T) {
 		}
 	}
 }
+
+// TestPrivilegedLossIsNamed makes a lossy path on purpose: the router's
+// ingress MTU is below the frames, so veth drops every frame on the first
+// link and counts it as the sender's tx_dropped. The report must name
+// every lost packet.
+func TestPrivilegedLossIsNamed(t *testing.T) {
+	labtest.SkipUnlessRoot(t)
+	data, err := os.ReadFile("../../examples/client-router-server.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data = bytes.Replace(data, []byte("veth1-peer: {addresses: [10.0.1.254/24]}"), []byte("veth1-peer: {addresses: [10.0.1.254/24], mtu: 600}"), 1)
+	name := labtest.Name("b")
+	src := labtest.Rename(data, name)
+	l, err := spec.Parse(name+".yaml", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &lab.Manager{StateDir: t.TempDir()}
+	if _, err := m.Deploy(context.Background(), l, l.File, src); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { m.Destroy(l.Name) })
+	tr := *l.TrafficRun("forward")
+	tr.Duration, tr.Count, tr.RatePPS, tr.Engine = 0, 3000, 50000, "userspace"
+	rep, err := Run(context.Background(), l, &tr, 1000, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Sent != 3000 || rep.Received != 0 || rep.Loss != 3000 || rep.NamedDrops != 3000 || rep.Unaccount != 0 || rep.Hops[0].TxDropped != 3000 {
+		t.Fatalf("sent %d received %d loss %d named %d unaccounted %d (sender tx_dropped %d)",
+			rep.Sent, rep.Received, rep.Loss, rep.NamedDrops, rep.Unaccount, rep.Hops[0].TxDropped)
+	}
+}

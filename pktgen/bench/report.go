@@ -23,7 +23,7 @@ type Report struct {
 	Engine     string          `json:"engine"`
 	Reason     string          `json:"reason,omitempty"`
 	Elapsed    time.Duration   `json:"elapsed_ns"`
-	Sent       uint64          `json:"sent"`     // what the engine sent
+	Sent       uint64          `json:"sent"`     // what the engine handed to the sender interface: accepted + dropped by it
 	Received   uint64          `json:"received"` // the receiver's rx counter delta
 	Loss       int64           `json:"loss"`
 	LossPct    float64         `json:"loss_pct"`
@@ -72,7 +72,9 @@ type HopCounters struct {
 
 // fill computes the report from the engine's result and the counters.
 func (r *Report) fill(res *engine.Result, base, final sample.Sample) {
-	r.Engine, r.Reason, r.Result, r.Elapsed, r.Sent = res.Engine, res.Reason, res, res.Elapsed, res.Sent
+	// A packet the sender's device took but dropped was sent as far as the
+	// engine could: it counts as sent, and as the sender's tx_dropped.
+	r.Engine, r.Reason, r.Result, r.Elapsed, r.Sent = res.Engine, res.Reason, res, res.Elapsed, res.Sent+res.Errors
 	for i, t := range r.Targets {
 		d := final.Counters[i].Sub(base.Counters[i])
 		r.Hops = append(r.Hops, HopCounters{Target: t, Role: r.roles[i], Counters: d})
@@ -91,11 +93,19 @@ func (r *Report) fill(res *engine.Result, base, final sample.Sample) {
 		r.SteadyPPS = sample.Rates(a, b)[last].RxPPS
 		r.SteadyL2, _ = mbps(r.SteadyPPS, r.Frame)
 	}
-	// Where packets were lost: dropped at the sender (veth counts a packet
-	// its peer's backlog refused as the sender's tx_dropped), at each
-	// router's ingress and egress, at the receiver.
-	for _, h := range r.Hops {
-		r.NamedDrops += h.TxDropped + h.RxDropped + h.RxMissed
+	// Where packets were lost, by counters that name the drop. On a veth
+	// link a drop is counted at both ends (the sender end's tx_dropped and
+	// the receiving end's rx_dropped are the same packets), so each link
+	// counts the larger of the two, not their sum.
+	if r.Hops[0].Role == "sender" {
+		for i := 0; i+1 < len(r.Hops); i += 2 {
+			out, in := r.Hops[i], r.Hops[i+1]
+			r.NamedDrops += max(out.TxDropped, in.RxDropped+in.RxMissed)
+		}
+	} else {
+		for _, h := range r.Hops {
+			r.NamedDrops += h.TxDropped + h.RxDropped + h.RxMissed
+		}
 	}
 	for _, rt := range r.Routers {
 		for _, d := range rt.Discards {

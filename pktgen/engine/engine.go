@@ -62,8 +62,8 @@ type Result struct {
 	Engine  string        // which engine ran
 	Reason  string        // why it was chosen
 	Frame   int           // L2 frame size including FCS
-	Sent    uint64        // packets handed to the device
-	Errors  uint64        // transmit errors the engine saw
+	Sent    uint64        // packets the device accepted
+	Errors  uint64        // packets the device took but dropped (NET_XMIT_DROP), or refused
 	Elapsed time.Duration // from the first to the last packet (longest thread)
 	PPS     float64       // Sent/Elapsed, as the engine reports it
 	Mbps    float64       // PPS*8*(Frame-4)/1e6: as pktgen, without FCS, preamble or gap
