@@ -43,36 +43,8 @@ func deployCRS(t *testing.T) *spec.Lab {
 // router's ARP request for the server).
 func TestPrivilegedBenchAccountsExactly(t *testing.T) {
 	l := deployCRS(t)
-	tr := *l.TrafficRun("forward")
-	tr.Duration, tr.Count, tr.RatePPS, tr.Engine = 0, 20000, 50000, "userspace"
-	path, _ := l.PathOf(tr.From, tr.To)
-	own, err := sample.New(ns.DefaultDir, targets(l, path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer own.Close()
-	before, _ := own.Read()
 	var live bytes.Buffer
-	rep, err := Run(context.Background(), l, &tr, 64, Options{Interval: 100 * time.Millisecond, Live: &live})
-	if err != nil {
-		t.Fatal(err)
-	}
-	after, _ := own.Read()
-	if rep.Sent != 20000 || rep.Received != 20000 || rep.Loss != 0 || rep.Unaccount != 0 {
-		t.Fatalf("sent %d received %d loss %d unaccounted %d", rep.Sent, rep.Received, rep.Loss, rep.Unaccount)
-	}
-	// sender tx, router ingress rx, router egress tx, server rx
-	extra := []uint64{1, 1, 2, 2}
-	for i, h := range rep.Hops {
-		d := after.Counters[i].Sub(before.Counters[i])
-		got, own := h.TxPackets, d.TxPackets
-		if h.Role == "ingress" || h.Role == "receiver" {
-			got, own = h.RxPackets, d.RxPackets
-		}
-		if got+extra[i] != own {
-			t.Errorf("%s %s: report %d, counters read by the test %d (want report + %d)", h.Role, h.Target, got, own, extra[i])
-		}
-	}
+	rep := accountsExactly(t, l, "userspace", 50000, &live)
 	if rep.Engine == "" || rep.NextHopMAC == "" || !strings.Contains(live.String(), "ns3:veth2-peer") {
 		t.Errorf("report %+v; live lines %q", rep, live.String())
 	}
@@ -90,6 +62,49 @@ func TestPrivilegedBenchAccountsExactly(t *testing.T) {
 			t.Errorf("%s: %v\n%s", f, err, out.String())
 		}
 	}
+}
+
+// accountsExactly runs 20000 packets with an engine at a rate the path
+// holds and checks received == sent, and that every hop's numbers match
+// the counters the test reads itself (which also see bench's priming
+// packet and the router's ARP request for the server).
+func accountsExactly(t *testing.T, l *spec.Lab, engineName string, pps uint64, live *bytes.Buffer) *Report {
+	t.Helper()
+	tr := *l.TrafficRun("forward")
+	tr.Duration, tr.Count, tr.RatePPS, tr.Engine = 0, 20000, pps, engineName
+	path, _ := l.PathOf(tr.From, tr.To)
+	own, err := sample.New(ns.DefaultDir, targets(l, path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer own.Close()
+	before, _ := own.Read()
+	o := Options{Interval: 100 * time.Millisecond}
+	if live != nil {
+		o.Live = live
+	}
+	rep, err := Run(context.Background(), l, &tr, 64, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	after, _ := own.Read()
+	t.Logf("%s: sent %d received %d, %.0f pps", rep.Engine, rep.Sent, rep.Received, rep.PPS)
+	if rep.Sent != 20000 || rep.Received != 20000 || rep.Loss != 0 || rep.Unaccount != 0 {
+		t.Fatalf("sent %d received %d loss %d unaccounted %d", rep.Sent, rep.Received, rep.Loss, rep.Unaccount)
+	}
+	// sender tx, router ingress rx, router egress tx, server rx
+	extra := []uint64{1, 1, 2, 2}
+	for i, h := range rep.Hops {
+		d := after.Counters[i].Sub(before.Counters[i])
+		got, own := h.TxPackets, d.TxPackets
+		if h.Role == "ingress" || h.Role == "receiver" {
+			got, own = h.RxPackets, d.RxPackets
+		}
+		if got+extra[i] != own {
+			t.Errorf("%s %s: report %d, counters read by the test %d (want report + %d)", h.Role, h.Target, got, own, extra[i])
+		}
+	}
+	return rep
 }
 
 // TestPrivilegedLossIsNamed makes a lossy path on purpose: the router's
