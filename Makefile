@@ -12,6 +12,7 @@ GO      ?= go
 TAGS    := urfave_cli_no_docs
 BIN     := bin
 EXAMPLE := examples/client-router-server.yaml
+VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 export GOFLAGS := -tags=$(TAGS)
 
 .PHONY: all build test unit-test vmtest vm-deps run deps go-deps bench-topology bench-engine bench-sampler clean
@@ -19,7 +20,7 @@ export GOFLAGS := -tags=$(TAGS)
 all: build
 
 build: go-deps
-	$(GO) build -o $(BIN)/nslab ./cmd/nslab
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN)/nslab ./cmd/nslab
 
 go-deps:
 	@command -v $(GO) >/dev/null || { echo "Go is missing: install Go 1.26 or newer"; exit 1; }

@@ -102,3 +102,19 @@ func Available(n interface{ Do(func() error) error }, name string) error {
 		return missingPktgen(name, loadErr)
 	})
 }
+
+// Version reads pktgen's version in namespace n ("2.75"), or "".
+func Version(n interface{ Do(func() error) error }) string {
+	var v string
+	n.Do(func() error {
+		b, err := os.ReadFile(DefaultDir + "/pgctrl")
+		if err != nil {
+			return err
+		}
+		if _, after, ok := strings.Cut(string(b), "Version: "); ok {
+			v = strings.TrimSpace(strings.SplitN(after, "\n", 2)[0])
+		}
+		return nil
+	})
+	return v
+}

@@ -128,6 +128,9 @@ func Run(ctx context.Context, l *spec.Lab, t *spec.Traffic, frame int, o Options
 	}
 	rep.Env = environment()
 	rep.Env.LabHash, rep.Env.NSLab = o.LabHash, o.Version
+	if res != nil {
+		rep.Env.Engine, rep.Env.EngineV = res.Engine, engineVersion(o.NetnsDir, job.Namespace, res.Engine, o.Version)
+	}
 	rep.Samples = <-samplesc
 	final, err := s.Read()
 	if err != nil {
@@ -139,6 +142,20 @@ func Run(ctx context.Context, l *spec.Lab, t *spec.Traffic, frame int, o Options
 	}
 	rep.fill(res, base, final)
 	return rep, runErr
+}
+
+// engineVersion is pktgen's version for the kernel engine, nslab's for the
+// userspace one.
+func engineVersion(dir, nsName, engineName, nslab string) string {
+	if engineName != (pktgen.KernelEngine{}).Name() {
+		return "nslab " + nslab
+	}
+	n, err := ns.Open(dir, nsName)
+	if err != nil {
+		return ""
+	}
+	defer n.Close()
+	return "pktgen " + pktgen.Version(n)
 }
 
 // routerNodes lists the nodes that route on the path (not switches).

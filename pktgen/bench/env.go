@@ -20,6 +20,7 @@ type Env struct {
 	CPUs     int               `json:"cpus"`
 	Sysctls  map[string]string `json:"sysctls"`
 	Engine   string            `json:"engine"`
+	EngineV  string            `json:"engine_version,omitempty"`
 	LabHash  string            `json:"lab_sha256,omitempty"`
 	NSLab    string            `json:"nslab_version,omitempty"`
 }

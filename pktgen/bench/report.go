@@ -228,7 +228,7 @@ func (r *Report) table(w io.Writer) {
 	}
 	fmt.Fprintf(w, "%s\n", strings.Join(sys, " "))
 	if e.LabHash != "" {
-		fmt.Fprintf(w, "lab file sha256 %s, nslab %s\n", e.LabHash, e.NSLab)
+		fmt.Fprintf(w, "lab file sha256 %s, nslab %s, engine %s\n", e.LabHash, e.NSLab, e.EngineV)
 	}
 	fmt.Fprintln(w)
 }
