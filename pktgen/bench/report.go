@@ -51,6 +51,7 @@ type Report struct {
 // RouterDrops is what a router's IP layer did with the run's packets.
 type RouterDrops struct {
 	Node      string            `json:"node"`
+	Lost      int64             `json:"lost"` // ingress rx - egress tx: lost between them
 	Forwarded uint64            `json:"forwarded"`
 	Discards  map[string]uint64 `json:"discards"` // IP MIB counters that count drops
 }
@@ -107,9 +108,15 @@ func (r *Report) fill(res *engine.Result, base, final sample.Sample) {
 			r.NamedDrops += h.TxDropped + h.RxDropped + h.RxMissed
 		}
 	}
-	for _, rt := range r.Routers {
+	for k := range r.Routers {
+		rt := &r.Routers[k]
 		for _, d := range rt.Discards {
 			r.NamedDrops += d
+		}
+		for i := 0; i+1 < len(r.Hops); i++ {
+			if r.Hops[i].Node == rt.Node && r.Hops[i].Role == "ingress" && r.Hops[i+1].Role == "egress" {
+				rt.Lost = int64(r.Hops[i].RxPackets) - int64(r.Hops[i+1].TxPackets)
+			}
 		}
 	}
 	r.Unaccount = r.Loss - int64(r.NamedDrops)
@@ -199,7 +206,7 @@ func (r *Report) table(w io.Writer) {
 	}
 	tw.Flush()
 	for _, rt := range r.Routers {
-		fmt.Fprintf(w, "router %s: forwarded %d", rt.Node, rt.Forwarded)
+		fmt.Fprintf(w, "router %s: forwarded %d, lost between ingress and egress %d", rt.Node, rt.Forwarded, rt.Lost)
 		for _, k := range ipDiscards {
 			if d := rt.Discards[k]; d > 0 {
 				fmt.Fprintf(w, ", %s %d", k, d)
