@@ -66,7 +66,7 @@ type rawEndpoint struct {
 	Endpoint
 }
 
-var topKeys = []string{"name", "prefix", "nodes", "links", "traffic"}
+var topKeys = []string{"name", "prefix", "nodes", "links", "traffic", "sriov"}
 
 func (r *reporter) parseLab(root *yaml.Node, lab *Lab) *extra {
 	ex := &extra{}
@@ -90,6 +90,14 @@ func (r *reporter) parseLab(root *yaml.Node, lab *Lab) *extra {
 		items, _ := r.list(e.v, "links", "[{endpoints: [ns1:veth1, ns2:veth1-peer]}]")
 		for i, item := range items {
 			ex.links = append(ex.links, r.parseLink(item, fmt.Sprintf("links[%d]", i)))
+		}
+	}
+	if e, ok := f["sriov"]; ok {
+		items, _ := r.list(e.v, "sriov", "[{pf: ens4f0np0, numvfs: 2, vfs: [{index: 0, node: ns1}]}]")
+		for i, item := range items {
+			if pf := r.parsePF(item, fmt.Sprintf("sriov[%d]", i)); pf != nil {
+				lab.SRIOV = append(lab.SRIOV, pf)
+			}
 		}
 	}
 	if e, ok := f["traffic"]; ok {

@@ -20,6 +20,7 @@ type Lab struct {
 	Nodes   []*Node
 	Links   []*Link
 	Traffic []*Traffic
+	SRIOV   []*PF
 }
 
 // Node is one network namespace.
@@ -72,7 +73,8 @@ type Interface struct {
 	Addresses []netip.Prefix
 	MAC       net.HardwareAddr // nil: kernel chooses
 	MTU       int              // 0: kernel default
-	Peer      Endpoint         // the other end of its link; zero for lo
+	Peer      Endpoint         // the other end of its link; zero for lo and VFs
+	VF        bool             // an SR-IOV VF handed to the node (see Lab.SRIOV)
 }
 
 // HasIPv6 reports whether any address is IPv6.

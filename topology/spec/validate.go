@@ -47,7 +47,9 @@ func GlobalNetSysctls() []string { return append([]string(nil), globalNetSysctls
 func validate(r *reporter, lab *Lab, ex *extra) {
 	validateLabName(r, lab, ex)
 	nodes := validateNodes(r, lab)
+	markVFs(lab, nodes)
 	validateLinks(r, lab, ex, nodes)
+	validateSRIOV(r, lab, nodes)
 	validateAddresses(r, lab)
 	for _, n := range lab.Nodes {
 		validateBridges(r, n)
@@ -179,11 +181,30 @@ func validateLinks(r *reporter, lab *Lab, ex *extra, nodes map[string]*Node) {
 	}
 	for _, n := range lab.Nodes {
 		for _, i := range n.Interfaces {
-			if i.Name != "lo" && i.Peer.Node == "" {
+			if i.Name != "lo" && i.Peer.Node == "" && !i.VF {
 				if !mentioned[Endpoint{n.Name, i.Name}] {
 					r.errf("nodes."+n.Name+".interfaces."+i.Name, "interface %s:%s is on no link: add it to links: or remove it", n.Name, i.Name)
 				}
 			}
+		}
+	}
+}
+
+// markVFs marks the interfaces that are VFs, adding those a node does not
+// declare (a VF needs no settings of its own under interfaces:).
+func markVFs(lab *Lab, nodes map[string]*Node) {
+	for _, pf := range lab.SRIOV {
+		for _, vf := range pf.VFs {
+			n := nodes[vf.Node]
+			if n == nil || vf.Name == "" {
+				continue
+			}
+			i := n.Interface(vf.Name)
+			if i == nil {
+				i = &Interface{Name: vf.Name}
+				n.Interfaces = append(n.Interfaces, i)
+			}
+			i.VF = true
 		}
 	}
 }

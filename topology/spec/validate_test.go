@@ -176,3 +176,48 @@ func TestSysctlInterface(t *testing.T) {
 		}
 	}
 }
+
+func TestSRIOVRules(t *testing.T) {
+	base := `name: s
+sriov:
+  - pf: ens4f0np0
+    numvfs: 2
+    vfs:
+      - {index: 0, node: a, name: vf0}
+      - {index: 1, node: b, name: vf1}
+nodes:
+  a: {interfaces: {vf0: {addresses: [10.0.0.1/24]}}}
+  b: {}
+`
+	if _, err := Parse("s.yaml", []byte(base)); err != nil {
+		t.Fatalf("valid: %v", err)
+	}
+	cases := []struct{ from, to, msg string }{
+		{"index: 1, node: b", "index: 0, node: b", "VF 0 of ens4f0np0 is already handed out"},
+		{"index: 1, node: b", "index: 2, node: b", "beyond numvfs 2"},
+		{"index: 1, node: b", "index: 1, node: c", `node "c" is not defined`},
+		{"node: b, name: vf1", "node: a, name: vf0", "a:vf0 is already the name of"},
+		{"numvfs: 2", "numvfs: 0", "the number of VFs must be between 1"},
+		{"name: vf1}", "name: vf1, vlan: 5000}", "VLAN id"},
+		{"name: vf1}", "name: vf1, link_state: up}", "link_state \"up\""},
+		{"name: vf1}", "name: vf1, min_tx_rate: 10, max_tx_rate: 5}", "min_tx_rate 10 is above"},
+	}
+	for _, c := range cases {
+		y := strings.Replace(base, c.from, c.to, 1)
+		if y == base {
+			t.Fatalf("edit %q did not apply", c.from)
+		}
+		_, err := Parse("s.yaml", []byte(y))
+		if err == nil || !strings.Contains(err.Error(), c.msg) {
+			t.Errorf("want %q, got %v", c.msg, err)
+		}
+	}
+	l, _ := Parse("s.yaml", []byte(base))
+	if i := l.Node("b").Interface("vf1"); i == nil || !i.VF {
+		t.Errorf("undeclared VF interface not added to its node")
+	}
+	linked := strings.Replace(base, "b: {}", "b: {interfaces: {vf1: {}}}\n  c: {interfaces: {e0: {}}}\nlinks: [{endpoints: [b:vf1, c:e0]}]", 1)
+	if _, err := Parse("s.yaml", []byte(linked)); err == nil || !strings.Contains(err.Error(), "is a veth end of a link") {
+		t.Errorf("VF named like a link end: %v", err)
+	}
+}
