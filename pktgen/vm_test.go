@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -330,8 +331,11 @@ func waitRunning(t *testing.T, ctl *Controller) {
 func TestVMPerNamespace(t *testing.T) {
 	c := deployCRS(t)
 	// This goroutine's thread is in the host namespace (nslab never leaves
-	// a thread elsewhere), so /proc/net/pktgen is the host's.
-	host := dirFiles{dir: "/proc/net/pktgen"}
+	// a thread elsewhere); locked, /proc/thread-self/net/pktgen is the
+	// host's. (/proc/net would be the main thread's view.)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	host := dirFiles{dir: DefaultDir}
 	must := func(file, cmd string) {
 		if err := host.write(file, cmd); err != nil {
 			t.Fatalf("host %s > %s: %v", cmd, file, err)
@@ -359,7 +363,7 @@ func TestVMPerNamespace(t *testing.T) {
 	if st, err := ParseStatus(text); err != nil || st.Params["count"] != "7" {
 		t.Errorf("host lo after a run in ns1: %v %q", err, text)
 	}
-	if _, err := os.Stat("/proc/net/pktgen/veth1"); err == nil {
+	if _, err := os.Stat(DefaultDir + "/veth1"); err == nil {
 		t.Errorf("ns1's device shows in the host namespace")
 	}
 }

@@ -87,7 +87,7 @@ func (m *Manager) Deploy(ctx context.Context, lab *spec.Lab, file string, source
 	if err := m.saveState(st); err != nil {
 		return nil, err
 	}
-	d := &deployer{m: m, lab: lab, nss: map[string]*ns.NS{}, handles: map[string]*netlink.Handle{}, index: map[spec.Endpoint]int{}}
+	d := &deployer{m: m, lab: lab, st: st, nss: map[string]*ns.NS{}, handles: map[string]*netlink.Handle{}, index: map[spec.Endpoint]int{}}
 	defer d.close()
 	steps := Plan(lab)
 	for i, s := range steps {
@@ -146,6 +146,7 @@ func (m *Manager) preflight(lab *spec.Lab) error {
 		}
 		problems = append(problems, fmt.Sprintf("namespace %s (node %s) already exists (%s): nslab will not touch it; remove it yourself, or set prefix: in the file to use other names", name, n.Name, who))
 	}
+	problems = append(problems, m.checkPFs(lab)...)
 	if len(problems) > 0 {
 		return &ConflictError{Problems: problems}
 	}
@@ -155,14 +156,15 @@ func (m *Manager) preflight(lab *spec.Lab) error {
 // rollback removes what a failed deploy created, newest first, and the state
 // file when that succeeded. Namespace removal takes every object inside.
 func (m *Manager) rollback(d *deployer, st *State) error {
-	var errs []error
+	// VFs go back to the host before their namespaces go.
+	errs := []error{m.restoreSRIOV(st)}
 	for i := len(d.created) - 1; i >= 0; i-- {
 		if err := ns.Remove(m.netnsDir(), d.created[i]); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	if len(errs) == 0 {
-		errs = append(errs, m.removeState(st.Lab))
+	if err := errors.Join(errs...); err != nil {
+		return err
 	}
-	return errors.Join(errs...)
+	return m.removeState(st.Lab)
 }

@@ -61,6 +61,10 @@ func (m *Manager) destroyLocked(labName string) (*DestroyReport, error) {
 			}
 		}
 	}
+	// VFs go back to the host before their namespaces go.
+	if st != nil {
+		errs = append(errs, m.restoreSRIOV(st))
+	}
 	names := make([]string, 0, len(records))
 	for name := range records {
 		names = append(names, name)
@@ -168,6 +172,8 @@ func (m *Manager) allLabs() ([]string, error) {
 }
 
 func isNotExist(err error) bool { return errors.Is(err, os.ErrNotExist) }
+
+func openNS(dir, name string) (*ns.NS, error) { return ns.Open(dir, name) }
 
 func emptyRegular(dir, name string) bool {
 	var st unix.Stat_t

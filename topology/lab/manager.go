@@ -30,8 +30,10 @@ const DefaultStateDir = "/run/nslab"
 // Manager deploys, destroys and inspects labs. The zero value uses the
 // system directories; tests point the fields at private ones.
 type Manager struct {
-	NetnsDir string // named namespaces; default ns.DefaultDir (/run/netns)
-	StateDir string // state files; default DefaultStateDir
+	NetnsDir string    // named namespaces; default ns.DefaultDir (/run/netns)
+	StateDir string    // state files; default DefaultStateDir
+	Sysfs    string    // where sysfs is, for SR-IOV; default /sys
+	VFs      VFControl // PF-side VF settings; default netlink on the PF
 
 	// BeforeStep, when set, runs before plan step i (0-based); an error
 	// fails that step. It is a test seam (rollback at every position, a
@@ -44,6 +46,20 @@ func (m *Manager) netnsDir() string {
 		return m.NetnsDir
 	}
 	return ns.DefaultDir
+}
+
+func (m *Manager) sysfsRoot() string {
+	if m.Sysfs != "" {
+		return m.Sysfs
+	}
+	return "/sys"
+}
+
+func (m *Manager) vfControl() VFControl {
+	if m.VFs != nil {
+		return m.VFs
+	}
+	return netlinkVFs{}
 }
 
 func (m *Manager) stateDir() string {

@@ -28,6 +28,18 @@ func Plan(lab *spec.Lab) []Step {
 			do:   func(d *deployer) error { return d.createNamespace(n) },
 		})
 	}
+	for _, pf := range lab.SRIOV {
+		steps = append(steps, Step{
+			Name: fmt.Sprintf("make sure PF %s has %d VFs", pf.Name, pf.NumVFs),
+			do:   func(d *deployer) error { return d.preparePF(pf) },
+		})
+		for _, vf := range pf.VFs {
+			steps = append(steps, Step{
+				Name: fmt.Sprintf("hand VF %d of %s to %s as %s", vf.Index, pf.Name, vf.Node, vf.Name),
+				do:   func(d *deployer) error { return d.handVF(pf, vf) },
+			})
+		}
+	}
 	for _, l := range lab.Links {
 		steps = append(steps, Step{
 			Name: fmt.Sprintf("create veth pair %s <-> %s", l.A, l.B),
@@ -68,7 +80,7 @@ func Plan(lab *spec.Lab) []Step {
 			}
 		}
 	}
-	if len(lab.Links) > 0 {
+	if len(lab.Links) > 0 || hasBridges(lab) {
 		steps = append(steps, Step{
 			Name: "wait until every lab interface is operationally up",
 			do:   func(d *deployer) error { return d.waitLinksUp() },
@@ -136,4 +148,13 @@ func ipv6Interfaces(n *spec.Node) []string {
 		}
 	}
 	return out
+}
+
+func hasBridges(lab *spec.Lab) bool {
+	for _, n := range lab.Nodes {
+		if len(n.Bridges) > 0 {
+			return true
+		}
+	}
+	return false
 }

@@ -22,6 +22,7 @@ import (
 type deployer struct {
 	m       *Manager
 	lab     *spec.Lab
+	st      *State // the state file's contents, saved ahead of host changes
 	creator *ns.Creator
 	nss     map[string]*ns.NS          // node -> open namespace
 	handles map[string]*netlink.Handle // node -> rtnetlink handle inside it
@@ -198,6 +199,9 @@ func (d *deployer) waitLinksUp() error {
 	for ep, idx := range d.index {
 		if ep.Interface == "lo" {
 			continue
+		}
+		if i := d.lab.Node(ep.Node).Interface(ep.Interface); i != nil && i.VF {
+			continue // a VF's link follows the PF's wire, not the lab
 		}
 		if err := waitOperUp(d.handles[ep.Node], idx, portUpTimeout); err != nil {
 			return fmt.Errorf("interface %s: %w", ep, err)

@@ -34,6 +34,7 @@ type State struct {
 	Started    time.Time  `json:"started"`
 	Deployed   time.Time  `json:"deployed,omitzero"`
 	Namespaces []NSRecord `json:"namespaces"`
+	SRIOV      []PFRecord `json:"sriov,omitempty"` // host changes, recorded before they are made
 }
 
 // NSRecord is one namespace of a lab.

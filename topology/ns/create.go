@@ -55,9 +55,16 @@ func (c *Creator) Close() {
 
 func (c *Creator) loop() {
 	runtime.LockOSThread()
-	// No UnlockOSThread: this thread ends up in the last namespace created,
-	// so it must die with the goroutine.
 	defer close(c.done)
+	home, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		for r := range c.reqs {
+			r.reply <- createReply{nil, fmt.Errorf("open this thread's namespace: %w", err)}
+		}
+		return // locked: the thread dies
+	}
+	// The thread ends up in the last namespace created: go home, or die.
+	defer goHome(home)
 	for r := range c.reqs {
 		n, err := c.createHere(r.name, r.setup)
 		r.reply <- createReply{n, err}

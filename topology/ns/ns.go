@@ -5,9 +5,10 @@
 // Rules it keeps (see FIELD-NOTES "Namespaces from Go"):
 //   - Creating a namespace never moves the caller's thread: creation happens on a
 //     dedicated locked thread that is thrown away afterwards.
-//   - A thread that has joined a foreign namespace is never returned to the Go
-//     scheduler: the goroutine exits while still locked, so the runtime kills
-//     the thread instead of reusing it.
+//   - A thread that has joined a foreign namespace goes back to its own
+//     before it is unlocked; if it cannot, the goroutine exits still locked,
+//     so the runtime kills the thread instead of reusing it. (Going back
+//     matters on the main thread, which Go wedges rather than kills.)
 //   - Named namespaces are bind mounts of an nsfs inode under a run directory
 //     (/run/netns by default, so `ip netns list` shows them). The directory is
 //     a field so that tests can use a private one.
@@ -152,15 +153,22 @@ func pathOf(dir, name string) (string, error) {
 	return filepath.Join(dir, name), nil
 }
 
-// Do runs fn on a fresh OS thread that has joined n. The thread is discarded
-// when fn returns (the goroutine exits locked), so no other code ever runs in
-// the wrong namespace. Use it for what follows the thread: procfs under
-// /proc/sys and /proc/thread-self, ioctls, sockets that must be opened there.
+// Do runs fn on a fresh OS thread that has joined n. Afterwards the thread
+// goes back to the namespace it came from and is released; if it cannot,
+// it is discarded (the goroutine exits locked). Either way no other code
+// ever runs in the wrong namespace. Use it for what follows the thread:
+// procfs under /proc/sys and /proc/thread-self, ioctls, sockets that must
+// be opened there.
 func (n *NS) Do(fn func() error) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
-		// No UnlockOSThread: the thread dies with this goroutine.
+		home, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			errc <- fmt.Errorf("open this thread's namespace: %w", err)
+			return // locked: the thread dies
+		}
+		defer goHome(home)
 		if err := unix.Setns(n.fd, unix.CLONE_NEWNET); err != nil {
 			errc <- fmt.Errorf("enter namespace %s: %w", n.Name, err)
 			return
@@ -168,6 +176,19 @@ func (n *NS) Do(fn func() error) error {
 		errc <- fn()
 	}()
 	return <-errc
+}
+
+// goHome returns the locked calling thread to namespace fd home and
+// unlocks it; if it cannot, the thread stays locked and dies with its
+// goroutine. Going home matters when the goroutine happens to run on the
+// main thread, which Go never terminates: left in a lab namespace it
+// would keep that namespace alive, and /proc/self would show it.
+func goHome(home int) {
+	err := unix.Setns(home, unix.CLONE_NEWNET)
+	unix.Close(home)
+	if err == nil {
+		runtime.UnlockOSThread()
+	}
 }
 
 // NetlinkHandle opens an rtnetlink socket inside n. The handle then works from

@@ -2,6 +2,7 @@ package ns
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -100,5 +101,43 @@ func TestPrivilegedOpenAndRemove(t *testing.T) {
 	}
 	if ok, _ := Exists(dir, "b"); ok {
 		t.Error("still exists")
+	}
+}
+
+// TestPrivilegedMainThreadStaysHome: whatever thread the namespace
+// goroutines ran on (the main thread included, which Go never kills), the
+// process's main thread is still in the host namespace afterwards.
+func TestPrivilegedMainThreadStaysHome(t *testing.T) {
+	skipUnlessRoot(t)
+	mainNS := func() uint64 {
+		var st unix.Stat_t
+		if err := unix.Stat("/proc/self/ns/net", &st); err != nil {
+			t.Fatal(err)
+		}
+		return st.Ino
+	}
+	host := mainNS()
+	dir := t.TempDir()
+	c, err := NewCreator(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 50; i++ {
+		name := fmt.Sprintf("m%d", i)
+		n, err := c.Create(name, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		n.Do(func() error { return nil })
+		if w, err := n.Worker(); err == nil {
+			w.Do(func() error { return nil })
+			w.Close()
+		}
+		n.Close()
+		Remove(dir, name)
+	}
+	c.Close()
+	if got := mainNS(); got != host {
+		t.Fatalf("the main thread is in namespace %d, not the host's %d", got, host)
 	}
 }

@@ -10,8 +10,8 @@ import (
 // Worker is one locked OS thread that has joined a namespace and runs
 // functions there on request, for work that follows the thread (procfs under
 // /proc/thread-self, sysctls) and is done many times: it saves a thread
-// start per call over Do. Close ends it; the thread is discarded, never
-// returned to the scheduler.
+// start per call over Do. Close ends it; the thread goes back to its own
+// namespace before it is released, or is discarded.
 type Worker struct {
 	name string
 	reqs chan workReq
@@ -29,8 +29,13 @@ func (n *NS) Worker() (*Worker, error) {
 	started := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
-		// No UnlockOSThread: the thread dies with this goroutine.
 		defer close(w.done)
+		home, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			started <- fmt.Errorf("open this thread's namespace: %w", err)
+			return // locked: the thread dies
+		}
+		defer goHome(home)
 		if err := unix.Setns(n.fd, unix.CLONE_NEWNET); err != nil {
 			started <- fmt.Errorf("enter namespace %s: %w", n.Name, err)
 			return

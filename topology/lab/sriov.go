@@ -1,0 +1,416 @@
+package lab
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nslab/nslab/topology/spec"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+)
+
+// SR-IOV is the one place where a lab changes the host: the PF's number of
+// VFs, the PF-side settings of each VF, and the VF netdevs, which move into
+// the nodes. Every change is recorded in the state file before it is made,
+// and destroy undoes it, VFs first (a namespace deleted with a physical
+// device in it hands the device back under a dev%d name).
+
+// VFSettings are the PF-side settings of one VF.
+type VFSettings struct {
+	MAC       string `json:"mac,omitempty"`
+	VLAN      int    `json:"vlan"`
+	QoS       int    `json:"qos"`
+	SpoofChk  bool   `json:"spoofchk"`
+	Trust     bool   `json:"trust"`
+	LinkState uint32 `json:"link_state"`
+	MinTxRate uint32 `json:"min_tx_rate"`
+	MaxTxRate uint32 `json:"max_tx_rate"`
+}
+
+// VFControl sets VF settings through their PF. The real one uses netlink
+// in the host namespace; tests replace it and check the calls.
+type VFControl interface {
+	Get(pf string, vf int) (VFSettings, error)
+	Set(pf string, vf int, s VFSettings) error
+}
+
+// netlinkVFs is VFControl through rtnetlink on the PF.
+//
+// Equivalent to: ip link set PF vf N mac M vlan V qos Q spoofchk on|off
+// trust on|off state auto|enable|disable min_tx_rate A max_tx_rate B
+type netlinkVFs struct{}
+
+func (netlinkVFs) Get(pf string, vf int) (VFSettings, error) {
+	l, err := netlink.LinkByName(pf)
+	if err != nil {
+		return VFSettings{}, fmt.Errorf("PF %s: %w", pf, err)
+	}
+	for _, v := range l.Attrs().Vfs {
+		if v.ID == vf {
+			return VFSettings{MAC: v.Mac.String(), VLAN: v.Vlan, QoS: v.Qos, SpoofChk: v.Spoofchk, Trust: v.Trust != 0,
+				LinkState: v.LinkState, MinTxRate: v.MinTxRate, MaxTxRate: v.MaxTxRate}, nil
+		}
+	}
+	return VFSettings{}, fmt.Errorf("PF %s reports no VF %d", pf, vf)
+}
+
+func (netlinkVFs) Set(pf string, vf int, s VFSettings) error {
+	l, err := netlink.LinkByName(pf)
+	if err != nil {
+		return fmt.Errorf("PF %s: %w", pf, err)
+	}
+	if mac, err := net.ParseMAC(s.MAC); err == nil {
+		if err := netlink.LinkSetVfHardwareAddr(l, vf, mac); err != nil {
+			return fmt.Errorf("PF %s VF %d mac %s: %w", pf, vf, mac, err)
+		}
+	}
+	steps := []struct {
+		what string
+		do   func() error
+	}{
+		{"vlan", func() error { return netlink.LinkSetVfVlanQos(l, vf, s.VLAN, s.QoS) }},
+		{"spoofchk", func() error { return netlink.LinkSetVfSpoofchk(l, vf, s.SpoofChk) }},
+		{"trust", func() error { return netlink.LinkSetVfTrust(l, vf, s.Trust) }},
+		{"state", func() error { return netlink.LinkSetVfState(l, vf, s.LinkState) }},
+		{"rate", func() error { return netlink.LinkSetVfRate(l, vf, int(s.MinTxRate), int(s.MaxTxRate)) }},
+	}
+	for _, st := range steps {
+		if err := st.do(); err != nil {
+			return fmt.Errorf("PF %s VF %d %s: %w", pf, vf, st.what, err)
+		}
+	}
+	return nil
+}
+
+// PFRecord is what a deploy changed on one PF, written before the change.
+type PFRecord struct {
+	PF         string     `json:"pf"`
+	OrigNumVFs int        `json:"orig_numvfs"`
+	SetNumVFs  int        `json:"set_numvfs,omitempty"` // 0: sriov_numvfs was left alone
+	VFs        []VFRecord `json:"vfs"`
+}
+
+// VFRecord is one VF handed to a node.
+type VFRecord struct {
+	Index    int        `json:"index"`
+	PCI      string     `json:"pci"`       // finds the netdev whatever its name
+	OrigName string     `json:"orig_name"` // its name in the host
+	Node     string     `json:"node"`
+	NS       string     `json:"namespace"`
+	Name     string     `json:"name"` // its name in the node
+	Orig     VFSettings `json:"orig"`
+	Set      bool       `json:"set,omitempty"`   // PF-side settings were (about to be) changed
+	Moved    bool       `json:"moved,omitempty"` // the netdev was (about to be) moved into the node
+}
+
+// sysfs reads the SR-IOV parts of /sys (a field, so tests use a fake tree).
+type sysfs struct{ root string }
+
+func (s sysfs) device(pf string) string { return filepath.Join(s.root, "class/net", pf, "device") }
+
+func (s sysfs) readInt(pf, file string) (int, error) {
+	b, err := os.ReadFile(filepath.Join(s.device(pf), file))
+	if err != nil {
+		return 0, err
+	}
+	return strconv.Atoi(strings.TrimSpace(string(b)))
+}
+
+// vfPCI returns the PCI address of VF i of pf (the target of virtfnI).
+func (s sysfs) vfPCI(pf string, i int) (string, error) {
+	p, err := filepath.EvalSymlinks(filepath.Join(s.device(pf), fmt.Sprintf("virtfn%d", i)))
+	if err != nil {
+		return "", err
+	}
+	return filepath.Base(p), nil
+}
+
+// netdevOf returns the name of the host netdev of a PCI function, or "".
+func (s sysfs) netdevOf(pci string) string {
+	ents, err := os.ReadDir(filepath.Join(s.root, "bus/pci/devices", pci, "net"))
+	if err != nil || len(ents) != 1 {
+		return ""
+	}
+	return ents[0].Name()
+}
+
+// checkPFs checks, without changing anything, that each PF of the lab is
+// on this machine and can have the VFs asked for.
+func (m *Manager) checkPFs(l *spec.Lab) []string {
+	s := sysfs{m.sysfsRoot()}
+	var problems []string
+	for _, pf := range l.SRIOV {
+		if _, err := os.Stat(filepath.Join(s.root, "class/net", pf.Name)); err != nil {
+			problems = append(problems, fmt.Sprintf("PF %s does not exist on this machine (no %s): check the interface name, or run where the NIC is", pf.Name, filepath.Join(s.root, "class/net", pf.Name)))
+			continue
+		}
+		total, err := s.readInt(pf.Name, "sriov_totalvfs")
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s is not SR-IOV capable (no sriov_totalvfs): enable SR-IOV in the BIOS and the driver, or use another PF", pf.Name))
+			continue
+		}
+		if pf.NumVFs > total {
+			problems = append(problems, fmt.Sprintf("%s supports at most %d VFs (sriov_totalvfs), not %d: lower numvfs", pf.Name, total, pf.NumVFs))
+		}
+		cur, _ := s.readInt(pf.Name, "sriov_numvfs")
+		if cur != 0 && cur < pf.NumVFs {
+			if busy := m.vfsInUse(s, pf.Name, cur); busy != "" {
+				problems = append(problems, fmt.Sprintf("%s has %d VFs and changing that needs writing 0 first, but %s is in use: free it, or ask for at most %d VFs", pf.Name, cur, busy, cur))
+			}
+		}
+	}
+	return problems
+}
+
+// vfsInUse names a VF of pf that is in use (its netdev up, or not in the
+// host namespace), or "".
+func (m *Manager) vfsInUse(s sysfs, pf string, n int) string {
+	for i := 0; i < n; i++ {
+		pci, err := s.vfPCI(pf, i)
+		if err != nil {
+			continue
+		}
+		name := s.netdevOf(pci)
+		if name == "" {
+			return fmt.Sprintf("VF %d (%s, not in the host namespace)", i, pci)
+		}
+		if l, err := netlink.LinkByName(name); err == nil && l.Attrs().Flags&net.FlagUp != 0 {
+			return fmt.Sprintf("VF %d (%s, up)", i, name)
+		}
+	}
+	return ""
+}
+
+// vfWait bounds the wait for VF netdevs after sriov_numvfs is written.
+const vfWait = 10 * time.Second
+
+// preparePF makes pf have at least the VFs the lab needs and records what
+// it changes. It runs in the host namespace.
+//
+// Equivalent to: echo 0 > .../sriov_numvfs; echo N > .../sriov_numvfs
+func (d *deployer) preparePF(pf *spec.PF) error {
+	s := sysfs{d.m.sysfsRoot()}
+	cur, err := s.readInt(pf.Name, "sriov_numvfs")
+	if err != nil {
+		return fmt.Errorf("read %s sriov_numvfs: %w", pf.Name, err)
+	}
+	rec := PFRecord{PF: pf.Name, OrigNumVFs: cur}
+	if cur < pf.NumVFs {
+		rec.SetNumVFs = pf.NumVFs
+	}
+	d.st.SRIOV = append(d.st.SRIOV, rec)
+	if err := d.m.saveState(d.st); err != nil {
+		return err
+	}
+	if rec.SetNumVFs != 0 {
+		if err := writeNumVFs(s, pf.Name, cur, pf.NumVFs); err != nil {
+			return err
+		}
+	}
+	deadline := time.Now().Add(vfWait)
+	for _, vf := range pf.VFs {
+		for {
+			pci, err := s.vfPCI(pf.Name, vf.Index)
+			if err == nil && s.netdevOf(pci) != "" {
+				break
+			}
+			if time.Now().After(deadline) {
+				return fmt.Errorf("VF %d of %s has no netdev after %s (is the VF driver loaded, and the VF not bound to vfio?)", vf.Index, pf.Name, vfWait)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	return nil
+}
+
+// writeNumVFs changes sriov_numvfs from cur to n, through 0 as drivers
+// require when both are non-zero.
+func writeNumVFs(s sysfs, pf string, cur, n int) error {
+	p := filepath.Join(s.device(pf), "sriov_numvfs")
+	if cur != 0 && n != 0 {
+		if err := os.WriteFile(p, []byte("0"), 0); err != nil {
+			return fmt.Errorf("write 0 to %s: %w", p, err)
+		}
+	}
+	if err := os.WriteFile(p, []byte(strconv.Itoa(n)), 0); err != nil {
+		return fmt.Errorf("write %d to %s: %w", n, p, err)
+	}
+	return nil
+}
+
+// handVF records VF vf of pf, applies its PF-side settings, and moves its
+// netdev into its node under its lab name.
+//
+// Equivalent to: ip link set PF vf N ...; ip link set VFDEV netns NS;
+// ip -n NS link set VFDEV name NAME up
+func (d *deployer) handVF(pf *spec.PF, vf *spec.VF) error {
+	s := sysfs{d.m.sysfsRoot()}
+	pci, err := s.vfPCI(pf.Name, vf.Index)
+	if err != nil {
+		return fmt.Errorf("VF %d of %s: %w", vf.Index, pf.Name, err)
+	}
+	host := s.netdevOf(pci)
+	orig, err := d.m.vfControl().Get(pf.Name, vf.Index)
+	if err != nil {
+		return err
+	}
+	rec := VFRecord{Index: vf.Index, PCI: pci, OrigName: host, Node: vf.Node, NS: d.lab.Namespace(vf.Node), Name: vf.Name, Orig: orig}
+	want, changed := applyVF(orig, vf)
+	rec.Set, rec.Moved = changed, true
+	pr := &d.st.SRIOV[len(d.st.SRIOV)-1]
+	pr.VFs = append(pr.VFs, rec)
+	if err := d.m.saveState(d.st); err != nil {
+		return err
+	}
+	if changed {
+		if err := d.m.vfControl().Set(pf.Name, vf.Index, want); err != nil {
+			return err
+		}
+	}
+	link, err := netlink.LinkByName(host)
+	if err != nil {
+		return fmt.Errorf("VF netdev %s: %w", host, err)
+	}
+	if err := netlink.LinkSetNsFd(link, d.nss[vf.Node].Fd()); err != nil {
+		return fmt.Errorf("move VF %s into %s: %w", host, vf.Node, err)
+	}
+	h := d.handles[vf.Node]
+	moved, err := h.LinkByName(host)
+	if err != nil {
+		return fmt.Errorf("find VF %s in %s: %w", host, vf.Node, err)
+	}
+	if err := h.LinkSetName(moved, vf.Name); err != nil {
+		return fmt.Errorf("rename VF %s to %s in %s: %w", host, vf.Name, vf.Node, err)
+	}
+	if err := h.LinkSetAlias(moved, linkMarker(d.lab.Name)); err != nil {
+		return fmt.Errorf("mark VF %s:%s: %w", vf.Node, vf.Name, err)
+	}
+	if err := h.LinkSetUp(moved); err != nil {
+		return fmt.Errorf("set VF %s:%s up: %w", vf.Node, vf.Name, err)
+	}
+	d.index[spec.Endpoint{Node: vf.Node, Interface: vf.Name}] = moved.Attrs().Index
+	return nil
+}
+
+// applyVF returns the settings a VF gets: its original ones with the
+// lab's on top, and whether they differ.
+func applyVF(orig VFSettings, vf *spec.VF) (VFSettings, bool) {
+	s := orig
+	if vf.MAC != nil {
+		s.MAC = vf.MAC.String()
+	}
+	if vf.VLAN != nil {
+		s.VLAN, s.QoS = *vf.VLAN, vf.QoS
+	}
+	if vf.SpoofChk != nil {
+		s.SpoofChk = *vf.SpoofChk
+	}
+	if vf.Trust != nil {
+		s.Trust = *vf.Trust
+	}
+	switch vf.LinkState {
+	case "auto":
+		s.LinkState = netlink.VF_LINK_STATE_AUTO
+	case "enable":
+		s.LinkState = netlink.VF_LINK_STATE_ENABLE
+	case "disable":
+		s.LinkState = netlink.VF_LINK_STATE_DISABLE
+	}
+	if vf.MinTxRate > 0 || vf.MaxTxRate > 0 {
+		s.MinTxRate, s.MaxTxRate = uint32(vf.MinTxRate), uint32(vf.MaxTxRate)
+	}
+	return s, s != orig
+}
+
+// restoreSRIOV gives every recorded VF back to the host under its original
+// name with its original settings, and restores sriov_numvfs. It runs
+// before the lab's namespaces are removed; a VF already back in the host
+// (its namespace was deleted, so it may be called devN) is found by its
+// PCI address. It tries everything and returns every error.
+func (m *Manager) restoreSRIOV(st *State) error {
+	s := sysfs{m.sysfsRoot()}
+	var errs []error
+	for i := len(st.SRIOV) - 1; i >= 0; i-- {
+		pr := st.SRIOV[i]
+		for j := len(pr.VFs) - 1; j >= 0; j-- {
+			errs = append(errs, m.restoreVF(s, st.Lab, pr.PF, pr.VFs[j]))
+		}
+		if pr.SetNumVFs != 0 {
+			cur, err := s.readInt(pr.PF, "sriov_numvfs")
+			if err == nil && cur != pr.OrigNumVFs {
+				err = writeNumVFs(s, pr.PF, cur, pr.OrigNumVFs)
+			}
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (m *Manager) restoreVF(s sysfs, labName, pf string, r VFRecord) error {
+	if r.Moved {
+		if err := m.vfHome(r, labName); err != nil {
+			return err
+		}
+		cur := s.netdevOf(r.PCI)
+		if cur == "" {
+			return fmt.Errorf("VF %d of %s (%s) is not in the host namespace and not in %s", r.Index, pf, r.PCI, r.NS)
+		}
+		if cur != r.OrigName {
+			l, err := netlink.LinkByName(cur)
+			if err == nil {
+				netlink.LinkSetDown(l)
+				err = netlink.LinkSetName(l, r.OrigName)
+			}
+			if err != nil {
+				return fmt.Errorf("rename VF %s back to %s: %w", cur, r.OrigName, err)
+			}
+		}
+		if l, err := netlink.LinkByName(r.OrigName); err == nil && strings.HasPrefix(l.Attrs().Alias, markerPrefix) {
+			netlink.LinkSetAlias(l, "")
+		}
+	}
+	if r.Set {
+		if err := m.vfControl().Set(pf, r.Index, r.Orig); err != nil {
+			return fmt.Errorf("restore VF %d of %s: %w", r.Index, pf, err)
+		}
+	}
+	return nil
+}
+
+// vfHome moves a VF from its node back to the host namespace, if it is
+// still in the node (found by its lab name and this lab's marker).
+func (m *Manager) vfHome(r VFRecord, labName string) error {
+	n, err := openNS(m.netnsDir(), r.NS)
+	if err != nil {
+		return nil // the namespace is gone: the kernel gave the VF back
+	}
+	defer n.Close()
+	h, err := n.NetlinkHandle()
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	l, err := h.LinkByName(r.Name)
+	if err != nil || l.Attrs().Alias != linkMarker(labName) {
+		return nil // not there, or not ours
+	}
+	host, err := netns.Get()
+	if err != nil {
+		return fmt.Errorf("open the host namespace: %w", err)
+	}
+	defer host.Close()
+	h.LinkSetDown(l)
+	if err := h.LinkSetName(l, r.OrigName); err != nil {
+		return fmt.Errorf("rename VF %s:%s back to %s: %w", r.Node, r.Name, r.OrigName, err)
+	}
+	if err := h.LinkSetNsFd(l, int(host)); err != nil {
+		return fmt.Errorf("move VF %s back to the host: %w", r.OrigName, err)
+	}
+	return nil
+}

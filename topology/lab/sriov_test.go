@@ -1,0 +1,261 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/nslab/nslab/topology/labtest"
+	"github.com/nslab/nslab/topology/ns"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+)
+
+// There is no SR-IOV hardware here. These tests build a fake sysfs tree
+// whose virtfnN/net/<name> entries name real interfaces the test creates
+// (veth ends standing in for VF netdevs), so discovery, move, rename,
+// addresses, rollback and move-back run for real through netlink; the
+// PF-side settings go through recordVFs, which checks the exact calls.
+
+// recordVFs is a VFControl that remembers settings and every Set.
+type recordVFs struct {
+	mu    sync.Mutex
+	state map[int]VFSettings
+	calls []string
+}
+
+func newRecordVFs() *recordVFs {
+	r := &recordVFs{state: map[int]VFSettings{}}
+	for i := 0; i < 4; i++ {
+		r.state[i] = VFSettings{MAC: fmt.Sprintf("02:00:00:00:00:%02x", i), SpoofChk: true, LinkState: netlink.VF_LINK_STATE_AUTO}
+	}
+	return r
+}
+
+func (r *recordVFs) Get(pf string, vf int) (VFSettings, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.state[vf], nil
+}
+
+func (r *recordVFs) Set(pf string, vf int, s VFSettings) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.state[vf] = s
+	r.calls = append(r.calls, fmt.Sprintf("%s vf %d mac %s vlan %d qos %d spoofchk %v trust %v", pf, vf, s.MAC, s.VLAN, s.QoS, s.SpoofChk, s.Trust))
+	return nil
+}
+
+// fakePF is a fake sysfs tree with one SR-IOV PF whose VFs are veth ends.
+type fakePF struct {
+	root, pf string
+	vfs      []string // host names of the stand-in VF netdevs
+	pcis     []string
+}
+
+func newFakePF(t *testing.T, n int) *fakePF {
+	t.Helper()
+	f := &fakePF{root: t.TempDir(), pf: labtest.Name("pf")}
+	dev := filepath.Join(f.root, "class/net", f.pf, "device")
+	must(t, os.MkdirAll(dev, 0o755))
+	must(t, os.WriteFile(filepath.Join(dev, "sriov_totalvfs"), []byte("8\n"), 0o644))
+	must(t, os.WriteFile(filepath.Join(dev, "sriov_numvfs"), []byte("0\n"), 0o644))
+	for i := 0; i < n; i++ {
+		name := labtest.Name("vf")
+		attrs := netlink.NewLinkAttrs()
+		attrs.Name = name
+		must(t, netlink.LinkAdd(&netlink.Veth{LinkAttrs: attrs, PeerName: labtest.Name("vp")}))
+		t.Cleanup(func() {
+			if l, err := netlink.LinkByName(name); err == nil {
+				netlink.LinkDel(l)
+			}
+		})
+		pci := fmt.Sprintf("0000:00:0%d.%d", n, i+1)
+		must(t, os.MkdirAll(filepath.Join(f.root, "bus/pci/devices", pci, "net", name), 0o755))
+		must(t, os.Symlink(filepath.Join("../../../../bus/pci/devices", pci), filepath.Join(dev, fmt.Sprintf("virtfn%d", i))))
+		f.vfs, f.pcis = append(f.vfs, name), append(f.pcis, pci)
+	}
+	return f
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f *fakePF) numVFs(t *testing.T) string {
+	b, err := os.ReadFile(filepath.Join(f.root, "class/net", f.pf, "device/sriov_numvfs"))
+	must(t, err)
+	return strings.TrimSpace(string(b))
+}
+
+// sriovFixture deploys examples/sriov-vfs.yaml on the fake PF.
+func sriovFixture(t *testing.T) (*fixture, *fakePF, *recordVFs) {
+	labtest.SkipUnlessRoot(t)
+	data, err := os.ReadFile("../../examples/sriov-vfs.yaml")
+	must(t, err)
+	pf := newFakePF(t, 2)
+	f := newFixture(t, strings.ReplaceAll(string(data), "ens4f0np0", pf.pf))
+	rec := newRecordVFs()
+	f.m.Sysfs, f.m.VFs = pf.root, rec
+	return f, pf, rec
+}
+
+// assertHome checks every VF is back in the host namespace under its own
+// name, without our marker, and the PF as it was.
+func assertHome(t *testing.T, pf *fakePF, rec *recordVFs) {
+	t.Helper()
+	for _, name := range pf.vfs {
+		l, err := netlink.LinkByName(name)
+		if err != nil {
+			t.Errorf("VF %s is not back in the host: %v", name, err)
+			continue
+		}
+		if l.Attrs().Alias != "" {
+			t.Errorf("VF %s still carries alias %q", name, l.Attrs().Alias)
+		}
+	}
+	if got := pf.numVFs(t); got != "0" {
+		t.Errorf("sriov_numvfs is %s, want it restored to 0", got)
+	}
+	for i := 0; i < 2; i++ {
+		if s, _ := rec.Get(pf.pf, i); s.MAC != fmt.Sprintf("02:00:00:00:00:%02x", i) || !s.SpoofChk || s.Trust || s.VLAN != 0 {
+			t.Errorf("VF %d settings not restored: %+v", i, s)
+		}
+	}
+}
+
+func TestPrivilegedSRIOVDeployDestroy(t *testing.T) {
+	f, pf, rec := sriovFixture(t)
+	f.deploy()
+	if got := pf.numVFs(t); got != "2" {
+		t.Errorf("sriov_numvfs %s, want 2", got)
+	}
+	for node, want := range map[string]string{"ns1": "vf0", "ns2": "vf1"} {
+		h := f.handle(node)
+		l, err := h.LinkByName(want)
+		if err != nil {
+			t.Fatalf("%s has no %s: %v", node, want, err)
+		}
+		addrs, _ := h.AddrList(l, netlink.FAMILY_V4)
+		if len(addrs) != 1 || l.Attrs().Flags&net.FlagUp == 0 {
+			t.Errorf("%s:%s: addresses %v, flags %v", node, want, addrs, l.Attrs().Flags)
+		}
+	}
+	if _, err := netlink.LinkByName(pf.vfs[0]); err == nil {
+		t.Errorf("VF %s is still in the host namespace", pf.vfs[0])
+	}
+	// Only VF 0 has settings, and only its MAC differs from what it had.
+	want := fmt.Sprintf("%s vf 0 mac ea:0c:48:be:43:09 vlan 0 qos 0 spoofchk true trust false", pf.pf)
+	if len(rec.calls) != 1 || rec.calls[0] != want {
+		t.Fatalf("PF calls %q, want [%q]", rec.calls, want)
+	}
+	if _, err := f.m.Destroy(f.lab.Name); err != nil {
+		t.Fatal(err)
+	}
+	f.assertGone()
+	assertHome(t, pf, rec)
+	if len(rec.calls) != 2 || !strings.Contains(rec.calls[1], "vf 0 mac 02:00:00:00:00:00") {
+		t.Errorf("restore calls %q", rec.calls)
+	}
+}
+
+func TestPrivilegedSRIOVRollbackEveryStep(t *testing.T) {
+	f, pf, rec := sriovFixture(t)
+	steps := Plan(f.lab)
+	seam := errors.New("injected failure")
+	for k := range steps {
+		f.m.BeforeStep = func(_ context.Context, i int, _ Step) error {
+			if i == k {
+				return seam
+			}
+			return nil
+		}
+		_, err := f.m.Deploy(context.Background(), f.lab, f.lab.File, f.source)
+		var se *StepError
+		if !errors.As(err, &se) || se.Index != k || se.RollbackErr != nil {
+			t.Fatalf("fail at step %d (%s): %v", k, steps[k].Name, err)
+		}
+		f.assertGone()
+		assertHome(t, pf, rec)
+	}
+}
+
+// TestPrivilegedSRIOVNamespaceDeletedBySomeoneElse: the kernel hands a
+// physical VF back to the host as devN when its namespace is deleted.
+// veth stand-ins would be deleted instead, so the test does what the kernel
+// would: moves the VF back under a dev name and updates sysfs. Destroy
+// finds it by PCI address and restores its name.
+func TestPrivilegedSRIOVNamespaceDeletedBySomeoneElse(t *testing.T) {
+	f, pf, rec := sriovFixture(t)
+	f.deploy()
+	h := f.handle("ns2")
+	l, err := h.LinkByName("vf1")
+	must(t, err)
+	devName := labtest.Name("dev")
+	// Not /proc/self/ns/net: that is the main thread's namespace, and a
+	// goroutine that ended locked on the main thread may have left it in
+	// a lab namespace. This unlocked goroutine's thread is the host's.
+	host, err := netns.Get()
+	must(t, err)
+	defer host.Close()
+	must(t, h.LinkSetDown(l))
+	must(t, h.LinkSetName(l, devName))
+	must(t, h.LinkSetNsFd(l, int(host)))
+	if _, err := netlink.LinkByName(devName); err != nil {
+		t.Fatalf("moved %s to the host, but: %v", devName, err)
+	}
+	must(t, ns.Remove(f.m.netnsDir(), f.ns("ns2")))
+	netDir := filepath.Join(pf.root, "bus/pci/devices", pf.pcis[1], "net")
+	must(t, os.Rename(filepath.Join(netDir, pf.vfs[1]), filepath.Join(netDir, devName)))
+	defer func() {
+		if l, err := netlink.LinkByName(devName); err == nil {
+			netlink.LinkDel(l)
+		}
+	}()
+	if _, err := f.m.Destroy(f.lab.Name); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := netlink.LinkByName(pf.vfs[1]); err != nil {
+		t.Errorf("VF %s was not renamed back from %s: %v", pf.vfs[1], devName, err)
+	}
+	if _, err := netlink.LinkByName(pf.vfs[0]); err != nil {
+		t.Errorf("VF %s not moved back: %v", pf.vfs[0], err)
+	}
+	f.assertGone()
+	_ = rec
+}
+
+// TestPrivilegedSRIOVRefusals: no PF, no SR-IOV, too many VFs: clear
+// errors and nothing changed.
+func TestPrivilegedSRIOVRefusals(t *testing.T) {
+	f, pf, _ := sriovFixture(t)
+	dev := filepath.Join(pf.root, "class/net", pf.pf, "device")
+	must(t, os.WriteFile(filepath.Join(dev, "sriov_totalvfs"), []byte("1\n"), 0o644))
+	_, err := f.m.Deploy(context.Background(), f.lab, f.lab.File, f.source)
+	if err == nil || !strings.Contains(err.Error(), "supports at most 1 VFs") {
+		t.Errorf("too many VFs: %v", err)
+	}
+	must(t, os.Remove(filepath.Join(dev, "sriov_totalvfs")))
+	_, err = f.m.Deploy(context.Background(), f.lab, f.lab.File, f.source)
+	if err == nil || !strings.Contains(err.Error(), "not SR-IOV capable") {
+		t.Errorf("not capable: %v", err)
+	}
+	f.m.Sysfs = t.TempDir()
+	_, err = f.m.Deploy(context.Background(), f.lab, f.lab.File, f.source)
+	if err == nil || !strings.Contains(err.Error(), "does not exist on this machine") {
+		t.Errorf("no PF: %v", err)
+	}
+	f.assertGone()
+	if _, err := netlink.LinkByName(pf.vfs[0]); err != nil {
+		t.Errorf("a refused deploy touched VF %s: %v", pf.vfs[0], err)
+	}
+}
