@@ -37,6 +37,7 @@ func run(args []string) int {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "netns-dir", Value: "", Usage: "directory of named namespaces (default /run/netns)", Hidden: true, EnvVars: []string{"NSLAB_NETNS_DIR"}},
 			&cli.StringFlag{Name: "state-dir", Value: "", Usage: "directory of lab state files (default /run/nslab)", Hidden: true, EnvVars: []string{"NSLAB_STATE_DIR"}},
+			&cli.StringFlag{Name: "sysfs", Value: "", Usage: "where sysfs is, for SR-IOV (default /sys)", Hidden: true, EnvVars: []string{"NSLAB_SYSFS"}},
 		},
 		Commands: []*cli.Command{
 			deployCommand(), destroyCommand(), inspectCommand(), execCommand(), validateCommand(), benchCommand(),
@@ -65,7 +66,7 @@ func run(args []string) int {
 
 // manager builds the lab manager from the global flags.
 func manager(c *cli.Context) *lab.Manager {
-	m := &lab.Manager{NetnsDir: c.String("netns-dir"), StateDir: c.String("state-dir")}
+	m := &lab.Manager{NetnsDir: c.String("netns-dir"), StateDir: c.String("state-dir"), Sysfs: c.String("sysfs")}
 	if k, err := strconv.Atoi(os.Getenv("NSLAB_TEST_PAUSE_AT")); err == nil {
 		m.BeforeStep = pauseAt(k)
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -17,6 +18,7 @@ import (
 	"github.com/nslab/nslab/topology/labtest"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
+	"github.com/vishvananda/netlink"
 )
 
 // TestMain lets the test binary act as the nslab command, so CLI tests run
@@ -175,8 +177,9 @@ func TestPrivilegedDeployExecInspectDestroy(t *testing.T) {
 // says so.
 func startPaused(t *testing.T, c *runner, file string, k int) *exec.Cmd {
 	t.Helper()
-	c.env = []string{"NSLAB_TEST_PAUSE_AT=" + strconv.Itoa(k)}
-	defer func() { c.env = nil }()
+	saved := c.env
+	c.env = append(append([]string(nil), saved...), "NSLAB_TEST_PAUSE_AT="+strconv.Itoa(k))
+	defer func() { c.env = saved }()
 	cmd := c.cmd("deploy", file)
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
@@ -355,4 +358,46 @@ func readLines(t *testing.T, path string) []map[string]any {
 		out = append(out, m)
 	}
 	return out
+}
+
+// TestPrivilegedSRIOVDestroyAfterKill kills deploys of an SR-IOV lab (a fake
+// sysfs tree whose VFs are veth ends) with SIGKILL before, between and after
+// the VF hand-overs; destroy must give every VF back under its own name and
+// restore sriov_numvfs.
+func TestPrivilegedSRIOVDestroyAfterKill(t *testing.T) {
+	labtest.SkipUnlessRoot(t)
+	for _, k := range []int{3, 4, 5, 6, 7} {
+		pf := labtest.NewFakePF(t, 2)
+		name := labtest.Name("k")
+		y := fmt.Sprintf(`name: %[1]s
+prefix: %[1]s-
+sriov:
+  - {pf: %[2]s, numvfs: 2, vfs: [{index: 0, node: ns1, name: vf0}, {index: 1, node: ns2, name: vf1}]}
+nodes:
+  ns1: {interfaces: {vf0: {addresses: [192.168.1.11/24]}}}
+  ns2: {interfaces: {vf1: {addresses: [192.168.1.12/24]}}}
+`, name, pf.PF)
+		file := filepath.Join(t.TempDir(), "sriov.yaml")
+		os.WriteFile(file, []byte(y), 0o644)
+		c := newCLI(t)
+		c.env = []string{"NSLAB_SYSFS=" + pf.Root}
+		t.Cleanup(func() { c.run("destroy", "--name", name) })
+		cmd := startPaused(t, c, file, k)
+		cmd.Process.Kill()
+		cmd.Wait()
+		if code, out, errOut := c.run("destroy", "--name", name); code != 0 {
+			t.Fatalf("k=%d: destroy: %s %s", k, out, errOut)
+		}
+		for _, vf := range pf.VFs {
+			if _, err := netlink.LinkByName(vf); err != nil {
+				t.Errorf("k=%d: VF %s not back in the host: %v", k, vf, err)
+			}
+		}
+		if got := pf.NumVFs(t); got != "0" {
+			t.Errorf("k=%d: sriov_numvfs %s, want 0", k, got)
+		}
+		if left := nsLeft(name, "ns1", "ns2"); len(left) > 0 {
+			t.Errorf("k=%d: left %v", k, left)
+		}
+	}
 }

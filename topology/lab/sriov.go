@@ -256,13 +256,20 @@ func (d *deployer) handVF(pf *spec.PF, vf *spec.VF) error {
 		return fmt.Errorf("VF %d of %s: %w", vf.Index, pf.Name, err)
 	}
 	host := s.netdevOf(pci)
-	orig, err := d.m.vfControl().Get(pf.Name, vf.Index)
-	if err != nil {
-		return err
+	rec := VFRecord{Index: vf.Index, PCI: pci, OrigName: host, Node: vf.Node, NS: d.lab.Namespace(vf.Node), Name: vf.Name, Moved: true}
+	// PF-side settings are read (to restore them) and written only when
+	// the lab asks for some.
+	var want VFSettings
+	changed := false
+	if hasSettings(vf) {
+		orig, err := d.m.vfControl().Get(pf.Name, vf.Index)
+		if err != nil {
+			return err
+		}
+		rec.Orig = orig
+		want, changed = applyVF(orig, vf)
+		rec.Set = changed
 	}
-	rec := VFRecord{Index: vf.Index, PCI: pci, OrigName: host, Node: vf.Node, NS: d.lab.Namespace(vf.Node), Name: vf.Name, Orig: orig}
-	want, changed := applyVF(orig, vf)
-	rec.Set, rec.Moved = changed, true
 	pr := &d.st.SRIOV[len(d.st.SRIOV)-1]
 	pr.VFs = append(pr.VFs, rec)
 	if err := d.m.saveState(d.st); err != nil {
@@ -296,6 +303,11 @@ func (d *deployer) handVF(pf *spec.PF, vf *spec.VF) error {
 	}
 	d.index[spec.Endpoint{Node: vf.Node, Interface: vf.Name}] = moved.Attrs().Index
 	return nil
+}
+
+// hasSettings reports whether the lab sets anything on the VF through its PF.
+func hasSettings(vf *spec.VF) bool {
+	return vf.MAC != nil || vf.VLAN != nil || vf.Trust != nil || vf.SpoofChk != nil || vf.LinkState != "" || vf.MinTxRate > 0 || vf.MaxTxRate > 0
 }
 
 // applyVF returns the settings a VF gets: its original ones with the

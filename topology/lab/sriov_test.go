@@ -52,68 +52,23 @@ func (r *recordVFs) Set(pf string, vf int, s VFSettings) error {
 	return nil
 }
 
-// fakePF is a fake sysfs tree with one SR-IOV PF whose VFs are veth ends.
-type fakePF struct {
-	root, pf string
-	vfs      []string // host names of the stand-in VF netdevs
-	pcis     []string
-}
-
-func newFakePF(t *testing.T, n int) *fakePF {
-	t.Helper()
-	f := &fakePF{root: t.TempDir(), pf: labtest.Name("pf")}
-	dev := filepath.Join(f.root, "class/net", f.pf, "device")
-	must(t, os.MkdirAll(dev, 0o755))
-	must(t, os.WriteFile(filepath.Join(dev, "sriov_totalvfs"), []byte("8\n"), 0o644))
-	must(t, os.WriteFile(filepath.Join(dev, "sriov_numvfs"), []byte("0\n"), 0o644))
-	for i := 0; i < n; i++ {
-		name := labtest.Name("vf")
-		attrs := netlink.NewLinkAttrs()
-		attrs.Name = name
-		must(t, netlink.LinkAdd(&netlink.Veth{LinkAttrs: attrs, PeerName: labtest.Name("vp")}))
-		t.Cleanup(func() {
-			if l, err := netlink.LinkByName(name); err == nil {
-				netlink.LinkDel(l)
-			}
-		})
-		pci := fmt.Sprintf("0000:00:0%d.%d", n, i+1)
-		must(t, os.MkdirAll(filepath.Join(f.root, "bus/pci/devices", pci, "net", name), 0o755))
-		must(t, os.Symlink(filepath.Join("../../../../bus/pci/devices", pci), filepath.Join(dev, fmt.Sprintf("virtfn%d", i))))
-		f.vfs, f.pcis = append(f.vfs, name), append(f.pcis, pci)
-	}
-	return f
-}
-
-func must(t *testing.T, err error) {
-	t.Helper()
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-func (f *fakePF) numVFs(t *testing.T) string {
-	b, err := os.ReadFile(filepath.Join(f.root, "class/net", f.pf, "device/sriov_numvfs"))
-	must(t, err)
-	return strings.TrimSpace(string(b))
-}
-
 // sriovFixture deploys examples/sriov-vfs.yaml on the fake PF.
-func sriovFixture(t *testing.T) (*fixture, *fakePF, *recordVFs) {
+func sriovFixture(t *testing.T) (*fixture, *labtest.FakePF, *recordVFs) {
 	labtest.SkipUnlessRoot(t)
 	data, err := os.ReadFile("../../examples/sriov-vfs.yaml")
 	must(t, err)
-	pf := newFakePF(t, 2)
-	f := newFixture(t, strings.ReplaceAll(string(data), "ens4f0np0", pf.pf))
+	pf := labtest.NewFakePF(t, 2)
+	f := newFixture(t, strings.ReplaceAll(string(data), "ens4f0np0", pf.PF))
 	rec := newRecordVFs()
-	f.m.Sysfs, f.m.VFs = pf.root, rec
+	f.m.Sysfs, f.m.VFs = pf.Root, rec
 	return f, pf, rec
 }
 
 // assertHome checks every VF is back in the host namespace under its own
 // name, without our marker, and the PF as it was.
-func assertHome(t *testing.T, pf *fakePF, rec *recordVFs) {
+func assertHome(t *testing.T, pf *labtest.FakePF, rec *recordVFs) {
 	t.Helper()
-	for _, name := range pf.vfs {
+	for _, name := range pf.VFs {
 		l, err := netlink.LinkByName(name)
 		if err != nil {
 			t.Errorf("VF %s is not back in the host: %v", name, err)
@@ -123,11 +78,11 @@ func assertHome(t *testing.T, pf *fakePF, rec *recordVFs) {
 			t.Errorf("VF %s still carries alias %q", name, l.Attrs().Alias)
 		}
 	}
-	if got := pf.numVFs(t); got != "0" {
+	if got := pf.NumVFs(t); got != "0" {
 		t.Errorf("sriov_numvfs is %s, want it restored to 0", got)
 	}
 	for i := 0; i < 2; i++ {
-		if s, _ := rec.Get(pf.pf, i); s.MAC != fmt.Sprintf("02:00:00:00:00:%02x", i) || !s.SpoofChk || s.Trust || s.VLAN != 0 {
+		if s, _ := rec.Get(pf.PF, i); s.MAC != fmt.Sprintf("02:00:00:00:00:%02x", i) || !s.SpoofChk || s.Trust || s.VLAN != 0 {
 			t.Errorf("VF %d settings not restored: %+v", i, s)
 		}
 	}
@@ -136,7 +91,7 @@ func assertHome(t *testing.T, pf *fakePF, rec *recordVFs) {
 func TestPrivilegedSRIOVDeployDestroy(t *testing.T) {
 	f, pf, rec := sriovFixture(t)
 	f.deploy()
-	if got := pf.numVFs(t); got != "2" {
+	if got := pf.NumVFs(t); got != "2" {
 		t.Errorf("sriov_numvfs %s, want 2", got)
 	}
 	for node, want := range map[string]string{"ns1": "vf0", "ns2": "vf1"} {
@@ -150,11 +105,11 @@ func TestPrivilegedSRIOVDeployDestroy(t *testing.T) {
 			t.Errorf("%s:%s: addresses %v, flags %v", node, want, addrs, l.Attrs().Flags)
 		}
 	}
-	if _, err := netlink.LinkByName(pf.vfs[0]); err == nil {
-		t.Errorf("VF %s is still in the host namespace", pf.vfs[0])
+	if _, err := netlink.LinkByName(pf.VFs[0]); err == nil {
+		t.Errorf("VF %s is still in the host namespace", pf.VFs[0])
 	}
 	// Only VF 0 has settings, and only its MAC differs from what it had.
-	want := fmt.Sprintf("%s vf 0 mac ea:0c:48:be:43:09 vlan 0 qos 0 spoofchk true trust false", pf.pf)
+	want := fmt.Sprintf("%s vf 0 mac ea:0c:48:be:43:09 vlan 0 qos 0 spoofchk true trust false", pf.PF)
 	if len(rec.calls) != 1 || rec.calls[0] != want {
 		t.Fatalf("PF calls %q, want [%q]", rec.calls, want)
 	}
@@ -214,8 +169,8 @@ func TestPrivilegedSRIOVNamespaceDeletedBySomeoneElse(t *testing.T) {
 		t.Fatalf("moved %s to the host, but: %v", devName, err)
 	}
 	must(t, ns.Remove(f.m.netnsDir(), f.ns("ns2")))
-	netDir := filepath.Join(pf.root, "bus/pci/devices", pf.pcis[1], "net")
-	must(t, os.Rename(filepath.Join(netDir, pf.vfs[1]), filepath.Join(netDir, devName)))
+	netDir := filepath.Join(pf.Root, "bus/pci/devices", pf.PCIs[1], "net")
+	must(t, os.Rename(filepath.Join(netDir, pf.VFs[1]), filepath.Join(netDir, devName)))
 	defer func() {
 		if l, err := netlink.LinkByName(devName); err == nil {
 			netlink.LinkDel(l)
@@ -224,11 +179,11 @@ func TestPrivilegedSRIOVNamespaceDeletedBySomeoneElse(t *testing.T) {
 	if _, err := f.m.Destroy(f.lab.Name); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := netlink.LinkByName(pf.vfs[1]); err != nil {
-		t.Errorf("VF %s was not renamed back from %s: %v", pf.vfs[1], devName, err)
+	if _, err := netlink.LinkByName(pf.VFs[1]); err != nil {
+		t.Errorf("VF %s was not renamed back from %s: %v", pf.VFs[1], devName, err)
 	}
-	if _, err := netlink.LinkByName(pf.vfs[0]); err != nil {
-		t.Errorf("VF %s not moved back: %v", pf.vfs[0], err)
+	if _, err := netlink.LinkByName(pf.VFs[0]); err != nil {
+		t.Errorf("VF %s not moved back: %v", pf.VFs[0], err)
 	}
 	f.assertGone()
 	_ = rec
@@ -238,7 +193,7 @@ func TestPrivilegedSRIOVNamespaceDeletedBySomeoneElse(t *testing.T) {
 // errors and nothing changed.
 func TestPrivilegedSRIOVRefusals(t *testing.T) {
 	f, pf, _ := sriovFixture(t)
-	dev := filepath.Join(pf.root, "class/net", pf.pf, "device")
+	dev := filepath.Join(pf.Root, "class/net", pf.PF, "device")
 	must(t, os.WriteFile(filepath.Join(dev, "sriov_totalvfs"), []byte("1\n"), 0o644))
 	_, err := f.m.Deploy(context.Background(), f.lab, f.lab.File, f.source)
 	if err == nil || !strings.Contains(err.Error(), "supports at most 1 VFs") {
@@ -255,7 +210,14 @@ func TestPrivilegedSRIOVRefusals(t *testing.T) {
 		t.Errorf("no PF: %v", err)
 	}
 	f.assertGone()
-	if _, err := netlink.LinkByName(pf.vfs[0]); err != nil {
-		t.Errorf("a refused deploy touched VF %s: %v", pf.vfs[0], err)
+	if _, err := netlink.LinkByName(pf.VFs[0]); err != nil {
+		t.Errorf("a refused deploy touched VF %s: %v", pf.VFs[0], err)
+	}
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
 	}
 }

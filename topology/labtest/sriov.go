@@ -1,0 +1,61 @@
+package labtest
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/vishvananda/netlink"
+)
+
+// FakePF is a fake sysfs tree (under Root, standing for /sys) with one
+// SR-IOV PF whose VF netdevs are real veth ends in the host namespace
+// (there is no SR-IOV hardware here). The test's cleanup deletes them.
+type FakePF struct {
+	Root string
+	PF   string
+	VFs  []string // host names of the stand-in VF netdevs
+	PCIs []string // their fake PCI addresses
+}
+
+// NewFakePF builds the tree with n VFs, 8 supported and sriov_numvfs 0.
+func NewFakePF(t *testing.T, n int) *FakePF {
+	t.Helper()
+	f := &FakePF{Root: t.TempDir(), PF: Name("pf")}
+	dev := filepath.Join(f.Root, "class/net", f.PF, "device")
+	check := func(err error) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	check(os.MkdirAll(dev, 0o755))
+	check(os.WriteFile(filepath.Join(dev, "sriov_totalvfs"), []byte("8\n"), 0o644))
+	check(os.WriteFile(filepath.Join(dev, "sriov_numvfs"), []byte("0\n"), 0o644))
+	for i := 0; i < n; i++ {
+		name := Name("vf")
+		attrs := netlink.NewLinkAttrs()
+		attrs.Name = name
+		check(netlink.LinkAdd(&netlink.Veth{LinkAttrs: attrs, PeerName: Name("vp")}))
+		t.Cleanup(func() {
+			if l, err := netlink.LinkByName(name); err == nil {
+				netlink.LinkDel(l)
+			}
+		})
+		pci := fmt.Sprintf("0000:00:0%d.%d", n, i+1)
+		check(os.MkdirAll(filepath.Join(f.Root, "bus/pci/devices", pci, "net", name), 0o755))
+		check(os.Symlink(filepath.Join("../../../../bus/pci/devices", pci), filepath.Join(dev, fmt.Sprintf("virtfn%d", i))))
+		f.VFs, f.PCIs = append(f.VFs, name), append(f.PCIs, pci)
+	}
+	return f
+}
+
+// NumVFs reads the PF's sriov_numvfs.
+func (f *FakePF) NumVFs(t *testing.T) string {
+	b, err := os.ReadFile(filepath.Join(f.Root, "class/net", f.PF, "device/sriov_numvfs"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strings.TrimSpace(string(b))
+}
