@@ -401,3 +401,24 @@ nodes:
 		}
 	}
 }
+
+// TestPrivilegedSRIOVWithoutThePF: on a machine without the example's PF,
+// deploy says so and changes nothing.
+func TestPrivilegedSRIOVWithoutThePF(t *testing.T) {
+	labtest.SkipUnlessRoot(t)
+	if _, err := os.Stat("/sys/class/net/ens4f0np0"); err == nil {
+		t.Skip("this machine has ens4f0np0")
+	}
+	c := newCLI(t)
+	file, name := labFile(t, "sriov-vfs.yaml")
+	code, _, errOut := c.run("deploy", file)
+	if code != 1 || !strings.Contains(errOut, "PF ens4f0np0 does not exist on this machine") || !strings.Contains(errOut, "nothing was changed") {
+		t.Fatalf("deploy: %d %s", code, errOut)
+	}
+	if left := nsLeft(name, "ns1", "ns2"); len(left) > 0 {
+		t.Errorf("left %v", left)
+	}
+	if _, err := os.Stat(filepath.Join(c.stateDir, name+".json")); err == nil {
+		t.Errorf("a refused deploy wrote state")
+	}
+}

@@ -188,7 +188,7 @@ func (m *Manager) vfsInUse(s sysfs, pf string, n int) string {
 }
 
 // vfWait bounds the wait for VF netdevs after sriov_numvfs is written.
-const vfWait = 10 * time.Second
+var vfWait = 10 * time.Second // a variable so tests can shorten it
 
 // preparePF makes pf have at least the VFs the lab needs and records what
 // it changes. It runs in the host namespace.

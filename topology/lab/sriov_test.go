@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/nslab/nslab/topology/labtest"
 	"github.com/nslab/nslab/topology/ns"
@@ -220,4 +221,22 @@ func must(t *testing.T, err error) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestPrivilegedSRIOVNetdevTimeout: a VF whose netdev never appears (VF
+// driver missing, or bound to vfio) fails the deploy with a clear error
+// after a bounded wait, and everything is rolled back.
+func TestPrivilegedSRIOVNetdevTimeout(t *testing.T) {
+	f, pf, rec := sriovFixture(t)
+	defer func(w time.Duration) { vfWait = w }(vfWait)
+	vfWait = 200 * time.Millisecond
+	dir := filepath.Join(pf.Root, "bus/pci/devices", pf.PCIs[1], "net")
+	must(t, os.Rename(filepath.Join(dir, pf.VFs[1]), filepath.Join(pf.Root, "hidden")))
+	_, err := f.m.Deploy(context.Background(), f.lab, f.lab.File, f.source)
+	if err == nil || !strings.Contains(err.Error(), "VF 1 of "+pf.PF+" has no netdev after 200ms") {
+		t.Fatalf("got %v", err)
+	}
+	must(t, os.Rename(filepath.Join(pf.Root, "hidden"), filepath.Join(dir, pf.VFs[1])))
+	f.assertGone()
+	assertHome(t, pf, rec)
 }
