@@ -10,7 +10,6 @@ import (
 
 	"github.com/nslab/nslab/pktgen/engine"
 	"github.com/nslab/nslab/topology/labtest"
-	"github.com/nslab/nslab/topology/ns"
 )
 
 // TestPrivilegedNoPktgenOnThisKernel runs the kernel engine for real in a
@@ -23,21 +22,10 @@ func TestPrivilegedNoPktgenOnThisKernel(t *testing.T) {
 		t.Skip("this kernel has pktgen")
 	}
 	dir := t.TempDir()
-	c, err := ns.NewCreator(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := labtest.Name("pg")
-	n, err := c.Create(name, nil)
-	c.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.Close()
-	defer ns.Remove(dir, name)
+	name := labtest.Namespace(t, dir)
 	job := engine.Job{NetnsDir: dir, Namespace: name, Interface: "lo", Count: 1, Frame: 64,
 		DstIP: netip.MustParseAddr("127.0.0.1"), DstMAC: mac("02:00:00:00:00:01")}
-	_, err = KernelEngine{}.Run(context.Background(), job)
+	_, err := KernelEngine{}.Run(context.Background(), job)
 	if !errors.Is(err, ErrNoPktgen) || !strings.Contains(err.Error(), "CONFIG_NET_PKTGEN") || !strings.Contains(err.Error(), name) {
 		t.Fatalf("got %v", err)
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/nslab/nslab/pktgen/engine"
 	"github.com/nslab/nslab/pktgen/userspace"
 	"github.com/nslab/nslab/topology/labtest"
-	"github.com/nslab/nslab/topology/ns"
 )
 
 // TestPrivilegedAutoPicksUserspaceWithoutPktgen runs on a kernel without
@@ -23,25 +22,7 @@ func TestPrivilegedAutoPicksUserspaceWithoutPktgen(t *testing.T) {
 		t.Skip("this kernel has pktgen")
 	}
 	dir := t.TempDir()
-	c, err := ns.NewCreator(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := labtest.Name("au")
-	n, err := c.Create(name, nil)
-	c.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ns.Remove(dir, name)
-	h, err := n.NetlinkHandle()
-	n.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	lo, _ := h.LinkByName("lo")
-	h.LinkSetUp(lo)
+	name := labtest.Namespace(t, dir)
 	job := engine.Job{NetnsDir: dir, Namespace: name, Interface: "lo", Count: 10, Frame: 64,
 		DstIP: netip.MustParseAddr("127.0.0.1"), DstMAC: net.HardwareAddr{0, 0, 0, 0, 0, 0}}
 	res, err := Engine{}.Run(context.Background(), job)

@@ -11,32 +11,13 @@ import (
 
 	"github.com/nslab/nslab/pktgen/engine"
 	"github.com/nslab/nslab/topology/labtest"
-	"github.com/nslab/nslab/topology/ns"
 )
 
 // TestVMAutoPicksPktgen: on a kernel with pktgen, auto runs the kernel
 // engine and says why.
 func TestVMAutoPicksPktgen(t *testing.T) {
 	dir := t.TempDir()
-	c, err := ns.NewCreator(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := labtest.Name("au")
-	n, err := c.Create(name, nil)
-	c.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ns.Remove(dir, name)
-	h, err := n.NetlinkHandle()
-	n.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	lo, _ := h.LinkByName("lo")
-	h.LinkSetUp(lo)
+	name := labtest.Namespace(t, dir)
 	job := engine.Job{NetnsDir: dir, Namespace: name, Interface: "lo", Count: 10, Frame: 64,
 		DstIP: netip.MustParseAddr("127.0.0.1"), DstMAC: net.HardwareAddr{0, 0, 0, 0, 0, 0}}
 	res, err := Engine{}.Run(context.Background(), job)

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/labtest"
+	"github.com/nslab/nslab/topology/labtest/labdeploy"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/sample"
 	"github.com/nslab/nslab/topology/spec"
@@ -18,23 +18,7 @@ import (
 
 func deployCRS(t *testing.T) *spec.Lab {
 	t.Helper()
-	labtest.SkipUnlessRoot(t)
-	data, err := os.ReadFile("../../examples/client-router-server.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := labtest.Name("b")
-	src := labtest.Rename(data, name)
-	l, err := spec.Parse(name+".yaml", src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := &lab.Manager{StateDir: t.TempDir()}
-	if _, err := m.Deploy(context.Background(), l, l.File, src); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Destroy(l.Name) })
-	return l
+	return labdeploy.Example(t, "client-router-server.yaml", "b")
 }
 
 // TestPrivilegedBenchAccountsExactly: a count run at a rate the path holds
@@ -118,17 +102,7 @@ func TestPrivilegedLossIsNamed(t *testing.T) {
 		t.Fatal(err)
 	}
 	data = bytes.Replace(data, []byte("veth1-peer: {addresses: [10.0.1.254/24]}"), []byte("veth1-peer: {addresses: [10.0.1.254/24], mtu: 600}"), 1)
-	name := labtest.Name("b")
-	src := labtest.Rename(data, name)
-	l, err := spec.Parse(name+".yaml", src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := &lab.Manager{StateDir: t.TempDir()}
-	if _, err := m.Deploy(context.Background(), l, l.File, src); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Destroy(l.Name) })
+	l := labdeploy.Deploy(t, labtest.Rename(data, labtest.Name("b")))
 	tr := *l.TrafficRun("forward")
 	tr.Duration, tr.Count, tr.RatePPS, tr.Engine = 0, 3000, 50000, "userspace"
 	rep, err := Run(context.Background(), l, &tr, 1000, Options{})

@@ -13,8 +13,7 @@ import (
 	"time"
 
 	"github.com/nslab/nslab/pktgen/engine"
-	"github.com/nslab/nslab/topology/lab"
-	"github.com/nslab/nslab/topology/labtest"
+	"github.com/nslab/nslab/topology/labtest/labdeploy"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/vishvananda/netlink"
@@ -33,22 +32,7 @@ type crs struct {
 
 func deployCRS(t *testing.T) *crs {
 	t.Helper()
-	labtest.SkipUnlessRoot(t)
-	name := labtest.Name("u")
-	data, err := readExample()
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := labtest.Rename(data, name)
-	l, err := spec.Parse(name+".yaml", src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := &lab.Manager{StateDir: t.TempDir()}
-	if _, err := m.Deploy(context.Background(), l, l.File, src); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Destroy(l.Name) })
+	l := labdeploy.Example(t, "client-router-server.yaml", "u")
 	c := &crs{t: t, l: l}
 	c.routerMAC = c.link("ns2", "veth1-peer").Attrs().HardwareAddr
 	c.sink()
@@ -60,10 +44,6 @@ func deployCRS(t *testing.T) *crs {
 		t.Fatalf("priming: server received %d packets, want the router's ARP request and the packet", got)
 	}
 	return c
-}
-
-func readExample() ([]byte, error) {
-	return os.ReadFile("../../examples/client-router-server.yaml")
 }
 
 func (c *crs) ns(node string) string { return c.l.Namespace(node) }

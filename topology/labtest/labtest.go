@@ -130,3 +130,34 @@ func Checksum(b []byte) uint16 {
 
 // Root reports whether privileged tests and benchmarks can run.
 func Root() bool { return os.Geteuid() == 0 }
+
+// Namespace creates a throwaway named namespace under dir with lo up, and
+// removes it when the test ends.
+func Namespace(t *testing.T, dir string) string {
+	t.Helper()
+	c, err := ns.NewCreator(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := Name("n")
+	n, err := c.Create(name, nil)
+	c.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	t.Cleanup(func() { ns.Remove(dir, name) })
+	h, err := n.NetlinkHandle()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	lo, err := h.LinkByName("lo")
+	if err == nil {
+		err = h.LinkSetUp(lo)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return name
+}

@@ -2,12 +2,11 @@ package sample
 
 import (
 	"context"
-	"os"
 	"testing"
 	"time"
 
-	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/labtest"
+	"github.com/nslab/nslab/topology/labtest/labdeploy"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 )
@@ -32,23 +31,7 @@ func TestRatesAndSteady(t *testing.T) {
 
 // deployPair deploys examples/pair.yaml under a random name.
 func deployPair(t *testing.T) *spec.Lab {
-	labtest.SkipUnlessRoot(t)
-	data, err := os.ReadFile("../../examples/pair.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	name := labtest.Name("s")
-	src := labtest.Rename(data, name)
-	l, err := spec.Parse(name+".yaml", src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	m := &lab.Manager{StateDir: t.TempDir()}
-	if _, err := m.Deploy(context.Background(), l, l.File, src); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { m.Destroy(l.Name) })
-	return l
+	return labdeploy.Example(t, "pair.yaml", "s")
 }
 
 // TestPrivilegedCountsMatchPing sends a known number of pings and checks
