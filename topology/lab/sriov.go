@@ -104,6 +104,8 @@ type VFRecord struct {
 	Node     string     `json:"node"`
 	NS       string     `json:"namespace"`
 	Name     string     `json:"name"` // its name in the node
+	OrigMTU  int        `json:"orig_mtu,omitempty"`
+	OrigAddr string     `json:"orig_hwaddr,omitempty"` // the netdev's own MAC
 	Orig     VFSettings `json:"orig"`
 	Set      bool       `json:"set,omitempty"`   // PF-side settings were (about to be) changed
 	Moved    bool       `json:"moved,omitempty"` // the netdev was (about to be) moved into the node
@@ -256,7 +258,12 @@ func (d *deployer) handVF(pf *spec.PF, vf *spec.VF) error {
 		return fmt.Errorf("VF %d of %s: %w", vf.Index, pf.Name, err)
 	}
 	host := s.netdevOf(pci)
-	rec := VFRecord{Index: vf.Index, PCI: pci, OrigName: host, Node: vf.Node, NS: d.lab.Namespace(vf.Node), Name: vf.Name, Moved: true}
+	link, err := netlink.LinkByName(host)
+	if err != nil {
+		return fmt.Errorf("VF netdev %s: %w", host, err)
+	}
+	rec := VFRecord{Index: vf.Index, PCI: pci, OrigName: host, Node: vf.Node, NS: d.lab.Namespace(vf.Node), Name: vf.Name, Moved: true,
+		OrigMTU: link.Attrs().MTU, OrigAddr: link.Attrs().HardwareAddr.String()}
 	// PF-side settings are read (to restore them) and written only when
 	// the lab asks for some.
 	var want VFSettings
@@ -280,10 +287,6 @@ func (d *deployer) handVF(pf *spec.PF, vf *spec.VF) error {
 			return err
 		}
 	}
-	link, err := netlink.LinkByName(host)
-	if err != nil {
-		return fmt.Errorf("VF netdev %s: %w", host, err)
-	}
 	if err := netlink.LinkSetNsFd(link, d.nss[vf.Node].Fd()); err != nil {
 		return fmt.Errorf("move VF %s into %s: %w", host, vf.Node, err)
 	}
@@ -297,6 +300,19 @@ func (d *deployer) handVF(pf *spec.PF, vf *spec.VF) error {
 	}
 	if err := h.LinkSetAlias(moved, linkMarker(d.lab.Name)); err != nil {
 		return fmt.Errorf("mark VF %s:%s: %w", vf.Node, vf.Name, err)
+	}
+	// Interface settings of its node, as for any interface.
+	if i := d.lab.Node(vf.Node).Interface(vf.Name); i != nil {
+		if i.MTU != 0 {
+			if err := h.LinkSetMTU(moved, i.MTU); err != nil {
+				return fmt.Errorf("set mtu %d on VF %s:%s: %w", i.MTU, vf.Node, vf.Name, err)
+			}
+		}
+		if i.MAC != nil {
+			if err := h.LinkSetHardwareAddr(moved, i.MAC); err != nil {
+				return fmt.Errorf("set MAC %s on VF %s:%s: %w", i.MAC, vf.Node, vf.Name, err)
+			}
+		}
 	}
 	if err := h.LinkSetUp(moved); err != nil {
 		return fmt.Errorf("set VF %s:%s up: %w", vf.Node, vf.Name, err)
@@ -383,8 +399,16 @@ func (m *Manager) restoreVF(s sysfs, labName, pf string, r VFRecord) error {
 				return fmt.Errorf("rename VF %s back to %s: %w", cur, r.OrigName, err)
 			}
 		}
-		if l, err := netlink.LinkByName(r.OrigName); err == nil && strings.HasPrefix(l.Attrs().Alias, markerPrefix) {
-			netlink.LinkSetAlias(l, "")
+		if l, err := netlink.LinkByName(r.OrigName); err == nil {
+			if strings.HasPrefix(l.Attrs().Alias, markerPrefix) {
+				netlink.LinkSetAlias(l, "")
+			}
+			if r.OrigMTU != 0 && l.Attrs().MTU != r.OrigMTU {
+				netlink.LinkSetMTU(l, r.OrigMTU)
+			}
+			if mac, err := net.ParseMAC(r.OrigAddr); err == nil && l.Attrs().HardwareAddr.String() != r.OrigAddr {
+				netlink.LinkSetHardwareAddr(l, mac)
+			}
 		}
 	}
 	if r.Set {

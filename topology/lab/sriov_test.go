@@ -59,24 +59,26 @@ func sriovFixture(t *testing.T) (*fixture, *labtest.FakePF, *recordVFs) {
 	data, err := os.ReadFile("../../examples/sriov-vfs.yaml")
 	must(t, err)
 	pf := labtest.NewFakePF(t, 2)
-	f := newFixture(t, strings.ReplaceAll(string(data), "ens4f0np0", pf.PF))
+	y := strings.ReplaceAll(string(data), "ens4f0np0", pf.PF)
+	y = strings.Replace(y, "vf1: {addresses: [192.168.1.12/24]}", "vf1: {addresses: [192.168.1.12/24], mtu: 1400, mac: \"02:00:00:00:0f:01\"}", 1)
+	f := newFixture(t, y)
 	rec := newRecordVFs()
 	f.m.Sysfs, f.m.VFs = pf.Root, rec
 	return f, pf, rec
 }
 
 // assertHome checks every VF is back in the host namespace under its own
-// name, without our marker, and the PF as it was.
+// name, MTU and MAC, without our marker, and the PF as it was.
 func assertHome(t *testing.T, pf *labtest.FakePF, rec *recordVFs) {
 	t.Helper()
-	for _, name := range pf.VFs {
+	for i, name := range pf.VFs {
 		l, err := netlink.LinkByName(name)
 		if err != nil {
 			t.Errorf("VF %s is not back in the host: %v", name, err)
 			continue
 		}
-		if l.Attrs().Alias != "" {
-			t.Errorf("VF %s still carries alias %q", name, l.Attrs().Alias)
+		if l.Attrs().Alias != "" || l.Attrs().MTU != 1500 || l.Attrs().HardwareAddr.String() != pf.MACs[i] {
+			t.Errorf("VF %s came back with alias %q, MTU %d, MAC %s (had %s)", name, l.Attrs().Alias, l.Attrs().MTU, l.Attrs().HardwareAddr, pf.MACs[i])
 		}
 	}
 	if got := pf.NumVFs(t); got != "0" {
@@ -104,6 +106,9 @@ func TestPrivilegedSRIOVDeployDestroy(t *testing.T) {
 		addrs, _ := h.AddrList(l, netlink.FAMILY_V4)
 		if len(addrs) != 1 || l.Attrs().Flags&net.FlagUp == 0 {
 			t.Errorf("%s:%s: addresses %v, flags %v", node, want, addrs, l.Attrs().Flags)
+		}
+		if want == "vf1" && (l.Attrs().MTU != 1400 || l.Attrs().HardwareAddr.String() != "02:00:00:00:0f:01") {
+			t.Errorf("ns2:vf1 MTU %d MAC %s, want the node's 1400 and 02:00:00:00:0f:01", l.Attrs().MTU, l.Attrs().HardwareAddr)
 		}
 	}
 	if _, err := netlink.LinkByName(pf.VFs[0]); err == nil {

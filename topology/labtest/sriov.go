@@ -18,6 +18,7 @@ type FakePF struct {
 	PF   string
 	VFs  []string // host names of the stand-in VF netdevs
 	PCIs []string // their fake PCI addresses
+	MACs []string // their MACs when created
 }
 
 // NewFakePF builds the tree with n VFs, 8 supported and sriov_numvfs 0.
@@ -43,6 +44,9 @@ func NewFakePF(t *testing.T, n int) *FakePF {
 				netlink.LinkDel(l)
 			}
 		})
+		l, err := netlink.LinkByName(name)
+		check(err)
+		f.MACs = append(f.MACs, l.Attrs().HardwareAddr.String())
 		pci := fmt.Sprintf("0000:00:0%d.%d", n, i+1)
 		check(os.MkdirAll(filepath.Join(f.Root, "bus/pci/devices", pci, "net", name), 0o755))
 		check(os.Symlink(filepath.Join("../../../../bus/pci/devices", pci), filepath.Join(dev, fmt.Sprintf("virtfn%d", i))))

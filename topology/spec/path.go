@@ -184,6 +184,13 @@ func (l *Lab) resolve(egress Endpoint, gw netip.Addr, owner map[netip.Addr]Endpo
 		return Endpoint{}, nil, fmt.Errorf("gateway %s of %s is no address of the lab", gw, egress.Node)
 	}
 	n := l.Node(egress.Node)
+	// VFs of one PF reach each other through the NIC's embedded switch.
+	if pf, _ := l.VFOf(egress.Node, egress.Interface); pf != nil {
+		if other, _ := l.VFOf(want.Node, want.Interface); other == pf {
+			return want, nil, nil
+		}
+		return Endpoint{}, nil, fmt.Errorf("%s is a VF of %s; %s (%s) is not on that PF's switch", egress, pf.Name, gw, want)
+	}
 	var ports []string // the veth ends the frame leaves on
 	if b := n.Bridge(egress.Interface); b != nil {
 		ports = b.Ports

@@ -25,6 +25,7 @@ func TestPathOfExamples(t *testing.T) {
 		{"pair.yaml", "ns1:veth1", "192.168.1.12", "ns1>veth1 veth2>ns2", "ns2:veth2"},
 		{"switch.yaml", "h1:eth0", "192.168.9.12", "h1>eth0 p1>sw>p2(L2) eth0>h2", "h2:eth0"},
 		{"switch.yaml", "h1:eth0", "192.168.9.1", "h1>eth0 br0>sw", "sw:br0"},
+		{"sriov-vfs.yaml", "ns1:vf0", "192.168.1.12", "ns1>vf0 vf1>ns2", "ns2:vf1"},
 	}
 	for _, c := range cases {
 		t.Run(c.file+" "+c.from+" "+c.to, func(t *testing.T) {
