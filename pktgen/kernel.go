@@ -72,11 +72,7 @@ func JobFor(j engine.Job, kind string, mtu int) (*Job, error) {
 // Run implements engine.Engine: it runs the job with pktgen in the job's
 // namespace.
 func (e KernelEngine) Run(ctx context.Context, j engine.Job) (*engine.Result, error) {
-	dir := j.NetnsDir
-	if dir == "" {
-		dir = ns.DefaultDir
-	}
-	n, err := ns.Open(dir, j.Namespace)
+	n, err := j.OpenSender()
 	if err != nil {
 		return nil, err
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/nslab/nslab/pktgen"
 	"github.com/nslab/nslab/pktgen/engine"
 	"github.com/nslab/nslab/pktgen/userspace"
-	"github.com/nslab/nslab/topology/ns"
 )
 
 // Engine chooses an engine per run. It implements engine.Engine.
@@ -22,11 +21,7 @@ func (Engine) Name() string { return "auto" }
 
 // Select returns the engine for the job and the reason for the choice.
 func Select(j engine.Job) (engine.Engine, string, error) {
-	dir := j.NetnsDir
-	if dir == "" {
-		dir = ns.DefaultDir
-	}
-	n, err := ns.Open(dir, j.Namespace)
+	n, err := j.OpenSender()
 	if err != nil {
 		return nil, "", err
 	}

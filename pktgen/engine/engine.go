@@ -9,6 +9,8 @@ import (
 	"net"
 	"net/netip"
 	"time"
+
+	"github.com/nslab/nslab/topology/ns"
 )
 
 // Engine generates the traffic of a job.
@@ -79,4 +81,14 @@ type ThreadResult struct {
 	Elapsed time.Duration
 	PPS     float64
 	Mbps    float64
+}
+
+// OpenSender opens the sender's namespace (named under NetnsDir, or
+// /run/netns). The caller closes it.
+func (j Job) OpenSender() (*ns.NS, error) {
+	dir := j.NetnsDir
+	if dir == "" {
+		dir = ns.DefaultDir
+	}
+	return ns.Open(dir, j.Namespace)
 }

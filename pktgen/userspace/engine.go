@@ -137,11 +137,7 @@ func (e Engine) Run(ctx context.Context, j engine.Job) (*engine.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir := j.NetnsDir
-	if dir == "" {
-		dir = ns.DefaultDir
-	}
-	n, err := ns.Open(dir, j.Namespace)
+	n, err := j.OpenSender()
 	if err != nil {
 		return nil, err
 	}
