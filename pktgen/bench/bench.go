@@ -60,16 +60,9 @@ func Run(ctx context.Context, l *spec.Lab, t *spec.Traffic, frame int, o Options
 		return nil, err
 	}
 	defer sink.Close()
-	targets, roles := targets(l, path), roles(path.Hops)
-	if len(o.Measure) > 0 {
-		targets, roles = nil, nil
-		for i, e := range o.Measure {
-			if l.Node(e.Node) == nil {
-				return nil, fmt.Errorf("--measure %s: no node %s in the lab", e, e.Node)
-			}
-			targets = append(targets, sample.Target{Node: e.Node, Namespace: l.Namespace(e.Node), Interface: e.Interface})
-			roles = append(roles, map[bool]string{true: "receiver", false: "measured"}[i == len(o.Measure)-1])
-		}
+	targets, roles, err := measured(l, path, o.Measure)
+	if err != nil {
+		return nil, err
 	}
 	s, err := sample.New(o.NetnsDir, targets)
 	if err != nil {
@@ -85,12 +78,10 @@ func Run(ctx context.Context, l *spec.Lab, t *spec.Traffic, frame int, o Options
 	routers := routerNodes(path)
 	// The baselines are read before the engine starts, so nothing it sends
 	// is missed.
-	mib0, err := readMIBs(o.NetnsDir, l, routers)
+	before, err := snapshot(o.NetnsDir, l, routers)
 	if err != nil {
 		return nil, err
 	}
-	cpu0 := cpuTimes()
-	sn0u, sq0u := softnet()
 	base, err := s.Read()
 	if err != nil {
 		return nil, err
@@ -107,25 +98,12 @@ func Run(ctx context.Context, l *spec.Lab, t *spec.Traffic, frame int, o Options
 	}()
 	res, runErr := eng.Run(ctx, job)
 	settle(s)
-	cpu1 := cpuTimes()
-	sn1, sq1 := softnet()
-	mib1, err := readMIBs(o.NetnsDir, l, routers)
+	after, err := snapshot(o.NetnsDir, l, routers)
+	stop()
 	if err != nil {
-		stop()
 		return nil, err
 	}
-	stop()
-	rep.CPU = cpuUse(cpu0, cpu1)
-	rep.Softnet = Softnet{Dropped: sn1 - sn0u, TimeSqueeze: sq1 - sq0u}
-	for _, r := range routers {
-		rd := RouterDrops{Node: r, Forwarded: mib1[r]["ForwDatagrams"] - mib0[r]["ForwDatagrams"], Discards: map[string]uint64{}}
-		for _, k := range ipDiscards {
-			if d := mib1[r][k] - mib0[r][k]; d > 0 {
-				rd.Discards[k] = d
-			}
-		}
-		rep.Routers = append(rep.Routers, rd)
-	}
+	rep.hostCounters(before, after, routers)
 	rep.Env = environment()
 	rep.Env.LabHash, rep.Env.NSLab = o.LabHash, o.Version
 	if res != nil {
@@ -156,6 +134,55 @@ func engineVersion(dir, nsName, engineName, nslab string) string {
 	}
 	defer n.Close()
 	return "pktgen " + pktgen.Version(n)
+}
+
+// measured returns the interfaces to sample and their roles: the path's,
+// or the ones given with --measure (the last is the receiver).
+func measured(l *spec.Lab, path *spec.Path, measure []spec.Endpoint) ([]sample.Target, []string, error) {
+	if len(measure) == 0 {
+		return targets(l, path), roles(path.Hops), nil
+	}
+	var ts []sample.Target
+	var rs []string
+	for i, e := range measure {
+		if l.Node(e.Node) == nil {
+			return nil, nil, fmt.Errorf("--measure %s: no node %s in the lab", e, e.Node)
+		}
+		ts = append(ts, sample.Target{Node: e.Node, Namespace: l.Namespace(e.Node), Interface: e.Interface})
+		rs = append(rs, map[bool]string{true: "receiver", false: "measured"}[i == len(measure)-1])
+	}
+	return ts, rs, nil
+}
+
+// hostState is what a run reads besides interface counters: CPU times,
+// softnet, and each router's IP counters.
+type hostState struct {
+	cpu               map[string][]uint64
+	dropped, squeezed uint64
+	mib               map[string]map[string]uint64
+}
+
+func snapshot(dir string, l *spec.Lab, routers []string) (hostState, error) {
+	h := hostState{cpu: cpuTimes()}
+	h.dropped, h.squeezed = softnet()
+	var err error
+	h.mib, err = readMIBs(dir, l, routers)
+	return h, err
+}
+
+// hostCounters puts the change between two snapshots into the report.
+func (r *Report) hostCounters(before, after hostState, routers []string) {
+	r.CPU = cpuUse(before.cpu, after.cpu)
+	r.Softnet = Softnet{Dropped: after.dropped - before.dropped, TimeSqueeze: after.squeezed - before.squeezed}
+	for _, n := range routers {
+		rd := RouterDrops{Node: n, Forwarded: after.mib[n]["ForwDatagrams"] - before.mib[n]["ForwDatagrams"], Discards: map[string]uint64{}}
+		for _, k := range ipDiscards {
+			if d := after.mib[n][k] - before.mib[n][k]; d > 0 {
+				rd.Discards[k] = d
+			}
+		}
+		r.Routers = append(r.Routers, rd)
+	}
 }
 
 // routerNodes lists the nodes that route on the path (not switches).
