@@ -61,6 +61,33 @@ func newFixture(t *testing.T, topo string) *fixture {
 	return f
 }
 
+// failEachStep fails each step of the plan in turn through the seam and
+// checks the deploy names the step, rolls back cleanly, and that check
+// holds afterwards.
+func (f *fixture) failEachStep(check func()) {
+	f.t.Helper()
+	steps := Plan(f.lab)
+	seam := errors.New("injected failure")
+	for k := range steps {
+		f.m.BeforeStep = func(_ context.Context, i int, _ Step) error {
+			if i == k {
+				return seam
+			}
+			return nil
+		}
+		_, err := f.m.Deploy(context.Background(), f.lab, f.lab.File, f.source)
+		var se *StepError
+		if !errors.As(err, &se) || se.Index != k || !errors.Is(err, seam) || se.RollbackErr != nil {
+			f.t.Fatalf("fail at step %d (%s): got %v", k, steps[k].Name, err)
+		}
+		if !strings.Contains(err.Error(), steps[k].Name) {
+			f.t.Errorf("error does not name the step: %v", err)
+		}
+		check()
+	}
+	f.m.BeforeStep = nil
+}
+
 func (f *fixture) deploy() {
 	f.t.Helper()
 	if _, err := f.m.Deploy(context.Background(), f.lab, f.lab.File, f.source); err != nil {
@@ -185,26 +212,8 @@ links:
 	if len(steps) < 20 {
 		t.Fatalf("plan has %d steps, want every kind", len(steps))
 	}
-	seam := errors.New("injected failure")
-	for k := range steps {
-		f.m.BeforeStep = func(_ context.Context, i int, _ Step) error {
-			if i == k {
-				return seam
-			}
-			return nil
-		}
-		_, err := f.m.Deploy(context.Background(), f.lab, f.lab.File, f.source)
-		var se *StepError
-		if !errors.As(err, &se) || se.Index != k || !errors.Is(err, seam) || se.RollbackErr != nil {
-			t.Fatalf("fail at step %d (%s): got %v", k, steps[k].Name, err)
-		}
-		if !strings.Contains(err.Error(), steps[k].Name) {
-			t.Errorf("error does not name the step: %v", err)
-		}
-		f.assertGone()
-	}
+	f.failEachStep(f.assertGone)
 	// And the whole plan works, end to end.
-	f.m.BeforeStep = nil
 	f.deploy()
 	f.ping("a", "10.0.2.1")
 	f.ping("c", "10.0.1.1")

@@ -2,7 +2,6 @@ package lab
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -131,23 +130,10 @@ func TestPrivilegedSRIOVDeployDestroy(t *testing.T) {
 
 func TestPrivilegedSRIOVRollbackEveryStep(t *testing.T) {
 	f, pf, rec := sriovFixture(t)
-	steps := Plan(f.lab)
-	seam := errors.New("injected failure")
-	for k := range steps {
-		f.m.BeforeStep = func(_ context.Context, i int, _ Step) error {
-			if i == k {
-				return seam
-			}
-			return nil
-		}
-		_, err := f.m.Deploy(context.Background(), f.lab, f.lab.File, f.source)
-		var se *StepError
-		if !errors.As(err, &se) || se.Index != k || se.RollbackErr != nil {
-			t.Fatalf("fail at step %d (%s): %v", k, steps[k].Name, err)
-		}
+	f.failEachStep(func() {
 		f.assertGone()
 		assertHome(t, pf, rec)
-	}
+	})
 }
 
 // TestPrivilegedSRIOVNamespaceDeletedBySomeoneElse: the kernel hands a
