@@ -71,10 +71,13 @@ func (s Sysctl) ProcPath() string {
 type Interface struct {
 	Name      string
 	Addresses []netip.Prefix
-	MAC       net.HardwareAddr // nil: kernel chooses
-	MTU       int              // 0: kernel default
-	Peer      Endpoint         // the other end of its link; zero for lo and VFs
-	VF        bool             // an SR-IOV VF handed to the node (see Lab.SRIOV)
+	// MAC of a veth end: from the file or derived (see DerivedMAC). Nil
+	// for lo, and for a VF whose entry sets none (it keeps the NIC's).
+	MAC        net.HardwareAddr
+	MTU        int      // 0: kernel default
+	Peer       Endpoint // the other end of its link; zero for lo and VFs
+	VF         bool     // an SR-IOV VF handed to the node (see Lab.SRIOV)
+	MACDerived bool     // MAC was not in the file: nslab derived it
 }
 
 // HasIPv6 reports whether any address is IPv6.

@@ -57,6 +57,7 @@ func validate(r *reporter, lab *Lab, ex *extra) {
 		validateSysctls(r, n)
 	}
 	if len(r.probs) == 0 {
+		assignMACs(lab)
 		validateTraffic(r, lab) // paths are only meaningful in a sound lab
 	}
 }
