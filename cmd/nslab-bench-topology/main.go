@@ -1,6 +1,7 @@
 // Command nslab-bench-topology measures how fast nslab deploys and destroys
 // labs, against the iproute2 shell script a user would otherwise write for
-// the same lab, in the same run on the same machine (make bench-topology).
+// the same lab (nslab deploy --dry-run and destroy --dry-run give it), in the
+// same run on the same machine (make bench-topology).
 //
 // Labs: (a) the client-router-server example; (b) a generated chain of N
 // namespaces joined by N-1 veth pairs with addresses, routes and forwarding.
@@ -95,9 +96,9 @@ func measure(title string, data []byte, runs, scripts int, nslabBin string) row 
 		l, _ := load(data)
 		dir := mustTemp()
 		up, down := filepath.Join(dir, "deploy.sh"), filepath.Join(dir, "destroy.sh")
-		os.WriteFile(up, []byte(deployScript(l)), 0o755)
-		os.WriteFile(down, []byte(destroyScript(l)), 0o755)
-		r.scriptLines = strings.Count(deployScript(l), "\n")
+		os.WriteFile(up, []byte(lab.DeployScript(l, "")), 0o755)
+		os.WriteFile(down, []byte(lab.DestroyScript(l, nil, "", dir)), 0o755)
+		r.scriptLines = strings.Count(lab.DeployScript(l, ""), "\n")
 		sdep = append(sdep, timeCmd("bash", up))
 		sdes = append(sdes, timeCmd("bash", down))
 		checkGone(l)

@@ -15,7 +15,7 @@ func deployCommand() *cli.Command {
 		ArgsUsage: "[FILE]",
 		Flags: []cli.Flag{
 			topoFlag(),
-			&cli.BoolFlag{Name: "dry-run", Usage: "print the plan of kernel changes and change nothing"},
+			&cli.BoolFlag{Name: "dry-run", Usage: "print the equivalent iproute2/sysctl shell script, step for step, and change nothing"},
 		},
 		Action: func(c *cli.Context) error {
 			path, err := topoPath(c)
@@ -27,10 +27,8 @@ func deployCommand() *cli.Command {
 				return err
 			}
 			if c.Bool("dry-run") {
-				for i, s := range lab.Plan(l) {
-					fmt.Fprintf(c.App.Writer, "%3d  %s\n", i+1, s.Name)
-				}
-				return nil
+				_, err := fmt.Fprint(c.App.Writer, lab.DeployScript(l, c.String("sysfs")))
+				return err
 			}
 			if err := lab.CheckPrivileges(); err != nil {
 				return err

@@ -21,8 +21,12 @@ func destroyCommand() *cli.Command {
 			topoFlag(),
 			&cli.StringFlag{Name: "name", Usage: "lab `NAME`"},
 			&cli.BoolFlag{Name: "all", Usage: "every lab nslab deployed on this machine"},
+			&cli.BoolFlag{Name: "dry-run", Usage: "print the equivalent iproute2 shell script and change nothing"},
 		},
 		Action: func(c *cli.Context) error {
+			if c.Bool("dry-run") {
+				return destroyDryRun(c)
+			}
 			if err := lab.CheckPrivileges(); err != nil {
 				return err
 			}
@@ -90,4 +94,29 @@ func labName(c *cli.Context) (string, error) {
 		return "", fmt.Errorf("%s has no readable name: (use --name LAB)", path)
 	}
 	return top.Name, nil
+}
+
+// destroyDryRun prints the destroy script of the lab named by --name or
+// -t FILE: from its state when deployed, else from the file.
+func destroyDryRun(c *cli.Context) error {
+	if c.Bool("all") {
+		return cli.Exit("--dry-run takes one lab: -t FILE or --name LAB", 2)
+	}
+	name, err := labName(c)
+	if err != nil {
+		return err
+	}
+	var file *spec.Lab
+	if c.String("name") == "" {
+		path, _ := topoPath(c)
+		if file, _, err = spec.ReadFile(path); err != nil {
+			return err
+		}
+	}
+	script, err := manager(c).DestroyScript(name, file)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprint(c.App.Writer, script)
+	return err
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/nslab/nslab/pktgen/auto"
 	"github.com/nslab/nslab/pktgen/engine"
 	"github.com/nslab/nslab/pktgen/userspace"
+	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/sample"
 	"github.com/nslab/nslab/topology/spec"
@@ -41,14 +42,19 @@ func Run(ctx context.Context, l *spec.Lab, t *spec.Traffic, frame int, o Options
 	if o.Interval <= 0 {
 		o.Interval = time.Second
 	}
-	path, err := l.PathOf(t.From, t.To)
+	// The same derivation as nslab path: the file's path, confirmed by the
+	// kernel's route lookup in every namespace, MACs read from the kernel.
+	tp, err := (&lab.Manager{NetnsDir: o.NetnsDir}).Trace(l, t.From, t.To)
 	if err != nil {
 		return nil, fmt.Errorf("traffic %s: %w", t.Name, err)
 	}
-	mac, err := readMAC(o.NetnsDir, l.Namespace(path.NextHop.Node), path.NextHop.Interface)
-	if err != nil {
-		return nil, fmt.Errorf("next hop %s: %w", path.NextHop, err)
+	if !tp.Deployed {
+		return nil, fmt.Errorf("traffic %s: lab %s is not deployed", t.Name, l.Name)
 	}
+	if tp.Local {
+		return nil, fmt.Errorf("traffic %s: %s is an address of the sender %s itself", t.Name, t.To, t.From.Node)
+	}
+	path, mac := tp.Path, tp.MACs[0]
 	eng, err := pick(t.Engine)
 	if err != nil {
 		return nil, err
@@ -243,26 +249,6 @@ func targets(l *spec.Lab, p *spec.Path) []sample.Target {
 		}
 	}
 	return out
-}
-
-// readMAC reads an interface's MAC through netlink in its namespace: the
-// destination MAC pktgen needs (it does no ARP).
-func readMAC(dir, nsName, ifname string) (net.HardwareAddr, error) {
-	n, err := ns.Open(dir, nsName)
-	if err != nil {
-		return nil, err
-	}
-	defer n.Close()
-	h, err := n.NetlinkHandle()
-	if err != nil {
-		return nil, err
-	}
-	defer h.Close()
-	link, err := h.LinkByName(ifname)
-	if err != nil {
-		return nil, err
-	}
-	return link.Attrs().HardwareAddr, nil
 }
 
 // openSink binds the run's UDP destination port in the receiver's

@@ -10,13 +10,17 @@ import (
 // Step is one named kernel change of a deploy. The plan is the ordered list
 // of steps; it can be printed (nslab deploy --dry-run) before anything runs.
 type Step struct {
-	Name string
-	do   func(d *deployer) error
+	Name  string
+	Shell []string // the same change as iproute2/sysctl commands (see DeployScript)
+	do    func(d *deployer) error
 }
 
 // Plan returns the steps that deploy lab, in order: namespaces, veth pairs,
 // bridges, per-node settings (IPv6, forwarding, sysctls), addresses, routes.
-func Plan(lab *spec.Lab) []Step {
+func Plan(lab *spec.Lab) []Step { return planFor(lab, "") }
+
+// planFor is Plan with the sysfs root the SR-IOV steps' shell lines name.
+func planFor(lab *spec.Lab, sysfs string) []Step {
 	var steps []Step
 	for _, n := range lab.Nodes {
 		what := "lo up"
@@ -24,41 +28,47 @@ func Plan(lab *spec.Lab) []Step {
 			what += ", " + s
 		}
 		steps = append(steps, Step{
-			Name: fmt.Sprintf("create namespace %s (node %s: %s)", lab.Namespace(n.Name), n.Name, what),
-			do:   func(d *deployer) error { return d.createNamespace(n) },
+			Name:  fmt.Sprintf("create namespace %s (node %s: %s)", lab.Namespace(n.Name), n.Name, what),
+			Shell: shNamespace(lab, n),
+			do:    func(d *deployer) error { return d.createNamespace(n) },
 		})
 	}
 	for _, pf := range lab.SRIOV {
 		steps = append(steps, Step{
-			Name: fmt.Sprintf("make sure PF %s has %d VFs", pf.Name, pf.NumVFs),
-			do:   func(d *deployer) error { return d.preparePF(pf) },
+			Name:  fmt.Sprintf("make sure PF %s has %d VFs", pf.Name, pf.NumVFs),
+			Shell: shPF(pf, sysfs),
+			do:    func(d *deployer) error { return d.preparePF(pf) },
 		})
 		for _, vf := range pf.VFs {
 			steps = append(steps, Step{
-				Name: fmt.Sprintf("hand VF %d of %s to %s as %s", vf.Index, pf.Name, vf.Node, vf.Name),
-				do:   func(d *deployer) error { return d.handVF(pf, vf) },
+				Name:  fmt.Sprintf("hand VF %d of %s to %s as %s", vf.Index, pf.Name, vf.Node, vf.Name),
+				Shell: shVF(lab, pf, vf, sysfs),
+				do:    func(d *deployer) error { return d.handVF(pf, vf) },
 			})
 		}
 	}
 	for _, l := range lab.Links {
 		steps = append(steps, Step{
-			Name: fmt.Sprintf("create veth pair %s <-> %s", l.A, l.B),
-			do:   func(d *deployer) error { return d.createVeth(l) },
+			Name:  fmt.Sprintf("create veth pair %s <-> %s", l.A, l.B),
+			Shell: shVeth(lab, l),
+			do:    func(d *deployer) error { return d.createVeth(l) },
 		})
 	}
 	for _, n := range lab.Nodes {
 		for _, b := range n.Bridges {
 			steps = append(steps, Step{
-				Name: fmt.Sprintf("create bridge %s:%s with ports %s", n.Name, b.Name, strings.Join(b.Ports, ", ")),
-				do:   func(d *deployer) error { return d.createBridge(n, b) },
+				Name:  fmt.Sprintf("create bridge %s:%s with ports %s", n.Name, b.Name, strings.Join(b.Ports, ", ")),
+				Shell: shBridge(lab, n, b),
+				do:    func(d *deployer) error { return d.createBridge(n, b) },
 			})
 		}
 	}
 	for _, n := range lab.Nodes {
 		if what := nodeSettings(n); what != "" {
 			steps = append(steps, Step{
-				Name: fmt.Sprintf("configure node %s: %s", n.Name, what),
-				do:   func(d *deployer) error { return d.configureNode(n) },
+				Name:  fmt.Sprintf("configure node %s: %s", n.Name, what),
+				Shell: shNodeSettings(lab, n),
+				do:    func(d *deployer) error { return d.configureNode(n) },
 			})
 		}
 	}
@@ -66,31 +76,35 @@ func Plan(lab *spec.Lab) []Step {
 		for _, i := range n.Interfaces {
 			for _, a := range i.Addresses {
 				steps = append(steps, Step{
-					Name: fmt.Sprintf("add address %s to %s:%s", a, n.Name, i.Name),
-					do:   func(d *deployer) error { return d.addAddress(n, i.Name, a) },
+					Name:  fmt.Sprintf("add address %s to %s:%s", a, n.Name, i.Name),
+					Shell: []string{shAddress(lab, n, i.Name, a)},
+					do:    func(d *deployer) error { return d.addAddress(n, i.Name, a) },
 				})
 			}
 		}
 		for _, b := range n.Bridges {
 			for _, a := range b.Addresses {
 				steps = append(steps, Step{
-					Name: fmt.Sprintf("add address %s to %s:%s", a, n.Name, b.Name),
-					do:   func(d *deployer) error { return d.addAddress(n, b.Name, a) },
+					Name:  fmt.Sprintf("add address %s to %s:%s", a, n.Name, b.Name),
+					Shell: []string{shAddress(lab, n, b.Name, a)},
+					do:    func(d *deployer) error { return d.addAddress(n, b.Name, a) },
 				})
 			}
 		}
 	}
 	if len(lab.Links) > 0 || hasBridges(lab) {
 		steps = append(steps, Step{
-			Name: "wait until every lab interface is operationally up",
-			do:   func(d *deployer) error { return d.waitLinksUp() },
+			Name:  "wait until every lab interface is operationally up",
+			Shell: shWaitUp(lab),
+			do:    func(d *deployer) error { return d.waitLinksUp() },
 		})
 	}
 	for _, n := range lab.Nodes {
 		for _, r := range n.Routes {
 			steps = append(steps, Step{
-				Name: fmt.Sprintf("add route %s in %s", r, n.Name),
-				do:   func(d *deployer) error { return d.addRoute(n, r) },
+				Name:  fmt.Sprintf("add route %s in %s", r, n.Name),
+				Shell: []string{shRoute(lab, n, r)},
+				do:    func(d *deployer) error { return d.addRoute(n, r) },
 			})
 		}
 	}

@@ -304,6 +304,8 @@ func (d *deployer) addRoute(n *spec.Node, r *spec.Route) error {
 	route := &netlink.Route{Dst: ipNet(r.To), Priority: r.Metric}
 	if r.Via.IsValid() {
 		route.Gw = net.IP(r.Via.AsSlice())
+	} else {
+		route.Scope = netlink.SCOPE_LINK // on-link, as ip route add gives it
 	}
 	if r.Dev != "" {
 		route.LinkIndex = d.index[spec.Endpoint{Node: n.Name, Interface: r.Dev}]

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nslab/nslab/topology/ns"
+
 	"github.com/vishvananda/netlink"
 )
 
@@ -14,11 +16,12 @@ import (
 // SR-IOV PF whose VF netdevs are real veth ends in the host namespace
 // (there is no SR-IOV hardware here). The test's cleanup deletes them.
 type FakePF struct {
-	Root string
-	PF   string
-	VFs  []string // host names of the stand-in VF netdevs
-	PCIs []string // their fake PCI addresses
-	MACs []string // their MACs when created
+	Root  string
+	PF    string
+	VFs   []string // host names of the stand-in VF netdevs
+	PCIs  []string // their fake PCI addresses
+	MACs  []string // their MACs when created
+	Peers []string // the other ends of the stand-in veths, in the host
 }
 
 // NewFakePF builds the tree with n VFs, 8 supported and sriov_numvfs 0.
@@ -35,10 +38,11 @@ func NewFakePF(t *testing.T, n int) *FakePF {
 	check(os.WriteFile(filepath.Join(dev, "sriov_totalvfs"), []byte("8\n"), 0o644))
 	check(os.WriteFile(filepath.Join(dev, "sriov_numvfs"), []byte("0\n"), 0o644))
 	for i := 0; i < n; i++ {
-		name := Name("vf")
+		name, peer := Name("vf"), Name("vp")
 		attrs := netlink.NewLinkAttrs()
 		attrs.Name = name
-		check(netlink.LinkAdd(&netlink.Veth{LinkAttrs: attrs, PeerName: Name("vp")}))
+		check(netlink.LinkAdd(&netlink.Veth{LinkAttrs: attrs, PeerName: peer}))
+		f.Peers = append(f.Peers, peer)
 		t.Cleanup(func() {
 			if l, err := netlink.LinkByName(name); err == nil {
 				netlink.LinkDel(l)
@@ -62,4 +66,51 @@ func (f *FakePF) NumVFs(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// Switch joins the stand-in VFs as a NIC's embedded switch does: their
+// peers move into a throwaway namespace (under dir) and become ports of a
+// bridge there, so traffic between VFs flows. The namespace goes when the
+// test ends, and the veths with it.
+func (f *FakePF) Switch(t *testing.T, dir string) {
+	t.Helper()
+	name := Namespace(t, dir)
+	n, err := ns.Open(dir, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	h, err := n.NetlinkHandle()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	attrs := netlink.NewLinkAttrs()
+	attrs.Name = "esw"
+	br := &netlink.Bridge{LinkAttrs: attrs}
+	if err := h.LinkAdd(br); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range f.Peers {
+		l, err := netlink.LinkByName(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := netlink.LinkSetNsFd(l, n.Fd()); err != nil {
+			t.Fatal(err)
+		}
+		moved, err := h.LinkByName(p)
+		if err == nil {
+			err = h.LinkSetMaster(moved, br)
+		}
+		if err == nil {
+			err = h.LinkSetUp(moved)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := h.LinkSetUp(br); err != nil {
+		t.Fatal(err)
+	}
 }

@@ -13,6 +13,12 @@ type Hop struct {
 	In   string `json:"in,omitempty"`
 	Out  string `json:"out,omitempty"`
 	L2   bool   `json:"l2,omitempty"`
+	// At a hop that routes (Out set, not L2): the address it sends to (a
+	// gateway, or the destination itself when on-link) and the interface
+	// that holds it, whose MAC the frames carry.
+	Via     netip.Addr `json:"via,omitzero"`
+	Gateway bool       `json:"gateway,omitempty"` // Via is a gateway from a route
+	Next    Endpoint   `json:"next,omitzero"`
 }
 
 // Path is the way packets from a sender interface to a destination address
@@ -22,6 +28,10 @@ type Path struct {
 	// NextHop is the interface that receives the sender's frames at the IP
 	// level: its MAC is the destination MAC the engine must use.
 	NextHop Endpoint
+	// Dest is the interface (or bridge) that holds the destination
+	// address; Local says the sender holds it itself (one hop, no wire).
+	Dest  Endpoint
+	Local bool
 }
 
 // maxHops bounds a path, so a routing loop is an error, not a hang.
@@ -31,32 +41,57 @@ const maxHops = 64
 // lab's connected subnets, routes and links. It is pure: the next hop's MAC
 // is read from the kernel by the caller.
 func (l *Lab) PathOf(from Endpoint, to netip.Addr) (*Path, error) {
+	if n := l.Node(from.Node); n == nil || n.Interface(from.Interface) == nil {
+		return nil, fmt.Errorf("%s is not an interface of the lab", from)
+	}
+	p, err := l.Trace(from, to)
+	if err != nil {
+		return nil, err
+	}
+	if p.Local {
+		return nil, fmt.Errorf("%s is an address of the sender %s itself", to, from.Node)
+	}
+	return p, nil
+}
+
+// Trace derives the path from a node to an address of the lab, as PathOf.
+// from.Interface may be empty: the node's route lookup picks the egress.
+// A destination the node holds itself gives a one-hop path marked Local.
+func (l *Lab) Trace(from Endpoint, to netip.Addr) (*Path, error) {
 	owner := l.addressOwners()
 	dst, ok := owner[to]
 	if !ok {
 		return nil, fmt.Errorf("no interface of the lab has address %s: traffic must stay inside the lab", to)
 	}
 	n := l.Node(from.Node)
-	if n == nil || n.Interface(from.Interface) == nil {
+	if n == nil {
+		return nil, fmt.Errorf("node %s is not in the lab", from.Node)
+	}
+	if from.Interface != "" && n.Interface(from.Interface) == nil && n.Bridge(from.Interface) == nil {
 		return nil, fmt.Errorf("%s is not an interface of the lab", from)
 	}
-	p := &Path{Hops: []Hop{{Node: from.Node, Out: from.Interface}}}
 	if dst.Node == from.Node {
-		return nil, fmt.Errorf("%s is an address of the sender %s itself", to, from.Node)
+		return &Path{Hops: []Hop{{Node: from.Node, In: dst.Interface}}, Dest: dst, Local: true}, nil
 	}
 	gw, egress, err := l.lookup(n, to)
 	if err != nil {
 		return nil, err
 	}
+	if from.Interface == "" {
+		from.Interface = egress
+	}
 	if egress != from.Interface {
 		return nil, fmt.Errorf("%s routes %s out of %s, not %s: send from %s:%s or fix the routes", from.Node, to, egress, from.Interface, from.Node, egress)
 	}
+	p := &Path{Hops: []Hop{{Node: from.Node, Out: from.Interface}}, Dest: dst}
 	at := from
 	for len(p.Hops) < maxHops {
 		next, l2, err := l.resolve(at, gw, owner)
 		if err != nil {
 			return nil, err
 		}
+		last := &p.Hops[len(p.Hops)-1]
+		last.Via, last.Gateway, last.Next = gw, gw != to, next
 		p.Hops = append(p.Hops, l2...)
 		if len(p.Hops) == 1+len(l2) {
 			p.NextHop = next
@@ -93,17 +128,8 @@ func family(a netip.Addr) string {
 // addressOwners maps every address of the lab to its interface or bridge.
 func (l *Lab) addressOwners() map[netip.Addr]Endpoint {
 	m := map[netip.Addr]Endpoint{}
-	for _, n := range l.Nodes {
-		for _, i := range n.Interfaces {
-			for _, a := range i.Addresses {
-				m[a.Addr()] = Endpoint{n.Name, i.Name}
-			}
-		}
-		for _, b := range n.Bridges {
-			for _, a := range b.Addresses {
-				m[a.Addr()] = Endpoint{n.Name, b.Name}
-			}
-		}
+	for _, o := range l.Addresses() {
+		m[o.Addr] = o.By
 	}
 	return m
 }
@@ -221,4 +247,68 @@ func (l *Lab) resolve(egress Endpoint, gw netip.Addr, owner map[netip.Addr]Endpo
 		}
 	}
 	return Endpoint{}, nil, fmt.Errorf("%s (%s) is not reachable on the wire of %s", gw, want, egress)
+}
+
+// SourceOf is the source address the file implies for packets from ep to
+// dst, as the kernel picks it: the first address of dst's family on the
+// egress, else the node's first such address.
+func (l *Lab) SourceOf(ep Endpoint, dst netip.Addr) netip.Addr {
+	n := l.Node(ep.Node)
+	if n == nil {
+		return netip.Addr{}
+	}
+	first := func(ps []netip.Prefix) netip.Addr {
+		for _, p := range ps {
+			if p.Addr().Is4() == dst.Is4() {
+				return p.Addr()
+			}
+		}
+		return netip.Addr{}
+	}
+	if i := n.Interface(ep.Interface); i != nil {
+		if a := first(i.Addresses); a.IsValid() {
+			return a
+		}
+	}
+	if b := n.Bridge(ep.Interface); b != nil {
+		if a := first(b.Addresses); a.IsValid() {
+			return a
+		}
+	}
+	for _, i := range n.Interfaces {
+		if a := first(i.Addresses); a.IsValid() {
+			return a
+		}
+	}
+	for _, b := range n.Bridges {
+		if a := first(b.Addresses); a.IsValid() {
+			return a
+		}
+	}
+	return netip.Addr{}
+}
+
+// Addresses lists every address of the lab with the interface or bridge
+// that holds it, in file order.
+func (l *Lab) Addresses() []Owned {
+	var out []Owned
+	for _, n := range l.Nodes {
+		for _, i := range n.Interfaces {
+			for _, a := range i.Addresses {
+				out = append(out, Owned{Addr: a.Addr(), By: Endpoint{n.Name, i.Name}})
+			}
+		}
+		for _, b := range n.Bridges {
+			for _, a := range b.Addresses {
+				out = append(out, Owned{Addr: a.Addr(), By: Endpoint{n.Name, b.Name}})
+			}
+		}
+	}
+	return out
+}
+
+// Owned is an address and the interface that holds it.
+type Owned struct {
+	Addr netip.Addr `json:"addr"`
+	By   Endpoint   `json:"by"`
 }

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/nslab/nslab/topology/lab"
+	"github.com/nslab/nslab/topology/spec"
+	"github.com/urfave/cli/v2"
+)
+
+func pathCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "path",
+		Usage:     "show the hops a packet takes from a node to an address (confirmed by the kernel when deployed)",
+		ArgsUsage: "[FILE] FROM TO   (FROM: NODE or NODE:IF; TO: an address, NODE or NODE:IF)",
+		Flags: []cli.Flag{
+			topoFlag(),
+			&cli.StringFlag{Name: "format", Value: "table", Usage: "table or json"},
+		},
+		Action: func(c *cli.Context) error {
+			args := c.Args().Slice()
+			path := c.String("topo")
+			if path == "" && len(args) == 3 {
+				path, args = args[0], args[1:]
+			}
+			if path == "" || len(args) != 2 {
+				return cli.Exit("usage: nslab path -t FILE FROM TO (e.g. nslab path -t lab.yaml ns1 10.0.2.1)", 2)
+			}
+			l, _, err := spec.ReadFile(path)
+			if err != nil {
+				return err
+			}
+			from, to, err := pathEnds(l, args[0], args[1])
+			if err != nil {
+				return cli.Exit(err.Error(), 2)
+			}
+			tp, err := manager(c).Trace(l, from, to)
+			var kd *lab.KernelDisagrees
+			if errors.As(err, &kd) {
+				printPath(c.App.Writer, l, kd.Path)
+				return err
+			}
+			if err != nil {
+				return fmt.Errorf("%s cannot reach %s: %w", args[0], to, err)
+			}
+			switch c.String("format") {
+			case "json":
+				return writePathJSON(c.App.Writer, tp)
+			case "table":
+				printPath(c.App.Writer, l, tp)
+				return nil
+			}
+			return cli.Exit("--format is table or json", 2)
+		},
+	}
+}
+
+// pathEnds resolves FROM (NODE or NODE:IF) and TO (an address, or NODE or
+// NODE:IF standing for its first address, IPv4 first).
+func pathEnds(l *spec.Lab, fromArg, toArg string) (spec.Endpoint, netip.Addr, error) {
+	node, iface, _ := strings.Cut(fromArg, ":")
+	if l.Node(node) == nil {
+		return spec.Endpoint{}, netip.Addr{}, fmt.Errorf("FROM: node %q is not in lab %s (nodes: %s)", node, l.Name, nodeList(l))
+	}
+	from := spec.Endpoint{Node: node, Interface: iface}
+	if a, err := netip.ParseAddr(toArg); err == nil {
+		return from, a, nil
+	}
+	tn, ti, _ := strings.Cut(toArg, ":")
+	n := l.Node(tn)
+	if n == nil {
+		return from, netip.Addr{}, fmt.Errorf("TO: %q is neither an address nor a node of lab %s (nodes: %s)", toArg, l.Name, nodeList(l))
+	}
+	var cands []netip.Addr
+	for _, i := range n.Interfaces {
+		if ti == "" || i.Name == ti {
+			for _, p := range i.Addresses {
+				cands = append(cands, p.Addr())
+			}
+		}
+	}
+	for _, b := range n.Bridges {
+		if ti == "" || b.Name == ti {
+			for _, p := range b.Addresses {
+				cands = append(cands, p.Addr())
+			}
+		}
+	}
+	for _, want4 := range []bool{true, false} {
+		for _, a := range cands {
+			if a.Is4() == want4 {
+				return from, a, nil
+			}
+		}
+	}
+	return from, netip.Addr{}, fmt.Errorf("TO: %s has no address: give an address", toArg)
+}
+
+func nodeList(l *spec.Lab) string {
+	var names []string
+	for _, n := range l.Nodes {
+		names = append(names, n.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// printPath writes the path as a table: one row per node crossed.
+func printPath(w io.Writer, l *spec.Lab, tp *lab.TracedPath) {
+	how := "from the file (the lab is not deployed)"
+	if tp.Deployed {
+		how = "the kernel's route lookup agrees at every hop"
+	}
+	src := ""
+	if tp.Source.IsValid() {
+		src = ", source " + tp.Source.String()
+	}
+	fmt.Fprintf(w, "%s -> %s (%s)%s: %s\n\n", tp.From, tp.To, tp.Dest, src, how)
+	if tp.Local {
+		fmt.Fprintf(w, "%s holds %s itself: delivered locally, no wire crossed\n", tp.From.Node, tp.To)
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tIN\tOUT\tNEXT HOP\tNEXT-HOP MAC")
+	for i, h := range tp.Hops {
+		in, out := orDash(h.In), orDash(h.Out)
+		switch {
+		case h.L2:
+			fmt.Fprintf(tw, "%s\t%s\t%s\tbridged (switch)\t\n", h.Node, in, out)
+		case h.Out == "":
+			fmt.Fprintf(tw, "%s\t%s\t%s\tdelivered (holds %s)\t\n", h.Node, in, out, tp.To)
+		default:
+			kind := "on-link"
+			if h.Gateway {
+				kind = "gateway"
+			}
+			mac := "(set by the NIC)"
+			if tp.MACs[i] != nil {
+				mac = tp.MACs[i].String()
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s %s\t%s (%s)\n", h.Node, in, out, h.Via, kind, mac, h.Next)
+		}
+	}
+	tw.Flush()
+	routers := 0
+	for _, h := range tp.Hops[1:] {
+		if h.Out != "" && !h.L2 {
+			routers++
+		}
+	}
+	fmt.Fprintf(w, "\n%d IP hop(s) through %d router(s); the sender's frames carry destination MAC %s\n", routers+1, routers, macOr(tp, 0))
+}
+
+func macOr(tp *lab.TracedPath, i int) string {
+	if tp.MACs[i] == nil {
+		return "(set by the NIC)"
+	}
+	return tp.MACs[i].String()
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func writePathJSON(w io.Writer, tp *lab.TracedPath) error {
+	type hop struct {
+		spec.Hop
+		MAC string `json:"next_mac,omitempty"`
+	}
+	out := struct {
+		From     spec.Endpoint `json:"from"`
+		To       netip.Addr    `json:"to"`
+		Source   netip.Addr    `json:"source,omitzero"`
+		Dest     spec.Endpoint `json:"dest"`
+		Local    bool          `json:"local,omitempty"`
+		Deployed bool          `json:"deployed"`
+		Hops     []hop         `json:"hops"`
+	}{From: tp.From, To: tp.To, Source: tp.Source, Dest: tp.Dest, Local: tp.Local, Deployed: tp.Deployed}
+	for i, h := range tp.Hops {
+		o := hop{Hop: h}
+		if tp.MACs[i] != nil {
+			o.MAC = tp.MACs[i].String()
+		}
+		out.Hops = append(out.Hops, o)
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}

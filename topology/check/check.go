@@ -1,0 +1,142 @@
+// Package check tests a deployed lab's reachability, like mininet's
+// pingall: from every node to every address of the lab, a real ICMP echo
+// sent from inside the node's namespace, compared with what the lab's
+// routes say (a path there and a path back for the reply). It reports both
+// kinds of surprise: pairs that should answer and do not, and pairs that
+// answer although the routes say they cannot.
+package check
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/nslab/nslab/topology/ns"
+	"github.com/nslab/nslab/topology/probe"
+	"github.com/nslab/nslab/topology/spec"
+)
+
+// Pair is one probe: from a node to an address.
+type Pair struct {
+	From  string        `json:"from"`
+	To    netip.Addr    `json:"to"`
+	Owner spec.Endpoint `json:"owner"` // who holds To
+	Local bool          `json:"local,omitempty"`
+	// Expect: the routes give a path to To and one back for the reply.
+	// Why says why not when they do not.
+	Expect bool   `json:"expect"`
+	Why    string `json:"why,omitempty"`
+	// Answered: an echo reply came back, after RTT.
+	Answered bool          `json:"answered"`
+	RTT      time.Duration `json:"rtt_ns,omitempty"`
+	SendErr  string        `json:"send_error,omitempty"` // the kernel refused to send (no route)
+}
+
+// OK reports whether the pair behaved as the routes say.
+func (p Pair) OK() bool { return p.Expect == p.Answered }
+
+// Broken: the routes say it answers and it does not.
+func (p Pair) Broken() bool { return p.Expect && !p.Answered }
+
+// Unexpected: it answers although the routes say it cannot.
+func (p Pair) Unexpected() bool { return !p.Expect && p.Answered }
+
+// Options tune the probes.
+type Options struct {
+	NetnsDir string        // "" for /run/netns
+	Timeout  time.Duration // per echo; 0: 1 s
+	Tries    int           // echoes per pair until one answers; 0: 2
+}
+
+// Expected computes, from the file alone, every pair and whether the
+// lab's routes say it answers. It is pure.
+func Expected(l *spec.Lab) []Pair {
+	var pairs []Pair
+	for _, n := range l.Nodes {
+		for _, o := range l.Addresses() {
+			p := Pair{From: n.Name, To: o.Addr, Owner: o.By}
+			p.Expect, p.Local, p.Why = expect(l, n.Name, o.Addr)
+			pairs = append(pairs, p)
+		}
+	}
+	return pairs
+}
+
+// expect says whether an echo from node to dst gets an answer by the
+// file: a path there, and one from the destination back to the source
+// address the sender's kernel picks.
+func expect(l *spec.Lab, node string, dst netip.Addr) (ok, local bool, why string) {
+	there, err := l.Trace(spec.Endpoint{Node: node}, dst)
+	if err != nil {
+		return false, false, err.Error()
+	}
+	if there.Local {
+		return true, true, ""
+	}
+	src := l.SourceOf(spec.Endpoint{Node: node, Interface: there.Hops[0].Out}, dst)
+	if !src.IsValid() {
+		return false, false, fmt.Sprintf("%s has no %s address to send from", node, family(dst))
+	}
+	if _, err := l.Trace(spec.Endpoint{Node: there.Dest.Node}, src); err != nil {
+		return false, false, fmt.Sprintf("no way back for the reply from %s to %s: %v", there.Dest.Node, src, err)
+	}
+	return true, false, ""
+}
+
+func family(a netip.Addr) string {
+	if a.Is4() {
+		return "IPv4"
+	}
+	return "IPv6"
+}
+
+// Run probes every pair of Expected(l) on the deployed lab, all at once,
+// and returns them in the same order. It runs in the caller's namespace;
+// each probe opens its socket inside the sending node's namespace.
+func Run(ctx context.Context, l *spec.Lab, o Options) ([]Pair, error) {
+	if o.NetnsDir == "" {
+		o.NetnsDir = ns.DefaultDir
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = time.Second
+	}
+	if o.Tries <= 0 {
+		o.Tries = 2
+	}
+	pairs := Expected(l)
+	errs := make([]error, len(pairs))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 64)
+	for i := range pairs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				errs[i] = ctx.Err()
+				return
+			}
+			defer func() { <-sem }()
+			p := &pairs[i]
+			r, err := probe.Echo(o.NetnsDir, l.Namespace(p.From), p.To, o.Tries, o.Timeout, false)
+			if err != nil {
+				errs[i] = fmt.Errorf("probe %s -> %s: %w", p.From, p.To, err)
+				return
+			}
+			p.Answered, p.RTT = r.OK(), r.RTT
+			if r.Err != nil {
+				p.SendErr = r.Err.Error()
+			}
+		}()
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return pairs, err
+		}
+	}
+	return pairs, nil
+}

@@ -1,0 +1,248 @@
+package lab
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/nslab/nslab/topology/ns"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// richLab has every kind of plan step the script renders: MACs given and
+// derived, MTUs, IPv6, lo addresses, a bridge with an address and an MTU,
+// namespace-wide and per-interface sysctls (one with spaces in its value),
+// forwarding, routes with via, dev, metric, on-link and IPv6.
+const richLab = `name: x
+nodes:
+  a:
+    sysctls: {net.ipv4.tcp_rmem: "4096 87380 6291456", net.ipv4.conf.e0.accept_local: 1}
+    interfaces:
+      e0: {addresses: [10.0.1.1/24, "fd00:1::1/64"], mac: "02:00:00:00:00:01", mtu: 9000}
+      lo: {addresses: [10.9.9.9/32]}
+    routes:
+      - {to: default, via: 10.0.1.254}
+      - {to: "::/0", via: "fd00:1::fe"}
+      - {to: 10.50.0.0/16, dev: e0, metric: 5}
+  r:
+    forwarding: {ipv4: true, ipv6: false}
+    sysctls: {net.ipv4.conf.all.rp_filter: 0}
+    interfaces:
+      e0: {addresses: [10.0.1.254/24, "fd00:1::fe/64"], mtu: 9000}
+      e1: {}
+      e2: {mtu: 1400}
+    bridges:
+      br0: {ports: [e1, e2], addresses: [10.0.2.254/24, 10.0.3.1/31], mtu: 1400}
+  b:
+    interfaces:
+      e0: {addresses: [10.0.2.1/24]}
+    routes: [{to: 10.0.1.0/24, via: 10.0.2.254, metric: 10}]
+  c:
+    interfaces:
+      e0: {addresses: [10.0.2.2/24], mtu: 1400}
+    routes: [{to: default, via: 10.0.2.254}]
+links:
+  - endpoints: [a:e0, r:e0]
+  - endpoints: [r:e1, b:e0]
+  - endpoints: [r:e2, c:e0]
+`
+
+// TestPrivilegedScriptBuildsTheSameLab deploys each lab with nslab and
+// with the bash script of deploy --dry-run, under the same names, and
+// compares what the kernel holds in both cases object by object: links
+// (kind, MAC, MTU, flags, alias, master, veth peer, queues), addresses
+// (with broadcast, scope and flags), routes of every table, and every
+// readable sysctl under /proc/sys/net in each namespace. The destroy
+// script must then leave nothing.
+func TestPrivilegedScriptBuildsTheSameLab(t *testing.T) {
+	if _, err := exec.LookPath("ip"); err != nil {
+		t.Skip("iproute2 is not installed (make test installs it)")
+	}
+	for _, topo := range []string{"client-router-server.yaml", "pair.yaml", "switch.yaml", richLab} {
+		name := topo
+		if !strings.HasSuffix(topo, ".yaml") {
+			name = "rich"
+		}
+		t.Run(name, func(t *testing.T) {
+			f := newFixture(t, topo)
+			f.deploy()
+			want := snapshot(t, f)
+			if _, err := f.m.Destroy(f.lab.Name); err != nil {
+				t.Fatal(err)
+			}
+			f.assertGone()
+
+			runScript(t, DeployScript(f.lab, ""))
+			got := snapshot(t, f)
+			runScript(t, DestroyScript(f.lab, nil, "", f.m.StateDir))
+			if left := f.left(); len(left) > 0 {
+				t.Errorf("the destroy script left namespaces %v", left)
+			}
+			compareSnapshots(t, want, got)
+		})
+	}
+}
+
+func runScript(t *testing.T, script string) {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "lab.sh")
+	if err := os.WriteFile(p, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("bash", p).CombinedOutput(); err != nil {
+		t.Fatalf("bash %s: %v\n%s\nscript:\n%s", p, err, out, script)
+	}
+}
+
+// snapshot is the kernel state of a lab: "node/kind/object" -> description.
+func snapshot(t *testing.T, f *fixture) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	byIndex := map[string]map[int]netlink.Link{}
+	for _, n := range f.lab.Nodes {
+		h := f.handle(n.Name)
+		links, err := h.LinkList()
+		if err != nil {
+			t.Fatal(err)
+		}
+		byIndex[n.Name] = map[int]netlink.Link{}
+		for _, l := range links {
+			byIndex[n.Name][l.Attrs().Index] = l
+		}
+	}
+	for _, n := range f.lab.Nodes {
+		h := f.handle(n.Name)
+		idx := byIndex[n.Name]
+		name := func(i int) string {
+			if l, ok := idx[i]; ok {
+				return l.Attrs().Name
+			}
+			return fmt.Sprint(i)
+		}
+		for _, l := range idx {
+			a := l.Attrs()
+			desc := fmt.Sprintf("type=%s mac=%s mtu=%d flags=%s oper=%s alias=%q master=%s txqlen=%d txq=%d rxq=%d gso=%d/%d promisc=%d",
+				l.Type(), a.HardwareAddr, a.MTU, a.Flags, a.OperState, a.Alias, name(a.MasterIndex), a.TxQLen, a.NumTxQueues, a.NumRxQueues, a.GSOMaxSize, a.GSOMaxSegs, a.Promisc)
+			if _, ok := l.(*netlink.Veth); ok {
+				desc += " peer=" + vethPeer(byIndex, n.Name, a)
+			}
+			if br, ok := l.(*netlink.Bridge); ok {
+				desc += fmt.Sprintf(" stp-hello=%v ageing=%v vlan-filtering=%v mcast-snooping=%v",
+					deref(br.HelloTime), deref(br.AgeingTime), deref(br.VlanFiltering), deref(br.MulticastSnooping))
+			}
+			out[n.Name+"/link/"+a.Name] = desc
+			addrs, err := h.AddrList(l, netlink.FAMILY_ALL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, ad := range addrs {
+				out[n.Name+"/addr/"+a.Name+"/"+ad.IPNet.String()] = fmt.Sprintf("brd=%v scope=%d flags=%#x label=%q peer=%v",
+					ad.Broadcast, ad.Scope, ad.Flags, ad.Label, ad.Peer)
+			}
+		}
+		routes, err := h.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{Table: unix.RT_TABLE_UNSPEC}, netlink.RT_FILTER_TABLE)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range routes {
+			key := fmt.Sprintf("%s/route/%d/%v/%s/%d", n.Name, r.Table, r.Dst, name(r.LinkIndex), r.Family)
+			out[key] = fmt.Sprintf("gw=%v src=%v scope=%d proto=%d metric=%d type=%d flags=%d", r.Gw, r.Src, r.Scope, r.Protocol, r.Priority, r.Type, r.Flags)
+		}
+		for k, v := range sysctls(t, f, n.Name) {
+			out[n.Name+"/sysctl/"+k] = v
+		}
+	}
+	return out
+}
+
+func deref[T any](p *T) any {
+	if p == nil {
+		return nil
+	}
+	return *p
+}
+
+// vethPeer names a veth end's peer as node:interface: the link in the lab
+// whose index is this end's IFLA_LINK and whose IFLA_LINK is this end.
+func vethPeer(byIndex map[string]map[int]netlink.Link, node string, a *netlink.LinkAttrs) string {
+	var found []string
+	for other, idx := range byIndex {
+		if p, ok := idx[a.ParentIndex]; ok && p.Attrs().ParentIndex == a.Index && (other != node || p.Attrs().Index != a.Index) {
+			found = append(found, other+":"+p.Attrs().Name)
+		}
+	}
+	sort.Strings(found)
+	return strings.Join(found, "|")
+}
+
+// sysctls reads every readable file under /proc/sys/net inside a node.
+// Values the kernel draws at random per namespace are left out.
+func sysctls(t *testing.T, f *fixture, node string) map[string]string {
+	t.Helper()
+	n, err := ns.Open(f.m.netnsDir(), f.ns(node))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	out := map[string]string{}
+	err = n.Do(func() error {
+		return filepath.WalkDir("/proc/sys/net", func(p string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return nil
+			}
+			if strings.Contains(p, "secret") || strings.HasSuffix(p, "tcp_fastopen_key") || strings.HasSuffix(p, "hash_seed") {
+				return nil
+			}
+			b, err := os.ReadFile(p)
+			if err == nil {
+				out[strings.TrimPrefix(p, "/proc/sys/")] = strings.TrimSpace(string(b))
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) < 100 {
+		t.Fatalf("read only %d sysctls in %s", len(out), node)
+	}
+	return out
+}
+
+func compareSnapshots(t *testing.T, want, got map[string]string) {
+	t.Helper()
+	var keys []string
+	for k := range want {
+		keys = append(keys, k)
+	}
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	diffs := 0
+	for _, k := range keys {
+		w, inW := want[k]
+		g, inG := got[k]
+		switch {
+		case !inG:
+			t.Errorf("%s: nslab built %s; the script did not", k, w)
+		case !inW:
+			t.Errorf("%s: the script built %s; nslab did not", k, g)
+		case w != g:
+			t.Errorf("%s:\n  nslab:  %s\n  script: %s", k, w, g)
+		default:
+			continue
+		}
+		if diffs++; diffs > 40 {
+			t.Fatal("too many differences")
+		}
+	}
+	t.Logf("compared %d objects", len(keys))
+}
