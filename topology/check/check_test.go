@@ -1,0 +1,215 @@
+package check
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/nslab/nslab/topology/lab"
+	"github.com/nslab/nslab/topology/labtest"
+	"github.com/nslab/nslab/topology/labtest/labdeploy"
+	"github.com/nslab/nslab/topology/ns"
+	"github.com/nslab/nslab/topology/spec"
+	"github.com/vishvananda/netlink"
+)
+
+func TestExpectedFromFile(t *testing.T) {
+	data, err := os.ReadFile("../../examples/two-routers.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, _, _ := strings.Cut(string(data), "traffic:")
+	// Without r2's route back, the server answers no one beyond r2.
+	src = strings.Replace(src, "      - {to: 10.1.0.0/24, via: 10.12.0.1}\n", "", 1)
+	l, err := spec.Parse("chain.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := failing(Expected(l), func(p Pair) bool { return !p.Expect })
+	want := []string{
+		// the client's echoes reach r2 and the server; replies have no way back
+		"client -> 10.12.0.2", "client -> 10.2.0.1", "client -> 10.2.0.2",
+		// r2 and the server have no route to 10.1.0.0/24 at all
+		"r2 -> 10.1.0.1", "r2 -> 10.1.0.2", "server -> 10.1.0.1", "server -> 10.1.0.2",
+	}
+	sort.Strings(want)
+	if strings.Join(got, ", ") != strings.Join(want, ", ") {
+		t.Errorf("unreachable by the file:\n got  %v\n want %v", got, want)
+	}
+	for _, p := range Expected(l) {
+		if !p.Expect && p.Why == "" {
+			t.Errorf("%s -> %s: no reason given", p.From, p.To)
+		}
+	}
+}
+
+func failing(pairs []Pair, bad func(Pair) bool) []string {
+	var out []string
+	for _, p := range pairs {
+		if bad(p) {
+			out = append(out, p.From+" -> "+p.To.String())
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func TestPrivilegedCheckExamples(t *testing.T) {
+	for _, file := range []string{"client-router-server.yaml", "pair.yaml", "switch.yaml", "two-routers.yaml"} {
+		t.Run(file, func(t *testing.T) {
+			l := labdeploy.Example(t, file, "c")
+			assertAllOK(t, l)
+		})
+	}
+	t.Run("sriov-vfs.yaml", func(t *testing.T) {
+		labtest.SkipUnlessRoot(t)
+		data, err := os.ReadFile("../../examples/sriov-vfs.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		pf := labtest.NewFakePF(t, 2)
+		pf.Switch(t, ns.DefaultDir) // the NIC's embedded switch joins the VFs
+		name := labtest.Name("c")
+		src := labtest.Rename([]byte(strings.ReplaceAll(string(data), "ens4f0np0", pf.PF)), name)
+		l, err := spec.Parse("sriov.yaml", src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := &lab.Manager{StateDir: t.TempDir(), Sysfs: pf.Root, VFs: &memVFs{s: map[int]lab.VFSettings{}}}
+		if _, err := m.Deploy(context.Background(), l, l.File, src); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() {
+			if _, err := m.Destroy(l.Name); err != nil {
+				t.Error(err)
+			}
+		})
+		assertAllOK(t, l)
+	})
+}
+
+func assertAllOK(t *testing.T, l *spec.Lab) {
+	t.Helper()
+	pairs, err := Run(context.Background(), l, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pairs) != len(l.Nodes)*len(l.Addresses()) {
+		t.Fatalf("%d pairs for %d nodes and %d addresses", len(pairs), len(l.Nodes), len(l.Addresses()))
+	}
+	for _, p := range pairs {
+		if !p.Expect || !p.Answered {
+			t.Errorf("%s -> %s (%s): expected %v (%s), answered %v %s", p.From, p.To, p.Owner, p.Expect, p.Why, p.Answered, p.SendErr)
+		}
+	}
+}
+
+// memVFs stands in for the PF-side VF settings of the fake PF.
+type memVFs struct {
+	mu sync.Mutex
+	s  map[int]lab.VFSettings
+}
+
+func (m *memVFs) Get(pf string, vf int) (lab.VFSettings, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.s[vf], nil
+}
+
+func (m *memVFs) Set(pf string, vf int, s lab.VFSettings) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.s[vf] = s
+	return nil
+}
+
+// crsDefault is ns3's default route in the client-router-server example.
+const crsDefault = "      - {to: default, via: 10.0.2.254}\n"
+
+// TestPrivilegedCheckRouteRemoved removes the server's default route under
+// a deployed lab: exactly the pairs that need it break.
+func TestPrivilegedCheckRouteRemoved(t *testing.T) {
+	l := labdeploy.Example(t, "client-router-server.yaml", "c")
+	h := handle(t, l, "ns3")
+	routes, err := h.RouteList(nil, netlink.FAMILY_V4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleted := 0
+	for _, r := range routes {
+		if r.Dst == nil || r.Dst.String() == "0.0.0.0/0" {
+			if err := h.RouteDel(&r); err != nil {
+				t.Fatal(err)
+			}
+			deleted++
+		}
+	}
+	if deleted != 1 {
+		t.Fatalf("deleted %d default routes", deleted)
+	}
+	pairs, err := Run(context.Background(), l, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := failing(pairs, Pair.Broken)
+	want := []string{"ns1 -> 10.0.2.1", "ns3 -> 10.0.1.1", "ns3 -> 10.0.1.254"}
+	if strings.Join(got, ", ") != strings.Join(want, ", ") {
+		t.Errorf("broken:\n got  %v\n want %v", got, want)
+	}
+	if u := failing(pairs, Pair.Unexpected); len(u) > 0 {
+		t.Errorf("unexpectedly reachable: %v", u)
+	}
+}
+
+// TestPrivilegedCheckRouteAdded is the opposite: the file lacks the
+// server's default route, someone adds it by hand, and exactly the pairs
+// it makes reachable are flagged.
+func TestPrivilegedCheckRouteAdded(t *testing.T) {
+	labtest.SkipUnlessRoot(t)
+	data, err := os.ReadFile(filepath.Join("../../examples", "client-router-server.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, _, _ := strings.Cut(string(data), "traffic:") // its path needs the route
+	src = strings.Replace(src, "    routes:\n"+crsDefault, "", 1)
+	l := labdeploy.Deploy(t, labtest.Rename([]byte(src), labtest.Name("c")))
+	if len(l.Node("ns3").Routes) != 0 {
+		t.Fatal("the route is still in the file")
+	}
+	h := handle(t, l, "ns3")
+	gw := &netlink.Route{Dst: nil, Gw: []byte{10, 0, 2, 254}}
+	if err := h.RouteAdd(gw); err != nil {
+		t.Fatal(err)
+	}
+	pairs, err := Run(context.Background(), l, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := failing(pairs, Pair.Unexpected)
+	want := []string{"ns1 -> 10.0.2.1", "ns3 -> 10.0.1.1", "ns3 -> 10.0.1.254"}
+	if strings.Join(got, ", ") != strings.Join(want, ", ") {
+		t.Errorf("unexpectedly reachable:\n got  %v\n want %v", got, want)
+	}
+	if b := failing(pairs, Pair.Broken); len(b) > 0 {
+		t.Errorf("broken: %v", b)
+	}
+}
+
+func handle(t *testing.T, l *spec.Lab, node string) *netlink.Handle {
+	t.Helper()
+	n, err := ns.Open(ns.DefaultDir, l.Namespace(node))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	h, err := n.NetlinkHandle()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Close)
+	return h
+}
