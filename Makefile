@@ -26,12 +26,15 @@ go-deps:
 	@command -v $(GO) >/dev/null || { echo "Go is missing: install Go 1.26 or newer"; exit 1; }
 	$(GO) mod download
 
-# Debian packages: iproute2 (the comparison script of bench-topology, and
-# checking by hand), iputils-ping (the ping of make run).
+# Debian packages: iproute2 and procps (sysctl) run the dry-run scripts,
+# which a test compares with nslab's own deploy; graphviz checks that
+# nslab graph --format dot parses; iputils-ping for checking by hand.
 deps: go-deps
 	@missing=""; \
-	command -v ip   >/dev/null || missing="$$missing iproute2"; \
-	command -v ping >/dev/null || missing="$$missing iputils-ping"; \
+	command -v ip     >/dev/null || missing="$$missing iproute2"; \
+	command -v sysctl >/dev/null || missing="$$missing procps"; \
+	command -v dot    >/dev/null || missing="$$missing graphviz"; \
+	command -v ping   >/dev/null || missing="$$missing iputils-ping"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \

@@ -46,6 +46,7 @@ func benchCommand() *cli.Command {
 			&cli.BoolFlag{Name: "search", Usage: "find the throughput per frame size (RFC 2544): binary search over the rate"},
 			&cli.StringFlag{Name: "loss", Value: "0", Usage: "with --search: the highest acceptable loss, e.g. 0.5%"},
 			&cli.DurationFlag{Name: "trial", Value: 2 * time.Second, Usage: "with --search: length of each trial"},
+			&cli.BoolFlag{Name: "dry-run", Usage: "print the equivalent kernel pktgen shell script (destination MAC resolved) and change nothing"},
 		},
 		Action: runBench,
 	}
@@ -66,6 +67,14 @@ func runBench(c *cli.Context) error {
 	}
 	if c.Duration("interval") < 100*time.Millisecond {
 		return cli.Exit("--interval: at least 100ms", 2)
+	}
+	if c.Bool("dry-run") {
+		script, err := bench.DryRun(l, t, bench.Options{NetnsDir: manager(c).NetnsDirOrDefault()})
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprint(c.App.Writer, script)
+		return err
 	}
 	if err := lab.CheckPrivileges(); err != nil {
 		return err

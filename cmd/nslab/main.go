@@ -41,7 +41,7 @@ func run(args []string) int {
 		},
 		Commands: []*cli.Command{
 			deployCommand(), destroyCommand(), inspectCommand(), execCommand(), validateCommand(), benchCommand(),
-			pathCommand(), checkCommand(),
+			graphCommand(), pathCommand(), checkCommand(),
 		},
 		ExitErrHandler: func(*cli.Context, error) {}, // run() prints and maps errors
 	}

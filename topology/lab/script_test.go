@@ -60,8 +60,13 @@ links:
 // readable sysctl under /proc/sys/net in each namespace. The destroy
 // script must then leave nothing.
 func TestPrivilegedScriptBuildsTheSameLab(t *testing.T) {
-	if _, err := exec.LookPath("ip"); err != nil {
-		t.Skip("iproute2 is not installed (make test installs it)")
+	for _, tool := range []string{"bash", "sysctl"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed (make test installs iproute2 and procps; the VM has neither)", tool)
+		}
+	}
+	if out, err := exec.Command("ip", "netns", "list").CombinedOutput(); err != nil {
+		t.Skipf("no iproute2 ip with netns support: %v %s", err, out)
 	}
 	for _, topo := range []string{"client-router-server.yaml", "pair.yaml", "switch.yaml", richLab} {
 		name := topo

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/nslab/nslab/topology/labtest"
+	"github.com/nslab/nslab/topology/ns"
+)
+
+// The teaching commands: graph, path, check, and the dry-run scripts.
+
+func TestGraphCommand(t *testing.T) {
+	c := newCLI(t)
+	for format, want := range map[string]string{
+		"text":    "ns1 -> ns2 (router) -> ns3\n",
+		"dot":     `"ns1":"p0":e -- "ns2":"p0":w;`,
+		"mermaid": `ns1 ---|"veth1 — veth1-peer"| ns2`,
+	} {
+		code, out, errOut := c.run("graph", "--format", format, "-t", "../../examples/client-router-server.yaml")
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("graph --format %s: code %d, stderr %q, output:\n%s", format, code, errOut, out)
+		}
+	}
+	if code, _, errOut := c.run("graph", "--format", "svg", "../../examples/pair.yaml"); code != 2 || !strings.Contains(errOut, "text, dot or mermaid") {
+		t.Errorf("unknown format: code %d, %q", code, errOut)
+	}
+}
+
+func TestPathCommand(t *testing.T) {
+	c := newCLI(t)
+	code, out, errOut := c.run("path", "-t", "../../examples/two-routers.yaml", "client", "10.2.0.2")
+	if code != 0 {
+		t.Fatalf("path: code %d, %s", code, errOut)
+	}
+	for _, want := range []string{"client:eth0 -> 10.2.0.2 (server:eth0), source 10.1.0.2: from the file",
+		"r1      eth0  eth1  10.12.0.2 gateway", "3 IP hop(s) through 2 router(s)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("path output lacks %q:\n%s", want, out)
+		}
+	}
+	// TO as a node, JSON out.
+	code, out, _ = c.run("path", "--format", "json", "../../examples/switch.yaml", "h1", "h2")
+	var p struct {
+		Hops []struct {
+			Node string `json:"node"`
+			L2   bool   `json:"l2"`
+			MAC  string `json:"next_mac"`
+		} `json:"hops"`
+	}
+	if err := json.Unmarshal([]byte(out), &p); code != 0 || err != nil || len(p.Hops) != 3 || !p.Hops[1].L2 || p.Hops[0].MAC != "02:00:00:00:09:12" {
+		t.Errorf("path json: code %d, %v, %+v", code, err, p)
+	}
+	// Unreachable: clear message, exit 1.
+	data, err := os.ReadFile("../../examples/two-routers.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	y, _, _ := strings.Cut(string(data), "traffic:")
+	bad := filepath.Join(t.TempDir(), "chain.yaml")
+	os.WriteFile(bad, []byte(strings.Replace(y, "      - {to: 10.2.0.0/24, via: 10.12.0.2}\n", "", 1)), 0o644)
+	code, _, errOut = c.run("path", "-t", bad, "client", "10.2.0.2")
+	if code != 1 || !strings.Contains(errOut, "client cannot reach 10.2.0.2: node r1 has no route to 10.2.0.2: add one under nodes.r1.routes") {
+		t.Errorf("unreachable: code %d, %q", code, errOut)
+	}
+	for _, args := range [][]string{{"path", bad, "nobody", "10.2.0.2"}, {"path", bad, "client", "nowhere"}, {"path", bad, "client"}} {
+		if code, _, errOut := c.run(args...); code != 2 || errOut == "" {
+			t.Errorf("%v: code %d, %q", args, code, errOut)
+		}
+	}
+}
+
+// TestDryRunsChangeNothing: the dry runs print scripts, need no root and
+// create nothing.
+func TestDryRunsChangeNothing(t *testing.T) {
+	c := newCLI(t)
+	file, name := labFile(t, "client-router-server.yaml")
+	code, out, errOut := c.run("deploy", "--dry-run", "-t", file)
+	if code != 0 || !strings.HasPrefix(out, "#!/bin/bash\n") ||
+		!strings.Contains(out, "ip netns add "+name+"-ns1\n") ||
+		!strings.Contains(out, "ip -n "+name+"-ns1 link add veth1 address ") ||
+		!strings.Contains(out, "ip netns exec "+name+"-ns2 sysctl -qw net.ipv4.ip_forward=1") ||
+		!strings.Contains(out, "ip -n "+name+"-ns3 route add default via 10.0.2.254") {
+		t.Errorf("deploy --dry-run: code %d, %s\n%s", code, errOut, out)
+	}
+	if msg, err := exec.Command("bash", "-n", "-c", out).CombinedOutput(); err != nil {
+		t.Errorf("bash -n: %v %s", err, msg)
+	}
+	code, out, errOut = c.run("destroy", "--dry-run", "-t", file)
+	if code != 0 || !strings.Contains(out, "owned "+name+"-ns1 nslab:"+name+":ns1 && ip netns del "+name+"-ns1") {
+		t.Errorf("destroy --dry-run: code %d, %s\n%s", code, errOut, out)
+	}
+	code, out, errOut = c.run("bench", "--dry-run", "-t", file)
+	if code != 0 || !strings.Contains(out, "echo 'dst 10.0.2.1' > $PG/veth1") || !strings.Contains(out, "ip netns exec "+name+"-ns1 sh") {
+		t.Errorf("bench --dry-run: code %d, %s\n%s", code, errOut, out)
+	}
+	if ok, _ := ns.Exists(ns.DefaultDir, name+"-ns1"); ok {
+		t.Error("a dry run created a namespace")
+	}
+	if ents, _ := os.ReadDir(c.stateDir); len(ents) > 0 {
+		t.Errorf("a dry run wrote state: %v", ents)
+	}
+}
+
+// TestPrivilegedPathAndCheckDeployed: on a deployed lab, path reads MACs
+// from the kernel and bench --dry-run uses the same MAC; check passes,
+// then fails (exit 1) naming the pairs once a route is removed.
+func TestPrivilegedPathAndCheckDeployed(t *testing.T) {
+	labtest.SkipUnlessRoot(t)
+	c := newCLI(t)
+	file, name := labFile(t, "client-router-server.yaml")
+	if code, _, errOut := c.run("deploy", file); code != 0 {
+		t.Fatal(errOut)
+	}
+	t.Cleanup(func() { c.run("destroy", "--name", name) })
+	code, out, errOut := c.run("path", "--format", "json", file, "ns1", "ns3")
+	var p struct {
+		Deployed bool `json:"deployed"`
+		Hops     []struct {
+			MAC string `json:"next_mac"`
+		} `json:"hops"`
+	}
+	if err := json.Unmarshal([]byte(out), &p); code != 0 || err != nil || !p.Deployed {
+		t.Fatalf("path: code %d %v %s", code, err, errOut)
+	}
+	_, script, _ := c.run("bench", "--dry-run", file)
+	if !strings.Contains(script, "echo 'dst_mac "+p.Hops[0].MAC+"' > $PG/veth1") {
+		t.Errorf("bench --dry-run does not use path's MAC %s:\n%s", p.Hops[0].MAC, script)
+	}
+	code, out, errOut = c.run("check", file)
+	if code != 0 || !strings.Contains(out, "12 pairs: 12 answered and 0 stayed silent as the routes say; 0 broken, 0 unexpectedly reachable") {
+		t.Fatalf("check: code %d, %s\n%s", code, errOut, out)
+	}
+	if out, err := exec.Command("ip", "-n", name+"-ns3", "route", "del", "default").CombinedOutput(); err != nil {
+		t.Fatalf("ip route del: %v %s", err, out)
+	}
+	code, out, errOut = c.run("check", "--format", "list", file)
+	if code != 1 || !strings.Contains(out, "BROKEN      ns1 -> 10.0.2.1 (ns3:veth2-peer): no reply") ||
+		!strings.Contains(out, "BROKEN      ns3 -> 10.0.1.1 (ns1:veth1): the kernel refused to send") ||
+		!strings.Contains(errOut, "3 broken") {
+		t.Errorf("check after removing a route: code %d, %s\n%s", code, errOut, out)
+	}
+	code, _, errOut = c.run("path", file, "ns3", "ns1") // the way back needs the route
+	if code != 1 || !strings.Contains(errOut, "the kernel disagrees") {
+		t.Errorf("path after removing a route: code %d, %s", code, errOut)
+	}
+}

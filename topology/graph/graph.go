@@ -1,0 +1,210 @@
+// Package graph draws a lab from its file alone: as text for the terminal
+// (boxes and lines, a chain reading left to right), as Graphviz dot and as
+// Mermaid. It is pure.
+//
+// All three formats draw the same model: a box per node (its interfaces
+// with their addresses, bridges with their ports, VFs with their PF, its
+// routes; routers marked), a box per SR-IOV PF (in the host), and an edge
+// per link between the rows of the two interfaces.
+package graph
+
+import (
+	"fmt"
+	"net/netip"
+	"strings"
+
+	"github.com/nslab/nslab/topology/spec"
+)
+
+// Graph is what the formats draw.
+type Graph struct {
+	Lab   string
+	Boxes []*Box
+	Edges []Edge
+}
+
+// Box is a node or a PF.
+type Box struct {
+	ID     string // node name, or "pf:" + PF name
+	Title  string // "ns2", "PF ens4f0np0"
+	Note   string // "router", "host", "namespace x-ns2"
+	Router bool
+	PF     bool
+	Rows   []Row
+}
+
+// Row is a line inside a box. Port rows are where edges attach.
+type Row struct {
+	Text  string
+	Port  string // interface name (or "vf N" in a PF box); "" for other rows
+	Route bool   // a route line, drawn after the interfaces
+}
+
+// Edge joins two port rows: a veth pair, or a VF and its PF.
+type Edge struct {
+	A, B End
+	VF   bool // a VF to its PF, not a veth pair
+}
+
+// End is a row of a box.
+type End struct{ Box, Row int }
+
+// Build makes the model of a lab.
+func Build(l *spec.Lab) *Graph {
+	g := &Graph{Lab: l.Name}
+	rowOf := map[string]End{} // "node:iface" -> row
+	for _, n := range l.Nodes {
+		b := &Box{ID: n.Name, Title: n.Name, Router: n.Forwarding.IPv4 || n.Forwarding.IPv6}
+		var notes []string
+		if b.Router {
+			switch {
+			case !n.Forwarding.IPv6:
+				notes = append(notes, "router, IPv4")
+			case !n.Forwarding.IPv4:
+				notes = append(notes, "router, IPv6")
+			default:
+				notes = append(notes, "router")
+			}
+		}
+		if ns := l.Namespace(n.Name); ns != n.Name {
+			notes = append(notes, "netns "+ns)
+		}
+		b.Note = strings.Join(notes, ", ")
+		bi := len(g.Boxes)
+		port := func(name, text string) {
+			rowOf[n.Name+":"+name] = End{bi, len(b.Rows)}
+			b.Rows = append(b.Rows, Row{Text: text, Port: name})
+		}
+		inBridge := map[string]bool{}
+		for _, br := range n.Bridges {
+			for _, p := range br.Ports {
+				inBridge[p] = true
+			}
+		}
+		for _, i := range n.Interfaces {
+			if inBridge[i.Name] || (i.Name == "lo" && len(i.Addresses) == 0) {
+				continue
+			}
+			text := ifaceText(i.Name, i.MTU, i.Addresses)
+			port(i.Name, text[0])
+			for _, t := range text[1:] {
+				b.Rows = append(b.Rows, Row{Text: t})
+			}
+			if pf, vf := l.VFOf(n.Name, i.Name); pf != nil {
+				b.Rows = append(b.Rows, Row{Text: fmt.Sprintf("  VF %d of %s", vf.Index, pf.Name)})
+			}
+		}
+		for _, br := range n.Bridges {
+			text := ifaceText(br.Name+" (bridge)", br.MTU, br.Addresses)
+			b.Rows = append(b.Rows, Row{Text: text[0], Port: br.Name})
+			for _, t := range text[1:] {
+				b.Rows = append(b.Rows, Row{Text: t})
+			}
+			for k, p := range br.Ports {
+				lead := "├ "
+				if k == len(br.Ports)-1 {
+					lead = "└ "
+				}
+				i := n.Interface(p)
+				port(p, lead+ifaceText(p, i.MTU, nil)[0])
+			}
+		}
+		for _, r := range n.Routes {
+			b.Rows = append(b.Rows, Row{Text: r.String(), Route: true})
+		}
+		if len(b.Rows) == 0 {
+			b.Rows = append(b.Rows, Row{Text: "(no interfaces)"})
+		}
+		g.Boxes = append(g.Boxes, b)
+	}
+	for _, lk := range l.Links {
+		g.Edges = append(g.Edges, Edge{A: rowOf[lk.A.String()], B: rowOf[lk.B.String()]})
+	}
+	for _, pf := range l.SRIOV {
+		b := &Box{ID: "pf:" + pf.Name, Title: "PF " + pf.Name, Note: "host", PF: true}
+		bi := len(g.Boxes)
+		for _, vf := range pf.VFs {
+			g.Edges = append(g.Edges, Edge{A: End{bi, len(b.Rows)}, B: rowOf[vf.Node+":"+vf.Name], VF: true})
+			b.Rows = append(b.Rows, Row{Text: fmt.Sprintf("vf %d", vf.Index), Port: fmt.Sprintf("vf %d", vf.Index)})
+		}
+		b.Rows = append(b.Rows, Row{Text: fmt.Sprintf("%d VFs", pf.NumVFs)})
+		g.Boxes = append(g.Boxes, b)
+	}
+	return g
+}
+
+// ifaceText is an interface's first line (name, MTU when set, first
+// address) and one more line per further address.
+func ifaceText(name string, mtu int, addrs []netip.Prefix) []string {
+	head := name
+	if mtu != 0 {
+		head += fmt.Sprintf(" mtu %d", mtu)
+	}
+	if len(addrs) == 0 {
+		return []string{head}
+	}
+	out := []string{head + "  " + addrs[0].String()}
+	pad := strings.Repeat(" ", len([]rune(head))+2)
+	for _, a := range addrs[1:] {
+		out = append(out, pad+a.String())
+	}
+	return out
+}
+
+// Title of a box with its note, as the formats show it.
+func (b *Box) FullTitle() string {
+	if b.Note == "" {
+		return b.Title
+	}
+	return b.Title + " (" + b.Note + ")"
+}
+
+// neighbours lists, per box, the boxes it has edges to.
+func (g *Graph) neighbours() [][]int {
+	adj := make([][]int, len(g.Boxes))
+	for _, e := range g.Edges {
+		adj[e.A.Box] = append(adj[e.A.Box], e.B.Box)
+		adj[e.B.Box] = append(adj[e.B.Box], e.A.Box)
+	}
+	return adj
+}
+
+// Chain returns the boxes in order when the lab is one chain (every box
+// has at most two neighbours, no cycle, one piece, no parallel links),
+// else nil. A chain gets a one-line summary under the drawing.
+func (g *Graph) Chain() []int {
+	adj := g.neighbours()
+	if len(g.Boxes) < 2 || len(g.Edges) != len(g.Boxes)-1 {
+		return nil
+	}
+	start := -1
+	for i, a := range adj {
+		if len(a) > 2 || len(a) == 0 {
+			return nil
+		}
+		if len(a) == 1 && start < 0 {
+			start = i
+		}
+	}
+	if start < 0 {
+		return nil
+	}
+	order, prev := []int{start}, -1
+	for cur := start; ; {
+		next := -1
+		for _, n := range adj[cur] {
+			if n != prev && n != cur {
+				next = n
+			}
+		}
+		if next < 0 {
+			break
+		}
+		prev, cur = cur, next
+		order = append(order, cur)
+	}
+	if len(order) != len(g.Boxes) {
+		return nil
+	}
+	return order
+}
