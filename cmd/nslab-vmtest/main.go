@@ -34,7 +34,7 @@ var modules = []string{"drivers/net/veth.ko", "net/core/pktgen.ko", "net/llc/llc
 
 func main() {
 	cache := flag.String("cache", ".cache/vm", "cache directory (kernel, initramfs)")
-	pkgs := flag.String("pkg", "./pktgen/,./pktgen/auto/,./pktgen/bench/,./topology/lab/", "packages whose tests (with the vmtest tag) run in the VM, comma-separated")
+	pkgs := flag.String("pkg", "./pktgen/,./pktgen/auto/,./pktgen/bench/,./topology/lab/,./topology/check/", "packages whose tests (with the vmtest tag) run in the VM, comma-separated")
 	run := flag.String("run", "", "only tests matching this regexp (go test -run)")
 	timeout := flag.Duration("timeout", 5*time.Minute, "give up on the VM after this long")
 	kvm := flag.Bool("kvm", false, "use KVM instead of TCG (only if it works here)")

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"syscall"
 	"time"
 
 	"github.com/nslab/nslab/topology/ns"
@@ -105,6 +106,10 @@ func echo(conn net.PacketConn, dst netip.Addr, id, seq uint16, timeout time.Dura
 	}
 	start := time.Now()
 	if _, err := conn.WriteTo(msg, &net.IPAddr{IP: dst.AsSlice()}); err != nil {
+		var errno syscall.Errno
+		if errors.As(err, &errno) {
+			return 0, false, errno // what the kernel said, e.g. network is unreachable
+		}
 		return 0, false, fmt.Errorf("send echo to %s: %w", dst, err)
 	}
 	deadline := start.Add(timeout)
