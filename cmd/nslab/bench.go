@@ -53,11 +53,7 @@ func benchCommand() *cli.Command {
 }
 
 func runBench(c *cli.Context) error {
-	path, err := topoPath(c)
-	if err != nil {
-		return err
-	}
-	l, source, err := spec.ReadFile(path)
+	l, path, source, err := readLab(c)
 	if err != nil {
 		return err
 	}

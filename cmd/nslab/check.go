@@ -26,11 +26,7 @@ func checkCommand() *cli.Command {
 			&cli.StringFlag{Name: "format", Value: "matrix", Usage: "matrix, list or json"},
 		},
 		Action: func(c *cli.Context) error {
-			path, err := topoPath(c)
-			if err != nil {
-				return err
-			}
-			l, _, err := spec.ReadFile(path)
+			l, path, _, err := readLab(c)
 			if err != nil {
 				return err
 			}

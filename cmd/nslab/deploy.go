@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/nslab/nslab/topology/lab"
-	"github.com/nslab/nslab/topology/spec"
 	"github.com/urfave/cli/v2"
 )
 
@@ -18,11 +17,7 @@ func deployCommand() *cli.Command {
 			&cli.BoolFlag{Name: "dry-run", Usage: "print the equivalent iproute2/sysctl shell script, step for step, and change nothing"},
 		},
 		Action: func(c *cli.Context) error {
-			path, err := topoPath(c)
-			if err != nil {
-				return err
-			}
-			l, source, err := spec.ReadFile(path)
+			l, path, source, err := readLab(c)
 			if err != nil {
 				return err
 			}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/nslab/nslab/topology/graph"
-	"github.com/nslab/nslab/topology/spec"
 	"github.com/urfave/cli/v2"
 )
 
@@ -18,11 +17,7 @@ func graphCommand() *cli.Command {
 			&cli.StringFlag{Name: "format", Value: "text", Usage: "text, dot or mermaid"},
 		},
 		Action: func(c *cli.Context) error {
-			path, err := topoPath(c)
-			if err != nil {
-				return err
-			}
-			l, _, err := spec.ReadFile(path)
+			l, _, _, err := readLab(c)
 			if err != nil {
 				return err
 			}

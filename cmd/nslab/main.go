@@ -108,3 +108,12 @@ func topoPath(c *cli.Context) (string, error) {
 	}
 	return "", cli.Exit("no topology file: give -t FILE", 2)
 }
+
+// readLab reads and validates the lab of -t FILE (or the first argument).
+func readLab(c *cli.Context) (l *spec.Lab, path string, source []byte, err error) {
+	if path, err = topoPath(c); err != nil {
+		return nil, "", nil, err
+	}
+	l, source, err = spec.ReadFile(path)
+	return l, path, source, err
+}

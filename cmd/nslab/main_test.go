@@ -36,6 +36,26 @@ type runner struct {
 	bin      string
 	stateDir string
 	env      []string
+	nobody   bool // run as user nobody (see asNobody)
+}
+
+// asNobody returns a runner whose nslab runs as user nobody: the test
+// binary is copied where nobody can run it.
+func asNobody(t *testing.T) *runner {
+	t.Helper()
+	labtest.SkipUnlessRoot(t) // needs root to switch to another user
+	dir := t.TempDir()
+	os.Chmod(dir, 0o755)
+	os.Chmod(filepath.Dir(dir), 0o755) // the test's temporary root
+	bin := filepath.Join(dir, "nslab")
+	data, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return &runner{t: t, bin: bin, stateDir: filepath.Join(dir, "state"), nobody: true}
 }
 
 func newCLI(t *testing.T) *runner {
@@ -47,6 +67,9 @@ func (c *runner) cmd(args ...string) *exec.Cmd {
 	cmd.Args[0] = "nslab"
 	cmd.Env = append(os.Environ(), "NSLAB_RUN_MAIN=1", "NSLAB_STATE_DIR="+c.stateDir)
 	cmd.Env = append(cmd.Env, c.env...)
+	if c.nobody {
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	}
 	return cmd
 }
 
@@ -97,25 +120,12 @@ func TestValidateCommand(t *testing.T) {
 // TestNotRoot runs nslab as an unprivileged user: one clear line, exit 1,
 // nothing attempted.
 func TestNotRoot(t *testing.T) {
-	labtest.SkipUnlessRoot(t) // needs root to switch to another user
-	dir := t.TempDir()
-	os.Chmod(dir, 0o755)
-	os.Chmod(filepath.Dir(dir), 0o755) // the test's temporary root
-	bin := filepath.Join(dir, "nslab")
-	data, err := os.ReadFile(os.Args[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(bin, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	c := asNobody(t)
 	file, name := labFile(t, "pair.yaml")
 	os.Chmod(filepath.Dir(file), 0o755)
 	os.Chmod(file, 0o644)
-	c := &runner{t: t, bin: bin, stateDir: filepath.Join(dir, "state")}
-	for _, args := range [][]string{{"deploy", file}, {"destroy", "--name", name}, {"inspect"}, {"exec", "ns1", "--", "true"}} {
+	for _, args := range [][]string{{"deploy", file}, {"destroy", "--name", name}, {"inspect"}, {"exec", "ns1", "--", "true"}, {"check", file}} {
 		cmd := c.cmd(args...)
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
 		var errb bytes.Buffer
 		cmd.Stderr = &errb
 		err := cmd.Run()

@@ -113,6 +113,9 @@ func nodeList(l *spec.Lab) string {
 // printPath writes the path as a table: one row per node crossed.
 func printPath(w io.Writer, l *spec.Lab, tp *lab.TracedPath) {
 	how := "from the file (the lab is not deployed)"
+	if tp.NotAsked != "" {
+		how = "from the file (" + tp.NotAsked + ")"
+	}
 	if tp.Deployed {
 		how = "the kernel's route lookup agrees at every hop"
 	}

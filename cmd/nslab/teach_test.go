@@ -148,4 +148,12 @@ func TestPrivilegedPathAndCheckDeployed(t *testing.T) {
 	if code != 1 || !strings.Contains(errOut, "the kernel disagrees") {
 		t.Errorf("path after removing a route: code %d, %s", code, errOut)
 	}
+	// Without root, path cannot enter the namespaces: it says so and
+	// answers from the file.
+	os.Chmod(filepath.Dir(file), 0o755)
+	os.Chmod(file, 0o644)
+	code, out, errOut = asNobody(t).run("path", file, "ns1", "ns3")
+	if code != 0 || !strings.Contains(out, "from the file (the lab's namespaces exist, but entering them to ask the kernel needs root)") {
+		t.Errorf("path as nobody: code %d, %s\n%s", code, errOut, out)
+	}
 }

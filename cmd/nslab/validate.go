@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 
-	"github.com/nslab/nslab/topology/spec"
 	"github.com/urfave/cli/v2"
 )
 
@@ -14,11 +13,7 @@ func validateCommand() *cli.Command {
 		ArgsUsage: "[FILE]",
 		Flags:     []cli.Flag{topoFlag()},
 		Action: func(c *cli.Context) error {
-			path, err := topoPath(c)
-			if err != nil {
-				return err
-			}
-			l, _, err := spec.ReadFile(path)
+			l, path, _, err := readLab(c)
 			if err != nil {
 				return err
 			}

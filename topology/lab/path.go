@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"strings"
 
 	"github.com/nslab/nslab/topology/ns"
@@ -31,6 +32,9 @@ type TracedPath struct {
 	// Deployed: the lab's namespaces exist, and the kernel agreed at every
 	// routing hop (otherwise Trace returns a *KernelDisagrees error).
 	Deployed bool `json:"deployed"`
+	// NotAsked says why the kernel was not asked although the lab's
+	// namespaces exist (they cannot be entered without root).
+	NotAsked string `json:"not_asked,omitempty"`
 }
 
 // KernelDisagrees lists the hops where a deployed lab's kernel routes
@@ -64,6 +68,11 @@ func (m *Manager) Trace(l *spec.Lab, from spec.Endpoint, to netip.Addr) (*Traced
 	handles, closeAll, deployed := m.labHandles(l)
 	defer closeAll()
 	tp.Deployed = deployed
+	if !deployed && len(l.Nodes) > 0 {
+		if there, _ := ns.Exists(m.netnsDir(), l.Namespace(l.Nodes[0].Name)); there && os.Geteuid() != 0 {
+			tp.NotAsked = "the lab's namespaces exist, but entering them to ask the kernel needs root"
+		}
+	}
 	if !deployed {
 		for i, h := range p.Hops {
 			if h.Next.Node != "" {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/probe"
+	"github.com/vishvananda/netlink"
 )
 
 // SkipUnlessRoot skips privileged tests for unprivileged runs.
@@ -65,6 +66,23 @@ func Checksum(b []byte) uint16 { return probe.Checksum(b) }
 
 // Root reports whether privileged tests and benchmarks can run.
 func Root() bool { return os.Geteuid() == 0 }
+
+// Handle opens a netlink handle inside namespace nsName (under dir),
+// closed when the test ends.
+func Handle(t testing.TB, dir, nsName string) *netlink.Handle {
+	t.Helper()
+	n, err := ns.Open(dir, nsName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	h, err := n.NetlinkHandle()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Close)
+	return h
+}
 
 // Namespace creates a throwaway named namespace under dir with lo up, and
 // removes it when the test ends.

@@ -80,11 +80,7 @@ func (f *FakePF) Switch(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	defer n.Close()
-	h, err := n.NetlinkHandle()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
+	h := Handle(t, dir, name)
 	attrs := netlink.NewLinkAttrs()
 	attrs.Name = "esw"
 	br := &netlink.Bridge{LinkAttrs: attrs}
