@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/nslab/nslab/topology/ns"
+	"github.com/nslab/nslab/topology/spec"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
@@ -60,14 +61,7 @@ links:
 // readable sysctl under /proc/sys/net in each namespace. The destroy
 // script must then leave nothing.
 func TestPrivilegedScriptBuildsTheSameLab(t *testing.T) {
-	for _, tool := range []string{"bash", "sysctl"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			t.Skipf("%s is not installed (make test installs iproute2 and procps; the VM has neither)", tool)
-		}
-	}
-	if out, err := exec.Command("ip", "netns", "list").CombinedOutput(); err != nil {
-		t.Skipf("no iproute2 ip with netns support: %v %s", err, out)
-	}
+	skipWithoutShellTools(t)
 	for _, topo := range []string{"client-router-server.yaml", "pair.yaml", "switch.yaml", richLab} {
 		name := topo
 		if !strings.HasSuffix(topo, ".yaml") {
@@ -90,6 +84,64 @@ func TestPrivilegedScriptBuildsTheSameLab(t *testing.T) {
 			}
 			compareSnapshots(t, want, got)
 		})
+	}
+}
+
+func skipWithoutShellTools(t *testing.T) {
+	t.Helper()
+	for _, tool := range []string{"bash", "sysctl"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed (make test installs iproute2 and procps; the VM has neither)", tool)
+		}
+	}
+	if out, err := exec.Command("ip", "netns", "list").CombinedOutput(); err != nil {
+		t.Skipf("no iproute2 ip with netns support: %v %s", err, out)
+	}
+}
+
+// TestPrivilegedScriptSRIOV runs the SR-IOV example's scripts on the fake
+// PF (its PF-side settings left out: a fake PF has no VF table): the
+// script finds the VF netdevs in sysfs, moves and renames them like nslab,
+// and the destroy script, given what nslab records, gives them back under
+// their own names and MACs.
+func TestPrivilegedScriptSRIOV(t *testing.T) {
+	skipWithoutShellTools(t)
+	f, pf, _ := sriovFixture(t)
+	y := strings.Replace(string(f.source), `, mac: "ea:0c:48:be:43:09", vlan: 0, trust: false, spoofchk: true}`, "}", 1)
+	l, err := spec.Parse("sriov.yaml", []byte(y))
+	must(t, err)
+	if len(l.SRIOV[0].VFs) != 2 || hasSettings(l.SRIOV[0].VFs[0]) {
+		t.Fatal("the example changed; fix the edit above")
+	}
+	f.lab, f.source = l, []byte(y)
+	f.deploy()
+	want := snapshot(t, f)
+	st, err := f.m.loadState(l.Name)
+	must(t, err)
+	if _, err := f.m.Destroy(l.Name); err != nil {
+		t.Fatal(err)
+	}
+	f.assertGone()
+
+	script := DeployScript(l, pf.Root)
+	runScript(t, script)
+	if got := pf.NumVFs(t); got != "2" {
+		t.Errorf("sriov_numvfs %s after the script, want 2", got)
+	}
+	got := snapshot(t, f)
+	runScript(t, DestroyScript(l, st, pf.Root, f.m.StateDir))
+	if left := f.left(); len(left) > 0 {
+		t.Errorf("the destroy script left namespaces %v", left)
+	}
+	compareSnapshots(t, want, got)
+	for i, name := range pf.VFs {
+		link, err := netlink.LinkByName(name)
+		if err != nil || link.Attrs().HardwareAddr.String() != pf.MACs[i] || link.Attrs().Alias != "" {
+			t.Errorf("VF %s after the destroy script: %v %v", name, link, err)
+		}
+	}
+	if got := pf.NumVFs(t); got != "0" {
+		t.Errorf("sriov_numvfs %s after the destroy script, want 0", got)
 	}
 }
 
