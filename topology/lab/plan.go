@@ -11,9 +11,12 @@ import (
 // of steps; it can be printed (nslab deploy --dry-run) before anything runs.
 type Step struct {
 	Name  string
-	Shell []string // the same change as iproute2/sysctl commands (see DeployScript)
+	shell func() []string // the same change as iproute2/sysctl commands (see DeployScript)
 	do    func(d *deployer) error
 }
+
+// Shell returns the step as iproute2/sysctl commands (see DeployScript).
+func (s Step) Shell() []string { return s.shell() }
 
 // Plan returns the steps that deploy lab, in order: namespaces, veth pairs,
 // bridges, per-node settings (IPv6, forwarding, sysctls), addresses, routes.
@@ -29,20 +32,20 @@ func planFor(lab *spec.Lab, sysfs string) []Step {
 		}
 		steps = append(steps, Step{
 			Name:  fmt.Sprintf("create namespace %s (node %s: %s)", lab.Namespace(n.Name), n.Name, what),
-			Shell: shNamespace(lab, n),
+			shell: func() []string { return shNamespace(lab, n) },
 			do:    func(d *deployer) error { return d.createNamespace(n) },
 		})
 	}
 	for _, pf := range lab.SRIOV {
 		steps = append(steps, Step{
 			Name:  fmt.Sprintf("make sure PF %s has %d VFs", pf.Name, pf.NumVFs),
-			Shell: shPF(pf, sysfs),
+			shell: func() []string { return shPF(pf, sysfs) },
 			do:    func(d *deployer) error { return d.preparePF(pf) },
 		})
 		for _, vf := range pf.VFs {
 			steps = append(steps, Step{
 				Name:  fmt.Sprintf("hand VF %d of %s to %s as %s", vf.Index, pf.Name, vf.Node, vf.Name),
-				Shell: shVF(lab, pf, vf, sysfs),
+				shell: func() []string { return shVF(lab, pf, vf, sysfs) },
 				do:    func(d *deployer) error { return d.handVF(pf, vf) },
 			})
 		}
@@ -50,7 +53,7 @@ func planFor(lab *spec.Lab, sysfs string) []Step {
 	for _, l := range lab.Links {
 		steps = append(steps, Step{
 			Name:  fmt.Sprintf("create veth pair %s <-> %s", l.A, l.B),
-			Shell: shVeth(lab, l),
+			shell: func() []string { return shVeth(lab, l) },
 			do:    func(d *deployer) error { return d.createVeth(l) },
 		})
 	}
@@ -58,7 +61,7 @@ func planFor(lab *spec.Lab, sysfs string) []Step {
 		for _, b := range n.Bridges {
 			steps = append(steps, Step{
 				Name:  fmt.Sprintf("create bridge %s:%s with ports %s", n.Name, b.Name, strings.Join(b.Ports, ", ")),
-				Shell: shBridge(lab, n, b),
+				shell: func() []string { return shBridge(lab, n, b) },
 				do:    func(d *deployer) error { return d.createBridge(n, b) },
 			})
 		}
@@ -67,7 +70,7 @@ func planFor(lab *spec.Lab, sysfs string) []Step {
 		if what := nodeSettings(n); what != "" {
 			steps = append(steps, Step{
 				Name:  fmt.Sprintf("configure node %s: %s", n.Name, what),
-				Shell: shNodeSettings(lab, n),
+				shell: func() []string { return shNodeSettings(lab, n) },
 				do:    func(d *deployer) error { return d.configureNode(n) },
 			})
 		}
@@ -77,7 +80,7 @@ func planFor(lab *spec.Lab, sysfs string) []Step {
 			for _, a := range i.Addresses {
 				steps = append(steps, Step{
 					Name:  fmt.Sprintf("add address %s to %s:%s", a, n.Name, i.Name),
-					Shell: []string{shAddress(lab, n, i.Name, a)},
+					shell: func() []string { return []string{shAddress(lab, n, i.Name, a)} },
 					do:    func(d *deployer) error { return d.addAddress(n, i.Name, a) },
 				})
 			}
@@ -86,7 +89,7 @@ func planFor(lab *spec.Lab, sysfs string) []Step {
 			for _, a := range b.Addresses {
 				steps = append(steps, Step{
 					Name:  fmt.Sprintf("add address %s to %s:%s", a, n.Name, b.Name),
-					Shell: []string{shAddress(lab, n, b.Name, a)},
+					shell: func() []string { return []string{shAddress(lab, n, b.Name, a)} },
 					do:    func(d *deployer) error { return d.addAddress(n, b.Name, a) },
 				})
 			}
@@ -95,7 +98,7 @@ func planFor(lab *spec.Lab, sysfs string) []Step {
 	if len(lab.Links) > 0 || hasBridges(lab) {
 		steps = append(steps, Step{
 			Name:  "wait until every lab interface is operationally up",
-			Shell: shWaitUp(lab),
+			shell: func() []string { return shWaitUp(lab) },
 			do:    func(d *deployer) error { return d.waitLinksUp() },
 		})
 	}
@@ -103,7 +106,7 @@ func planFor(lab *spec.Lab, sysfs string) []Step {
 		for _, r := range n.Routes {
 			steps = append(steps, Step{
 				Name:  fmt.Sprintf("add route %s in %s", r, n.Name),
-				Shell: []string{shRoute(lab, n, r)},
+				shell: func() []string { return []string{shRoute(lab, n, r)} },
 				do:    func(d *deployer) error { return d.addRoute(n, r) },
 			})
 		}

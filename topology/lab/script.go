@@ -45,7 +45,7 @@ func DeployScript(lab *spec.Lab, sysfs string) string {
 	b.WriteString(scriptHelpers)
 	for i, s := range planFor(lab, sysfs) {
 		fmt.Fprintf(&b, "\n# step %d: %s\n", i+1, s.Name)
-		for _, line := range s.Shell {
+		for _, line := range s.Shell() {
 			b.WriteString(line + "\n")
 		}
 	}

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
@@ -162,5 +163,42 @@ func TestParseRate(t *testing.T) {
 		if _, _, err := ParseRate(s); err == nil {
 			t.Errorf("%s accepted", s)
 		}
+	}
+}
+
+// TestTraceHops checks what nslab path prints: per routing hop the
+// next-hop address (gateway or the destination on-link) and the interface
+// holding it; a node without interface picks its egress; a local address.
+func TestTraceHops(t *testing.T) {
+	l := mustRead(t, "two-routers.yaml")
+	p, err := l.Trace(Endpoint{Node: "client"}, netip.MustParseAddr("10.2.0.2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, h := range p.Hops {
+		got = append(got, fmt.Sprintf("%s %s>%s via %v gw=%v next %s", h.Node, h.In, h.Out, h.Via, h.Gateway, h.Next))
+	}
+	want := []string{
+		"client >eth0 via 10.1.0.1 gw=true next r1:eth0",
+		"r1 eth0>eth1 via 10.12.0.2 gw=true next r2:eth0",
+		"r2 eth0>eth1 via 10.2.0.2 gw=false next server:eth0",
+		"server eth0> via invalid IP gw=false next ",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("hops:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if p.NextHop != (Endpoint{"r1", "eth0"}) || p.Dest != (Endpoint{"server", "eth0"}) || p.Local {
+		t.Errorf("next hop %s, dest %s, local %v", p.NextHop, p.Dest, p.Local)
+	}
+	local, err := l.Trace(Endpoint{Node: "r1"}, netip.MustParseAddr("10.12.0.1"))
+	if err != nil || !local.Local || len(local.Hops) != 1 || local.Dest != (Endpoint{"r1", "eth1"}) {
+		t.Errorf("local: %+v %v", local, err)
+	}
+	if _, err := l.PathOf(Endpoint{"r1", "eth1"}, netip.MustParseAddr("10.12.0.1")); err == nil {
+		t.Error("PathOf (bench) accepts a sender's own address")
+	}
+	if src := l.SourceOf(Endpoint{"r1", "eth1"}, netip.MustParseAddr("10.2.0.2")); src != netip.MustParseAddr("10.12.0.1") {
+		t.Errorf("source %s, want the egress's address 10.12.0.1", src)
 	}
 }
