@@ -1,38 +1,49 @@
 # nslab: build, test and benchmark. Every target installs what it needs.
-#   make run            build, deploy the client-router-server example, ping across it, destroy it
-#   make test           the whole test suite (privileged tests need root), VM tests included
-#   make vmtest         the kernel tests (pktgen) in a VM on a Debian distribution kernel
-#   make bench-topology deploy/destroy speed against an equivalent iproute2 script
-#   make bench-engine   the userspace engine against trafgen (netsniff-ng), 64-byte frames
-#   make bench-sampler  the counter sampler's own cost per sample of 10 interfaces
+#   make run              build, then the forwarding benchmark: deploy examples/forwarding-benchmark.yaml,
+#                         send through its router at full speed, print the report, destroy the lab
+#   make test             the whole test suite (privileged tests need root), VM tests included
+#   make vmtest           the kernel tests (pktgen) in a VM on a Debian distribution kernel
+#   make bench-topology   deploy/destroy speed against an equivalent iproute2 script, and start-up
+#   make bench-forwarding the router's no-drop rate with and without CPU placement, and the sender's top rate
+#   make bench-engine     the userspace engine against trafgen (netsniff-ng), 64-byte frames
+#   make bench-sampler    the counter sampler's own cost per sample of 10 interfaces
 
 GO      ?= go
 # urfave_cli_no_docs drops the CLI library's markdown/man page generator,
 # which costs ~9 ms of start-up in every nslab command.
 TAGS    := urfave_cli_no_docs
 BIN     := bin
-EXAMPLE := examples/client-router-server.yaml
+EXAMPLE := examples/forwarding-benchmark.yaml
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 export GOFLAGS := -tags=$(TAGS)
+# Static binaries: without cgo, nslab (which imports net) is not linked
+# against libc, and skips the dynamic loader at every start.
+export CGO_ENABLED := 0
 
 .PHONY: all build test unit-test vmtest vm-deps run deps go-deps bench-topology bench-engine bench-sampler clean
 
 all: build
 
+# nslab-plot draws --plot files; it is a program of its own so that its
+# plotting library stays out of nslab's start-up.
 build: go-deps
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN)/nslab ./cmd/nslab
+	$(GO) build -o $(BIN)/nslab-plot ./cmd/nslab-plot
 
 go-deps:
 	@command -v $(GO) >/dev/null || { echo "Go is missing: install Go 1.26 or newer"; exit 1; }
 	$(GO) mod download
 
-# Debian packages: iproute2 and procps (sysctl) run the dry-run scripts,
-# which a test compares with nslab's own deploy; graphviz checks that
-# nslab graph --format dot parses; iputils-ping for checking by hand.
+# Debian packages: iproute2, procps (sysctl, pgrep), ethtool and
+# util-linux (taskset) run the dry-run scripts, which a test compares with
+# nslab's own deploy; graphviz checks that nslab graph --format dot parses;
+# iputils-ping for checking by hand.
 deps: go-deps
 	@missing=""; \
 	command -v ip     >/dev/null || missing="$$missing iproute2"; \
 	command -v sysctl >/dev/null || missing="$$missing procps"; \
+	command -v ethtool >/dev/null || missing="$$missing ethtool"; \
+	command -v taskset >/dev/null || missing="$$missing util-linux"; \
 	command -v dot    >/dev/null || missing="$$missing graphviz"; \
 	command -v ping   >/dev/null || missing="$$missing iputils-ping"; \
 	if [ -n "$$missing" ]; then \
@@ -66,12 +77,15 @@ vmtest: go-deps vm-deps
 	$(GO) build -o $(BIN)/nslab-vmtest ./cmd/nslab-vmtest
 	$(BIN)/nslab-vmtest
 
-# The main job: deploy the client-router-server lab, send the forward run
-# from the client (ns1) through the router (ns2) to the server (ns3) for a
-# few seconds with the best engine there is, print the report, destroy the
-# lab (bench deploys and destroys it itself).
+# The main job: deploy the forwarding benchmark lab (client, router,
+# server; the client's sender pinned to CPU 0, the router's receive work on
+# CPU 1), send the forward run from the client through the router to the
+# server at full speed with the best engine there is, print the report
+# with its verdict, destroy the lab (bench deploys and destroys it
+# itself). On a machine with one CPU the placement is left out and the
+# report says so.
 run: deps build
-	$(BIN)/nslab bench --duration 5s $(EXAMPLE)
+	$(BIN)/nslab bench --placement auto --duration 5s $(EXAMPLE)
 
 bench-topology: deps build
 	$(GO) build -o $(BIN)/nslab-bench-topology ./cmd/nslab-bench-topology

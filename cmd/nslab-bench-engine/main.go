@@ -19,10 +19,8 @@ import (
 	"github.com/nslab/nslab/pktgen/engine"
 	"github.com/nslab/nslab/pktgen/userspace"
 	"github.com/nslab/nslab/topology/lab"
-	"github.com/nslab/nslab/topology/labtest"
-	"github.com/nslab/nslab/topology/ns"
+	"github.com/nslab/nslab/topology/labname"
 	"github.com/nslab/nslab/topology/spec"
-	"github.com/vishvananda/netlink"
 )
 
 const pairYAML = `name: %[1]s
@@ -56,7 +54,7 @@ func main() {
 		fail(err)
 	}
 	defer b.close()
-	fmt.Printf("veth pair %s:t0 -> %s:r0, receiver drops with XDP (%s mode), 64-byte frames, %s per run\n\n", b.txNS, b.rxNS, b.xdpMode, *window)
+	fmt.Printf("veth pair %s:t0 -> %s:r0, receiver drops with XDP (%s mode), 64-byte frames, %s per run\n\n", b.l.Namespace("tx"), b.l.Namespace("rx"), b.xdpMode, *window)
 	// Alternate the contenders so that a slow spell of the machine hits
 	// both alike; report medians.
 	var ours, theirs []float64
@@ -71,19 +69,16 @@ func main() {
 }
 
 type bench struct {
-	m          *lab.Manager
-	l          *spec.Lab
-	txNS, rxNS string
-	xdpMode    string
-	tx         netlink.Link
-	txH        *netlink.Handle
+	m       *lab.Manager
+	l       *spec.Lab
+	run     *lab.Running
+	xdpMode string
 }
 
 // setup deploys the pair in fresh namespaces and attaches the XDP sink.
 func setup() (*bench, error) {
-	name := labtest.Name("be")
-	src := []byte(fmt.Sprintf(pairYAML, name))
-	l, err := spec.Parse(name+".yaml", src)
+	name := labname.Random("be")
+	l, err := spec.Parse(name+".yaml", []byte(fmt.Sprintf(pairYAML, name)))
 	if err != nil {
 		return nil, err
 	}
@@ -91,26 +86,18 @@ func setup() (*bench, error) {
 	if err != nil {
 		return nil, err
 	}
-	b := &bench{m: &lab.Manager{StateDir: dir}, l: l, txNS: l.Namespace("tx"), rxNS: l.Namespace("rx")}
-	if _, err := b.m.Deploy(context.Background(), l, l.File, src); err != nil {
+	b := &bench{m: &lab.Manager{StateDir: dir}, l: l}
+	if _, err := b.m.Deploy(context.Background(), l); err != nil {
 		return nil, err
 	}
-	rxh, err := handle(b.rxNS)
-	if err != nil {
+	if b.run, err = b.m.Open(l); err != nil {
 		b.close()
 		return nil, err
 	}
-	defer rxh.Close()
-	r0, err := rxh.LinkByName("r0")
+	rx := b.run.Node("rx")
+	r0, err := rx.Handle.LinkByName("r0")
 	if err == nil {
-		var rx *ns.NS
-		if rx, err = ns.Open(ns.DefaultDir, b.rxNS); err == nil {
-			b.xdpMode, err = attachXDPDrop(rx, r0)
-			rx.Close()
-		}
-	}
-	if err == nil {
-		b.txH, err = handle(b.txNS)
+		b.xdpMode, err = attachXDPDrop(rx.NS, r0)
 	}
 	if err != nil {
 		b.close()
@@ -119,18 +106,9 @@ func setup() (*bench, error) {
 	return b, nil
 }
 
-func handle(nsName string) (*netlink.Handle, error) {
-	n, err := ns.Open(ns.DefaultDir, nsName)
-	if err != nil {
-		return nil, err
-	}
-	defer n.Close()
-	return n.NetlinkHandle()
-}
-
 func (b *bench) close() {
-	if b.txH != nil {
-		b.txH.Close()
+	if b.run != nil {
+		b.run.Close()
 	}
 	if _, err := b.m.Destroy(b.l.Name); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-engine: destroy:", err)
@@ -141,7 +119,7 @@ func (b *bench) close() {
 // sent reads the packets the sender's veth has sent (and the receiver
 // took): its tx counter.
 func (b *bench) sent() uint64 {
-	l, err := b.txH.LinkByName("t0")
+	l, err := b.run.Node("tx").Handle.LinkByName("t0")
 	if err != nil {
 		fail(err)
 	}
@@ -170,7 +148,7 @@ func (b *bench) measure(title string, window time.Duration, run func(ctx context
 }
 
 func (b *bench) runOurs(ctx context.Context, threads int) error {
-	job := engine.Job{Namespace: b.txNS, Interface: "t0", Duration: time.Hour, Frame: 64, Threads: threads,
+	job := engine.Job{Sender: b.run.Node("tx").NS, Interface: "t0", Duration: time.Hour, Frame: 64, Threads: threads,
 		DstIP: b.l.Node("rx").Interface("r0").Addresses[0].Addr(), DstMAC: b.l.Node("rx").Interface("r0").MAC}
 	job.Options = map[string]string{}
 	if v := os.Getenv("NSLAB_BATCH"); v != "" {
@@ -200,7 +178,7 @@ func (b *bench) runTrafgen(ctx context.Context) error {
 	if err := os.WriteFile(conf, []byte(trafgenConf), 0o644); err != nil {
 		return err
 	}
-	cmd := exec.Command("ip", "netns", "exec", b.txNS, "trafgen", "-o", "t0", "-i", conf, "-P", "1", "-C", "-Q")
+	cmd := exec.Command("ip", "netns", "exec", b.l.Namespace("tx"), "trafgen", "-o", "t0", "-i", conf, "-P", "1", "-C", "-Q")
 	cmd.Stdout, cmd.Stderr = nil, os.Stderr
 	// trafgen forks its senders: stop the whole process group, as Ctrl-C would.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/nslab/nslab/topology/lab"
-	"github.com/nslab/nslab/topology/labtest"
+	"github.com/nslab/nslab/topology/labname"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/vishvananda/netlink"
@@ -74,7 +74,7 @@ func measure(title string, data []byte, runs, scripts int, nslabBin string) row 
 		l, src := load(data)
 		r.steps = len(lab.Plan(l))
 		t0 := time.Now()
-		if _, err := m.Deploy(context.Background(), l, l.File, src); err != nil {
+		if _, err := m.Deploy(context.Background(), l); err != nil {
 			fail(err)
 		}
 		t1 := time.Now()
@@ -112,8 +112,8 @@ func measure(title string, data []byte, runs, scripts int, nslabBin string) row 
 
 // load parses the lab under a fresh random name and namespace prefix.
 func load(data []byte) (*spec.Lab, []byte) {
-	name := labtest.Name("b")
-	src := labtest.Rename(data, name)
+	name := labname.Random("b")
+	src := labname.Rename(data, name)
 	l, err := spec.Parse(name+".yaml", src)
 	if err != nil {
 		fail(err)

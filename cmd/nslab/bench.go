@@ -1,13 +1,7 @@
 package main
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -23,7 +17,7 @@ import (
 func benchCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "bench",
-		Usage:     "run a traffic run of the file through the lab and report pps, Mbps and loss hop by hop",
+		Usage:     "run a traffic run of the file through the lab and report pps, Mbps, loss hop by hop and what limited it",
 		ArgsUsage: "[FILE]",
 		Flags: []cli.Flag{
 			topoFlag(),
@@ -36,13 +30,15 @@ func benchCommand() *cli.Command {
 			&cli.StringFlag{Name: "to", Usage: "destination `ADDRESS` (with --from)"},
 			&cli.StringFlag{Name: "rate", Usage: "max, or e.g. 200kpps, 500Mbps"},
 			&cli.IntFlag{Name: "threads", Usage: "sending threads"},
+			&cli.StringFlag{Name: "cpus", Usage: "pin the sending threads to these `CPUS`, one thread each (e.g. 0 or 0-1)"},
+			&cli.StringFlag{Name: "placement", Value: "on", Usage: "the file's CPU placement: on, auto (left out, and said why, where the machine lacks the CPUs) or off"},
 			&cli.StringFlag{Name: "measure", Usage: "measure these `NODE:IF,...` instead of the path's interfaces (the last is the receiver)"},
 			&cli.DurationFlag{Name: "interval", Value: time.Second, Usage: "sampling interval (100ms and up)"},
 			&cli.StringFlag{Name: "format", Value: "table", Usage: "table, json, csv or markdown"},
 			&cli.BoolFlag{Name: "keep", Usage: "keep a lab that bench deployed"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no live lines"},
 			&cli.StringFlag{Name: "out", Usage: "append each completed run to `FILE` as a JSON line, synced at once"},
-			&cli.StringFlag{Name: "plot", Usage: "draw the sweep or search into `FILE`.png or .svg"},
+			&cli.StringFlag{Name: "plot", Usage: "draw the sweep or search into `FILE`.png or .svg (with the nslab-plot helper)"},
 			&cli.BoolFlag{Name: "search", Usage: "find the throughput per frame size (RFC 2544): binary search over the rate"},
 			&cli.StringFlag{Name: "loss", Value: "0", Usage: "with --search: the highest acceptable loss, e.g. 0.5%"},
 			&cli.DurationFlag{Name: "trial", Value: 2 * time.Second, Usage: "with --search: length of each trial"},
@@ -52,95 +48,112 @@ func benchCommand() *cli.Command {
 	}
 }
 
+// runBench is flags in, one library call, output. Everything is checked
+// before anything is deployed.
 func runBench(c *cli.Context) error {
-	l, path, source, err := readLab(c)
+	req, err := benchRequest(c)
 	if err != nil {
 		return err
-	}
-	t, err := pickTraffic(c, l)
-	if err != nil {
-		return err
-	}
-	if c.Duration("interval") < 100*time.Millisecond {
-		return cli.Exit("--interval: at least 100ms", 2)
 	}
 	if c.Bool("dry-run") {
-		script, err := bench.DryRun(l, t, bench.Options{NetnsDir: manager(c).NetnsDirOrDefault()})
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprint(c.App.Writer, script)
-		return err
+		return benchDryRun(c, req)
 	}
 	if err := lab.CheckPrivileges(); err != nil {
 		return err
 	}
-	m := manager(c)
-	if _, err := m.Deploy(c.Context, l, path, source); err == nil {
-		fmt.Fprintf(c.App.ErrWriter, "deployed lab %s for this run\n", l.Name)
-		if !c.Bool("keep") {
-			defer func() {
-				if _, err := m.Destroy(l.Name); err != nil {
-					fmt.Fprintln(c.App.ErrWriter, "nslab: destroy:", err)
-				}
-			}()
-		}
-	} else if !isDeployed(err) {
-		return fmt.Errorf("deploy lab %s: %w", l.Name, err)
+	plotter, err := plotHelper(c.String("plot"))
+	if err != nil {
+		return err
 	}
-	var live io.Writer = c.App.ErrWriter
-	if c.Bool("quiet") {
-		live = nil
-	}
-	var out *os.File
 	if p := c.String("out"); p != "" {
-		if out, err = os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644); err != nil {
+		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+		if err != nil {
 			return fmt.Errorf("results file: %w", err)
 		}
-		defer out.Close()
+		defer f.Close()
+		req.Results = f
 	}
-	sum := sha256.Sum256(source)
-	opts := bench.Options{NetnsDir: m.NetnsDirOrDefault(), Interval: c.Duration("interval"), Live: live,
-		Compact: termWidth(os.Stderr) < 100, LabHash: hex.EncodeToString(sum[:]), Version: version}
+	out, err := bench.Sweep(c.Context, manager(c), req)
+	if werr := writeOutcome(c, out); werr != nil && err == nil {
+		err = werr
+	}
+	if err == nil && plotter != "" {
+		err = runPlot(plotter, c.String("plot"), out)
+	}
+	return err
+}
+
+// benchRequest turns the flags into a checked request.
+func benchRequest(c *cli.Context) (bench.Request, error) {
+	l, err := readLab(c)
+	if err != nil {
+		return bench.Request{}, err
+	}
+	if c.Duration("interval") < 100*time.Millisecond {
+		return bench.Request{}, cli.Exit("--interval: at least 100ms", 2)
+	}
+	if err := bench.CheckFormat(c.String("format")); err != nil {
+		return bench.Request{}, cli.Exit(err.Error(), 2)
+	}
+	t, err := bench.Traffic(l, bench.Selection{Name: c.String("traffic"), From: c.String("from"), To: c.String("to"),
+		Duration: c.Duration("duration"), Count: c.Uint64("count"), Frames: c.IntSlice("frame"), Rate: c.String("rate"),
+		Threads: c.Int("threads"), CPUs: c.String("cpus"), Engine: c.String("engine")})
+	if err != nil {
+		return bench.Request{}, err
+	}
+	req := bench.Request{Lab: l, Traffic: t, Placement: c.String("placement"), Keep: c.Bool("keep"), Progress: c.App.ErrWriter,
+		Options: bench.Options{Interval: c.Duration("interval"), Compact: termWidth(os.Stderr) < 100, Version: version}}
+	if !c.Bool("quiet") {
+		req.Live = c.App.ErrWriter
+	}
 	if v := c.String("measure"); v != "" {
-		for _, e := range strings.Split(v, ",") {
-			node, iface, ok := strings.Cut(e, ":")
-			if !ok {
-				return cli.Exit(fmt.Sprintf("--measure %q: give NODE:IF,...", e), 2)
-			}
-			opts.Measure = append(opts.Measure, spec.Endpoint{Node: node, Interface: iface})
+		if req.Measure, err = spec.ParseInterfaces(v); err != nil {
+			return req, cli.Exit("--measure: "+err.Error(), 2)
 		}
 	}
 	if c.Bool("search") {
-		return runSearch(c, l, t, opts, out)
-	}
-	var reps []*bench.Report
-	for i, frame := range t.Frames {
-		if len(t.Frames) > 1 {
-			fmt.Fprintf(c.App.ErrWriter, "[%d/%d] frame %d bytes\n", i+1, len(t.Frames), frame)
-		}
-		rep, err := bench.Run(c.Context, l, t, frame, opts)
-		if rep != nil {
-			reps = append(reps, rep)
-			if out != nil {
-				if werr := appendLine(out, rep); werr != nil {
-					return werr
-				}
-			}
-		}
+		loss, err := parsePercent(c.String("loss"))
 		if err != nil {
-			if len(reps) > 0 {
-				bench.Write(c.App.Writer, c.String("format"), reps)
-			}
-			return err
+			return req, cli.Exit("--loss: "+err.Error(), 2)
+		}
+		req.Search = &bench.SearchOptions{Loss: loss, Trial: c.Duration("trial")}
+	}
+	return req, nil
+}
+
+// benchDryRun prints the run's pktgen script, with the MAC from the kernel
+// when the lab is deployed here.
+func benchDryRun(c *cli.Context, req bench.Request) error {
+	var r *lab.Running
+	if lab.CheckPrivileges() == nil {
+		if run, err := manager(c).Open(req.Lab); err == nil {
+			defer run.Close()
+			r = run
 		}
 	}
-	if p := c.String("plot"); p != "" {
-		if err := bench.PlotSweep(p, reps); err != nil {
-			return err
-		}
+	script, err := bench.DryRun(req.Lab, r, req.Traffic)
+	if err != nil {
+		return err
 	}
-	return bench.Write(c.App.Writer, c.String("format"), reps)
+	_, err = fmt.Fprint(c.App.Writer, script)
+	return err
+}
+
+// writeOutcome prints what finished, in the chosen format.
+func writeOutcome(c *cli.Context, out *bench.Outcome) error {
+	if out == nil {
+		return nil
+	}
+	if len(out.Searches) > 0 {
+		if c.String("format") == "json" {
+			return writeJSON(c.App.Writer, out.Searches)
+		}
+		return bench.WriteSearch(c.App.Writer, out.Searches)
+	}
+	if len(out.Reports) > 0 {
+		return bench.Write(c.App.Writer, c.String("format"), out.Reports)
+	}
+	return nil
 }
 
 // termWidth is the width of the terminal f is, or 0 when it is none.
@@ -150,40 +163,6 @@ func termWidth(f *os.File) int {
 		return 0
 	}
 	return int(ws.Col)
-}
-
-// runSearch finds the throughput of every frame size of the run.
-func runSearch(c *cli.Context, l *spec.Lab, t *spec.Traffic, opts bench.Options, out *os.File) error {
-	loss, err := parsePercent(c.String("loss"))
-	if err != nil {
-		return cli.Exit("--loss: "+err.Error(), 2)
-	}
-	var rs []*bench.SearchResult
-	for i, frame := range t.Frames {
-		fmt.Fprintf(c.App.ErrWriter, "[%d/%d] searching the throughput of %d-byte frames\n", i+1, len(t.Frames), frame)
-		r, err := bench.Search(c.Context, l, t, frame, opts, bench.SearchOptions{Loss: loss, Trial: c.Duration("trial")})
-		if r != nil && len(r.Trials) > 0 {
-			rs = append(rs, r)
-			if out != nil {
-				if werr := appendLine(out, r); werr != nil {
-					return werr
-				}
-			}
-		}
-		if err != nil {
-			return err
-		}
-	}
-	if p := c.String("plot"); p != "" {
-		if err := bench.PlotSearch(p, l.Name, rs); err != nil {
-			return err
-		}
-	}
-	if c.String("format") == "json" {
-		return writeJSON(c.App.Writer, rs)
-	}
-	bench.WriteSearch(c.App.Writer, rs)
-	return nil
 }
 
 // parsePercent reads "0.5%" or "0.005" as a ratio.
@@ -200,72 +179,4 @@ func parsePercent(s string) (float64, error) {
 		return 0, fmt.Errorf("%q: below 100%%", s)
 	}
 	return v, nil
-}
-
-// appendLine writes one report as one JSON line in one write, then syncs:
-// a crash or kill never loses a completed run or leaves half a line.
-func appendLine(f *os.File, rep any) error {
-	b, err := json.Marshal(rep)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(append(b, '\n')); err != nil {
-		return fmt.Errorf("results file: %w", err)
-	}
-	return f.Sync()
-}
-
-// pickTraffic chooses the traffic run and applies the command-line
-// overrides.
-func pickTraffic(c *cli.Context, l *spec.Lab) (*spec.Traffic, error) {
-	var cp spec.Traffic
-	switch {
-	case c.String("from") != "" || c.String("to") != "":
-		cp = spec.Traffic{Name: "command-line", Frames: []int{64}, Threads: 1, Engine: "auto", Duration: 10 * time.Second}
-		node, iface, ok := strings.Cut(c.String("from"), ":")
-		to, err := netip.ParseAddr(c.String("to"))
-		if !ok || err != nil {
-			return nil, cli.Exit("--from NODE:IF and --to ADDRESS go together, e.g. --from ns1:veth1 --to 10.0.2.1", 2)
-		}
-		cp.From, cp.To = spec.Endpoint{Node: node, Interface: iface}, to
-	case len(l.Traffic) == 0:
-		return nil, cli.Exit(fmt.Sprintf("%s has no traffic: section: add a run (see examples/client-router-server.yaml) or give --from and --to", l.File), 2)
-	default:
-		t := l.Traffic[0]
-		if name := c.String("traffic"); name != "" {
-			if t = l.TrafficRun(name); t == nil {
-				return nil, cli.Exit(fmt.Sprintf("%s has no traffic run %q", l.File, name), 2)
-			}
-		}
-		cp = *t
-	}
-	if r := c.String("rate"); r != "" {
-		pps, mbps, err := spec.ParseRate(r)
-		if err != nil {
-			return nil, cli.Exit("--rate: "+err.Error(), 2)
-		}
-		cp.RatePPS, cp.RateMbps = pps, mbps
-	}
-	if n := c.Int("threads"); n > 0 {
-		cp.Threads = n
-	}
-	if d := c.Duration("duration"); d > 0 {
-		cp.Duration, cp.Count = d, 0
-	}
-	if n := c.Uint64("count"); n > 0 {
-		cp.Count, cp.Duration = n, 0
-	}
-	if f := c.IntSlice("frame"); len(f) > 0 {
-		cp.Frames = f
-	}
-	if e := c.String("engine"); e != "" {
-		cp.Engine = e
-	}
-	return &cp, nil
-}
-
-// isDeployed reports whether a deploy failed only because the lab is up.
-func isDeployed(err error) bool {
-	var ce *lab.ConflictError
-	return errors.As(err, &ce) && ce.AlreadyDeployed
 }

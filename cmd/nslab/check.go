@@ -26,18 +26,19 @@ func checkCommand() *cli.Command {
 			&cli.StringFlag{Name: "format", Value: "matrix", Usage: "matrix, list or json"},
 		},
 		Action: func(c *cli.Context) error {
-			l, path, _, err := readLab(c)
+			l, err := readLab(c)
 			if err != nil {
 				return err
 			}
 			if err := lab.CheckPrivileges(); err != nil {
 				return err
 			}
-			m := manager(c)
-			if !m.Deployed(l) {
-				return fmt.Errorf("lab %s is not deployed (or not completely): nslab deploy -t %s first", l.Name, path)
+			r, err := manager(c).Open(l)
+			if err != nil {
+				return fmt.Errorf("lab %s is not deployed (or not completely): nslab deploy -t %s first: %w", l.Name, l.File, err)
 			}
-			pairs, err := check.Run(c.Context, l, check.Options{NetnsDir: m.NetnsDir, Timeout: c.Duration("timeout"), Tries: c.Int("tries")})
+			defer r.Close()
+			pairs, err := check.Run(c.Context, r, check.Options{Timeout: c.Duration("timeout"), Tries: c.Int("tries")})
 			if err != nil {
 				return err
 			}

@@ -17,7 +17,7 @@ func deployCommand() *cli.Command {
 			&cli.BoolFlag{Name: "dry-run", Usage: "print the equivalent iproute2/sysctl shell script, step for step, and change nothing"},
 		},
 		Action: func(c *cli.Context) error {
-			l, path, source, err := readLab(c)
+			l, err := readLab(c)
 			if err != nil {
 				return err
 			}
@@ -28,7 +28,7 @@ func deployCommand() *cli.Command {
 			if err := lab.CheckPrivileges(); err != nil {
 				return err
 			}
-			res, err := manager(c).Deploy(c.Context, l, path, source)
+			res, err := manager(c).Deploy(c.Context, l)
 			if err != nil {
 				return fmt.Errorf("deploy lab %s: %w", l.Name, err)
 			}

@@ -80,7 +80,7 @@ func labName(c *cli.Context) (string, error) {
 	if err != nil {
 		return "", cli.Exit("name the lab: -t FILE, --name LAB or --all", 2)
 	}
-	if l, _, err := spec.ReadFile(path); err == nil {
+	if l, err := spec.ReadFile(path); err == nil {
 		return l.Name, nil
 	}
 	data, err := os.ReadFile(path)
@@ -109,7 +109,7 @@ func destroyDryRun(c *cli.Context) error {
 	var file *spec.Lab
 	if c.String("name") == "" {
 		path, _ := topoPath(c)
-		if file, _, err = spec.ReadFile(path); err != nil {
+		if file, err = spec.ReadFile(path); err != nil {
 			return err
 		}
 	}

@@ -17,7 +17,7 @@ func graphCommand() *cli.Command {
 			&cli.StringFlag{Name: "format", Value: "text", Usage: "text, dot or mermaid"},
 		},
 		Action: func(c *cli.Context) error {
-			l, _, _, err := readLab(c)
+			l, err := readLab(c)
 			if err != nil {
 				return err
 			}

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"strconv"
 	"syscall"
 
 	"github.com/nslab/nslab/topology/lab"
@@ -67,26 +66,12 @@ func run(args []string) int {
 
 // manager builds the lab manager from the global flags.
 func manager(c *cli.Context) *lab.Manager {
-	m := &lab.Manager{NetnsDir: c.String("netns-dir"), StateDir: c.String("state-dir"), Sysfs: c.String("sysfs")}
-	if k, err := strconv.Atoi(os.Getenv("NSLAB_TEST_PAUSE_AT")); err == nil {
-		m.BeforeStep = pauseAt(k)
-	}
-	return m
+	return &lab.Manager{NetnsDir: c.String("netns-dir"), StateDir: c.String("state-dir"), Sysfs: c.String("sysfs"), BeforeStep: beforeStep}
 }
 
-// pauseAt is the test seam behind NSLAB_TEST_PAUSE_AT=k: deploy stops before
-// step k (1-based), says so on stderr and waits for a signal, so tests can
-// kill or interrupt a deploy in progress at a known point.
-func pauseAt(k int) func(ctx context.Context, i int, s lab.Step) error {
-	return func(ctx context.Context, i int, s lab.Step) error {
-		if i+1 != k {
-			return nil
-		}
-		fmt.Fprintf(os.Stderr, "paused before step %d: %s\n", k, s.Name)
-		<-ctx.Done()
-		return ctx.Err()
-	}
-}
+// beforeStep is nil in nslab; the CLI tests, which run their own binary as
+// nslab, set it to pause a deploy at a known step (see main_test.go).
+var beforeStep func(ctx context.Context, i int, s lab.Step) error
 
 // topoFlag is the -t FILE flag shared by the verbs.
 func topoFlag() *cli.StringFlag {
@@ -110,10 +95,11 @@ func topoPath(c *cli.Context) (string, error) {
 }
 
 // readLab reads and validates the lab of -t FILE (or the first argument).
-func readLab(c *cli.Context) (l *spec.Lab, path string, source []byte, err error) {
-	if path, err = topoPath(c); err != nil {
-		return nil, "", nil, err
+func readLab(c *cli.Context) (*spec.Lab, error) {
+	path, err := topoPath(c)
+	if err != nil {
+		return nil, err
 	}
-	l, source, err = spec.ReadFile(path)
-	return l, path, source, err
+	l, err := spec.ReadFile(path)
+	return l, err
 }

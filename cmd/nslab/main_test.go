@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -25,9 +26,27 @@ import (
 // the real main path in a subprocess (exit codes, signals, exec).
 func TestMain(m *testing.M) {
 	if os.Getenv("NSLAB_RUN_MAIN") == "1" {
+		if k, err := strconv.Atoi(os.Getenv("NSLAB_TEST_PAUSE_AT")); err == nil {
+			beforeStep = pauseAt(k)
+		}
 		os.Exit(run(os.Args))
 	}
 	os.Exit(m.Run())
+}
+
+// pauseAt is the test seam behind NSLAB_TEST_PAUSE_AT=k (in this test
+// binary only): deploy stops before step k (1-based), says so on stderr and
+// waits for a signal, so tests can kill or interrupt a deploy in progress
+// at a known point.
+func pauseAt(k int) func(ctx context.Context, i int, s lab.Step) error {
+	return func(ctx context.Context, i int, s lab.Step) error {
+		if i+1 != k {
+			return nil
+		}
+		fmt.Fprintf(os.Stderr, "paused before step %d: %s\n", k, s.Name)
+		<-ctx.Done()
+		return ctx.Err()
+	}
 }
 
 // runner is one test's nslab: a private state directory and a lab file.
@@ -248,7 +267,7 @@ func TestPrivilegedCtrlC(t *testing.T) {
 // of the plan, then destroys.
 func TestPrivilegedDestroyAfterKill(t *testing.T) {
 	labtest.SkipUnlessRoot(t)
-	l, _, err := spec.ReadFile("../../examples/client-router-server.yaml")
+	l, err := spec.ReadFile("../../examples/client-router-server.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -32,7 +31,7 @@ func pathCommand() *cli.Command {
 			if path == "" || len(args) != 2 {
 				return cli.Exit("usage: nslab path -t FILE FROM TO (e.g. nslab path -t lab.yaml ns1 10.0.2.1)", 2)
 			}
-			l, _, err := spec.ReadFile(path)
+			l, err := spec.ReadFile(path)
 			if err != nil {
 				return err
 			}
@@ -51,7 +50,7 @@ func pathCommand() *cli.Command {
 			}
 			switch c.String("format") {
 			case "json":
-				return writePathJSON(c.App.Writer, tp)
+				return writeJSON(c.App.Writer, tp)
 			case "table":
 				printPath(c.App.Writer, l, tp)
 				return nil
@@ -64,15 +63,21 @@ func pathCommand() *cli.Command {
 // pathEnds resolves FROM (NODE or NODE:IF) and TO (an address, or NODE or
 // NODE:IF standing for its first address, IPv4 first).
 func pathEnds(l *spec.Lab, fromArg, toArg string) (spec.Endpoint, netip.Addr, error) {
-	node, iface, _ := strings.Cut(fromArg, ":")
-	if l.Node(node) == nil {
-		return spec.Endpoint{}, netip.Addr{}, fmt.Errorf("FROM: node %q is not in lab %s (nodes: %s)", node, l.Name, nodeList(l))
+	from, err := spec.ParseEndpoint(fromArg)
+	if err != nil {
+		return from, netip.Addr{}, fmt.Errorf("FROM: %w", err)
 	}
-	from := spec.Endpoint{Node: node, Interface: iface}
+	if l.Node(from.Node) == nil {
+		return spec.Endpoint{}, netip.Addr{}, fmt.Errorf("FROM: node %q is not in lab %s (nodes: %s)", from.Node, l.Name, nodeList(l))
+	}
 	if a, err := netip.ParseAddr(toArg); err == nil {
 		return from, a, nil
 	}
-	tn, ti, _ := strings.Cut(toArg, ":")
+	to, err := spec.ParseEndpoint(toArg)
+	if err != nil {
+		return from, netip.Addr{}, fmt.Errorf("TO: %w", err)
+	}
+	tn, ti := to.Node, to.Interface
 	n := l.Node(tn)
 	if n == nil {
 		return from, netip.Addr{}, fmt.Errorf("TO: %q is neither an address nor a node of lab %s (nodes: %s)", toArg, l.Name, nodeList(l))
@@ -130,7 +135,7 @@ func printPath(w io.Writer, l *spec.Lab, tp *lab.TracedPath) {
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tIN\tOUT\tNEXT HOP\tNEXT-HOP MAC")
-	for i, h := range tp.Hops {
+	for _, h := range tp.Hops {
 		in, out := orDash(h.In), orDash(h.Out)
 		switch {
 		case h.L2:
@@ -143,8 +148,8 @@ func printPath(w io.Writer, l *spec.Lab, tp *lab.TracedPath) {
 				kind = "gateway"
 			}
 			mac := "(set by the NIC)"
-			if tp.MACs[i] != nil {
-				mac = tp.MACs[i].String()
+			if h.NextMAC != nil {
+				mac = h.NextMAC.String()
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s %s\t%s (%s)\n", h.Node, in, out, h.Via, kind, mac, h.Next)
 		}
@@ -160,10 +165,10 @@ func printPath(w io.Writer, l *spec.Lab, tp *lab.TracedPath) {
 }
 
 func macOr(tp *lab.TracedPath, i int) string {
-	if tp.MACs[i] == nil {
+	if tp.Hops[i].NextMAC == nil {
 		return "(set by the NIC)"
 	}
-	return tp.MACs[i].String()
+	return tp.Hops[i].NextMAC.String()
 }
 
 func orDash(s string) string {
@@ -171,30 +176,4 @@ func orDash(s string) string {
 		return "-"
 	}
 	return s
-}
-
-func writePathJSON(w io.Writer, tp *lab.TracedPath) error {
-	type hop struct {
-		spec.Hop
-		MAC string `json:"next_mac,omitempty"`
-	}
-	out := struct {
-		From     spec.Endpoint `json:"from"`
-		To       netip.Addr    `json:"to"`
-		Source   netip.Addr    `json:"source,omitzero"`
-		Dest     spec.Endpoint `json:"dest"`
-		Local    bool          `json:"local,omitempty"`
-		Deployed bool          `json:"deployed"`
-		Hops     []hop         `json:"hops"`
-	}{From: tp.From, To: tp.To, Source: tp.Source, Dest: tp.Dest, Local: tp.Local, Deployed: tp.Deployed}
-	for i, h := range tp.Hops {
-		o := hop{Hop: h}
-		if tp.MACs[i] != nil {
-			o.MAC = tp.MACs[i].String()
-		}
-		out.Hops = append(out.Hops, o)
-	}
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	return enc.Encode(out)
 }

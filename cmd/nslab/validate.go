@@ -13,11 +13,11 @@ func validateCommand() *cli.Command {
 		ArgsUsage: "[FILE]",
 		Flags:     []cli.Flag{topoFlag()},
 		Action: func(c *cli.Context) error {
-			l, path, _, err := readLab(c)
+			l, err := readLab(c)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(c.App.Writer, "%s: lab %s is valid: %d nodes, %d links\n", path, l.Name, len(l.Nodes), len(l.Links))
+			fmt.Fprintf(c.App.Writer, "%s: lab %s is valid: %d nodes, %d links\n", l.File, l.Name, len(l.Nodes), len(l.Links))
 			return nil
 		},
 	}

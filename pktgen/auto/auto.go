@@ -1,6 +1,6 @@
 // Package auto picks the traffic engine for a run: the kernel's pktgen when
 // the sender's namespace has it, nslab's userspace engine otherwise, and
-// records why in the result.
+// says why, in the words of the probe that decided.
 package auto
 
 import (
@@ -8,47 +8,66 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/nslab/nslab/pktgen"
 	"github.com/nslab/nslab/pktgen/engine"
+	"github.com/nslab/nslab/pktgen/kernel"
 	"github.com/nslab/nslab/pktgen/userspace"
+	"github.com/nslab/nslab/topology/ns"
 )
 
-// Engine chooses an engine per run. It implements engine.Engine.
-type Engine struct{}
+// Chooser chooses engines. Its zero value probes the kernel for real.
+type Chooser struct {
+	// Probe reports whether kernel pktgen can run in a namespace (nil, or
+	// an error wrapping kernel.ErrNoPktgen that says why not); nil:
+	// kernel.Available. Tests replace it.
+	Probe func(n *ns.NS) error
+}
+
+// Choose returns the engine that name asks for (auto, pktgen or
+// userspace) for sends from namespace sender, and why it is that one. It
+// enters sender only to probe for pktgen (auto).
+func (c Chooser) Choose(name string, sender *ns.NS) (engine.Engine, string, error) {
+	switch name {
+	case "pktgen":
+		return kernel.Engine{}, "asked for", nil
+	case "userspace":
+		return userspace.Engine{}, "asked for", nil
+	case "", "auto":
+	default:
+		return nil, "", fmt.Errorf("engine %q: use auto, pktgen or userspace", name)
+	}
+	probe := c.Probe
+	if probe == nil {
+		probe = kernel.Available
+	}
+	err := probe(sender)
+	var missing *kernel.MissingError
+	switch {
+	case err == nil:
+		return kernel.Engine{}, fmt.Sprintf("kernel pktgen is available in %s", sender.Name), nil
+	case errors.As(err, &missing):
+		return userspace.Engine{}, fmt.Sprintf("kernel pktgen is not available in %s (%s), so the userspace engine ran", sender.Name, missing.Short()), nil
+	case errors.Is(err, kernel.ErrNoPktgen):
+		return userspace.Engine{}, fmt.Sprintf("kernel pktgen is not available in %s (%v), so the userspace engine ran", sender.Name, err), nil
+	}
+	return nil, "", fmt.Errorf("probe for kernel pktgen in %s: %w", sender.Name, err)
+}
+
+// Engine chooses for every run it is given, and puts the reason in the
+// result. It implements engine.Engine; bench chooses once instead.
+type Engine struct{ Chooser }
+
+var _ engine.Engine = Engine{}
 
 // Name implements engine.Engine.
 func (Engine) Name() string { return "auto" }
 
-// Select returns the engine for the job and the reason for the choice.
-func Select(j engine.Job) (engine.Engine, string, error) {
-	n, err := j.OpenSender()
-	if err != nil {
-		return nil, "", err
-	}
-	defer n.Close()
-	err = pktgen.Available(n, j.Namespace)
-	switch {
-	case err == nil:
-		return pktgen.KernelEngine{}, fmt.Sprintf("kernel pktgen is available in %s", j.Namespace), nil
-	case errors.Is(err, pktgen.ErrNoPktgen):
-		return userspace.Engine{}, "kernel pktgen is not available (" + shortReason() + "), so the userspace engine ran", nil
-	}
-	return nil, "", err
-}
-
-// shortReason says in a few words why pktgen is missing.
-func shortReason() string {
-	return "the kernel has no CONFIG_NET_PKTGEN and no pktgen module"
-}
-
-// Run implements engine.Engine: it selects, runs, and puts the reason in
-// the result.
-func (Engine) Run(ctx context.Context, j engine.Job) (*engine.Result, error) {
-	e, reason, err := Select(j)
+// Run implements engine.Engine: it chooses, runs, and records why.
+func (e Engine) Run(ctx context.Context, j engine.Job) (*engine.Result, error) {
+	eng, reason, err := e.Choose("auto", j.Sender)
 	if err != nil {
 		return nil, err
 	}
-	res, err := e.Run(ctx, j)
+	res, err := eng.Run(ctx, j)
 	if res != nil {
 		res.Reason = reason
 	}

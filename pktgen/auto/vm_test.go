@@ -16,9 +16,9 @@ import (
 // TestVMAutoPicksPktgen: on a kernel with pktgen, auto runs the kernel
 // engine and says why.
 func TestVMAutoPicksPktgen(t *testing.T) {
-	dir := t.TempDir()
-	name := labtest.Namespace(t, dir)
-	job := engine.Job{NetnsDir: dir, Namespace: name, Interface: "lo", Count: 10, Frame: 64,
+	n := labtest.OpenNamespace(t, t.TempDir())
+	name := n.Name
+	job := engine.Job{Sender: n, Interface: "lo", Count: 10, Frame: 64,
 		DstIP: netip.MustParseAddr("127.0.0.1"), DstMAC: net.HardwareAddr{0, 0, 0, 0, 0, 0}}
 	res, err := Engine{}.Run(context.Background(), job)
 	if err != nil {

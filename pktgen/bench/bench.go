@@ -1,7 +1,9 @@
-// Package bench runs one measured traffic run through a deployed lab: it
-// derives the path from the lab's routes, resolves the next hop's MAC,
-// samples the counters of every interface on the path while an engine
-// sends, and accounts for every packet sent.
+// Package bench measures traffic runs through a running lab: it takes the
+// path and the next hop's MAC from the lab's routes (confirmed by the
+// kernel), samples the counters of every interface on the path while an
+// engine sends, accounts for every packet the sender took, and says what
+// limited the run. Sweeps, throughput searches and the deploy-or-reuse
+// policy of nslab bench (Sweep) live here too.
 package bench
 
 import (
@@ -11,285 +13,242 @@ import (
 	"net"
 	"time"
 
-	"github.com/nslab/nslab/pktgen"
 	"github.com/nslab/nslab/pktgen/auto"
 	"github.com/nslab/nslab/pktgen/engine"
-	"github.com/nslab/nslab/pktgen/userspace"
+	"github.com/nslab/nslab/pktgen/sample"
 	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/ns"
-	"github.com/nslab/nslab/topology/sample"
 	"github.com/nslab/nslab/topology/spec"
 )
 
-// Options tune a run.
+// Options tune a bench.
 type Options struct {
-	NetnsDir string        // "" for /run/netns
 	Interval time.Duration // sampling interval; 0: 1 s
 	Live     io.Writer     // a line per interval, like sar -n DEV; nil: quiet
 	Compact  bool          // with Live: one short line per interval (not a wide terminal)
-	LabHash  string        // sha256 of the lab file, recorded in the report
 	Version  string        // nslab's version, recorded in the report
 	// Measure replaces the interfaces derived from the path; the last
 	// one is the receiver whose rx counter counts what arrived.
 	Measure []spec.Endpoint
+	// Chooser chooses the engine; its zero value probes for real.
+	Chooser auto.Chooser
 }
 
-// Run measures traffic t of lab l with one frame size.
-func Run(ctx context.Context, l *spec.Lab, t *spec.Traffic, frame int, o Options) (*Report, error) {
-	if o.NetnsDir == "" {
-		o.NetnsDir = ns.DefaultDir
-	}
+// Bench measures one traffic run of a running lab, at any frame size and
+// rate. Everything that does not change between runs is done once: the
+// engine is chosen, the path traced, the receiver's sink bound, the
+// sampler and the neighbour frame counters opened, the machine read.
+// Close releases them; the running lab stays open (the caller's).
+type Bench struct {
+	run    *lab.Running
+	t      *spec.Traffic
+	opts   Options
+	eng    engine.Engine
+	reason string
+	path   *lab.TracedPath
+	meas   *measurement
+	sink   io.Closer
+	env    Env
+	place  placement
+}
+
+// New prepares a bench of traffic t on running lab r.
+func New(r *lab.Running, t *spec.Traffic, o Options) (*Bench, error) {
 	if o.Interval <= 0 {
 		o.Interval = time.Second
 	}
-	// The same derivation as nslab path: the file's path, confirmed by the
-	// kernel's route lookup in every namespace, MACs read from the kernel.
-	tp, err := (&lab.Manager{NetnsDir: o.NetnsDir}).Trace(l, t.From, t.To)
-	if err != nil {
+	b := &Bench{run: r, t: t, opts: o}
+	if err := b.prepare(); err != nil {
+		b.Close()
 		return nil, fmt.Errorf("traffic %s: %w", t.Name, err)
 	}
-	if !tp.Deployed {
-		return nil, fmt.Errorf("traffic %s: lab %s is not deployed", t.Name, l.Name)
-	}
-	if tp.Local {
-		return nil, fmt.Errorf("traffic %s: %s is an address of the sender %s itself", t.Name, t.To, t.From.Node)
-	}
-	path, mac := tp.Path, tp.MACs[0]
-	eng, err := pick(t.Engine)
-	if err != nil {
-		return nil, err
-	}
-	job := jobFor(l, t, frame, mac, o.NetnsDir)
-	rx := path.Hops[len(path.Hops)-1]
-	sink, err := openSink(o.NetnsDir, l.Namespace(rx.Node), t)
-	if err != nil {
-		return nil, err
-	}
-	defer sink.Close()
-	targets, roles, err := measured(l, path, o.Measure)
-	if err != nil {
-		return nil, err
-	}
-	s, err := sample.New(o.NetnsDir, targets)
-	if err != nil {
-		return nil, err
-	}
-	defer s.Close()
-	if err := prime(ctx, eng, job, s); err != nil {
-		return nil, err
-	}
+	return b, nil
+}
 
-	rep := &Report{Lab: l.Name, Traffic: t.Name, From: t.From.String(), To: t.To.String(), Frame: frame,
-		Path: path.Hops, NextHop: path.NextHop.String(), NextHopMAC: mac.String(), Targets: targets, roles: roles}
-	routers := routerNodes(path)
-	// The baselines are read before the engine starts, so nothing it sends
-	// is missed.
-	before, err := snapshot(o.NetnsDir, l, routers)
+// prepare does New's work, step by step.
+func (b *Bench) prepare() error {
+	var err error
+	// The same derivation as nslab path: the file's path, confirmed by
+	// the kernel's route lookup in every namespace, MACs from the kernel.
+	if b.path, err = b.run.Trace(b.t.From, b.t.To); err != nil {
+		return err
+	}
+	if b.path.Local {
+		return fmt.Errorf("%s is an address of the sender %s itself", b.t.To, b.t.From.Node)
+	}
+	sender := b.run.Node(b.t.From.Node).NS
+	if b.eng, b.reason, err = b.opts.Chooser.Choose(b.t.Engine, sender); err != nil {
+		return err
+	}
+	receiver := b.path.Hops[len(b.path.Hops)-1].Node
+	if b.sink, err = openSink(b.run.Node(receiver).NS, b.t); err != nil {
+		return err
+	}
+	if b.meas, err = newMeasurement(b.run, b.path.Path, b.opts.Measure, b.t.To.Is6()); err != nil {
+		return err
+	}
+	var allowed spec.CPUSet
+	if b.env, allowed, err = environment(); err != nil {
+		return err
+	}
+	b.place = placementOf(b.run.Lab, b.path.Path, b.t, allowed)
+	b.env.Placement, b.env.Sampler = placementLines(b.run.Lab, b.t), b.place.note
+	b.env.Engine, b.env.EngineV = b.eng.Name(), engineVersion(b)
+	b.env.LabHash, b.env.NSLab = b.run.Lab.SHA256, b.opts.Version
+	return nil
+}
+
+// Close releases what New opened.
+func (b *Bench) Close() {
+	if b.sink != nil {
+		b.sink.Close()
+	}
+	if b.meas != nil {
+		b.meas.close()
+	}
+}
+
+// Engine names the engine the bench chose, and why.
+func (b *Bench) Engine() (name, reason string) { return b.eng.Name(), b.reason }
+
+// Run measures traffic t at one frame size, with the rate and length
+// the traffic run gives.
+func (b *Bench) Run(ctx context.Context, frame int) (*Report, error) {
+	return b.measure(ctx, b.t, frame)
+}
+
+// measure is one measured run of t (the bench's traffic, or a trial's
+// variant of it).
+func (b *Bench) measure(ctx context.Context, t *spec.Traffic, frame int) (*Report, error) {
+	job := b.job(t, frame)
+	if err := b.prime(ctx, job); err != nil {
+		return nil, err
+	}
+	before, err := snapshot(b.meas.routers)
 	if err != nil {
 		return nil, err
 	}
-	base, err := s.Read()
+	base, err := b.meas.baseline()
 	if err != nil {
 		return nil, err
 	}
-	sctx, stop := context.WithCancel(context.Background())
-	samplesc := make(chan []sample.Sample, 1)
-	var live func(sample.Sample)
-	if o.Live != nil {
-		live = liveLines(o.Live, targets, o.Compact)
-	}
-	go func() {
-		all, _ := s.Run(sctx, o.Interval, live)
-		samplesc <- all
-	}()
-	res, runErr := eng.Run(ctx, job)
-	settle(s)
-	after, err := snapshot(o.NetnsDir, l, routers)
-	stop()
+	stop := b.sampleInBackground()
+	res, runErr := b.eng.Run(ctx, job)
+	settle(b.meas.sampler)
+	after, err := snapshot(b.meas.routers)
+	all := stop()
 	if err != nil {
 		return nil, err
 	}
-	rep.hostCounters(before, after, routers)
-	rep.Env = environment()
-	rep.Env.LabHash, rep.Env.NSLab = o.LabHash, o.Version
-	if res != nil {
-		rep.Env.Engine, rep.Env.EngineV = res.Engine, engineVersion(o.NetnsDir, job.Namespace, res.Engine, o.Version)
-	}
-	rep.Samples = <-samplesc
-	final, err := s.Read()
-	if err != nil {
-		return nil, err
-	}
-	rep.Samples = append(rep.Samples, final)
 	if res == nil {
 		return nil, runErr
 	}
-	rep.fill(res, base, final)
+	final, neighbours, err := b.meas.final()
+	if err != nil {
+		return nil, err
+	}
+	rep := b.report(t, frame, res, reading{base: base, final: final, neighbours: neighbours, samples: append(all, final), before: before, after: after})
 	return rep, runErr
 }
 
-// engineVersion is pktgen's version for the kernel engine, nslab's for the
-// userspace one.
-func engineVersion(dir, nsName, engineName, nslab string) string {
-	if engineName != (pktgen.KernelEngine{}).Name() {
-		return "nslab " + nslab
-	}
-	n, err := ns.Open(dir, nsName)
-	if err != nil {
-		return ""
-	}
-	defer n.Close()
-	return "pktgen " + pktgen.Version(n)
+// job is the engine job of traffic t at one frame size.
+func (b *Bench) job(t *spec.Traffic, frame int) engine.Job {
+	return jobFor(t, frame, b.run.Node(t.From.Node).NS, b.path.SenderMAC())
 }
 
-// measured returns the interfaces to sample and their roles: the path's,
-// or the ones given with --measure (the last is the receiver).
-func measured(l *spec.Lab, path *spec.Path, measure []spec.Endpoint) ([]sample.Target, []string, error) {
-	if len(measure) == 0 {
-		return targets(l, path), roles(path.Hops), nil
-	}
-	var ts []sample.Target
-	var rs []string
-	for i, e := range measure {
-		if l.Node(e.Node) == nil {
-			return nil, nil, fmt.Errorf("--measure %s: no node %s in the lab", e, e.Node)
-		}
-		ts = append(ts, sample.Target{Node: e.Node, Namespace: l.Namespace(e.Node), Interface: e.Interface})
-		rs = append(rs, map[bool]string{true: "receiver", false: "measured"}[i == len(measure)-1])
-	}
-	return ts, rs, nil
-}
-
-// hostState is what a run reads besides interface counters: CPU times,
-// softnet, and each router's IP counters.
-type hostState struct {
-	cpu               map[string][]uint64
-	dropped, squeezed uint64
-	mib               map[string]map[string]uint64
-}
-
-func snapshot(dir string, l *spec.Lab, routers []string) (hostState, error) {
-	h := hostState{cpu: cpuTimes()}
-	h.dropped, h.squeezed = softnet()
-	var err error
-	h.mib, err = readMIBs(dir, l, routers)
-	return h, err
-}
-
-// hostCounters puts the change between two snapshots into the report.
-func (r *Report) hostCounters(before, after hostState, routers []string) {
-	r.CPU = cpuUse(before.cpu, after.cpu)
-	r.Softnet = Softnet{Dropped: after.dropped - before.dropped, TimeSqueeze: after.squeezed - before.squeezed}
-	for _, n := range routers {
-		rd := RouterDrops{Node: n, Forwarded: after.mib[n]["ForwDatagrams"] - before.mib[n]["ForwDatagrams"], Discards: map[string]uint64{}}
-		for _, k := range ipDiscards {
-			if d := after.mib[n][k] - before.mib[n][k]; d > 0 {
-				rd.Discards[k] = d
-			}
-		}
-		r.Routers = append(r.Routers, rd)
-	}
-}
-
-// routerNodes lists the nodes that route on the path (not switches).
-func routerNodes(p *spec.Path) []string {
-	var out []string
-	for i, h := range p.Hops {
-		if i > 0 && i < len(p.Hops)-1 && !h.L2 {
-			out = append(out, h.Node)
-		}
-	}
-	return out
-}
-
-func readMIBs(dir string, l *spec.Lab, nodes []string) (map[string]map[string]uint64, error) {
-	out := map[string]map[string]uint64{}
-	for _, n := range nodes {
-		m, err := ipMIB(dir, l.Namespace(n))
-		if err != nil {
-			return nil, err
-		}
-		out[n] = m
-	}
-	return out, nil
-}
-
-// pick returns the engine a traffic run asks for.
-func pick(name string) (engine.Engine, error) {
-	switch name {
-	case "", "auto":
-		return auto.Engine{}, nil
-	case "pktgen":
-		return pktgen.KernelEngine{}, nil
-	case "userspace":
-		return userspace.Engine{}, nil
-	}
-	return nil, fmt.Errorf("engine %q: use auto, pktgen or userspace", name)
-}
-
-func jobFor(l *spec.Lab, t *spec.Traffic, frame int, mac net.HardwareAddr, dir string) engine.Job {
+// jobFor turns a traffic run into an engine job.
+func jobFor(t *spec.Traffic, frame int, sender *ns.NS, mac net.HardwareAddr) engine.Job {
 	return engine.Job{
-		NetnsDir: dir, Namespace: l.Namespace(t.From.Node), Interface: t.From.Interface,
-		Count: t.Count, Duration: t.Duration, Frame: frame, RatePPS: t.RatePPS, RateMbps: t.RateMbps, Threads: t.Threads,
+		Sender: sender, Interface: t.From.Interface,
+		Count: t.Count, Duration: t.Duration, Frame: frame, RatePPS: t.RatePPS, RateMbps: t.RateMbps, Threads: t.Threads, CPUs: t.CPUs,
 		DstIP: t.To, DstMAC: mac,
 		UDPSrc: engine.PortRange{Min: t.SrcPorts[0], Max: t.SrcPorts[1]}, UDPDst: engine.PortRange{Min: t.DstPorts[0], Max: t.DstPorts[1]},
 		Flows: t.Flows, FlowLen: t.FlowLen, Options: t.Options,
 	}
 }
 
-// targets lists the interfaces to sample: the sender's, each hop's ingress
-// and egress, the receiver's.
-func targets(l *spec.Lab, p *spec.Path) []sample.Target {
-	var out []sample.Target
-	for _, h := range p.Hops {
-		for _, i := range []string{h.In, h.Out} {
-			if i != "" {
-				out = append(out, sample.Target{Node: h.Node, Namespace: l.Namespace(h.Node), Interface: i})
-			}
-		}
+// sampleInBackground samples at the bench's interval, on the sampler's
+// CPU, until the returned stop is called; stop returns the samples.
+func (b *Bench) sampleInBackground() func() []sample.Sample {
+	ctx, cancel := context.WithCancel(context.Background())
+	out := make(chan []sample.Sample, 1)
+	var live func(sample.Sample)
+	if b.opts.Live != nil {
+		live = liveLines(b.opts.Live, b.meas.targets, b.opts.Compact)
 	}
-	return out
+	go onCPU(b.place.sampler, func() {
+		all, _ := b.meas.sampler.Run(ctx, b.opts.Interval, live)
+		out <- all
+	})
+	return func() []sample.Sample { cancel(); return <-out }
 }
 
-// openSink binds the run's UDP destination port in the receiver's
-// namespace and never reads it: the receiver then answers nothing (no ICMP
-// port unreachable, which would also make it re-probe ARP later, one more
-// packet at its interface). With a port range only the first port is held.
-func openSink(dir, nsName string, t *spec.Traffic) (io.Closer, error) {
-	port := t.DstPorts[0]
-	if port == 0 {
-		port = 9
+// reading is what a run read: counters before and after, neighbour frames,
+// the samples in between, and the host state.
+type reading struct {
+	base, final   sample.Sample
+	neighbours    []uint64
+	samples       []sample.Sample
+	before, after hostState
+}
+
+// report puts a run's readings together.
+func (b *Bench) report(t *spec.Traffic, frame int, res *engine.Result, rd reading) *Report {
+	p := b.path
+	rep := &Report{Lab: b.run.Lab.Name, Traffic: t.Name, From: t.From.String(), To: t.To.String(), Frame: frame,
+		Engine: res.Engine, Reason: b.reason, OfferedPPS: offeredPPS(t, frame), Elapsed: res.Elapsed, Result: res,
+		Path: p.Hops, NextHop: p.NextHop.String(), NextHopMAC: p.SenderMAC().String(), Targets: b.meas.targets, roles: b.meas.roles,
+		Samples: rd.samples, Env: b.env}
+	rep.Hops = hopCounters(b.meas.targets, b.meas.roles, rd.base, rd.final, rd.neighbours)
+	rep.account(res, frame)
+	rep.rates()
+	rep.CPU = cpuUse(rd.before.cpu, rd.after.cpu)
+	b.place.label(rep.CPU)
+	rep.Softnet = softnetUse(rd.before.softnet, rd.after.softnet)
+	rep.routerCounts(rd.before, rd.after, t.To.Is6())
+	rep.explainDrops(frame, b.meas.mtu, b.place)
+	sentPPS := 0.0
+	if res.Elapsed > 0 {
+		sentPPS = float64(rep.Sent) / res.Elapsed.Seconds()
 	}
-	n, err := ns.Open(dir, nsName)
-	if err != nil {
-		return nil, err
+	rep.judge(b.place, sentPPS)
+	return rep
+}
+
+// offeredPPS is the rate a traffic run asks for per thread, in pps.
+func offeredPPS(t *spec.Traffic, frame int) uint64 {
+	if t.RateMbps > 0 && frame > engine.FCS {
+		return t.RateMbps * 1e6 / uint64((frame-engine.FCS)*8)
 	}
-	defer n.Close()
-	network := "udp4"
-	if t.To.Is6() {
-		network = "udp6"
+	return t.RatePPS
+}
+
+// rates fills the receiver's rates from the counts and the samples.
+func (r *Report) rates() {
+	if r.Elapsed > 0 {
+		r.PPS = float64(r.Received) / r.Elapsed.Seconds()
 	}
-	var c net.PacketConn
-	err = n.Do(func() error {
-		var err error
-		c, err = net.ListenPacket(network, fmt.Sprintf(":%d", port))
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("receiver sink on UDP port %d in %s: %w", port, nsName, err)
+	r.MbpsL2, r.MbpsL1 = mbps(r.PPS, r.Frame)
+	if a, b, ok := sample.Steady(r.Samples); ok {
+		last := len(r.Hops) - 1
+		r.SteadyPPS = sample.Rates(a, b)[last].RxPPS
+		r.SteadyL2, _ = mbps(r.SteadyPPS, r.Frame)
 	}
-	return c, nil
+}
+
+func mbps(pps float64, frame int) (l2, l1 float64) {
+	return pps * float64(frame) * 8 / 1e6, pps * float64(frame+20) * 8 / 1e6
 }
 
 // prime sends one packet along the path, so that every router has resolved
 // its next hop's MAC (ARP) before anything is counted, and waits for the
 // counters to settle.
-func prime(ctx context.Context, e engine.Engine, job engine.Job, s *sample.Sampler) error {
-	job.Count, job.Duration, job.Threads, job.RatePPS, job.RateMbps = 1, 0, 1, 0, 0
-	if _, err := e.Run(ctx, job); err != nil {
+func (b *Bench) prime(ctx context.Context, job engine.Job) error {
+	job.Count, job.Duration, job.Threads, job.CPUs, job.RatePPS, job.RateMbps = 1, 0, 1, nil, 0, 0
+	if _, err := b.eng.Run(ctx, job); err != nil {
 		return fmt.Errorf("priming packet: %w", err)
 	}
-	settle(s)
+	settle(b.meas.sampler)
 	return nil
 }
 
@@ -316,26 +275,27 @@ func same(a, b sample.Sample) bool {
 	return true
 }
 
-// liveLines prints, per interval, what sar -n DEV would: time, interface,
-// rx and tx pps, rx Mbps, drops; compact: one line with the sender's tx,
-// the receiver's rx and all drops.
-func liveLines(w io.Writer, targets []sample.Target, compact bool) func(sample.Sample) {
-	var prev *sample.Sample
-	return func(s sample.Sample) {
-		if prev != nil && compact {
-			rates := sample.Rates(*prev, s)
-			var drops uint64
-			for _, r := range rates {
-				drops += r.Drops
-			}
-			fmt.Fprintf(w, "%6.1fs  tx %.0f pps  rx %.0f pps  drops %d\n", s.At.Seconds(), rates[0].TxPPS, rates[len(rates)-1].RxPPS, drops)
-		} else if prev != nil {
-			for i, r := range sample.Rates(*prev, s) {
-				fmt.Fprintf(w, "%7.2fs  %-22s rx %10.0f pps  tx %10.0f pps  rx %8.1f Mb/s  drops %d\n",
-					s.At.Seconds(), targets[i], r.RxPPS, r.TxPPS, r.RxMbps, r.Drops)
-			}
-		}
-		cp := s
-		prev = &cp
+// openSink binds the run's UDP destination port in the receiver's
+// namespace and never reads it: the receiver then answers nothing (no ICMP
+// port unreachable, which would also make it re-probe ARP later, one more
+// packet at its interface). With a port range only the first port is held.
+func openSink(n *ns.NS, t *spec.Traffic) (io.Closer, error) {
+	port := t.DstPorts[0]
+	if port == 0 {
+		port = 9
 	}
+	network := "udp4"
+	if t.To.Is6() {
+		network = "udp6"
+	}
+	var c net.PacketConn
+	err := n.Do(func() error {
+		var err error
+		c, err = net.ListenPacket(network, fmt.Sprintf(":%d", port))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("receiver sink on UDP port %d in %s: %w", port, n.Name, err)
+	}
+	return c, nil
 }

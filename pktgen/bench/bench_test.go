@@ -5,96 +5,114 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/nslab/nslab/pktgen/sample"
+	"github.com/nslab/nslab/topology/host"
+	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/labtest"
 	"github.com/nslab/nslab/topology/labtest/labdeploy"
-	"github.com/nslab/nslab/topology/ns"
-	"github.com/nslab/nslab/topology/sample"
 	"github.com/nslab/nslab/topology/spec"
 )
 
-func deployCRS(t *testing.T) *spec.Lab {
+func deployCRS(t *testing.T) (*spec.Lab, *lab.Running) {
 	t.Helper()
-	return labdeploy.Example(t, "client-router-server.yaml", "b")
+	l := labdeploy.Example(t, "client-router-server.yaml", "b")
+	return l, labdeploy.Open(t, l)
+}
+
+// newBench opens a bench of the lab's "forward" run with the given
+// changes, closed when the test ends.
+func newBench(t *testing.T, r *lab.Running, edit func(*spec.Traffic), o Options) *Bench {
+	t.Helper()
+	tr := *r.Lab.TrafficRun("forward")
+	edit(&tr)
+	b, err := New(r, &tr, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(b.Close)
+	return b
 }
 
 // TestPrivilegedBenchAccountsExactly: a count run at a rate the path holds
 // reports received == sent, and every hop's numbers match the counters the
-// test reads itself (which also see bench's priming packet and the
-// router's ARP request for the server).
+// test reads itself.
 func TestPrivilegedBenchAccountsExactly(t *testing.T) {
-	l := deployCRS(t)
+	_, r := deployCRS(t)
 	var live bytes.Buffer
-	rep := accountsExactly(t, l, "userspace", 50000, &live)
-	if rep.Engine == "" || rep.NextHopMAC == "" || !strings.Contains(live.String(), "ns3:veth2-peer") {
-		t.Errorf("report %+v; live lines %q", rep, live.String())
+	b := newBench(t, r, func(tr *spec.Traffic) { tr.Duration, tr.Count, tr.RatePPS, tr.Engine = 0, 20000, 50000, "userspace" },
+		Options{Interval: 100 * time.Millisecond, Live: &live})
+	rep := ownReadsAgree(t, b, r)
+	if rep.Sent != 20000 || rep.Received != 20000 || rep.Loss != 0 || rep.Unaccount != 0 || rep.SenderCheck.Difference != 0 {
+		t.Fatalf("sent %d received %d loss %d unaccounted %d sender check %+v", rep.Sent, rep.Received, rep.Loss, rep.Unaccount, rep.SenderCheck)
 	}
+	if rep.Verdict.Limit != "offered rate" || !strings.Contains(live.String(), "ns3:veth2-peer") {
+		t.Errorf("verdict %q; live lines %q", rep.Bottleneck, live.String())
+	}
+	assertFormats(t, rep, "20000")
+}
+
+// assertFormats: every format carries the counts and the balance.
+func assertFormats(t *testing.T, rep *Report, want string) {
+	t.Helper()
 	var out bytes.Buffer
 	if err := Write(&out, "json", []*Report{rep}); err != nil {
 		t.Fatal(err)
 	}
 	var back map[string]any
-	if err := json.Unmarshal(out.Bytes(), &back); err != nil || back["received"].(float64) != 20000 {
+	if err := json.Unmarshal(out.Bytes(), &back); err != nil || back["bottleneck"] != rep.Bottleneck || back["unaccounted"].(float64) != float64(rep.Unaccount) {
 		t.Errorf("json: %v %s", err, out.String())
 	}
 	for _, f := range []string{"table", "csv", "markdown"} {
 		out.Reset()
-		if err := Write(&out, f, []*Report{rep}); err != nil || !strings.Contains(out.String(), "20000") {
+		if err := Write(&out, f, []*Report{rep}); err != nil || !strings.Contains(out.String(), want) || !strings.Contains(out.String(), rep.Bottleneck) {
 			t.Errorf("%s: %v\n%s", f, err, out.String())
 		}
 	}
 }
 
-// accountsExactly runs 20000 packets with an engine at a rate the path
-// holds and checks received == sent, and that every hop's numbers match
-// the counters the test reads itself (which also see bench's priming
-// packet and the router's ARP request for the server).
-func accountsExactly(t *testing.T, l *spec.Lab, engineName string, pps uint64, live *bytes.Buffer) *Report {
+// ownReadsAgree runs the bench once to prime the path (ARP resolved), then
+// reads every hop's counters itself around a second run: each must be the
+// report's plus that run's one priming packet, drops equal.
+func ownReadsAgree(t *testing.T, b *Bench, r *lab.Running) *Report {
 	t.Helper()
-	tr := *l.TrafficRun("forward")
-	tr.Duration, tr.Count, tr.RatePPS, tr.Engine = 0, 20000, pps, engineName
-	path, _ := l.PathOf(tr.From, tr.To)
-	own, err := sample.New(ns.DefaultDir, targets(l, path))
+	if _, err := b.measure(context.Background(), &spec.Traffic{Name: "warm", From: b.t.From, To: b.t.To, Count: 1, Engine: b.t.Engine}, 64); err != nil {
+		t.Fatal(err)
+	}
+	own, err := sample.New(r, b.meas.targets)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer own.Close()
 	before, _ := own.Read()
-	o := Options{Interval: 100 * time.Millisecond}
-	if live != nil {
-		o.Live = live
-	}
-	rep, err := Run(context.Background(), l, &tr, 64, o)
+	rep, err := b.Run(context.Background(), 64)
 	if err != nil {
 		t.Fatal(err)
 	}
 	after, _ := own.Read()
-	t.Logf("%s: sent %d received %d, %.0f pps", rep.Engine, rep.Sent, rep.Received, rep.PPS)
-	if rep.Sent != 20000 || rep.Received != 20000 || rep.Loss != 0 || rep.Unaccount != 0 {
-		t.Fatalf("sent %d received %d loss %d unaccounted %d", rep.Sent, rep.Received, rep.Loss, rep.Unaccount)
-	}
-	// sender tx, router ingress rx, router egress tx, server rx
-	extra := []uint64{1, 1, 2, 2}
 	for i, h := range rep.Hops {
 		d := after.Counters[i].Sub(before.Counters[i])
-		got, own := h.TxPackets, d.TxPackets
-		if h.Role == "ingress" || h.Role == "receiver" {
-			got, own = h.RxPackets, d.RxPackets
+		want := h.Counters
+		if isOut(h.Role) {
+			want.TxPackets++
+		} else {
+			want.RxPackets++
 		}
-		if got+extra[i] != own {
-			t.Errorf("%s %s: report %d, counters read by the test %d (want report + %d)", h.Role, h.Target, got, own, extra[i])
+		if d.TxPackets != want.TxPackets || d.RxPackets != want.RxPackets || d.TxDropped != want.TxDropped || d.RxDropped != want.RxDropped {
+			t.Errorf("%s %s: report %+v, the test's own reads %+v (want the report's + the priming packet)", h.Role, h.Target, h.Counters, d)
 		}
 	}
+	t.Logf("%s: sent %d received %d loss %d (%.2f%%) = named %d + unaccounted %d; %s", rep.Engine, rep.Sent, rep.Received, rep.Loss, rep.LossPct, rep.NamedDrops, rep.Unaccount, rep.Bottleneck)
 	return rep
 }
 
 // TestPrivilegedLossIsNamed makes a lossy path on purpose: the router's
 // ingress MTU is below the frames, so veth drops every frame on the first
 // link and counts it as the sender's tx_dropped. The report must name
-// every lost packet.
+// every lost packet, and say why from what it measured.
 func TestPrivilegedLossIsNamed(t *testing.T) {
 	labtest.SkipUnlessRoot(t)
 	data, err := os.ReadFile("../../examples/client-router-server.yaml")
@@ -103,9 +121,8 @@ func TestPrivilegedLossIsNamed(t *testing.T) {
 	}
 	data = bytes.Replace(data, []byte("veth1-peer: {addresses: [10.0.1.254/24]}"), []byte("veth1-peer: {addresses: [10.0.1.254/24], mtu: 600}"), 1)
 	l := labdeploy.Deploy(t, labtest.Rename(data, labtest.Name("b")))
-	tr := *l.TrafficRun("forward")
-	tr.Duration, tr.Count, tr.RatePPS, tr.Engine = 0, 3000, 50000, "userspace"
-	rep, err := Run(context.Background(), l, &tr, 1000, Options{})
+	b := newBench(t, labdeploy.Open(t, l), func(tr *spec.Traffic) { tr.Duration, tr.Count, tr.RatePPS, tr.Engine = 0, 3000, 50000, "userspace" }, Options{})
+	rep, err := b.Run(context.Background(), 1000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,4 +130,71 @@ func TestPrivilegedLossIsNamed(t *testing.T) {
 		t.Fatalf("sent %d received %d loss %d named %d unaccounted %d (sender tx_dropped %d)",
 			rep.Sent, rep.Received, rep.Loss, rep.NamedDrops, rep.Unaccount, rep.Hops[0].TxDropped)
 	}
+	if len(rep.Drops) != 1 || !strings.Contains(rep.Drops[0].Cause, "MTU 600") || rep.Verdict.Limit != "link" {
+		t.Errorf("drops %+v, verdict %q", rep.Drops, rep.Bottleneck)
+	}
 }
+
+// placedCRS deploys the client-router-server lab with the router's
+// receive work on one CPU and the sender pinned to another.
+func placedCRS(t *testing.T) (*lab.Running, int, int) {
+	t.Helper()
+	labtest.SkipUnlessRoot(t)
+	online, err := host.Machine{}.OnlineCPUs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(online) < 2 {
+		t.Skipf("placement needs 2 CPUs; this machine has %s", online)
+	}
+	sender, router := online[0], online[len(online)-1]
+	data, err := os.ReadFile("../../examples/client-router-server.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := strings.Replace(string(data), "  ns2:\n    forwarding: true\n", "  ns2:\n    forwarding: true\n    cpus: ["+itoa(router)+"]\n", 1)
+	l := labdeploy.Deploy(t, labtest.Rename([]byte(src), labtest.Name("b")))
+	if !l.Node("ns2").Placed() {
+		t.Fatal("the example changed; fix the edit above")
+	}
+	return labdeploy.Open(t, l), sender, router
+}
+
+// TestPrivilegedRouterLimited provokes overload: the router's receive work
+// is on another CPU than the pinned sender, and the sender runs at its top
+// rate. The router cannot keep up: loss, every lost packet named, the
+// verdict naming the router, and every hop number the test's own.
+func TestPrivilegedRouterLimited(t *testing.T) {
+	r, sender, router := placedCRS(t)
+	b := newBench(t, r, func(tr *spec.Traffic) {
+		tr.Duration, tr.Count, tr.RatePPS, tr.Engine, tr.CPUs = 2*time.Second, 0, 0, "userspace", spec.CPUSet{sender}
+	}, Options{Interval: 200 * time.Millisecond})
+	rep := ownReadsAgree(t, b, r)
+	if rep.Loss <= 0 || rep.Unaccount != 0 || rep.SenderCheck.Difference != 0 {
+		t.Fatalf("loss %d, unaccounted %d, sender check %+v: want loss, balanced", rep.Loss, rep.Unaccount, rep.SenderCheck)
+	}
+	if rep.Verdict.Limit != "router" || rep.Verdict.Node != "ns2" || !strings.Contains(rep.Bottleneck, "backlog drops on cpu"+itoa(router)) {
+		t.Errorf("verdict %+v (%s)", rep.Verdict, rep.Bottleneck)
+	}
+	for _, c := range rep.CPU {
+		if c.N == router && !strings.Contains(strings.Join(c.Roles, ","), "router ns2") {
+			t.Errorf("cpu%d is not labelled with the router: %v", router, c.Roles)
+		}
+	}
+	assertFormats(t, rep, itoa(int(rep.NamedDrops)))
+}
+
+// TestPrivilegedPlacedRunHeld: with placement on, a rate the router holds
+// still arrives whole.
+func TestPrivilegedPlacedRunHeld(t *testing.T) {
+	r, sender, _ := placedCRS(t)
+	b := newBench(t, r, func(tr *spec.Traffic) {
+		tr.Duration, tr.Count, tr.RatePPS, tr.Engine, tr.CPUs = 0, 20000, 40000, "userspace", spec.CPUSet{sender}
+	}, Options{})
+	rep := ownReadsAgree(t, b, r)
+	if rep.Sent != 20000 || rep.Received != 20000 || rep.Unaccount != 0 {
+		t.Fatalf("sent %d received %d unaccounted %d", rep.Sent, rep.Received, rep.Unaccount)
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }

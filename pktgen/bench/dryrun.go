@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/nslab/nslab/pktgen"
+	"github.com/nslab/nslab/pktgen/kernel"
 	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/spec"
 )
@@ -12,18 +12,24 @@ import (
 // DryRun returns the kernel pktgen shell script of traffic t (one section
 // per frame size), the `echo ... > /proc/net/pktgen/...` writes with the
 // kernel's result checks, as a user would write it. The destination MAC is
-// resolved as Run resolves it (nslab path): from the kernel when the lab is
-// deployed, else from the file. It changes nothing; it runs in the
-// caller's namespace.
-func DryRun(l *spec.Lab, t *spec.Traffic, o Options) (string, error) {
-	tp, err := (&lab.Manager{NetnsDir: o.NetnsDir}).Trace(l, t.From, t.To)
+// resolved as a run resolves it (nslab path): from the kernel when the lab
+// is running (r not nil), else from the file. It changes nothing; it runs
+// in the caller's namespace.
+func DryRun(l *spec.Lab, r *lab.Running, t *spec.Traffic) (string, error) {
+	var tp *lab.TracedPath
+	var err error
+	if r != nil {
+		tp, err = r.Trace(t.From, t.To)
+	} else {
+		tp, err = lab.TraceFile(l, t.From, t.To)
+	}
 	if err != nil {
 		return "", fmt.Errorf("traffic %s: %w", t.Name, err)
 	}
 	if tp.Local {
 		return "", fmt.Errorf("traffic %s: %s is an address of the sender %s itself", t.Name, t.To, t.From.Node)
 	}
-	mac := tp.MACs[0]
+	mac := tp.SenderMAC()
 	if mac == nil {
 		return "", fmt.Errorf("traffic %s: the MAC of %s (a VF) is known only once the lab is deployed", t.Name, tp.NextHop)
 	}
@@ -41,7 +47,7 @@ func DryRun(l *spec.Lab, t *spec.Traffic, o Options) (string, error) {
 	}
 	var b strings.Builder
 	for i, frame := range t.Frames {
-		pj, err := pktgen.JobFor(jobFor(l, t, frame, mac, o.NetnsDir), kind, mtu)
+		pj, err := kernel.JobFor(jobFor(t, frame, nil, mac), kind, mtu)
 		if err == nil {
 			err = pj.Validate()
 		}

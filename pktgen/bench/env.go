@@ -4,162 +4,108 @@ import (
 	"bufio"
 	"fmt"
 	"os"
-	"runtime"
-	"strconv"
 	"strings"
 
-	"github.com/nslab/nslab/topology/ns"
+	"github.com/nslab/nslab/pktgen/kernel"
+	"github.com/nslab/nslab/topology/host"
+	"github.com/nslab/nslab/topology/spec"
 	"golang.org/x/sys/unix"
 )
 
 // Env is what makes a run reproducible: the machine, the kernel, the
-// settings that bound forwarding, the engine and the lab file.
+// settings that bound forwarding, where the run's parts were placed, the
+// engine and the lab file.
 type Env struct {
-	Kernel   string            `json:"kernel"`
-	CPUModel string            `json:"cpu_model"`
-	CPUs     int               `json:"cpus"`
-	Sysctls  map[string]string `json:"sysctls"`
-	Engine   string            `json:"engine"`
-	EngineV  string            `json:"engine_version,omitempty"`
-	LabHash  string            `json:"lab_sha256,omitempty"`
-	NSLab    string            `json:"nslab_version,omitempty"`
+	Kernel   string `json:"kernel"`
+	CPUModel string `json:"cpu_model"`
+	// CPUs is the machine's online CPU count; OnlineCPUs lists them.
+	CPUs       int    `json:"cpus"`
+	OnlineCPUs string `json:"online_cpus"`
+	// AllowedCPUs is what this process may use (its affinity): another
+	// fact than the machine's CPUs.
+	AllowedCPUs string `json:"allowed_cpus"`
+	// Placement says where the lab put each part, or why it put nothing.
+	Placement []string          `json:"placement"`
+	Sampler   string            `json:"sampler"`
+	Sysctls   map[string]string `json:"sysctls"`
+	Engine    string            `json:"engine"`
+	EngineV   string            `json:"engine_version,omitempty"`
+	LabHash   string            `json:"lab_sha256,omitempty"`
+	NSLab     string            `json:"nslab_version,omitempty"`
 }
 
 // globalSysctls bound what a forwarding path can do on this machine.
 var globalSysctls = []string{"net.core.dev_weight", "net.core.netdev_max_backlog", "net.core.netdev_budget", "net.core.netdev_budget_usecs"}
 
-func environment() Env {
-	e := Env{CPUs: runtime.NumCPU(), Sysctls: map[string]string{}}
+// environment reads the machine's part of Env.
+func environment() (Env, spec.CPUSet, error) {
+	e := Env{Sysctls: map[string]string{}}
+	online, err := host.Machine{}.OnlineCPUs()
+	if err != nil {
+		return e, nil, err
+	}
+	allowed, err := host.AllowedCPUs()
+	if err != nil {
+		return e, nil, err
+	}
+	e.CPUs, e.OnlineCPUs, e.AllowedCPUs = len(online), online.String(), allowed.String()
 	var uts unix.Utsname
 	if unix.Uname(&uts) == nil {
 		e.Kernel = unix.ByteSliceToString(uts.Release[:]) + " " + unix.ByteSliceToString(uts.Version[:])
 	}
-	if f, err := os.Open("/proc/cpuinfo"); err == nil {
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
-				e.CPUModel = strings.TrimSpace(v)
-				break
-			}
-		}
-		f.Close()
-	}
+	e.CPUModel = cpuModel()
 	for _, k := range globalSysctls {
 		if b, err := os.ReadFile("/proc/sys/" + strings.ReplaceAll(k, ".", "/")); err == nil {
 			e.Sysctls[k] = strings.TrimSpace(string(b))
 		}
 	}
-	return e
+	return e, allowed, nil
 }
 
-// CPUUse is one CPU's time during a run, in percent.
-type CPUUse struct {
-	CPU     string  `json:"cpu"`
-	User    float64 `json:"usr"`
-	System  float64 `json:"sys"`
-	IRQ     float64 `json:"irq"`
-	SoftIRQ float64 `json:"soft"`
-	Idle    float64 `json:"idle"`
-}
-
-// cpuTimes reads /proc/stat's per-CPU lines (jiffies).
-func cpuTimes() map[string][]uint64 {
-	out := map[string][]uint64{}
-	b, err := os.ReadFile("/proc/stat")
+func cpuModel() string {
+	f, err := os.Open("/proc/cpuinfo")
 	if err != nil {
-		return out
+		return ""
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 9 || !strings.HasPrefix(f[0], "cpu") || f[0] == "cpu" {
-			continue
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(sc.Text(), ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
 		}
-		v := make([]uint64, 8)
-		for i := range v {
-			v[i], _ = strconv.ParseUint(f[i+1], 10, 64)
+	}
+	return ""
+}
+
+// placementLines describes the lab's placement for the report.
+func placementLines(l *spec.Lab, t *spec.Traffic) []string {
+	if l.Unplaced != "" {
+		return []string{"none: " + l.Unplaced}
+	}
+	var out []string
+	if len(t.CPUs) > 0 {
+		out = append(out, fmt.Sprintf("sender %s: %d thread(s) on cpu %s", t.From.Node, len(t.CPUs), t.CPUs))
+	}
+	for _, n := range l.Nodes {
+		if n.Placed() {
+			mode := n.Receive
+			if mode == "" {
+				mode = spec.ReceiveRPS
+			}
+			out = append(out, fmt.Sprintf("node %s: receive work on cpu %s (%s)", n.Name, n.CPUs, mode))
 		}
-		out[f[0]] = v
+	}
+	if len(out) == 0 {
+		out = append(out, "none: the lab file places nothing (on veth a node's receive work then runs on the CPU that sends to it)")
 	}
 	return out
 }
 
-// cpuUse turns two /proc/stat readings into percentages per CPU, as
-// mpstat -P ALL shows them (usr includes nice, idle includes iowait).
-func cpuUse(a, b map[string][]uint64) []CPUUse {
-	var out []CPUUse
-	for i := 0; ; i++ {
-		name := "cpu" + strconv.Itoa(i)
-		x, ok1 := a[name]
-		y, ok2 := b[name]
-		if !ok1 || !ok2 {
-			return out
-		}
-		d := make([]float64, 8)
-		var total float64
-		for k := range d {
-			d[k] = float64(y[k] - x[k])
-			total += d[k]
-		}
-		if total == 0 {
-			total = 1
-		}
-		// user nice system idle iowait irq softirq steal
-		out = append(out, CPUUse{CPU: name, User: 100 * (d[0] + d[1]) / total, System: 100 * d[2] / total,
-			IRQ: 100 * d[5] / total, SoftIRQ: 100 * d[6] / total, Idle: 100 * (d[3] + d[4]) / total})
+// engineVersion is pktgen's version for the kernel engine, nslab's for the
+// userspace one.
+func engineVersion(b *Bench) string {
+	if b.eng.Name() != kernel.Name {
+		return "nslab " + b.opts.Version
 	}
-}
-
-// ipDiscards are the IP MIB counters (/proc/net/snmp of a namespace) that
-// count packets a router dropped.
-var ipDiscards = []string{"InHdrErrors", "InAddrErrors", "InUnknownProtos", "InDiscards", "OutDiscards", "OutNoRoutes"}
-
-// ipMIB reads the Ip: counters of a namespace, from a thread inside it.
-func ipMIB(dir, nsName string) (map[string]uint64, error) {
-	n, err := ns.Open(dir, nsName)
-	if err != nil {
-		return nil, err
-	}
-	defer n.Close()
-	var text []byte
-	if err := n.Do(func() error { var err error; text, err = os.ReadFile("/proc/thread-self/net/snmp"); return err }); err != nil {
-		return nil, fmt.Errorf("read IP counters of %s: %w", nsName, err)
-	}
-	out := map[string]uint64{}
-	var names []string
-	for _, line := range strings.Split(string(text), "\n") {
-		f := strings.Fields(line)
-		if len(f) == 0 || f[0] != "Ip:" {
-			continue
-		}
-		if names == nil {
-			names = f[1:]
-			continue
-		}
-		for i, v := range f[1:] {
-			if i < len(names) {
-				out[names[i]], _ = strconv.ParseUint(v, 10, 64)
-			}
-		}
-	}
-	return out, nil
-}
-
-// softnet sums /proc/net/softnet_stat over CPUs: packets dropped because a
-// CPU's backlog was full, and times a NAPI poll ran out of budget.
-func softnet() (dropped, squeezed uint64) {
-	b, err := os.ReadFile("/proc/net/softnet_stat")
-	if err != nil {
-		return 0, 0
-	}
-	for _, line := range strings.Split(strings.TrimSpace(string(b)), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 3 {
-			continue
-		}
-		d, _ := strconv.ParseUint(f[1], 16, 64)
-		s, _ := strconv.ParseUint(f[2], 16, 64)
-		dropped += d
-		squeezed += s
-	}
-	return dropped, squeezed
+	return "pktgen " + kernel.Version(b.run.Node(b.t.From.Node).NS)
 }

@@ -8,14 +8,9 @@ import (
 )
 
 // linkSpeed asks the driver of an interface for its speed in Mb/s (the
-// ETHTOOL_GSET ioctl, from a thread inside its namespace). 0 when unknown.
-// veth reports a nominal 10000.
-func linkSpeed(dir, nsName, ifname string) uint32 {
-	n, err := ns.Open(dir, nsName)
-	if err != nil {
-		return 0
-	}
-	defer n.Close()
+// ETHTOOL_GSET ioctl, from a thread inside its namespace n). 0 when
+// unknown. veth reports a nominal 10000.
+func linkSpeed(n *ns.NS, ifname string) uint32 {
 	var speed uint32
 	n.Do(func() error {
 		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)

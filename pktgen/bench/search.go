@@ -3,12 +3,9 @@ package bench
 import (
 	"context"
 	"fmt"
-	"github.com/nslab/nslab/topology/ns"
 	"io"
 	"text/tabwriter"
 	"time"
-
-	"github.com/nslab/nslab/topology/spec"
 )
 
 // SearchOptions tune a throughput search.
@@ -26,12 +23,15 @@ type Trial struct {
 	Received   uint64  `json:"received"`
 	LossRatio  float64 `json:"loss_ratio"`
 	Pass       bool    `json:"pass"`
+	Bottleneck string  `json:"bottleneck"`
 }
 
 // SearchResult is the throughput found for one frame size, as RFC 2544
 // section 26.1 defines it: the highest offered rate whose loss is at most
 // the accepted ratio, confirmed by a final trial.
 type SearchResult struct {
+	Lab           string  `json:"lab"`
+	Traffic       string  `json:"traffic"`
 	Frame         int     `json:"frame"`
 	ThroughputPPS float64 `json:"throughput_pps"`
 	MbpsL2        float64 `json:"mbps_l2"`
@@ -41,27 +41,31 @@ type SearchResult struct {
 	Confirmed     bool    `json:"confirmed"`
 	SenderLimited bool    `json:"sender_limited"` // even the engine's top rate passed
 	Engine        string  `json:"engine"`
-	LinkSpeed     uint32  `json:"link_speed_mbps,omitempty"` // the sender link's speed, as its driver reports it
-	LineRatePPS   float64 `json:"line_rate_pps,omitempty"`   // frames of this size that speed carries
+	// Bottleneck is the verdict of the trial at the engine's top rate:
+	// what limits the path when it is pushed.
+	Bottleneck  string  `json:"bottleneck"`
+	LinkSpeed   uint32  `json:"link_speed_mbps,omitempty"` // the sender link's speed, as its driver reports it
+	LineRatePPS float64 `json:"line_rate_pps,omitempty"`   // frames of this size that speed carries
 }
 
-// Search finds the throughput of traffic t at one frame size by binary
-// search over the engine's rate, with trials of so.Trial each.
-func Search(ctx context.Context, l *spec.Lab, t *spec.Traffic, frame int, o Options, so SearchOptions) (*SearchResult, error) {
+// Search finds the throughput of the bench's traffic at one frame size by
+// binary search over the engine's rate, with trials of so.Trial each.
+func (b *Bench) Search(ctx context.Context, frame int, so SearchOptions) (*SearchResult, error) {
 	if so.Trial <= 0 {
 		so.Trial = 2 * time.Second
 	}
-	o.Live = nil
-	res := &SearchResult{Frame: frame, LossAccepted: so.Loss}
+	res := &SearchResult{Lab: b.run.Lab.Name, Traffic: b.t.Name, Frame: frame, LossAccepted: so.Loss, Engine: b.eng.Name()}
+	live := b.opts.Live
+	b.opts.Live = nil
+	defer func() { b.opts.Live = live }()
 	trial := func(pps uint64) (Trial, error) {
-		tt := *t
+		tt := *b.t
 		tt.Count, tt.Duration, tt.RatePPS, tt.RateMbps = 0, so.Trial, pps, 0
-		rep, err := Run(ctx, l, &tt, frame, o)
+		rep, err := b.measure(ctx, &tt, frame)
 		if err != nil {
 			return Trial{}, err
 		}
-		res.Engine = rep.Engine
-		tr := Trial{OfferedPPS: pps, Sent: rep.Sent, Received: rep.Received}
+		tr := Trial{OfferedPPS: pps, Sent: rep.Sent, Received: rep.Received, Bottleneck: rep.Bottleneck}
 		if rep.Elapsed > 0 {
 			tr.SentPPS = float64(rep.Sent) / rep.Elapsed.Seconds()
 		}
@@ -69,16 +73,15 @@ func Search(ctx context.Context, l *spec.Lab, t *spec.Traffic, frame int, o Opti
 			tr.LossRatio = float64(rep.Loss) / float64(rep.Sent)
 		}
 		tr.Pass = rep.Sent > 0 && tr.LossRatio <= so.Loss
+		if pps == 0 {
+			res.Bottleneck = rep.Bottleneck
+		}
 		res.Trials = append(res.Trials, tr)
 		return tr, nil
 	}
 	err := search(res, so, trial)
 	res.MbpsL2, res.MbpsL1 = mbps(res.ThroughputPPS, frame)
-	dir := o.NetnsDir
-	if dir == "" {
-		dir = ns.DefaultDir
-	}
-	if res.LinkSpeed = linkSpeed(dir, l.Namespace(t.From.Node), t.From.Interface); res.LinkSpeed > 0 {
+	if res.LinkSpeed = linkSpeed(b.run.Node(b.t.From.Node).NS, b.t.From.Interface); res.LinkSpeed > 0 {
 		res.LineRatePPS = lineRatePPS(res.LinkSpeed, frame)
 	}
 	return res, err
@@ -130,9 +133,11 @@ func search(res *SearchResult, so SearchOptions, trial func(pps uint64) (Trial, 
 	return nil
 }
 
-// WriteSearch prints search results as a table, with every trial.
-func WriteSearch(w io.Writer, rs []*SearchResult) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+// WriteSearch prints search results as a table, with every trial and the
+// verdict at the engine's top rate.
+func WriteSearch(w io.Writer, rs []*SearchResult) error {
+	ew := &errWriter{w: w}
+	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "frame\tthroughput pps\tMb/s L2\tMb/s L1\ttrials\tconfirmed\tline rate pps\t")
 	for _, r := range rs {
 		note := fmt.Sprint(r.Confirmed)
@@ -147,16 +152,17 @@ func WriteSearch(w io.Writer, rs []*SearchResult) {
 	}
 	tw.Flush()
 	for _, r := range rs {
-		fmt.Fprintf(w, "\nframe %d (%s, loss accepted %.3f%%):\n", r.Frame, r.Engine, 100*r.LossAccepted)
-		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "offered pps\tsent pps\tsent\treceived\tloss %\tpass\t")
+		ew.printf("\nframe %d (%s, loss accepted %.3f%%): at the top rate, bottleneck: %s\n", r.Frame, r.Engine, 100*r.LossAccepted, r.Bottleneck)
+		tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "offered pps\tsent pps\tsent\treceived\tloss %\tpass\t  bottleneck")
 		for _, t := range r.Trials {
 			offered := fmt.Sprint(t.OfferedPPS)
 			if t.OfferedPPS == 0 {
 				offered = "max"
 			}
-			fmt.Fprintf(tw, "%s\t%.0f\t%d\t%d\t%.3f\t%v\t\n", offered, t.SentPPS, t.Sent, t.Received, 100*t.LossRatio, t.Pass)
+			fmt.Fprintf(tw, "%s\t%.0f\t%d\t%d\t%.3f\t%v\t  %s\n", offered, t.SentPPS, t.Sent, t.Received, 100*t.LossRatio, t.Pass, t.Bottleneck)
 		}
 		tw.Flush()
 	}
+	return ew.err
 }

@@ -3,38 +3,43 @@
 package bench
 
 import (
-	"context"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/nslab/nslab/topology/spec"
 )
 
 // TestVMBenchWithPktgen: the same exact accounting, hop by hop against
 // the test's own counter reads, with the kernel engine on a kernel that has
 // pktgen.
 func TestVMBenchWithPktgen(t *testing.T) {
-	l := deployCRS(t)
-	if rep := accountsExactly(t, l, "pktgen", 30000, nil); rep.Engine != "kernel pktgen" {
-		t.Errorf("engine %s", rep.Engine)
+	_, r := deployCRS(t)
+	b := newBench(t, r, func(tr *spec.Traffic) { tr.Duration, tr.Count, tr.RatePPS, tr.Engine = 0, 30000, 30000, "pktgen" }, Options{})
+	rep := ownReadsAgree(t, b, r)
+	if rep.Engine != "kernel pktgen" || rep.Sent != 30000 || rep.Received != 30000 || rep.Unaccount != 0 {
+		t.Errorf("engine %s: sent %d received %d unaccounted %d", rep.Engine, rep.Sent, rep.Received, rep.Unaccount)
 	}
 }
 
-// TestVMBenchTopRateAccounts: at pktgen's top rate with two threads every
-// packet is accounted for. (On veth the receive softirq runs in the
-// sender's context, so the path keeps up and this run shows no loss; the
-// lossy case is TestPrivilegedLossIsNamed.)
-func TestVMBenchTopRateAccounts(t *testing.T) {
-	l := deployCRS(t)
-	tr := *l.TrafficRun("forward")
-	tr.Duration, tr.Count, tr.RatePPS, tr.Engine, tr.Threads = time.Second, 0, 0, "pktgen", 2
-	rep, err := Run(context.Background(), l, &tr, 64, Options{Interval: 200 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
+// TestVMRouterLimitedPktgen: the router-limited case with kernel pktgen.
+// pktgen's thread is kpktgend_N on CPU N: the run's cpus pick it. The
+// router's receive work is on the other CPU; at pktgen's top rate the
+// router drops, and every drop is named, with the verdict on the router
+// and every hop number the test's own.
+func TestVMRouterLimitedPktgen(t *testing.T) {
+	r, sender, router := placedCRS(t)
+	b := newBench(t, r, func(tr *spec.Traffic) {
+		tr.Duration, tr.Count, tr.RatePPS, tr.Engine, tr.CPUs = 2*time.Second, 0, 0, "pktgen", spec.CPUSet{sender}
+	}, Options{Interval: 200 * time.Millisecond})
+	rep := ownReadsAgree(t, b, r)
+	if rep.Engine != "kernel pktgen" || rep.Result.Threads[0].Name != "veth1@"+itoa(sender) {
+		t.Errorf("engine %s, threads %+v", rep.Engine, rep.Result.Threads)
 	}
-	t.Logf("sent %d received %d loss %d (%.2f%%) = named %d + unaccounted %d", rep.Sent, rep.Received, rep.Loss, rep.LossPct, rep.NamedDrops, rep.Unaccount)
-	for _, h := range rep.Hops {
-		t.Logf("  %s %s rx %d tx %d rx_dropped %d tx_dropped %d", h.Role, h.Target, h.RxPackets, h.TxPackets, h.RxDropped, h.TxDropped)
+	if rep.Loss <= 0 || rep.Unaccount != 0 || rep.SenderCheck.Difference != 0 {
+		t.Fatalf("loss %d, unaccounted %d, sender check %+v: want loss, balanced", rep.Loss, rep.Unaccount, rep.SenderCheck)
 	}
-	if rep.Unaccount != 0 {
-		t.Errorf("%d packets lost without a counter that names the drop", rep.Unaccount)
+	if rep.Verdict.Limit != "router" || rep.Verdict.Node != "ns2" || !strings.Contains(rep.Bottleneck, "backlog drops on cpu"+itoa(router)) {
+		t.Errorf("verdict %+v (%s)", rep.Verdict, rep.Bottleneck)
 	}
 }

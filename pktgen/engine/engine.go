@@ -25,8 +25,9 @@ type Engine interface {
 
 // Job is the traffic of one run, as any engine understands it.
 type Job struct {
-	NetnsDir  string // where the sender's namespace is named ("" for /run/netns)
-	Namespace string // the sender's network namespace
+	// Sender is the sender's network namespace, open; the caller owns it
+	// and keeps it open for the run. Engines enter it, never by name.
+	Sender    *ns.NS
 	Interface string // the sender interface in it
 
 	Count    uint64        // packets per thread; 0 with Duration: until the duration ends
@@ -37,6 +38,10 @@ type Job struct {
 	RatePPS  uint64 // per thread; 0: as fast as possible
 	RateMbps uint64 // per thread, counting frames without FCS (as pktgen)
 	Threads  int    // 0 or 1: one
+	// CPUs pins thread i to CPUs[i] (for kernel pktgen: thread i is
+	// kpktgend_CPUs[i]); its length is the thread count. Empty: threads
+	// are not pinned.
+	CPUs []int
 
 	DstIP, DstIPMax netip.Addr       // destination, or a range
 	SrcIP, SrcIPMax netip.Addr       // SrcIP invalid: the interface's address
@@ -49,6 +54,22 @@ type Job struct {
 	// for the userspace engine). An engine refuses the ones it does not
 	// know, so nothing asked for is silently ignored.
 	Options map[string]string
+}
+
+// ThreadCount is the number of sending threads the job asks for.
+func (j Job) ThreadCount() int {
+	if len(j.CPUs) > 0 {
+		return len(j.CPUs)
+	}
+	return max(1, j.Threads)
+}
+
+// Namespace names the sender's namespace, for messages.
+func (j Job) Namespace() string {
+	if j.Sender == nil {
+		return "(no namespace)"
+	}
+	return j.Sender.Name
 }
 
 // Random says which ranges are walked at random.
@@ -73,9 +94,14 @@ type Result struct {
 	Stopped bool // ended by duration or cancel rather than by count
 }
 
+// Handed is what the engine gave the sender's device: accepted, or taken
+// and dropped by it.
+func (r *Result) Handed() uint64 { return r.Sent + r.Errors }
+
 // ThreadResult is one sending thread's share.
 type ThreadResult struct {
 	Name    string // e.g. "veth1@0"
+	CPU     int    // the CPU it was pinned to, -1: not pinned
 	Sent    uint64
 	Errors  uint64
 	Elapsed time.Duration
@@ -83,12 +109,22 @@ type ThreadResult struct {
 	Mbps    float64
 }
 
-// OpenSender opens the sender's namespace (named under NetnsDir, or
-// /run/netns). The caller closes it.
-func (j Job) OpenSender() (*ns.NS, error) {
-	dir := j.NetnsDir
-	if dir == "" {
-		dir = ns.DefaultDir
+// FCS is the Ethernet frame check sequence: counted in frame sizes, not
+// in what a driver or pktgen's pkt_size counts.
+const FCS = 4
+
+// HeaderBytes is what a UDP packet shaped like pktgen's needs below the
+// payload, FCS included: Ethernet, IP, UDP and pktgen's 16-byte payload
+// header (magic, sequence number, timestamp).
+func HeaderBytes(ipv6 bool) int {
+	ip := 20
+	if ipv6 {
+		ip = 40
 	}
-	return ns.Open(dir, j.Namespace)
+	return 14 + ip + 8 + 16 + FCS
 }
+
+// MinFrame is the smallest frame (including FCS) every engine sends as
+// asked: Ethernet's 64 bytes, or the headers when they need more (82 for
+// IPv6).
+func MinFrame(ipv6 bool) int { return max(64, HeaderBytes(ipv6)) }

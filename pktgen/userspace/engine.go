@@ -27,6 +27,8 @@ const Name = "userspace (AF_PACKET)"
 // engine.Engine.
 type Engine struct{}
 
+var _ engine.Engine = Engine{}
+
 // Name implements engine.Engine.
 func (Engine) Name() string { return Name }
 
@@ -34,7 +36,7 @@ func (Engine) Name() string { return Name }
 //
 //	qdisc=bypass|through  skip the qdisc (default, as pktgen) or go through it
 //	batch=N               packets per system call (default 256)
-//	pin=true              pin thread i to CPU i
+//	pin=true              pin thread i to CPU i (the job's CPUs pin them where it has some)
 var options = []string{"qdisc", "batch", "pin"}
 
 // config is a job checked and resolved for sending.
@@ -85,7 +87,7 @@ func check(j engine.Job) (config, error) {
 		p = append(p, "no destination MAC: give the next hop's MAC")
 	}
 	v6 := j.DstIP.Is6()
-	if min := MinFrame(v6); j.Frame < min {
+	if min := engine.MinFrame(v6); j.Frame < min {
 		p = append(p, fmt.Sprintf("frame %d bytes is below the minimum of %d (L2 frame including FCS)", j.Frame, min))
 	}
 	if j.FrameMax != 0 && j.FrameMax < j.Frame {
@@ -137,11 +139,7 @@ func (e Engine) Run(ctx context.Context, j engine.Job) (*engine.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	n, err := j.OpenSender()
-	if err != nil {
-		return nil, err
-	}
-	defer n.Close()
+	n := j.Sender
 	link, src, err := senderInterface(n, j)
 	if err != nil {
 		return nil, err
@@ -149,7 +147,7 @@ func (e Engine) Run(ctx context.Context, j engine.Job) (*engine.Result, error) {
 	if mtu := link.Attrs().MTU; max(j.Frame, j.FrameMax) > mtu+ethLen+fcs {
 		return nil, fmt.Errorf("userspace engine: frame %d bytes exceeds what MTU %d of %s carries (%d)", max(j.Frame, j.FrameMax), mtu, j.Interface, mtu+ethLen+fcs)
 	}
-	threads := max(1, j.Threads)
+	threads := j.ThreadCount()
 	fds := make([]int, 0, threads)
 	defer func() {
 		for _, fd := range fds {
@@ -168,13 +166,16 @@ func (e Engine) Run(ctx context.Context, j engine.Job) (*engine.Result, error) {
 		return nil
 	})
 	if err != nil {
-		return nil, fmt.Errorf("in %s: %w", j.Namespace, err)
+		return nil, fmt.Errorf("in %s: %w", n.Name, err)
 	}
 	senders := make([]*sender, threads)
 	for i := range senders {
 		senders[i] = &sender{fd: fds[i], ifindex: link.Attrs().Index, b: newBuilder(j, link.Attrs().HardwareAddr, src, i),
 			batch: cfg.batch, count: j.Count, dur: j.Duration, gap: cfg.gap, cpu: -1}
-		if cfg.pin {
+		switch {
+		case len(j.CPUs) > 0:
+			senders[i].cpu = j.CPUs[i]
+		case cfg.pin:
 			senders[i].cpu = i % runtime.NumCPU()
 		}
 	}
@@ -187,10 +188,10 @@ func (e Engine) Run(ctx context.Context, j engine.Job) (*engine.Result, error) {
 	wg.Wait()
 	res := summarize(j, senders)
 	if err := errors.Join(errs...); err != nil {
-		return res, fmt.Errorf("userspace engine in %s: %w", j.Namespace, err)
+		return res, fmt.Errorf("userspace engine in %s: %w", n.Name, err)
 	}
 	if ctx.Err() != nil {
-		return res, fmt.Errorf("userspace engine run in %s stopped: %w", j.Namespace, ctx.Err())
+		return res, fmt.Errorf("userspace engine run in %s stopped: %w", n.Name, ctx.Err())
 	}
 	return res, nil
 }
@@ -205,7 +206,7 @@ func senderInterface(n *ns.NS, j engine.Job) (netlink.Link, netip.Addr, error) {
 	defer h.Close()
 	link, err := h.LinkByName(j.Interface)
 	if err != nil {
-		return nil, netip.Addr{}, fmt.Errorf("sender interface %s in %s: %w", j.Interface, j.Namespace, err)
+		return nil, netip.Addr{}, fmt.Errorf("sender interface %s in %s: %w", j.Interface, n.Name, err)
 	}
 	if j.SrcIP.IsValid() {
 		return link, j.SrcIP, nil
@@ -265,7 +266,7 @@ func summarize(j engine.Job, senders []*sender) *engine.Result {
 		if s.sent == 0 || el < 0 {
 			el = 0
 		}
-		t := engine.ThreadResult{Name: fmt.Sprintf("%s@%d", j.Interface, i), Sent: s.sent, Errors: s.errs, Elapsed: el}
+		t := engine.ThreadResult{Name: fmt.Sprintf("%s@%d", j.Interface, i), CPU: s.cpu, Sent: s.sent, Errors: s.errs, Elapsed: el}
 		if el > 0 {
 			t.PPS = float64(s.sent) / el.Seconds()
 			t.Mbps = t.PPS * 8 * float64(j.Frame-fcs) / 1e6

@@ -26,6 +26,7 @@ import (
 type crs struct {
 	t         *testing.T
 	l         *spec.Lab
+	client    *ns.NS
 	routerMAC net.HardwareAddr
 	sinkConn  net.PacketConn
 }
@@ -34,6 +35,11 @@ func deployCRS(t *testing.T) *crs {
 	t.Helper()
 	l := labdeploy.Example(t, "client-router-server.yaml", "u")
 	c := &crs{t: t, l: l}
+	var err error
+	if c.client, err = ns.Open(ns.DefaultDir, c.ns("ns1")); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.client.Close() })
 	c.routerMAC = c.link("ns2", "veth1-peer").Attrs().HardwareAddr
 	c.sink()
 	before := c.serverRx()
@@ -108,7 +114,7 @@ func (c *crs) drain() {
 }
 
 func (c *crs) job(count uint64) engine.Job {
-	return engine.Job{Namespace: c.ns("ns1"), Interface: "veth1", Count: count, Frame: 64, RatePPS: 50000,
+	return engine.Job{Sender: c.client, Interface: "veth1", Count: count, Frame: 64, RatePPS: 50000,
 		DstIP: netip.MustParseAddr("10.0.2.1"), DstMAC: c.routerMAC}
 }
 

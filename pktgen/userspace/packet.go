@@ -30,16 +30,6 @@ const (
 	etherIPv6 = 0x86dd
 )
 
-// MinFrame returns the smallest frame (including FCS) that holds the headers
-// and pktgen's payload header, and Ethernet's 64-byte minimum.
-func MinFrame(ipv6 bool) int {
-	ip := ipv4Len
-	if ipv6 {
-		ip = ipv6Len
-	}
-	return max(64, ethLen+ip+udpLen+pgHdrLen+fcs)
-}
-
 // flow is the addresses and ports of one packet.
 type flow struct {
 	src, dst         netip.Addr

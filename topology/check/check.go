@@ -13,7 +13,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nslab/nslab/topology/ns"
+	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/probe"
 	"github.com/nslab/nslab/topology/spec"
 )
@@ -45,9 +45,8 @@ func (p Pair) Unexpected() bool { return !p.Expect && p.Answered }
 
 // Options tune the probes.
 type Options struct {
-	NetnsDir string        // "" for /run/netns
-	Timeout  time.Duration // per echo; 0: 1 s
-	Tries    int           // echoes per pair until one answers; 0: 2
+	Timeout time.Duration // per echo; 0: 1 s
+	Tries   int           // echoes per pair until one answers; 0: 2
 }
 
 // Expected computes, from the file alone, every pair and whether the
@@ -92,20 +91,17 @@ func family(a netip.Addr) string {
 	return "IPv6"
 }
 
-// Run probes every pair of Expected(l) on the deployed lab, all at once,
-// and returns them in the same order. It runs in the caller's namespace;
-// each probe opens its socket inside the sending node's namespace.
-func Run(ctx context.Context, l *spec.Lab, o Options) ([]Pair, error) {
-	if o.NetnsDir == "" {
-		o.NetnsDir = ns.DefaultDir
-	}
+// Run probes every pair of Expected on the running lab, all at once, and
+// returns them in the same order. It runs in the caller's namespace; each
+// probe opens its socket inside the sending node's namespace.
+func Run(ctx context.Context, r *lab.Running, o Options) ([]Pair, error) {
 	if o.Timeout <= 0 {
 		o.Timeout = time.Second
 	}
 	if o.Tries <= 0 {
 		o.Tries = 2
 	}
-	pairs := Expected(l)
+	pairs := Expected(r.Lab)
 	errs := make([]error, len(pairs))
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 64)
@@ -121,14 +117,14 @@ func Run(ctx context.Context, l *spec.Lab, o Options) ([]Pair, error) {
 			}
 			defer func() { <-sem }()
 			p := &pairs[i]
-			r, err := probe.Echo(o.NetnsDir, l.Namespace(p.From), p.To, o.Tries, o.Timeout, false)
+			res, err := probe.Echo(r.Node(p.From).NS, p.To, o.Tries, o.Timeout, false)
 			if err != nil {
 				errs[i] = fmt.Errorf("probe %s -> %s: %w", p.From, p.To, err)
 				return
 			}
-			p.Answered, p.RTT = r.OK(), r.RTT
-			if r.Err != nil {
-				p.SendErr = r.Err.Error()
+			p.Answered, p.RTT = res.OK(), res.RTT
+			if res.Err != nil {
+				p.SendErr = res.Err.Error()
 			}
 		}()
 	}

@@ -80,7 +80,7 @@ func TestPrivilegedCheckExamples(t *testing.T) {
 			t.Fatal(err)
 		}
 		m := &lab.Manager{StateDir: t.TempDir(), Sysfs: pf.Root, VFs: &memVFs{s: map[int]lab.VFSettings{}}}
-		if _, err := m.Deploy(context.Background(), l, l.File, src); err != nil {
+		if _, err := m.Deploy(context.Background(), l); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() {
@@ -94,7 +94,7 @@ func TestPrivilegedCheckExamples(t *testing.T) {
 
 func assertAllOK(t *testing.T, l *spec.Lab) {
 	t.Helper()
-	pairs, err := Run(context.Background(), l, Options{})
+	pairs, err := Run(context.Background(), labdeploy.Open(t, l), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ var needDefault = []string{"ns1 -> 10.0.2.1", "ns3 -> 10.0.1.1", "ns3 -> 10.0.1.
 // to be flagged by want, and none by other.
 func assertSurprises(t *testing.T, l *spec.Lab, want, other func(Pair) bool) {
 	t.Helper()
-	pairs, err := Run(context.Background(), l, Options{})
+	pairs, err := Run(context.Background(), labdeploy.Open(t, l), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,27 +49,37 @@ type Edge struct {
 // End is a row of a box.
 type End struct{ Box, Row int }
 
+// nodeNote is what a node's title says besides its name: router, its
+// namespace when a prefix applies, its CPU placement.
+func nodeNote(l *spec.Lab, n *spec.Node) string {
+	var notes []string
+	switch {
+	case n.Forwarding.IPv4 && !n.Forwarding.IPv6:
+		notes = append(notes, "router, IPv4")
+	case n.Forwarding.IPv6 && !n.Forwarding.IPv4:
+		notes = append(notes, "router, IPv6")
+	case n.Forwarding.IPv4:
+		notes = append(notes, "router")
+	}
+	if ns := l.Namespace(n.Name); ns != n.Name {
+		notes = append(notes, "netns "+ns)
+	}
+	if n.Placed() {
+		place := "cpu " + n.CPUs.String()
+		if n.Receive == spec.ReceiveNAPI {
+			place += " napi"
+		}
+		notes = append(notes, place)
+	}
+	return strings.Join(notes, ", ")
+}
+
 // Build makes the model of a lab.
 func Build(l *spec.Lab) *Graph {
 	g := &Graph{Lab: l.Name}
 	rowOf := map[string]End{} // "node:iface" -> row
 	for _, n := range l.Nodes {
-		b := &Box{ID: n.Name, Title: n.Name, Router: n.Forwarding.IPv4 || n.Forwarding.IPv6}
-		var notes []string
-		if b.Router {
-			switch {
-			case !n.Forwarding.IPv6:
-				notes = append(notes, "router, IPv4")
-			case !n.Forwarding.IPv4:
-				notes = append(notes, "router, IPv6")
-			default:
-				notes = append(notes, "router")
-			}
-		}
-		if ns := l.Namespace(n.Name); ns != n.Name {
-			notes = append(notes, "netns "+ns)
-		}
-		b.Note = strings.Join(notes, ", ")
+		b := &Box{ID: n.Name, Title: n.Name, Router: n.Forwarding.IPv4 || n.Forwarding.IPv6, Note: nodeNote(l, n)}
 		bi := len(g.Boxes)
 		port := func(name, text string) {
 			rowOf[n.Name+":"+name] = End{bi, len(b.Rows)}

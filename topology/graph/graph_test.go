@@ -25,7 +25,7 @@ func labs(t *testing.T) map[string]*spec.Lab {
 	files = append(files, "testdata/odd.yaml")
 	out := map[string]*spec.Lab{}
 	for _, f := range files {
-		l, _, err := spec.ReadFile(f)
+		l, err := spec.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}

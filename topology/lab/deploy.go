@@ -2,8 +2,6 @@ package lab
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -56,11 +54,11 @@ func (e *ConflictError) Error() string {
 	return "cannot deploy, nothing was changed:\n  " + strings.Join(e.Problems, "\n  ")
 }
 
-// Deploy builds lab on this machine. file is the topology file's path and
-// source its contents (recorded for destroy and inspect). It is atomic: when
-// a step fails or ctx is cancelled, everything created so far is removed and
-// a *StepError is returned (wrapping ctx.Err() on cancel).
-func (m *Manager) Deploy(ctx context.Context, lab *spec.Lab, file string, source []byte) (*DeployResult, error) {
+// Deploy builds lab on this machine, recording its file's contents (for
+// destroy and inspect). It is atomic: when a step fails or ctx is
+// cancelled, everything created so far is removed and a *StepError is
+// returned (wrapping ctx.Err() on cancel).
+func (m *Manager) Deploy(ctx context.Context, lab *spec.Lab) (*DeployResult, error) {
 	start := time.Now()
 	unlock, err := m.lock()
 	if err != nil {
@@ -70,14 +68,14 @@ func (m *Manager) Deploy(ctx context.Context, lab *spec.Lab, file string, source
 	if err := m.preflight(lab); err != nil {
 		return nil, err
 	}
-	abs, err := filepath.Abs(file)
+	abs, err := filepath.Abs(lab.File)
 	if err != nil {
-		abs = file
+		abs = lab.File
 	}
-	sum := sha256.Sum256(source)
 	st := &State{
-		Version: stateVersion, Lab: lab.Name, File: abs, SHA256: hex.EncodeToString(sum[:]),
-		Source: string(source), Phase: PhaseDeploying, PID: os.Getpid(), Started: start,
+		Version: stateVersion, Lab: lab.Name, File: abs, SHA256: lab.SHA256,
+		Source: string(lab.Source), Phase: PhaseDeploying, PID: os.Getpid(), Started: start,
+		Unplaced: lab.Unplaced,
 	}
 	for _, n := range lab.Nodes {
 		st.Namespaces = append(st.Namespaces, NSRecord{Node: n.Name, Name: lab.Namespace(n.Name)})
@@ -147,6 +145,7 @@ func (m *Manager) preflight(lab *spec.Lab) error {
 		problems = append(problems, fmt.Sprintf("namespace %s (node %s) already exists (%s): nslab will not touch it; remove it yourself, or set prefix: in the file to use other names", name, n.Name, who))
 	}
 	problems = append(problems, m.checkPFs(lab)...)
+	problems = append(problems, m.checkPlacement(lab)...)
 	if len(problems) > 0 {
 		return &ConflictError{Problems: problems}
 	}

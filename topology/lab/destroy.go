@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/nslab/nslab/topology/ns"
+	"github.com/nslab/nslab/topology/spec"
 	"golang.org/x/sys/unix"
 )
 
@@ -37,9 +38,30 @@ func (m *Manager) Destroy(labName string) (*DestroyReport, error) {
 
 func (m *Manager) destroyLocked(labName string) (*DestroyReport, error) {
 	rep := &DestroyReport{Lab: labName}
+	st, records, err := m.destroyRecords(labName, rep)
+	if st == nil && err != nil && len(records) == 0 {
+		return nil, err
+	}
+	errs := []error{err}
+	for _, r := range m.removals(labName, st, records, nil) {
+		if r.last && errors.Join(errs...) != nil {
+			break
+		}
+		errs = append(errs, r.do(rep))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return rep, fmt.Errorf("destroy lab %s: %w (state kept; run destroy again once fixed)", labName, err)
+	}
+	return rep, nil
+}
+
+// destroyRecords finds the namespaces a destroy removes: those of the
+// state file, and, when the state is not complete, every namespace that
+// carries this lab's marker.
+func (m *Manager) destroyRecords(labName string, rep *DestroyReport) (*State, []NSRecord, error) {
 	st, err := m.loadState(labName)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	records := map[string]NSRecord{}
 	if st != nil {
@@ -48,12 +70,10 @@ func (m *Manager) destroyLocked(labName string) (*DestroyReport, error) {
 			records[r.Name] = r
 		}
 	}
-	// Without a complete state, markers are the record: find every
-	// namespace that says it belongs to this lab.
-	var errs []error
+	var scanErr error
 	if st == nil || st.Phase != PhaseDeployed {
-		found, err := m.scanOwned(labName)
-		errs = append(errs, err)
+		var found map[string][]NSRecord
+		found, scanErr = m.scanOwned(labName)
 		for _, r := range found[labName] {
 			rep.Found = true
 			if _, ok := records[r.Name]; !ok {
@@ -61,22 +81,102 @@ func (m *Manager) destroyLocked(labName string) (*DestroyReport, error) {
 			}
 		}
 	}
-	// VFs go back to the host before their namespaces go.
+	out := make([]NSRecord, 0, len(records))
+	for _, r := range records {
+		out = append(out, r)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return st, out, scanErr
+}
+
+// removal is one named step of a destroy: what Destroy does, and the shell
+// lines of the same change, which nslab destroy --dry-run prints.
+type removal struct {
+	Name  string
+	shell func() []string
+	do    func(rep *DestroyReport) error
+	last  bool // runs only when every earlier removal succeeded
+}
+
+// removals is the plan of a destroy of lab labName: VFs back to the host
+// first (a namespace deleted with a physical device in it hands the device
+// back under a dev%d name), then each namespace that is the lab's, then
+// the state file. st is the lab's state (nil when there is none); l, the
+// lab's file, only gives the script its VF lines when there is no state.
+func (m *Manager) removals(labName string, st *State, records []NSRecord, l *spec.Lab) []removal {
+	var plan []removal
 	if st != nil {
-		errs = append(errs, m.restoreSRIOV(st))
+		plan = append(plan, m.vfRemovals(st)...)
+	} else if l != nil {
+		plan = append(plan, unrecordedVFs(l)...)
 	}
-	names := make([]string, 0, len(records))
-	for name := range records {
-		names = append(names, name)
+	sorted := append([]NSRecord(nil), records...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
+	for _, r := range sorted {
+		plan = append(plan, removal{
+			Name: "delete namespace " + r.Name,
+			shell: func() []string {
+				return []string{fmt.Sprintf("owned %s %s && ip netns del %s", r.Name, nsMarker(labName, r.Node), r.Name)}
+			},
+			do: func(rep *DestroyReport) error { return m.removeOwned(labName, r, st != nil, rep) },
+		})
 	}
-	sort.Strings(names)
-	for _, name := range names {
-		errs = append(errs, m.removeOwned(labName, records[name], st != nil, rep))
+	return append(plan, removal{
+		Name:  "forget the lab",
+		shell: func() []string { return []string{"rm -f " + m.statePath(labName)} },
+		do:    func(*DestroyReport) error { return m.removeState(labName) },
+		last:  true,
+	})
+}
+
+// vfRemovals gives every recorded VF back, newest first, and restores
+// each PF's sriov_numvfs.
+func (m *Manager) vfRemovals(st *State) []removal {
+	s := sysfs{m.sysfsRoot()}
+	var plan []removal
+	for i := len(st.SRIOV) - 1; i >= 0; i-- {
+		pr := st.SRIOV[i]
+		for j := len(pr.VFs) - 1; j >= 0; j-- {
+			r := pr.VFs[j]
+			plan = append(plan, removal{
+				Name:  fmt.Sprintf("give VF %d of %s back to the host as %s", r.Index, pr.PF, r.OrigName),
+				shell: func() []string { return vfBackShell(pr.PF, r) },
+				do:    func(*DestroyReport) error { return m.restoreVF(s, st.Lab, pr.PF, r) },
+			})
+		}
+		if pr.SetNumVFs != 0 {
+			plan = append(plan, removal{
+				Name:  fmt.Sprintf("restore %s sriov_numvfs to %d", pr.PF, pr.OrigNumVFs),
+				shell: func() []string { return shNumVFsBack(m.Sysfs, pr) },
+				do:    func(*DestroyReport) error { return restoreNumVFs(s, pr) },
+			})
+		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return rep, fmt.Errorf("destroy lab %s: %w (state kept; run destroy again once fixed)", labName, err)
+	return plan
+}
+
+// unrecordedVFs is what the script of a lab that is not deployed can say
+// about its VFs: nslab would restore them from its state file.
+func unrecordedVFs(l *spec.Lab) []removal {
+	var plan []removal
+	for _, pf := range l.SRIOV {
+		for _, vf := range pf.VFs {
+			nsName := l.Namespace(vf.Node)
+			plan = append(plan, removal{
+				Name: fmt.Sprintf("give VF %d of %s back to the host", vf.Index, pf.Name),
+				shell: func() []string {
+					return []string{
+						"# (nslab renames it back to its name before deploy and restores its MTU, MAC",
+						"# and PF-side settings, all read from its state file; the lab is not deployed now)",
+						fmt.Sprintf("ip -n %s link set dev %s down", nsName, vf.Name),
+						fmt.Sprintf("ip -n %s link set dev %s netns 1", nsName, vf.Name),
+					}
+				},
+				do: func(*DestroyReport) error { return nil }, // without a state there is nothing recorded to restore
+			})
+		}
 	}
-	return rep, m.removeState(labName)
+	return plan
 }
 
 // removeOwned removes one namespace after checking that it is this lab's:
@@ -172,8 +272,6 @@ func (m *Manager) allLabs() ([]string, error) {
 }
 
 func isNotExist(err error) bool { return errors.Is(err, os.ErrNotExist) }
-
-func openNS(dir, name string) (*ns.NS, error) { return ns.Open(dir, name) }
 
 func emptyRegular(dir, name string) bool {
 	var st unix.Stat_t

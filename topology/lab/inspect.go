@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -71,6 +70,9 @@ type NodeInfo struct {
 	Forwarding spec.Forwarding `json:"forwarding"`
 	Interfaces []IfInfo        `json:"interfaces"`
 	Routes     []RouteInfo     `json:"routes"`
+	// Placement is the CPU placement nslab recorded for the node (nil:
+	// none); each interface's Queues say what the kernel has now.
+	Placement *PlacementRecord `json:"placement,omitempty"`
 }
 
 // IfInfo is one interface of a node.
@@ -83,6 +85,20 @@ type IfInfo struct {
 	MTU       int      `json:"mtu"`
 	State     string   `json:"state"`
 	Addresses []string `json:"addresses"`
+	Queues    *Queues  `json:"queues,omitempty"` // nil for lo and bridges
+}
+
+// Queues is an interface's queues as the kernel has them now: their
+// counts, the CPUs of each rx queue's RPS mask and each tx queue's XPS
+// mask (CPU lists, "" for none), and threaded NAPI.
+type Queues struct {
+	Rx       int      `json:"rx"`
+	Tx       int      `json:"tx"`
+	RPS      []string `json:"rps_cpus"`
+	XPS      []string `json:"xps_cpus"`
+	Threaded bool     `json:"threaded_napi,omitempty"`
+	GRO      bool     `json:"gro"`
+	TSO      bool     `json:"tso"`
 }
 
 // RouteInfo is one route of a node's main table.
@@ -118,8 +134,13 @@ func (m *Manager) Inspect(labName string) (*LabInfo, error) {
 	indexes := map[spec.Endpoint]int{}
 	for _, rec := range st.Namespaces {
 		ni := NodeInfo{Node: rec.Node, Namespace: rec.Name}
-		if err := m.inspectNode(&ni, labName, indexes); err != nil {
+		if err := m.inspectNode(&ni, l, indexes); err != nil {
 			ni.Error = err.Error()
+		}
+		for i := range st.Placement {
+			if st.Placement[i].Node == rec.Node {
+				ni.Placement = &st.Placement[i]
+			}
 		}
 		info.Nodes = append(info.Nodes, ni)
 	}
@@ -140,32 +161,15 @@ func (m *Manager) Inspect(labName string) (*LabInfo, error) {
 }
 
 // inspectNode fills ni from the namespace, after checking it is the lab's.
-func (m *Manager) inspectNode(ni *NodeInfo, labName string, indexes map[spec.Endpoint]int) error {
-	o, err := m.ownerOf(ni.Namespace)
+func (m *Manager) inspectNode(ni *NodeInfo, l *spec.Lab, indexes map[spec.Endpoint]int) error {
+	node, err := m.openNode(l, ni.Node)
 	if err != nil {
 		return err
 	}
-	if o.lab != labName {
-		return fmt.Errorf("namespace %s is %s", ni.Namespace, o)
-	}
-	n, err := ns.Open(m.netnsDir(), ni.Namespace)
-	if err != nil {
-		return err
-	}
-	defer n.Close()
-	h, err := n.NetlinkHandle()
-	if err != nil {
-		return err
-	}
-	defer h.Close()
+	defer node.NS.Close()
+	defer node.Handle.Close()
+	h := node.Handle
 	ni.Present = true
-	if err := n.Do(func() error {
-		ni.Forwarding.IPv4 = readSysctl("/proc/sys/net/ipv4/ip_forward") == "1"
-		ni.Forwarding.IPv6 = readSysctl("/proc/sys/net/ipv6/conf/all/forwarding") == "1"
-		return nil
-	}); err != nil {
-		return err
-	}
 	links, err := h.LinkList()
 	if err != nil {
 		return fmt.Errorf("list links in %s: %w", ni.Namespace, err)
@@ -175,20 +179,15 @@ func (m *Manager) inspectNode(ni *NodeInfo, labName string, indexes map[spec.End
 		names[lk.Attrs().Index] = lk.Attrs().Name
 	}
 	for _, lk := range links {
-		a := lk.Attrs()
-		ifc := IfInfo{Name: a.Name, Kind: lk.Type(), MAC: a.HardwareAddr.String(), MTU: a.MTU, State: a.OperState.String(), Master: names[a.MasterIndex], Addresses: []string{}}
-		if ifc.Kind == "veth" {
-			ifc.Peer = fmt.Sprintf("if%d", a.ParentIndex)
-		}
-		addrs, err := h.AddrList(lk, netlink.FAMILY_ALL)
+		ifc, err := linkInfo(h, lk, names)
 		if err != nil {
-			return fmt.Errorf("list addresses of %s in %s: %w", a.Name, ni.Namespace, err)
+			return fmt.Errorf("%w in %s", err, ni.Namespace)
 		}
-		for _, ad := range addrs {
-			ifc.Addresses = append(ifc.Addresses, ad.IPNet.String())
-		}
-		indexes[spec.Endpoint{Node: ni.Node, Interface: a.Name}] = a.Index
+		indexes[spec.Endpoint{Node: ni.Node, Interface: ifc.Name}] = lk.Attrs().Index
 		ni.Interfaces = append(ni.Interfaces, ifc)
+	}
+	if err := readNodeSysfs(node, ni); err != nil {
+		return err
 	}
 	routes, err := h.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{Table: unix.RT_TABLE_MAIN}, netlink.RT_FILTER_TABLE)
 	if err != nil {
@@ -199,6 +198,57 @@ func (m *Manager) inspectNode(ni *NodeInfo, labName string, indexes map[spec.End
 	}
 	sort.SliceStable(ni.Routes, func(i, j int) bool { return ni.Routes[i].To < ni.Routes[j].To })
 	return nil
+}
+
+// linkInfo describes one link of a node.
+func linkInfo(h *netlink.Handle, lk netlink.Link, names map[int]string) (IfInfo, error) {
+	a := lk.Attrs()
+	ifc := IfInfo{Name: a.Name, Kind: lk.Type(), MAC: a.HardwareAddr.String(), MTU: a.MTU, State: a.OperState.String(), Master: names[a.MasterIndex], Addresses: []string{}}
+	if ifc.Kind == "veth" {
+		ifc.Peer = fmt.Sprintf("if%d", a.ParentIndex)
+	}
+	addrs, err := h.AddrList(lk, netlink.FAMILY_ALL)
+	if err != nil {
+		return ifc, fmt.Errorf("list addresses of %s: %w", a.Name, err)
+	}
+	for _, ad := range addrs {
+		ifc.Addresses = append(ifc.Addresses, ad.IPNet.String())
+	}
+	return ifc, nil
+}
+
+// readNodeSysfs reads, from a thread in the node that sees its sysfs and
+// procfs, the forwarding settings and each interface's queues.
+func readNodeSysfs(node *Node, ni *NodeInfo) error {
+	return node.NS.DoSysfs(func() error {
+		ni.Forwarding.IPv4 = readSysctl("/proc/sys/net/ipv4/ip_forward") == "1"
+		ni.Forwarding.IPv6 = readSysctl("/proc/sys/net/ipv6/conf/all/forwarding") == "1"
+		for i := range ni.Interfaces {
+			ifc := &ni.Interfaces[i]
+			if ifc.Name == "lo" || ifc.Kind == "bridge" {
+				continue
+			}
+			ifc.Queues = readQueues(ifc.Name)
+		}
+		return nil
+	})
+}
+
+// readQueues reads an interface's queues from the calling thread's sysfs.
+func readQueues(ifc string) *Queues {
+	q := &Queues{Rx: queueCount(ifc, "rx"), Tx: queueCount(ifc, "tx")}
+	for i := 0; i < q.Rx; i++ {
+		set, _ := parseMaskFile(fmt.Sprintf("/sys/class/net/%s/queues/rx-%d/rps_cpus", ifc, i))
+		q.RPS = append(q.RPS, set.String())
+	}
+	for i := 0; i < q.Tx; i++ {
+		set, _ := parseMaskFile(fmt.Sprintf("/sys/class/net/%s/queues/tx-%d/xps_cpus", ifc, i))
+		q.XPS = append(q.XPS, set.String())
+	}
+	q.Threaded = readSysctl("/sys/class/net/"+ifc+"/threaded") == "1"
+	q.GRO, _ = groOn(ifc)
+	q.TSO, _ = tsoOn(ifc)
+	return q
 }
 
 // readSysctl reads a /proc/sys value in the calling thread's namespace; ""

@@ -25,6 +25,9 @@ type fixture struct {
 	m      *Manager
 	lab    *spec.Lab
 	source []byte
+	// napiBefore is the machine's napi kthreads before the lab was
+	// built (see napiAffinity).
+	napiBefore map[int]string
 }
 
 // newFixture loads a topology (a path under examples/ or YAML text), renames
@@ -75,7 +78,7 @@ func (f *fixture) failEachStep(check func()) {
 			}
 			return nil
 		}
-		_, err := f.m.Deploy(context.Background(), f.lab, f.lab.File, f.source)
+		_, err := f.m.Deploy(context.Background(), f.lab)
 		var se *StepError
 		if !errors.As(err, &se) || se.Index != k || !errors.Is(err, seam) || se.RollbackErr != nil {
 			f.t.Fatalf("fail at step %d (%s): got %v", k, steps[k].Name, err)
@@ -90,7 +93,7 @@ func (f *fixture) failEachStep(check func()) {
 
 func (f *fixture) deploy() {
 	f.t.Helper()
-	if _, err := f.m.Deploy(context.Background(), f.lab, f.lab.File, f.source); err != nil {
+	if _, err := f.m.Deploy(context.Background(), f.lab); err != nil {
 		f.t.Fatalf("deploy: %v", err)
 	}
 }
@@ -180,8 +183,9 @@ func TestPrivilegedRollbackEveryStep(t *testing.T) {
 	topo := `name: x
 nodes:
   a:
+    cpus: [0]
     interfaces:
-      e0: {addresses: [10.0.1.1/24, "fd00:1::1/64"], mac: "02:00:00:00:00:01", mtu: 9000}
+      e0: {addresses: [10.0.1.1/24, "fd00:1::1/64"], mac: "02:00:00:00:00:01", mtu: 9000, queues: 2}
       lo: {addresses: [10.9.9.9/32]}
     routes: [{to: default, via: 10.0.1.254}, {to: "::/0", via: "fd00:1::fe"}]
   r:
@@ -198,6 +202,8 @@ nodes:
       e0: {addresses: [10.0.2.1/24]}
     routes: [{to: 10.0.1.0/24, via: 10.0.2.254, metric: 10}]
   c:
+    cpus: "0"
+    receive: napi
     interfaces:
       e0: {addresses: [10.0.2.2/24]}
     routes: [{to: default, via: 10.0.2.254}]
@@ -234,7 +240,7 @@ func TestPrivilegedKernelRefusalRollsBack(t *testing.T) {
 		{"net.ipv4.conf.veth2.no_such_key", "configure node ns2"}, // needs the interface
 	} {
 		f := newFixture(t, strings.Replace(pairYAML, "  ns2:\n", "  ns2:\n    sysctls: {"+c.key+": 1}\n", 1))
-		_, err := f.m.Deploy(context.Background(), f.lab, f.lab.File, f.source)
+		_, err := f.m.Deploy(context.Background(), f.lab)
 		var se *StepError
 		if !errors.As(err, &se) || !strings.Contains(err.Error(), "no such sysctl") || !strings.HasPrefix(se.Step, c.step) {
 			t.Fatalf("%s: want a failed %q step, got %v", c.key, c.step, err)
@@ -264,7 +270,7 @@ func TestPrivilegedCancelRollsBack(t *testing.T) {
 		}
 		return nil
 	}
-	_, err := f.m.Deploy(ctx, f.lab, f.lab.File, f.source)
+	_, err := f.m.Deploy(ctx, f.lab)
 	if !errors.Is(err, context.Canceled) {
 		t.Fatalf("want context.Canceled, got %v", err)
 	}
@@ -278,7 +284,8 @@ func TestPrivilegedDestroyWithFileDeleted(t *testing.T) {
 	if err := os.WriteFile(file, f.source, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.m.Deploy(context.Background(), f.lab, file, f.source); err != nil {
+	f.lab.File = file
+	if _, err := f.m.Deploy(context.Background(), f.lab); err != nil {
 		t.Fatal(err)
 	}
 	os.Remove(file)
@@ -347,7 +354,7 @@ func TestPrivilegedRefusesExistingNamespace(t *testing.T) {
 	fn, _ := ns.Open(f.m.netnsDir(), foreign)
 	ino, _ := fn.Inode()
 	fn.Close()
-	_, err := f.m.Deploy(context.Background(), f.lab, f.lab.File, f.source)
+	_, err := f.m.Deploy(context.Background(), f.lab)
 	var ce *ConflictError
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "namespace "+foreign) || !strings.Contains(err.Error(), "not created by nslab") {
 		t.Fatalf("want a conflict naming %s, got %v", foreign, err)
@@ -407,7 +414,7 @@ func TestPrivilegedTwoLabs(t *testing.T) {
 	b.m = a.m // same state directory: two labs side by side
 	a.deploy()
 	b.deploy()
-	_, err := a.m.Deploy(context.Background(), a.lab, a.lab.File, a.source)
+	_, err := a.m.Deploy(context.Background(), a.lab)
 	if err == nil || !strings.Contains(err.Error(), "already deployed") {
 		t.Fatalf("second deploy of the same lab: %v", err)
 	}
@@ -562,5 +569,46 @@ func TestPrivilegedGlobalSysctlsAreGlobal(t *testing.T) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPrivilegedPlacementNeedsTheCPUs: a node placed on a CPU this machine
+// does not have is refused before anything is created, in one line that
+// names the node, the CPU and the machine's CPUs.
+func TestPrivilegedPlacementNeedsTheCPUs(t *testing.T) {
+	f := newFixture(t, strings.Replace(pairYAML, "  ns2:\n", "  ns2:\n    cpus: [4000]\n", 1))
+	_, err := f.m.Deploy(context.Background(), f.lab)
+	var ce *ConflictError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "node ns2 asks for cpu 4000") || !strings.Contains(err.Error(), "online") {
+		t.Fatalf("got %v", err)
+	}
+	f.assertGone()
+}
+
+// TestPrivilegedInspectShowsPlacement: inspect reads the placement back
+// from the kernel (RPS masks per queue, queue counts, threaded NAPI) and
+// from the state.
+func TestPrivilegedInspectShowsPlacement(t *testing.T) {
+	src := strings.Replace(pairYAML, "  ns2:\n", "  ns2:\n    cpus: [0]\n", 1)
+	src = strings.Replace(src, "veth1: {", "veth1: {queues: 2, ", 1)
+	f := newFixture(t, src)
+	f.deploy()
+	info, err := f.m.Inspect(f.lab.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range info.Nodes {
+		for _, i := range n.Interfaces {
+			switch n.Node + ":" + i.Name {
+			case "ns1:veth1":
+				if i.Queues == nil || i.Queues.Rx != 2 || i.Queues.Tx != 2 || strings.Join(i.Queues.RPS, ",") != "," {
+					t.Errorf("ns1:veth1 queues %+v", i.Queues)
+				}
+			case "ns2:veth2":
+				if i.Queues == nil || strings.Join(i.Queues.RPS, ",") != "0" || n.Placement == nil || n.Placement.CPUs != "0" {
+					t.Errorf("ns2:veth2 queues %+v, placement %+v", i.Queues, n.Placement)
+				}
+			}
+		}
 	}
 }

@@ -8,34 +8,34 @@ import (
 	"os"
 	"strings"
 
-	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
 
 // TracedPath is the path from a node to an address, as the lab's file
-// says (spec.Lab.Trace), with the MAC of each hop's next-hop interface and,
-// when the lab is deployed, confirmed by the kernel's own route lookup in
-// every namespace on the way. nslab path prints it; nslab bench takes its
-// destination MAC and measured interfaces from it, so both agree.
+// says (spec.Lab.Trace), with each hop's next-hop MAC and, when the lab is
+// running, confirmed by the kernel's own route lookup in every namespace on
+// the way. nslab path prints it; nslab bench takes its destination MAC and
+// measured interfaces from it, so both agree.
 type TracedPath struct {
 	*spec.Path
 	From spec.Endpoint `json:"from"`
 	To   netip.Addr    `json:"to"`
 	// Source is the sender's source address: the kernel's choice when
-	// deployed, else the first address of the egress of the right family.
+	// running, else the first address of the egress of the right family.
 	Source netip.Addr `json:"source,omitzero"`
-	// MACs[i] is the MAC of Hops[i].Next (nil where a hop does not route,
-	// or a VF's MAC before it is deployed).
-	MACs []net.HardwareAddr `json:"-"`
-	// Deployed: the lab's namespaces exist, and the kernel agreed at every
-	// routing hop (otherwise Trace returns a *KernelDisagrees error).
+	// Deployed: the kernel was asked, and agreed at every routing hop
+	// (otherwise Trace returns a *KernelDisagrees error).
 	Deployed bool `json:"deployed"`
 	// NotAsked says why the kernel was not asked although the lab's
 	// namespaces exist (they cannot be entered without root).
 	NotAsked string `json:"not_asked,omitempty"`
 }
+
+// SenderMAC is the destination MAC of the sender's frames: the MAC of the
+// first hop's next hop (nil when the file cannot know it).
+func (tp *TracedPath) SenderMAC() net.HardwareAddr { return tp.Hops[0].NextMAC }
 
 // KernelDisagrees lists the hops where a deployed lab's kernel routes
 // differently from what the file says (a route changed by hand, or a
@@ -50,80 +50,104 @@ func (e *KernelDisagrees) Error() string {
 }
 
 // Trace computes the path from from (a node, or node:interface) to to
-// from the lab's file and, if the lab is deployed, checks every routing
-// hop with the kernel's route lookup in that hop's namespace: the sender's
-// as a locally sent packet, every router's as a packet arriving on its
-// ingress from the sender's source address (so forwarding and reverse-path
-// filtering count). MACs are read from the kernel when deployed, from the
-// file otherwise. It runs in the caller's namespace and enters none.
+// from the lab's file and, when the lab is deployed and can be entered,
+// asks the kernel (see Running.Trace). It runs in the caller's namespace.
 func (m *Manager) Trace(l *spec.Lab, from spec.Endpoint, to netip.Addr) (*TracedPath, error) {
+	r, err := m.Open(l)
+	if err == nil {
+		defer r.Close()
+		return r.Trace(from, to)
+	}
+	tp, terr := TraceFile(l, from, to)
+	if terr != nil {
+		return nil, terr
+	}
+	if !errors.Is(err, ErrNotPresent) && os.Geteuid() != 0 {
+		tp.NotAsked = "the lab's namespaces exist, but entering them to ask the kernel needs root"
+	}
+	return tp, nil
+}
+
+// TraceFile is the path by the file alone: MACs as the file gives them.
+func TraceFile(l *spec.Lab, from spec.Endpoint, to netip.Addr) (*TracedPath, error) {
 	p, err := l.Trace(from, to)
 	if err != nil {
 		return nil, err
 	}
-	tp := &TracedPath{Path: p, From: spec.Endpoint{Node: from.Node, Interface: p.Hops[0].Out}, To: to, MACs: make([]net.HardwareAddr, len(p.Hops))}
+	tp := &TracedPath{Path: p, From: spec.Endpoint{Node: from.Node, Interface: p.Hops[0].Out}, To: to}
 	if p.Local {
 		tp.From.Interface = p.Dest.Interface
 	}
-	handles, closeAll, deployed := m.labHandles(l)
-	defer closeAll()
-	tp.Deployed = deployed
-	if !deployed && len(l.Nodes) > 0 {
-		if there, _ := ns.Exists(m.netnsDir(), l.Namespace(l.Nodes[0].Name)); there && os.Geteuid() != 0 {
-			tp.NotAsked = "the lab's namespaces exist, but entering them to ask the kernel needs root"
-		}
-	}
-	if !deployed {
-		for i, h := range p.Hops {
-			if h.Next.Node != "" {
-				if iface := l.Node(h.Next.Node).Interface(h.Next.Interface); iface != nil {
-					tp.MACs[i] = iface.MAC
-				}
-			}
-		}
-		tp.Source = l.SourceOf(tp.From, to)
-		return tp, nil
-	}
-	var problems []string
-	for i, h := range p.Hops {
-		if h.Next.Node == "" {
-			continue
-		}
-		if link, err := handles[h.Next.Node].LinkByName(h.Next.Interface); err != nil {
-			problems = append(problems, fmt.Sprintf("next hop %s: %v", h.Next, err))
-		} else {
-			tp.MACs[i] = link.Attrs().HardwareAddr
-		}
-	}
-	if p.Local {
-		return tp, nil
-	}
-	// The sender: a locally generated packet.
-	rs, err := handles[from.Node].RouteGet(net.IP(to.AsSlice()))
+	tp.Source = l.SourceOf(tp.From, to)
+	return tp, nil
+}
+
+// Trace computes the path by the file and checks every routing hop with
+// the kernel's route lookup in that hop's namespace: the sender's as a
+// locally sent packet, every router's as a packet arriving on its ingress
+// from the sender's source address (so forwarding and reverse-path
+// filtering count). MACs are read from the kernel. It enters no namespace:
+// it asks through the nodes' handles.
+func (r *Running) Trace(from spec.Endpoint, to netip.Addr) (*TracedPath, error) {
+	tp, err := TraceFile(r.Lab, from, to)
 	if err != nil {
-		problems = append(problems, fmt.Sprintf("%s: the kernel has no route to %s (%v)", from.Node, to, err))
-	} else {
-		tp.Source, _ = netip.AddrFromSlice(rs[0].Src)
-		tp.Source = tp.Source.Unmap()
-		problems = append(problems, compareHop(handles[from.Node], p.Hops[0], rs[0])...)
+		return nil, err
 	}
-	for _, h := range p.Hops[1:] {
-		if h.L2 || h.Out == "" || !tp.Source.IsValid() {
-			continue
-		}
-		rs, err := handles[h.Node].RouteGetWithOptions(net.IP(to.AsSlice()), &netlink.RouteGetOptions{
-			Iif: h.In, SrcAddr: net.IP(tp.Source.AsSlice()),
-		})
-		if err != nil {
-			problems = append(problems, fmt.Sprintf("%s: the kernel does not forward a packet from %s to %s arriving on %s (%v)", h.Node, tp.Source, to, h.In, explainRouteErr(err)))
-			continue
-		}
-		problems = append(problems, compareHop(handles[h.Node], h, rs[0])...)
+	tp.Deployed = true
+	problems := r.readMACs(tp)
+	if tp.Local {
+		return tp, nil
 	}
+	problems = append(problems, r.askKernel(tp)...)
 	if len(problems) > 0 {
 		return tp, &KernelDisagrees{Path: tp, Problems: problems}
 	}
 	return tp, nil
+}
+
+// readMACs replaces the file's next-hop MACs by the kernel's.
+func (r *Running) readMACs(tp *TracedPath) []string {
+	var problems []string
+	for i, h := range tp.Hops {
+		if h.Next.Node == "" {
+			continue
+		}
+		if link, err := r.Link(h.Next); err != nil {
+			problems = append(problems, fmt.Sprintf("next hop %s: %v", h.Next, err))
+		} else {
+			tp.Hops[i].NextMAC = link.Attrs().HardwareAddr
+		}
+	}
+	return problems
+}
+
+// askKernel compares the kernel's route lookups with the file's hops.
+func (r *Running) askKernel(tp *TracedPath) []string {
+	var problems []string
+	sender := r.nodes[tp.From.Node].Handle
+	rs, err := sender.RouteGet(net.IP(tp.To.AsSlice()))
+	if err != nil {
+		problems = append(problems, fmt.Sprintf("%s: the kernel has no route to %s (%v)", tp.From.Node, tp.To, err))
+	} else {
+		tp.Source, _ = netip.AddrFromSlice(rs[0].Src)
+		tp.Source = tp.Source.Unmap()
+		problems = append(problems, compareHop(sender, tp.Hops[0], rs[0])...)
+	}
+	for _, h := range tp.Hops[1:] {
+		if h.L2 || h.Out == "" || !tp.Source.IsValid() {
+			continue
+		}
+		hh := r.nodes[h.Node].Handle
+		rs, err := hh.RouteGetWithOptions(net.IP(tp.To.AsSlice()), &netlink.RouteGetOptions{
+			Iif: h.In, SrcAddr: net.IP(tp.Source.AsSlice()),
+		})
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s: the kernel does not forward a packet from %s to %s arriving on %s (%v)", h.Node, tp.Source, tp.To, h.In, explainRouteErr(err)))
+			continue
+		}
+		problems = append(problems, compareHop(hh, h, rs[0])...)
+	}
+	return problems
 }
 
 // compareHop checks the kernel's route for a hop against the file's:
@@ -165,41 +189,13 @@ func explainRouteErr(err error) string {
 	return err.Error()
 }
 
-// labHandles opens a netlink handle in every namespace of the lab if all
-// of them exist and carry the lab's marker; deployed is false otherwise.
-func (m *Manager) labHandles(l *spec.Lab) (map[string]*netlink.Handle, func(), bool) {
-	handles := map[string]*netlink.Handle{}
-	closeAll := func() {
-		for _, h := range handles {
-			h.Close()
-		}
-	}
-	for _, n := range l.Nodes {
-		nsh, err := ns.Open(m.netnsDir(), l.Namespace(n.Name))
-		if err != nil {
-			closeAll()
-			return nil, func() {}, false
-		}
-		h, err := nsh.NetlinkHandle()
-		nsh.Close()
-		if err != nil {
-			closeAll()
-			return nil, func() {}, false
-		}
-		handles[n.Name] = h
-		lo, err := h.LinkByIndex(loIndex)
-		if err != nil || lo.Attrs().Alias != nsMarker(l.Name, n.Name) {
-			closeAll()
-			return nil, func() {}, false
-		}
-	}
-	return handles, closeAll, true
-}
-
 // Deployed reports whether every namespace of the lab exists and carries
 // the lab's marker. It runs in the caller's namespace.
 func (m *Manager) Deployed(l *spec.Lab) bool {
-	_, closeAll, ok := m.labHandles(l)
-	closeAll()
-	return ok
+	r, err := m.Open(l)
+	if err != nil {
+		return false
+	}
+	r.Close()
+	return true
 }

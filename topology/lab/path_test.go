@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/vishvananda/netlink"
 )
@@ -36,8 +37,8 @@ func checkEveryPath(t *testing.T, f *fixture) int {
 					continue
 				}
 				link, err := f.handle(h.Next.Node).LinkByName(h.Next.Interface)
-				if err != nil || tp.MACs[i].String() != link.Attrs().HardwareAddr.String() {
-					t.Errorf("%s -> %s hop %d: MAC %s, kernel has %v (%v)", n.Name, o.Addr, i, tp.MACs[i], link, err)
+				if err != nil || tp.Hops[i].NextMAC.String() != link.Attrs().HardwareAddr.String() {
+					t.Errorf("%s -> %s hop %d: MAC %s, kernel has %v (%v)", n.Name, o.Addr, i, tp.Hops[i].NextMAC, link, err)
 				}
 			}
 			traced++
@@ -127,7 +128,7 @@ func TestPrivilegedPathKernelDisagrees(t *testing.T) {
 
 // nsDo runs fn on a thread inside a node's namespace.
 func (f *fixture) nsDo(node string, fn func() error) error {
-	n, err := openNS(f.m.netnsDir(), f.ns(node))
+	n, err := ns.Open(f.m.netnsDir(), f.ns(node))
 	if err != nil {
 		return err
 	}

@@ -16,15 +16,17 @@ import (
 )
 
 // richLab has every kind of plan step the script renders: MACs given and
-// derived, MTUs, IPv6, lo addresses, a bridge with an address and an MTU,
-// namespace-wide and per-interface sysctls (one with spaces in its value),
-// forwarding, routes with via, dev, metric, on-link and IPv6.
+// derived, MTUs, queues, IPv6, lo addresses, a bridge with an address and
+// an MTU, namespace-wide and per-interface sysctls (one with spaces in its
+// value), forwarding, CPU placement by RPS (with XPS over several queues)
+// and by threaded NAPI, routes with via, dev, metric, on-link and IPv6.
 const richLab = `name: x
 nodes:
   a:
     sysctls: {net.ipv4.tcp_rmem: "4096 87380 6291456", net.ipv4.conf.e0.accept_local: 1}
+    cpus: [0]
     interfaces:
-      e0: {addresses: [10.0.1.1/24, "fd00:1::1/64"], mac: "02:00:00:00:00:01", mtu: 9000}
+      e0: {addresses: [10.0.1.1/24, "fd00:1::1/64"], mac: "02:00:00:00:00:01", mtu: 9000, queues: 3}
       lo: {addresses: [10.9.9.9/32]}
     routes:
       - {to: default, via: 10.0.1.254}
@@ -44,6 +46,8 @@ nodes:
       e0: {addresses: [10.0.2.1/24]}
     routes: [{to: 10.0.1.0/24, via: 10.0.2.254, metric: 10}]
   c:
+    cpus: "0"
+    receive: napi
     interfaces:
       e0: {addresses: [10.0.2.2/24], mtu: 1400}
     routes: [{to: default, via: 10.0.2.254}]
@@ -69,12 +73,18 @@ func TestPrivilegedScriptBuildsTheSameLab(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t, topo)
+			f.napiBefore = napiThreads()
 			f.deploy()
 			want := snapshot(t, f)
 			if _, err := f.m.Destroy(f.lab.Name); err != nil {
 				t.Fatal(err)
 			}
 			f.assertGone()
+			f.napiBefore = napiThreads() // nslab's lab's linger while the test holds handles in it
+			if name == "rich" && (!strings.Contains(want["c/queues/e0"], "Threaded:true") || !strings.Contains(want["c/queues/e0"], "napi-cpus=[0]") ||
+				!strings.Contains(want["a/queues/e0"], "RPS:[0 0 0] XPS:[0 0 0]")) {
+				t.Fatalf("the placement is not in the snapshot: %s / %s", want["c/queues/e0"], want["a/queues/e0"])
+			}
 
 			runScript(t, DeployScript(f.lab, ""))
 			got := snapshot(t, f)
@@ -213,8 +223,60 @@ func snapshot(t *testing.T, f *fixture) map[string]string {
 		for k, v := range sysctls(t, f, n.Name) {
 			out[n.Name+"/sysctl/"+k] = v
 		}
+		for k, v := range queues(t, f, n.Name, idx) {
+			out[n.Name+"/queues/"+k] = v
+		}
 	}
 	return out
+}
+
+// queues reads each interface's queues (counts, RPS and XPS masks,
+// threaded NAPI, GRO, TSO) from a thread that sees the node's sysfs, and
+// the CPUs its napi kthreads may run on.
+func queues(t *testing.T, f *fixture, node string, links map[int]netlink.Link) map[string]string {
+	t.Helper()
+	n, err := ns.Open(f.m.netnsDir(), f.ns(node))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	out := map[string]string{}
+	err = n.DoSysfs(func() error {
+		for _, l := range links {
+			name := l.Attrs().Name
+			if name == "lo" || l.Type() == "bridge" {
+				continue
+			}
+			q := readQueues(name)
+			out[name] = fmt.Sprintf("%+v napi-cpus=%s", *q, napiAffinity(name, f.napiBefore))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// napiAffinity lists the allowed CPUs of the napi kthreads of interfaces
+// named ifc (in any namespace) that are not among old.
+func napiAffinity(ifc string, old map[int]string) string {
+	var out []string
+	for pid, comm := range napiThreads() {
+		if _, seen := old[pid]; !seen && strings.HasPrefix(comm, "napi/"+ifc+"-") {
+			var set unix.CPUSet
+			unix.SchedGetaffinity(pid, &set)
+			var cpus []int
+			for c := 0; c < 1024; c++ {
+				if set.IsSet(c) {
+					cpus = append(cpus, c)
+				}
+			}
+			out = append(out, fmt.Sprint(cpus))
+		}
+	}
+	sort.Strings(out)
+	return strings.Join(out, ",")
 }
 
 func deref[T any](p *T) any {

@@ -8,8 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"time"
 
+	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -189,48 +189,6 @@ func (m *Manager) vfsInUse(s sysfs, pf string, n int) string {
 	return ""
 }
 
-// vfWait bounds the wait for VF netdevs after sriov_numvfs is written.
-var vfWait = 10 * time.Second // a variable so tests can shorten it
-
-// preparePF makes pf have at least the VFs the lab needs and records what
-// it changes. It runs in the host namespace.
-//
-// Equivalent to: echo 0 > .../sriov_numvfs; echo N > .../sriov_numvfs
-func (d *deployer) preparePF(pf *spec.PF) error {
-	s := sysfs{d.m.sysfsRoot()}
-	cur, err := s.readInt(pf.Name, "sriov_numvfs")
-	if err != nil {
-		return fmt.Errorf("read %s sriov_numvfs: %w", pf.Name, err)
-	}
-	rec := PFRecord{PF: pf.Name, OrigNumVFs: cur}
-	if cur < pf.NumVFs {
-		rec.SetNumVFs = pf.NumVFs
-	}
-	d.st.SRIOV = append(d.st.SRIOV, rec)
-	if err := d.m.saveState(d.st); err != nil {
-		return err
-	}
-	if rec.SetNumVFs != 0 {
-		if err := writeNumVFs(s, pf.Name, cur, pf.NumVFs); err != nil {
-			return err
-		}
-	}
-	deadline := time.Now().Add(vfWait)
-	for _, vf := range pf.VFs {
-		for {
-			pci, err := s.vfPCI(pf.Name, vf.Index)
-			if err == nil && s.netdevOf(pci) != "" {
-				break
-			}
-			if time.Now().After(deadline) {
-				return fmt.Errorf("VF %d of %s has no netdev after %s (is the VF driver loaded, and the VF not bound to vfio?)", vf.Index, pf.Name, vfWait)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
-	return nil
-}
-
 // writeNumVFs changes sriov_numvfs from cur to n, through 0 as drivers
 // require when both are non-zero.
 func writeNumVFs(s sysfs, pf string, cur, n int) error {
@@ -246,140 +204,39 @@ func writeNumVFs(s sysfs, pf string, cur, n int) error {
 	return nil
 }
 
-// handVF records VF vf of pf, applies its PF-side settings, and moves its
-// netdev into its node under its lab name.
-//
-// Equivalent to: ip link set PF vf N ...; ip link set VFDEV netns NS;
-// ip -n NS link set VFDEV name NAME up
-func (d *deployer) handVF(pf *spec.PF, vf *spec.VF) error {
-	s := sysfs{d.m.sysfsRoot()}
-	pci, err := s.vfPCI(pf.Name, vf.Index)
-	if err != nil {
-		return fmt.Errorf("VF %d of %s: %w", vf.Index, pf.Name, err)
-	}
-	host := s.netdevOf(pci)
-	link, err := netlink.LinkByName(host)
-	if err != nil {
-		return fmt.Errorf("VF netdev %s: %w", host, err)
-	}
-	rec := VFRecord{Index: vf.Index, PCI: pci, OrigName: host, Node: vf.Node, NS: d.lab.Namespace(vf.Node), Name: vf.Name, Moved: true,
-		OrigMTU: link.Attrs().MTU, OrigAddr: link.Attrs().HardwareAddr.String()}
-	// PF-side settings are read (to restore them) and written only when
-	// the lab asks for some.
-	var want VFSettings
-	changed := false
-	if hasSettings(vf) {
-		orig, err := d.m.vfControl().Get(pf.Name, vf.Index)
-		if err != nil {
-			return err
-		}
-		rec.Orig = orig
-		want, changed = applyVF(orig, vf)
-		rec.Set = changed
-	}
-	pr := &d.st.SRIOV[len(d.st.SRIOV)-1]
-	pr.VFs = append(pr.VFs, rec)
-	if err := d.m.saveState(d.st); err != nil {
-		return err
-	}
-	if changed {
-		if err := d.m.vfControl().Set(pf.Name, vf.Index, want); err != nil {
-			return err
-		}
-	}
-	if err := netlink.LinkSetNsFd(link, d.nss[vf.Node].Fd()); err != nil {
-		return fmt.Errorf("move VF %s into %s: %w", host, vf.Node, err)
-	}
-	h := d.handles[vf.Node]
-	moved, err := h.LinkByName(host)
-	if err != nil {
-		return fmt.Errorf("find VF %s in %s: %w", host, vf.Node, err)
-	}
-	if err := h.LinkSetName(moved, vf.Name); err != nil {
-		return fmt.Errorf("rename VF %s to %s in %s: %w", host, vf.Name, vf.Node, err)
-	}
-	if err := h.LinkSetAlias(moved, linkMarker(d.lab.Name)); err != nil {
-		return fmt.Errorf("mark VF %s:%s: %w", vf.Node, vf.Name, err)
-	}
-	// Interface settings of its node, as for any interface.
-	if i := d.lab.Node(vf.Node).Interface(vf.Name); i != nil {
-		if i.MTU != 0 {
-			if err := h.LinkSetMTU(moved, i.MTU); err != nil {
-				return fmt.Errorf("set mtu %d on VF %s:%s: %w", i.MTU, vf.Node, vf.Name, err)
-			}
-		}
-		if i.MAC != nil {
-			if err := h.LinkSetHardwareAddr(moved, i.MAC); err != nil {
-				return fmt.Errorf("set MAC %s on VF %s:%s: %w", i.MAC, vf.Node, vf.Name, err)
-			}
-		}
-	}
-	if err := h.LinkSetUp(moved); err != nil {
-		return fmt.Errorf("set VF %s:%s up: %w", vf.Node, vf.Name, err)
-	}
-	d.index[spec.Endpoint{Node: vf.Node, Interface: vf.Name}] = moved.Attrs().Index
-	return nil
-}
-
-// hasSettings reports whether the lab sets anything on the VF through its PF.
-func hasSettings(vf *spec.VF) bool {
-	return vf.MAC != nil || vf.VLAN != nil || vf.Trust != nil || vf.SpoofChk != nil || vf.LinkState != "" || vf.MinTxRate > 0 || vf.MaxTxRate > 0
-}
-
-// applyVF returns the settings a VF gets: its original ones with the
-// lab's on top, and whether they differ.
-func applyVF(orig VFSettings, vf *spec.VF) (VFSettings, bool) {
-	s := orig
-	if vf.MAC != nil {
-		s.MAC = vf.MAC.String()
-	}
-	if vf.VLAN != nil {
-		s.VLAN, s.QoS = *vf.VLAN, vf.QoS
-	}
-	if vf.SpoofChk != nil {
-		s.SpoofChk = *vf.SpoofChk
-	}
-	if vf.Trust != nil {
-		s.Trust = *vf.Trust
-	}
-	switch vf.LinkState {
-	case "auto":
-		s.LinkState = netlink.VF_LINK_STATE_AUTO
-	case "enable":
-		s.LinkState = netlink.VF_LINK_STATE_ENABLE
-	case "disable":
-		s.LinkState = netlink.VF_LINK_STATE_DISABLE
-	}
-	if vf.MinTxRate > 0 || vf.MaxTxRate > 0 {
-		s.MinTxRate, s.MaxTxRate = uint32(vf.MinTxRate), uint32(vf.MaxTxRate)
-	}
-	return s, s != orig
-}
-
 // restoreSRIOV gives every recorded VF back to the host under its original
-// name with its original settings, and restores sriov_numvfs. It runs
-// before the lab's namespaces are removed; a VF already back in the host
-// (its namespace was deleted, so it may be called devN) is found by its
-// PCI address. It tries everything and returns every error.
+// name with its original settings, and restores sriov_numvfs: the VF part
+// of a destroy plan, run on its own by a failed deploy's rollback. It tries
+// everything and returns every error.
 func (m *Manager) restoreSRIOV(st *State) error {
-	s := sysfs{m.sysfsRoot()}
 	var errs []error
-	for i := len(st.SRIOV) - 1; i >= 0; i-- {
-		pr := st.SRIOV[i]
-		for j := len(pr.VFs) - 1; j >= 0; j-- {
-			errs = append(errs, m.restoreVF(s, st.Lab, pr.PF, pr.VFs[j]))
-		}
-		if pr.SetNumVFs != 0 {
-			cur, err := s.readInt(pr.PF, "sriov_numvfs")
-			if err == nil && cur != pr.OrigNumVFs {
-				err = writeNumVFs(s, pr.PF, cur, pr.OrigNumVFs)
-			}
-			errs = append(errs, err)
-		}
+	for _, r := range m.vfRemovals(st) {
+		errs = append(errs, r.do(nil))
 	}
 	return errors.Join(errs...)
 }
 
+// restoreNumVFs puts a PF's sriov_numvfs back to what it was before.
+func restoreNumVFs(s sysfs, pr PFRecord) error {
+	cur, err := s.readInt(pr.PF, "sriov_numvfs")
+	if err == nil && cur != pr.OrigNumVFs {
+		err = writeNumVFs(s, pr.PF, cur, pr.OrigNumVFs)
+	}
+	return err
+}
+
+func shNumVFsBack(sysfsRoot string, pr PFRecord) []string {
+	f := numVFsFile(sysfsRoot, pr.PF)
+	out := []string{fmt.Sprintf("[ \"$(cat %s)\" -eq 0 ] || echo 0 > %s", f, f)}
+	if pr.OrigNumVFs != 0 {
+		out = append(out, fmt.Sprintf("echo %d > %s", pr.OrigNumVFs, f))
+	}
+	return out
+}
+
+// restoreVF gives one recorded VF back to the host: moved home if still in
+// its node, found by PCI address (the kernel may have returned it as
+// devN), renamed, its MTU and MAC and PF-side settings restored.
 func (m *Manager) restoreVF(s sysfs, labName, pf string, r VFRecord) error {
 	if r.Moved {
 		if err := m.vfHome(r, labName); err != nil {
@@ -422,7 +279,7 @@ func (m *Manager) restoreVF(s sysfs, labName, pf string, r VFRecord) error {
 // vfHome moves a VF from its node back to the host namespace, if it is
 // still in the node (found by its lab name and this lab's marker).
 func (m *Manager) vfHome(r VFRecord, labName string) error {
-	n, err := openNS(m.netnsDir(), r.NS)
+	n, err := ns.Open(m.netnsDir(), r.NS)
 	if err != nil {
 		return nil // the namespace is gone: the kernel gave the VF back
 	}

@@ -187,17 +187,17 @@ func TestPrivilegedSRIOVRefusals(t *testing.T) {
 	f, pf, _ := sriovFixture(t)
 	dev := filepath.Join(pf.Root, "class/net", pf.PF, "device")
 	must(t, os.WriteFile(filepath.Join(dev, "sriov_totalvfs"), []byte("1\n"), 0o644))
-	_, err := f.m.Deploy(context.Background(), f.lab, f.lab.File, f.source)
+	_, err := f.m.Deploy(context.Background(), f.lab)
 	if err == nil || !strings.Contains(err.Error(), "supports at most 1 VFs") {
 		t.Errorf("too many VFs: %v", err)
 	}
 	must(t, os.Remove(filepath.Join(dev, "sriov_totalvfs")))
-	_, err = f.m.Deploy(context.Background(), f.lab, f.lab.File, f.source)
+	_, err = f.m.Deploy(context.Background(), f.lab)
 	if err == nil || !strings.Contains(err.Error(), "not SR-IOV capable") {
 		t.Errorf("not capable: %v", err)
 	}
 	f.m.Sysfs = t.TempDir()
-	_, err = f.m.Deploy(context.Background(), f.lab, f.lab.File, f.source)
+	_, err = f.m.Deploy(context.Background(), f.lab)
 	if err == nil || !strings.Contains(err.Error(), "does not exist on this machine") {
 		t.Errorf("no PF: %v", err)
 	}
@@ -223,7 +223,7 @@ func TestPrivilegedSRIOVNetdevTimeout(t *testing.T) {
 	vfWait = 200 * time.Millisecond
 	dir := filepath.Join(pf.Root, "bus/pci/devices", pf.PCIs[1], "net")
 	must(t, os.Rename(filepath.Join(dir, pf.VFs[1]), filepath.Join(pf.Root, "hidden")))
-	_, err := f.m.Deploy(context.Background(), f.lab, f.lab.File, f.source)
+	_, err := f.m.Deploy(context.Background(), f.lab)
 	if err == nil || !strings.Contains(err.Error(), "VF 1 of "+pf.PF+" has no netdev after 200ms") {
 		t.Fatalf("got %v", err)
 	}

@@ -35,6 +35,20 @@ type State struct {
 	Deployed   time.Time  `json:"deployed,omitzero"`
 	Namespaces []NSRecord `json:"namespaces"`
 	SRIOV      []PFRecord `json:"sriov,omitempty"` // host changes, recorded before they are made
+	// Placement is the CPU placement applied, node by node; Unplaced
+	// says why the file's placement was left out (bench --placement
+	// auto on a machine without the CPUs), empty when it was not.
+	Placement []PlacementRecord `json:"placement,omitempty"`
+	Unplaced  string            `json:"unplaced,omitempty"`
+}
+
+// PlacementRecord is the CPU placement of one node's receive work.
+type PlacementRecord struct {
+	Node        string   `json:"node"`
+	CPUs        string   `json:"cpus"`    // kernel list format
+	Receive     string   `json:"receive"` // rps or napi
+	Interfaces  []string `json:"interfaces"`
+	NAPIThreads []int    `json:"napi_threads,omitempty"` // pids of the pinned napi kthreads
 }
 
 // NSRecord is one namespace of a lab.
@@ -127,4 +141,13 @@ func processAlive(pid int) bool {
 	}
 	_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
 	return err == nil
+}
+
+// Recorded returns the state nslab keeps of a deployed lab.
+func (m *Manager) Recorded(labName string) (*State, error) {
+	st, err := m.loadState(labName)
+	if err == nil && st == nil {
+		err = fmt.Errorf("lab %s: %w (no state file in %s)", labName, ErrNotDeployed, m.stateDir())
+	}
+	return st, err
 }

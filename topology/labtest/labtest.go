@@ -1,17 +1,16 @@
 // Package labtest holds helpers for nslab's privileged tests: skipping when
-// not root, random lab names, and a real ICMP echo from inside a namespace.
-// Only tests import it.
+// not root, random lab names, throwaway namespaces, and a real ICMP echo
+// from inside a namespace. It imports testing: only tests import it
+// (the benchmark programs use labname).
 package labtest
 
 import (
-	"crypto/rand"
-	"encoding/hex"
 	"net/netip"
 	"os"
-	"strings"
 	"testing"
 	"time"
 
+	"github.com/nslab/nslab/topology/labname"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/probe"
 	"github.com/vishvananda/netlink"
@@ -25,36 +24,21 @@ func SkipUnlessRoot(tb testing.TB) {
 	}
 }
 
-// Name returns a random name of the form prefix + 6 hex digits, short enough
-// for lab names (12) and, with a short node name, interface names (15).
-func Name(prefix string) string {
-	b := make([]byte, 3)
-	if _, err := rand.Read(b); err != nil {
-		panic(err)
-	}
-	return prefix + hex.EncodeToString(b)
-}
+// Name returns a random name (see labname.Random).
+func Name(prefix string) string { return labname.Random(prefix) }
 
-// Rename gives a topology file another lab name and a namespace prefix of
-// name + "-", so a test's lab never collides with anything else.
-func Rename(data []byte, name string) []byte {
-	var out []string
-	for _, line := range strings.Split(string(data), "\n") {
-		switch {
-		case strings.HasPrefix(line, "name:"):
-			out = append(out, "name: "+name, "prefix: "+name+"-")
-		case strings.HasPrefix(line, "prefix:"):
-		default:
-			out = append(out, line)
-		}
-	}
-	return []byte(strings.Join(out, "\n"))
-}
+// Rename renames a lab file (see labname.Rename).
+func Rename(data []byte, name string) []byte { return labname.Rename(data, name) }
 
 // Ping sends count ICMP echo requests to dst from inside namespace nsName
 // (under dir) and returns how many replies came back (see probe.Echo).
 func Ping(dir, nsName string, dst netip.Addr, count int, timeout time.Duration) (int, error) {
-	r, err := probe.Echo(dir, nsName, dst, count, timeout, true)
+	n, err := ns.Open(dir, nsName)
+	if err != nil {
+		return 0, err
+	}
+	defer n.Close()
+	r, err := probe.Echo(n, dst, count, timeout, true)
 	if err == nil && r.Err != nil {
 		err = r.Err
 	}
@@ -82,6 +66,18 @@ func Handle(t testing.TB, dir, nsName string) *netlink.Handle {
 	}
 	t.Cleanup(h.Close)
 	return h
+}
+
+// OpenNamespace is Namespace, opened; it is closed when the test ends.
+func OpenNamespace(t *testing.T, dir string) *ns.NS {
+	t.Helper()
+	name := Namespace(t, dir)
+	n, err := ns.Open(dir, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close() })
+	return n
 }
 
 // Namespace creates a throwaway named namespace under dir with lo up, and

@@ -1,8 +1,9 @@
 // Package ns is nslab's one namespace primitive: it creates, opens, enters and
-// removes named network namespaces. It is the only package that locks OS threads
-// and calls setns or unshare; everything else asks it.
+// removes named network namespaces. It is the only package that calls setns
+// or unshare; everything else asks it. (Other packages lock OS threads for
+// their own reasons: the traffic engines pin sending threads to CPUs.)
 //
-// Rules it keeps (see FIELD-NOTES "Namespaces from Go"):
+// Rules it keeps:
 //   - Creating a namespace never moves the caller's thread: creation happens on a
 //     dedicated locked thread that is thrown away afterwards.
 //   - A thread that has joined a foreign namespace goes back to its own

@@ -5,7 +5,7 @@
 package probe
 
 import (
-	"crypto/rand"
+	"math/rand/v2"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -29,22 +29,21 @@ type Result struct {
 // OK reports whether a reply came back.
 func (r Result) OK() bool { return r.Received > 0 }
 
-// Echo sends up to count echo requests to dst from namespace nsName (under
-// dir), one at a time, each waiting up to timeout, and stops at the first
-// reply unless all is set. Errors are about the probe itself (the
-// namespace cannot be entered, no raw socket); an unreachable destination
-// is a Result without replies.
-func Echo(dir, nsName string, dst netip.Addr, count int, timeout time.Duration, all bool) (Result, error) {
-	conn, err := open(dir, nsName, dst.Is6())
+// Echo sends up to count echo requests to dst from namespace n, one at a
+// time, each waiting up to timeout, and stops at the first reply unless
+// all is set. Errors are about the probe itself (the namespace cannot be
+// entered, no raw socket); an unreachable destination is a Result without
+// replies.
+func Echo(n *ns.NS, dst netip.Addr, count int, timeout time.Duration, all bool) (Result, error) {
+	conn, err := open(n, dst.Is6())
 	if err != nil {
 		return Result{}, err
 	}
 	defer conn.Close()
-	var id [2]byte
-	rand.Read(id[:])
+	id := uint16(rand.Uint32()) // tells our replies from other probes' on the same namespace
 	var res Result
 	for seq := 0; seq < count; seq++ {
-		rtt, ok, err := echo(conn, dst, binary.BigEndian.Uint16(id[:]), uint16(seq), timeout)
+		rtt, ok, err := echo(conn, dst, id, uint16(seq), timeout)
 		if err != nil {
 			res.Err = err
 			return res, nil
@@ -64,21 +63,16 @@ func Echo(dir, nsName string, dst netip.Addr, count int, timeout time.Duration, 
 }
 
 // open makes a raw ICMP (or ICMPv6) socket inside the namespace.
-func open(dir, nsName string, v6 bool) (net.PacketConn, error) {
-	n, err := ns.Open(dir, nsName)
-	if err != nil {
-		return nil, err
-	}
-	defer n.Close()
+func open(n *ns.NS, v6 bool) (net.PacketConn, error) {
 	var conn net.PacketConn
-	err = n.Do(func() error {
+	err := n.Do(func() error {
 		network, laddr := "ip4:icmp", "0.0.0.0"
 		if v6 {
 			network, laddr = "ip6:ipv6-icmp", "::"
 		}
 		var err error
 		if conn, err = net.ListenPacket(network, laddr); err != nil {
-			return fmt.Errorf("icmp socket in %s: %w", nsName, err)
+			return fmt.Errorf("icmp socket in %s: %w", n.Name, err)
 		}
 		return nil
 	})

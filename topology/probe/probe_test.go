@@ -23,7 +23,11 @@ nodes:
   b: {interfaces: {e0: {addresses: [10.7.0.2/24, "fd00:7::2/64"]}}}
 links: [{endpoints: [a:e0, b:e0]}]
 `), name))
-	a := l.Namespace("a")
+	a, err := ns.Open(ns.DefaultDir, l.Namespace("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
 	for _, c := range []struct {
 		dst      string
 		answered bool
@@ -35,7 +39,7 @@ links: [{endpoints: [a:e0, b:e0]}]
 		{"fd00:7::9", false, false}, // nobody answers neighbour discovery
 		{"10.99.0.1", false, true},  // no route at all
 	} {
-		r, err := probe.Echo(ns.DefaultDir, a, netip.MustParseAddr(c.dst), 3, 300*time.Millisecond, true)
+		r, err := probe.Echo(a, netip.MustParseAddr(c.dst), 3, 300*time.Millisecond, true)
 		if err != nil {
 			t.Fatalf("%s: %v", c.dst, err)
 		}

@@ -1,43 +1,44 @@
 package spec
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"net"
 	"net/netip"
 	"os"
-	"strings"
 
 	"gopkg.in/yaml.v3"
 )
 
-// ReadFile reads and parses a topology file. It returns the file's bytes too,
-// so that a deploy can record exactly what it realised.
-func ReadFile(path string) (*Lab, []byte, error) {
+// ReadFile reads and parses a topology file; the lab keeps the file's
+// bytes (Source), so that a deploy records exactly what it realised.
+func ReadFile(path string) (*Lab, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read topology file: %w", err)
+		return nil, fmt.Errorf("read topology file: %w", err)
 	}
 	defer f.Close()
 	st, err := f.Stat()
 	if err != nil {
-		return nil, nil, fmt.Errorf("read topology file: %w", err)
+		return nil, fmt.Errorf("read topology file: %w", err)
 	}
 	if st.Size() > MaxFileSize {
-		return nil, nil, Problems{{File: path, Msg: fmt.Sprintf("file is %d bytes; nslab reads topology files of at most %d bytes (1 MiB): split the lab or generate a smaller file", st.Size(), MaxFileSize)}}
+		return nil, Problems{{File: path, Msg: fmt.Sprintf("file is %d bytes; nslab reads topology files of at most %d bytes (1 MiB): split the lab or generate a smaller file", st.Size(), MaxFileSize)}}
 	}
 	data := make([]byte, st.Size())
 	if _, err := f.ReadAt(data, 0); err != nil && st.Size() > 0 {
-		return nil, nil, fmt.Errorf("read topology file %s: %w", path, err)
+		return nil, fmt.Errorf("read topology file %s: %w", path, err)
 	}
-	lab, err := Parse(path, data)
-	return lab, data, err
+	return Parse(path, data)
 }
 
 // Parse reads and validates a topology file's contents. file names it in
 // messages. On any problem it returns Problems listing all of them.
 func Parse(file string, data []byte) (*Lab, error) {
 	r := &reporter{file: file, where: map[string]pos{}}
-	lab := &Lab{File: file}
+	sum := sha256.Sum256(data)
+	lab := &Lab{File: file, Source: data, SHA256: hex.EncodeToString(sum[:])}
 	root := r.decodeDocument(data)
 	if root != nil {
 		ex := r.parseLab(root, lab)
@@ -111,7 +112,7 @@ func (r *reporter) parseLab(root *yaml.Node, lab *Lab) *extra {
 	return ex
 }
 
-var nodeKeys = []string{"interfaces", "bridges", "routes", "forwarding", "sysctls"}
+var nodeKeys = []string{"interfaces", "bridges", "routes", "forwarding", "sysctls", "cpus", "receive"}
 
 func (r *reporter) parseNode(name string, v *yaml.Node, path string) *Node {
 	n := &Node{Name: name}
@@ -142,33 +143,84 @@ func (r *reporter) parseNode(name string, v *yaml.Node, path string) *Node {
 		n.Forwarding = r.parseForwarding(e.v, e.path)
 	}
 	if e, ok := f["sysctls"]; ok {
-		for _, se := range r.entries(e.v, e.path, "net.* key: value") {
-			spath := fmt.Sprintf("%s[%q]", e.path, se.key)
-			r.at(spath, se.k.Line, se.k.Column)
-			if se.v.Kind != yaml.ScalarNode || isNull(se.v) {
-				r.errf(spath, "value must be a number or text, not %s", describe(se.v))
-				continue
-			}
-			val := se.v.Value
-			if se.v.Tag == "!!bool" {
-				var b bool
-				_ = se.v.Decode(&b)
-				val = map[bool]string{true: "1", false: "0"}[b]
-			}
-			n.Sysctls = append(n.Sysctls, Sysctl{Key: se.key, Value: val})
-		}
+		n.Sysctls = r.parseSysctls(e)
+	}
+	if e, ok := f["cpus"]; ok {
+		n.CPUs = r.cpus(e.v, e.path)
+	}
+	if e, ok := f["receive"]; ok {
+		n.Receive, _ = r.str(e.v, e.path, "rps or napi")
 	}
 	return n
 }
 
-var ifaceKeys = []string{"addresses", "mac", "mtu"}
+// parseSysctls reads a node's sysctls: mapping, in file order.
+func (r *reporter) parseSysctls(e kv) []Sysctl {
+	var out []Sysctl
+	for _, se := range r.entries(e.v, e.path, "net.* key: value") {
+		spath := fmt.Sprintf("%s[%q]", e.path, se.key)
+		r.at(spath, se.k.Line, se.k.Column)
+		if se.v.Kind != yaml.ScalarNode || isNull(se.v) {
+			r.errf(spath, "value must be a number or text, not %s", describe(se.v))
+			continue
+		}
+		val := se.v.Value
+		if se.v.Tag == "!!bool" {
+			var b bool
+			_ = se.v.Decode(&b)
+			val = map[bool]string{true: "1", false: "0"}[b]
+		}
+		out = append(out, Sysctl{Key: se.key, Value: val})
+	}
+	return out
+}
+
+// cpus reads a CPU set: a list of CPU numbers ([0, 2]), one number, or
+// the kernel's list format ("0-3", "0,2-3").
+func (r *reporter) cpus(v *yaml.Node, path string) CPUSet {
+	r.at(path, v.Line, v.Column)
+	const want = "CPU numbers such as [1], [0, 2] or \"0-3\""
+	switch {
+	case v.Kind == yaml.SequenceNode:
+		var out CPUSet
+		for i, it := range v.Content {
+			if c, ok := r.integer(it, fmt.Sprintf("%s[%d]", path, i), "a CPU number", 0, MaxCPU); ok {
+				out = append(out, c)
+			}
+		}
+		if len(out) == 0 && len(v.Content) == 0 {
+			r.errf(path, "an empty CPU list places nothing: give %s, or remove the key", want)
+		}
+		return out.normal()
+	case v.Kind == yaml.ScalarNode && v.Tag == "!!int":
+		c, _ := r.integer(v, path, "a CPU number", 0, MaxCPU)
+		return CPUSet{c}
+	}
+	s, ok := r.str(v, path, want)
+	if !ok {
+		return nil
+	}
+	set, err := ParseCPUList(s)
+	if err != nil {
+		r.errf(path, "%v", err)
+	}
+	return set
+}
+
+var ifaceKeys = []string{"addresses", "mac", "mtu", "queues"}
 
 func (r *reporter) parseInterface(name string, v *yaml.Node, path string) *Interface {
 	i := &Interface{Name: name}
 	f := r.fields(v, path, "an interface", ifaceKeys...)
 	i.Addresses, i.MAC, i.MTU = r.parseL3(f)
+	if e, ok := f["queues"]; ok {
+		i.Queues, _ = r.integer(e.v, e.path, "the number of rx and tx queues", 1, MaxQueues)
+	}
 	return i
 }
+
+// MaxQueues bounds an interface's queue count in a lab file.
+const MaxQueues = 256
 
 var bridgeKeys = []string{"ports", "addresses", "mac", "mtu"}
 
@@ -352,12 +404,12 @@ func (r *reporter) parseLink(v *yaml.Node, path string) rawLink {
 		if !ok {
 			continue
 		}
-		node, iface, found := strings.Cut(s, ":")
-		if !found || node == "" || iface == "" || strings.Contains(iface, ":") {
-			r.errf(p, "endpoint %q must be node:interface, e.g. ns1:veth1", s)
+		ep, err := ParseInterface(s)
+		if err != nil {
+			r.errf(p, "endpoint %v", err)
 			continue
 		}
-		rl.endpoints = append(rl.endpoints, rawEndpoint{path: p, Endpoint: Endpoint{Node: node, Interface: iface}})
+		rl.endpoints = append(rl.endpoints, rawEndpoint{path: p, Endpoint: ep})
 	}
 	return rl
 }

@@ -1,7 +1,9 @@
 package spec
 
 import (
+	"encoding/json"
 	"fmt"
+	"net"
 	"net/netip"
 )
 
@@ -19,19 +21,36 @@ type Hop struct {
 	Via     netip.Addr `json:"via,omitzero"`
 	Gateway bool       `json:"gateway,omitempty"` // Via is a gateway from a route
 	Next    Endpoint   `json:"next,omitzero"`
+	// NextMAC is Next's MAC, which the hop's frames carry: from the file
+	// (declared or derived) until the kernel is asked. Nil where the file
+	// cannot know it (a VF keeps the NIC's, a bridge the kernel's choice).
+	NextMAC net.HardwareAddr `json:"-"`
+}
+
+// MarshalJSON writes NextMAC as text (next_mac).
+func (h Hop) MarshalJSON() ([]byte, error) {
+	type plain Hop
+	out := struct {
+		plain
+		NextMAC string `json:"next_mac,omitempty"`
+	}{plain: plain(h)}
+	if h.NextMAC != nil {
+		out.NextMAC = h.NextMAC.String()
+	}
+	return json.Marshal(out)
 }
 
 // Path is the way packets from a sender interface to a destination address
 // take through the lab, as the lab's own addresses and routes decide.
 type Path struct {
-	Hops []Hop
+	Hops []Hop `json:"hops"`
 	// NextHop is the interface that receives the sender's frames at the IP
 	// level: its MAC is the destination MAC the engine must use.
-	NextHop Endpoint
+	NextHop Endpoint `json:"next_hop,omitzero"`
 	// Dest is the interface (or bridge) that holds the destination
 	// address; Local says the sender holds it itself (one hop, no wire).
-	Dest  Endpoint
-	Local bool
+	Dest  Endpoint `json:"dest"`
+	Local bool     `json:"local,omitempty"`
 }
 
 // maxHops bounds a path, so a routing loop is an error, not a hang.
@@ -91,7 +110,7 @@ func (l *Lab) Trace(from Endpoint, to netip.Addr) (*Path, error) {
 			return nil, err
 		}
 		last := &p.Hops[len(p.Hops)-1]
-		last.Via, last.Gateway, last.Next = gw, gw != to, next
+		last.Via, last.Gateway, last.Next, last.NextMAC = gw, gw != to, next, l.macOf(next)
 		p.Hops = append(p.Hops, l2...)
 		if len(p.Hops) == 1+len(l2) {
 			p.NextHop = next
@@ -116,6 +135,18 @@ func (l *Lab) Trace(from Endpoint, to netip.Addr) (*Path, error) {
 		at = Endpoint{Node: next.Node, Interface: egress}
 	}
 	return nil, fmt.Errorf("the path to %s is longer than %d hops", to, maxHops)
+}
+
+// macOf is the MAC the file gives an interface or bridge, or nil.
+func (l *Lab) macOf(ep Endpoint) net.HardwareAddr {
+	n := l.Node(ep.Node)
+	if i := n.Interface(ep.Interface); i != nil {
+		return i.MAC
+	}
+	if b := n.Bridge(ep.Interface); b != nil {
+		return b.MAC
+	}
+	return nil
 }
 
 func family(a netip.Addr) string {

@@ -3,13 +3,14 @@ package spec
 import (
 	"fmt"
 	"net/netip"
+	"os"
 	"strings"
 	"testing"
 )
 
 func mustRead(t *testing.T, name string) *Lab {
 	t.Helper()
-	l, _, err := ReadFile("../../examples/" + name)
+	l, err := ReadFile("../../examples/" + name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -145,7 +146,7 @@ func TestTrafficRules(t *testing.T) {
 }
 
 func mustSource(t *testing.T) []byte {
-	_, data, err := ReadFile("../../examples/client-router-server.yaml")
+	data, err := os.ReadFile("../../examples/client-router-server.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

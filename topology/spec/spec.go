@@ -15,12 +15,47 @@ import (
 // Lab is a validated topology file.
 type Lab struct {
 	File    string // as given to Parse, for messages
+	Source  []byte // the file's contents, as parsed
+	SHA256  string // of Source, hex: names the lab file in state and reports
 	Name    string // lab name: [a-z0-9][a-z0-9-]*, at most 12 chars
 	Prefix  string // prepended to node names to form namespace names
 	Nodes   []*Node
 	Links   []*Link
 	Traffic []*Traffic
 	SRIOV   []*PF
+	// Unplaced says why the file's CPU placement was taken out (see
+	// Unplace); empty when the lab is as the file says.
+	Unplaced string
+}
+
+// Placed reports whether any node or traffic run of the lab has CPUs.
+func (l *Lab) Placed() bool {
+	for _, n := range l.Nodes {
+		if n.Placed() {
+			return true
+		}
+	}
+	for _, t := range l.Traffic {
+		if len(t.CPUs) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Unplace takes the CPU placement out of the lab (nodes and traffic
+// runs), for a machine that cannot give it, and records why.
+func (l *Lab) Unplace(why string) {
+	for _, n := range l.Nodes {
+		n.CPUs, n.Receive = nil, ""
+	}
+	for _, t := range l.Traffic {
+		if len(t.CPUs) > 0 {
+			t.Threads = len(t.CPUs)
+			t.CPUs = nil
+		}
+	}
+	l.Unplaced = why
 }
 
 // Node is one network namespace.
@@ -31,7 +66,27 @@ type Node struct {
 	Interfaces []*Interface // in file order; "lo" may appear (addresses only)
 	Bridges    []*Bridge
 	Routes     []*Route
+	// CPUs are where the node's receive work runs (placement); empty:
+	// wherever the kernel runs it (on veth, the sender's CPU).
+	CPUs CPUSet
+	// Receive is how that work is put on CPUs: ReceiveRPS or ReceiveNAPI.
+	Receive string
 }
+
+// Ways a node's receive work is placed on its CPUs.
+const (
+	// ReceiveRPS sets the RPS mask of every rx queue of the node's
+	// interfaces: the packets are queued to those CPUs' backlogs, and
+	// dropped there when a backlog is full.
+	ReceiveRPS = "rps"
+	// ReceiveNAPI turns on veth NAPI (GRO) with threaded NAPI on the
+	// node's veth ends and pins their napi kthreads to the CPUs: a full
+	// ring pushes back on the sender instead of dropping.
+	ReceiveNAPI = "napi"
+)
+
+// Placed reports whether the node's receive work is placed on CPUs.
+func (n *Node) Placed() bool { return len(n.CPUs) > 0 }
 
 // Forwarding says which IP versions the node forwards.
 type Forwarding struct {
@@ -75,6 +130,7 @@ type Interface struct {
 	// for lo, and for a VF whose entry sets none (it keeps the NIC's).
 	MAC        net.HardwareAddr
 	MTU        int      // 0: kernel default
+	Queues     int      // veth rx and tx queues; 0: the kernel's default (1)
 	Peer       Endpoint // the other end of its link; zero for lo and VFs
 	VF         bool     // an SR-IOV VF handed to the node (see Lab.SRIOV)
 	MACDerived bool     // MAC was not in the file: nslab derived it
@@ -130,19 +186,6 @@ func (r *Route) String() string {
 // Link is a veth pair between two node interfaces.
 type Link struct {
 	A, B Endpoint
-}
-
-// Endpoint names an interface of a node.
-type Endpoint struct {
-	Node      string `json:"node"`
-	Interface string `json:"interface"`
-}
-
-func (e Endpoint) String() string {
-	if e.Node == "" {
-		return ""
-	}
-	return e.Node + ":" + e.Interface
 }
 
 // Namespace returns the namespace name of a node: the lab prefix + its name.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nslab/nslab/pktgen/engine"
 	"gopkg.in/yaml.v3"
 )
 
@@ -31,6 +32,7 @@ type Traffic struct {
 	RatePPS  uint64 // 0 with RateMbps 0: as fast as possible
 	RateMbps uint64
 	Threads  int
+	CPUs     CPUSet // sender threads pinned one per CPU, in order; empty: not pinned
 	Engine   string // auto, pktgen or userspace
 	SrcPorts [2]int // UDP source port range; zero: the engine's default
 	DstPorts [2]int
@@ -42,8 +44,14 @@ type Traffic struct {
 // Engines a traffic run can ask for.
 var Engines = []string{"auto", "pktgen", "userspace"}
 
-var trafficKeys = []string{"name", "from", "to", "frame", "frames", "count", "duration", "rate", "threads",
+var trafficKeys = []string{"name", "from", "to", "frame", "frames", "count", "duration", "rate", "threads", "cpus",
 	"engine", "src_ports", "dst_ports", "flows", "flowlen", "options"}
+
+// Defaults of a traffic run.
+const (
+	DefaultFrame  = 64
+	DefaultEngine = "auto"
+)
 
 func (r *reporter) parseTraffic(v *yaml.Node, path string) *Traffic {
 	r.at(path, v.Line, v.Column)
@@ -52,7 +60,17 @@ func (r *reporter) parseTraffic(v *yaml.Node, path string) *Traffic {
 		return nil
 	}
 	f := r.fields(v, path, "a traffic run", trafficKeys...)
-	t := &Traffic{Threads: 1, Engine: "auto", Frames: []int{64}}
+	t := &Traffic{Threads: 1, Engine: DefaultEngine, Frames: []int{DefaultFrame}}
+	r.trafficEnds(f, path, t)
+	r.trafficFrames(f, path, t)
+	r.trafficLength(f, t)
+	r.trafficSenders(f, t)
+	r.trafficFlows(f, t)
+	return t
+}
+
+// trafficEnds reads name, from and to.
+func (r *reporter) trafficEnds(f map[string]kv, path string, t *Traffic) {
 	if e, ok := f["name"]; ok {
 		t.Name, _ = r.str(e.v, e.path, "a name")
 	} else {
@@ -60,11 +78,11 @@ func (r *reporter) parseTraffic(v *yaml.Node, path string) *Traffic {
 	}
 	if e, ok := f["from"]; ok {
 		if s, ok := r.str(e.v, e.path, "node:interface"); ok {
-			node, iface, found := strings.Cut(s, ":")
-			if !found || node == "" || iface == "" {
-				r.errf(e.path, "from %q must be node:interface, e.g. ns1:veth1", s)
+			ep, err := ParseInterface(s)
+			if err != nil {
+				r.errf(e.path, "from %v", err)
 			}
-			t.From = Endpoint{Node: node, Interface: iface}
+			t.From = ep
 		}
 	} else {
 		r.errf(path, "missing from: (the sender interface, node:interface)")
@@ -80,24 +98,32 @@ func (r *reporter) parseTraffic(v *yaml.Node, path string) *Traffic {
 	} else {
 		r.errf(path, "missing to: (the destination address)")
 	}
-	_, hasFrame := f["frame"]
-	_, hasFrames := f["frames"]
+}
+
+// trafficFrames reads frame or frames.
+func (r *reporter) trafficFrames(f map[string]kv, path string, t *Traffic) {
+	fr, hasFrame := f["frame"]
+	frs, hasFrames := f["frames"]
 	switch {
 	case hasFrame && hasFrames:
 		r.errf(path, "give frame: or frames:, not both")
 	case hasFrame:
-		if n, ok := r.integer(f["frame"].v, f["frame"].path, "the frame size in bytes", 1, 65535); ok {
+		if n, ok := r.integer(fr.v, fr.path, "the frame size in bytes", 1, 65535); ok {
 			t.Frames = []int{n}
 		}
 	case hasFrames:
-		items, _ := r.list(f["frames"].v, f["frames"].path, "[64, 128, 256, 512, 1024, 1280, 1518]")
+		items, _ := r.list(frs.v, frs.path, "[64, 128, 256, 512, 1024, 1280, 1518]")
 		t.Frames = nil
 		for i, it := range items {
-			if n, ok := r.integer(it, fmt.Sprintf("%s[%d]", f["frames"].path, i), "a frame size in bytes", 1, 65535); ok {
+			if n, ok := r.integer(it, fmt.Sprintf("%s[%d]", frs.path, i), "a frame size in bytes", 1, 65535); ok {
 				t.Frames = append(t.Frames, n)
 			}
 		}
 	}
+}
+
+// trafficLength reads count, duration and rate.
+func (r *reporter) trafficLength(f map[string]kv, t *Traffic) {
 	if e, ok := f["count"]; ok {
 		n, _ := r.integer(e.v, e.path, "packets per thread", 1, 1<<62)
 		t.Count = uint64(n)
@@ -119,29 +145,51 @@ func (r *reporter) parseTraffic(v *yaml.Node, path string) *Traffic {
 			}
 		}
 	}
+}
+
+// trafficSenders reads threads, cpus and engine.
+func (r *reporter) trafficSenders(f map[string]kv, t *Traffic) {
 	if e, ok := f["threads"]; ok {
 		t.Threads, _ = r.integer(e.v, e.path, "the number of sending threads", 1, 64)
+	}
+	if e, ok := f["cpus"]; ok {
+		t.CPUs = r.cpus(e.v, e.path)
+		_, hasThreads := f["threads"]
+		switch {
+		case hasThreads && t.Threads != len(t.CPUs) && len(t.CPUs) > 0:
+			r.errf(e.path, "cpus %s names %d CPU(s) but threads is %d: one thread runs per CPU listed; remove threads: or make them agree", t.CPUs, len(t.CPUs), t.Threads)
+		case len(t.CPUs) > 64:
+			r.errf(e.path, "at most 64 sending threads: name at most 64 CPUs")
+		case len(t.CPUs) > 0:
+			t.Threads = len(t.CPUs)
+		}
 	}
 	if e, ok := f["engine"]; ok {
 		if s, ok := r.str(e.v, e.path, "auto, pktgen or userspace"); ok {
 			t.Engine = s
-			if !contains(Engines, s) {
-				r.errf(e.path, "engine %q: use auto, pktgen or userspace", s)
+			if err := CheckEngine(s); err != nil {
+				r.errf(e.path, "%v", err)
 			}
 		}
 	}
+}
+
+// trafficFlows reads ports, flows and engine options.
+func (r *reporter) trafficFlows(f map[string]kv, t *Traffic) {
 	for _, k := range []string{"src_ports", "dst_ports"} {
-		if e, ok := f[k]; ok {
-			if s, ok := r.str(e.v, e.path, "a port or a range such as 9 or 1000-2000"); ok {
-				pr, err := ParsePorts(s)
-				if err != nil {
-					r.errf(e.path, "%v", err)
-				}
-				if k == "src_ports" {
-					t.SrcPorts = pr
-				} else {
-					t.DstPorts = pr
-				}
+		e, ok := f[k]
+		if !ok {
+			continue
+		}
+		if s, ok := r.str(e.v, e.path, "a port or a range such as 9 or 1000-2000"); ok {
+			pr, err := ParsePorts(s)
+			if err != nil {
+				r.errf(e.path, "%v", err)
+			}
+			if k == "src_ports" {
+				t.SrcPorts = pr
+			} else {
+				t.DstPorts = pr
 			}
 		}
 	}
@@ -161,7 +209,14 @@ func (r *reporter) parseTraffic(v *yaml.Node, path string) *Traffic {
 			t.Options[o.key] = o.v.Value
 		}
 	}
-	return t
+}
+
+// CheckEngine checks an engine name.
+func CheckEngine(name string) error {
+	if !contains(Engines, name) {
+		return fmt.Errorf("engine %q: use auto, pktgen or userspace", name)
+	}
+	return nil
 }
 
 var rateRE = regexp.MustCompile(`^(\d+(?:\.\d+)?)\s*(pps|kpps|Mpps|bps|kbps|Mbps|Gbps)$`)
@@ -215,36 +270,58 @@ func validateTraffic(r *reporter, lab *Lab) {
 			r.errf(path+".name", "traffic run %q is already defined at traffic[%d]", t.Name, first)
 		}
 		names[t.Name] = k
-		if t.Count == 0 && t.Duration == 0 {
-			r.errf(path, "give count: or duration: (a run must end)")
+		checkRun(r, lab, t, path)
+	}
+}
+
+// checkRun checks one traffic run against the lab; path names it in
+// problems ("traffic[0]", or "--from" for a run from the command line).
+func checkRun(r *reporter, lab *Lab, t *Traffic, path string) {
+	if t.Count == 0 && t.Duration == 0 {
+		r.errf(path, "give count: or duration: (a run must end)")
+	}
+	n := lab.Node(t.From.Node)
+	if n == nil || n.Interface(t.From.Interface) == nil || t.From.Interface == "lo" {
+		if t.From.Node != "" {
+			r.errf(path+".from", "%s is not a linked interface of the lab: name one, e.g. %s", t.From, firstEndpoint(lab))
 		}
-		n := lab.Node(t.From.Node)
-		if n == nil || n.Interface(t.From.Interface) == nil || t.From.Interface == "lo" {
-			if t.From.Node != "" {
-				r.errf(path+".from", "%s is not a linked interface of the lab: name one, e.g. %s", t.From, firstEndpoint(lab))
-			}
-			continue
-		}
-		if !t.To.IsValid() {
-			continue
-		}
-		mtu := n.Interface(t.From.Interface).MTU
-		if mtu == 0 {
-			mtu = 1500
-		}
-		minFrame := 64
-		if t.To.Is6() {
-			minFrame = 82
-		}
-		for _, fr := range t.Frames {
-			if fr < minFrame || fr > mtu+18 {
-				r.errf(path+".frame", "frame %d bytes: use %d..%d (L2 frame including FCS; the sender's MTU is %d)", fr, minFrame, mtu+18, mtu)
-			}
-		}
-		if _, err := lab.PathOf(t.From, t.To); err != nil {
-			r.errf(path+".to", "%v", err)
+		return
+	}
+	if !t.To.IsValid() {
+		return
+	}
+	mtu := n.Interface(t.From.Interface).MTU
+	if mtu == 0 {
+		mtu = 1500
+	}
+	minFrame := engine.MinFrame(t.To.Is6())
+	for _, fr := range t.Frames {
+		if fr < minFrame || fr > mtu+18 {
+			r.errf(path+".frame", "frame %d bytes: use %d..%d (L2 frame including FCS; the sender's MTU is %d)", fr, minFrame, mtu+18, mtu)
 		}
 	}
+	if t.RatePPS > 0 && t.RateMbps > 0 {
+		r.errf(path+".rate", "give the rate in pps or in Mbps, not both")
+	}
+	if err := CheckEngine(t.Engine); err != nil {
+		r.errf(path+".engine", "%v", err)
+	}
+	if _, err := lab.PathOf(t.From, t.To); err != nil {
+		r.errf(path+".to", "%v", err)
+	}
+}
+
+// CheckTraffic checks a traffic run that is not in the file, or one of
+// the file's with command-line changes, against the lab, as the file's
+// own runs are checked: nothing is deployed before a run is known to be
+// sound. Problems name the run's fields as traffic[NAME].FIELD.
+func (l *Lab) CheckTraffic(t *Traffic) error {
+	r := &reporter{file: l.File, where: map[string]pos{}}
+	checkRun(r, l, t, fmt.Sprintf("traffic[%s]", t.Name))
+	if len(r.probs) > 0 {
+		return r.probs
+	}
+	return nil
 }
 
 func firstEndpoint(lab *Lab) string {

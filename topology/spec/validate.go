@@ -55,6 +55,7 @@ func validate(r *reporter, lab *Lab, ex *extra) {
 		validateBridges(r, n)
 		validateRoutes(r, n)
 		validateSysctls(r, n)
+		validatePlacement(r, n)
 	}
 	if len(r.probs) == 0 {
 		assignMACs(lab)
@@ -395,4 +396,43 @@ func escapes(key string) bool {
 		}
 	}
 	return false
+}
+
+// validatePlacement checks a node's CPU placement and its interfaces'
+// queue counts. Whether the CPUs exist is a question for the machine,
+// asked before deploy.
+func validatePlacement(r *reporter, n *Node) {
+	path := "nodes." + n.Name
+	switch {
+	case n.Receive != "" && n.Receive != ReceiveRPS && n.Receive != ReceiveNAPI:
+		r.errf(path+".receive", "receive %q: use rps (RPS masks on the node's rx queues) or napi (threaded NAPI pinned to its CPUs)", n.Receive)
+	case n.Receive != "" && !n.Placed():
+		r.errf(path+".receive", "receive: says how the node's receive work is put on its CPUs: give cpus: too, e.g. cpus: [1]")
+	}
+	if n.Placed() && len(placeable(n)) == 0 {
+		r.errf(path+".cpus", "node %s has no interface whose receive work could be placed: link one, or remove cpus:", n.Name)
+	}
+	for _, i := range n.Interfaces {
+		if i.Queues == 0 {
+			continue
+		}
+		ipath := path + ".interfaces." + i.Name + ".queues"
+		switch {
+		case i.Name == "lo":
+			r.errf(ipath, "lo has no queues to set: remove queues")
+		case i.VF:
+			r.errf(ipath, "a VF's queues are the NIC's: set them on the host with ethtool -L, and remove queues here")
+		}
+	}
+}
+
+// placeable is the interfaces a placement acts on: not lo.
+func placeable(n *Node) []string {
+	var out []string
+	for _, i := range n.Interfaces {
+		if i.Name != "lo" {
+			out = append(out, i.Name)
+		}
+	}
+	return out
 }

@@ -40,7 +40,7 @@ func TestExamplesValidate(t *testing.T) {
 		t.Fatalf("found %d examples", len(files))
 	}
 	for _, f := range files {
-		if _, _, err := ReadFile(f); err != nil {
+		if _, err := ReadFile(f); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}
 	}
@@ -219,5 +219,96 @@ nodes:
 	linked := strings.Replace(base, "b: {}", "b: {interfaces: {vf1: {}}}\n  c: {interfaces: {e0: {}}}\nlinks: [{endpoints: [b:vf1, c:e0]}]", 1)
 	if _, err := Parse("s.yaml", []byte(linked)); err == nil || !strings.Contains(err.Error(), "is a veth end of a link") {
 		t.Errorf("VF named like a link end: %v", err)
+	}
+}
+
+// placed is a valid lab with CPU placement and queues, for the placement
+// rules.
+const placed = `name: t
+nodes:
+  a:
+    cpus: [0]
+    interfaces:
+      e0: {addresses: [10.0.1.1/24], queues: 2}
+  b:
+    cpus: "1-3"
+    receive: napi
+    interfaces:
+      e0: {addresses: [10.0.1.2/24]}
+links:
+  - endpoints: [a:e0, b:e0]
+traffic:
+  - {name: t, from: a:e0, to: 10.0.1.2, count: 10, cpus: [0, 1]}
+`
+
+// TestPlacementRules has one case per rule of the placement keys (node
+// cpus and receive, interface queues, traffic cpus), with its place.
+func TestPlacementRules(t *testing.T) {
+	l, err := Parse("x.yaml", []byte(placed))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := l.Node("b").CPUs.String(); got != "1-3" || l.Node("b").Receive != ReceiveNAPI || l.Node("a").Interface("e0").Queues != 2 ||
+		l.Traffic[0].Threads != 2 || l.Traffic[0].CPUs.String() != "0-1" {
+		t.Fatalf("parsed b cpus %s receive %q, a:e0 queues %d, traffic threads %d cpus %s", got, l.Node("b").Receive,
+			l.Node("a").Interface("e0").Queues, l.Traffic[0].Threads, l.Traffic[0].CPUs)
+	}
+	cases := []struct {
+		name, from, to string
+		where, msg     string
+	}{
+		{"cpu list syntax", `cpus: "1-3"`, `cpus: "3-1"`, "x.yaml:8:11: nodes.b.cpus", "smallest first"},
+		{"cpu list words", `cpus: "1-3"`, `cpus: "all"`, "x.yaml:8:11: nodes.b.cpus", "CPU list \"all\""},
+		{"cpu type", `cpus: [0]`, `cpus: true`, "x.yaml:4:11: nodes.a.cpus", "must be CPU numbers"},
+		{"cpu negative", `cpus: [0]`, `cpus: [-1]`, "x.yaml:4:12: nodes.a.cpus[0]", "between 0 and 8191"},
+		{"cpu too large", `cpus: [0]`, `cpus: [9000]`, "x.yaml:4:12: nodes.a.cpus[0]", "between 0 and 8191"},
+		{"cpu empty list", `cpus: [0]`, `cpus: []`, "x.yaml:4:11: nodes.a.cpus", "places nothing"},
+		{"receive value", "receive: napi", "receive: poll", "x.yaml:9:14: nodes.b.receive", `receive "poll"`},
+		{"receive without cpus", "    cpus: [0]\n", "    receive: rps\n", "x.yaml:4:14: nodes.a.receive", "give cpus: too"},
+		{"cpus without interfaces", "links:\n", "  c:\n    cpus: [0]\nlinks:\n", "x.yaml:13:11: nodes.c.cpus", "no interface"},
+		{"queues range", "queues: 2", "queues: 0", "x.yaml:6:46: nodes.a.interfaces.e0.queues", "between 1 and 256"},
+		{"queues type", "queues: 2", "queues: many", "x.yaml:6:46: nodes.a.interfaces.e0.queues", "must be an integer"},
+		{"queues on lo", "      e0: {addresses: [10.0.1.2/24]}\n", "      e0: {addresses: [10.0.1.2/24]}\n      lo: {queues: 2}\n", "x.yaml:12:20: nodes.b.interfaces.lo.queues", "lo has no queues"},
+		{"traffic cpus and threads", "cpus: [0, 1]}", "cpus: [0, 1], threads: 3}", "x.yaml:15:58: traffic[0].cpus", "threads is 3"},
+		{"traffic cpus syntax", "cpus: [0, 1]}", "cpus: \"0-\"}", "x.yaml:15:58: traffic[0].cpus", "CPU list"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			y := strings.Replace(placed, c.from, c.to, 1)
+			if y == placed {
+				t.Fatalf("edit %q did not apply", c.from)
+			}
+			_, err := Parse("x.yaml", []byte(y))
+			var ps Problems
+			if !errors.As(err, &ps) {
+				t.Fatalf("want Problems, got %v", err)
+			}
+			for _, p := range ps {
+				if s := p.Error(); strings.HasPrefix(s, c.where) && strings.Contains(s, c.msg) {
+					return
+				}
+			}
+			t.Errorf("no problem at %q containing %q; got:\n%v", c.where, c.msg, err)
+		})
+	}
+}
+
+func TestCPUSets(t *testing.T) {
+	for in, want := range map[string]struct{ list, mask string }{
+		"1": {"1", "2"}, "0-3": {"0-3", "f"}, "0,2-3": {"0,2-3", "d"}, "3,1": {"1,3", "a"}, "32": {"32", "1,00000000"}, "0,33": {"0,33", "2,00000001"},
+	} {
+		set, err := ParseCPUList(in)
+		if err != nil || set.String() != want.list || set.Mask() != want.mask {
+			t.Errorf("%q: %v %q %q %v", in, set, set.String(), set.Mask(), err)
+		}
+		back, err := ParseCPUMask(set.Mask())
+		if err != nil || back.String() != set.String() {
+			t.Errorf("mask %q read back as %v %v", set.Mask(), back, err)
+		}
+	}
+	for _, bad := range []string{"", "a", "2-1", "-1", "1-", "9000"} {
+		if _, err := ParseCPUList(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
 	}
 }

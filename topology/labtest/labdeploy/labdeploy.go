@@ -39,7 +39,7 @@ func Deploy(t *testing.T, src []byte) *spec.Lab {
 		t.Fatal(err)
 	}
 	m := &lab.Manager{StateDir: t.TempDir()}
-	if _, err := m.Deploy(context.Background(), l, l.File, src); err != nil {
+	if _, err := m.Deploy(context.Background(), l); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
@@ -63,4 +63,16 @@ func examplesDir() string {
 	}
 	_, here, _, _ := runtime.Caller(0)
 	return filepath.Join(filepath.Dir(here), "../../../examples")
+}
+
+// Open opens a deployed lab's nodes (see lab.Manager.Open); they are
+// closed when the test ends.
+func Open(t testing.TB, l *spec.Lab) *lab.Running {
+	t.Helper()
+	r, err := (&lab.Manager{}).Open(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(r.Close)
+	return r
 }

@@ -1,0 +1,39 @@
+// Command nslab-plot draws nslab bench results as a PNG or SVG file: the
+// JSON lines that nslab bench --out writes, read from standard input.
+// nslab bench --plot runs it; it is a program of its own so that gonum/plot
+// and its font tables stay out of the nslab command's start-up.
+//
+//	nslab-plot sweep.png < results.jsonl
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/nslab/nslab/pktgen/bench/plot"
+)
+
+func main() {
+	if len(os.Args) != 2 {
+		fmt.Fprintln(os.Stderr, "usage: nslab-plot FILE.png|FILE.svg < results.jsonl (the lines nslab bench --out writes)")
+		os.Exit(2)
+	}
+	if err := draw(os.Args[1]); err != nil {
+		fmt.Fprintln(os.Stderr, "nslab-plot:", err)
+		os.Exit(1)
+	}
+}
+
+func draw(path string) error {
+	reps, rs, err := plot.Read(os.Stdin)
+	if err != nil {
+		return err
+	}
+	switch {
+	case len(rs) > 0 && len(reps) > 0:
+		return fmt.Errorf("the results mix runs and searches: plot one kind at a time")
+	case len(rs) > 0:
+		return plot.Search(path, rs[0].Lab, rs)
+	}
+	return plot.Sweep(path, reps)
+}

@@ -1,0 +1,213 @@
+package bench
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/nslab/nslab/pktgen/engine"
+	"github.com/nslab/nslab/pktgen/sample"
+)
+
+// Accounting: every packet the sender interface took is either counted by
+// the receiver or dropped at a named place. A place is a link (the packets
+// the sending end's tx_dropped and the receiving end's rx_dropped both
+// count: the same packets, once) or the inside of a node on the path
+// (what entered and never reached its egress).
+
+// counts is one run's counter changes, ready to account.
+type counts struct {
+	hops  []HopCounters
+	final sample.Sample
+}
+
+// hopCounters turns the samples into each target's change over the run,
+// with the neighbour frames each received.
+func hopCounters(targets []sample.Target, roles []string, base, final sample.Sample, neighbours []uint64) []HopCounters {
+	out := make([]HopCounters, len(targets))
+	for i, t := range targets {
+		out[i] = HopCounters{Target: t, Role: roles[i], Counters: final.Counters[i].Sub(base.Counters[i]), Neighbour: neighbours[i]}
+	}
+	return out
+}
+
+// rxRun is what hop i received of the run: its rx less neighbour frames.
+func rxRun(h []HopCounters, i int) uint64 { return h[i].RxPackets - h[i].Neighbour }
+
+// txRun is what hop i sent on of the run: its tx less the neighbour frames
+// its peer (the next hop, on a path) received from it.
+func txRun(h []HopCounters, i int) uint64 {
+	if i+1 < len(h) && isIn(h[i+1].Role) {
+		return h[i].TxPackets - h[i+1].Neighbour
+	}
+	return h[i].TxPackets
+}
+
+func isIn(role string) bool  { return role == "ingress" || role == "receiver" || role == "switch in" }
+func isOut(role string) bool { return role == "sender" || role == "egress" || role == "switch out" }
+
+// account fills the counts, drops and balance of the report.
+func (r *Report) account(res *engine.Result, frame int) {
+	h := r.Hops
+	last := len(h) - 1
+	r.SenderCheck = SenderCheck{EngineHanded: res.Handed(), EngineSent: res.Sent, EngineErrors: res.Errors}
+	r.Sent = res.Handed()
+	if h[0].Role == "sender" {
+		r.Sent = h[0].TxPackets + h[0].TxDropped
+		r.SenderCheck.reconcile(h[0])
+	}
+	r.Received = rxRun(h, last)
+	r.Loss = int64(r.Sent) - int64(r.Received)
+	if r.Sent > 0 {
+		r.LossPct = 100 * float64(r.Loss) / float64(r.Sent)
+	}
+	if h[0].Role == "sender" {
+		r.Drops = pathDrops(h, frame)
+	} else {
+		r.Drops = measuredDrops(h)
+	}
+	r.NamedDrops = 0
+	for _, d := range r.Drops {
+		r.NamedDrops += d.Packets
+	}
+	r.Unaccount = r.Loss - int64(r.NamedDrops)
+}
+
+// reconcile compares the engine's count with the sender interface's and
+// says what the difference is, from its sign.
+func (c *SenderCheck) reconcile(sender HopCounters) {
+	c.Interface = sender.TxPackets + sender.TxDropped
+	c.Difference = int64(c.Interface) - int64(c.EngineHanded)
+	switch {
+	case c.Difference > 0:
+		c.Cause = fmt.Sprintf("%s took %d packets more than the engine handed it: traffic of its namespace that is not the run's (the interface counts every packet sent on it)", sender.Target, c.Difference)
+	case c.Difference < 0:
+		c.Cause = fmt.Sprintf("the engine counted %d packets more than %s took: the engine's count is wrong; the report counts the interface's", -c.Difference, sender.Target)
+	}
+}
+
+// pathDrops names the drops along a path: per link, and inside each node
+// between its ingress and egress.
+func pathDrops(h []HopCounters, frame int) []Drop {
+	var out []Drop
+	for i := 0; i+1 < len(h); i++ {
+		a, b := h[i], h[i+1]
+		switch {
+		case isOut(a.Role) && isIn(b.Role):
+			n := max(a.TxDropped, b.RxDropped+b.RxMissed)
+			if n > 0 {
+				out = append(out, Drop{Place: fmt.Sprintf("link %s -> %s", a.Target, b.Target), Packets: n, Node: b.Node,
+					Counted: fmt.Sprintf("%s tx_dropped %d, %s rx_dropped %d (the same packets, counted once)", a.Target, a.TxDropped, b.Target, b.RxDropped+b.RxMissed)})
+			}
+		case isIn(a.Role) && isOut(b.Role) && a.Node == b.Node:
+			inside := int64(rxRun(h, i)) - int64(txRun(h, i+1)+b.TxDropped)
+			if inside > 0 {
+				out = append(out, Drop{Place: "inside " + nodeKind(a.Role) + " " + a.Node, Packets: uint64(inside), Node: a.Node,
+					Counted: fmt.Sprintf("%s received %d, %s took %d", a.Target, rxRun(h, i), b.Target, txRun(h, i+1)+b.TxDropped)})
+			}
+		}
+	}
+	return out
+}
+
+func nodeKind(inRole string) string {
+	if inRole == "switch in" {
+		return "switch"
+	}
+	return "router"
+}
+
+// measuredDrops names, for interfaces given with --measure, every drop
+// counter that moved (they need not be a path).
+func measuredDrops(h []HopCounters) []Drop {
+	var out []Drop
+	for _, x := range h {
+		if n := x.TxDropped + x.RxDropped + x.RxMissed; n > 0 {
+			out = append(out, Drop{Place: "at " + x.Target.String(), Packets: n, Node: x.Node,
+				Counted: fmt.Sprintf("tx_dropped %d, rx_dropped %d, rx_missed %d", x.TxDropped, x.RxDropped, x.RxMissed)})
+		}
+	}
+	return out
+}
+
+// explainDrops adds what the machine's counters say about each drop: the
+// softnet drops of the run (backlog drops, per CPU), the IP MIB discards
+// of a router, a frame larger than the receiving MTU.
+func (r *Report) explainDrops(frame int, mtu map[string]int, p placement) {
+	var backlog uint64
+	var where []string
+	for _, s := range r.Softnet {
+		if s.Dropped > 0 {
+			backlog += s.Dropped
+			where = append(where, fmt.Sprintf("%d on cpu%d", s.Dropped, s.CPU))
+		}
+	}
+	var linkDrops uint64
+	for _, d := range r.Drops {
+		if strings.HasPrefix(d.Place, "link ") {
+			linkDrops += d.Packets
+		}
+	}
+	for i := range r.Drops {
+		d := &r.Drops[i]
+		switch {
+		case strings.HasPrefix(d.Place, "link ") && backlog > 0 && backlog == linkDrops:
+			d.Cause = "enqueue to a full backlog: softnet_stat counted " + strings.Join(where, ", ") + " in the run, as many as the links dropped"
+		case strings.HasPrefix(d.Place, "link ") && backlog == 0 && p.napi[d.Node]:
+			d.Cause = fmt.Sprintf("%s's NAPI ring was full: its napi kthreads on cpu %s did not keep up (veth drops there; softnet_stat counted no backlog drops)", d.Node, p.byNode[d.Node])
+		case strings.HasPrefix(d.Place, "link ") && backlog == 0:
+			d.Cause = "not backlog drops (softnet_stat counted none)"
+			to := d.Place[strings.LastIndex(d.Place, " ")+1:]
+			if m := mtu[to]; m > 0 && frame-engine.FCS-14 > m {
+				d.Cause += fmt.Sprintf(": a %d-byte frame carries %d bytes of IP, more than %s's MTU %d", frame, frame-engine.FCS-14, to, m)
+			}
+		case strings.HasPrefix(d.Place, "link "):
+			d.Cause = fmt.Sprintf("softnet_stat counted %d backlog drops in the run (%s), the links %d", backlog, strings.Join(where, ", "), linkDrops)
+		case strings.HasPrefix(d.Place, "inside "):
+			d.Cause = r.discardsOf(d.Node)
+		}
+	}
+}
+
+// discardsOf says which IP MIB discard counters of node moved.
+func (r *Report) discardsOf(node string) string {
+	for _, rt := range r.Routers {
+		if rt.Node != node {
+			continue
+		}
+		var parts []string
+		keys := make([]string, 0, len(rt.Discards))
+		for k := range rt.Discards {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			parts = append(parts, fmt.Sprintf("%s %d", k, rt.Discards[k]))
+		}
+		if len(parts) > 0 {
+			return "IP MIB of " + node + ": " + strings.Join(parts, ", ")
+		}
+		return "no IP MIB discard counter of " + node + " moved"
+	}
+	return ""
+}
+
+// routerCounts fills what each router on the path did.
+func (r *Report) routerCounts(before, after hostState, ipv6 bool) {
+	h := r.Hops
+	for i := 0; i+1 < len(h); i++ {
+		if h[i].Role != "ingress" || h[i+1].Role != "egress" || h[i].Node != h[i+1].Node {
+			continue
+		}
+		node := h[i].Node
+		rc := RouterCounts{Node: node, Entered: rxRun(h, i), Forwarded: txRun(h, i+1), DroppedAtEgress: h[i+1].TxDropped,
+			ForwDatagrams: after.mib[node][forwardedKey(ipv6)] - before.mib[node][forwardedKey(ipv6)], Discards: map[string]uint64{}}
+		rc.Inside = int64(rc.Entered) - int64(rc.Forwarded+rc.DroppedAtEgress)
+		for _, k := range ipDiscards {
+			if d := after.mib[node][k] - before.mib[node][k]; d > 0 {
+				rc.Discards[k] = d
+			}
+		}
+		r.Routers = append(r.Routers, rc)
+	}
+}

@@ -1,0 +1,177 @@
+// Package plot draws nslab bench's sweeps and searches as PNG or SVG with
+// gonum/plot. Only the nslab-plot helper imports it: its fonts and LaTeX
+// tables cost milliseconds of start-up that the nslab command does not
+// pay (see the README's layout section).
+package plot
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"image/color"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/nslab/nslab/pktgen/bench"
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+	"gonum.org/v1/plot/vg/vgsvg"
+)
+
+// Sweep draws a sweep: received pps, and Mb/s at L2 and L1, against
+// frame size, in two panels; the file's extension (.png or .svg) picks the
+// format.
+func Sweep(path string, reps []*bench.Report) error {
+	if len(reps) == 0 {
+		return fmt.Errorf("plot: no results")
+	}
+	var pps, l2, l1 plotter.XYs
+	for _, r := range reps {
+		pps = append(pps, plotter.XY{X: float64(r.Frame), Y: r.PPS / 1e3})
+		l2 = append(l2, plotter.XY{X: float64(r.Frame), Y: r.MbpsL2})
+		l1 = append(l1, plotter.XY{X: float64(r.Frame), Y: r.MbpsL1})
+	}
+	title := fmt.Sprintf("lab %s, traffic %s (%s)", reps[0].Lab, reps[0].Traffic, reps[0].Engine)
+	top, err := panel(title, "received kpps", map[string]plotter.XYs{"kpps at the receiver": pps})
+	if err != nil {
+		return err
+	}
+	bottom, err := panel("", "Mb/s", map[string]plotter.XYs{"L2 (with FCS)": l2, "L1 (+20 B preamble and gap)": l1})
+	if err != nil {
+		return err
+	}
+	return save(path, top, bottom)
+}
+
+// Search draws the throughput found per frame size.
+func Search(path, labName string, rs []*bench.SearchResult) error {
+	if len(rs) == 0 {
+		return fmt.Errorf("plot: no results")
+	}
+	var pps, l2 plotter.XYs
+	for _, r := range rs {
+		pps = append(pps, plotter.XY{X: float64(r.Frame), Y: r.ThroughputPPS / 1e3})
+		l2 = append(l2, plotter.XY{X: float64(r.Frame), Y: r.MbpsL2})
+	}
+	title := fmt.Sprintf("lab %s: throughput (RFC 2544, loss <= %.3f%%, %s)", labName, 100*rs[0].LossAccepted, rs[0].Engine)
+	top, err := panel(title, "throughput kpps", map[string]plotter.XYs{"kpps": pps})
+	if err != nil {
+		return err
+	}
+	bottom, err := panel("", "Mb/s", map[string]plotter.XYs{"L2 (with FCS)": l2})
+	if err != nil {
+		return err
+	}
+	return save(path, top, bottom)
+}
+
+func panel(title, ylabel string, lines map[string]plotter.XYs) (*plot.Plot, error) {
+	p := plot.New()
+	p.Title.Text = title
+	p.X.Label.Text = "frame size (bytes, with FCS)"
+	p.Y.Label.Text = ylabel
+	p.Y.Min = 0
+	p.Add(plotter.NewGrid())
+	i := 0
+	for _, name := range sortedKeys(lines) {
+		lp, pts, err := plotter.NewLinePoints(lines[name])
+		if err != nil {
+			return nil, err
+		}
+		lp.Color = plotColors[i%len(plotColors)]
+		pts.Color = lp.Color
+		pts.Shape = draw.CircleGlyph{}
+		p.Add(lp, pts)
+		p.Legend.Add(name, lp, pts)
+		i++
+	}
+	p.Legend.Top, p.Legend.Left = true, false
+	p.Legend.XOffs = -vg.Millimeter * 2
+	// Room for the last point and the legend.
+	p.X.Max *= 1.04
+	p.Y.Max *= 1.25
+	return p, nil
+}
+
+var plotColors = []color.Color{color.RGBA{0x1f, 0x77, 0xb4, 255}, color.RGBA{0xd6, 0x27, 0x28, 255}, color.RGBA{0x2c, 0xa0, 0x2c, 255}}
+
+func sortedKeys(m map[string]plotter.XYs) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// save draws the panels one above the other into a PNG or SVG file.
+func save(path string, panels ...*plot.Plot) error {
+	w, h := 20*vg.Centimeter, 18*vg.Centimeter
+	var canvas vg.CanvasWriterTo
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".png":
+		canvas = vgimg.PngCanvas{Canvas: vgimg.NewWith(vgimg.UseWH(w, h), vgimg.UseDPI(120))}
+	case ".svg":
+		canvas = vgsvg.New(w, h)
+	default:
+		return fmt.Errorf("plot %s: use a .png or .svg file name", path)
+	}
+	dc := draw.New(canvas)
+	tiles := draw.Tiles{Rows: len(panels), Cols: 1, PadX: vg.Millimeter * 4, PadY: vg.Millimeter * 4, PadTop: vg.Millimeter * 2, PadBottom: vg.Millimeter * 2, PadLeft: vg.Millimeter * 2, PadRight: vg.Millimeter * 4}
+	grid := make([][]*plot.Plot, len(panels))
+	for i, p := range panels {
+		grid[i] = []*plot.Plot{p}
+	}
+	cs := plot.Align(grid, tiles, dc)
+	for i, p := range panels {
+		p.Draw(cs[i][0])
+	}
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("plot: %w", err)
+	}
+	defer f.Close()
+	if _, err := canvas.WriteTo(f); err != nil {
+		return fmt.Errorf("plot %s: %w", path, err)
+	}
+	return nil
+}
+
+// Read takes results as nslab bench writes them with --out (one JSON
+// object per line): measured runs and searches, in order.
+func Read(r io.Reader) ([]*bench.Report, []*bench.SearchResult, error) {
+	var reps []*bench.Report
+	var rs []*bench.SearchResult
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 64<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := sc.Bytes()
+		if len(line) == 0 {
+			continue
+		}
+		var probe map[string]json.RawMessage
+		if err := json.Unmarshal(line, &probe); err != nil {
+			return nil, nil, fmt.Errorf("results line %d: %w", n, err)
+		}
+		if _, ok := probe["throughput_pps"]; ok {
+			var s bench.SearchResult
+			if err := json.Unmarshal(line, &s); err != nil {
+				return nil, nil, fmt.Errorf("results line %d: %w", n, err)
+			}
+			rs = append(rs, &s)
+			continue
+		}
+		var rep bench.Report
+		if err := json.Unmarshal(line, &rep); err != nil {
+			return nil, nil, fmt.Errorf("results line %d: %w", n, err)
+		}
+		reps = append(reps, &rep)
+	}
+	return reps, rs, sc.Err()
+}

@@ -1,0 +1,235 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/nslab/nslab/topology/host"
+	"github.com/nslab/nslab/topology/lab"
+	"github.com/nslab/nslab/topology/spec"
+)
+
+// Request is a whole nslab bench invocation: one traffic run (checked by
+// Traffic) at each of its frame sizes, measured or searched.
+type Request struct {
+	Lab     *spec.Lab
+	Traffic *spec.Traffic
+	Search  *SearchOptions // nil: one measured run per frame size
+	// Placement is on (the file's CPU placement, refused where the
+	// machine cannot give it), auto (left out, and the report says why,
+	// where the machine cannot give it) or off (left out).
+	Placement string
+	Keep      bool    // keep a lab the sweep deployed
+	Results   Results // each finished run or search as one JSON line; nil: none
+	// Progress gets a line per frame size and what the sweep deploys;
+	// nil: quiet.
+	Progress io.Writer
+	Options
+}
+
+// Results is where finished runs go, one JSON line each, synced at once
+// (a results file: a crash or Ctrl-C never loses a finished run).
+type Results interface {
+	io.Writer
+	Sync() error
+}
+
+// Placement modes.
+var PlacementModes = []string{"on", "auto", "off"}
+
+// Outcome is what a sweep measured.
+type Outcome struct {
+	Reports  []*Report
+	Searches []*SearchResult
+	Deployed bool   // the sweep deployed the lab itself
+	Unplaced string // why the lab's placement was left out; "" when applied
+}
+
+// Sweep runs a request on this machine: it settles the placement, deploys
+// the lab unless it is deployed already (and destroys it afterwards unless
+// Keep), measures or searches every frame size of the traffic run, and
+// appends each result to Results as it finishes. On an error the outcome
+// holds what finished before it.
+func Sweep(ctx context.Context, m *lab.Manager, req Request) (out *Outcome, err error) {
+	out = &Outcome{}
+	if err := settlePlacement(&req); err != nil {
+		return out, err
+	}
+	out.Unplaced = req.Lab.Unplaced
+	deployed, err := deployOrReuse(ctx, m, req)
+	if err != nil {
+		return out, err
+	}
+	out.Deployed = deployed
+	if deployed && !req.Keep {
+		defer func() {
+			if _, derr := m.Destroy(req.Lab.Name); derr != nil {
+				err = errors.Join(err, fmt.Errorf("destroy lab %s: %w", req.Lab.Name, derr))
+			}
+		}()
+	}
+	r, err := m.Open(req.Lab)
+	if err != nil {
+		return out, err
+	}
+	defer r.Close()
+	b, err := New(r, req.Traffic, req.Options)
+	if err != nil {
+		return out, err
+	}
+	defer b.Close()
+	return out, req.each(ctx, b, out)
+}
+
+// each measures or searches every frame size in turn.
+func (req Request) each(ctx context.Context, b *Bench, out *Outcome) error {
+	frames := req.Traffic.Frames
+	for i, frame := range frames {
+		var result any
+		var err error
+		if req.Search != nil {
+			req.progress("[%d/%d] searching the throughput of %d-byte frames\n", i+1, len(frames), frame)
+			var s *SearchResult
+			s, err = b.Search(ctx, frame, *req.Search)
+			if s != nil && len(s.Trials) > 0 {
+				out.Searches, result = append(out.Searches, s), s
+			}
+		} else {
+			if len(frames) > 1 {
+				req.progress("[%d/%d] frame %d bytes\n", i+1, len(frames), frame)
+			}
+			var rep *Report
+			rep, err = b.Run(ctx, frame)
+			if rep != nil {
+				out.Reports, result = append(out.Reports, rep), rep
+			}
+		}
+		if result != nil {
+			if werr := req.record(result); werr != nil {
+				return werr
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (req Request) progress(format string, args ...any) {
+	if req.Progress != nil {
+		fmt.Fprintf(req.Progress, format, args...)
+	}
+}
+
+// record writes one result as one JSON line in one write, then syncs: a
+// crash or kill never loses a completed run or leaves half a line.
+func (req Request) record(v any) error {
+	if req.Results == nil {
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	if _, err := req.Results.Write(append(b, '\n')); err != nil {
+		return fmt.Errorf("results file: %w", err)
+	}
+	return req.Results.Sync()
+}
+
+// deployOrReuse deploys the lab, or takes it as it is deployed; it
+// reports whether it deployed it.
+func deployOrReuse(ctx context.Context, m *lab.Manager, req Request) (bool, error) {
+	_, err := m.Deploy(ctx, req.Lab)
+	var ce *lab.ConflictError
+	switch {
+	case err == nil:
+		req.progress("deployed lab %s for this run\n", req.Lab.Name)
+		return true, nil
+	case errors.As(err, &ce) && ce.AlreadyDeployed:
+		return false, matchDeployed(m, req.Lab)
+	}
+	return false, fmt.Errorf("deploy lab %s: %w", req.Lab.Name, err)
+}
+
+// matchDeployed makes the lab agree with how it is deployed: a lab that
+// was deployed without its placement is measured as such, and one deployed
+// with it cannot be measured without.
+func matchDeployed(m *lab.Manager, l *spec.Lab) error {
+	st, err := m.Recorded(l.Name)
+	if err != nil {
+		return err
+	}
+	switch {
+	case st.Unplaced != "" && l.Unplaced == "":
+		l.Unplace(st.Unplaced + " (as deployed)")
+	case st.Unplaced == "" && l.Unplaced != "" && len(st.Placement) > 0:
+		return fmt.Errorf("lab %s is deployed with its CPU placement, so it cannot be measured without (%s): destroy it first", l.Name, l.Unplaced)
+	}
+	return nil
+}
+
+// settlePlacement checks that this machine can give the run its CPUs, and
+// takes the placement out where the mode says so.
+func settlePlacement(req *Request) error {
+	l, t := req.Lab, req.Traffic
+	switch req.Placement {
+	case "off":
+		if l.Placed() || len(t.CPUs) > 0 {
+			l.Unplace("--placement off")
+			t.CPUs = nil
+		}
+		return nil
+	case "", "on", "auto":
+	default:
+		return fmt.Errorf("--placement %q: use on, auto or off", req.Placement)
+	}
+	if !l.Placed() && len(t.CPUs) == 0 {
+		return nil
+	}
+	why, err := placementMissing(l, t)
+	if err != nil || why == "" {
+		return err
+	}
+	if req.Placement == "auto" {
+		l.Unplace(why)
+		if len(t.CPUs) > 0 {
+			t.Threads, t.CPUs = len(t.CPUs), nil
+		}
+		return nil
+	}
+	return fmt.Errorf("the lab's CPU placement cannot apply here: %s (--placement auto runs without it and says so)", why)
+}
+
+// placementMissing says why this machine cannot give the lab and the run
+// the CPUs they name, from what it has: "" when it can.
+func placementMissing(l *spec.Lab, t *spec.Traffic) (string, error) {
+	online, err := host.Machine{}.OnlineCPUs()
+	if err != nil {
+		return "", err
+	}
+	allowed, err := host.AllowedCPUs()
+	if err != nil {
+		return "", err
+	}
+	var named spec.CPUSet
+	for _, n := range l.Nodes {
+		named = append(named, n.CPUs...)
+	}
+	named = append(named, t.CPUs...)
+	for _, c := range named {
+		if !online.Contains(c) {
+			return fmt.Sprintf("the lab places work on cpu%d, but this machine has %d CPU(s) online (%s), so the sender and the nodes it drives would share them", c, len(online), online), nil
+		}
+	}
+	for _, c := range t.CPUs {
+		if !allowed.Contains(c) {
+			return fmt.Sprintf("the sender is placed on cpu%d, but this process may only run on cpu %s (taskset or cgroup)", c, allowed), nil
+		}
+	}
+	return "", nil
+}

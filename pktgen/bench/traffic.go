@@ -1,0 +1,108 @@
+package bench
+
+import (
+	"fmt"
+	"net/netip"
+	"time"
+
+	"github.com/nslab/nslab/topology/spec"
+)
+
+// Selection picks a traffic run and changes it, as nslab bench's options
+// do. Zero fields change nothing.
+type Selection struct {
+	Name     string // a run of the file; "" (and no From): the file's first
+	From     string // a run not in the file: the sender, node:interface
+	To       string // with From: the destination address
+	Duration time.Duration
+	Count    uint64
+	Frames   []int
+	Rate     string // max, 200kpps, 500Mbps
+	Threads  int
+	CPUs     string // the sender threads' CPUs, e.g. "0" or "0-1"
+	Engine   string
+}
+
+// DefaultDuration is the length of a run given on the command line.
+const DefaultDuration = 10 * time.Second
+
+// Traffic returns the run sel picks, with its changes, checked against the
+// lab as the file's own runs are: nothing is deployed for a run that
+// cannot be sound.
+func Traffic(l *spec.Lab, sel Selection) (*spec.Traffic, error) {
+	t, err := pick(l, sel)
+	if err != nil {
+		return nil, err
+	}
+	if err := sel.apply(t); err != nil {
+		return nil, err
+	}
+	if err := l.CheckTraffic(t); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// pick finds the run, or makes one from From and To, as a copy.
+func pick(l *spec.Lab, sel Selection) (*spec.Traffic, error) {
+	if sel.From != "" || sel.To != "" {
+		from, err := spec.ParseInterface(sel.From)
+		if err != nil {
+			return nil, fmt.Errorf("--from: %w", err)
+		}
+		to, err := netip.ParseAddr(sel.To)
+		if err != nil {
+			return nil, fmt.Errorf("--to %q: want the destination address, e.g. 10.0.2.1", sel.To)
+		}
+		return &spec.Traffic{Name: "command-line", From: from, To: to, Frames: []int{spec.DefaultFrame}, Threads: 1,
+			Engine: spec.DefaultEngine, Duration: DefaultDuration}, nil
+	}
+	if len(l.Traffic) == 0 {
+		return nil, fmt.Errorf("%s has no traffic: section: add a run (see examples/client-router-server.yaml) or give --from and --to", l.File)
+	}
+	t := l.Traffic[0]
+	if sel.Name != "" {
+		if t = l.TrafficRun(sel.Name); t == nil {
+			return nil, fmt.Errorf("%s has no traffic run %q", l.File, sel.Name)
+		}
+	}
+	cp := *t
+	return &cp, nil
+}
+
+// apply makes the selection's changes to t.
+func (sel Selection) apply(t *spec.Traffic) error {
+	if sel.Rate != "" {
+		pps, mbps, err := spec.ParseRate(sel.Rate)
+		if err != nil {
+			return fmt.Errorf("--rate: %w", err)
+		}
+		t.RatePPS, t.RateMbps = pps, mbps
+	}
+	if sel.Threads > 0 {
+		t.Threads, t.CPUs = sel.Threads, nil
+	}
+	if sel.CPUs != "" {
+		set, err := spec.ParseCPUList(sel.CPUs)
+		if err != nil {
+			return fmt.Errorf("--cpus: %w", err)
+		}
+		if sel.Threads > 0 && sel.Threads != len(set) {
+			return fmt.Errorf("--cpus %s names %d CPU(s) but --threads is %d: one thread runs per CPU", set, len(set), sel.Threads)
+		}
+		t.CPUs, t.Threads = set, len(set)
+	}
+	if sel.Duration > 0 {
+		t.Duration, t.Count = sel.Duration, 0
+	}
+	if sel.Count > 0 {
+		t.Count, t.Duration = sel.Count, 0
+	}
+	if len(sel.Frames) > 0 {
+		t.Frames = sel.Frames
+	}
+	if sel.Engine != "" {
+		t.Engine = sel.Engine
+	}
+	return nil
+}

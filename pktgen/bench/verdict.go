@@ -1,0 +1,185 @@
+package bench
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// The verdict: what limited a run, from what was measured in it. Loss
+// points at where the packets dropped and at whatever runs on the CPU
+// whose backlog overflowed; without loss the run was limited by its
+// offered rate, by a node that held the sender back, or by the sender.
+
+// judge sets the report's verdict.
+func (r *Report) judge(p placement, sentPPS float64) {
+	var v Verdict
+	switch {
+	case r.Unaccount != 0:
+		v = Verdict{Limit: "unknown", Evidence: []string{fmt.Sprintf("the accounting does not balance: %d packets lost without a counter that names them", r.Unaccount)}}
+	case r.Loss > 0:
+		v = r.lossVerdict(p)
+	default:
+		v = r.noLossVerdict(p, sentPPS)
+	}
+	r.Verdict = v
+	r.Bottleneck = v.line()
+}
+
+func (v Verdict) line() string {
+	who := v.Limit
+	if v.Node != "" {
+		who += " " + v.Node
+	}
+	if len(v.Evidence) == 0 {
+		return who
+	}
+	return who + " (" + strings.Join(v.Evidence, ", ") + ")"
+}
+
+// lossVerdict blames the place that dropped the most.
+func (r *Report) lossVerdict(p placement) Verdict {
+	worst := r.Drops[0]
+	for _, d := range r.Drops[1:] {
+		if d.Packets > worst.Packets {
+			worst = d
+		}
+	}
+	role := r.roleOf(worst.Node)
+	if strings.HasPrefix(worst.Place, "inside ") {
+		return Verdict{Limit: role, Node: worst.Node, Evidence: []string{fmt.Sprintf("%d dropped inside it", worst.Packets), worst.Cause}}
+	}
+	var cpus []int
+	var ev []string
+	for _, s := range r.Softnet {
+		if s.Dropped > 0 {
+			cpus = append(cpus, s.CPU)
+		}
+	}
+	if len(cpus) == 0 && p.napi[worst.Node] {
+		set := p.byNode[worst.Node]
+		ev = append(ev, r.cpuEvidence(set[0]), fmt.Sprintf("%d dropped at its full NAPI ring", worst.Packets))
+		return Verdict{Limit: role, Node: worst.Node, CPUs: set, Evidence: ev}
+	}
+	if len(cpus) == 0 {
+		return Verdict{Limit: "link", Node: worst.Place[len("link "):], Evidence: []string{fmt.Sprintf("%d dropped", worst.Packets), worst.Cause}}
+	}
+	for _, c := range cpus {
+		ev = append(ev, r.cpuEvidence(c))
+	}
+	for _, s := range r.Softnet {
+		if s.Dropped > 0 {
+			ev = append(ev, fmt.Sprintf("%d backlog drops on cpu%d", s.Dropped, s.CPU))
+		}
+	}
+	// The node placed on the CPUs that dropped is the one that could not
+	// keep up; without placement, the node the drops were entering.
+	for node, set := range p.byNode {
+		if slices.ContainsFunc(cpus, set.Contains) {
+			return Verdict{Limit: r.roleOf(node), Node: node, CPUs: cpus, Evidence: ev}
+		}
+	}
+	ev = append(ev, fmt.Sprintf("no placement: %s's receive work ran where the kernel put it", worst.Node))
+	return Verdict{Limit: role, Node: worst.Node, CPUs: cpus, Evidence: ev}
+}
+
+// noLossVerdict: nothing dropped, so the rate was set by the offered rate,
+// by a node that held the sender back, or by the sender itself.
+func (r *Report) noLossVerdict(p placement, sentPPS float64) Verdict {
+	threads := max(1, len(r.Result.Threads))
+	if offered := float64(r.OfferedPPS) * float64(threads); offered > 0 && sentPPS >= 0.98*offered {
+		return Verdict{Limit: "offered rate", Evidence: []string{fmt.Sprintf("the path carried the %.0f pps offered and dropped nothing", offered)}}
+	}
+	senderCPUs := r.senderCPUs(p)
+	senderIdle := r.idleOf(senderCPUs)
+	for node, set := range p.byNode {
+		if r.busyOf(set) >= 95 && senderIdle >= 10 {
+			ev := []string{r.cpuEvidence(set[0]), fmt.Sprintf("the sender's CPUs were %.0f%% idle: held back, nothing dropped", senderIdle)}
+			return Verdict{Limit: r.roleOf(node), Node: node, CPUs: set, Evidence: ev}
+		}
+	}
+	var ev []string
+	for _, c := range senderCPUs {
+		ev = append(ev, r.cpuEvidence(c))
+	}
+	return Verdict{Limit: "sender", Node: r.Path[0].Node, CPUs: senderCPUs, Evidence: append(ev, "the path dropped nothing")}
+}
+
+// senderCPUs are the sender's pinned CPUs, else the busiest CPU (where an
+// unpinned sender, and on veth everything it drives, ran).
+func (r *Report) senderCPUs(p placement) []int {
+	if len(p.sender) > 0 {
+		return p.sender
+	}
+	busiest := -1
+	for i, c := range r.CPU {
+		if busiest < 0 || c.Busy() > r.CPU[busiest].Busy() {
+			busiest = i
+		}
+	}
+	if busiest < 0 {
+		return nil
+	}
+	return []int{r.CPU[busiest].N}
+}
+
+// roleOf names a node's part in the run's path.
+func (r *Report) roleOf(node string) string {
+	for i, h := range r.Path {
+		if h.Node != node {
+			continue
+		}
+		switch {
+		case i == 0:
+			return "sender"
+		case i == len(r.Path)-1:
+			return "receiver"
+		case h.L2:
+			return "switch"
+		}
+		return "router"
+	}
+	return "node"
+}
+
+// cpuEvidence is "cpu1 98% softirq": the CPU's largest share.
+func (r *Report) cpuEvidence(n int) string {
+	for _, c := range r.CPU {
+		if c.N != n {
+			continue
+		}
+		kind, v := "softirq", c.SoftIRQ
+		for _, k := range []struct {
+			name string
+			v    float64
+		}{{"sys", c.System}, {"usr", c.User}, {"irq", c.IRQ}} {
+			if k.v > v {
+				kind, v = k.name, k.v
+			}
+		}
+		return fmt.Sprintf("cpu%d %.0f%% %s", n, v, kind)
+	}
+	return fmt.Sprintf("cpu%d", n)
+}
+
+func (r *Report) busyOf(cpus []int) float64 {
+	var sum float64
+	for _, n := range cpus {
+		for _, c := range r.CPU {
+			if c.N == n {
+				sum += c.Busy()
+			}
+		}
+	}
+	if len(cpus) == 0 {
+		return 0
+	}
+	return sum / float64(len(cpus))
+}
+
+func (r *Report) idleOf(cpus []int) float64 {
+	if len(cpus) == 0 {
+		return 0
+	}
+	return 100 - r.busyOf(cpus)
+}

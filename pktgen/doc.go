@@ -1,0 +1,15 @@
+// Package pktgen is nslab's traffic side: everything that sends packets
+// through a lab and measures what arrives. It holds no code of its own;
+// its sub-packages each do one job:
+//
+//   - engine: the contract every traffic engine keeps (a job in, a result
+//     out, a context to cancel) and the frame-size rules they share;
+//   - kernel: the kernel's pktgen (net/core/pktgen.c) driven through
+//     /proc/thread-self/net/pktgen from a thread in the sender's namespace;
+//   - userspace: an AF_PACKET engine for kernels without pktgen;
+//   - auto: the choice between the two, with the measured reason;
+//   - sample: the counter sampler (IFLA_STATS64 through per-namespace
+//     netlink handles), which only bench uses;
+//   - bench: measured runs through a deployed lab, sweeps, throughput
+//     searches, per-hop accounting and the verdict on what limited a run.
+package pktgen

@@ -1,0 +1,105 @@
+package sample
+
+import (
+	"fmt"
+	"unsafe"
+
+	"github.com/nslab/nslab/topology/ns"
+	"golang.org/x/sys/unix"
+)
+
+// Neighbours counts the neighbour-resolution frames an interface receives:
+// ARP, and with IPv6 neighbour discovery (ICMPv6 types 133-137). They cross
+// a lab's links during a run (a router re-probing its next hop once its
+// entry went stale) without being the run's packets. The counting sockets
+// are bound to those protocols only (ARP), or filtered in the kernel
+// (neighbour discovery), so the run's own packets never reach them.
+type Neighbours struct {
+	fds []int
+}
+
+// ndFilter accepts IPv6 frames that carry ICMPv6 neighbour discovery:
+// next header 58 at byte 20 of the frame, ICMPv6 type 133..137 at byte 54.
+var ndFilter = []unix.SockFilter{
+	{Code: unix.BPF_LD | unix.BPF_B | unix.BPF_ABS, K: 20},
+	{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jt: 0, Jf: 4, K: 58},
+	{Code: unix.BPF_LD | unix.BPF_B | unix.BPF_ABS, K: 54},
+	{Code: unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K, Jt: 0, Jf: 2, K: 133},
+	{Code: unix.BPF_JMP | unix.BPF_JGT | unix.BPF_K, Jt: 1, Jf: 0, K: 137},
+	{Code: unix.BPF_RET | unix.BPF_K, K: 0xffff},
+	{Code: unix.BPF_RET | unix.BPF_K, K: 0},
+}
+
+// CountNeighbours opens the counters on interface ifindex of namespace n
+// (the sockets are opened on a thread inside it: a packet socket belongs
+// to the namespace it is created in). Close it when done.
+func CountNeighbours(n *ns.NS, ifindex int, ipv6 bool) (*Neighbours, error) {
+	c := &Neighbours{}
+	err := n.Do(func() error {
+		fd, err := packetSocket(ifindex, unix.ETH_P_ARP, nil)
+		if err != nil {
+			return err
+		}
+		c.fds = append(c.fds, fd)
+		if ipv6 {
+			fd, err := packetSocket(ifindex, unix.ETH_P_IPV6, ndFilter)
+			if err != nil {
+				return err
+			}
+			c.fds = append(c.fds, fd)
+		}
+		return nil
+	})
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("neighbour frame counter in %s: %w", n.Name, err)
+	}
+	return c, nil
+}
+
+func packetSocket(ifindex int, proto uint16, filter []unix.SockFilter) (int, error) {
+	fd, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, int(htons(proto)))
+	if err != nil {
+		return -1, fmt.Errorf("packet socket: %w", err)
+	}
+	if filter != nil {
+		prog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+		if err := unix.SetsockoptSockFprog(fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER, &prog); err != nil {
+			unix.Close(fd)
+			return -1, fmt.Errorf("attach filter: %w", err)
+		}
+	}
+	if err := unix.Bind(fd, &unix.SockaddrLinklayer{Protocol: htons(proto), Ifindex: ifindex}); err != nil {
+		unix.Close(fd)
+		return -1, fmt.Errorf("bind packet socket to ifindex %d: %w", ifindex, err)
+	}
+	return fd, nil
+}
+
+// Count returns the frames counted since the last Count (the first call:
+// since the counters were opened). The kernel resets its statistics on
+// every read.
+func (c *Neighbours) Count() (uint64, error) {
+	var total uint64
+	for _, fd := range c.fds {
+		var st unix.TpacketStats
+		size := uint32(unsafe.Sizeof(st))
+		_, _, errno := unix.Syscall6(unix.SYS_GETSOCKOPT, uintptr(fd), unix.SOL_PACKET, unix.PACKET_STATISTICS,
+			uintptr(unsafe.Pointer(&st)), uintptr(unsafe.Pointer(&size)), 0)
+		if errno != 0 {
+			return 0, fmt.Errorf("PACKET_STATISTICS: %w", errno)
+		}
+		total += uint64(st.Packets) // includes the frames the socket dropped
+	}
+	return total, nil
+}
+
+// Close closes the counting sockets.
+func (c *Neighbours) Close() {
+	for _, fd := range c.fds {
+		unix.Close(fd)
+	}
+	c.fds = nil
+}
+
+func htons(v uint16) uint16 { return v<<8 | v>>8 }

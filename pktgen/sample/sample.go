@@ -1,0 +1,159 @@
+// Package sample reads the interface counters of lab interfaces, each in
+// its own namespace through the node's netlink handle (IFLA_STATS64, not
+// /proc/net/dev or sysfs, which show another namespace from a Go thread),
+// every read stamped with the monotonic clock. It also counts the
+// neighbour-resolution frames (ARP, IPv6 neighbour discovery) that cross
+// an interface during a run, so that they are not taken for the run's
+// packets.
+package sample
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/nslab/nslab/topology/lab"
+	"github.com/nslab/nslab/topology/spec"
+	"github.com/vishvananda/netlink"
+)
+
+// Target is one interface to sample.
+type Target struct {
+	Node      string `json:"node"`
+	Namespace string `json:"namespace"`
+	Interface string `json:"interface"`
+}
+
+// TargetOf is the target for interface ep of a running lab.
+func TargetOf(r *lab.Running, ep spec.Endpoint) Target {
+	return Target{Node: ep.Node, Namespace: r.Lab.Namespace(ep.Node), Interface: ep.Interface}
+}
+
+func (t Target) String() string { return t.Node + ":" + t.Interface }
+
+// Counters are one interface's counters at one moment.
+type Counters struct {
+	RxPackets uint64 `json:"rx_packets"`
+	TxPackets uint64 `json:"tx_packets"`
+	RxBytes   uint64 `json:"rx_bytes"`
+	TxBytes   uint64 `json:"tx_bytes"`
+	RxDropped uint64 `json:"rx_dropped"`
+	TxDropped uint64 `json:"tx_dropped"`
+	RxErrors  uint64 `json:"rx_errors"`
+	TxErrors  uint64 `json:"tx_errors"`
+	RxMissed  uint64 `json:"rx_missed"`
+}
+
+// Sub returns c - o, counter by counter.
+func (c Counters) Sub(o Counters) Counters {
+	return Counters{c.RxPackets - o.RxPackets, c.TxPackets - o.TxPackets, c.RxBytes - o.RxBytes, c.TxBytes - o.TxBytes,
+		c.RxDropped - o.RxDropped, c.TxDropped - o.TxDropped, c.RxErrors - o.RxErrors, c.TxErrors - o.TxErrors, c.RxMissed - o.RxMissed}
+}
+
+// Sample is every target's counters at one moment.
+type Sample struct {
+	At       time.Duration `json:"at"` // since the sampler started, monotonic
+	Counters []Counters    `json:"counters"`
+}
+
+// Sampler reads a fixed set of interfaces, each through its node's handle:
+// one RTM_GETLINK per interface and read.
+type Sampler struct {
+	Targets []Target
+	handles []*netlink.Handle
+	indexes []int
+	start   time.Time
+}
+
+// New finds the targets' interfaces in the running lab. It opens nothing:
+// the handles are the lab's.
+func New(r *lab.Running, targets []Target) (*Sampler, error) {
+	s := &Sampler{Targets: targets, start: time.Now()}
+	for _, t := range targets {
+		n := r.Node(t.Node)
+		if n == nil {
+			return nil, fmt.Errorf("sample %s: no node %s in lab %s", t, t.Node, r.Lab.Name)
+		}
+		l, err := n.Handle.LinkByName(t.Interface)
+		if err != nil {
+			return nil, fmt.Errorf("sample %s: %w", t, err)
+		}
+		s.handles = append(s.handles, n.Handle)
+		s.indexes = append(s.indexes, l.Attrs().Index)
+	}
+	return s, nil
+}
+
+// Read samples every target once.
+func (s *Sampler) Read() (Sample, error) {
+	out := Sample{Counters: make([]Counters, len(s.Targets))}
+	for i, h := range s.handles {
+		l, err := h.LinkByIndex(s.indexes[i])
+		if err != nil {
+			return out, fmt.Errorf("sample %s: %w", s.Targets[i], err)
+		}
+		st := l.Attrs().Statistics
+		if st == nil {
+			return out, fmt.Errorf("sample %s: the kernel sent no counters", s.Targets[i])
+		}
+		out.Counters[i] = Counters{st.RxPackets, st.TxPackets, st.RxBytes, st.TxBytes, st.RxDropped, st.TxDropped, st.RxErrors, st.TxErrors, st.RxMissedErrors}
+	}
+	out.At = time.Since(s.start)
+	return out, nil
+}
+
+// Run samples at every interval until ctx is done and hands each sample to
+// fn (on the sampler's goroutine). The samples are returned, the first one
+// taken at once.
+func (s *Sampler) Run(ctx context.Context, interval time.Duration, fn func(Sample)) ([]Sample, error) {
+	var all []Sample
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		smp, err := s.Read()
+		if err != nil {
+			return all, err
+		}
+		all = append(all, smp)
+		if fn != nil {
+			fn(smp)
+		}
+		select {
+		case <-ctx.Done():
+			return all, nil
+		case <-t.C:
+		}
+	}
+}
+
+// Rate is one interface's traffic over an interval.
+type Rate struct {
+	RxPPS, TxPPS   float64
+	RxMbps, TxMbps float64 // counter bytes: L2 without FCS
+	Drops          uint64  // rx and tx dropped, and rx missed
+}
+
+// Rates computes every target's rates between two samples.
+func Rates(a, b Sample) []Rate {
+	dt := (b.At - a.At).Seconds()
+	out := make([]Rate, len(a.Counters))
+	if dt <= 0 {
+		return out
+	}
+	for i := range a.Counters {
+		d := b.Counters[i].Sub(a.Counters[i])
+		out[i] = Rate{float64(d.RxPackets) / dt, float64(d.TxPackets) / dt, float64(d.RxBytes) * 8 / dt / 1e6, float64(d.TxBytes) * 8 / dt / 1e6,
+			d.RxDropped + d.TxDropped + d.RxMissed}
+	}
+	return out
+}
+
+// Steady returns the first and last samples of the steady window: the
+// samples of a run without its first and last intervals, which the run
+// only partly covers. ok is false with fewer than four samples.
+func Steady(samples []Sample) (first, last Sample, ok bool) {
+	if len(samples) < 4 {
+		return Sample{}, Sample{}, false
+	}
+	return samples[1], samples[len(samples)-2], true
+}

@@ -1,0 +1,66 @@
+package sample
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/nslab/nslab/topology/labtest"
+	"github.com/nslab/nslab/topology/labtest/labdeploy"
+	"github.com/nslab/nslab/topology/ns"
+	"github.com/nslab/nslab/topology/spec"
+)
+
+func TestRatesAndSteady(t *testing.T) {
+	mk := func(at time.Duration, rx uint64) Sample {
+		return Sample{At: at, Counters: []Counters{{RxPackets: rx, RxBytes: rx * 60, TxDropped: rx / 100}}}
+	}
+	s := []Sample{mk(0, 0), mk(900*time.Millisecond, 500), mk(1900*time.Millisecond, 1500), mk(2900*time.Millisecond, 2500), mk(3100*time.Millisecond, 2600)}
+	a, b, ok := Steady(s)
+	if !ok || a.At != 900*time.Millisecond || b.At != 2900*time.Millisecond {
+		t.Fatalf("steady window %v..%v", a.At, b.At)
+	}
+	r := Rates(a, b)[0]
+	if r.RxPPS != 1000 || r.RxMbps != 1000*60*8/1e6 || r.Drops != 20 {
+		t.Errorf("rates %+v", r)
+	}
+	if _, _, ok := Steady(s[:3]); ok {
+		t.Error("a window from three samples")
+	}
+}
+
+// deployPair deploys examples/pair.yaml under a random name.
+func deployPair(t *testing.T) *spec.Lab {
+	return labdeploy.Example(t, "pair.yaml", "s")
+}
+
+// TestPrivilegedCountsMatchPing sends a known number of pings and checks
+// the sampler sees them at both ends.
+func TestPrivilegedCountsMatchPing(t *testing.T) {
+	l := deployPair(t)
+	s, err := New(labdeploy.Open(t, l), []Target{{"ns1", l.Namespace("ns1"), "veth1"}, {"ns2", l.Namespace("ns2"), "veth2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	before, err := s.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The first echo also costs an ARP request and reply.
+	if got, err := labtest.Ping(ns.DefaultDir, l.Namespace("ns1"), l.Node("ns2").Interface("veth2").Addresses[0].Addr(), 5, time.Second); err != nil || got != 5 {
+		t.Fatalf("ping: %d, %v", got, err)
+	}
+	after, _ := s.Read()
+	tx := after.Counters[0].Sub(before.Counters[0])
+	rx := after.Counters[1].Sub(before.Counters[1])
+	if tx.TxPackets != 6 || rx.RxPackets != 6 || tx.RxPackets != 6 || after.At <= before.At {
+		t.Errorf("ns1 tx %d rx %d, ns2 rx %d; want 6 each (5 echoes + ARP)", tx.TxPackets, tx.RxPackets, rx.RxPackets)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 250*time.Millisecond)
+	defer cancel()
+	n := 0
+	all, err := s.Run(ctx, 50*time.Millisecond, func(Sample) { n++ })
+	if err != nil || len(all) < 4 || n != len(all) {
+		t.Errorf("run gave %d samples (%d callbacks): %v", len(all), n, err)
+	}
+}

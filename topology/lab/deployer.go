@@ -1,0 +1,42 @@
+package lab
+
+import (
+	"github.com/nslab/nslab/topology/ns"
+	"github.com/nslab/nslab/topology/spec"
+	"github.com/vishvananda/netlink"
+)
+
+// deployer carries what a deploy has opened and created. Each node's
+// namespace has one netlink handle, opened inside it when it was created;
+// every link, address and route operation goes through that handle and so
+// happens in the node's namespace, from whatever goroutine.
+type deployer struct {
+	m       *Manager
+	lab     *spec.Lab
+	st      *State // the state file's contents, saved ahead of host changes
+	creator *ns.Creator
+	nss     map[string]*ns.NS          // node -> open namespace
+	handles map[string]*netlink.Handle // node -> rtnetlink handle inside it
+	index   map[spec.Endpoint]int      // interface or bridge -> ifindex in its node
+	created []string                   // namespace names, in creation order
+}
+
+func (d *deployer) close() {
+	if d.creator != nil {
+		d.creator.Close()
+		d.creator = nil
+	}
+	for k, h := range d.handles {
+		h.Close()
+		delete(d.handles, k)
+	}
+	for k, n := range d.nss {
+		n.Close()
+		delete(d.nss, k)
+	}
+}
+
+// link returns a netlink link value for an interface created by this deploy.
+func (d *deployer) link(node, name string) netlink.Link {
+	return &netlink.Device{LinkAttrs: netlink.LinkAttrs{Index: d.index[spec.Endpoint{Node: node, Interface: name}], Name: name}}
+}

@@ -1,0 +1,137 @@
+package lab
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/nslab/nslab/topology/ns"
+	"github.com/nslab/nslab/topology/spec"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// One namespace per node, marked, lo up, IPv6 off by default, and the
+// node's namespace-wide sysctls (forwarding first).
+
+func namespaceSteps(l *spec.Lab, _ string) []Step {
+	var steps []Step
+	for _, n := range l.Nodes {
+		what := []string{"lo up"}
+		for _, s := range namespaceSysctls(n) {
+			what = append(what, s.Key+"="+s.Value)
+		}
+		steps = append(steps, Step{
+			Name:  fmt.Sprintf("create namespace %s (node %s: %s)", l.Namespace(n.Name), n.Name, strings.Join(what, ", ")),
+			shell: func() []string { return shNamespace(l, n) },
+			do:    func(d *deployer) error { return d.createNamespace(n) },
+		})
+	}
+	return steps
+}
+
+// loIndex is the ifindex of the loopback in every new network namespace.
+const loIndex = 1
+
+// ipv6Default turns IPv6 off on interfaces created later in a namespace:
+// lab links then come up without autoconfiguration noise (router
+// solicitations, DAD, MLD); interfaces with IPv6 addresses get it back
+// (step_node.go).
+var ipv6Default = spec.Sysctl{Key: "net.ipv6.conf.default.disable_ipv6", Value: "1"}
+
+// namespaceSysctls lists the namespace-wide settings of a node that are
+// written when its namespace is created: forwarding, then the user's
+// sysctls that are not about one interface (so they win). Devices created
+// later inherit forwarding from the namespace's default entries.
+func namespaceSysctls(n *spec.Node) []spec.Sysctl {
+	var out []spec.Sysctl
+	if n.Forwarding.IPv4 {
+		out = append(out, spec.Sysctl{Key: "net.ipv4.ip_forward", Value: "1"})
+	}
+	if n.Forwarding.IPv6 {
+		out = append(out, spec.Sysctl{Key: "net.ipv6.conf.all.forwarding", Value: "1"})
+	}
+	for _, s := range n.Sysctls {
+		if s.Interface() == "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// createNamespace makes node n's namespace. Inside it, before it gets its
+// name, the creator thread opens the node's netlink handle, marks and brings
+// up lo, turns IPv6 off by default and writes the namespace-wide sysctls.
+//
+// Equivalent to: ip netns add NS; ip -n NS link set lo up alias nslab:LAB:NODE;
+// ip netns exec NS sysctl -w net.ipv6.conf.default.disable_ipv6=1 [forwarding, sysctls]
+func (d *deployer) createNamespace(n *spec.Node) error {
+	if d.creator == nil {
+		c, err := ns.NewCreator(d.m.netnsDir())
+		if err != nil {
+			return err
+		}
+		d.creator = c
+	}
+	var h *netlink.Handle
+	nsh, err := d.creator.Create(d.lab.Namespace(n.Name), func() error {
+		var err error
+		if h, err = netlink.NewHandle(unix.NETLINK_ROUTE); err != nil {
+			return fmt.Errorf("netlink socket: %w", err)
+		}
+		return setUpNamespace(h, d.lab.Name, n)
+	})
+	if err != nil {
+		if h != nil {
+			h.Close()
+		}
+		return err
+	}
+	d.created = append(d.created, nsh.Name)
+	d.nss[n.Name], d.handles[n.Name] = nsh, h
+	d.index[spec.Endpoint{Node: n.Name, Interface: "lo"}] = loIndex
+	return nil
+}
+
+// setUpNamespace runs on the creator thread inside the new namespace.
+func setUpNamespace(h *netlink.Handle, labName string, n *spec.Node) error {
+	lo := &netlink.Device{LinkAttrs: netlink.LinkAttrs{Index: loIndex, Name: "lo"}}
+	if err := h.LinkSetAlias(lo, nsMarker(labName, n.Name)); err != nil {
+		return fmt.Errorf("mark lo: %w", err)
+	}
+	if err := h.LinkSetUp(lo); err != nil {
+		return fmt.Errorf("set lo up: %w", err)
+	}
+	if err := writeSysctl(ipv6Default.ProcPath(), ipv6Default.Value, true); err != nil {
+		return err
+	}
+	for _, s := range namespaceSysctls(n) {
+		if err := writeSysctl(s.ProcPath(), s.Value, false); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func shNamespace(l *spec.Lab, n *spec.Node) []string {
+	name := l.Namespace(n.Name)
+	out := []string{
+		"ip netns add " + name,
+		fmt.Sprintf("ip -n %s link set dev lo alias %s", name, nsMarker(l.Name, n.Name)),
+		fmt.Sprintf("ip -n %s link set dev lo up", name),
+		// -e: a kernel without IPv6 has no such key, which nslab ignores too
+		fmt.Sprintf("ip netns exec %s sysctl -qew %s=%s", name, ipv6Default.Key, ipv6Default.Value),
+	}
+	if kvs := namespaceSysctls(n); len(kvs) > 0 {
+		out = append(out, shSysctls(name, kvs))
+	}
+	return out
+}
+
+// shSysctls is one `ip netns exec NS sysctl -qw K=V ...` line.
+func shSysctls(nsName string, kvs []spec.Sysctl) string {
+	words := make([]string, len(kvs))
+	for i, s := range kvs {
+		words[i] = shQuote(s.Key + "=" + s.Value)
+	}
+	return fmt.Sprintf("ip netns exec %s sysctl -qw %s", nsName, strings.Join(words, " "))
+}

@@ -1,0 +1,95 @@
+package lab
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/nslab/nslab/topology/spec"
+)
+
+// Per-node settings that need the node's interfaces to exist: IPv6 back on
+// for interfaces with IPv6 addresses, and the user's per-interface sysctls.
+
+func nodeSettingSteps(l *spec.Lab, _ string) []Step {
+	var steps []Step
+	for _, n := range l.Nodes {
+		kvs := interfaceSysctls(n)
+		if len(kvs) == 0 {
+			continue
+		}
+		var what []string
+		for _, s := range kvs {
+			what = append(what, s.Key+"="+s.Value)
+		}
+		steps = append(steps, Step{
+			Name:  fmt.Sprintf("configure node %s: %s", n.Name, strings.Join(what, ", ")),
+			shell: func() []string { return []string{shSysctls(l.Namespace(n.Name), kvs)} },
+			do:    func(d *deployer) error { return d.configureNode(n, kvs) },
+		})
+	}
+	return steps
+}
+
+// interfaceSysctls is what configureNode writes for node n, in order.
+func interfaceSysctls(n *spec.Node) []spec.Sysctl {
+	var out []spec.Sysctl
+	for _, name := range ipv6Interfaces(n) {
+		key := "net.ipv6.conf." + strings.ReplaceAll(name, ".", "/") + ".disable_ipv6"
+		out = append(out, spec.Sysctl{Key: key, Value: "0"})
+	}
+	for _, s := range n.Sysctls {
+		if s.Interface() != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// ipv6Interfaces lists the interfaces and bridges of n that have an IPv6
+// address: only these get IPv6 enabled (see setUpNamespace).
+func ipv6Interfaces(n *spec.Node) []string {
+	var out []string
+	for _, i := range n.Interfaces {
+		if i.Name != "lo" && i.HasIPv6() {
+			out = append(out, i.Name)
+		}
+	}
+	for _, b := range n.Bridges {
+		if b.HasIPv6() {
+			out = append(out, b.Name)
+		}
+	}
+	return out
+}
+
+// configureNode writes kvs in node n, from a thread inside its namespace.
+//
+// Equivalent to: ip netns exec NS sysctl -w KEY=VALUE ...
+func (d *deployer) configureNode(n *spec.Node, kvs []spec.Sysctl) error {
+	return d.nss[n.Name].Do(func() error {
+		for _, s := range kvs {
+			if err := writeSysctl(s.ProcPath(), s.Value, false); err != nil {
+				return fmt.Errorf("in %s: %w", n.Name, err)
+			}
+		}
+		return nil
+	})
+}
+
+// writeSysctl writes one /proc/sys value in the calling thread's namespace.
+// optional: a missing file (IPv6 compiled out) is not an error.
+func writeSysctl(path, val string, optional bool) error {
+	err := os.WriteFile(path, []byte(val), 0)
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, os.ErrNotExist) {
+		if optional {
+			return nil
+		}
+		return fmt.Errorf("set %s = %s: no such sysctl in this namespace (is the key right, and does the kernel have it?)", path, val)
+	}
+	return fmt.Errorf("set %s = %s: %w", path, val, err)
+}

@@ -1,0 +1,69 @@
+package lab
+
+import (
+	"fmt"
+
+	"github.com/nslab/nslab/topology/spec"
+)
+
+// One wait until every lab interface is operationally up, so that a deploy
+// hands over a lab that is ready (and that inspect shows as up).
+
+func waitSteps(l *spec.Lab, _ string) []Step {
+	if len(l.Links) == 0 && !hasBridges(l) {
+		return nil
+	}
+	return []Step{{
+		Name:  "wait until every lab interface is operationally up",
+		shell: func() []string { return shWaitUp(l) },
+		do:    func(d *deployer) error { return d.waitLinksUp() },
+	}}
+}
+
+func hasBridges(l *spec.Lab) bool {
+	for _, n := range l.Nodes {
+		if len(n.Bridges) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// waitLinksUp returns once every veth end and bridge of the lab reports
+// operational state up. The kernel updates that state asynchronously; a
+// single-link RTM_GETLINK, as LinkByIndex sends, makes it catch up on that
+// link at once on current kernels, and older ones are polled until the
+// bound.
+func (d *deployer) waitLinksUp() error {
+	for ep, idx := range d.index {
+		if ep.Interface == "lo" {
+			continue
+		}
+		if i := d.lab.Node(ep.Node).Interface(ep.Interface); i != nil && i.VF {
+			continue // a VF's link follows the PF's wire, not the lab
+		}
+		if err := waitOperUp(d.handles[ep.Node], idx, portUpTimeout); err != nil {
+			return fmt.Errorf("interface %s: %w", ep, err)
+		}
+	}
+	return nil
+}
+
+func shWaitUp(l *spec.Lab) []string {
+	var out []string
+	for _, n := range l.Nodes {
+		var devs []string
+		for _, i := range n.Interfaces {
+			if i.Name != "lo" && !i.VF {
+				devs = append(devs, i.Name)
+			}
+		}
+		for _, b := range n.Bridges {
+			devs = append(devs, b.Name)
+		}
+		for _, dev := range devs {
+			out = append(out, fmt.Sprintf("wait_up %s %s", l.Namespace(n.Name), dev))
+		}
+	}
+	return out
+}
