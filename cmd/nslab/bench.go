@@ -42,6 +42,7 @@ func benchCommand() *cli.Command {
 			&cli.BoolFlag{Name: "search", Usage: "find the throughput per frame size (RFC 2544): binary search over the rate"},
 			&cli.StringFlag{Name: "loss", Value: "0", Usage: "with --search: the highest acceptable loss, e.g. 0.5%"},
 			&cli.DurationFlag{Name: "trial", Value: 2 * time.Second, Usage: "with --search: length of each trial"},
+			&cli.IntFlag{Name: "confirm", Value: 1, Usage: "with --search: trials in a row the rate found must pass"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "print the equivalent kernel pktgen shell script (destination MAC resolved) and change nothing"},
 		},
 		Action: runBench,
@@ -116,7 +117,10 @@ func benchRequest(c *cli.Context) (bench.Request, error) {
 		if err != nil {
 			return req, cli.Exit("--loss: "+err.Error(), 2)
 		}
-		req.Search = &bench.SearchOptions{Loss: loss, Trial: c.Duration("trial")}
+		if c.Int("confirm") < 1 {
+			return req, cli.Exit("--confirm: at least 1", 2)
+		}
+		req.Search = &bench.SearchOptions{Loss: loss, Trial: c.Duration("trial"), Confirm: c.Int("confirm")}
 	}
 	return req, nil
 }

@@ -107,6 +107,7 @@ func printLab(w io.Writer, info *lab.LabInfo) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
+	printQueues(w, info)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tFORWARDING\tROUTE\tVIA\tDEV\tMETRIC\tPROTO")
 	for _, n := range info.Nodes {
@@ -142,4 +143,57 @@ func dash(s string) string {
 		return "-"
 	}
 	return s
+}
+
+// printQueues shows each interface's queues as the kernel has them, with
+// the node's CPU placement, when anything is placed or has several queues.
+func printQueues(w io.Writer, info *lab.LabInfo) {
+	if !anyQueues(info) {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tPLACEMENT\tINTERFACE\tQUEUES RX/TX\tRPS CPUS\tXPS CPUS\tNAPI")
+	for _, n := range info.Nodes {
+		place := "-"
+		if p := n.Placement; p != nil {
+			place = "cpu " + p.CPUs + " (" + p.Receive + ")"
+		}
+		for _, i := range n.Interfaces {
+			if q := i.Queues; q != nil {
+				napi := "-"
+				if q.Threaded {
+					napi = "threaded"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", n.Node, place, i.Name, q.Rx, q.Tx, cpuLists(q.RPS), cpuLists(q.XPS), napi)
+			}
+		}
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+}
+
+func anyQueues(info *lab.LabInfo) bool {
+	for _, n := range info.Nodes {
+		if n.Placement != nil {
+			return true
+		}
+		for _, i := range n.Interfaces {
+			if i.Queues != nil && (i.Queues.Rx > 1 || i.Queues.Tx > 1 || i.Queues.Threaded) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// cpuLists shows a CPU list per queue ("1 | 1"), "-" for none.
+func cpuLists(per []string) string {
+	out := make([]string, len(per))
+	for i, c := range per {
+		out[i] = dash(c)
+	}
+	if len(out) == 0 {
+		return "-"
+	}
+	return strings.Join(out, " | ")
 }

@@ -40,16 +40,17 @@ type Options struct {
 // sampler and the neighbour frame counters opened, the machine read.
 // Close releases them; the running lab stays open (the caller's).
 type Bench struct {
-	run    *lab.Running
-	t      *spec.Traffic
-	opts   Options
-	eng    engine.Engine
-	reason string
-	path   *lab.TracedPath
-	meas   *measurement
-	sink   io.Closer
-	env    Env
-	place  placement
+	run     *lab.Running
+	t       *spec.Traffic
+	opts    Options
+	eng     engine.Engine
+	reason  string
+	path    *lab.TracedPath
+	meas    *measurement
+	sink    io.Closer
+	env     Env
+	place   placement
+	allowed spec.CPUSet // the CPUs this process may use
 }
 
 // New prepares a bench of traffic t on running lab r.
@@ -87,11 +88,10 @@ func (b *Bench) prepare() error {
 	if b.meas, err = newMeasurement(b.run, b.path.Path, b.opts.Measure, b.t.To.Is6()); err != nil {
 		return err
 	}
-	var allowed spec.CPUSet
-	if b.env, allowed, err = environment(); err != nil {
+	if b.env, b.allowed, err = environment(); err != nil {
 		return err
 	}
-	b.place = placementOf(b.run.Lab, b.path.Path, b.t, allowed)
+	b.place = placementOf(b.run.Lab, b.path.Path, b.t, b.allowed)
 	b.env.Placement, b.env.Sampler = placementLines(b.run.Lab, b.t), b.place.note
 	b.env.Engine, b.env.EngineV = b.eng.Name(), engineVersion(b)
 	b.env.LabHash, b.env.NSLab = b.run.Lab.SHA256, b.opts.Version
@@ -120,6 +120,7 @@ func (b *Bench) Run(ctx context.Context, frame int) (*Report, error) {
 // measure is one measured run of t (the bench's traffic, or a trial's
 // variant of it).
 func (b *Bench) measure(ctx context.Context, t *spec.Traffic, frame int) (*Report, error) {
+	defer b.place.confine(b.allowed)()
 	job := b.job(t, frame)
 	if err := b.prime(ctx, job); err != nil {
 		return nil, err

@@ -2,7 +2,9 @@ package bench
 
 import (
 	"fmt"
+	"os"
 	"runtime"
+	"strconv"
 
 	"github.com/nslab/nslab/topology/spec"
 	"golang.org/x/sys/unix"
@@ -14,9 +16,9 @@ type placement struct {
 	roles   map[int][]string // CPU -> what runs there ("sender ns1", "router ns2")
 	byNode  map[string]spec.CPUSet
 	napi    map[string]bool // nodes whose receive work runs in pinned napi kthreads
-	sender  spec.CPUSet // the sender threads' CPUs; empty: not pinned
-	sampler int         // the sampler's CPU; -1: not pinned
-	note    string      // where the sampler is, and why
+	sender  spec.CPUSet     // the sender threads' CPUs; empty: not pinned
+	sampler int             // the sampler's CPU; -1: not pinned
+	note    string          // where the sampler is, and why
 }
 
 // placementOf reads the placement of traffic t along path from the lab,
@@ -97,5 +99,46 @@ func onCPU(cpu int, fn func()) {
 	fn()
 	if unix.SchedSetaffinity(0, &old) == nil {
 		runtime.UnlockOSThread()
+	}
+}
+
+// confine keeps every thread of this process (the Go runtime's included)
+// off the CPUs the lab placed nodes on, while a run lasts, so that nslab's
+// own work never competes with a node under test; threads pinned to CPUs of
+// their own (the sender's) pin themselves after. It does nothing when that
+// would leave no CPU. The returned function puts every thread back on the
+// CPUs the process may use.
+func (p placement) confine(allowed spec.CPUSet) func() {
+	var nodes spec.CPUSet
+	for _, set := range p.byNode {
+		nodes = append(nodes, set...)
+	}
+	var rest spec.CPUSet
+	for _, c := range allowed {
+		if !nodes.Contains(c) {
+			rest = append(rest, c)
+		}
+	}
+	if len(nodes) == 0 || len(rest) == 0 {
+		return func() {}
+	}
+	setAll(rest)
+	return func() { setAll(allowed) }
+}
+
+// setAll sets the affinity of every thread of this process.
+func setAll(cpus spec.CPUSet) {
+	var set unix.CPUSet
+	for _, c := range cpus {
+		set.Set(c)
+	}
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		return
+	}
+	for _, t := range tasks {
+		if tid, err := strconv.Atoi(t.Name()); err == nil {
+			_ = unix.SchedSetaffinity(tid, &set) // a thread that just ended is no matter
+		}
 	}
 }

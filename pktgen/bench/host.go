@@ -83,7 +83,7 @@ func cpuUse(a, b map[int][]uint64) []CPUUse {
 		}
 		// user nice system idle iowait irq softirq steal
 		out = append(out, CPUUse{CPU: "cpu" + strconv.Itoa(n), N: n, User: 100 * (d[0] + d[1]) / total, System: 100 * d[2] / total,
-			IRQ: 100 * d[5] / total, SoftIRQ: 100 * d[6] / total, Idle: 100 * (d[3] + d[4]) / total})
+			IRQ: 100 * d[5] / total, SoftIRQ: 100 * d[6] / total, Steal: 100 * d[7] / total, Idle: 100 * (d[3] + d[4]) / total})
 	}
 	return out
 }

@@ -128,6 +128,7 @@ type CPUUse struct {
 	System  float64  `json:"sys"`
 	IRQ     float64  `json:"irq"`
 	SoftIRQ float64  `json:"soft"`
+	Steal   float64  `json:"steal"` // taken by the hypervisor, on a VM
 	Idle    float64  `json:"idle"`
 	Roles   []string `json:"roles,omitempty"` // "sender ns1", "router ns2", "nslab sampler"
 }

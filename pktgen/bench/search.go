@@ -13,6 +13,10 @@ type SearchOptions struct {
 	Loss     float64       // highest acceptable loss ratio (0.005 for 0.5%); 0: none
 	Trial    time.Duration // length of each trial
 	MaxSteps int           // binary search steps after the first trial (default 10)
+	// Confirm is how many trials in a row the rate found must pass (at
+	// least 1); on a machine whose forwarding rate wanders, more make
+	// the result hold when rerun.
+	Confirm int
 }
 
 // Trial is one fixed-rate trial of a search.
@@ -115,22 +119,32 @@ func search(res *SearchResult, so SearchOptions, trial func(pps uint64) (Trial, 
 			hi = mid
 		}
 	}
-	// Confirm; step down 2% at a time if the confirmation fails.
-	for i := 0; i < 5 && lo > 0; i++ {
-		tr, err := trial(lo)
+	// Confirm: the rate must pass so.Confirm trials in a row; step
+	// down 3% at a time while it does not (down to about half).
+	for i := 0; i < 20 && lo > 0 && !res.Confirmed; i++ {
+		ok, err := confirm(lo, max(so.Confirm, 1), trial)
 		if err != nil {
 			return err
 		}
-		if tr.Pass {
-			res.Confirmed = true
-			break
+		if ok {
+			res.Confirmed, res.ThroughputPPS = true, float64(lo)
+		} else {
+			lo = lo * 97 / 100
 		}
-		lo = lo * 98 / 100
-	}
-	if res.Confirmed {
-		res.ThroughputPPS = float64(lo)
 	}
 	return nil
+}
+
+// confirm runs n trials at pps and reports whether every one passed; it
+// stops at the first that does not.
+func confirm(pps uint64, n int, trial func(pps uint64) (Trial, error)) (bool, error) {
+	for k := 0; k < n; k++ {
+		tr, err := trial(pps)
+		if err != nil || !tr.Pass {
+			return false, err
+		}
+	}
+	return true, nil
 }
 
 // WriteSearch prints search results as a table, with every trial and the

@@ -37,3 +37,29 @@ func TestSearchFindsCapacity(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchConfirmsSeveralTimes: a rate must pass every confirmation
+// trial; a path that drops at random below its capacity makes the search
+// step down until it does.
+func TestSearchConfirmsSeveralTimes(t *testing.T) {
+	calls := map[uint64]int{}
+	flaky := func(pps uint64) (Trial, error) {
+		offered := float64(pps)
+		if pps == 0 {
+			offered = 1e6
+		}
+		calls[pps]++
+		// Up to 500 kpps holds, but between 490 and 500 kpps every
+		// second trial loses.
+		pass := offered <= 490000 || (offered <= 500000 && calls[pps]%2 == 1)
+		tr := Trial{OfferedPPS: pps, SentPPS: offered, Pass: pass}
+		return tr, nil
+	}
+	res := &SearchResult{}
+	if err := search(res, SearchOptions{Confirm: 3}, flaky); err != nil {
+		t.Fatal(err)
+	}
+	if !res.Confirmed || res.ThroughputPPS > 490000 {
+		t.Errorf("found %.0f, confirmed %v: want a rate that passes three times (at most 490000)", res.ThroughputPPS, res.Confirmed)
+	}
+}

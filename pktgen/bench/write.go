@@ -179,13 +179,13 @@ func (r *Report) tableCPUs(ew *errWriter) {
 	}
 	if len(r.CPU) > 0 {
 		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
-		io.WriteString(tw, "CPU\t%usr\t%sys\t%irq\t%soft\t%idle\t  PLACED THERE\n")
+		io.WriteString(tw, "CPU\t%usr\t%sys\t%irq\t%soft\t%steal\t%idle\t  PLACED THERE\n")
 		for _, c := range r.CPU {
 			roles := strings.Join(c.Roles, ", ")
 			if roles == "" {
 				roles = "-"
 			}
-			fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t  %s\n", c.CPU, c.User, c.System, c.IRQ, c.SoftIRQ, c.Idle, roles)
+			fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t  %s\n", c.CPU, c.User, c.System, c.IRQ, c.SoftIRQ, c.Steal, c.Idle, roles)
 		}
 		tw.Flush()
 		ew.printf("\n")

@@ -47,6 +47,7 @@ type sender struct {
 
 	sent, errs  uint64
 	first, last time.Time
+	addr        unix.RawSockaddrLinklayer // where the batch goes (the headers point at it)
 }
 
 // run sends until count, duration or cancel, on a locked OS thread (pinned
@@ -54,39 +55,27 @@ type sender struct {
 // millisecond, so a run stops within a few milliseconds.
 func (s *sender) run(ctx context.Context) error {
 	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
 	if s.cpu >= 0 {
+		// A pinned thread is not handed back to the runtime: its
+		// goroutine ends locked and the thread with it.
 		var set unix.CPUSet
 		set.Set(s.cpu)
 		if err := unix.SchedSetaffinity(0, &set); err != nil {
 			return fmt.Errorf("pin to CPU %d: %w", s.cpu, err)
 		}
+	} else {
+		defer runtime.UnlockOSThread()
 	}
-	frame := s.b.maxLen()
-	bufs := make([][]byte, s.batch)
-	iovs := make([]unix.Iovec, s.batch)
-	msgs := make([]mmsghdr, s.batch)
-	addr := unix.RawSockaddrLinklayer{Family: unix.AF_PACKET, Protocol: htons(s.b.etherType()), Ifindex: int32(s.ifindex)}
-	for i := range bufs {
-		bufs[i] = make([]byte, frame)
-		iovs[i].Base = &bufs[i][0]
-		msgs[i].hdr.Name = (*byte)(unsafe.Pointer(&addr))
-		msgs[i].hdr.Namelen = uint32(unsafe.Sizeof(addr))
-		msgs[i].hdr.Iov = &iovs[i]
-		msgs[i].hdr.Iovlen = 1
-	}
-	start := time.Now()
+	bufs, iovs, msgs := s.buffers()
+	p := pacer{start: time.Now(), gap: s.gap}
 	var end time.Time
 	if s.dur > 0 {
-		end = start.Add(s.dur)
+		end = p.start.Add(s.dur)
 	}
-	s.first = start
+	s.first = p.start
 	for {
-		if ctx.Err() != nil {
-			return nil
-		}
 		now := time.Now()
-		if !end.IsZero() && !now.Before(end) {
+		if ctx.Err() != nil || (!end.IsZero() && !now.Before(end)) {
 			return nil
 		}
 		n := s.batch
@@ -97,19 +86,9 @@ func (s *sender) run(ctx context.Context) error {
 			}
 			n = int(min(uint64(n), s.count-handed))
 		}
-		if s.gap > 0 {
-			// Pace against the absolute schedule, so the average rate
-			// holds however long each batch takes.
-			due := start.Add(time.Duration(handed) * s.gap)
-			if wait := due.Sub(now); wait > 0 {
-				if !sleep(ctx, wait) {
-					return nil
-				}
-				now = time.Now()
-			}
-			// Send at most what is due within the next 200 µs.
-			ahead := int((now.Sub(due)+200*time.Microsecond)/s.gap) + 1
-			n = max(1, min(n, ahead))
+		var ok bool
+		if n, now, ok = p.next(ctx, handed, n, now); !ok {
+			return nil
 		}
 		for i := 0; i < n; i++ {
 			iovs[i].SetLen(s.b.fill(bufs[i], now))
@@ -119,6 +98,62 @@ func (s *sender) run(ctx context.Context) error {
 		}
 		s.last = time.Now()
 	}
+}
+
+// buffers makes the batch's packet buffers and the sendmmsg headers that
+// point at them.
+func (s *sender) buffers() ([][]byte, []unix.Iovec, []mmsghdr) {
+	frame := s.b.maxLen()
+	bufs := make([][]byte, s.batch)
+	iovs := make([]unix.Iovec, s.batch)
+	msgs := make([]mmsghdr, s.batch)
+	s.addr = unix.RawSockaddrLinklayer{Family: unix.AF_PACKET, Protocol: htons(s.b.etherType()), Ifindex: int32(s.ifindex)}
+	for i := range bufs {
+		bufs[i] = make([]byte, frame)
+		iovs[i].Base = &bufs[i][0]
+		msgs[i].hdr.Name = (*byte)(unsafe.Pointer(&s.addr))
+		msgs[i].hdr.Namelen = uint32(unsafe.Sizeof(s.addr))
+		msgs[i].hdr.Iov = &iovs[i]
+		msgs[i].hdr.Iovlen = 1
+	}
+	return bufs, iovs, msgs
+}
+
+// pacer spaces packets gap apart on a schedule from start.
+type pacer struct {
+	start time.Time
+	gap   time.Duration // 0: as fast as possible
+}
+
+// Pacing bounds. A paced sender sends at most what is due within the
+// next paceWindow: a wider window sends bursts at the device's speed that
+// a router under test drops (its backlog is shared with its own output)
+// although the average rate is one it holds. A sender that fell behind
+// by more than maxLag (its thread was not running) takes up the schedule
+// from now instead of sending what it owes in one burst.
+const (
+	paceWindow = 20 * time.Microsecond
+	maxLag     = time.Millisecond
+)
+
+// next says how many of n packets go now: it waits when the sender is
+// early, and returns the time after the wait; false when ctx is done.
+func (p *pacer) next(ctx context.Context, handed uint64, n int, now time.Time) (int, time.Time, bool) {
+	if p.gap == 0 {
+		return n, now, true
+	}
+	due := p.start.Add(time.Duration(handed) * p.gap)
+	if wait := due.Sub(now); wait > 0 {
+		if !sleep(ctx, wait) {
+			return 0, now, false
+		}
+		now = time.Now()
+	} else if -wait > maxLag {
+		p.start = p.start.Add(-wait) // the schedule starts again from now
+		due = now
+	}
+	ahead := int((now.Sub(due)+paceWindow)/p.gap) + 1
+	return max(1, min(n, ahead)), now, true
 }
 
 // send hands the batch to the kernel with one sendmmsg, retrying what it did

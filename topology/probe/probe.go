@@ -5,10 +5,10 @@
 package probe
 
 import (
-	"math/rand/v2"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/netip"
 	"syscall"

@@ -34,6 +34,9 @@ func ParseCPUList(s string) (CPUSet, error) {
 	return out.normal(), nil
 }
 
+// Normal returns the set sorted and without duplicates.
+func (c CPUSet) Normal() CPUSet { return c.normal() }
+
 func (c CPUSet) normal() CPUSet {
 	slices.Sort(c)
 	return slices.Compact(c)
