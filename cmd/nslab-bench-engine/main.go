@@ -113,7 +113,9 @@ func (b *bench) close() {
 	if _, err := b.m.Destroy(b.l.Name); err != nil {
 		fmt.Fprintln(os.Stderr, "bench-engine: destroy:", err)
 	}
-	os.RemoveAll(b.m.StateDir)
+	if err := os.RemoveAll(b.m.StateDir); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-engine:", err)
+	}
 }
 
 // sent reads the packets the sender's veth has sent (and the receiver
@@ -173,7 +175,7 @@ func (b *bench) runTrafgen(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }() // a temporary directory: best effort
 	conf := filepath.Join(dir, "udp64.cfg")
 	if err := os.WriteFile(conf, []byte(trafgenConf), 0o644); err != nil {
 		return err
@@ -186,7 +188,9 @@ func (b *bench) runTrafgen(ctx context.Context) error {
 		return err
 	}
 	<-ctx.Done()
-	syscall.Kill(-cmd.Process.Pid, syscall.SIGINT)
+	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGINT); err != nil {
+		return fmt.Errorf("stop trafgen: %w", err)
+	}
 	return cmd.Wait()
 }
 

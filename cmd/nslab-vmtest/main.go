@@ -21,6 +21,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -60,7 +61,9 @@ func runVM(cache string, pkgs []string, filter string, timeout time.Duration, kv
 		return fmt.Errorf("kernel: %w", err)
 	}
 	root := filepath.Join(cache, "initramfs")
-	os.RemoveAll(root)
+	if err := os.RemoveAll(root); err != nil {
+		return err
+	}
 	if err := buildRoot(root, mods, pkgs, filter); err != nil {
 		return fmt.Errorf("initramfs: %w", err)
 	}
@@ -85,11 +88,13 @@ func fetchKernel(cache string) (string, string, error) {
 		return "", "", err
 	}
 	dl := filepath.Join(cache, "download")
-	os.RemoveAll(dl)
+	if err := os.RemoveAll(dl); err != nil {
+		return "", "", err
+	}
 	if err := os.MkdirAll(dl, 0o755); err != nil {
 		return "", "", err
 	}
-	defer os.RemoveAll(dl)
+	defer func() { _ = os.RemoveAll(dl) }() // a download directory: best effort
 	fmt.Printf("vmtest: downloading %s\n", pkg)
 	if err := command(dl, "apt-get", "download", pkg); err != nil {
 		return "", "", err
@@ -102,7 +107,9 @@ func fetchKernel(cache string) (string, string, error) {
 	if err := command(dl, "dpkg-deb", "-x", debs[0], x); err != nil {
 		return "", "", err
 	}
-	os.RemoveAll(kdir)
+	if err := os.RemoveAll(kdir); err != nil {
+		return "", "", err
+	}
 	if err := os.MkdirAll(mods, 0o755); err != nil {
 		return "", "", err
 	}
@@ -122,7 +129,9 @@ func fetchKernel(cache string) (string, string, error) {
 			return "", "", err
 		}
 	}
-	os.WriteFile(filepath.Join(kdir, "package"), []byte(pkg+"\n"), 0o644)
+	if err := os.WriteFile(filepath.Join(kdir, "package"), []byte(pkg+"\n"), 0o644); err != nil {
+		return "", "", err
+	}
 	return vmlinuz, mods, nil
 }
 
@@ -157,6 +166,27 @@ func kernelPackage() (string, error) {
 // test binaries (run from /src/<pkg> so relative test data paths work, with
 // examples/ beside them) and /init.
 func buildRoot(root, mods string, pkgs []string, filter string) error {
+	if err := baseRoot(root, mods); err != nil {
+		return err
+	}
+	// nslab itself, static, for a smoke run of the CLI on this kernel.
+	if err := goBuild("build nslab", "build", "-tags", "urfave_cli_no_docs", "-o", filepath.Join(root, "bin/nslab"), "./cmd/nslab"); err != nil {
+		return err
+	}
+	var runs []string
+	for _, pkg := range pkgs {
+		run, err := addTests(root, strings.TrimSpace(pkg), filter)
+		if err != nil {
+			return err
+		}
+		runs = append(runs, run)
+	}
+	return os.WriteFile(filepath.Join(root, "init"), []byte(initScript(runs)), 0o755)
+}
+
+// baseRoot makes the directories and puts busybox (with the applets /init
+// uses), the modules and the examples in.
+func baseRoot(root, mods string) error {
 	for _, d := range []string{"bin", "proc", "sys", "dev", "run", "tmp", "lib/modules", "tests", "src", "etc"} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
 			return err
@@ -180,43 +210,48 @@ func buildRoot(root, mods string, pkgs []string, filter string) error {
 			return err
 		}
 	}
-	if err := copyTree("examples", filepath.Join(root, "src/examples")); err != nil {
-		return err
-	}
-	// nslab itself, static, for a smoke run of the CLI on this kernel.
-	cmd := exec.Command("go", "build", "-tags", "urfave_cli_no_docs", "-o", filepath.Join(root, "bin/nslab"), "./cmd/nslab")
+	return copyTree("examples", filepath.Join(root, "src/examples"))
+}
+
+// goBuild runs the go command with cgo off (the VM has no libc).
+func goBuild(what string, args ...string) error {
+	cmd := exec.Command("go", args...)
 	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("build nslab: %w", err)
+		return fmt.Errorf("%s: %w", what, err)
 	}
-	var runs []string
-	for _, pkg := range pkgs {
-		pkg = strings.TrimSpace(pkg)
-		name := strings.ReplaceAll(strings.Trim(filepath.Clean(pkg), "./"), "/", "_")
-		bin := filepath.Join(root, "tests", name+".test")
-		cmd := exec.Command("go", "test", "-c", "-tags", "vmtest", "-o", bin, pkg)
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
-		if err := cmd.Run(); err != nil {
-			return fmt.Errorf("build tests of %s: %w", pkg, err)
-		}
-		src := filepath.Join(root, "src", filepath.Clean(pkg))
-		if err := os.MkdirAll(src, 0o755); err != nil {
-			return err
-		}
-		if _, err := os.Stat(filepath.Join(pkg, "testdata")); err == nil {
-			if err := copyTree(filepath.Join(pkg, "testdata"), filepath.Join(src, "testdata")); err != nil {
-				return err
-			}
-		}
-		args := "-test.v -test.count=1"
-		if filter != "" {
-			args += " -test.run '" + filter + "'"
-		}
-		runs = append(runs, fmt.Sprintf("cd /src/%s && /tests/%s.test %s || rc=1", filepath.Clean(pkg), name, args))
+	return nil
+}
+
+// addTests builds a package's test binary into the root, with its test
+// data, and returns the /init line that runs it.
+func addTests(root, pkg, filter string) (string, error) {
+	name := strings.ReplaceAll(strings.Trim(filepath.Clean(pkg), "./"), "/", "_")
+	bin := filepath.Join(root, "tests", name+".test")
+	if err := goBuild("build tests of "+pkg, "test", "-c", "-tags", "vmtest", "-o", bin, pkg); err != nil {
+		return "", err
 	}
-	init := `#!/bin/sh
+	src := filepath.Join(root, "src", filepath.Clean(pkg))
+	if err := os.MkdirAll(src, 0o755); err != nil {
+		return "", err
+	}
+	if _, err := os.Stat(filepath.Join(pkg, "testdata")); err == nil {
+		if err := copyTree(filepath.Join(pkg, "testdata"), filepath.Join(src, "testdata")); err != nil {
+			return "", err
+		}
+	}
+	args := "-test.v -test.count=1"
+	if filter != "" {
+		args += " -test.run '" + filter + "'"
+	}
+	return fmt.Sprintf("cd /src/%s && /tests/%s.test %s || rc=1", filepath.Clean(pkg), name, args), nil
+}
+
+// initScript is the VM's /init: mounts, modules, the nslab smoke run, the
+// tests, the result line, power off.
+func initScript(runs []string) string {
+	return `#!/bin/sh
 export PATH=/bin
 mount -t proc proc /proc
 mount -t sysfs sysfs /sys
@@ -234,7 +269,6 @@ nslab deploy examples/client-router-server.yaml && nslab inspect --name crs && n
 echo "` + resultMarker + `$rc"
 poweroff -f
 `
-	return os.WriteFile(filepath.Join(root, "init"), []byte(init), 0o755)
 }
 
 // moduleNames lists the module files in load order.
@@ -322,8 +356,10 @@ func readConsole(r io.Reader, verbose bool) (int, error) {
 	for sc.Scan() {
 		line := strings.TrimRight(sc.Text(), "\r")
 		if rest, ok := strings.CutPrefix(line, resultMarker); ok {
-			var rc int
-			fmt.Sscanf(rest, "%d", &rc)
+			rc, err := strconv.Atoi(strings.TrimSpace(rest))
+			if err != nil {
+				return 1, fmt.Errorf("unreadable result line %q", line)
+			}
 			return rc, nil
 		}
 		if verbose || testLine.MatchString(line) {

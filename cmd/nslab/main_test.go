@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -449,5 +450,47 @@ func TestPrivilegedSRIOVWithoutThePF(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(c.stateDir, name+".json")); err == nil {
 		t.Errorf("a refused deploy wrote state")
+	}
+}
+
+// TestPrivilegedBenchPlacement runs the forwarding benchmark example the
+// way make run does: on a machine with its CPUs the report names the router
+// and balances; a placement this machine cannot give is refused before
+// anything is deployed (--placement on), or left out with the reason in the
+// report (--placement auto); and an unknown mode or CPU list is refused.
+func TestPrivilegedBenchPlacement(t *testing.T) {
+	labtest.SkipUnlessRoot(t)
+	c := newCLI(t)
+	file, name := labFile(t, "forwarding-benchmark.yaml")
+	if n := runtime.NumCPU(); n >= 2 {
+		code, out, errOut := c.run("bench", "-q", "--placement", "auto", "--duration", "2s", "--format", "json", file)
+		var rep map[string]any
+		if code != 0 || json.Unmarshal([]byte(out), &rep) != nil {
+			t.Fatalf("bench: code %d %s", code, errOut)
+		}
+		if rep["unaccounted"].(float64) != 0 || !strings.HasPrefix(rep["bottleneck"].(string), "router r1") {
+			t.Errorf("placed run: unaccounted %v, bottleneck %q", rep["unaccounted"], rep["bottleneck"])
+		}
+	}
+	far := filepath.Join(t.TempDir(), "far.yaml")
+	data, _ := os.ReadFile(file)
+	if err := os.WriteFile(far, bytes.Replace(data, []byte("cpus: [1]"), []byte("cpus: [4000]"), 1), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut := c.run("bench", "-q", "--duration", "1s", far)
+	if code == 0 || !strings.Contains(errOut, "cannot apply here: the lab places work on cpu4000") {
+		t.Fatalf("--placement on without the CPU: code %d %s", code, errOut)
+	}
+	if left := nsLeft(name, "client", "r1", "server"); len(left) > 0 {
+		t.Fatalf("a refused bench left %v", left)
+	}
+	code, out, errOut := c.run("bench", "-q", "--placement", "auto", "--count", "1000", "--rate", "20kpps", far)
+	if code != 0 || !strings.Contains(out, "placement: none: the lab places work on cpu4000") || !strings.Contains(out, "unaccounted 0") {
+		t.Fatalf("--placement auto without the CPU: code %d\n%s\n%s", code, out, errOut)
+	}
+	for _, args := range [][]string{{"--placement", "sometimes"}, {"--cpus", "0-"}, {"--cpus", "0,1", "--threads", "3"}} {
+		if code, _, errOut := c.run(append(append([]string{"bench", "-q"}, args...), file)...); code == 0 || errOut == "" {
+			t.Errorf("%v accepted: %s", args, errOut)
+		}
 	}
 }

@@ -15,12 +15,6 @@ import (
 // count: the same packets, once) or the inside of a node on the path
 // (what entered and never reached its egress).
 
-// counts is one run's counter changes, ready to account.
-type counts struct {
-	hops  []HopCounters
-	final sample.Sample
-}
-
 // hopCounters turns the samples into each target's change over the run,
 // with the neighbour frames each received.
 func hopCounters(targets []sample.Target, roles []string, base, final sample.Sample, neighbours []uint64) []HopCounters {
@@ -123,7 +117,7 @@ func measuredDrops(h []HopCounters) []Drop {
 	var out []Drop
 	for _, x := range h {
 		if n := x.TxDropped + x.RxDropped + x.RxMissed; n > 0 {
-			out = append(out, Drop{Place: "at " + x.Target.String(), Packets: n, Node: x.Node,
+			out = append(out, Drop{Place: "at " + x.String(), Packets: n, Node: x.Node,
 				Counted: fmt.Sprintf("tx_dropped %d, rx_dropped %d, rx_missed %d", x.TxDropped, x.RxDropped, x.RxMissed)})
 		}
 	}

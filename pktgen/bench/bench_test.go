@@ -50,8 +50,14 @@ func TestPrivilegedBenchAccountsExactly(t *testing.T) {
 	if rep.Sent != 20000 || rep.Received != 20000 || rep.Loss != 0 || rep.Unaccount != 0 || rep.SenderCheck.Difference != 0 {
 		t.Fatalf("sent %d received %d loss %d unaccounted %d sender check %+v", rep.Sent, rep.Received, rep.Loss, rep.Unaccount, rep.SenderCheck)
 	}
-	if rep.Verdict.Limit != "offered rate" || !strings.Contains(live.String(), "ns3:veth2-peer") {
-		t.Errorf("verdict %q; live lines %q", rep.Bottleneck, live.String())
+	// Nothing dropped: the offered rate limited the run if the sender
+	// kept it, else the sender (a slow machine, the VM under emulation).
+	want := "offered rate"
+	if float64(rep.Sent)/rep.Elapsed.Seconds() < 0.98*50000 {
+		want = "sender"
+	}
+	if rep.Verdict.Limit != want || !strings.Contains(live.String(), "ns3:veth2-peer") {
+		t.Errorf("verdict %q, want %s; live lines %q", rep.Bottleneck, want, live.String())
 	}
 	assertFormats(t, rep, "20000")
 }

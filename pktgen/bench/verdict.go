@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -72,6 +73,9 @@ func (r *Report) lossVerdict(p placement) Verdict {
 			ev = append(ev, fmt.Sprintf("%d backlog drops on cpu%d", s.Dropped, s.CPU))
 		}
 	}
+	if stall := r.stallEvidence(cpus); stall != "" {
+		ev = append(ev, stall)
+	}
 	// The node placed on the CPUs that dropped is the one that could not
 	// keep up; without placement, the node the drops were entering.
 	for node, set := range p.byNode {
@@ -81,6 +85,21 @@ func (r *Report) lossVerdict(p placement) Verdict {
 	}
 	ev = append(ev, fmt.Sprintf("no placement: %s's receive work ran where the kernel put it", worst.Node))
 	return Verdict{Limit: role, Node: worst.Node, CPUs: cpus, Evidence: ev}
+}
+
+// stallEvidence says, when the CPUs that dropped were far from busy, that
+// the drops came in bursts: a full backlog at the run's rate means the CPU
+// processed nothing for a while (on a virtual machine, typically while
+// the hypervisor ran something else).
+func (r *Report) stallEvidence(cpus []int) string {
+	busy := r.busyOf(cpus)
+	backlog, err := strconv.Atoi(r.Env.Sysctls["net.core.netdev_max_backlog"])
+	if busy >= 80 || err != nil || r.Elapsed <= 0 || r.Sent == 0 {
+		return ""
+	}
+	pps := float64(r.Sent) / r.Elapsed.Seconds()
+	return fmt.Sprintf("not saturated: a backlog of %d fills at %.0f pps only when the CPU processes nothing for %.1f ms or more",
+		backlog, pps, 1e3*float64(backlog)/pps)
 }
 
 // noLossVerdict: nothing dropped, so the rate was set by the offered rate,

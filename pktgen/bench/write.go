@@ -179,7 +179,7 @@ func (r *Report) tableCPUs(ew *errWriter) {
 	}
 	if len(r.CPU) > 0 {
 		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
-		io.WriteString(tw, "CPU\t%usr\t%sys\t%irq\t%soft\t%steal\t%idle\t  PLACED THERE\n")
+		_, _ = io.WriteString(tw, "CPU\t%usr\t%sys\t%irq\t%soft\t%steal\t%idle\t  PLACED THERE\n") // errors reach ew
 		for _, c := range r.CPU {
 			roles := strings.Join(c.Roles, ", ")
 			if roles == "" {

@@ -230,12 +230,7 @@ func (c *Controller) start(ctx context.Context, duration time.Duration) (bool, e
 	if c.wake != nil {
 		c.wake(<-tid)
 	}
-	select {
-	case <-done:
-	case <-time.After(stopWait):
-		return true, fmt.Errorf("pktgen in %s did not stop within %s", c.Namespace, stopWait)
-	}
-	if err := c.waitIdle(); err != nil {
+	if err := c.waitStopped(done); err != nil {
 		return true, err
 	}
 	if cause != nil {
@@ -244,11 +239,28 @@ func (c *Controller) start(ctx context.Context, duration time.Duration) (bool, e
 	return true, nil
 }
 
+// waitStopped waits, after a stop, for the start write to return and for
+// every kpktgend thread to be idle. The write may return EINTR (the wake
+// signal ended its sleep): that is how a stopped run ends.
+func (c *Controller) waitStopped(done <-chan error) error {
+	select {
+	case err := <-done:
+		if err != nil && !errors.Is(err, unix.EINTR) {
+			return fmt.Errorf("pktgen start in %s, after stop: %w", c.Namespace, err)
+		}
+	case <-time.After(stopWait):
+		return fmt.Errorf("pktgen in %s did not stop within %s", c.Namespace, stopWait)
+	}
+	return c.waitIdle()
+}
+
 // wakeThread sends SIGURG to one thread of this process: the Go runtime
 // takes it as a harmless preemption request, and it makes the kernel's
 // interruptible sleep in the "start" write return early.
 func wakeThread(tid int) {
-	unix.Tgkill(os.Getpid(), tid, unix.SIGURG)
+	// ESRCH: the write returned and its thread ended meanwhile; nothing
+	// is left to wake.
+	_ = unix.Tgkill(os.Getpid(), tid, unix.SIGURG)
 }
 
 // waitRunning polls the thread files until a device runs, or the start

@@ -6,7 +6,7 @@
 // standalone shell script of the same run for people who want to learn or run
 // it by hand.
 //
-// Sizes follow what users and the seeds call "64-byte packets": Frame is the
+// Sizes follow what users and their test reports call "64-byte packets": Frame is the
 // L2 frame including the 4-byte FCS; pktgen's pkt_size is Frame-4.
 package kernel
 

@@ -132,7 +132,7 @@ func Available(n *ns.NS) error {
 // Version reads pktgen's version in namespace n ("2.75"), or "".
 func Version(n *ns.NS) string {
 	var v string
-	n.Do(func() error {
+	_ = n.Do(func() error { // "" when it cannot be read
 		b, err := os.ReadFile(DefaultDir + "/pgctrl")
 		if err != nil {
 			return err

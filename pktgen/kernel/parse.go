@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -42,9 +43,9 @@ type Result struct {
 }
 
 var (
-	runResultRE = regexp.MustCompile(`^OK:\s+(\d+)\(c(\d+)\+d(\d+)\)\s+usec,\s+(\d+)\s+\((\d+)byte,(\d+)frags\)\s+(\d+)pps\s+(\d+)Mb/sec\s+\((\d+)bps\)\s+errors:\s+(\d+)`)
-	spaceRE     = regexp.MustCompile(`\s+`)
-	keyRE       = regexp.MustCompile(`^[a-z_-]+:$`) // "dst_max:", not an address like "fd00::"
+	runResultRE = lazyRE(`^OK:\s+(\d+)\(c(\d+)\+d(\d+)\)\s+usec,\s+(\d+)\s+\((\d+)byte,(\d+)frags\)\s+(\d+)pps\s+(\d+)Mb/sec\s+\((\d+)bps\)\s+errors:\s+(\d+)`)
+	spaceRE     = lazyRE(`\s+`)
+	keyRE       = lazyRE(`^[a-z_-]+:$`) // "dst_max:", not an address like "fd00::"
 )
 
 // ParseStatus parses a device file. It accepts the kernel's layout and the
@@ -79,7 +80,7 @@ func parsePairs(s string, into map[string]string) {
 	for i := 0; i < len(f); i++ {
 		key := strings.TrimSuffix(f[i], ":")
 		hasColon := key != f[i]
-		if i+1 < len(f) && !(hasColon && keyRE.MatchString(f[i+1])) {
+		if i+1 < len(f) && (!hasColon || !keyRE().MatchString(f[i+1])) {
 			into[key] = f[i+1]
 			i++
 			continue
@@ -90,9 +91,9 @@ func parsePairs(s string, into map[string]string) {
 
 // ParseResult parses the text after "Result:".
 func ParseResult(text string) Result {
-	text = strings.TrimSpace(spaceRE.ReplaceAllString(text, " "))
+	text = strings.TrimSpace(spaceRE().ReplaceAllString(text, " "))
 	r := Result{Text: text}
-	m := runResultRE.FindStringSubmatch(text)
+	m := runResultRE().FindStringSubmatch(text)
 	if m == nil {
 		return r
 	}
@@ -130,4 +131,10 @@ func ParseThread(text string) Thread {
 		}
 	}
 	return t
+}
+
+// lazyRE compiles a regular expression the first time it is used, not at
+// program start: every nslab command pays for package initialisation.
+func lazyRE(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }

@@ -42,6 +42,42 @@ func (j *Job) deviceCommands(i int) []string {
 	}
 	add("count %d", j.Count)
 	add("clone_skb %d", j.CloneSKB)
+	c = append(c, j.sizeAndRateCommands()...)
+	if j.Burst > 1 {
+		add("burst %d", j.Burst)
+	}
+	if j.Frags > 0 {
+		add("frags %d", j.Frags)
+	}
+	c = append(c, j.macCommands()...)
+	c = append(c, j.addressCommands(i)...)
+	c = append(c, portCommands("udp_dst", j.UDPDstMin, j.UDPDstMax)...)
+	c = append(c, portCommands("udp_src", j.UDPSrcMin, j.UDPSrcMax)...)
+	if j.Flows > 0 {
+		add("flows %d", j.Flows)
+	}
+	if j.FlowLen > 0 {
+		add("flowlen %d", j.FlowLen)
+	}
+	if j.QueueMapMin != nil {
+		add("queue_map_min %d", *j.QueueMapMin)
+		add("queue_map_max %d", *j.QueueMapMax)
+	}
+	c = append(c, j.headerCommands()...)
+	for _, f := range j.Flags {
+		add("flag %s", f)
+	}
+	if j.Node != nil && !j.hasFlag("NODE") {
+		add("flag NODE")
+	}
+	return c
+}
+
+// sizeAndRateCommands renders the frame size (or sizes) and then the
+// rate, which pktgen derives from the size.
+func (j *Job) sizeAndRateCommands() []string {
+	var c []string
+	add := func(format string, args ...any) { c = append(c, fmt.Sprintf(format, args...)) }
 	switch {
 	case len(j.IMIX) > 0:
 		parts := make([]string, len(j.IMIX))
@@ -63,41 +99,19 @@ func (j *Job) deviceCommands(i int) []string {
 	default:
 		add("delay %d", j.Delay.Nanoseconds())
 	}
-	if j.Burst > 1 {
-		add("burst %d", j.Burst)
-	}
-	if j.Frags > 0 {
-		add("frags %d", j.Frags)
-	}
-	add("dst_mac %s", j.DstMAC)
+	return c
+}
+
+func (j *Job) macCommands() []string {
+	c := []string{fmt.Sprintf("dst_mac %s", j.DstMAC)}
 	if j.SrcMAC != nil {
-		add("src_mac %s", j.SrcMAC)
+		c = append(c, fmt.Sprintf("src_mac %s", j.SrcMAC))
 	}
 	if j.DstMACCount > 0 {
-		add("dst_mac_count %d", j.DstMACCount)
+		c = append(c, fmt.Sprintf("dst_mac_count %d", j.DstMACCount))
 	}
 	if j.SrcMACCount > 0 {
-		add("src_mac_count %d", j.SrcMACCount)
-	}
-	c = append(c, j.addressCommands(i)...)
-	c = append(c, portCommands("udp_dst", j.UDPDstMin, j.UDPDstMax)...)
-	c = append(c, portCommands("udp_src", j.UDPSrcMin, j.UDPSrcMax)...)
-	if j.Flows > 0 {
-		add("flows %d", j.Flows)
-	}
-	if j.FlowLen > 0 {
-		add("flowlen %d", j.FlowLen)
-	}
-	if j.QueueMapMin != nil {
-		add("queue_map_min %d", *j.QueueMapMin)
-		add("queue_map_max %d", *j.QueueMapMax)
-	}
-	c = append(c, j.headerCommands()...)
-	for _, f := range j.Flags {
-		add("flag %s", f)
-	}
-	if j.Node != nil && !j.hasFlag("NODE") {
-		add("flag NODE")
+		c = append(c, fmt.Sprintf("src_mac_count %d", j.SrcMACCount))
 	}
 	return c
 }

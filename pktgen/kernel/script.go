@@ -65,7 +65,7 @@ func (j *Job) summary() string {
 func shellQuote(s string) string {
 	safe := true
 	for _, r := range s {
-		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.,:@/=!", r)) {
+		if !safeRune(r) {
 			safe = false
 			break
 		}
@@ -74,4 +74,9 @@ func shellQuote(s string) string {
 		return s
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// safeRune reports whether r needs no quoting in sh.
+func safeRune(r rune) bool {
+	return r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_.,:@/=!", r)
 }

@@ -218,6 +218,11 @@ func (j *Job) validateAddresses() []string {
 	if j.SrcIPMax.IsValid() && j.SrcIPMax.Is6() && j.SrcIPMax != j.SrcIP {
 		p = append(p, "pktgen takes one IPv6 source address, not a range")
 	}
+	return append(p, j.validateMACsAndPorts()...)
+}
+
+func (j *Job) validateMACsAndPorts() []string {
+	var p []string
 	if len(j.DstMAC) != 6 {
 		p = append(p, "no destination MAC: pktgen does no ARP; give the next hop's MAC (the router's ingress interface when the destination is behind a router)")
 	}

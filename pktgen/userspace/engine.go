@@ -50,15 +50,32 @@ type config struct {
 // check validates the job for this engine and reads its options. It refuses
 // what the engine cannot honour rather than ignoring it.
 func check(j engine.Job) (config, error) {
+	c, p := readOptions(j.Options)
+	p = append(p, checkJob(j)...)
+	pps := j.RatePPS
+	if j.RateMbps > 0 && j.Frame > fcs {
+		pps = j.RateMbps * 1e6 / uint64((j.Frame-fcs)*8)
+	}
+	if pps > 0 {
+		c.gap = time.Second / time.Duration(pps)
+	}
+	if len(p) > 0 {
+		return c, fmt.Errorf("userspace engine: %s", strings.Join(p, "; "))
+	}
+	return c, nil
+}
+
+// readOptions reads the engine's options, and names the ones it refuses.
+func readOptions(opts map[string]string) (config, []string) {
 	c := config{bypass: true, batch: 256}
 	var p []string
-	keys := make([]string, 0, len(j.Options))
-	for k := range j.Options {
+	keys := make([]string, 0, len(opts))
+	for k := range opts {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		v := j.Options[k]
+		v := opts[k]
 		switch k {
 		case "qdisc":
 			if v != "bypass" && v != "through" {
@@ -77,54 +94,37 @@ func check(j engine.Job) (config, error) {
 			p = append(p, fmt.Sprintf("option %s is not one the userspace engine can honour (it takes %s)", k, strings.Join(options, ", ")))
 		}
 	}
-	if j.Count == 0 && j.Duration <= 0 {
-		p = append(p, "set a count or a duration: with neither the run never ends")
-	}
-	if !j.DstIP.IsValid() {
-		p = append(p, "no destination address")
-	}
-	if len(j.DstMAC) != 6 {
-		p = append(p, "no destination MAC: give the next hop's MAC")
-	}
-	v6 := j.DstIP.Is6()
-	if min := engine.MinFrame(v6); j.Frame < min {
-		p = append(p, fmt.Sprintf("frame %d bytes is below the minimum of %d (L2 frame including FCS)", j.Frame, min))
-	}
-	if j.FrameMax != 0 && j.FrameMax < j.Frame {
-		p = append(p, "frame range: smallest first")
-	}
-	for _, a := range []netip.Addr{j.DstIPMax, j.SrcIP, j.SrcIPMax} {
-		if a.IsValid() && a.Is6() != v6 {
-			p = append(p, fmt.Sprintf("%s and destination %s are of different IP versions", a, j.DstIP))
+	return c, p
+}
+
+// checkJob names what of the job this engine cannot send as asked.
+func checkJob(j engine.Job) []string {
+	var p []string
+	add := func(cond bool, msg string) {
+		if cond {
+			p = append(p, msg)
 		}
+	}
+	add(j.Count == 0 && j.Duration <= 0, "set a count or a duration: with neither the run never ends")
+	add(!j.DstIP.IsValid(), "no destination address")
+	add(len(j.DstMAC) != 6, "no destination MAC: give the next hop's MAC")
+	v6 := j.DstIP.Is6()
+	minFrame := engine.MinFrame(v6)
+	add(j.Frame < minFrame, fmt.Sprintf("frame %d bytes is below the minimum of %d (L2 frame including FCS)", j.Frame, minFrame))
+	add(j.FrameMax != 0 && j.FrameMax < j.Frame, "frame range: smallest first")
+	for _, a := range []netip.Addr{j.DstIPMax, j.SrcIP, j.SrcIPMax} {
+		add(a.IsValid() && a.Is6() != v6, fmt.Sprintf("%s and destination %s are of different IP versions", a, j.DstIP))
 	}
 	for _, r := range [][2]netip.Addr{{j.DstIP, j.DstIPMax}, {j.SrcIP, j.SrcIPMax}} {
-		if r[1].IsValid() && r[0].IsValid() && (r[1].Less(r[0]) || !samePrefix96(r[0], r[1])) {
-			p = append(p, fmt.Sprintf("address range %s-%s: smallest first, differing in the last 32 bits only", r[0], r[1]))
-		}
+		add(r[1].IsValid() && r[0].IsValid() && (r[1].Less(r[0]) || !samePrefix96(r[0], r[1])),
+			fmt.Sprintf("address range %s-%s: smallest first, differing in the last 32 bits only", r[0], r[1]))
 	}
 	for _, r := range []engine.PortRange{j.UDPSrc, j.UDPDst} {
-		if r.Min < 0 || r.Max > 65535 || (r.Max != 0 && r.Max < r.Min) {
-			p = append(p, fmt.Sprintf("UDP port range %d-%d: ports 0..65535, smallest first", r.Min, r.Max))
-		}
+		add(r.Min < 0 || r.Max > 65535 || (r.Max != 0 && r.Max < r.Min), fmt.Sprintf("UDP port range %d-%d: ports 0..65535, smallest first", r.Min, r.Max))
 	}
-	if j.Flows < 0 || j.Flows > 65535 || j.FlowLen < 0 {
-		p = append(p, "flows must be 0..65535 and flowlen positive")
-	}
-	if j.RatePPS > 0 && j.RateMbps > 0 {
-		p = append(p, "give the rate in pps or in Mbps, not both")
-	}
-	pps := j.RatePPS
-	if j.RateMbps > 0 && j.Frame > fcs {
-		pps = j.RateMbps * 1e6 / uint64((j.Frame-fcs)*8)
-	}
-	if pps > 0 {
-		c.gap = time.Second / time.Duration(pps)
-	}
-	if len(p) > 0 {
-		return c, fmt.Errorf("userspace engine: %s", strings.Join(p, "; "))
-	}
-	return c, nil
+	add(j.Flows < 0 || j.Flows > 65535 || j.FlowLen < 0, "flows must be 0..65535 and flowlen positive")
+	add(j.RatePPS > 0 && j.RateMbps > 0, "give the rate in pps or in Mbps, not both")
+	return p
 }
 
 func samePrefix96(a, b netip.Addr) bool {

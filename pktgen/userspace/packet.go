@@ -54,8 +54,6 @@ type builder struct {
 	flowTab []flow // with flows: the current tuple of each flow
 	flowPos int    // current flow
 	flowCnt int    // packets sent from it
-	cur     flow   // without flows: the tuple of the last packet
-	started bool
 }
 
 // span is an inclusive range walked in order or at random.

@@ -5,6 +5,7 @@ import (
 	"html"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // Dot renders the graph as Graphviz source (render with dot -Tsvg): each
@@ -107,7 +108,7 @@ func Mermaid(g *Graph) string {
 	return b.String()
 }
 
-var nonWord = regexp.MustCompile(`[^A-Za-z0-9_]`)
+var nonWord = lazyRE(`[^A-Za-z0-9_]`)
 
 // mermaidIDs gives each box an identifier Mermaid accepts: its name with
 // other characters as _, never a keyword, never twice.
@@ -117,7 +118,7 @@ func mermaidIDs(g *Graph) []string {
 	seen := map[string]bool{}
 	ids := make([]string, len(g.Boxes))
 	for i, box := range g.Boxes {
-		id := nonWord.ReplaceAllString(box.ID, "_")
+		id := nonWord().ReplaceAllString(box.ID, "_")
 		if reserved[id] || reserved[strings.ToLower(id)] || (id != "" && id[0] >= '0' && id[0] <= '9') {
 			id = "n_" + id
 		}
@@ -141,4 +142,10 @@ func mmNote(note string) string {
 func mmEsc(s string) string {
 	r := strings.NewReplacer(`"`, "#quot;", "<", "#lt;", ">", "#gt;", "|", "#124;")
 	return r.Replace(s)
+}
+
+// lazyRE compiles a regular expression the first time it is used, not at
+// program start: every nslab command pays for package initialisation.
+func lazyRE(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }

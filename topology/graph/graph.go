@@ -79,53 +79,7 @@ func Build(l *spec.Lab) *Graph {
 	g := &Graph{Lab: l.Name}
 	rowOf := map[string]End{} // "node:iface" -> row
 	for _, n := range l.Nodes {
-		b := &Box{ID: n.Name, Title: n.Name, Router: n.Forwarding.IPv4 || n.Forwarding.IPv6, Note: nodeNote(l, n)}
-		bi := len(g.Boxes)
-		port := func(name, text string) {
-			rowOf[n.Name+":"+name] = End{bi, len(b.Rows)}
-			b.Rows = append(b.Rows, Row{Text: text, Port: name})
-		}
-		inBridge := map[string]bool{}
-		for _, br := range n.Bridges {
-			for _, p := range br.Ports {
-				inBridge[p] = true
-			}
-		}
-		for _, i := range n.Interfaces {
-			if inBridge[i.Name] || (i.Name == "lo" && len(i.Addresses) == 0) {
-				continue
-			}
-			text := ifaceText(i.Name, i.MTU, i.Addresses)
-			port(i.Name, text[0])
-			for _, t := range text[1:] {
-				b.Rows = append(b.Rows, Row{Text: t})
-			}
-			if pf, vf := l.VFOf(n.Name, i.Name); pf != nil {
-				b.Rows = append(b.Rows, Row{Text: fmt.Sprintf("  VF %d of %s", vf.Index, pf.Name)})
-			}
-		}
-		for _, br := range n.Bridges {
-			text := ifaceText(br.Name+" (bridge)", br.MTU, br.Addresses)
-			b.Rows = append(b.Rows, Row{Text: text[0], Port: br.Name})
-			for _, t := range text[1:] {
-				b.Rows = append(b.Rows, Row{Text: t})
-			}
-			for k, p := range br.Ports {
-				lead := "├ "
-				if k == len(br.Ports)-1 {
-					lead = "└ "
-				}
-				i := n.Interface(p)
-				port(p, lead+ifaceText(p, i.MTU, nil)[0])
-			}
-		}
-		for _, r := range n.Routes {
-			b.Rows = append(b.Rows, Row{Text: r.String(), Route: true})
-		}
-		if len(b.Rows) == 0 {
-			b.Rows = append(b.Rows, Row{Text: "(no interfaces)"})
-		}
-		g.Boxes = append(g.Boxes, b)
+		g.Boxes = append(g.Boxes, nodeBox(l, n, len(g.Boxes), rowOf))
 	}
 	for _, lk := range l.Links {
 		g.Edges = append(g.Edges, Edge{A: rowOf[lk.A.String()], B: rowOf[lk.B.String()]})
@@ -141,6 +95,57 @@ func Build(l *spec.Lab) *Graph {
 		g.Boxes = append(g.Boxes, b)
 	}
 	return g
+}
+
+// nodeBox is box bi of the graph, node n: its interfaces (bridge ports under
+// their bridge), then its routes. rowOf learns where each port is.
+func nodeBox(l *spec.Lab, n *spec.Node, bi int, rowOf map[string]End) *Box {
+	b := &Box{ID: n.Name, Title: n.Name, Router: n.Forwarding.IPv4 || n.Forwarding.IPv6, Note: nodeNote(l, n)}
+	port := func(name, text string) {
+		rowOf[n.Name+":"+name] = End{bi, len(b.Rows)}
+		b.Rows = append(b.Rows, Row{Text: text, Port: name})
+	}
+	more := func(text []string) {
+		for _, t := range text {
+			b.Rows = append(b.Rows, Row{Text: t})
+		}
+	}
+	inBridge := map[string]bool{}
+	for _, br := range n.Bridges {
+		for _, p := range br.Ports {
+			inBridge[p] = true
+		}
+	}
+	for _, i := range n.Interfaces {
+		if inBridge[i.Name] || (i.Name == "lo" && len(i.Addresses) == 0) {
+			continue
+		}
+		text := ifaceText(i.Name, i.MTU, i.Addresses)
+		port(i.Name, text[0])
+		more(text[1:])
+		if pf, vf := l.VFOf(n.Name, i.Name); pf != nil {
+			more([]string{fmt.Sprintf("  VF %d of %s", vf.Index, pf.Name)})
+		}
+	}
+	for _, br := range n.Bridges {
+		text := ifaceText(br.Name+" (bridge)", br.MTU, br.Addresses)
+		b.Rows = append(b.Rows, Row{Text: text[0], Port: br.Name})
+		more(text[1:])
+		for k, p := range br.Ports {
+			lead := "├ "
+			if k == len(br.Ports)-1 {
+				lead = "└ "
+			}
+			port(p, lead+ifaceText(p, n.Interface(p).MTU, nil)[0])
+		}
+	}
+	for _, r := range n.Routes {
+		b.Rows = append(b.Rows, Row{Text: r.String(), Route: true})
+	}
+	if len(b.Rows) == 0 {
+		b.Rows = append(b.Rows, Row{Text: "(no interfaces)"})
+	}
+	return b
 }
 
 // ifaceText is an interface's first line (name, MTU when set, first

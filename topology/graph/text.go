@@ -81,18 +81,36 @@ type laidEdge struct {
 	rightRows   []int // rows where a segment ends at the gap's right side
 }
 
+// layout places the boxes: columns by distance within each piece of the
+// lab, rows aligned to the links, then the gaps between columns with a lane
+// per bent link.
 func layout(g *Graph) *textLayout {
 	n := len(g.Boxes)
 	lay := &textLayout{g: g, layer: make([]int, n), top: make([]int, n)}
-	adj := g.neighbours()
+	comps := lay.columns()
+	lay.widths(comps)
+	y := 0
+	for _, layers := range comps {
+		y += lay.stack(layers, y)
+	}
+	lay.height = y - 1
+	lay.routeEdges()
+	lay.placeGaps()
+	return lay
+}
+
+// columns splits the lab into its connected pieces and gives each box its
+// column: component -> column -> boxes.
+func (lay *textLayout) columns() [][][]int {
+	n := len(lay.g.Boxes)
+	adj := lay.g.neighbours()
 	placed := make([]bool, n)
-	var comps [][][]int // component -> layer -> boxes
+	var comps [][][]int
 	for s := 0; s < n; s++ {
 		if placed[s] {
 			continue
 		}
-		start := chooseStart(adj, s)
-		dist := bfs(adj, start)
+		dist := bfs(adj, chooseStart(adj, s))
 		var layers [][]int
 		for i := 0; i < n; i++ {
 			if d, ok := dist[i]; ok {
@@ -106,61 +124,68 @@ func layout(g *Graph) *textLayout {
 		}
 		comps = append(comps, layers)
 	}
-	// Column widths: all boxes of a column are as wide as its widest.
+	return comps
+}
+
+// widths makes all boxes of a column as wide as its widest.
+func (lay *textLayout) widths(comps [][][]int) {
 	for _, layers := range comps {
 		for k, boxes := range layers {
 			for len(lay.colW) <= k {
 				lay.colW = append(lay.colW, 0)
 			}
 			for _, b := range boxes {
-				lay.colW[k] = max(lay.colW[k], boxWidth(g.Boxes[b]))
+				lay.colW[k] = max(lay.colW[k], boxWidth(lay.g.Boxes[b]))
 			}
 		}
 	}
-	// Vertical placement, component after component.
-	// Tops may go negative while aligning (a port low in its box meets a
-	// link high in the previous one); the piece then moves down as a whole.
-	y := 0
-	for _, layers := range comps {
-		first := true
-		lowest, bottom := 0, 0
-		for k, boxes := range layers {
+}
+
+// stack places one piece of the lab from row y down and returns its
+// height. Tops may go negative while aligning (a port low in its box meets
+// a link high in the previous one); the piece then moves down as a whole.
+func (lay *textLayout) stack(layers [][]int, y int) int {
+	first := true
+	lowest, bottom := 0, 0
+	for k, boxes := range layers {
+		if k > 0 {
+			lay.orderByNeighbours(boxes, layers[k-1])
+		}
+		next, stacked := 0, false
+		for _, b := range boxes {
+			want := 0
 			if k > 0 {
-				lay.orderByNeighbours(boxes, layers[k-1])
+				want = lay.alignTop(b, k-1)
 			}
-			next, stacked := 0, false
-			for _, b := range boxes {
-				want := 0
-				if k > 0 {
-					want = lay.alignTop(b, k-1)
-				}
-				if stacked {
-					want = max(want, next)
-				}
-				lay.top[b], next, stacked = want, want+boxHeight(g.Boxes[b])+1, true
-				if first || want < lowest {
-					lowest = want
-				}
-				if first || next > bottom {
-					bottom = next
-				}
-				first = false
+			if stacked {
+				want = max(want, next)
 			}
+			lay.top[b], next, stacked = want, want+boxHeight(lay.g.Boxes[b])+1, true
+			if first || want < lowest {
+				lowest = want
+			}
+			if first || next > bottom {
+				bottom = next
+			}
+			first = false
 		}
-		for _, boxes := range layers {
-			for _, b := range boxes {
-				lay.top[b] += y - lowest
-			}
-		}
-		y += bottom - lowest
 	}
-	lay.height = y - 1
-	// Edges into gaps, then gap widths and column positions.
+	for _, boxes := range layers {
+		for _, b := range boxes {
+			lay.top[b] += y - lowest
+		}
+	}
+	return bottom - lowest
+}
+
+// routeEdges puts every link into the gap at its left end: straight when
+// its rows line up, bent otherwise.
+func (lay *textLayout) routeEdges() {
 	lay.gaps = make([]*gap, len(lay.colW))
 	for k := range lay.gaps {
 		lay.gaps[k] = &gap{}
 	}
-	for _, e := range g.Edges {
+	for _, e := range lay.g.Edges {
 		a, b := e.A, e.B
 		if lay.layer[a.Box] > lay.layer[b.Box] {
 			a, b = b, a
@@ -178,6 +203,11 @@ func layout(g *Graph) *textLayout {
 			gp.bent = append(gp.bent, &le)
 		}
 	}
+}
+
+// placeGaps sizes each gap (a lane per bent link) and positions the
+// columns.
+func (lay *textLayout) placeGaps() {
 	x := 0
 	lay.colX = make([]int, len(lay.colW))
 	for k, w := range lay.colW {
@@ -192,7 +222,6 @@ func layout(g *Graph) *textLayout {
 		x += w + width
 	}
 	lay.width = x
-	return lay
 }
 
 // layers gives each box its column: its distance from the start of its

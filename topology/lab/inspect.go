@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -263,8 +264,10 @@ func readSysctl(path string) string {
 
 // peerIndex is the ifindex a veth reports for its peer (IFLA_LINK).
 func peerIndex(ifc *IfInfo) int {
-	var idx int
-	fmt.Sscanf(ifc.Peer, "if%d", &idx)
+	idx, err := strconv.Atoi(strings.TrimPrefix(ifc.Peer, "if"))
+	if err != nil {
+		return -1
+	}
 	return idx
 }
 

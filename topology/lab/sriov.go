@@ -246,32 +246,58 @@ func (m *Manager) restoreVF(s sysfs, labName, pf string, r VFRecord) error {
 		if cur == "" {
 			return fmt.Errorf("VF %d of %s (%s) is not in the host namespace and not in %s", r.Index, pf, r.PCI, r.NS)
 		}
-		if cur != r.OrigName {
-			l, err := netlink.LinkByName(cur)
-			if err == nil {
-				netlink.LinkSetDown(l)
-				err = netlink.LinkSetName(l, r.OrigName)
-			}
-			if err != nil {
-				return fmt.Errorf("rename VF %s back to %s: %w", cur, r.OrigName, err)
-			}
+		if err := renameHostVF(cur, r.OrigName); err != nil {
+			return err
 		}
-		if l, err := netlink.LinkByName(r.OrigName); err == nil {
-			if strings.HasPrefix(l.Attrs().Alias, markerPrefix) {
-				netlink.LinkSetAlias(l, "")
-			}
-			if r.OrigMTU != 0 && l.Attrs().MTU != r.OrigMTU {
-				netlink.LinkSetMTU(l, r.OrigMTU)
-			}
-			if mac, err := net.ParseMAC(r.OrigAddr); err == nil && l.Attrs().HardwareAddr.String() != r.OrigAddr {
-				netlink.LinkSetHardwareAddr(l, mac)
-			}
+		if err := restoreHostVF(r); err != nil {
+			return err
 		}
 	}
 	if r.Set {
 		if err := m.vfControl().Set(pf, r.Index, r.Orig); err != nil {
 			return fmt.Errorf("restore VF %d of %s: %w", r.Index, pf, err)
 		}
+	}
+	return nil
+}
+
+// renameHostVF gives a VF back its name in the host (down first: a
+// running link cannot be renamed).
+func renameHostVF(cur, orig string) error {
+	if cur == orig {
+		return nil
+	}
+	l, err := netlink.LinkByName(cur)
+	if err == nil {
+		if err = netlink.LinkSetDown(l); err == nil {
+			err = netlink.LinkSetName(l, orig)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("rename VF %s back to %s: %w", cur, orig, err)
+	}
+	return nil
+}
+
+// restoreHostVF puts back what the lab changed on a VF netdev in the
+// host: its marker, MTU and MAC.
+func restoreHostVF(r VFRecord) error {
+	l, err := netlink.LinkByName(r.OrigName)
+	if err != nil {
+		return fmt.Errorf("VF %s: %w", r.OrigName, err)
+	}
+	var errs []error
+	if strings.HasPrefix(l.Attrs().Alias, markerPrefix) {
+		errs = append(errs, netlink.LinkSetAlias(l, ""))
+	}
+	if r.OrigMTU != 0 && l.Attrs().MTU != r.OrigMTU {
+		errs = append(errs, netlink.LinkSetMTU(l, r.OrigMTU))
+	}
+	if mac, err := net.ParseMAC(r.OrigAddr); err == nil && l.Attrs().HardwareAddr.String() != r.OrigAddr {
+		errs = append(errs, netlink.LinkSetHardwareAddr(l, mac))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("restore VF %s: %w", r.OrigName, err)
 	}
 	return nil
 }
@@ -297,8 +323,10 @@ func (m *Manager) vfHome(r VFRecord, labName string) error {
 	if err != nil {
 		return fmt.Errorf("open the host namespace: %w", err)
 	}
-	defer host.Close()
-	h.LinkSetDown(l)
+	defer func() { _ = host.Close() }() // a descriptor only read
+	if err := h.LinkSetDown(l); err != nil {
+		return fmt.Errorf("set VF %s:%s down: %w", r.Node, r.Name, err)
+	}
 	if err := h.LinkSetName(l, r.OrigName); err != nil {
 		return fmt.Errorf("rename VF %s:%s back to %s: %w", r.Node, r.Name, r.OrigName, err)
 	}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"github.com/nslab/nslab/topology/spec"
@@ -235,5 +234,3 @@ func queueCount(ifc, kind string) int {
 	qs, _ := filepath.Glob(filepath.Join("/sys/class/net", ifc, "queues", kind+"-*"))
 	return len(qs)
 }
-
-func itoa(i int) string { return strconv.Itoa(i) }

@@ -95,7 +95,11 @@ func Namespace(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	defer n.Close()
-	t.Cleanup(func() { ns.Remove(dir, name) })
+	t.Cleanup(func() {
+		if err := ns.Remove(dir, name); err != nil {
+			t.Errorf("remove namespace %s: %v", name, err)
+		}
+	})
 	h, err := n.NetlinkHandle()
 	if err != nil {
 		t.Fatal(err)

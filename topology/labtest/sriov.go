@@ -45,7 +45,9 @@ func NewFakePF(t *testing.T, n int) *FakePF {
 		f.Peers = append(f.Peers, peer)
 		t.Cleanup(func() {
 			if l, err := netlink.LinkByName(name); err == nil {
-				netlink.LinkDel(l)
+				if err := netlink.LinkDel(l); err != nil {
+					t.Errorf("delete %s: %v", name, err)
+				}
 			}
 		})
 		l, err := netlink.LinkByName(name)

@@ -112,7 +112,7 @@ func (c *Creator) createHere(name string, setup func() error) (*NS, error) {
 	}
 	unix.Close(f)
 	if err := unix.Mount("/proc/thread-self/ns/net", p, "none", unix.MS_BIND, ""); err != nil {
-		unix.Unlink(p)
+		_ = unix.Unlink(p) // best effort: the mount failed, and that error is the one to report
 		return nil, fmt.Errorf("create namespace %s: bind mount: %w", name, err)
 	}
 	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0)

@@ -39,8 +39,8 @@ func Echo(n *ns.NS, dst netip.Addr, count int, timeout time.Duration, all bool) 
 	if err != nil {
 		return Result{}, err
 	}
-	defer conn.Close()
-	id := uint16(rand.Uint32()) // tells our replies from other probes' on the same namespace
+	defer func() { _ = conn.Close() }() // a raw socket only read from
+	id := uint16(rand.Uint32())         // tells our replies from other probes' on the same namespace
 	var res Result
 	for seq := 0; seq < count; seq++ {
 		rtt, ok, err := echo(conn, dst, id, uint16(seq), timeout)
@@ -109,7 +109,9 @@ func echo(conn net.PacketConn, dst netip.Addr, id, seq uint16, timeout time.Dura
 	deadline := start.Add(timeout)
 	buf := make([]byte, 1500)
 	for {
-		conn.SetReadDeadline(deadline)
+		if err := conn.SetReadDeadline(deadline); err != nil {
+			return 0, false, err
+		}
 		n, from, err := conn.ReadFrom(buf)
 		if err != nil {
 			var ne net.Error

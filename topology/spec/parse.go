@@ -305,7 +305,7 @@ func (r *reporter) parseRoute(v *yaml.Node, path string) *Route {
 	}
 	f := r.fields(v, path, "a route", routeKeys...)
 	rt := &Route{}
-	ok := true
+	var ok bool
 	var to string
 	if e, has := f["to"]; has {
 		to, ok = r.str(e.v, e.path, "a destination such as default or 10.0.2.0/24")

@@ -103,11 +103,20 @@ func (l *Lab) Trace(from Endpoint, to netip.Addr) (*Path, error) {
 		return nil, fmt.Errorf("%s routes %s out of %s, not %s: send from %s:%s or fix the routes", from.Node, to, egress, from.Interface, from.Node, egress)
 	}
 	p := &Path{Hops: []Hop{{Node: from.Node, Out: from.Interface}}, Dest: dst}
-	at := from
+	if err := l.walk(p, from, to, gw, owner); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// walk follows the path from the sender's egress hop by hop until the node
+// that holds the destination, filling p.
+func (l *Lab) walk(p *Path, at Endpoint, to, gw netip.Addr, owner map[netip.Addr]Endpoint) error {
+	dst := p.Dest
 	for len(p.Hops) < maxHops {
 		next, l2, err := l.resolve(at, gw, owner)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		last := &p.Hops[len(p.Hops)-1]
 		last.Via, last.Gateway, last.Next, last.NextMAC = gw, gw != to, next, l.macOf(next)
@@ -117,24 +126,35 @@ func (l *Lab) Trace(from Endpoint, to netip.Addr) (*Path, error) {
 		}
 		if next.Node == dst.Node {
 			p.Hops = append(p.Hops, Hop{Node: next.Node, In: next.Interface})
-			return p, nil
+			return nil
 		}
-		node := l.Node(next.Node)
-		if (to.Is4() && !node.Forwarding.IPv4) || (to.Is6() && !node.Forwarding.IPv6) {
-			return nil, fmt.Errorf("the path to %s crosses node %s, which does not forward %s: set forwarding: true there", to, next.Node, family(to))
-		}
-		if gw, egress, err = l.lookup(node, to); err != nil {
-			return nil, err
-		}
-		for _, h := range p.Hops {
-			if h.Node == next.Node && !h.L2 {
-				return nil, fmt.Errorf("routing loop: the path to %s comes back to %s", to, next.Node)
-			}
+		var egress string
+		if gw, egress, err = l.forward(p, next, to); err != nil {
+			return err
 		}
 		p.Hops = append(p.Hops, Hop{Node: next.Node, In: next.Interface, Out: egress})
 		at = Endpoint{Node: next.Node, Interface: egress}
 	}
-	return nil, fmt.Errorf("the path to %s is longer than %d hops", to, maxHops)
+	return fmt.Errorf("the path to %s is longer than %d hops", to, maxHops)
+}
+
+// forward is a transit node's routing decision for to: its next hop and
+// egress. The node must forward, and must not be on the path already.
+func (l *Lab) forward(p *Path, at Endpoint, to netip.Addr) (netip.Addr, string, error) {
+	node := l.Node(at.Node)
+	if (to.Is4() && !node.Forwarding.IPv4) || (to.Is6() && !node.Forwarding.IPv6) {
+		return netip.Addr{}, "", fmt.Errorf("the path to %s crosses node %s, which does not forward %s: set forwarding: true there", to, at.Node, family(to))
+	}
+	gw, egress, err := l.lookup(node, to)
+	if err != nil {
+		return netip.Addr{}, "", err
+	}
+	for _, h := range p.Hops {
+		if h.Node == at.Node && !h.L2 {
+			return netip.Addr{}, "", fmt.Errorf("routing loop: the path to %s comes back to %s", to, at.Node)
+		}
+	}
+	return gw, egress, nil
 }
 
 // macOf is the MAC the file gives an interface or bridge, or nil.

@@ -93,6 +93,12 @@ func (r *reporter) parseVF(v *yaml.Node, path string) *VF {
 	} else if vf.Index >= 0 {
 		vf.Name = fmt.Sprintf("vf%d", vf.Index)
 	}
+	r.parseVFSettings(f, vf)
+	return vf
+}
+
+// parseVFSettings reads the PF-side settings of a VF.
+func (r *reporter) parseVFSettings(f map[string]kv, vf *VF) {
 	if e, ok := f["mac"]; ok {
 		if s, ok := r.str(e.v, e.path, "a MAC address"); ok {
 			m, err := net.ParseMAC(s)
@@ -135,7 +141,6 @@ func (r *reporter) parseVF(v *yaml.Node, path string) *VF {
 	if e, ok := f["max_tx_rate"]; ok {
 		vf.MaxTxRate, _ = r.integer(e.v, e.path, "the maximum tx rate in Mb/s", 0, 1<<30)
 	}
-	return vf
 }
 
 // validateSRIOV checks the SR-IOV section against itself and the nodes:
@@ -157,39 +162,49 @@ func validateSRIOV(r *reporter, lab *Lab, nodes map[string]*Node) {
 		idx := map[int]int{}
 		for i, vf := range pf.VFs {
 			vpath := fmt.Sprintf("%s.vfs[%d]", path, i)
-			if vf.Index >= 0 {
-				if first, dup := idx[vf.Index]; dup {
-					r.errf(vpath+".index", "VF %d of %s is already handed out at vfs[%d]", vf.Index, pf.Name, first)
-				}
-				idx[vf.Index] = i
-				if pf.NumVFs > 0 && vf.Index >= pf.NumVFs {
-					r.errf(vpath+".index", "VF %d is beyond numvfs %d (VFs are numbered from 0): raise numvfs or fix the index", vf.Index, pf.NumVFs)
-				}
-			}
+			validateVFIndex(r, vpath, pf, vf, i, idx)
 			n := nodes[vf.Node]
 			if vf.Node != "" && n == nil {
 				r.errf(vpath+".node", "node %q is not defined: define it under nodes:", vf.Node)
 				continue
 			}
-			if n == nil || vf.Name == "" {
-				continue
-			}
-			checkIfName(r, vpath+".name", vf.Name)
-			ep := Endpoint{vf.Node, vf.Name}
-			if other, dup := names[ep]; dup {
-				r.errf(vpath+".name", "%s is already the name of %s", ep, other)
-			}
-			names[ep] = fmt.Sprintf("%s VF %d", pf.Name, vf.Index)
-			if i := n.Interface(vf.Name); i != nil && i.Peer.Node != "" {
-				r.errf(vpath+".name", "%s is a veth end of a link: a VF needs a name of its own in node %s", ep, vf.Node)
-			}
-			if n.Bridge(vf.Name) != nil || vf.Name == "lo" {
-				r.errf(vpath+".name", "%s is taken in node %s: choose another name", vf.Name, vf.Node)
-			}
-			if vf.MinTxRate > 0 && vf.MaxTxRate > 0 && vf.MinTxRate > vf.MaxTxRate {
-				r.errf(vpath, "min_tx_rate %d is above max_tx_rate %d", vf.MinTxRate, vf.MaxTxRate)
+			if n != nil && vf.Name != "" {
+				validateVFName(r, vpath, pf, vf, n, names)
 			}
 		}
+	}
+}
+
+// validateVFIndex checks that a VF's index is given out once and exists.
+func validateVFIndex(r *reporter, vpath string, pf *PF, vf *VF, i int, idx map[int]int) {
+	if vf.Index < 0 {
+		return
+	}
+	if first, dup := idx[vf.Index]; dup {
+		r.errf(vpath+".index", "VF %d of %s is already handed out at vfs[%d]", vf.Index, pf.Name, first)
+	}
+	idx[vf.Index] = i
+	if pf.NumVFs > 0 && vf.Index >= pf.NumVFs {
+		r.errf(vpath+".index", "VF %d is beyond numvfs %d (VFs are numbered from 0): raise numvfs or fix the index", vf.Index, pf.NumVFs)
+	}
+}
+
+// validateVFName checks a VF's name in its node, and its rates.
+func validateVFName(r *reporter, vpath string, pf *PF, vf *VF, n *Node, names map[Endpoint]string) {
+	checkIfName(r, vpath+".name", vf.Name)
+	ep := Endpoint{vf.Node, vf.Name}
+	if other, dup := names[ep]; dup {
+		r.errf(vpath+".name", "%s is already the name of %s", ep, other)
+	}
+	names[ep] = fmt.Sprintf("%s VF %d", pf.Name, vf.Index)
+	if i := n.Interface(vf.Name); i != nil && i.Peer.Node != "" {
+		r.errf(vpath+".name", "%s is a veth end of a link: a VF needs a name of its own in node %s", ep, vf.Node)
+	}
+	if n.Bridge(vf.Name) != nil || vf.Name == "lo" {
+		r.errf(vpath+".name", "%s is taken in node %s: choose another name", vf.Name, vf.Node)
+	}
+	if vf.MinTxRate > 0 && vf.MaxTxRate > 0 && vf.MinTxRate > vf.MaxTxRate {
+		r.errf(vpath, "min_tx_rate %d is above max_tx_rate %d", vf.MinTxRate, vf.MaxTxRate)
 	}
 }
 

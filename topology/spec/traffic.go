@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nslab/nslab/pktgen/engine"
@@ -219,7 +220,7 @@ func CheckEngine(name string) error {
 	return nil
 }
 
-var rateRE = regexp.MustCompile(`^(\d+(?:\.\d+)?)\s*(pps|kpps|Mpps|bps|kbps|Mbps|Gbps)$`)
+var rateRE = lazyRE(`^(\d+(?:\.\d+)?)\s*(pps|kpps|Mpps|bps|kbps|Mbps|Gbps)$`)
 
 // ParseRate reads "max", "200kpps", "1.5Mpps", "500Mbps" or "1Gbps" into a
 // packet rate or a bit rate (Mbps, counting frames without FCS as pktgen
@@ -228,7 +229,7 @@ func ParseRate(s string) (pps, mbps uint64, err error) {
 	if s == "max" {
 		return 0, 0, nil
 	}
-	m := rateRE.FindStringSubmatch(s)
+	m := rateRE().FindStringSubmatch(s)
 	if m == nil {
 		return 0, 0, fmt.Errorf("rate %q: use max, or a number with pps, kpps, Mpps, kbps, Mbps or Gbps, e.g. 200kpps", s)
 	}
@@ -339,4 +340,10 @@ func (l *Lab) TrafficRun(name string) *Traffic {
 		}
 	}
 	return nil
+}
+
+// lazyRE compiles a regular expression the first time it is used, not at
+// program start: every nslab command pays for package initialisation.
+func lazyRE(expr string) func() *regexp.Regexp {
+	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(expr) })
 }

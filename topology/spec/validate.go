@@ -3,7 +3,6 @@ package spec
 import (
 	"fmt"
 	"net/netip"
-	"regexp"
 	"strings"
 )
 
@@ -15,11 +14,11 @@ const (
 )
 
 var (
-	labNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9-]*$`)
-	nodeRE    = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
-	prefixRE  = regexp.MustCompile(`^[A-Za-z0-9_.-]*$`)
-	ifNameRE  = regexp.MustCompile(`^[A-Za-z0-9_.-]+$`)
-	sysctlRE  = regexp.MustCompile(`^net(\.[A-Za-z0-9_/-]+)+$`)
+	labNameRE = lazyRE(`^[a-z0-9][a-z0-9-]*$`)
+	nodeRE    = lazyRE(`^[A-Za-z0-9][A-Za-z0-9_.-]*$`)
+	prefixRE  = lazyRE(`^[A-Za-z0-9_.-]*$`)
+	ifNameRE  = lazyRE(`^[A-Za-z0-9_.-]+$`)
+	sysctlRE  = lazyRE(`^net(\.[A-Za-z0-9_/-]+)+$`)
 )
 
 // globalNetSysctls are net.* keys the kernel keeps for the whole machine, not
@@ -69,10 +68,10 @@ func validateLabName(r *reporter, lab *Lab, ex *extra) {
 		r.errAt(1, 1, "name", "missing: every lab needs a name (lowercase letters, digits and -, at most %d characters), e.g. name: crs", MaxLabName)
 	case len(lab.Name) > MaxLabName:
 		r.errf("name", "lab name %q is %d characters long: at most %d", lab.Name, len(lab.Name), MaxLabName)
-	case !labNameRE.MatchString(lab.Name):
+	case !labNameRE().MatchString(lab.Name):
 		r.errf("name", "lab name %q: use lowercase letters, digits and - (not first), e.g. crs", lab.Name)
 	}
-	if !prefixRE.MatchString(lab.Prefix) || strings.HasPrefix(lab.Prefix, ".") || strings.HasPrefix(lab.Prefix, "-") {
+	if !prefixRE().MatchString(lab.Prefix) || strings.HasPrefix(lab.Prefix, ".") || strings.HasPrefix(lab.Prefix, "-") {
 		r.errf("prefix", "prefix %q: use letters, digits, _, . and - only, not starting with . or -", lab.Prefix)
 	}
 }
@@ -88,7 +87,7 @@ func validateNodes(r *reporter, lab *Lab) map[string]*Node {
 		nodes[n.Name] = n
 		ns := lab.Prefix + n.Name
 		switch {
-		case !nodeRE.MatchString(n.Name):
+		case !nodeRE().MatchString(n.Name):
 			r.errf(path, "node name %q: use letters, digits, _, . and -, starting with a letter or digit (it names a namespace under /run/netns)", n.Name)
 		case len(ns) > MaxNamespace:
 			r.errf(path, "namespace name %q is %d characters long: at most %d", ns, len(ns), MaxNamespace)
@@ -121,7 +120,7 @@ func checkIfName(r *reporter, path, name string) {
 	switch {
 	case len(name) > MaxIfName:
 		r.errf(path, "interface name %q is %d bytes long: Linux allows at most %d", name, len(name), MaxIfName)
-	case name == "." || name == ".." || !ifNameRE.MatchString(name):
+	case name == "." || name == ".." || !ifNameRE().MatchString(name):
 		r.errf(path, "interface name %q: use letters, digits, _, . and - only (not . or ..)", name)
 	}
 }
@@ -376,7 +375,7 @@ func validateSysctls(r *reporter, n *Node) {
 		switch {
 		case !strings.HasPrefix(s.Key, "net."):
 			r.errf(path, "only namespace-scoped net.* sysctls can be set on a node; %s belongs to the whole machine", s.Key)
-		case !sysctlRE.MatchString(s.Key) || strings.Contains(s.Key, "..") || escapes(s.Key):
+		case !sysctlRE().MatchString(s.Key) || strings.Contains(s.Key, "..") || escapes(s.Key):
 			r.errf(path, "sysctl key %q: write dotted names such as net.ipv4.conf.all.rp_filter (use / for a dot inside an interface name)", s.Key)
 		case contains(globalNetSysctls, s.Key):
 			r.errf(path, "%s is not per namespace: the kernel keeps one value for the whole machine, so a lab must not set it; set it on the host yourself if you need it", s.Key)
