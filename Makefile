@@ -70,6 +70,7 @@ lint-deps: go-deps
 		GOBIN=$(CURDIR)/.cache/bin GOFLAGS= $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(LINT_VERSION)
 
 lint: lint-deps
+	$(GO) mod tidy -diff
 	$(LINT) run ./...
 
 # Debian packages the VM harness needs: qemu (TCG), a static busybox for the
@@ -119,7 +120,7 @@ bench-engine: deps build
 	$(BIN)/nslab-bench-engine
 
 bench-sampler: go-deps
-	$(GO) test -run '^$$' -bench Read10 -benchtime 5000x ./topology/sample/
+	$(GO) test -run '^$$' -bench Read10 -benchtime 5000x ./pktgen/sample/
 
 clean:
 	rm -rf $(BIN)

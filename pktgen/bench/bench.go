@@ -175,7 +175,7 @@ func (b *Bench) sampleInBackground() func() []sample.Sample {
 	out := make(chan []sample.Sample, 1)
 	var live func(sample.Sample)
 	if b.opts.Live != nil {
-		live = liveLines(b.opts.Live, b.meas.targets, b.opts.Compact)
+		live = liveLines(b.opts.Live, b.meas.targets, b.meas.roles, b.opts.Compact)
 	}
 	go onCPU(b.place.sampler, func() {
 		all, _ := b.meas.sampler.Run(ctx, b.opts.Interval, live)

@@ -155,17 +155,15 @@ func routerNodes(p *spec.Path) []string {
 
 // liveLines prints, per interval, what sar -n DEV would: time, interface,
 // rx and tx pps, rx Mbps, drops; compact: one line with the sender's tx,
-// the receiver's rx and all drops.
-func liveLines(w io.Writer, targets []sample.Target, compact bool) func(sample.Sample) {
+// the receiver's rx and the interval's drops, each once (a veth drop is
+// counted at both ends of its link).
+func liveLines(w io.Writer, targets []sample.Target, roles []string, compact bool) func(sample.Sample) {
 	var prev *sample.Sample
 	return func(s sample.Sample) {
 		if prev != nil && compact {
 			rates := sample.Rates(*prev, s)
-			var drops uint64
-			for _, r := range rates {
-				drops += r.Drops
-			}
-			fmt.Fprintf(w, "%6.1fs  tx %.0f pps  rx %.0f pps  drops %d\n", s.At.Seconds(), rates[0].TxPPS, rates[len(rates)-1].RxPPS, drops)
+			fmt.Fprintf(w, "%6.1fs  tx %.0f pps  rx %.0f pps  drops %d\n", s.At.Seconds(), rates[0].TxPPS, rates[len(rates)-1].RxPPS,
+				intervalDrops(prev.Counters, s.Counters, roles))
 		} else if prev != nil {
 			for i, r := range sample.Rates(*prev, s) {
 				fmt.Fprintf(w, "%7.2fs  %-22s rx %10.0f pps  tx %10.0f pps  rx %8.1f Mb/s  drops %d\n",
@@ -175,4 +173,21 @@ func liveLines(w io.Writer, targets []sample.Target, compact bool) func(sample.S
 		cp := s
 		prev = &cp
 	}
+}
+
+// intervalDrops counts the drops between two samples once each: per link
+// the larger of its two ends' counts, elsewhere every drop counter.
+func intervalDrops(a, b []sample.Counters, roles []string) uint64 {
+	var n uint64
+	for i := 0; i < len(b); i++ {
+		d := b[i].Sub(a[i])
+		if i+1 < len(b) && isOut(roles[i]) && isIn(roles[i+1]) {
+			in := b[i+1].Sub(a[i+1])
+			n += max(d.TxDropped, in.RxDropped+in.RxMissed)
+			i++
+			continue
+		}
+		n += d.TxDropped + d.RxDropped + d.RxMissed
+	}
+	return n
 }

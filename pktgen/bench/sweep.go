@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/nslab/nslab/topology/host"
 	"github.com/nslab/nslab/topology/lab"
@@ -36,6 +37,8 @@ type Results interface {
 	io.Writer
 	Sync() error
 }
+
+var _ Results = (*os.File)(nil)
 
 // Placement modes.
 var PlacementModes = []string{"on", "auto", "off"}

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strconv"
@@ -124,22 +125,22 @@ func (r *Report) noLossVerdict(p placement, sentPPS float64) Verdict {
 	return Verdict{Limit: "sender", Node: r.Path[0].Node, CPUs: senderCPUs, Evidence: append(ev, "the path dropped nothing")}
 }
 
-// senderCPUs are the sender's pinned CPUs, else the busiest CPU (where an
-// unpinned sender, and on veth everything it drives, ran).
+// senderCPUs are the sender's pinned CPUs; an unpinned sender (and on
+// veth everything it drives) ran where the kernel put it: every CPU more
+// than a fifth busy, the busiest first.
 func (r *Report) senderCPUs(p placement) []int {
 	if len(p.sender) > 0 {
 		return p.sender
 	}
-	busiest := -1
-	for i, c := range r.CPU {
-		if busiest < 0 || c.Busy() > r.CPU[busiest].Busy() {
-			busiest = i
+	byBusy := append([]CPUUse(nil), r.CPU...)
+	slices.SortStableFunc(byBusy, func(a, b CPUUse) int { return cmp.Compare(b.Busy(), a.Busy()) })
+	var out []int
+	for i, c := range byBusy {
+		if i == 0 || c.Busy() > 20 {
+			out = append(out, c.N)
 		}
 	}
-	if busiest < 0 {
-		return nil
-	}
-	return []int{r.CPU[busiest].N}
+	return out
 }
 
 // roleOf names a node's part in the run's path.
@@ -161,22 +162,33 @@ func (r *Report) roleOf(node string) string {
 	return "node"
 }
 
-// cpuEvidence is "cpu1 98% softirq": the CPU's largest share.
+// cpuEvidence is "cpu1 98% softirq" for a CPU taken by one kind of work,
+// else "cpu1 70% busy (36% softirq, 30% sys)".
 func (r *Report) cpuEvidence(n int) string {
 	for _, c := range r.CPU {
 		if c.N != n {
 			continue
 		}
-		kind, v := "softirq", c.SoftIRQ
-		for _, k := range []struct {
+		kinds := []struct {
 			name string
 			v    float64
-		}{{"sys", c.System}, {"usr", c.User}, {"irq", c.IRQ}} {
-			if k.v > v {
-				kind, v = k.name, k.v
+		}{{"softirq", c.SoftIRQ}, {"sys", c.System}, {"usr", c.User}, {"irq", c.IRQ}, {"steal", c.Steal}}
+		slices.SortStableFunc(kinds, func(a, b struct {
+			name string
+			v    float64
+		}) int {
+			return cmp.Compare(b.v, a.v)
+		})
+		if kinds[0].v >= 80 {
+			return fmt.Sprintf("cpu%d %.0f%% %s", n, kinds[0].v, kinds[0].name)
+		}
+		var parts []string
+		for _, k := range kinds[:2] {
+			if k.v >= 5 {
+				parts = append(parts, fmt.Sprintf("%.0f%% %s", k.v, k.name))
 			}
 		}
-		return fmt.Sprintf("cpu%d %.0f%% %s", n, v, kind)
+		return fmt.Sprintf("cpu%d %.0f%% busy (%s)", n, c.Busy(), strings.Join(parts, ", "))
 	}
 	return fmt.Sprintf("cpu%d", n)
 }

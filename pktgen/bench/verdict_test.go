@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nslab/nslab/pktgen/engine"
+	"github.com/nslab/nslab/pktgen/sample"
 	"github.com/nslab/nslab/topology/spec"
 )
 
@@ -51,5 +52,16 @@ func TestVerdicts(t *testing.T) {
 		if c.v.Limit != c.limit || c.v.Node != c.node || !strings.Contains(line, c.contains) {
 			t.Errorf("%s: %q (limit %q node %q), want %s %s with %q", c.name, line, c.v.Limit, c.v.Node, c.limit, c.node, c.contains)
 		}
+	}
+}
+
+// TestIntervalDrops: a veth drop counted at both ends of its link is one
+// drop in the live lines.
+func TestIntervalDrops(t *testing.T) {
+	roles := []string{"sender", "ingress", "egress", "receiver"}
+	a := make([]sample.Counters, 4)
+	b := []sample.Counters{{TxDropped: 10}, {RxDropped: 10}, {TxDropped: 5}, {RxDropped: 5}}
+	if got := intervalDrops(a, b, roles); got != 15 {
+		t.Errorf("got %d drops, want 15", got)
 	}
 }

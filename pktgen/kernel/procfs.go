@@ -29,6 +29,8 @@ type procFiles interface {
 // thread inside the namespace when the directory is under /proc/thread-self.
 type dirFiles struct{ dir string }
 
+var _ procFiles = dirFiles{}
+
 func (d dirFiles) list() ([]string, error) {
 	ents, err := os.ReadDir(d.dir)
 	if err != nil {

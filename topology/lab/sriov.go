@@ -46,6 +46,8 @@ type VFControl interface {
 // trust on|off state auto|enable|disable min_tx_rate A max_tx_rate B
 type netlinkVFs struct{}
 
+var _ VFControl = netlinkVFs{}
+
 func (netlinkVFs) Get(pf string, vf int) (VFSettings, error) {
 	l, err := netlink.LinkByName(pf)
 	if err != nil {

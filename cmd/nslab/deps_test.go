@@ -1,0 +1,38 @@
+package main
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestProgramsLinkNoTestCode: no program of the module links the testing
+// package or a test helper (topology/labtest), and no package other than
+// the test helpers imports testing outside its _test.go files.
+func TestProgramsLinkNoTestCode(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command")
+	}
+	out, err := exec.Command("go", "list", "-deps", "-tags", "urfave_cli_no_docs",
+		"../nslab", "../nslab-plot", "../nslab-bench-topology", "../nslab-bench-forwarding", "../nslab-bench-engine", "../nslab-vmtest").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range strings.Fields(string(out)) {
+		if p == "testing" || strings.Contains(p, "labtest") {
+			t.Errorf("a program links %s", p)
+		}
+	}
+	out, err = exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "../../...").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		for _, imp := range f[1:] {
+			if imp == "testing" && !strings.Contains(f[0], "/topology/labtest") {
+				t.Errorf("%s imports testing", f[0])
+			}
+		}
+	}
+}
