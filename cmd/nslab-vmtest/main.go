@@ -35,7 +35,7 @@ var modules = []string{"drivers/net/veth.ko", "net/core/pktgen.ko", "net/llc/llc
 
 func main() {
 	cache := flag.String("cache", ".cache/vm", "cache directory (kernel, initramfs)")
-	pkgs := flag.String("pkg", "./pktgen/,./pktgen/auto/,./pktgen/bench/,./topology/lab/,./topology/check/", "packages whose tests (with the vmtest tag) run in the VM, comma-separated")
+	pkgs := flag.String("pkg", "./pktgen/kernel/,./pktgen/auto/,./pktgen/bench/,./topology/lab/,./topology/check/", "packages whose tests (with the vmtest tag) run in the VM, comma-separated")
 	run := flag.String("run", "", "only tests matching this regexp (go test -run)")
 	timeout := flag.Duration("timeout", 5*time.Minute, "give up on the VM after this long")
 	kvm := flag.Bool("kvm", false, "use KVM instead of TCG (only if it works here)")
@@ -231,6 +231,9 @@ func addTests(root, pkg, filter string) (string, error) {
 	bin := filepath.Join(root, "tests", name+".test")
 	if err := goBuild("build tests of "+pkg, "test", "-c", "-tags", "vmtest", "-o", bin, pkg); err != nil {
 		return "", err
+	}
+	if _, err := os.Stat(bin); err != nil {
+		return "", fmt.Errorf("%s has no tests to run in the VM", pkg)
 	}
 	src := filepath.Join(root, "src", filepath.Clean(pkg))
 	if err := os.MkdirAll(src, 0o755); err != nil {
