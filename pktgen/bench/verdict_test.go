@@ -39,7 +39,7 @@ func TestVerdicts(t *testing.T) {
 		contains string
 	}{
 		{"router saturated", verdictOf([]Drop{link}, []SoftnetCPU{{CPU: 1, Dropped: 500}}, busy, placed, 0), "router", "ns2", "500 backlog drops on cpu1"},
-		{"router not saturated", verdictOf([]Drop{link}, []SoftnetCPU{{CPU: 1, Dropped: 500}}, idle, placed, 0), "router", "ns2", "processes nothing for 1.0 ms"},
+		{"router not saturated", verdictOf([]Drop{link}, []SoftnetCPU{{CPU: 1, Dropped: 500}}, idle, placed, 0), "router", "ns2", "fills in 1.0 ms while the CPU processes nothing"},
 		{"no placement", verdictOf([]Drop{link}, []SoftnetCPU{{CPU: 0, Dropped: 500}}, busy, placement{}, 0), "router", "ns2", "no placement"},
 		{"not backlog", verdictOf([]Drop{{Place: link.Place, Packets: 500, Node: "ns2", Cause: "MTU"}}, nil, busy, placed, 0), "link", "ns1:veth1 -> ns2:veth1-peer", "MTU"},
 		{"inside", verdictOf([]Drop{{Place: "inside router ns2", Packets: 7, Node: "ns2", Cause: "IP MIB of ns2: OutNoRoutes 7"}}, nil, busy, placed, 0), "router", "ns2", "OutNoRoutes 7"},
