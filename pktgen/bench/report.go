@@ -144,4 +144,7 @@ type Verdict struct {
 	Node     string   `json:"node,omitempty"`
 	CPUs     []int    `json:"cpus,omitempty"`
 	Evidence []string `json:"evidence"`
+	// Bursts: the CPUs that dropped were under 60% busy, so the drops
+	// came from stalls, not from load.
+	Bursts bool `json:"bursts,omitempty"`
 }

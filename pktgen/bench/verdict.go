@@ -74,18 +74,19 @@ func (r *Report) lossVerdict(p placement) Verdict {
 			ev = append(ev, fmt.Sprintf("%d backlog drops on cpu%d", s.Dropped, s.CPU))
 		}
 	}
-	if stall := r.stallEvidence(cpus); stall != "" {
+	stall := r.stallEvidence(cpus)
+	if stall != "" {
 		ev = append(ev, stall)
 	}
 	// The node placed on the CPUs that dropped is the one that could not
 	// keep up; without placement, the node the drops were entering.
 	for node, set := range p.byNode {
 		if slices.ContainsFunc(cpus, set.Contains) {
-			return Verdict{Limit: r.roleOf(node), Node: node, CPUs: cpus, Evidence: ev}
+			return Verdict{Limit: r.roleOf(node), Node: node, CPUs: cpus, Evidence: ev, Bursts: stall != ""}
 		}
 	}
 	ev = append(ev, fmt.Sprintf("no placement: %s's receive work ran where the kernel put it", worst.Node))
-	return Verdict{Limit: role, Node: worst.Node, CPUs: cpus, Evidence: ev}
+	return Verdict{Limit: role, Node: worst.Node, CPUs: cpus, Evidence: ev, Bursts: stall != ""}
 }
 
 // stallEvidence says, when the CPUs that dropped were far from busy (under

@@ -47,6 +47,12 @@ func TestVerdicts(t *testing.T) {
 		{"offered", verdictOf(nil, nil, busy, placed, 1000000), "offered rate", "", "1000000 pps offered"},
 		{"held back", verdictOf(nil, nil, []CPUUse{{CPU: "cpu0", N: 0, System: 50, Idle: 50}, {CPU: "cpu1", N: 1, System: 99, Idle: 1}}, placed, 0), "router", "ns2", "held back"},
 	}
+	if v := verdictOf([]Drop{link}, []SoftnetCPU{{CPU: 1, Dropped: 500}}, idle, placed, 0); !v.Bursts {
+		t.Error("drops on a CPU 20% busy are not marked as bursts")
+	}
+	if v := verdictOf([]Drop{link}, []SoftnetCPU{{CPU: 1, Dropped: 500}}, busy, placed, 0); v.Bursts {
+		t.Error("drops on a CPU 98% busy are marked as bursts")
+	}
 	for _, c := range cases {
 		line := c.v.line()
 		if c.v.Limit != c.limit || c.v.Node != c.node || !strings.Contains(line, c.contains) {
