@@ -3,18 +3,22 @@ package lab
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nslab/nslab/topology/labtest"
 	"github.com/nslab/nslab/topology/ns"
+	"github.com/nslab/nslab/topology/probe"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 )
 
 // fixture is one privileged test's lab: a random lab name and namespace
@@ -609,6 +613,145 @@ func TestPrivilegedInspectShowsPlacement(t *testing.T) {
 					t.Errorf("ns2:veth2 queues %+v, placement %+v", i.Queues, n.Placement)
 				}
 			}
+		}
+	}
+}
+
+const ipv6CRSYAML = `name: v6
+nodes:
+  c:
+    interfaces:
+      e0: {addresses: ["fd00:a::1/64"]}
+    routes:
+      - {to: default, via: "fd00:a::fe"}
+  r:
+    forwarding: true
+    interfaces:
+      e0: {addresses: ["fd00:a::fe/64"]}
+      e1: {addresses: ["fd00:b::fe/64"]}
+  s:
+    interfaces:
+      e0: {addresses: ["fd00:b::1/64"]}
+    routes:
+      - {to: default, via: "fd00:b::fe"}
+links:
+  - endpoints: [c:e0, r:e0]
+  - endpoints: [r:e1, s:e0]
+`
+
+// TestPrivilegedIPv6ReadyAtOnce: the first echo across a routed IPv6 path,
+// sent the moment deploy returns, is answered within 100 ms (no address,
+// link-local included, is still tentative in DAD), and no node sends a
+// router solicitation.
+func TestPrivilegedIPv6ReadyAtOnce(t *testing.T) {
+	f := newFixture(t, ipv6CRSYAML)
+	f.deploy()
+	c, err := ns.Open(f.m.netnsDir(), f.ns("c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	res, err := probe.Echo(c, netip.MustParseAddr("fd00:b::1"), 1, 100*time.Millisecond, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.OK() {
+		t.Fatalf("the first echo to fd00:b::1 got no answer within 100 ms (%+v)", res)
+	}
+	for _, node := range []string{"c", "r", "s"} {
+		h := f.handle(node)
+		links, err := h.LinkList()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range links {
+			addrs, _ := h.AddrList(l, netlink.FAMILY_V6)
+			for _, a := range addrs {
+				if a.Flags&unix.IFA_F_TENTATIVE != 0 {
+					t.Errorf("%s:%s: %s is tentative after deploy", node, l.Attrs().Name, a.IPNet)
+				}
+			}
+		}
+	}
+	t.Run("no router solicitations", func(t *testing.T) {
+		time.Sleep(1500 * time.Millisecond) // the kernel sends its first one within a second
+		for _, node := range []string{"c", "s"} {
+			if n := icmp6OutCount(t, f, node, "Icmp6OutRouterSolicits"); n != 0 {
+				t.Errorf("%s sent %d router solicitation(s)", node, n)
+			}
+		}
+	})
+}
+
+// icmp6OutCount reads one counter of node's /proc/net/snmp6.
+func icmp6OutCount(t *testing.T, f *fixture, node, key string) int {
+	t.Helper()
+	n, err := ns.Open(f.m.netnsDir(), f.ns(node))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	var v int
+	err = n.Do(func() error {
+		b, err := os.ReadFile("/proc/thread-self/net/snmp6")
+		if err != nil {
+			return err
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if f := strings.Fields(line); len(f) == 2 && f[0] == key {
+				v, err = strconv.Atoi(f[1])
+				return err
+			}
+		}
+		return fmt.Errorf("no %s in snmp6", key)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// bridgeNoEntriesYAML is the lifecycle issue's own bridge example: the
+// switch's ports are named only by the links and the bridge.
+const bridgeNoEntriesYAML = `name: sw
+nodes:
+  h1: {interfaces: {e0: {addresses: [10.9.0.1/24]}}}
+  h2: {interfaces: {e0: {addresses: [10.9.0.2/24]}}}
+  h3: {interfaces: {e0: {addresses: [10.9.0.3/24]}}}
+  sw: {bridges: {br0: {ports: [p1, p2, p3]}}}
+links:
+  - endpoints: [h1:e0, sw:p1]
+  - endpoints: [h2:e0, sw:p2]
+  - endpoints: [h3:e0, sw:p3]
+`
+
+// TestPrivilegedBridgePortsWithoutEntries deploys a switch whose ports have
+// no entries under interfaces: and pings across it from h1 to h2 and h3.
+func TestPrivilegedBridgePortsWithoutEntries(t *testing.T) {
+	f := newFixture(t, bridgeNoEntriesYAML)
+	f.deploy()
+	h1, err := ns.Open(f.m.netnsDir(), f.ns("h1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h1.Close()
+	for _, dst := range []string{"10.9.0.2", "10.9.0.3"} {
+		res, err := probe.Echo(h1, netip.MustParseAddr(dst), 3, time.Second, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !res.OK() {
+			t.Errorf("h1 -> %s across the bridge: no reply (%+v)", dst, res)
+		}
+	}
+	sw := f.handle("sw")
+	for _, p := range []string{"p1", "p2", "p3"} {
+		l, err := sw.LinkByName(p)
+		if err != nil {
+			t.Fatalf("sw:%s: %v", p, err)
+		}
+		if br, err := sw.LinkByIndex(l.Attrs().MasterIndex); err != nil || br.Attrs().Name != "br0" {
+			t.Errorf("sw:%s is not a port of br0 (%v)", p, err)
 		}
 	}
 }

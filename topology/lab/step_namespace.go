@@ -32,11 +32,20 @@ func namespaceSteps(l *spec.Lab, _ string) []Step {
 // loIndex is the ifindex of the loopback in every new network namespace.
 const loIndex = 1
 
-// ipv6Default turns IPv6 off on interfaces created later in a namespace:
-// lab links then come up without autoconfiguration noise (router
-// solicitations, DAD, MLD); interfaces with IPv6 addresses get it back
-// (step_node.go).
-var ipv6Default = spec.Sysctl{Key: "net.ipv6.conf.default.disable_ipv6", Value: "1"}
+// ipv6Defaults are written in every new namespace before any of its
+// interfaces exist, so the interfaces inherit them. IPv6 is off by default:
+// lab links then come up without autoconfiguration noise; interfaces with
+// IPv6 addresses get it back (step_node.go). Where it is on, no address is
+// tentative (no DAD, the link-local address included: the kernel skips DAD
+// only when both "all" and the interface say so), so routed IPv6 answers
+// the moment deploy returns, and no node sends router solicitations (it
+// still accepts advertisements from a router the lab runs).
+var ipv6Defaults = []spec.Sysctl{
+	{Key: "net.ipv6.conf.default.disable_ipv6", Value: "1"},
+	{Key: "net.ipv6.conf.all.accept_dad", Value: "0"},
+	{Key: "net.ipv6.conf.default.accept_dad", Value: "0"},
+	{Key: "net.ipv6.conf.default.router_solicitations", Value: "0"},
+}
 
 // namespaceSysctls lists the namespace-wide settings of a node that are
 // written when its namespace is created: forwarding, then the user's
@@ -60,10 +69,10 @@ func namespaceSysctls(n *spec.Node) []spec.Sysctl {
 
 // createNamespace makes node n's namespace. Inside it, before it gets its
 // name, the creator thread opens the node's netlink handle, marks and brings
-// up lo, turns IPv6 off by default and writes the namespace-wide sysctls.
+// up lo, writes the IPv6 defaults and the namespace-wide sysctls.
 //
 // Equivalent to: ip netns add NS; ip -n NS link set lo up alias nslab:LAB:NODE;
-// ip netns exec NS sysctl -w net.ipv6.conf.default.disable_ipv6=1 [forwarding, sysctls]
+// ip netns exec NS sysctl -w [ipv6Defaults] [forwarding, sysctls]
 func (d *deployer) createNamespace(n *spec.Node) error {
 	if d.creator == nil {
 		c, err := ns.NewCreator(d.m.netnsDir())
@@ -101,8 +110,10 @@ func setUpNamespace(h *netlink.Handle, labName string, n *spec.Node) error {
 	if err := h.LinkSetUp(lo); err != nil {
 		return fmt.Errorf("set lo up: %w", err)
 	}
-	if err := writeSysctl(ipv6Default.ProcPath(), ipv6Default.Value, true); err != nil {
-		return err
+	for _, s := range ipv6Defaults {
+		if err := writeSysctl(s.ProcPath(), s.Value, true); err != nil {
+			return err
+		}
 	}
 	for _, s := range namespaceSysctls(n) {
 		if err := writeSysctl(s.ProcPath(), s.Value, false); err != nil {
@@ -118,8 +129,8 @@ func shNamespace(l *spec.Lab, n *spec.Node) []string {
 		"ip netns add " + name,
 		fmt.Sprintf("ip -n %s link set dev lo alias %s", name, nsMarker(l.Name, n.Name)),
 		fmt.Sprintf("ip -n %s link set dev lo up", name),
-		// -e: a kernel without IPv6 has no such key, which nslab ignores too
-		fmt.Sprintf("ip netns exec %s sysctl -qew %s=%s", name, ipv6Default.Key, ipv6Default.Value),
+		// -e: a kernel without IPv6 has no such keys, which nslab ignores too
+		strings.Replace(shSysctls(name, ipv6Defaults), "sysctl -qw", "sysctl -qew", 1),
 	}
 	if kvs := namespaceSysctls(n); len(kvs) > 0 {
 		out = append(out, shSysctls(name, kvs))

@@ -3,6 +3,7 @@ package spec
 import (
 	"fmt"
 	"net/netip"
+	"sort"
 	"strings"
 )
 
@@ -125,12 +126,15 @@ func checkIfName(r *reporter, path, name string) {
 	}
 }
 
-// validateLinks resolves link endpoints to declared interfaces.
+// validateLinks resolves link endpoints to interfaces; an interface a link
+// names needs no entry under interfaces: (it is added here, without
+// settings), but an entry no link names is an error.
 func validateLinks(r *reporter, lab *Lab, ex *extra, nodes map[string]*Node) {
 	used := map[Endpoint]string{}
 	// Interfaces named by any link, even a broken one, are not also
 	// reported as being on no link.
 	mentioned := map[Endpoint]bool{}
+	undeclared := map[Endpoint]bool{} // linked without an entry under interfaces:
 	for _, rl := range ex.links {
 		for _, ep := range rl.endpoints {
 			mentioned[ep.Endpoint] = true
@@ -142,26 +146,7 @@ func validateLinks(r *reporter, lab *Lab, ex *extra, nodes map[string]*Node) {
 		}
 		ok := true
 		for _, ep := range rl.endpoints {
-			n := nodes[ep.Node]
-			switch {
-			case n == nil:
-				hint := ""
-				if s := nearest(ep.Node, nodeNames(lab)); s != "" {
-					hint = fmt.Sprintf(" (did you mean %q?)", s)
-				}
-				r.errf(ep.path, "node %q is not defined%s: define it under nodes: or fix the name", ep.Node, hint)
-				ok = false
-			case ep.Interface == "lo":
-				r.errf(ep.path, "lo is the node's loopback and cannot be a link endpoint: name a veth interface")
-				ok = false
-			case n.Interface(ep.Interface) == nil:
-				if n.Bridge(ep.Interface) != nil {
-					r.errf(ep.path, "%s is a bridge: link an interface and list it in the bridge's ports", ep.Endpoint)
-				} else {
-					r.errf(ep.path, "interface %q is not declared on node %s: add `%s: {}` under nodes.%s.interfaces", ep.Interface, ep.Node, ep.Interface, ep.Node)
-				}
-				ok = false
-			}
+			ok = resolveEndpoint(r, lab, nodes, ep, undeclared) && ok
 			if other, dup := used[ep.Endpoint]; dup {
 				r.errf(ep.path, "interface %s is already used by %s: a veth end belongs to one link", ep.Endpoint, other)
 				ok = false
@@ -181,13 +166,57 @@ func validateLinks(r *reporter, lab *Lab, ex *extra, nodes map[string]*Node) {
 		nodes[b.Node].Interface(b.Interface).Peer = a
 	}
 	for _, n := range lab.Nodes {
-		for _, i := range n.Interfaces {
-			if i.Name != "lo" && i.Peer.Node == "" && !i.VF {
-				if !mentioned[Endpoint{n.Name, i.Name}] {
-					r.errf("nodes."+n.Name+".interfaces."+i.Name, "interface %s:%s is on no link: add it to links: or remove it", n.Name, i.Name)
-				}
-			}
+		checkUnlinked(r, n, mentioned, undeclared)
+	}
+}
+
+// resolveEndpoint checks one link endpoint, adding the interface to its
+// node when the node does not declare it. It reports whether the endpoint
+// can be linked.
+func resolveEndpoint(r *reporter, lab *Lab, nodes map[string]*Node, ep rawEndpoint, undeclared map[Endpoint]bool) bool {
+	n := nodes[ep.Node]
+	switch {
+	case n == nil:
+		hint := ""
+		if s := nearest(ep.Node, nodeNames(lab)); s != "" {
+			hint = fmt.Sprintf(" (did you mean %q?)", s)
 		}
+		r.errf(ep.path, "node %q is not defined%s: define it under nodes: or fix the name", ep.Node, hint)
+		return false
+	case ep.Interface == "lo":
+		r.errf(ep.path, "lo is the node's loopback and cannot be a link endpoint: name a veth interface")
+		return false
+	case n.Interface(ep.Interface) != nil:
+		return true
+	case n.Bridge(ep.Interface) != nil:
+		r.errf(ep.path, "%s is a bridge: link an interface and list it in the bridge's ports", ep.Endpoint)
+		return false
+	}
+	checkIfName(r, ep.path, ep.Interface)
+	n.Interfaces = append(n.Interfaces, &Interface{Name: ep.Interface})
+	undeclared[ep.Endpoint] = true
+	return true
+}
+
+// checkUnlinked reports node n's declared interfaces that no link names,
+// suggesting an undeclared name a link uses (the likely typo).
+func checkUnlinked(r *reporter, n *Node, mentioned, undeclared map[Endpoint]bool) {
+	var linked []string
+	for ep := range undeclared {
+		if ep.Node == n.Name {
+			linked = append(linked, ep.Interface)
+		}
+	}
+	sort.Strings(linked)
+	for _, i := range n.Interfaces {
+		if i.Name == "lo" || i.Peer.Node != "" || i.VF || mentioned[Endpoint{n.Name, i.Name}] {
+			continue
+		}
+		hint := ""
+		if s := nearest(i.Name, linked); s != "" {
+			hint = fmt.Sprintf(" (did you mean %q, which a link names?)", s)
+		}
+		r.errf("nodes."+n.Name+".interfaces."+i.Name, "interface %s:%s is on no link%s: add it to links: or remove it", n.Name, i.Name, hint)
 	}
 }
 
@@ -279,7 +308,7 @@ func validateBridges(r *reporter, n *Node) {
 			case p == "lo":
 				r.errf(ppath, "lo cannot be a bridge port")
 			case i == nil:
-				r.errf(ppath, "port %q is not an interface of node %s: declare it under nodes.%s.interfaces and link it", p, n.Name, n.Name)
+				r.errf(ppath, "port %q is on no link of node %s: link it (links: - endpoints: [%s:%s, OTHER:IF])", p, n.Name, n.Name, p)
 			case owner[p] != "":
 				r.errf(ppath, "port %q is already a port of bridge %s: an interface joins one bridge", p, owner[p])
 			case len(i.Addresses) > 0:
