@@ -83,16 +83,25 @@ func recheck(data []byte, pps float64) {
 	}
 	m := &lab.Manager{StateDir: tempDir()}
 	defer func() { _ = os.RemoveAll(m.StateDir) }() // a temporary directory: best effort
+	// The first run deploys the lab and keeps it; the others use it as
+	// deployed, and a bench never destroys a lab it did not deploy.
+	destroy := func() {
+		if _, err := m.Destroy(l.Name); err != nil {
+			fmt.Fprintln(os.Stderr, "bench-forwarding: destroy:", err)
+		}
+	}
+	defer destroy()
+	die := func(err error) { destroy(); fail(err) } // fail exits: no defer runs
 	held := 0
 	var above int64
 	for i, rate := range []float64{pps, pps, pps, pps * 1.1} {
 		t, err := bench.Traffic(l, bench.Selection{Rate: fmt.Sprintf("%.0fpps", rate), Duration: 5 * time.Second})
 		if err != nil {
-			fail(err)
+			die(err)
 		}
-		out, err := bench.Sweep(context.Background(), m, bench.Request{Lab: l, Traffic: t, Placement: "on", Keep: i < 3})
+		out, err := bench.Sweep(context.Background(), m, bench.Request{Lab: l, Traffic: t, Placement: "on", Keep: true})
 		if err != nil {
-			fail(err)
+			die(err)
 		}
 		r := out.Reports[0]
 		fmt.Printf("  %8.0f pps offered: sent %d, received %d, lost %d (%.3f%%); %s\n", rate, r.Sent, r.Received, r.Loss, r.LossPct, r.Bottleneck)
