@@ -33,9 +33,15 @@ const resultMarker = "NSLAB-VMTEST-RESULT rc="
 // for the pktgen tests, the bridge and what it needs for the lab tests.
 var modules = []string{"drivers/net/veth.ko", "net/core/pktgen.ko", "net/llc/llc.ko", "net/802/stp.ko", "net/bridge/bridge.ko"}
 
+// onDemand modules are not loaded by /init: they sit where the kernel's
+// modules live (/lib/modules/RELEASE/kernel/...), and nslab loads them
+// itself when a lab needs them, as it would on a distribution kernel (the
+// impairment qdiscs).
+var onDemand = []string{"net/sched/sch_netem.ko", "net/sched/sch_tbf.ko"}
+
 func main() {
 	cache := flag.String("cache", ".cache/vm", "cache directory (kernel, initramfs)")
-	pkgs := flag.String("pkg", "./pktgen/kernel/,./pktgen/auto/,./pktgen/bench/,./topology/lab/,./topology/check/", "packages whose tests (with the vmtest tag) run in the VM, comma-separated")
+	pkgs := flag.String("pkg", "./pktgen/kernel/,./pktgen/auto/,./pktgen/bench/,./topology/lab/,./topology/check/,./topology/qdisc/", "packages whose tests (with the vmtest tag) run in the VM, comma-separated")
 	run := flag.String("run", "", "only tests matching this regexp (go test -run)")
 	timeout := flag.Duration("timeout", 5*time.Minute, "give up on the VM after this long")
 	kvm := flag.Bool("kvm", false, "use KVM instead of TCG (only if it works here)")
@@ -120,7 +126,7 @@ func fetchKernel(cache string) (string, string, error) {
 	if err := copyFile(images[0], vmlinuz, 0o644); err != nil {
 		return "", "", err
 	}
-	for _, m := range modules {
+	for _, m := range append(append([]string(nil), modules...), onDemand...) {
 		found, _ := filepath.Glob(filepath.Join(x, "lib", "modules", "*", "kernel", m))
 		if len(found) != 1 {
 			return "", "", fmt.Errorf("%s has no %s (compressed modules are not handled)", pkg, m)
@@ -129,20 +135,29 @@ func fetchKernel(cache string) (string, string, error) {
 			return "", "", err
 		}
 	}
+	releases, _ := filepath.Glob(filepath.Join(x, "lib", "modules", "*"))
+	if len(releases) != 1 {
+		return "", "", fmt.Errorf("%s has %d module directories", pkg, len(releases))
+	}
+	if err := os.WriteFile(filepath.Join(kdir, "release"), []byte(filepath.Base(releases[0])), 0o644); err != nil {
+		return "", "", err
+	}
 	if err := os.WriteFile(filepath.Join(kdir, "package"), []byte(pkg+"\n"), 0o644); err != nil {
 		return "", "", err
 	}
 	return vmlinuz, mods, nil
 }
 
-// cached reports whether every module is in the cache.
+// cached reports whether every module, and the kernel's release, is in
+// the cache.
 func cached(mods string) bool {
-	for _, m := range modules {
+	for _, m := range append(append([]string(nil), modules...), onDemand...) {
 		if _, err := os.Stat(filepath.Join(mods, filepath.Base(m))); err != nil {
 			return false
 		}
 	}
-	return true
+	_, err := os.Stat(filepath.Join(filepath.Dir(mods), "release"))
+	return err == nil
 }
 
 // kernelPackage names the package linux-image-cloud-amd64 depends on now.
@@ -207,6 +222,19 @@ func baseRoot(root, mods string) error {
 	for _, m := range modules {
 		name := filepath.Base(m)
 		if err := copyFile(filepath.Join(mods, name), filepath.Join(root, "lib/modules", name), 0o644); err != nil {
+			return err
+		}
+	}
+	release, err := os.ReadFile(filepath.Join(filepath.Dir(mods), "release"))
+	if err != nil {
+		return err
+	}
+	for _, m := range onDemand {
+		dir := filepath.Join(root, "lib/modules", string(release), "kernel", filepath.Dir(m))
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return err
+		}
+		if err := copyFile(filepath.Join(mods, filepath.Base(m)), filepath.Join(dir, filepath.Base(m)), 0o644); err != nil {
 			return err
 		}
 	}

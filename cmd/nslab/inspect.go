@@ -108,6 +108,7 @@ func printLab(w io.Writer, info *lab.LabInfo) {
 	tw.Flush()
 	fmt.Fprintln(w)
 	printQueues(w, info)
+	printImpairments(w, info)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tFORWARDING\tROUTE\tVIA\tDEV\tMETRIC\tPROTO")
 	for _, n := range info.Nodes {
@@ -196,4 +197,27 @@ func cpuLists(per []string) string {
 		return "-"
 	}
 	return strings.Join(out, " | ")
+}
+
+// printImpairments lists the interfaces whose egress has a qdisc of its own
+// (an impairment), as the kernel has it now.
+func printImpairments(w io.Writer, info *lab.LabInfo) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	shown := false
+	for _, n := range info.Nodes {
+		for _, i := range n.Interfaces {
+			if i.Impairment == "" {
+				continue
+			}
+			if !shown {
+				fmt.Fprintln(tw, "NODE\tINTERFACE\tIMPAIRMENT (what it sends)")
+				shown = true
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", n.Node, i.Name, i.Impairment)
+		}
+	}
+	tw.Flush()
+	if shown {
+		fmt.Fprintln(w)
+	}
 }

@@ -40,9 +40,14 @@ func run(args []string) int {
 		},
 		Commands: []*cli.Command{
 			deployCommand(), destroyCommand(), inspectCommand(), execCommand(), validateCommand(), benchCommand(),
-			graphCommand(), pathCommand(), checkCommand(),
+			graphCommand(), pathCommand(), checkCommand(), impairCommand(), linkCommand(),
 		},
 		ExitErrHandler: func(*cli.Context, error) {}, // run() prints and maps errors
+	}
+	for _, cmd := range app.Commands {
+		if len(args) > 2 && args[1] == cmd.Name && (cmd.Name == "impair" || cmd.Name == "link") {
+			args = flagsFirst(args, cmd)
+		}
 	}
 	err := app.RunContext(ctx, args)
 	if err == nil {

@@ -7,6 +7,8 @@ import (
 
 	"github.com/nslab/nslab/pktgen/engine"
 	"github.com/nslab/nslab/pktgen/sample"
+	"github.com/nslab/nslab/topology/qdisc"
+	"github.com/nslab/nslab/topology/spec"
 )
 
 // Accounting: every packet the sender interface took is either counted by
@@ -47,7 +49,7 @@ func (r *Report) account(res *engine.Result, frame int) {
 	r.SenderCheck = SenderCheck{EngineHanded: res.Handed(), EngineSent: res.Sent, EngineErrors: res.Errors}
 	r.Sent = res.Handed()
 	if h[0].Role == "sender" {
-		r.Sent = h[0].TxPackets + h[0].TxDropped
+		r.Sent = took(h[0])
 		r.SenderCheck.reconcile(h[0])
 	}
 	r.Received = rxRun(h, last)
@@ -70,7 +72,7 @@ func (r *Report) account(res *engine.Result, frame int) {
 // reconcile compares the engine's count with the sender interface's and
 // says what the difference is, from its sign.
 func (c *SenderCheck) reconcile(sender HopCounters) {
-	c.Interface = sender.TxPackets + sender.TxDropped
+	c.Interface = took(sender)
 	c.Difference = int64(c.Interface) - int64(c.EngineHanded)
 	switch {
 	case c.Difference > 0:
@@ -80,12 +82,36 @@ func (c *SenderCheck) reconcile(sender HopCounters) {
 	}
 }
 
-// pathDrops names the drops along a path: per link, and inside each node
-// between its ingress and egress.
+// took is what an interface took to send: what its device sent and
+// dropped, and what its own qdisc (an impairment) dropped or still holds.
+func took(h HopCounters) uint64 {
+	return h.TxPackets + h.TxDropped + h.QdiscDrops + h.QdiscQueued
+}
+
+// qdiscPlaces names what an interface's own qdisc dropped, and what it
+// still held when the run was read (the path delays it; it is not lost).
+func qdiscPlaces(x HopCounters) []Drop {
+	var out []Drop
+	if x.QdiscDrops > 0 {
+		out = append(out, Drop{Place: "qdisc of " + x.String(), Packets: x.QdiscDrops, Node: x.Node,
+			Counted: fmt.Sprintf("the qdisc's drop counter: %d", x.QdiscDrops)})
+	}
+	if x.QdiscQueued > 0 {
+		out = append(out, Drop{Place: "still queued in the qdisc of " + x.String(), Packets: x.QdiscQueued, Node: x.Node,
+			Counted: fmt.Sprintf("the qdisc held %d packets when the run was read", x.QdiscQueued)})
+	}
+	return out
+}
+
+// pathDrops names the drops along a path: in each sending interface's own
+// qdisc, per link, and inside each node between its ingress and egress.
 func pathDrops(h []HopCounters, frame int) []Drop {
 	var out []Drop
 	for i := 0; i+1 < len(h); i++ {
 		a, b := h[i], h[i+1]
+		if isOut(a.Role) {
+			out = append(out, qdiscPlaces(a)...)
+		}
 		switch {
 		case isOut(a.Role) && isIn(b.Role):
 			n := max(a.TxDropped, b.RxDropped+b.RxMissed)
@@ -94,10 +120,11 @@ func pathDrops(h []HopCounters, frame int) []Drop {
 					Counted: fmt.Sprintf("%s tx_dropped %d, %s rx_dropped %d (the same packets, counted once)", a.Target, a.TxDropped, b.Target, b.RxDropped+b.RxMissed)})
 			}
 		case isIn(a.Role) && isOut(b.Role) && a.Node == b.Node:
-			inside := int64(rxRun(h, i)) - int64(txRun(h, i+1)+b.TxDropped)
+			egress := txRun(h, i+1) + b.TxDropped + b.QdiscDrops + b.QdiscQueued
+			inside := int64(rxRun(h, i)) - int64(egress)
 			if inside > 0 {
 				out = append(out, Drop{Place: "inside " + nodeKind(a.Role) + " " + a.Node, Packets: uint64(inside), Node: a.Node,
-					Counted: fmt.Sprintf("%s received %d, %s took %d", a.Target, rxRun(h, i), b.Target, txRun(h, i+1)+b.TxDropped)})
+					Counted: fmt.Sprintf("%s received %d, %s took %d", a.Target, rxRun(h, i), b.Target, egress)})
 			}
 		}
 	}
@@ -120,6 +147,7 @@ func measuredDrops(h []HopCounters) []Drop {
 			out = append(out, Drop{Place: "at " + x.String(), Packets: n, Node: x.Node,
 				Counted: fmt.Sprintf("tx_dropped %d, rx_dropped %d, rx_missed %d", x.TxDropped, x.RxDropped, x.RxMissed)})
 		}
+		out = append(out, qdiscPlaces(x)...)
 	}
 	return out
 }
@@ -127,7 +155,8 @@ func measuredDrops(h []HopCounters) []Drop {
 // explainDrops adds what the machine's counters say about each drop: the
 // softnet drops of the run (backlog drops, per CPU), the IP MIB discards
 // of a router, a frame larger than the receiving MTU.
-func (r *Report) explainDrops(frame int, mtu map[string]int, p placement) {
+func (r *Report) explainDrops(frame int, m *measurement, p placement) {
+	mtu := m.mtu
 	var backlog uint64
 	var where []string
 	for _, s := range r.Softnet {
@@ -159,6 +188,10 @@ func (r *Report) explainDrops(frame int, mtu map[string]int, p placement) {
 			d.Cause = fmt.Sprintf("softnet_stat counted %d backlog drops in the run (%s), the links %d", backlog, strings.Join(where, ", "), linkDrops)
 		case strings.HasPrefix(d.Place, "inside "):
 			d.Cause = r.discardsOf(d.Node)
+		case strings.HasPrefix(d.Place, "qdisc of "):
+			d.Cause = qdiscCause(m.qdiscs[strings.TrimPrefix(d.Place, "qdisc of ")])
+		case strings.HasPrefix(d.Place, "still queued in the qdisc of "):
+			d.Cause = "not lost: the impairment still held them when the run was read (a queue that drains slower than nslab waits)"
 		}
 	}
 }
@@ -194,7 +227,7 @@ func (r *Report) routerCounts(before, after hostState, ipv6 bool) {
 			continue
 		}
 		node := h[i].Node
-		rc := RouterCounts{Node: node, Entered: rxRun(h, i), Forwarded: txRun(h, i+1), DroppedAtEgress: h[i+1].TxDropped,
+		rc := RouterCounts{Node: node, Entered: rxRun(h, i), Forwarded: txRun(h, i+1), DroppedAtEgress: h[i+1].TxDropped + h[i+1].QdiscDrops + h[i+1].QdiscQueued,
 			ForwDatagrams: after.mib[node][forwardedKey(ipv6)] - before.mib[node][forwardedKey(ipv6)], Discards: map[string]uint64{}}
 		rc.Inside = int64(rc.Entered) - int64(rc.Forwarded+rc.DroppedAtEgress)
 		for _, k := range ipDiscards {
@@ -204,4 +237,22 @@ func (r *Report) routerCounts(before, after hostState, ipv6 bool) {
 		}
 		r.Routers = append(r.Routers, rc)
 	}
+}
+
+// qdiscCause says why an impairment's qdisc dropped, from what it does.
+func qdiscCause(q *qdisc.State) string {
+	if q == nil || q.Impair == nil {
+		return "its qdisc dropped them"
+	}
+	m := q.Impair
+	var why []string
+	if m.Loss > 0 {
+		why = append(why, "its loss of "+spec.FormatPercent(m.Loss))
+	}
+	if m.Rate > 0 {
+		why = append(why, fmt.Sprintf("its queue of %d packets was full, as the run offered more than its rate of %s", m.QueueLimit(), spec.FormatBitRate(m.Rate)))
+	} else {
+		why = append(why, fmt.Sprintf("or its queue of %d packets was full", m.QueueLimit()))
+	}
+	return fmt.Sprintf("its impairment (%s) dropped them: %s", q, strings.Join(why, ", "))
 }

@@ -15,9 +15,11 @@ import (
 
 	"github.com/nslab/nslab/pktgen/auto"
 	"github.com/nslab/nslab/pktgen/engine"
+	"github.com/nslab/nslab/pktgen/kernel"
 	"github.com/nslab/nslab/pktgen/sample"
 	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/ns"
+	"github.com/nslab/nslab/topology/qdisc"
 	"github.com/nslab/nslab/topology/spec"
 )
 
@@ -51,6 +53,8 @@ type Bench struct {
 	env     Env
 	place   placement
 	allowed spec.CPUSet // the CPUs this process may use
+	// senderQdisc is the sender interface's own root qdisc (nil: none).
+	senderQdisc *qdisc.State
 }
 
 // New prepares a bench of traffic t on running lab r.
@@ -81,6 +85,9 @@ func (b *Bench) prepare() error {
 	if b.eng, b.reason, err = b.opts.Chooser.Choose(b.t.Engine, sender); err != nil {
 		return err
 	}
+	if b.senderQdisc, err = b.run.Impairment(b.t.From); err != nil {
+		return err
+	}
 	receiver := b.path.Hops[len(b.path.Hops)-1].Node
 	if b.sink, err = openSink(b.run.Node(receiver).NS, b.t); err != nil {
 		return err
@@ -93,6 +100,12 @@ func (b *Bench) prepare() error {
 	}
 	b.place = placementOf(b.run.Lab, b.path.Path, b.t, b.allowed)
 	b.env.Placement, b.env.Sampler = placementLines(b.run.Lab, b.t), b.place.note
+	for t, q := range b.meas.qdiscs {
+		if b.env.Impairments == nil {
+			b.env.Impairments = map[string]string{}
+		}
+		b.env.Impairments[t] = q.String()
+	}
 	b.env.Engine, b.env.EngineV = b.eng.Name(), engineVersion(b)
 	b.env.LabHash, b.env.NSLab = b.run.Lab.SHA256, b.opts.Version
 	return nil
@@ -135,7 +148,7 @@ func (b *Bench) measure(ctx context.Context, t *spec.Traffic, frame int) (*Repor
 	}
 	stop := b.sampleInBackground()
 	res, runErr := b.eng.Run(ctx, job)
-	settle(b.meas.sampler)
+	drain := settle(b.meas.sampler)
 	after, err := snapshot(b.meas.routers)
 	all := stop()
 	if err != nil {
@@ -148,13 +161,41 @@ func (b *Bench) measure(ctx context.Context, t *spec.Traffic, frame int) (*Repor
 	if err != nil {
 		return nil, err
 	}
-	rep := b.report(t, frame, res, reading{base: base, final: final, neighbours: neighbours, samples: append(all, final), before: before, after: after})
+	rd := reading{base: base, final: final, neighbours: neighbours, samples: append(all, final), before: before, after: after}
+	if len(b.meas.qdiscs) > 0 {
+		rd.drain = drain
+	}
+	rep := b.report(t, frame, res, rd)
 	return rep, runErr
 }
 
-// job is the engine job of traffic t at one frame size.
+// job is the engine job of traffic t at one frame size. Both engines skip
+// the sender interface's qdisc by default (as pktgen does); when that
+// interface is impaired, the job goes through it, or the impairment would
+// not act on the run.
 func (b *Bench) job(t *spec.Traffic, frame int) engine.Job {
-	return jobFor(t, frame, b.run.Node(t.From.Node).NS, b.path.SenderMAC())
+	j := jobFor(t, frame, b.run.Node(t.From.Node).NS, b.path.SenderMAC())
+	if b.senderQdisc != nil {
+		key, value := "qdisc", "through"
+		if _, ok := b.eng.(kernel.Engine); ok {
+			key, value = "xmit_mode", "queue_xmit"
+		}
+		if _, set := j.Options[key]; !set {
+			j.Options = withOption(j.Options, key, value)
+		}
+	}
+	return j
+}
+
+// withOption is a copy of opts with key set to value.
+func withOption(opts map[string]string, key, value string) map[string]string {
+	out := map[string]string{key: value}
+	for k, v := range opts {
+		if k != key {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // jobFor turns a traffic run into an engine job.
@@ -191,13 +232,14 @@ type reading struct {
 	neighbours    []uint64
 	samples       []sample.Sample
 	before, after hostState
+	drain         time.Duration // impairments delivering after the engine stopped
 }
 
 // report puts a run's readings together.
 func (b *Bench) report(t *spec.Traffic, frame int, res *engine.Result, rd reading) *Report {
 	p := b.path
 	rep := &Report{Lab: b.run.Lab.Name, Traffic: t.Name, From: t.From.String(), To: t.To.String(), Frame: frame,
-		Engine: res.Engine, Reason: b.reason, OfferedPPS: offeredPPS(t, frame), Elapsed: res.Elapsed, Result: res,
+		Engine: res.Engine, Reason: b.reason, OfferedPPS: offeredPPS(t, frame), Elapsed: res.Elapsed, Drain: rd.drain, Result: res,
 		Path: p.Hops, NextHop: p.NextHop.String(), NextHopMAC: p.SenderMAC().String(), Targets: b.meas.targets, roles: b.meas.roles,
 		Samples: rd.samples, Env: b.env}
 	rep.Hops = hopCounters(b.meas.targets, b.meas.roles, rd.base, rd.final, rd.neighbours)
@@ -207,7 +249,7 @@ func (b *Bench) report(t *spec.Traffic, frame int, res *engine.Result, rd readin
 	b.place.label(rep.CPU)
 	rep.Softnet = softnetUse(rd.before.softnet, rd.after.softnet)
 	rep.routerCounts(rd.before, rd.after, t.To.Is6())
-	rep.explainDrops(frame, b.meas.mtu, b.place)
+	rep.explainDrops(frame, b.meas, b.place)
 	sentPPS := 0.0
 	if res.Elapsed > 0 {
 		sentPPS = float64(rep.Sent) / res.Elapsed.Seconds()
@@ -227,7 +269,7 @@ func offeredPPS(t *spec.Traffic, frame int) uint64 {
 // rates fills the receiver's rates from the counts and the samples.
 func (r *Report) rates() {
 	if r.Elapsed > 0 {
-		r.PPS = float64(r.Received) / r.Elapsed.Seconds()
+		r.PPS = float64(r.Received) / (r.Elapsed + r.Drain).Seconds()
 	}
 	r.MbpsL2, r.MbpsL1 = mbps(r.PPS, r.Frame)
 	if a, b, ok := sample.Steady(r.Samples); ok {
@@ -249,22 +291,53 @@ func (b *Bench) prime(ctx context.Context, job engine.Job) error {
 	if _, err := b.eng.Run(ctx, job); err != nil {
 		return fmt.Errorf("priming packet: %w", err)
 	}
-	settle(b.meas.sampler)
+	_ = settle(b.meas.sampler) // how long it took does not matter
 	return nil
 }
 
-// settle waits until the counters stop moving (packets still queued on
-// the path when the engine returns), at most one second.
-func settle(s *sample.Sampler) {
+// settle waits until the counters stop moving (packets still on the path
+// when the engine returns), at most a second; while a qdisc on the path
+// holds packets (an impairment's queue or delay), until it is empty, giving
+// up after a second without progress or 30 s in all. It returns how long
+// the path still delivered: until the last read that saw counters move.
+func settle(s *sample.Sampler) time.Duration {
+	const step = 20 * time.Millisecond
+	start := time.Now()
+	deadline := start.Add(30 * time.Second)
+	var moving, still, delivered time.Duration
 	last, err := s.Read()
-	for i := 0; i < 50 && err == nil; i++ {
-		time.Sleep(20 * time.Millisecond)
+	for err == nil && time.Now().Before(deadline) {
+		time.Sleep(step)
 		now, err2 := s.Read()
-		if err2 != nil || same(now, last) {
-			return
+		if err2 != nil {
+			break
+		}
+		if !same(now, last) {
+			delivered = time.Since(start)
+		}
+		if queued(now) {
+			if still += step; !same(now, last) {
+				still = 0
+			}
+			if still >= time.Second {
+				break
+			}
+		} else if moving += step; same(now, last) || moving >= time.Second {
+			break
 		}
 		last = now
 	}
+	return delivered
+}
+
+// queued reports whether any qdisc on the path holds packets.
+func queued(s sample.Sample) bool {
+	for _, c := range s.Counters {
+		if c.QdiscQueued > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func same(a, b sample.Sample) bool {

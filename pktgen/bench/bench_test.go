@@ -204,3 +204,42 @@ func TestPrivilegedPlacedRunHeld(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// TestPrivilegedRateShaping benches through a router whose egress is
+// limited to 20 Mbit/s (tbf): the receiver gets within 5% of 20 Mbit/s,
+// the packets over the rate are named as the impairment's qdisc drops, the
+// balance holds, and the verdict names the link.
+func TestPrivilegedRateShaping(t *testing.T) {
+	labtest.SkipUnlessRoot(t)
+	data, err := os.ReadFile("../../examples/client-router-server.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := strings.Replace(string(data), "veth2: {addresses: [10.0.2.254/24]}", "veth2: {addresses: [10.0.2.254/24], impair: {rate: 20Mbit}}", 1)
+	if src == string(data) {
+		t.Fatal("the example changed: fix the edit")
+	}
+	l := labdeploy.Deploy(t, labtest.Rename([]byte(src), labtest.Name("b")))
+	r := labdeploy.Open(t, l)
+	b := newBench(t, r, func(tr *spec.Traffic) {
+		tr.Duration, tr.Count, tr.RatePPS, tr.RateMbps, tr.Engine = 3*time.Second, 0, 0, 0, "userspace"
+	}, Options{Interval: 500 * time.Millisecond})
+	rep, err := b.Run(context.Background(), 1518)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s: sent %d received %d in %v + %v drain: %.2f Mb/s L2 (steady %.2f); qdisc drops %+v; %s",
+		rep.Engine, rep.Sent, rep.Received, rep.Elapsed, rep.Drain, rep.MbpsL2, rep.SteadyL2, rep.Drops, rep.Bottleneck)
+	if rep.MbpsL2 < 19 || rep.MbpsL2 > 21 || rep.SteadyL2 < 19 || rep.SteadyL2 > 21 {
+		t.Errorf("delivered %.2f Mb/s (steady %.2f) through a 20 Mbit/s link; want within 5%%", rep.MbpsL2, rep.SteadyL2)
+	}
+	if rep.Loss <= 0 || rep.Unaccount != 0 || len(rep.Drops) != 1 || rep.Drops[0].Place != "qdisc of ns2:veth2" {
+		t.Fatalf("loss %d unaccounted %d drops %+v: want every lost packet named at ns2:veth2's qdisc", rep.Loss, rep.Unaccount, rep.Drops)
+	}
+	if rep.Verdict.Limit != "link" || rep.Verdict.Node != "ns2:veth2" || !strings.Contains(rep.Bottleneck, "rate of 20Mbit") {
+		t.Errorf("verdict %q", rep.Bottleneck)
+	}
+	if rep.Env.Impairments["ns2:veth2"] != "tbf rate 20Mbit limit 1000" {
+		t.Errorf("environment impairments %v", rep.Env.Impairments)
+	}
+}

@@ -47,7 +47,12 @@ func DryRun(l *spec.Lab, r *lab.Running, t *spec.Traffic) (string, error) {
 	}
 	var b strings.Builder
 	for i, frame := range t.Frames {
-		pj, err := kernel.JobFor(jobFor(t, frame, nil, mac), kind, mtu)
+		j := jobFor(t, frame, nil, mac)
+		if _, set := j.Options["xmit_mode"]; from.Impair != nil && !set {
+			// as a run does: through the sender's qdisc, or its impairment would not act
+			j.Options = withOption(j.Options, "xmit_mode", "queue_xmit")
+		}
+		pj, err := kernel.JobFor(j, kind, mtu)
 		if err == nil {
 			err = pj.Validate()
 		}

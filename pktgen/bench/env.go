@@ -25,13 +25,17 @@ type Env struct {
 	// fact than the machine's CPUs.
 	AllowedCPUs string `json:"allowed_cpus"`
 	// Placement says where the lab put each part, or why it put nothing.
-	Placement []string          `json:"placement"`
-	Sampler   string            `json:"sampler"`
-	Sysctls   map[string]string `json:"sysctls"`
-	Engine    string            `json:"engine"`
-	EngineV   string            `json:"engine_version,omitempty"`
-	LabHash   string            `json:"lab_sha256,omitempty"`
-	NSLab     string            `json:"nslab_version,omitempty"`
+	Placement []string `json:"placement"`
+	// Impairments are the root qdiscs of the path's interfaces as the
+	// kernel had them when the bench started ("netem delay 20ms"), by
+	// node:interface.
+	Impairments map[string]string `json:"impairments,omitempty"`
+	Sampler     string            `json:"sampler"`
+	Sysctls     map[string]string `json:"sysctls"`
+	Engine      string            `json:"engine"`
+	EngineV     string            `json:"engine_version,omitempty"`
+	LabHash     string            `json:"lab_sha256,omitempty"`
+	NSLab       string            `json:"nslab_version,omitempty"`
 }
 
 // globalSysctls bound what a forwarding path can do on this machine.

@@ -7,6 +7,7 @@ import (
 	"github.com/nslab/nslab/pktgen/sample"
 	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/ns"
+	"github.com/nslab/nslab/topology/qdisc"
 	"github.com/nslab/nslab/topology/spec"
 )
 
@@ -20,13 +21,14 @@ type measurement struct {
 	sampler    *sample.Sampler
 	neighbours []*sample.Neighbours // nil where a target's rx does not matter
 	routers    map[string]*ns.NS
-	mtu        map[string]int // by target ("ns2:veth1-peer")
+	mtu        map[string]int          // by target ("ns2:veth1-peer")
+	qdiscs     map[string]*qdisc.State // by target, for those with a root qdisc of their own
 }
 
 // newMeasurement sets up the measurement of a path (or of the interfaces
 // given instead, the last being the receiver).
 func newMeasurement(r *lab.Running, path *spec.Path, measure []spec.Endpoint, ipv6 bool) (*measurement, error) {
-	m := &measurement{routers: map[string]*ns.NS{}, mtu: map[string]int{}}
+	m := &measurement{routers: map[string]*ns.NS{}, mtu: map[string]int{}, qdiscs: map[string]*qdisc.State{}}
 	if len(measure) > 0 {
 		for i, ep := range measure {
 			if r.Node(ep.Node) == nil {
@@ -53,7 +55,8 @@ func newMeasurement(r *lab.Running, path *spec.Path, measure []spec.Endpoint, ip
 }
 
 // openNeighbours opens a neighbour frame counter on every interface whose
-// received packets the accounting uses, and notes every MTU.
+// received packets the accounting uses, and notes every MTU and
+// impairment.
 func (m *measurement) openNeighbours(r *lab.Running, ipv6 bool) error {
 	m.neighbours = make([]*sample.Neighbours, len(m.targets))
 	for i, t := range m.targets {
@@ -62,6 +65,13 @@ func (m *measurement) openNeighbours(r *lab.Running, ipv6 bool) error {
 			return err
 		}
 		m.mtu[t.String()] = link.Attrs().MTU
+		st, err := qdisc.Read(r.Node(t.Node).Handle, link)
+		if err != nil {
+			return err
+		}
+		if st != nil {
+			m.qdiscs[t.String()] = st
+		}
 		if !isIn(m.roles[i]) && m.roles[i] != "measured" {
 			continue
 		}
@@ -176,14 +186,16 @@ func liveLines(w io.Writer, targets []sample.Target, roles []string, compact boo
 }
 
 // intervalDrops counts the drops between two samples once each: per link
-// the larger of its two ends' counts, elsewhere every drop counter.
+// the larger of its two ends' counts, elsewhere every drop counter, and
+// every qdisc's drops.
 func intervalDrops(a, b []sample.Counters, roles []string) uint64 {
 	var n uint64
 	for i := 0; i < len(b); i++ {
 		d := b[i].Sub(a[i])
+		n += d.QdiscDrops
 		if i+1 < len(b) && isOut(roles[i]) && isIn(roles[i+1]) {
 			in := b[i+1].Sub(a[i+1])
-			n += max(d.TxDropped, in.RxDropped+in.RxMissed)
+			n += max(d.TxDropped, in.RxDropped+in.RxMissed) + in.QdiscDrops
 			i++
 			continue
 		}

@@ -48,6 +48,10 @@ func (r *Report) lossVerdict(p placement) Verdict {
 		}
 	}
 	role := r.roleOf(worst.Node)
+	if _, iface, ok := strings.Cut(worst.Place, "qdisc of "); ok {
+		what, why, _ := strings.Cut(worst.Cause, " dropped them: ")
+		return Verdict{Limit: "link", Node: iface, Evidence: []string{fmt.Sprintf("%d dropped by %s: %s", worst.Packets, what, why)}}
+	}
 	if strings.HasPrefix(worst.Place, "inside ") {
 		return Verdict{Limit: role, Node: worst.Node, Evidence: []string{fmt.Sprintf("%d dropped inside it", worst.Packets), worst.Cause}}
 	}

@@ -110,7 +110,11 @@ func (r *Report) tableHead(ew *errWriter) {
 	ew.printf("\n")
 	tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "at the receiver\tpps\tMb/s L2\tMb/s L1\t")
-	fmt.Fprintf(tw, "counts / elapsed\t%.0f\t%.1f\t%.1f\t\n", r.PPS, r.MbpsL2, r.MbpsL1)
+	if r.Drain > 0 {
+		fmt.Fprintf(tw, "counts / (elapsed + %.2f s drain)\t%.0f\t%.1f\t%.1f\t\n", r.Drain.Seconds(), r.PPS, r.MbpsL2, r.MbpsL1)
+	} else {
+		fmt.Fprintf(tw, "counts / elapsed\t%.0f\t%.1f\t%.1f\t\n", r.PPS, r.MbpsL2, r.MbpsL1)
+	}
 	if r.SteadyPPS > 0 {
 		_, l1 := mbps(r.SteadyPPS, r.Frame)
 		fmt.Fprintf(tw, "steady window\t%.0f\t%.1f\t%.1f\t\n", r.SteadyPPS, r.SteadyL2, l1)
@@ -197,6 +201,15 @@ func (r *Report) tableEnv(ew *errWriter) {
 	ew.printf("kernel %s; %s\n", e.Kernel, e.CPUModel)
 	ew.printf("machine: %d CPUs online (%s); this process may use %s\n", e.CPUs, e.OnlineCPUs, e.AllowedCPUs)
 	ew.printf("placement: %s\n%s\n", strings.Join(e.Placement, "; "), e.Sampler)
+	if len(e.Impairments) > 0 {
+		var parts []string
+		for _, t := range r.Targets {
+			if q, ok := e.Impairments[t.String()]; ok {
+				parts = append(parts, t.String()+" "+q)
+			}
+		}
+		ew.printf("impairments (what each interface does to what it sends): %s\n", strings.Join(parts, "; "))
+	}
 	var sys []string
 	for _, k := range globalSysctls {
 		if v, ok := e.Sysctls[k]; ok {

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/nslab/nslab/pktgen/engine"
+	"github.com/nslab/nslab/topology/host"
 	"github.com/nslab/nslab/topology/labtest"
 )
 
@@ -31,7 +32,7 @@ func TestPrivilegedNoPktgenOnThisKernel(t *testing.T) {
 	if !errors.As(err, &missing) || !errors.Is(err, ErrNoPktgen) {
 		t.Fatalf("got %v", err)
 	}
-	if want := kernelConfig("CONFIG_NET_PKTGEN"); missing.Config != want || want == "" {
+	if want := host.KernelConfig("CONFIG_NET_PKTGEN"); missing.Config != want || want == "" {
 		t.Errorf("config line %q, /proc/config.gz says %q", missing.Config, want)
 	}
 	if missing.Namespace != n.Name || !strings.Contains(err.Error(), n.Name) {

@@ -1,56 +1,22 @@
 package kernel
 
 import (
-	"bufio"
-	"compress/gzip"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
+	"github.com/nslab/nslab/topology/host"
 	"github.com/nslab/nslab/topology/ns"
-	"golang.org/x/sys/unix"
 )
 
 // ErrNoPktgen is returned when the kernel has no pktgen and it cannot be
 // loaded.
 var ErrNoPktgen = errors.New("this kernel has no pktgen")
 
-// moduleInitCompressedFile is finit_module's MODULE_INIT_COMPRESSED_FILE.
-const moduleInitCompressedFile = 4
-
-// loadModule loads pktgen.ko of the running kernel with finit_module, as
-// modprobe would (pktgen has no dependencies). Loading it creates
-// /proc/net/pktgen in every namespace.
-func loadModule() error {
-	var uts unix.Utsname
-	if err := unix.Uname(&uts); err != nil {
-		return err
-	}
-	release := unix.ByteSliceToString(uts.Release[:])
-	base := filepath.Join("/lib/modules", release, "kernel/net/core/pktgen.ko")
-	for _, suffix := range []string{"", ".xz", ".zst", ".gz"} {
-		f, err := os.Open(base + suffix)
-		if errors.Is(err, os.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		flags := 0
-		if suffix != "" {
-			flags = moduleInitCompressedFile
-		}
-		err = unix.FinitModule(int(f.Fd()), "", flags)
-		f.Close()
-		if err == nil || errors.Is(err, unix.EEXIST) {
-			return nil
-		}
-		return fmt.Errorf("load %s: %w", f.Name(), err)
-	}
-	return fmt.Errorf("no pktgen module at %s[.xz|.zst|.gz]", base)
-}
+// loadModule loads pktgen.ko of the running kernel (pktgen has no
+// dependencies). Loading it creates /proc/net/pktgen in every namespace.
+func loadModule() error { return host.LoadModule("kernel/net/core/pktgen.ko") }
 
 // MissingError says why pktgen cannot run in a namespace: what the kernel
 // configuration says, and what loading the module gave. It wraps
@@ -88,28 +54,7 @@ func (e *MissingError) Error() string {
 
 // missingPktgen explains what the kernel lacks and how to get it.
 func missingPktgen(namespace string, loadErr error) error {
-	return &MissingError{Namespace: namespace, Config: kernelConfig("CONFIG_NET_PKTGEN"), LoadErr: loadErr}
-}
-
-// kernelConfig returns the line of /proc/config.gz that mentions key, or "".
-func kernelConfig(key string) string {
-	f, err := os.Open("/proc/config.gz")
-	if err != nil {
-		return ""
-	}
-	defer f.Close()
-	z, err := gzip.NewReader(f)
-	if err != nil {
-		return ""
-	}
-	sc := bufio.NewScanner(z)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, key+"=") || line == "# "+key+" is not set" {
-			return line
-		}
-	}
-	return ""
+	return &MissingError{Namespace: namespace, Config: host.KernelConfig("CONFIG_NET_PKTGEN"), LoadErr: loadErr}
 }
 
 // Available reports whether pktgen can run in namespace n: its proc

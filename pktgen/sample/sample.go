@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/nslab/nslab/topology/lab"
+	"github.com/nslab/nslab/topology/qdisc"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/vishvananda/netlink"
 )
@@ -42,12 +43,19 @@ type Counters struct {
 	RxErrors  uint64 `json:"rx_errors"`
 	TxErrors  uint64 `json:"tx_errors"`
 	RxMissed  uint64 `json:"rx_missed"`
+	// The interface's own root qdisc (an impairment), when it has one:
+	// packets it dropped (netem's loss, a full queue) and packets it
+	// holds now. Packets it drops never reach the device's counters.
+	QdiscDrops  uint64 `json:"qdisc_drops,omitempty"`
+	QdiscQueued uint64 `json:"qdisc_queued,omitempty"`
 }
 
-// Sub returns c - o, counter by counter.
+// Sub returns c - o, counter by counter; QdiscQueued is c's (a level, not
+// a count).
 func (c Counters) Sub(o Counters) Counters {
 	return Counters{c.RxPackets - o.RxPackets, c.TxPackets - o.TxPackets, c.RxBytes - o.RxBytes, c.TxBytes - o.TxBytes,
-		c.RxDropped - o.RxDropped, c.TxDropped - o.TxDropped, c.RxErrors - o.RxErrors, c.TxErrors - o.TxErrors, c.RxMissed - o.RxMissed}
+		c.RxDropped - o.RxDropped, c.TxDropped - o.TxDropped, c.RxErrors - o.RxErrors, c.TxErrors - o.TxErrors, c.RxMissed - o.RxMissed,
+		uint64(uint32(c.QdiscDrops) - uint32(o.QdiscDrops)), c.QdiscQueued} // the kernel's qdisc drop counter is 32 bits
 }
 
 // Sample is every target's counters at one moment.
@@ -61,6 +69,7 @@ type Sample struct {
 type Sampler struct {
 	Targets []Target
 	handles []*netlink.Handle
+	links   []netlink.Link // with a root qdisc of their own; nil otherwise
 	indexes []int
 	start   time.Time
 }
@@ -80,6 +89,15 @@ func New(r *lab.Running, targets []Target) (*Sampler, error) {
 		}
 		s.handles = append(s.handles, n.Handle)
 		s.indexes = append(s.indexes, l.Attrs().Index)
+		// Only interfaces with a qdisc of their own cost a second read.
+		st, err := qdisc.Read(n.Handle, l)
+		if err != nil {
+			return nil, fmt.Errorf("sample %s: %w", t, err)
+		}
+		if st == nil {
+			l = nil
+		}
+		s.links = append(s.links, l)
 	}
 	return s, nil
 }
@@ -96,7 +114,16 @@ func (s *Sampler) Read() (Sample, error) {
 		if st == nil {
 			return out, fmt.Errorf("sample %s: the kernel sent no counters", s.Targets[i])
 		}
-		out.Counters[i] = Counters{st.RxPackets, st.TxPackets, st.RxBytes, st.TxBytes, st.RxDropped, st.TxDropped, st.RxErrors, st.TxErrors, st.RxMissedErrors}
+		out.Counters[i] = Counters{st.RxPackets, st.TxPackets, st.RxBytes, st.TxBytes, st.RxDropped, st.TxDropped, st.RxErrors, st.TxErrors, st.RxMissedErrors, 0, 0}
+		if s.links[i] != nil {
+			q, err := qdisc.Read(h, s.links[i])
+			if err != nil {
+				return out, fmt.Errorf("sample %s: %w", s.Targets[i], err)
+			}
+			if q != nil {
+				out.Counters[i].QdiscDrops, out.Counters[i].QdiscQueued = uint64(q.Drops), uint64(q.Qlen)
+			}
+		}
 	}
 	out.At = time.Since(s.start)
 	return out, nil
@@ -130,7 +157,7 @@ func (s *Sampler) Run(ctx context.Context, interval time.Duration, fn func(Sampl
 type Rate struct {
 	RxPPS, TxPPS   float64
 	RxMbps, TxMbps float64 // counter bytes: L2 without FCS
-	Drops          uint64  // rx and tx dropped, and rx missed
+	Drops          uint64  // rx and tx dropped, rx missed, qdisc drops
 }
 
 // Rates computes every target's rates between two samples.
@@ -143,7 +170,7 @@ func Rates(a, b Sample) []Rate {
 	for i := range a.Counters {
 		d := b.Counters[i].Sub(a.Counters[i])
 		out[i] = Rate{float64(d.RxPackets) / dt, float64(d.TxPackets) / dt, float64(d.RxBytes) * 8 / dt / 1e6, float64(d.TxBytes) * 8 / dt / 1e6,
-			d.RxDropped + d.TxDropped + d.RxMissed}
+			d.RxDropped + d.TxDropped + d.RxMissed + d.QdiscDrops}
 	}
 	return out
 }

@@ -52,8 +52,11 @@ func Dot(g *Graph) string {
 			tail, head = "", ""
 		}
 		attrs := ""
-		if e.VF {
+		switch {
+		case e.VF:
 			attrs = ` [style="dashed"]`
+		case e.Label != "":
+			attrs = fmt.Sprintf(" [label=%q, fontsize=10]", e.Label)
 		}
 		fmt.Fprintf(&b, "  %q:\"p%d\"%s -- %q:\"p%d\"%s%s;\n", g.Boxes[from.Box].ID, from.Row, tail, g.Boxes[to.Box].ID, to.Row, head, attrs)
 	}
@@ -99,6 +102,9 @@ func Mermaid(g *Graph) string {
 	for _, e := range g.Edges {
 		a, z := g.Boxes[e.A.Box], g.Boxes[e.B.Box]
 		label := mmEsc(a.Rows[e.A.Row].Port + " — " + z.Rows[e.B.Row].Port)
+		if e.Label != "" {
+			label += "<br/>" + mmEsc(e.Label)
+		}
 		arrow := "---"
 		if e.VF {
 			arrow = "-.-"

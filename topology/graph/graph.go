@@ -44,6 +44,9 @@ type Row struct {
 type Edge struct {
 	A, B End
 	VF   bool // a VF to its PF, not a veth pair
+	// Label says what the link does to the packets each end sends (its
+	// impairments), "" for a plain link.
+	Label string
 }
 
 // End is a row of a box.
@@ -82,7 +85,7 @@ func Build(l *spec.Lab) *Graph {
 		g.Boxes = append(g.Boxes, nodeBox(l, n, len(g.Boxes), rowOf))
 	}
 	for _, lk := range l.Links {
-		g.Edges = append(g.Edges, Edge{A: rowOf[lk.A.String()], B: rowOf[lk.B.String()]})
+		g.Edges = append(g.Edges, Edge{A: rowOf[lk.A.String()], B: rowOf[lk.B.String()], Label: impairLabel(l, lk)})
 	}
 	for _, pf := range l.SRIOV {
 		b := &Box{ID: "pf:" + pf.Name, Title: "PF " + pf.Name, Note: "host", PF: true}
@@ -222,4 +225,16 @@ func (g *Graph) Chain() []int {
 		return nil
 	}
 	return order
+}
+
+// impairLabel says what link lk does to what each end sends
+// ("ns2:veth2 sends: delay 20ms rate 10Mbit").
+func impairLabel(l *spec.Lab, lk *spec.Link) string {
+	var parts []string
+	for _, ep := range []spec.Endpoint{lk.A, lk.B} {
+		if i := l.Node(ep.Node).Interface(ep.Interface); i != nil && i.Impair != nil {
+			parts = append(parts, ep.String()+" sends: "+i.Impair.String())
+		}
+	}
+	return strings.Join(parts, "; ")
 }

@@ -107,3 +107,30 @@ func TestChainSummary(t *testing.T) {
 		}
 	}
 }
+
+// TestImpairmentLabels: every format says what an impaired link does, for
+// each end that impairs, and a plain link gets no label.
+func TestImpairmentLabels(t *testing.T) {
+	l, err := spec.Parse("x.yaml", []byte(`name: x
+nodes:
+  a: {interfaces: {e0: {addresses: [10.0.0.1/24], impair: {delay: 20ms, rate: 10Mbit}}, e1: {addresses: [10.0.1.1/24]}}}
+  b: {interfaces: {e0: {addresses: [10.0.0.2/24], impair: {loss: 1%}}}}
+  c: {interfaces: {e0: {addresses: [10.0.1.2/24]}}}
+links:
+  - endpoints: [a:e0, b:e0]
+  - endpoints: [a:e1, c:e0]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := Build(l)
+	want := "a:e0 sends: delay 20ms rate 10Mbit; b:e0 sends: loss 1%"
+	if g.Edges[0].Label != want || g.Edges[1].Label != "" {
+		t.Fatalf("labels %q, %q", g.Edges[0].Label, g.Edges[1].Label)
+	}
+	for name, out := range map[string]string{"text": Text(g), "dot": Dot(g), "mermaid": Mermaid(g)} {
+		if strings.Count(out, "sends:") != 2 || !strings.Contains(out, "delay 20ms rate 10Mbit") {
+			t.Errorf("%s does not label the impaired link:\n%s", name, out)
+		}
+	}
+}

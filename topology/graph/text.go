@@ -53,7 +53,22 @@ func Text(g *Graph) string {
 		}
 		out += "\n" + strings.Join(parts, " -> ") + "\n"
 	}
-	return out
+	return out + impairedLinks(g)
+}
+
+// impairedLinks lists the links whose ends impair what they send, under
+// the drawing (a terminal drawing has no room for labels on its lines).
+func impairedLinks(g *Graph) string {
+	var lines []string
+	for _, e := range g.Edges {
+		if e.Label != "" {
+			lines = append(lines, "  "+e.Label)
+		}
+	}
+	if len(lines) == 0 {
+		return ""
+	}
+	return "\nimpaired links:\n" + strings.Join(lines, "\n") + "\n"
 }
 
 // textLayout places boxes and routes edges.

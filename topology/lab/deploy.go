@@ -146,6 +146,7 @@ func (m *Manager) preflight(lab *spec.Lab) error {
 	}
 	problems = append(problems, m.checkPFs(lab)...)
 	problems = append(problems, m.checkPlacement(lab)...)
+	problems = append(problems, checkQdiscs(lab)...)
 	if len(problems) > 0 {
 		return &ConflictError{Problems: problems}
 	}

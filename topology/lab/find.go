@@ -11,6 +11,13 @@ import (
 // deployed lab, or LAB:NODE; a name that more than one lab has is refused
 // with the candidates listed.
 func (m *Manager) FindNode(labName, node string) (string, error) {
+	_, _, nsName, err := m.LocateNode(labName, node)
+	return nsName, err
+}
+
+// LocateNode is FindNode that also returns the lab the node is in and the
+// node's name there (node may have been a namespace name).
+func (m *Manager) LocateNode(labName, node string) (foundLab, foundNode, nsName string, err error) {
 	if labName == "" {
 		if l, n, ok := strings.Cut(node, ":"); ok {
 			labName, node = l, n
@@ -20,35 +27,34 @@ func (m *Manager) FindNode(labName, node string) (string, error) {
 	if labName == "" {
 		var err error
 		if labs, err = m.stateLabs(); err != nil {
-			return "", err
+			return "", "", "", err
 		}
 	}
 	var matches []string
-	var nsName string
 	for _, l := range labs {
 		st, err := m.loadState(l)
 		if err != nil {
-			return "", err
+			return "", "", "", err
 		}
 		if st == nil {
-			return "", fmt.Errorf("lab %s: %w", l, ErrNotDeployed)
+			return "", "", "", fmt.Errorf("lab %s: %w", l, ErrNotDeployed)
 		}
 		for _, r := range st.Namespaces {
 			if r.Node == node || r.Name == node {
 				matches = append(matches, l+":"+r.Node)
-				nsName = r.Name
+				foundLab, foundNode, nsName = l, r.Node, r.Name
 			}
 		}
 	}
 	switch len(matches) {
 	case 0:
 		if labName != "" {
-			return "", fmt.Errorf("lab %s has no node %s", labName, node)
+			return "", "", "", fmt.Errorf("lab %s has no node %s", labName, node)
 		}
-		return "", fmt.Errorf("no deployed lab has a node %s (see nslab inspect)", node)
+		return "", "", "", fmt.Errorf("no deployed lab has a node %s (see nslab inspect)", node)
 	case 1:
-		return nsName, nil
+		return foundLab, foundNode, nsName, nil
 	}
 	sort.Strings(matches)
-	return "", fmt.Errorf("node %s is in several labs (%s): name one as LAB:NODE or with --name", node, strings.Join(matches, ", "))
+	return "", "", "", fmt.Errorf("node %s is in several labs (%s): name one as LAB:NODE or with --name", node, strings.Join(matches, ", "))
 }

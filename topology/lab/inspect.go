@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nslab/nslab/topology/qdisc"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -87,6 +88,10 @@ type IfInfo struct {
 	State     string   `json:"state"`
 	Addresses []string `json:"addresses"`
 	Queues    *Queues  `json:"queues,omitempty"` // nil for lo and bridges
+	// Impairment is the interface's root qdisc as the kernel has it now
+	// ("netem delay 20ms loss 1%"), set by the file or by nslab impair;
+	// "" when it has none of its own.
+	Impairment string `json:"impairment,omitempty"`
 }
 
 // Queues is an interface's queues as the kernel has them now: their
@@ -214,6 +219,13 @@ func linkInfo(h *netlink.Handle, lk netlink.Link, names map[int]string) (IfInfo,
 	}
 	for _, ad := range addrs {
 		ifc.Addresses = append(ifc.Addresses, ad.IPNet.String())
+	}
+	st, err := qdisc.Read(h, lk)
+	if err != nil {
+		return ifc, err
+	}
+	if st != nil {
+		ifc.Impairment = st.String()
 	}
 	return ifc, nil
 }

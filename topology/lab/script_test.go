@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/nslab/nslab/topology/ns"
+	"github.com/nslab/nslab/topology/qdisc"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -19,7 +20,9 @@ import (
 // derived, MTUs, queues, IPv6, lo addresses, a bridge with an address and
 // an MTU, namespace-wide and per-interface sysctls (one with spaces in its
 // value), forwarding, CPU placement by RPS (with XPS over several queues)
-// and by threaded NAPI, routes with via, dev, metric, on-link and IPv6.
+// and by threaded NAPI, routes with via, dev, metric, on-link and IPv6, and
+// impairments: a rate (tbf), and on a kernel with netem a netem one (see
+// richLabFor).
 const richLab = `name: x
 nodes:
   a:
@@ -43,7 +46,7 @@ nodes:
       br0: {ports: [e1, e2], addresses: [10.0.2.254/24, 10.0.3.1/31], mtu: 1400}
   b:
     interfaces:
-      e0: {addresses: [10.0.2.1/24]}
+      e0: {addresses: [10.0.2.1/24], impair: {rate: 20Mbit, limit: 50}}
     routes: [{to: 10.0.1.0/24, via: 10.0.2.254, metric: 10}]
   c:
     cpus: "0"
@@ -66,7 +69,7 @@ links:
 // script must then leave nothing.
 func TestPrivilegedScriptBuildsTheSameLab(t *testing.T) {
 	skipWithoutShellTools(t)
-	for _, topo := range []string{"client-router-server.yaml", "pair.yaml", "switch.yaml", richLab} {
+	for _, topo := range []string{"client-router-server.yaml", "pair.yaml", "switch.yaml", richLabFor(t)} {
 		name := topo
 		if !strings.HasSuffix(topo, ".yaml") {
 			name = "rich"
@@ -85,6 +88,9 @@ func TestPrivilegedScriptBuildsTheSameLab(t *testing.T) {
 				!strings.Contains(want["a/queues/e0"], "RPS:[0 0 0] XPS:[0 0 0]")) {
 				t.Fatalf("the placement is not in the snapshot: %s / %s", want["c/queues/e0"], want["a/queues/e0"])
 			}
+			if tbf := want["b/qdisc/e0/10000/ffffffff"]; name == "rich" && !strings.HasPrefix(tbf, "tbf rate=2500000 limit=75700 ") {
+				t.Fatalf("b:e0's impairment is not in the snapshot: %q", tbf)
+			}
 
 			runScript(t, DeployScript(f.lab, ""))
 			got := snapshot(t, f)
@@ -95,6 +101,16 @@ func TestPrivilegedScriptBuildsTheSameLab(t *testing.T) {
 			compareSnapshots(t, want, got)
 		})
 	}
+}
+
+// richLabFor is richLab, with a netem impairment on r:e0 when this kernel
+// has netem (ours does not; the tc line is then not run anywhere).
+func richLabFor(t *testing.T) string {
+	if err := qdisc.Check("netem"); err != nil {
+		t.Logf("no netem impairment in the rich lab: %v", err)
+		return richLab
+	}
+	return strings.Replace(richLab, `"fd00:1::fe/64"], mtu: 9000}`, `"fd00:1::fe/64"], mtu: 9000, impair: {delay: 1500us, jitter: 500us, loss: 0.5%, duplicate: 0.1%, reorder: 1%, corrupt: 0.1%, rate: 100Mbit, limit: 300}}`, 1)
 }
 
 func skipWithoutShellTools(t *testing.T) {
@@ -153,6 +169,30 @@ func TestPrivilegedScriptSRIOV(t *testing.T) {
 	if got := pf.NumVFs(t); got != "0" {
 		t.Errorf("sriov_numvfs %s after the destroy script, want 0", got)
 	}
+}
+
+// qdiscs describes link's qdiscs by handle and parent, with every
+// parameter nslab sets (not their counters).
+func qdiscs(t *testing.T, h *netlink.Handle, link netlink.Link) map[string]string {
+	t.Helper()
+	qs, err := h.QdiscList(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, q := range qs {
+		a := q.Attrs()
+		desc := q.Type()
+		switch q := q.(type) {
+		case *netlink.Netem:
+			desc += fmt.Sprintf(" latency=%d jitter=%d limit=%d loss=%d gap=%d dup=%d reorder=%d corrupt=%d rate=%d corr=%d/%d/%d",
+				q.Latency, q.Jitter, q.Limit, q.Loss, q.Gap, q.Duplicate, q.ReorderProb, q.CorruptProb, q.Rate64, q.DelayCorr, q.LossCorr, q.DuplicateCorr)
+		case *netlink.Tbf:
+			desc += fmt.Sprintf(" rate=%d limit=%d buffer=%d peak=%d minburst=%d", q.Rate, q.Limit, q.Buffer, q.Peakrate, q.Minburst)
+		}
+		out[fmt.Sprintf("%x/%x", a.Handle, a.Parent)] = desc
+	}
+	return out
 }
 
 func runScript(t *testing.T, script string) {
@@ -225,6 +265,11 @@ func snapshot(t *testing.T, f *fixture) map[string]string {
 		}
 		for k, v := range queues(t, f, n.Name, idx) {
 			out[n.Name+"/queues/"+k] = v
+		}
+		for _, l := range idx {
+			for k, v := range qdiscs(t, h, l) {
+				out[n.Name+"/qdisc/"+l.Attrs().Name+"/"+k] = v
+			}
 		}
 	}
 	return out

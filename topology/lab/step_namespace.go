@@ -39,12 +39,17 @@ const loIndex = 1
 // tentative (no DAD, the link-local address included: the kernel skips DAD
 // only when both "all" and the interface say so), so routed IPv6 answers
 // the moment deploy returns, and no node sends router solicitations (it
-// still accepts advertisements from a router the lab runs).
+// still accepts advertisements from a router the lab runs). Addresses
+// survive a link taken down.
 var ipv6Defaults = []spec.Sysctl{
 	{Key: "net.ipv6.conf.default.disable_ipv6", Value: "1"},
 	{Key: "net.ipv6.conf.all.accept_dad", Value: "0"},
 	{Key: "net.ipv6.conf.default.accept_dad", Value: "0"},
 	{Key: "net.ipv6.conf.default.router_solicitations", Value: "0"},
+	// A link taken down (nslab link down) keeps its IPv6 addresses, as
+	// its IPv4 ones, so bringing it up restores it.
+	{Key: "net.ipv6.conf.all.keep_addr_on_down", Value: "1"},
+	{Key: "net.ipv6.conf.default.keep_addr_on_down", Value: "1"},
 }
 
 // namespaceSysctls lists the namespace-wide settings of a node that are

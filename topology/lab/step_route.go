@@ -28,6 +28,16 @@ func routeSteps(l *spec.Lab, _ string) []Step {
 //
 // Equivalent to: ip -n NS route add TO [via GW] [dev IF] [metric M]
 func (d *deployer) addRoute(n *spec.Node, r *spec.Route) error {
+	route := netlinkRoute(r, d.index[spec.Endpoint{Node: n.Name, Interface: r.Dev}])
+	if err := d.handles[n.Name].RouteAdd(route); err != nil {
+		return fmt.Errorf("add route %s in %s: %w", r, n.Name, err)
+	}
+	return nil
+}
+
+// netlinkRoute is route r as netlink takes it; devIndex is the ifindex of
+// r.Dev (unused without one).
+func netlinkRoute(r *spec.Route, devIndex int) *netlink.Route {
 	route := &netlink.Route{Dst: ipNet(r.To), Priority: r.Metric}
 	if r.Via.IsValid() {
 		route.Gw = net.IP(r.Via.AsSlice())
@@ -35,12 +45,9 @@ func (d *deployer) addRoute(n *spec.Node, r *spec.Route) error {
 		route.Scope = netlink.SCOPE_LINK // on-link, as ip route add gives it
 	}
 	if r.Dev != "" {
-		route.LinkIndex = d.index[spec.Endpoint{Node: n.Name, Interface: r.Dev}]
+		route.LinkIndex = devIndex
 	}
-	if err := d.handles[n.Name].RouteAdd(route); err != nil {
-		return fmt.Errorf("add route %s in %s: %w", r, n.Name, err)
-	}
-	return nil
+	return route
 }
 
 func shRoute(l *spec.Lab, n *spec.Node, r *spec.Route) string {

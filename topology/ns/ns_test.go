@@ -3,11 +3,13 @@ package ns
 import (
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"runtime"
 	"testing"
 
+	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
 
@@ -139,5 +141,38 @@ func TestPrivilegedMainThreadStaysHome(t *testing.T) {
 	c.Close()
 	if got := mainNS(); got != host {
 		t.Fatalf("the main thread is in namespace %d, not the host's %d", got, host)
+	}
+}
+
+// TestPrivilegedScratchLeavesNothing: a link made in a scratch namespace is
+// not in the caller's, and the caller's thread stays in its namespace.
+func TestPrivilegedScratchLeavesNothing(t *testing.T) {
+	skipUnlessRoot(t)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	home := threadNetns(t)
+	name := fmt.Sprintf("scr%08x", rand.Uint32())
+	var inside uint64
+	err := Scratch(func() error {
+		var st unix.Stat_t
+		if err := unix.Stat("/proc/thread-self/ns/net", &st); err != nil {
+			return err
+		}
+		inside = st.Ino
+		h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
+		if err != nil {
+			return err
+		}
+		defer h.Close()
+		return h.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: name}, PeerName: name + "p"})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inside == home || threadNetns(t) != home {
+		t.Errorf("scratch ran in namespace %d, caller's %d, caller now in %d", inside, home, threadNetns(t))
+	}
+	if _, err := netlink.LinkByName(name); err == nil {
+		t.Errorf("%s is visible in the caller's namespace", name)
 	}
 }

@@ -207,7 +207,7 @@ func (r *reporter) cpus(v *yaml.Node, path string) CPUSet {
 	return set
 }
 
-var ifaceKeys = []string{"addresses", "mac", "mtu", "queues"}
+var ifaceKeys = []string{"addresses", "mac", "mtu", "queues", "impair"}
 
 func (r *reporter) parseInterface(name string, v *yaml.Node, path string) *Interface {
 	i := &Interface{Name: name}
@@ -215,6 +215,9 @@ func (r *reporter) parseInterface(name string, v *yaml.Node, path string) *Inter
 	i.Addresses, i.MAC, i.MTU = r.parseL3(f)
 	if e, ok := f["queues"]; ok {
 		i.Queues, _ = r.integer(e.v, e.path, "the number of rx and tx queues", 1, MaxQueues)
+	}
+	if e, ok := f["impair"]; ok {
+		i.Impair = r.parseImpair(e.v, e.path)
 	}
 	return i
 }

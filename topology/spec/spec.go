@@ -134,6 +134,7 @@ type Interface struct {
 	Peer       Endpoint // the other end of its link; zero for lo and VFs
 	VF         bool     // an SR-IOV VF handed to the node (see Lab.SRIOV)
 	MACDerived bool     // MAC was not in the file: nslab derived it
+	Impair     *Impair  // what the link does to what it sends; nil: nothing
 }
 
 // HasIPv6 reports whether any address is IPv6.

@@ -101,6 +101,9 @@ func validateNodes(r *reporter, lab *Lab) map[string]*Node {
 			if i.Name == "lo" && (i.MAC != nil || i.MTU != 0) {
 				r.errf(ipath, "lo takes addresses only: remove mac and mtu")
 			}
+			if i.Name == "lo" && i.Impair != nil {
+				r.errf(ipath+".impair", "lo carries no lab link: put the impairment on an interface of a link")
+			}
 		}
 		for _, b := range n.Bridges {
 			bpath := path + ".bridges." + b.Name

@@ -1,0 +1,203 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/nslab/nslab/topology/lab"
+	"github.com/nslab/nslab/topology/spec"
+	"github.com/urfave/cli/v2"
+)
+
+func impairCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "impair",
+		Usage:     "set (or --clear) what a deployed lab's link does to what an interface sends: delay, loss, rate...",
+		ArgsUsage: "NODE:IF   (or LAB:NODE:IF)",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "name", Usage: "lab `NAME` (when several labs have the node)"},
+			&cli.StringFlag{Name: "delay", Usage: "delay `D`, e.g. 20ms"},
+			&cli.StringFlag{Name: "jitter", Usage: "jitter `D` of the delay, e.g. 5ms"},
+			&cli.StringFlag{Name: "loss", Usage: "packets lost, e.g. 1%"},
+			&cli.StringFlag{Name: "duplicate", Usage: "packets duplicated, e.g. 0.1%"},
+			&cli.StringFlag{Name: "reorder", Usage: "packets sent ahead of the delayed rest, e.g. 1% (needs --delay)"},
+			&cli.StringFlag{Name: "corrupt", Usage: "packets with a bit flipped, e.g. 0.1%"},
+			&cli.StringFlag{Name: "rate", Usage: "link rate, e.g. 10Mbit"},
+			&cli.IntFlag{Name: "limit", Usage: "packets queued at most (default 1000)"},
+			&cli.BoolFlag{Name: "clear", Usage: "remove the impairment"},
+		},
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return cli.Exit("usage: nslab impair NODE:IF --delay 20ms --loss 1% ... | --clear", 2)
+			}
+			m, err := impairFlags(c)
+			if err != nil {
+				return cli.Exit(err.Error(), 2)
+			}
+			if err := lab.CheckPrivileges(); err != nil {
+				return err
+			}
+			r, ep, err := openInterface(c, c.Args().First())
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			if m == nil {
+				had, err := r.ClearImpair(ep)
+				if err != nil {
+					return err
+				}
+				fmt.Fprintf(c.App.Writer, "%s: %s\n", ep, map[bool]string{true: "impairment removed", false: "had no impairment"}[had])
+				return nil
+			}
+			if err := r.Impair(ep, m); err != nil {
+				return err
+			}
+			st, err := r.Impairment(ep)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(c.App.Writer, "%s: %s (as the kernel has it)\n", ep, st)
+			return nil
+		},
+	}
+}
+
+// impairFlags reads the impairment the flags describe; nil with --clear.
+func impairFlags(c *cli.Context) (*spec.Impair, error) {
+	set := 0
+	for _, f := range []string{"delay", "jitter", "loss", "duplicate", "reorder", "corrupt", "rate", "limit"} {
+		if c.IsSet(f) {
+			set++
+		}
+	}
+	if c.Bool("clear") {
+		if set > 0 {
+			return nil, fmt.Errorf("--clear removes the impairment: give it alone")
+		}
+		return nil, nil
+	}
+	if set == 0 || set == 1 && c.IsSet("limit") {
+		return nil, fmt.Errorf("say what the link does: --delay, --loss, --duplicate, --reorder, --corrupt or --rate (or --clear)")
+	}
+	m := &spec.Impair{Limit: c.Int("limit")}
+	var errs []string
+	parse := func(flag string, fn func(string) error) {
+		if v := c.String(flag); v != "" {
+			if err := fn(v); err != nil {
+				errs = append(errs, fmt.Sprintf("--%s: %v", flag, err))
+			}
+		}
+	}
+	parse("delay", func(s string) (err error) { m.Delay, err = spec.ParseDelay(s); return })
+	parse("jitter", func(s string) (err error) { m.Jitter, err = spec.ParseDelay(s); return })
+	parse("loss", func(s string) (err error) { m.Loss, err = spec.ParsePercent(s); return })
+	parse("duplicate", func(s string) (err error) { m.Duplicate, err = spec.ParsePercent(s); return })
+	parse("reorder", func(s string) (err error) { m.Reorder, err = spec.ParsePercent(s); return })
+	parse("corrupt", func(s string) (err error) { m.Corrupt, err = spec.ParsePercent(s); return })
+	parse("rate", func(s string) (err error) { m.Rate, err = spec.ParseBitRate(s); return })
+	if c.IsSet("limit") && m.Limit < 1 {
+		errs = append(errs, "--limit: at least 1 packet")
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%s", strings.Join(errs, "; "))
+	}
+	if key, msg := m.Problem(); msg != "" {
+		return nil, fmt.Errorf("--%s: %s", key, msg)
+	}
+	return m, nil
+}
+
+func linkCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "link",
+		Usage:     "take a deployed lab's interface down (the link fails) or bring it up",
+		ArgsUsage: "down|up NODE:IF   (or LAB:NODE:IF)",
+		Flags:     []cli.Flag{&cli.StringFlag{Name: "name", Usage: "lab `NAME` (when several labs have the node)"}},
+		Action: func(c *cli.Context) error {
+			args := c.Args().Slice()
+			if len(args) != 2 || args[0] != "down" && args[0] != "up" {
+				return cli.Exit("usage: nslab link down|up NODE:IF", 2)
+			}
+			if err := lab.CheckPrivileges(); err != nil {
+				return err
+			}
+			r, ep, err := openInterface(c, args[1])
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			if err := r.SetLink(ep, args[0] == "up"); err != nil {
+				return err
+			}
+			fmt.Fprintf(c.App.Writer, "%s: %s\n", ep, args[0])
+			return nil
+		},
+	}
+}
+
+// openInterface opens the deployed lab that has the interface arg names
+// (NODE:IF, or LAB:NODE:IF; --name picks the lab), as it was deployed.
+func openInterface(c *cli.Context, arg string) (*lab.Running, spec.Endpoint, error) {
+	labName := c.String("name")
+	if parts := strings.Split(arg, ":"); len(parts) == 3 {
+		labName, arg = parts[0], parts[1]+":"+parts[2]
+	}
+	ep, err := spec.ParseEndpoint(arg)
+	if err != nil {
+		return nil, ep, cli.Exit(err.Error(), 2)
+	}
+	m := manager(c)
+	found, node, _, err := m.LocateNode(labName, ep.Node)
+	if err != nil {
+		return nil, ep, err
+	}
+	ep.Node = node
+	st, err := m.Recorded(found)
+	if err != nil {
+		return nil, ep, err
+	}
+	l, err := st.Spec()
+	if err != nil {
+		return nil, ep, err
+	}
+	r, err := m.Open(l)
+	if err != nil {
+		return nil, ep, fmt.Errorf("lab %s: %w", found, err)
+	}
+	return r, ep, nil
+}
+
+// flagsFirst lets the interface come before the flags of the commands that
+// change a running lab (`nslab impair ns2:eth1 --delay 50ms`, as tc and ip
+// are written): the flag parser stops at the first argument, so args is
+// reordered to put the flags, with their values, before the arguments.
+func flagsFirst(args []string, cmd *cli.Command) []string {
+	takesValue := map[string]bool{}
+	for _, f := range cmd.Flags {
+		_, isBool := f.(*cli.BoolFlag)
+		for _, n := range f.Names() {
+			takesValue[n] = !isBool
+		}
+	}
+	head := append([]string(nil), args[:2]...) // nslab impair
+	var flags, rest []string
+	for i := 2; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			rest = append(rest, args[i+1:]...)
+			i = len(args)
+		case strings.HasPrefix(a, "-") && len(a) > 1:
+			flags = append(flags, a)
+			name := strings.TrimLeft(a, "-")
+			if !strings.Contains(name, "=") && takesValue[name] && i+1 < len(args) {
+				i++
+				flags = append(flags, args[i])
+			}
+		default:
+			rest = append(rest, a)
+		}
+	}
+	return append(append(head, flags...), rest...)
+}

@@ -1,0 +1,84 @@
+package qdisc
+
+import (
+	"errors"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/nslab/nslab/topology/ns"
+	"github.com/nslab/nslab/topology/spec"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+func TestShellLines(t *testing.T) {
+	for _, c := range []struct {
+		m    spec.Impair
+		want string
+	}{
+		{spec.Impair{Rate: 20e6}, "tc -n n1 qdisc replace dev e0 root handle 1: tbf rate 20Mbit burst 25000 limit 1514000"},
+		{spec.Impair{Rate: 64e3, Limit: 10}, "tc -n n1 qdisc replace dev e0 root handle 1: tbf rate 64kbit burst 1514 limit 15140"},
+		{spec.Impair{Delay: 20 * time.Millisecond, Jitter: 1500 * time.Microsecond, Loss: 1, Duplicate: 0.1, Reorder: 2, Corrupt: 0.5, Rate: 10e6},
+			"tc -n n1 qdisc replace dev e0 root handle 1: netem delay 20ms 1500us loss 1% duplicate 0.1% reorder 2% corrupt 0.5% rate 10Mbit limit 1000"},
+	} {
+		if got := Shell("n1", "e0", &c.m, 1500); got != c.want {
+			t.Errorf("%s:\n got  %s\n want %s", &c.m, got, c.want)
+		}
+	}
+}
+
+// TestPrivilegedSetReadClear sets each kind of impairment on a veth in a
+// scratch namespace, reads it back from the kernel as it was set, and
+// clears it. netem runs where the kernel has it (the VM).
+func TestPrivilegedSetReadClear(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	cases := []spec.Impair{{Rate: 20e6, Limit: 50}}
+	if err := Check("netem"); err == nil {
+		cases = append(cases, spec.Impair{Delay: 20 * time.Millisecond, Jitter: 1500 * time.Microsecond, Loss: 1, Duplicate: 0.1, Reorder: 2, Corrupt: 0.5, Rate: 10e6, Limit: 300})
+	} else {
+		var missing *MissingError
+		if !errors.As(err, &missing) {
+			t.Fatal(err)
+		}
+		t.Logf("netem not checked: %v", err)
+	}
+	err := ns.Scratch(func() error {
+		h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
+		if err != nil {
+			return err
+		}
+		defer h.Close()
+		if err := h.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "q0"}, PeerName: "q1"}); err != nil {
+			return err
+		}
+		link, err := h.LinkByName("q0")
+		if err != nil {
+			return err
+		}
+		for _, m := range cases {
+			if err := Set(h, link, &m); err != nil {
+				return err
+			}
+			st, err := Read(h, link)
+			if err != nil {
+				return err
+			}
+			if st == nil || st.Impair == nil || *st.Impair != m || st.Kind != m.Qdisc() {
+				t.Errorf("set %s (%s), read back %v", &m, m.Qdisc(), st)
+			}
+		}
+		if had, err := Clear(h, link); err != nil || !had {
+			t.Errorf("clear: %v %v", had, err)
+		}
+		if st, err := Read(h, link); err != nil || st != nil {
+			t.Errorf("after clear: %v %v", st, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

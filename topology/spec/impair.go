@@ -1,0 +1,223 @@
+package spec
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Impair is what a link does to the packets an interface sends: delay
+// (with jitter), loss, duplication, reordering and corruption (netem), and
+// a rate limit with its queue. It acts on the interface's egress, as tc
+// qdiscs do; an impairment both ways is one on each end of the link.
+type Impair struct {
+	Delay, Jitter time.Duration
+	// Percentages, 0..100.
+	Loss, Duplicate, Reorder, Corrupt float64
+	Rate                              uint64 // bits per second; 0: unlimited
+	Limit                             int    // packets queued at most; 0: DefaultImpairLimit
+}
+
+// DefaultImpairLimit is the queue an impairment has when the file sets no
+// limit: netem's own default, in packets.
+const DefaultImpairLimit = 1000
+
+// NeedsNetem reports whether the impairment needs the netem qdisc: any
+// delay, loss, duplication, reordering or corruption. A rate alone is
+// realised with tbf, which kernels without netem often still have.
+func (m *Impair) NeedsNetem() bool {
+	return m.Delay > 0 || m.Jitter > 0 || m.Loss > 0 || m.Duplicate > 0 || m.Reorder > 0 || m.Corrupt > 0
+}
+
+// Qdisc is the kind of queueing discipline that realises the impairment.
+func (m *Impair) Qdisc() string {
+	if m.NeedsNetem() {
+		return "netem"
+	}
+	return "tbf"
+}
+
+// QueueLimit is the queue in packets.
+func (m *Impair) QueueLimit() int {
+	if m.Limit > 0 {
+		return m.Limit
+	}
+	return DefaultImpairLimit
+}
+
+// String says the impairment in tc's words ("delay 20ms 5ms loss 1% rate
+// 10Mbit").
+func (m *Impair) String() string {
+	var w []string
+	if m.Delay > 0 || m.Jitter > 0 {
+		w = append(w, "delay "+FormatDelay(m.Delay))
+		if m.Jitter > 0 {
+			w = append(w, FormatDelay(m.Jitter))
+		}
+	}
+	for _, p := range []struct {
+		name string
+		v    float64
+	}{{"loss", m.Loss}, {"duplicate", m.Duplicate}, {"reorder", m.Reorder}, {"corrupt", m.Corrupt}} {
+		if p.v > 0 {
+			w = append(w, p.name+" "+FormatPercent(p.v))
+		}
+	}
+	if m.Rate > 0 {
+		w = append(w, "rate "+FormatBitRate(m.Rate))
+	}
+	if m.Limit > 0 {
+		w = append(w, fmt.Sprintf("limit %d", m.Limit))
+	}
+	return strings.Join(w, " ")
+}
+
+// FormatDelay writes a delay as tc reads it: whole milliseconds as ms,
+// else microseconds ("20ms", "1500us").
+func FormatDelay(d time.Duration) string {
+	if d%time.Millisecond == 0 {
+		return fmt.Sprintf("%dms", d/time.Millisecond)
+	}
+	return fmt.Sprintf("%dus", d/time.Microsecond)
+}
+
+// FormatPercent writes p as tc reads it ("1%", "0.1%").
+func FormatPercent(p float64) string { return strconv.FormatFloat(p, 'f', -1, 64) + "%" }
+
+// FormatBitRate writes bits per second in the largest unit tc reads that
+// keeps it whole ("10Mbit", "1500kbit").
+func FormatBitRate(bps uint64) string {
+	for _, u := range []struct {
+		name  string
+		scale uint64
+	}{{"Gbit", 1e9}, {"Mbit", 1e6}, {"kbit", 1e3}} {
+		if bps%u.scale == 0 {
+			return fmt.Sprintf("%d%s", bps/u.scale, u.name)
+		}
+	}
+	return fmt.Sprintf("%dbit", bps)
+}
+
+var bitRateRE = lazyRE(`^([0-9]+(?:\.[0-9]+)?)\s*([kKmMgG]?)(bit|bps)$`)
+
+// ParseBitRate reads a link rate in bits per second: "10Mbit", "512kbit",
+// "1Gbit", "100000bit". tc's "mbps" means megabytes per second, ours would
+// mean megabits: to spare the reader that trap, "bps" forms are refused.
+func ParseBitRate(s string) (uint64, error) {
+	m := bitRateRE().FindStringSubmatch(s)
+	if m == nil {
+		return 0, fmt.Errorf("rate %q: write bits per second with a unit, such as 10Mbit, 512kbit or 1Gbit", s)
+	}
+	if m[3] == "bps" {
+		return 0, fmt.Errorf("rate %q: write %s%sbit for bits per second (tc reads \"bps\" as bytes per second, so nslab does not take it)", s, m[1], m[2])
+	}
+	v, _ := strconv.ParseFloat(m[1], 64)
+	v *= map[string]float64{"": 1, "k": 1e3, "m": 1e6, "g": 1e9}[strings.ToLower(m[2])]
+	if v < 8 || v > 1e12 {
+		return 0, fmt.Errorf("rate %q: between 8bit and 1000Gbit", s)
+	}
+	return uint64(math.Round(v)), nil
+}
+
+// ParsePercent reads "1%" or "0.5%" (0..100).
+func ParsePercent(s string) (float64, error) {
+	num, ok := strings.CutSuffix(strings.TrimSpace(s), "%")
+	v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+	if !ok || err != nil || v < 0 || v > 100 || math.IsNaN(v) {
+		return 0, fmt.Errorf("%q: write a percentage between 0%% and 100%%, such as 1%% or 0.5%%", s)
+	}
+	return v, nil
+}
+
+// ParseDelay reads a delay such as "20ms" or "500us" (0 to 1 hour).
+func ParseDelay(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil || d < 0 || d > time.Hour {
+		return 0, fmt.Errorf("%q: write a duration such as 20ms, 1.5ms or 500us", s)
+	}
+	return d, nil
+}
+
+var impairKeys = []string{"delay", "jitter", "loss", "duplicate", "reorder", "corrupt", "rate", "limit"}
+
+// parseImpair reads an interface's impair: mapping.
+func (r *reporter) parseImpair(v *yaml.Node, path string) *Impair {
+	m := &Impair{}
+	before := len(r.probs)
+	f := r.fields(v, path, "an impairment such as {delay: 20ms, loss: 1%, rate: 10Mbit}", impairKeys...)
+	for _, key := range []struct {
+		name string
+		d    *time.Duration
+	}{{"delay", &m.Delay}, {"jitter", &m.Jitter}} {
+		if e, ok := f[key.name]; ok {
+			if s, ok := r.str(e.v, e.path, "a duration such as 20ms"); ok {
+				d, err := ParseDelay(s)
+				if err != nil {
+					r.errf(e.path, "%v", err)
+				}
+				*key.d = d
+			}
+		}
+	}
+	for _, key := range []struct {
+		name string
+		p    *float64
+	}{{"loss", &m.Loss}, {"duplicate", &m.Duplicate}, {"reorder", &m.Reorder}, {"corrupt", &m.Corrupt}} {
+		if e, ok := f[key.name]; ok {
+			if s, ok := r.str(e.v, e.path, "a percentage such as 1%"); ok {
+				p, err := ParsePercent(s)
+				if err != nil {
+					r.errf(e.path, "%v", err)
+				}
+				*key.p = p
+			}
+		}
+	}
+	if e, ok := f["rate"]; ok {
+		if s, ok := r.str(e.v, e.path, "a rate such as 10Mbit"); ok {
+			rate, err := ParseBitRate(s)
+			if err != nil {
+				r.errf(e.path, "%v", err)
+			}
+			m.Rate = rate
+		}
+	}
+	if e, ok := f["limit"]; ok {
+		m.Limit, _ = r.integer(e.v, e.path, "the packets its queue holds", 1, 1<<20)
+	}
+	if len(r.probs) > before {
+		return m // a key is wrong: its combination with the others means little
+	}
+	_, limitOnly := f["limit"]
+	r.checkImpair(m, path, len(f) == 0 || limitOnly && len(f) == 1)
+	return m
+}
+
+// checkImpair reports the impairment's problem, if any, at its key.
+func (r *reporter) checkImpair(m *Impair, path string, empty bool) {
+	if empty {
+		r.errf(path, "the impairment does nothing: give delay, loss, duplicate, reorder, corrupt or rate, or remove it")
+		return
+	}
+	if key, msg := m.Problem(); msg != "" {
+		r.errf(path+"."+key, "%s", msg)
+	}
+}
+
+// Problem names the first combination tc would refuse, with the key it is
+// about and the fix; msg is "" when there is none.
+func (m *Impair) Problem() (key, msg string) {
+	switch {
+	case m.Jitter > 0 && m.Delay == 0:
+		return "jitter", "jitter varies a delay: set delay too (delay: 20ms, jitter: 5ms)"
+	case m.Jitter > m.Delay:
+		return "jitter", fmt.Sprintf("jitter %s is larger than delay %s: some packets' delay would fall below zero; make it at most the delay", FormatDelay(m.Jitter), FormatDelay(m.Delay))
+	case m.Reorder > 0 && m.Delay == 0:
+		return "reorder", "reorder sends some packets at once and delays the rest: set a delay too (delay: 10ms)"
+	}
+	return "", ""
+}

@@ -1,0 +1,91 @@
+package spec
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+const impaired = `name: t
+nodes:
+  a:
+    interfaces:
+      e0: {addresses: [10.0.1.1/24], impair: {delay: 20ms, jitter: 5ms, loss: 1%, duplicate: 0.1%, reorder: 1%, corrupt: 0.1%, rate: 10Mbit, limit: 500}}
+  b:
+    interfaces:
+      e0: {addresses: [10.0.1.2/24], impair: {rate: 20Mbit}}
+links:
+  - endpoints: [a:e0, b:e0]
+`
+
+// TestImpairRules parses a full impairment and has one case per rule, with
+// its place.
+func TestImpairRules(t *testing.T) {
+	l, err := Parse("x.yaml", []byte(impaired))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := l.Node("a").Interface("e0").Impair, l.Node("b").Interface("e0").Impair
+	want := Impair{Delay: 20 * time.Millisecond, Jitter: 5 * time.Millisecond, Loss: 1, Duplicate: 0.1, Reorder: 1, Corrupt: 0.1, Rate: 10e6, Limit: 500}
+	if a == nil || *a != want || a.Qdisc() != "netem" {
+		t.Fatalf("a:e0 impair = %+v", a)
+	}
+	if got := a.String(); got != "delay 20ms 5ms loss 1% duplicate 0.1% reorder 1% corrupt 0.1% rate 10Mbit limit 500" {
+		t.Errorf("String() = %q", got)
+	}
+	if b == nil || b.Rate != 20e6 || b.Qdisc() != "tbf" || b.QueueLimit() != DefaultImpairLimit {
+		t.Fatalf("b:e0 impair = %+v", b)
+	}
+	cases := []struct {
+		name, from, to string
+		where, msg     string
+	}{
+		{"unknown key", "limit: 500", "limt: 500", "x.yaml:5:142: nodes.a.interfaces.e0.impair.limt", `did you mean "limit"`},
+		{"delay syntax", "delay: 20ms", "delay: 20", "x.yaml:5:54: nodes.a.interfaces.e0.impair.delay", "a duration such as 20ms"},
+		{"negative delay", "delay: 20ms", "delay: -2ms", "x.yaml:5:54: nodes.a.interfaces.e0.impair.delay", "a duration"},
+		{"loss without %", "loss: 1%", "loss: 1", "x.yaml:5:79: nodes.a.interfaces.e0.impair.loss", "a percentage"},
+		{"loss over 100", "loss: 1%", "loss: 101%", "x.yaml:5:79: nodes.a.interfaces.e0.impair.loss", "between 0% and 100%"},
+		{"rate bytes trap", "rate: 20Mbit", "rate: 20Mbps", "x.yaml:8:53: nodes.b.interfaces.e0.impair.rate", "write 20Mbit"},
+		{"rate unit", "rate: 20Mbit", "rate: fast", "x.yaml:8:53: nodes.b.interfaces.e0.impair.rate", "10Mbit"},
+		{"limit range", "limit: 500", "limit: 0", "x.yaml:5:149: nodes.a.interfaces.e0.impair.limit", "between 1 and"},
+		{"jitter without delay", "delay: 20ms, ", "", "x.yaml:5:55: nodes.a.interfaces.e0.impair.jitter", "set delay too"},
+		{"jitter over delay", "jitter: 5ms", "jitter: 50ms", "x.yaml:5:68: nodes.a.interfaces.e0.impair.jitter", "larger than delay"},
+		{"reorder without delay", "delay: 20ms, jitter: 5ms, ", "", "x.yaml:5:83: nodes.a.interfaces.e0.impair.reorder", "set a delay too"},
+		{"does nothing", "impair: {rate: 20Mbit}", "impair: {limit: 10}", "x.yaml:8:46: nodes.b.interfaces.e0.impair", "does nothing"},
+		{"on lo", "  b:\n    interfaces:\n", "  b:\n    interfaces:\n      lo: {impair: {delay: 1ms}}\n", "x.yaml:8:20: nodes.b.interfaces.lo.impair", "lo carries no lab link"},
+		{"type", "impair: {rate: 20Mbit}", "impair: 20Mbit", "x.yaml:8:46: nodes.b.interfaces.e0.impair", "must be a mapping"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			y := strings.Replace(impaired, c.from, c.to, 1)
+			if y == impaired {
+				t.Fatalf("edit %q did not apply", c.from)
+			}
+			_, err := Parse("x.yaml", []byte(y))
+			var ps Problems
+			if !errors.As(err, &ps) {
+				t.Fatalf("want Problems, got %v", err)
+			}
+			for _, p := range ps {
+				if s := p.Error(); strings.HasPrefix(s, c.where) && strings.Contains(s, c.msg) {
+					return
+				}
+			}
+			t.Errorf("no problem at %q containing %q; got:\n%v", c.where, c.msg, err)
+		})
+	}
+}
+
+func TestBitRates(t *testing.T) {
+	for in, want := range map[string]uint64{"10Mbit": 10e6, "512kbit": 512e3, "1Gbit": 1e9, "1.5mbit": 1.5e6, "100000bit": 1e5} {
+		if got, err := ParseBitRate(in); err != nil || got != want {
+			t.Errorf("%q: %d %v", in, got, err)
+		}
+	}
+	for in, want := range map[uint64]string{10e6: "10Mbit", 1500e3: "1500kbit", 1e9: "1Gbit", 1234: "1234bit"} {
+		if got := FormatBitRate(in); got != want {
+			t.Errorf("%d: %q", in, got)
+		}
+	}
+}
