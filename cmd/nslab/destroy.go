@@ -63,6 +63,9 @@ func printDestroy(w io.Writer, r *lab.DestroyReport) {
 	if len(r.Gone) > 0 {
 		fmt.Fprintf(w, ", %d already gone", len(r.Gone))
 	}
+	if r.Stopped > 0 {
+		fmt.Fprintf(w, ", %d service process(es) stopped", r.Stopped)
+	}
 	fmt.Fprintln(w)
 	for _, s := range r.Skipped {
 		fmt.Fprintf(w, "  left alone: %s\n", s)

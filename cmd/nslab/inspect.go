@@ -109,6 +109,7 @@ func printLab(w io.Writer, info *lab.LabInfo) {
 	fmt.Fprintln(w)
 	printQueues(w, info)
 	printImpairments(w, info)
+	printServices(w, info)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tFORWARDING\tROUTE\tVIA\tDEV\tMETRIC\tPROTO")
 	for _, n := range info.Nodes {
@@ -220,4 +221,22 @@ func printImpairments(w io.Writer, info *lab.LabInfo) {
 	if shown {
 		fmt.Fprintln(w)
 	}
+}
+
+// printServices lists the lab's services and whether each still runs.
+func printServices(w io.Writer, info *lab.LabInfo) {
+	if len(info.Services) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tSERVICE\tPID\tSTATE\tLOG")
+	for _, s := range info.Services {
+		state := "running"
+		if !s.Running {
+			state = "exited"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", s.Node, s.Command, s.PID, state, s.Log)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
 }

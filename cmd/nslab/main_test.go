@@ -494,3 +494,39 @@ func TestPrivilegedBenchPlacement(t *testing.T) {
 		}
 	}
 }
+
+// TestPrivilegedServiceStoppedAfterKill kills nslab with SIGKILL while a
+// deploy checks the service it started: destroy stops the service all the
+// same (a service whose pid was never recorded is the lab package's test).
+func TestPrivilegedServiceStoppedAfterKill(t *testing.T) {
+	labtest.SkipUnlessRoot(t)
+	c := newCLI(t)
+	file, name := labFile(t, "client-router-server.yaml")
+	data, _ := os.ReadFile(file)
+	marker := fmt.Sprintf("sleep %d", 100000+time.Now().UnixNano()%100000) // tells this test's service from any other
+	src := strings.Replace(string(data), "  ns3:\n", "  ns3:\n    run: [\""+marker+"\"]\n", 1)
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	l, err := spec.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := lab.Plan(l)
+	if !strings.HasPrefix(steps[len(steps)-1].Name, "check that the services keep running") {
+		t.Fatalf("the last step is %q", steps[len(steps)-1].Name)
+	}
+	t.Cleanup(func() { c.run("destroy", "--name", name) })
+	cmd := startPaused(t, c, file, len(steps))
+	if out, _ := exec.Command("pgrep", "-f", marker).Output(); len(out) == 0 {
+		t.Fatalf("the service %q is not running before the kill", marker)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if code, out, errOut := c.run("destroy", "--name", name); code != 0 || !strings.Contains(out, "service process(es) stopped") {
+		t.Fatalf("destroy: %d %s %s", code, out, errOut)
+	}
+	if out, _ := exec.Command("pgrep", "-f", marker).Output(); len(out) > 0 {
+		t.Errorf("the service %q still runs after destroy: pids %s", marker, out)
+	}
+}

@@ -85,7 +85,7 @@ func (m *Manager) Deploy(ctx context.Context, lab *spec.Lab) (*DeployResult, err
 	if err := m.saveState(st); err != nil {
 		return nil, err
 	}
-	d := &deployer{m: m, lab: lab, st: st, nss: map[string]*ns.NS{}, handles: map[string]*netlink.Handle{}, index: map[spec.Endpoint]int{}}
+	d := &deployer{ctx: ctx, m: m, lab: lab, st: st, nss: map[string]*ns.NS{}, handles: map[string]*netlink.Handle{}, index: map[spec.Endpoint]int{}}
 	defer d.close()
 	steps := Plan(lab)
 	for i, s := range steps {
@@ -156,8 +156,9 @@ func (m *Manager) preflight(lab *spec.Lab) error {
 // rollback removes what a failed deploy created, newest first, and the state
 // file when that succeeded. Namespace removal takes every object inside.
 func (m *Manager) rollback(d *deployer, st *State) error {
-	// VFs go back to the host before their namespaces go.
-	errs := []error{m.restoreSRIOV(st)}
+	// Services stop, and VFs go back to the host, before their namespaces go.
+	_, err := stopServices(st.Lab, st)
+	errs := []error{err, m.restoreSRIOV(st)}
 	for i := len(d.created) - 1; i >= 0; i-- {
 		if err := ns.Remove(m.netnsDir(), d.created[i]); err != nil {
 			errs = append(errs, err)
@@ -166,5 +167,5 @@ func (m *Manager) rollback(d *deployer, st *State) error {
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	return m.removeState(st.Lab)
+	return errors.Join(m.removeLogs(st.Lab), m.removeState(st.Lab))
 }

@@ -1,6 +1,8 @@
 package lab
 
 import (
+	"context"
+
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/vishvananda/netlink"
@@ -11,14 +13,16 @@ import (
 // every link, address and route operation goes through that handle and so
 // happens in the node's namespace, from whatever goroutine.
 type deployer struct {
-	m       *Manager
-	lab     *spec.Lab
-	st      *State // the state file's contents, saved ahead of host changes
-	creator *ns.Creator
-	nss     map[string]*ns.NS          // node -> open namespace
-	handles map[string]*netlink.Handle // node -> rtnetlink handle inside it
-	index   map[spec.Endpoint]int      // interface or bridge -> ifindex in its node
-	created []string                   // namespace names, in creation order
+	ctx      context.Context // the deploy's: one-shot commands are killed when it ends
+	m        *Manager
+	lab      *spec.Lab
+	st       *State // the state file's contents, saved ahead of host changes
+	creator  *ns.Creator
+	nss      map[string]*ns.NS          // node -> open namespace
+	handles  map[string]*netlink.Handle // node -> rtnetlink handle inside it
+	index    map[spec.Endpoint]int      // interface or bridge -> ifindex in its node
+	created  []string                   // namespace names, in creation order
+	services []*waited                  // services started, to check they keep running
 }
 
 func (d *deployer) close() {

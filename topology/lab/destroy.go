@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 
 	"github.com/nslab/nslab/topology/ns"
@@ -18,6 +19,7 @@ type DestroyReport struct {
 	Gone    []string // namespaces that were already gone
 	Skipped []string // names left alone, with the reason
 	Found   bool     // false when there was no trace of the lab at all
+	Stopped int      // service processes stopped
 }
 
 // Destroy removes lab labName completely: every namespace it owns (which
@@ -104,7 +106,7 @@ type removal struct {
 // the state file. st is the lab's state (nil when there is none); l, the
 // lab's file, only gives the script its VF lines when there is no state.
 func (m *Manager) removals(labName string, st *State, records []NSRecord, l *spec.Lab) []removal {
-	var plan []removal
+	plan := []removal{stopRemoval(labName, st, records, l)}
 	if st != nil {
 		plan = append(plan, m.vfRemovals(st)...)
 	} else if l != nil {
@@ -122,11 +124,46 @@ func (m *Manager) removals(labName string, st *State, records []NSRecord, l *spe
 		})
 	}
 	return append(plan, removal{
-		Name:  "forget the lab",
-		shell: func() []string { return []string{"rm -f " + m.statePath(labName)} },
-		do:    func(*DestroyReport) error { return m.removeState(labName) },
-		last:  true,
+		Name: "forget the lab",
+		shell: func() []string {
+			return []string{"rm -rf " + filepath.Join(m.stateDir(), labName), "rm -f " + m.statePath(labName)}
+		},
+		do:   func(*DestroyReport) error { return errors.Join(m.removeLogs(labName), m.removeState(labName)) },
+		last: true,
 	})
+}
+
+// stopRemoval stops the lab's services before anything else goes. Its
+// script kills what runs in the namespaces of nodes with services, as a
+// user would by hand.
+func stopRemoval(labName string, st *State, records []NSRecord, l *spec.Lab) removal {
+	withServices := map[string]bool{}
+	if st != nil {
+		for _, s := range st.Services {
+			withServices[s.Node] = true
+		}
+	} else if l != nil {
+		for _, n := range l.Nodes {
+			withServices[n.Name] = len(n.Run) > 0
+		}
+	}
+	return removal{
+		Name: "stop the lab's services",
+		shell: func() []string {
+			var out []string
+			for _, r := range records {
+				if withServices[r.Node] {
+					out = append(out, fmt.Sprintf("ip netns pids %s | xargs -r kill  # node %s's services (and anything else running there)", r.Name, r.Node))
+				}
+			}
+			return out
+		},
+		do: func(rep *DestroyReport) error {
+			n, err := stopServices(labName, st)
+			rep.Stopped = n
+			return err
+		},
+	}
 }
 
 // vfRemovals gives every recorded VF back, newest first, and restores

@@ -54,13 +54,21 @@ func (m *Manager) List() ([]Summary, error) {
 	return out, nil
 }
 
+// ServiceInfo is a service of the lab and whether it still runs (the
+// same process that was started: pid and start time).
+type ServiceInfo struct {
+	ServiceRecord
+	Running bool `json:"running"`
+}
+
 // LabInfo is a deployed lab as the kernel sees it now.
 type LabInfo struct {
-	Lab      string     `json:"lab"`
-	File     string     `json:"file"`
-	Phase    string     `json:"phase"`
-	Deployed time.Time  `json:"deployed,omitzero"`
-	Nodes    []NodeInfo `json:"nodes"`
+	Services []ServiceInfo `json:"services,omitempty"`
+	Lab      string        `json:"lab"`
+	File     string        `json:"file"`
+	Phase    string        `json:"phase"`
+	Deployed time.Time     `json:"deployed,omitzero"`
+	Nodes    []NodeInfo    `json:"nodes"`
 }
 
 // NodeInfo is one node of a deployed lab.
@@ -132,6 +140,9 @@ func (m *Manager) Inspect(labName string) (*LabInfo, error) {
 		return nil, err
 	}
 	info := &LabInfo{Lab: st.Lab, File: st.File, Phase: st.Phase, Deployed: st.Deployed}
+	for _, s := range st.Services {
+		info.Services = append(info.Services, ServiceInfo{ServiceRecord: s, Running: s.PID > 0 && alive(s.PID, s.Start)})
+	}
 	// Peer names from the file; each is checked against the kernel below.
 	peers := map[spec.Endpoint]spec.Endpoint{}
 	for _, lk := range l.Links {

@@ -106,9 +106,15 @@ func renderRemovals(labName string, plan []removal) string {
 	b.WriteString("set -uo pipefail\n\n")
 	b.WriteString("# owned NS MARKER: the namespace exists and its lo carries MARKER\n")
 	b.WriteString("owned() { ip -n \"$1\" link show dev lo 2>/dev/null | grep \"alias $2\\$\" >/dev/null; }\n")
-	for i, r := range plan {
-		fmt.Fprintf(&b, "\n# step %d: %s\n", i+1, r.Name)
-		for _, line := range r.shell() {
+	step := 0
+	for _, r := range plan {
+		lines := r.shell()
+		if len(lines) == 0 {
+			continue // nothing to do by hand (no services to stop)
+		}
+		step++
+		fmt.Fprintf(&b, "\n# step %d: %s\n", step, r.Name)
+		for _, line := range lines {
 			b.WriteString(line + "\n")
 		}
 	}

@@ -40,6 +40,9 @@ type State struct {
 	// auto on a machine without the CPUs), empty when it was not.
 	Placement []PlacementRecord `json:"placement,omitempty"`
 	Unplaced  string            `json:"unplaced,omitempty"`
+	// Services are the programs started in nodes (run:), recorded before
+	// each starts.
+	Services []ServiceRecord `json:"services,omitempty"`
 }
 
 // PlacementRecord is the CPU placement of one node's receive work.
@@ -102,6 +105,14 @@ func (m *Manager) removeState(labName string) error {
 	err := os.Remove(m.statePath(labName))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("remove state of lab %s: %w", labName, err)
+	}
+	return nil
+}
+
+// removeLogs removes the lab's directory of program logs.
+func (m *Manager) removeLogs(labName string) error {
+	if err := os.RemoveAll(filepath.Join(m.stateDir(), labName)); err != nil {
+		return fmt.Errorf("remove the logs of lab %s: %w", labName, err)
 	}
 	return nil
 }

@@ -29,23 +29,7 @@ func (n *NS) Exec(argv []string, env []string) error {
 	runtime.LockOSThread()
 	// Never unlocked: on failure the process is about to exit anyway, and on
 	// success the process image is replaced.
-	if err := unix.Setns(n.fd, unix.CLONE_NEWNET); err != nil {
-		return fmt.Errorf("enter namespace %s: %w", n.Name, err)
-	}
-	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
-		return fmt.Errorf("exec in %s: private mount namespace: %w", n.Name, err)
-	}
-	// Keep our mounts from propagating back to the host.
-	if err := unix.Mount("", "/", "none", unix.MS_SLAVE|unix.MS_REC, ""); err != nil {
-		return fmt.Errorf("exec in %s: make / a slave mount: %w", n.Name, err)
-	}
-	if err := remountSys(); err != nil {
-		return fmt.Errorf("exec in %s: %w", n.Name, err)
-	}
-	if err := bindEtc(n.Name); err != nil {
-		return fmt.Errorf("exec in %s: %w", n.Name, err)
-	}
-	return syscall.Exec(bin, argv, env)
+	return n.enterForExec(func() error { return syscall.Exec(bin, argv, env) })
 }
 
 // remountSys mounts a sysfs that belongs to the current network namespace on

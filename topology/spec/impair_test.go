@@ -89,3 +89,27 @@ func TestBitRates(t *testing.T) {
 		}
 	}
 }
+
+// TestProgramRules: a node's exec: and run: are lists of command lines,
+// with their place when they are not.
+func TestProgramRules(t *testing.T) {
+	src := strings.Replace(impaired, "  b:\n", "  b:\n    exec: [\"sysctl -a\"]\n    run: [\"iperf3 -s\", \"python3 -m http.server 80\"]\n", 1)
+	l, err := Parse("x.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := l.Node("b"); len(b.Exec) != 1 || len(b.Run) != 2 || b.Run[1] != "python3 -m http.server 80" {
+		t.Fatalf("exec %q run %q", b.Exec, b.Run)
+	}
+	for _, c := range []struct{ name, from, to, where, msg string }{
+		{"run not a list", `run: ["iperf3 -s", "python3 -m http.server 80"]`, `run: iperf3 -s`, "x.yaml:8:10: nodes.b.run", "must be a list"},
+		{"empty command", `exec: ["sysctl -a"]`, `exec: ["  "]`, "x.yaml:7:12: nodes.b.exec[0]", "an empty command"},
+		{"command type", `exec: ["sysctl -a"]`, `exec: [{a: b}]`, "x.yaml:7:12: nodes.b.exec[0]", "must be a command line"},
+	} {
+		y := strings.Replace(src, c.from, c.to, 1)
+		_, err := Parse("x.yaml", []byte(y))
+		if err == nil || !strings.Contains(err.Error(), c.where) || !strings.Contains(err.Error(), c.msg) {
+			t.Errorf("%s: want %q at %q, got %v", c.name, c.msg, c.where, err)
+		}
+	}
+}

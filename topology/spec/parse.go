@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 )
@@ -112,7 +113,7 @@ func (r *reporter) parseLab(root *yaml.Node, lab *Lab) *extra {
 	return ex
 }
 
-var nodeKeys = []string{"interfaces", "bridges", "routes", "forwarding", "sysctls", "cpus", "receive"}
+var nodeKeys = []string{"interfaces", "bridges", "routes", "forwarding", "sysctls", "cpus", "receive", "exec", "run"}
 
 func (r *reporter) parseNode(name string, v *yaml.Node, path string) *Node {
 	n := &Node{Name: name}
@@ -147,6 +148,12 @@ func (r *reporter) parseNode(name string, v *yaml.Node, path string) *Node {
 	}
 	if e, ok := f["cpus"]; ok {
 		n.CPUs = r.cpus(e.v, e.path)
+	}
+	if e, ok := f["exec"]; ok {
+		n.Exec = r.commands(e)
+	}
+	if e, ok := f["run"]; ok {
+		n.Run = r.commands(e)
 	}
 	if e, ok := f["receive"]; ok {
 		n.Receive, _ = r.str(e.v, e.path, "rps or napi")
@@ -415,4 +422,24 @@ func (r *reporter) parseLink(v *yaml.Node, path string) rawLink {
 		rl.endpoints = append(rl.endpoints, rawEndpoint{path: p, Endpoint: ep})
 	}
 	return rl
+}
+
+// commands reads a node's exec: or run: list of shell command lines.
+func (r *reporter) commands(e kv) []string {
+	items, _ := r.list(e.v, e.path, `["iperf3 -s", "python3 -m http.server 80"]`)
+	var out []string
+	for i, item := range items {
+		p := fmt.Sprintf("%s[%d]", e.path, i)
+		s, ok := r.str(item, p, "a command line")
+		switch {
+		case !ok:
+		case strings.TrimSpace(s) == "":
+			r.errf(p, "an empty command: write the command line, or remove the entry")
+		case strings.ContainsRune(s, 0):
+			r.errf(p, "a command line cannot hold a NUL byte")
+		default:
+			out = append(out, s)
+		}
+	}
+	return out
 }

@@ -71,6 +71,12 @@ type Node struct {
 	CPUs CPUSet
 	// Receive is how that work is put on CPUs: ReceiveRPS or ReceiveNAPI.
 	Receive string
+	// Exec are command lines run once in the node at deploy, in order,
+	// after its addresses and routes; each must exit 0.
+	Exec []string
+	// Run are long-running programs (services) started in the node after
+	// every Exec, kept running until the lab is destroyed.
+	Run []string
 }
 
 // Ways a node's receive work is placed on its CPUs.

@@ -1,0 +1,130 @@
+package lab
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Stopping a lab's services: each recorded service that is still the same
+// process (pid and start time), and any process that carries the lab's
+// service mark (a service whose pid a killed deploy never recorded, or a
+// program one of them started), gets SIGTERM with its process group, then
+// SIGKILL after stopBound.
+
+// stopBound is how long services get to exit after SIGTERM.
+const stopBound = 3 * time.Second
+
+// processStart reads a process's start time (field 22 of /proc/PID/stat,
+// clock ticks since boot).
+func processStart(pid int) (uint64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name (field 2) may hold spaces: count from its ")".
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 20 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
+	}
+	return strconv.ParseUint(f[19], 10, 64) // field 22 is the 20th after the name
+}
+
+// alive reports whether pid is still the process that started at start
+// (and not a zombie).
+func alive(pid int, start uint64) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	if i := bytes.LastIndexByte(b, ')'); i < 0 || i+2 >= len(b) || b[i+2] == 'Z' {
+		return false
+	}
+	got, err := processStart(pid)
+	return err == nil && got == start
+}
+
+// markedProcesses lists the processes whose environment carries lab
+// labName's service mark, with their start times.
+func markedProcesses(labName string) map[int]uint64 {
+	out := map[int]uint64{}
+	ents, _ := os.ReadDir("/proc") // unreadable /proc: nothing found
+	mark := []byte(serviceEnv + "=" + labName + "/")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil {
+			continue
+		}
+		for _, kv := range bytes.Split(env, []byte{0}) {
+			if bytes.HasPrefix(kv, mark) {
+				if start, err := processStart(pid); err == nil {
+					out[pid] = start
+				}
+				break
+			}
+		}
+	}
+	return out
+}
+
+// stopServices stops lab labName's services (recorded in st, which may be
+// nil, and marked) and returns how many processes it stopped.
+func stopServices(labName string, st *State) (int, error) {
+	procs := markedProcesses(labName)
+	if st != nil {
+		for _, s := range st.Services {
+			if s.PID > 0 && alive(s.PID, s.Start) {
+				procs[s.PID] = s.Start
+			}
+		}
+	}
+	signal := func(sig syscall.Signal) {
+		for pid, start := range procs {
+			if alive(pid, start) {
+				_ = syscall.Kill(-pid, sig) // its process group, when it leads one
+				_ = syscall.Kill(pid, sig)
+			}
+		}
+	}
+	signal(syscall.SIGTERM)
+	for deadline := time.Now().Add(stopBound); time.Now().Before(deadline) && anyAlive(procs); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if anyAlive(procs) {
+		signal(syscall.SIGKILL)
+		time.Sleep(50 * time.Millisecond)
+	}
+	var left []string
+	for pid, start := range procs {
+		if alive(pid, start) {
+			left = append(left, strconv.Itoa(pid))
+		}
+	}
+	if len(left) > 0 {
+		return len(procs), errors.New("services still running after SIGKILL: pid " + strings.Join(left, ", "))
+	}
+	return len(procs), nil
+}
+
+func anyAlive(procs map[int]uint64) bool {
+	for pid, start := range procs {
+		if alive(pid, start) {
+			return true
+		}
+	}
+	return false
+}

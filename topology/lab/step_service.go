@@ -1,0 +1,212 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/nslab/nslab/topology/spec"
+)
+
+// Programs in nodes: a node's exec: command lines run once at deploy (each
+// must exit 0), then its run: programs (services) start and keep running
+// until the lab is destroyed. Both enter the node as nslab exec does, run
+// through /bin/sh -c, and write their output to a log per node and program
+// in the lab's directory under the state directory. Each service runs in a
+// session of its own (its process group is what destroy stops) and carries
+// NSLAB_SERVICE=LAB/NODE/N in its environment, so a destroy finds it even
+// when the deploy that started it was killed before it could record its
+// pid.
+
+// ServiceRecord is one service of a lab, written to the state before the
+// program starts and again once it runs.
+type ServiceRecord struct {
+	Node    string `json:"node"`
+	Index   int    `json:"index"` // in the node's run: list
+	Command string `json:"command"`
+	Log     string `json:"log"`
+	PID     int    `json:"pid,omitempty"`
+	// Start is the process's start time (/proc/PID/stat, clock ticks since
+	// boot): a later process that got the same pid is not the service.
+	Start uint64 `json:"start_ticks,omitempty"`
+}
+
+// serviceGrace is how long a service must keep running after its start for
+// the deploy to count it as started: a program that exits at once (a typo,
+// a port in use) fails the deploy.
+const serviceGrace = 300 * time.Millisecond
+
+// serviceEnv names the environment variable that marks a lab's services.
+const serviceEnv = "NSLAB_SERVICE"
+
+func execSteps(l *spec.Lab, _ string) []Step {
+	var steps []Step
+	for _, n := range l.Nodes {
+		for i, c := range n.Exec {
+			steps = append(steps, Step{
+				Name: fmt.Sprintf("run in %s: %s", n.Name, c),
+				shell: func() []string {
+					return []string{fmt.Sprintf("ip netns exec %s sh -c %s", l.Namespace(n.Name), shQuote(c))}
+				},
+				do: func(d *deployer) error { return d.execOnce(n, i, c) },
+			})
+		}
+	}
+	return steps
+}
+
+func serviceSteps(l *spec.Lab, _ string) []Step {
+	var steps []Step
+	for _, n := range l.Nodes {
+		for i, c := range n.Run {
+			steps = append(steps, Step{
+				Name: fmt.Sprintf("start service in %s: %s", n.Name, c),
+				shell: func() []string {
+					log := logPath(DefaultStateDir, l.Name, n.Name, "run", i)
+					return []string{fmt.Sprintf("mkdir -p %s && ip netns exec %s setsid sh -c %s </dev/null >%s 2>&1 &", filepath.Dir(log), l.Namespace(n.Name), shQuote(c), log)}
+				},
+				do: func(d *deployer) error { return d.startService(n, i, c) },
+			})
+		}
+	}
+	if len(steps) > 0 {
+		steps = append(steps, Step{
+			Name: fmt.Sprintf("check that the services keep running (%v)", serviceGrace),
+			shell: func() []string {
+				return []string{fmt.Sprintf("sleep %.1f  # then check that each service still runs", serviceGrace.Seconds())}
+			},
+			do: func(d *deployer) error { return d.checkServices() },
+		})
+	}
+	return steps
+}
+
+// logPath is where a node's program writes its output: the lab's
+// directory in the state directory, one file per program.
+func logPath(stateDir, labName, node, kind string, i int) string {
+	return filepath.Join(stateDir, labName, fmt.Sprintf("%s.%s%d.log", node, kind, i))
+}
+
+// command is the process of one program line, entering nothing yet: its
+// output goes to log, its environment marks it with tag.
+func command(line string, log *os.File, tag string) *exec.Cmd {
+	cmd := exec.Command("/bin/sh", "-c", line)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.Env = append(os.Environ(), serviceEnv+"="+tag)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	return cmd
+}
+
+// openLog creates the log file of a program, and the lab's directory.
+func (d *deployer) openLog(node, kind string, i int) (*os.File, error) {
+	p := logPath(d.m.stateDir(), d.lab.Name, node, kind, i)
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return nil, fmt.Errorf("log directory: %w", err)
+	}
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_TRUNC|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("log file: %w", err)
+	}
+	return f, nil
+}
+
+// execOnce runs exec line i of node n to its end, in the node.
+//
+// Equivalent to: ip netns exec NS sh -c 'LINE'
+func (d *deployer) execOnce(n *spec.Node, i int, line string) error {
+	log, err := d.openLog(n.Name, "exec", i)
+	if err != nil {
+		return err
+	}
+	defer log.Close()
+	cmd := command(line, log, fmt.Sprintf("%s/%s/exec%d", d.lab.Name, n.Name, i))
+	if err := d.nss[n.Name].Start(cmd); err != nil {
+		return fmt.Errorf("run %q in %s: %w", line, n.Name, err)
+	}
+	stop := context.AfterFunc(d.ctx, func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	defer stop()
+	if err := cmd.Wait(); err != nil {
+		return fmt.Errorf("%q in %s failed (%v)%s", line, n.Name, err, lastLines(log.Name()))
+	}
+	return nil
+}
+
+// startService starts run line i of node n in the node and records it.
+//
+// Equivalent to: ip netns exec NS setsid sh -c 'LINE' </dev/null >LOG 2>&1 &
+func (d *deployer) startService(n *spec.Node, i int, line string) error {
+	log, err := d.openLog(n.Name, "run", i)
+	if err != nil {
+		return err
+	}
+	defer log.Close() // the program has its own descriptor
+	d.st.Services = append(d.st.Services, ServiceRecord{Node: n.Name, Index: i, Command: line, Log: log.Name()})
+	rec := &d.st.Services[len(d.st.Services)-1]
+	if err := d.m.saveState(d.st); err != nil { // ahead: a killed deploy's destroy knows to look
+		return err
+	}
+	cmd := command(line, log, fmt.Sprintf("%s/%s/%d", d.lab.Name, n.Name, i))
+	if err := d.nss[n.Name].Start(cmd); err != nil {
+		return fmt.Errorf("start %q in %s: %w", line, n.Name, err)
+	}
+	rec.PID = cmd.Process.Pid
+	rec.Start, _ = processStart(rec.PID)
+	w := &waited{rec: *rec}
+	w.mu.Lock()
+	go func() { w.err = cmd.Wait(); w.mu.Unlock() }() // reaps it; checkServices looks
+	d.services = append(d.services, w)
+	return d.m.saveState(d.st)
+}
+
+// waited is a service this deploy started; its mutex is held until the
+// program exits.
+type waited struct {
+	rec ServiceRecord
+	mu  sync.Mutex
+	err error
+}
+
+// exited reports whether the program has exited, and how.
+func (w *waited) exited() (bool, error) {
+	if !w.mu.TryLock() {
+		return false, nil
+	}
+	defer w.mu.Unlock()
+	return true, w.err
+}
+
+// checkServices waits serviceGrace and fails when a service this deploy
+// started has exited already, showing its last log lines.
+func (d *deployer) checkServices() error {
+	time.Sleep(serviceGrace)
+	var bad []string
+	for _, w := range d.services {
+		if done, err := w.exited(); done {
+			bad = append(bad, fmt.Sprintf("service %q in %s exited at once (%v)%s", w.rec.Command, w.rec.Node, err, lastLines(w.rec.Log)))
+		}
+	}
+	if len(bad) > 0 {
+		return fmt.Errorf("%s", strings.Join(bad, "; "))
+	}
+	return nil
+}
+
+// lastLines is the end of a log file, for an error message: ": its last
+// lines: ..." or "" when it is empty.
+func lastLines(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil || len(strings.TrimSpace(string(b))) == 0 {
+		return ""
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(lines) > 5 {
+		lines = lines[len(lines)-5:]
+	}
+	return fmt.Sprintf("; its last lines (%s):\n  %s", path, strings.Join(lines, "\n  "))
+}

@@ -1,0 +1,47 @@
+package ns
+
+import (
+	"fmt"
+	"os/exec"
+	"runtime"
+
+	"golang.org/x/sys/unix"
+)
+
+// Start starts cmd inside n the way Exec runs a command (n's network
+// namespace, a private mount namespace with n's own sysfs on /sys and
+// /etc/netns/NAME bound over /etc), without replacing this process: the
+// child is forked from a thread that has joined them, and that thread is
+// discarded afterwards. Wait for cmd from any goroutine.
+//
+// Equivalent to: ip netns exec NAME CMD... &
+func (n *NS) Start(cmd *exec.Cmd) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread dies with the goroutine
+		errc <- n.enterForExec(func() error { return cmd.Start() })
+	}()
+	return <-errc
+}
+
+// enterForExec joins n and its own mounts on the calling (locked) thread,
+// then runs fn there.
+func (n *NS) enterForExec(fn func() error) error {
+	if err := unix.Setns(n.fd, unix.CLONE_NEWNET); err != nil {
+		return fmt.Errorf("enter namespace %s: %w", n.Name, err)
+	}
+	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+		return fmt.Errorf("in %s: private mount namespace: %w", n.Name, err)
+	}
+	// Keep our mounts from propagating back to the host.
+	if err := unix.Mount("", "/", "none", unix.MS_SLAVE|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("in %s: make / a slave mount: %w", n.Name, err)
+	}
+	if err := remountSys(); err != nil {
+		return fmt.Errorf("in %s: %w", n.Name, err)
+	}
+	if err := bindEtc(n.Name); err != nil {
+		return fmt.Errorf("in %s: %w", n.Name, err)
+	}
+	return fn()
+}
