@@ -24,11 +24,13 @@ export CGO_ENABLED := 0
 
 all: build
 
-# nslab-plot draws --plot files; it is a program of its own so that its
-# plotting library stays out of nslab's start-up.
+# nslab-plot draws --plot files and nslab-capture writes pcap; they are
+# programs of their own so that their libraries stay out of nslab's
+# start-up.
 build: go-deps
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN)/nslab ./cmd/nslab
 	$(GO) build -o $(BIN)/nslab-plot ./cmd/nslab-plot
+	$(GO) build -o $(BIN)/nslab-capture ./cmd/nslab-capture
 
 go-deps:
 	@command -v $(GO) >/dev/null || { echo "Go is missing: install Go 1.26 or newer"; exit 1; }
@@ -37,7 +39,8 @@ go-deps:
 # Debian packages: iproute2, procps (sysctl, pgrep), ethtool and
 # util-linux (taskset) run the dry-run scripts, which a test compares with
 # nslab's own deploy; graphviz checks that nslab graph --format dot parses;
-# iputils-ping for checking by hand.
+# tcpdump reads back what nslab capture wrote; iputils-ping for checking by
+# hand.
 deps: go-deps
 	@missing=""; \
 	command -v ip     >/dev/null || missing="$$missing iproute2"; \
@@ -46,6 +49,7 @@ deps: go-deps
 	command -v taskset >/dev/null || missing="$$missing util-linux"; \
 	command -v dot    >/dev/null || missing="$$missing graphviz"; \
 	command -v ping   >/dev/null || missing="$$missing iputils-ping"; \
+	command -v tcpdump >/dev/null || missing="$$missing tcpdump"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \

@@ -40,12 +40,12 @@ func run(args []string) int {
 		},
 		Commands: []*cli.Command{
 			deployCommand(), destroyCommand(), inspectCommand(), execCommand(), validateCommand(), benchCommand(),
-			graphCommand(), pathCommand(), checkCommand(), impairCommand(), linkCommand(),
+			graphCommand(), pathCommand(), checkCommand(), impairCommand(), linkCommand(), captureCommand(),
 		},
 		ExitErrHandler: func(*cli.Context, error) {}, // run() prints and maps errors
 	}
 	for _, cmd := range app.Commands {
-		if len(args) > 2 && args[1] == cmd.Name && (cmd.Name == "impair" || cmd.Name == "link") {
+		if len(args) > 2 && args[1] == cmd.Name && (cmd.Name == "impair" || cmd.Name == "link" || cmd.Name == "capture") {
 			args = flagsFirst(args, cmd)
 		}
 	}
@@ -56,7 +56,7 @@ func run(args []string) int {
 	var ps spec.Problems
 	if errors.As(err, &ps) {
 		fmt.Fprintf(os.Stderr, "nslab: the topology file has %d problem(s); nothing was changed:\n%v\n", len(ps), ps)
-	} else {
+	} else if err.Error() != "" { // a helper program has said why already
 		fmt.Fprintln(os.Stderr, "nslab:", err)
 	}
 	var ec cli.ExitCoder

@@ -27,15 +27,25 @@ func plotHelper(file string) (string, error) {
 	if ext := strings.ToLower(filepath.Ext(file)); ext != ".png" && ext != ".svg" {
 		return "", fmt.Errorf("--plot %s: use a .png or .svg file name", file)
 	}
+	p, err := helperPath(plotHelperName)
+	if err != nil {
+		return "", fmt.Errorf("--plot: %w", err)
+	}
+	return p, nil
+}
+
+// helperPath finds one of nslab's helper programs: next to this
+// executable, else on PATH.
+func helperPath(name string) (string, error) {
 	if self, err := os.Executable(); err == nil {
-		p := filepath.Join(filepath.Dir(self), plotHelperName)
+		p := filepath.Join(filepath.Dir(self), name)
 		if _, err := os.Stat(p); err == nil {
 			return p, nil
 		}
 	}
-	p, err := exec.LookPath(plotHelperName)
+	p, err := exec.LookPath(name)
 	if err != nil {
-		return "", fmt.Errorf("--plot needs the %s helper next to nslab or on PATH (make build puts it in bin/): %w", plotHelperName, err)
+		return "", fmt.Errorf("this needs the %s helper next to nslab or on PATH (make build puts it in bin/): %w", name, err)
 	}
 	return p, nil
 }
