@@ -47,14 +47,25 @@ func main() {
 	kvm := flag.Bool("kvm", false, "use KVM instead of TCG (only if it works here)")
 	cpus := flag.Int("smp", 2, "virtual CPUs (pktgen runs one thread per CPU)")
 	verbose := flag.Bool("v", false, "show the whole console")
+	script := flag.String("script", "", "run this shell script in the VM instead of the tests, and show its output")
 	flag.Parse()
-	if err := runVM(*cache, strings.Split(*pkgs, ","), *run, *timeout, *kvm, *cpus, *verbose); err != nil {
+	if *script != "" {
+		*pkgs, *verbose = "", false
+	}
+	if err := runVM(*cache, pkgList(*pkgs), *run, *script, *timeout, *kvm, *cpus, *verbose); err != nil {
 		fmt.Fprintln(os.Stderr, "vmtest:", err)
 		os.Exit(1)
 	}
 }
 
-func runVM(cache string, pkgs []string, filter string, timeout time.Duration, kvm bool, cpus int, verbose bool) error {
+func pkgList(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
+}
+
+func runVM(cache string, pkgs []string, filter, script string, timeout time.Duration, kvm bool, cpus int, verbose bool) error {
 	cache, err := filepath.Abs(cache)
 	if err != nil {
 		return err
@@ -70,14 +81,14 @@ func runVM(cache string, pkgs []string, filter string, timeout time.Duration, kv
 	if err := os.RemoveAll(root); err != nil {
 		return err
 	}
-	if err := buildRoot(root, mods, pkgs, filter); err != nil {
+	if err := buildRoot(root, mods, pkgs, filter, script); err != nil {
 		return fmt.Errorf("initramfs: %w", err)
 	}
 	initrd := filepath.Join(cache, "initramfs.cpio")
 	if err := packCpio(root, initrd); err != nil {
 		return fmt.Errorf("initramfs: %w", err)
 	}
-	return boot(kernel, initrd, timeout, kvm, cpus, verbose)
+	return boot(kernel, initrd, timeout, kvm, cpus, verbose || script != "")
 }
 
 // fetchKernel returns the cached vmlinuz and module directory, downloading
@@ -180,13 +191,22 @@ func kernelPackage() (string, error) {
 // buildRoot lays out the VM's root file system: busybox, the modules, the
 // test binaries (run from /src/<pkg> so relative test data paths work, with
 // examples/ beside them) and /init.
-func buildRoot(root, mods string, pkgs []string, filter string) error {
+func buildRoot(root, mods string, pkgs []string, filter, script string) error {
 	if err := baseRoot(root, mods); err != nil {
 		return err
 	}
 	// nslab itself, static, for a smoke run of the CLI on this kernel.
 	if err := goBuild("build nslab", "build", "-tags", "urfave_cli_no_docs", "-o", filepath.Join(root, "bin/nslab"), "./cmd/nslab"); err != nil {
 		return err
+	}
+	if err := goBuild("build nslab-capture", "build", "-o", filepath.Join(root, "bin/nslab-capture"), "./cmd/nslab-capture"); err != nil {
+		return err
+	}
+	if script != "" {
+		if err := copyFile(script, filepath.Join(root, "src/script.sh"), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(root, "init"), []byte(initScript([]string{"sh /src/script.sh || rc=1"}, false)), 0o755)
 	}
 	var runs []string
 	for _, pkg := range pkgs {
@@ -196,11 +216,11 @@ func buildRoot(root, mods string, pkgs []string, filter string) error {
 		}
 		runs = append(runs, run)
 	}
-	return os.WriteFile(filepath.Join(root, "init"), []byte(initScript(runs)), 0o755)
+	return os.WriteFile(filepath.Join(root, "init"), []byte(initScript(runs, true)), 0o755)
 }
 
-// baseRoot makes the directories and puts busybox (with the applets /init
-// uses), the modules and the examples in.
+// baseRoot makes the directories and puts busybox, the host tools, the
+// modules and the examples in.
 func baseRoot(root, mods string) error {
 	for _, d := range []string{"bin", "proc", "sys", "dev", "run", "tmp", "lib/modules", "tests", "src", "etc"} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
@@ -214,10 +234,14 @@ func baseRoot(root, mods string) error {
 	if err := copyFile(busybox, filepath.Join(root, "bin/busybox"), 0o755); err != nil {
 		return err
 	}
-	for _, applet := range []string{"sh", "mount", "mkdir", "insmod", "poweroff", "echo", "cat", "uname", "nproc", "ip", "sleep", "ls", "ping"} {
+	// /init makes the other applets' links (busybox --install) once /proc is up.
+	for _, applet := range []string{"sh", "mount"} {
 		if err := os.Symlink("busybox", filepath.Join(root, "bin", applet)); err != nil {
 			return err
 		}
+	}
+	if err := copyHostTools(root); err != nil {
+		return err
 	}
 	for _, m := range modules {
 		name := filepath.Base(m)
@@ -279,14 +303,20 @@ func addTests(root, pkg, filter string) (string, error) {
 	return fmt.Sprintf("cd /src/%s && /tests/%s.test %s || rc=1", filepath.Clean(pkg), name, args), nil
 }
 
-// initScript is the VM's /init: mounts, modules, the nslab smoke run, the
-// tests, the result line, power off.
-func initScript(runs []string) string {
+// initScript is the VM's /init: mounts, modules, the nslab smoke run (with
+// smoke), the tests (or a script), the result line, power off.
+func initScript(runs []string, smoke bool) string {
+	smokeRun := ""
+	if smoke {
+		smokeRun = smokeLines
+	}
 	return `#!/bin/sh
-export PATH=/bin
+export PATH=/` + toolsDir + `:/bin
 mount -t proc proc /proc
+/bin/busybox --install -s /bin 2>/dev/null
 mount -t sysfs sysfs /sys
 mount -t devtmpfs devtmpfs /dev
+ln -s /proc/self/fd /dev/fd; ln -s fd/0 /dev/stdin; ln -s fd/1 /dev/stdout; ln -s fd/2 /dev/stderr
 mount -t tmpfs tmpfs /run
 mount -t tmpfs tmpfs /tmp
 ip link set lo up
@@ -294,13 +324,16 @@ for m in ` + moduleNames() + `; do insmod /lib/modules/$m || echo "insmod $m fai
 echo "vmtest: kernel $(uname -r), $(nproc) cpus, modules loaded"
 rc=0
 cd /src
-echo "vmtest: nslab CLI smoke run"
-nslab deploy examples/client-router-server.yaml && nslab inspect --name crs && nslab exec ns1 -- ping -c 2 -W 2 10.0.2.1 && nslab destroy --name crs && echo "vmtest: nslab CLI smoke run passed" || { echo "vmtest: nslab CLI smoke run FAILED"; rc=1; nslab destroy --all; }
-` + strings.Join(runs, "\n") + `
+` + smokeRun + strings.Join(runs, "\n") + `
 echo "` + resultMarker + `$rc"
 poweroff -f
 `
 }
+
+// smokeLines run the static nslab binary on the VM's kernel.
+const smokeLines = `echo "vmtest: nslab CLI smoke run"
+nslab deploy examples/client-router-server.yaml && nslab inspect --name crs && nslab exec ns1 -- ping -c 2 -W 2 10.0.2.1 && nslab destroy --name crs && echo "vmtest: nslab CLI smoke run passed" || { echo "vmtest: nslab CLI smoke run FAILED"; rc=1; nslab destroy --all; }
+`
 
 // moduleNames lists the module files in load order.
 func moduleNames() string {

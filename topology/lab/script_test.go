@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/qdisc"
@@ -171,6 +172,31 @@ func TestPrivilegedScriptSRIOV(t *testing.T) {
 	}
 }
 
+// operSettled waits (at most 3 s) until no lab link's operational state
+// is "unknown": the kernel computes it after a carrier change in its
+// linkwatch work, up to a second later, which a slow machine (the VM)
+// shows between a deploy's end and a snapshot.
+func operSettled(t *testing.T, f *fixture) {
+	t.Helper()
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		settled := true
+		for _, n := range f.lab.Nodes {
+			links, err := f.handle(n.Name).LinkList()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, l := range links {
+				if l.Attrs().Name != "lo" && l.Type() != "bridge" && l.Attrs().OperState == netlink.OperUnknown {
+					settled = false
+				}
+			}
+		}
+		if settled {
+			return
+		}
+	}
+}
+
 // qdiscs describes link's qdiscs by handle and parent, with every
 // parameter nslab sets (not their counters).
 func qdiscs(t *testing.T, h *netlink.Handle, link netlink.Link) map[string]string {
@@ -209,6 +235,7 @@ func runScript(t *testing.T, script string) {
 // snapshot is the kernel state of a lab: "node/kind/object" -> description.
 func snapshot(t *testing.T, f *fixture) map[string]string {
 	t.Helper()
+	operSettled(t, f)
 	out := map[string]string{}
 	byIndex := map[string]map[int]netlink.Link{}
 	for _, n := range f.lab.Nodes {

@@ -22,7 +22,7 @@ func serviceLab(exec, run string) string {
 // lists it) and is reported running by inspect, and destroy stops it and
 // removes the logs.
 func TestPrivilegedServiceLifecycle(t *testing.T) {
-	f := newFixture(t, serviceLab(`["ip -o addr show dev veth2 > /dev/stderr"]`, `["sleep 1000"]`))
+	f := newFixture(t, serviceLab(`["ip -o addr show dev veth2 >&2"]`, `["sleep 1000"]`))
 	f.deploy()
 	st, err := f.m.loadState(f.lab.Name)
 	if err != nil || len(st.Services) != 1 || st.Services[0].PID == 0 {
