@@ -20,7 +20,7 @@ export GOFLAGS := -tags=$(TAGS)
 # against libc, and skips the dynamic loader at every start.
 export CGO_ENABLED := 0
 
-.PHONY: all build test unit-test lint lint-deps vmtest vm-deps run deps go-deps bench-topology bench-forwarding bench-engine bench-sampler clean
+.PHONY: all build test unit-test lint lint-deps vmtest walkthrough vm-deps run deps go-deps bench-topology bench-forwarding bench-engine bench-sampler clean
 
 all: build
 
@@ -92,6 +92,12 @@ vm-deps:
 
 # Boots a Debian cloud kernel (cached under .cache/vm) under qemu and runs
 # the pktgen and lab tests inside it; see cmd/nslab-vmtest.
+# The laptop lab walk-through of the README (examples/laptop-lab.sh), in the
+# VM: its WAN link needs netem, which our machines' kernel lacks.
+walkthrough: go-deps vm-deps deps
+	$(GO) build -o $(BIN)/nslab-vmtest ./cmd/nslab-vmtest
+	$(BIN)/nslab-vmtest -script examples/laptop-lab.sh
+
 vmtest: go-deps vm-deps
 	$(GO) build -o $(BIN)/nslab-vmtest ./cmd/nslab-vmtest
 	$(BIN)/nslab-vmtest

@@ -203,10 +203,18 @@ func buildRoot(root, mods string, pkgs []string, filter, script string) error {
 		return err
 	}
 	if script != "" {
-		if err := copyFile(script, filepath.Join(root, "src/script.sh"), 0o755); err != nil {
+		// At the same place under /src as in the tree, so that its paths hold.
+		rel, err := filepath.Rel(".", script)
+		if err != nil || strings.HasPrefix(rel, "..") {
+			return fmt.Errorf("-script %s: give a script inside the repository", script)
+		}
+		if err := os.MkdirAll(filepath.Join(root, "src", filepath.Dir(rel)), 0o755); err != nil {
 			return err
 		}
-		return os.WriteFile(filepath.Join(root, "init"), []byte(initScript([]string{"sh /src/script.sh || rc=1"}, false)), 0o755)
+		if err := copyFile(script, filepath.Join(root, "src", rel), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(filepath.Join(root, "init"), []byte(initScript([]string{"sh /src/" + rel + " || rc=1"}, false)), 0o755)
 	}
 	var runs []string
 	for _, pkg := range pkgs {
@@ -222,7 +230,7 @@ func buildRoot(root, mods string, pkgs []string, filter, script string) error {
 // baseRoot makes the directories and puts busybox, the host tools, the
 // modules and the examples in.
 func baseRoot(root, mods string) error {
-	for _, d := range []string{"bin", "proc", "sys", "dev", "run", "tmp", "lib/modules", "tests", "src", "etc"} {
+	for _, d := range []string{"bin", "proc", "sys", "dev", "run", "tmp", "mnt", "lib/modules", "tests", "src", "etc"} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
 			return err
 		}
@@ -232,6 +240,13 @@ func baseRoot(root, mods string) error {
 		return errors.New("busybox not found: install busybox-static")
 	}
 	if err := copyFile(busybox, filepath.Join(root, "bin/busybox"), 0o755); err != nil {
+		return err
+	}
+	// Users the host tools look up (tcpdump drops to its own).
+	if err := os.WriteFile(filepath.Join(root, "etc/passwd"), []byte("root:x:0:0:root:/root:/bin/sh\ntcpdump:x:101:101::/nonexistent:/bin/false\n"), 0o644); err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(root, "etc/group"), []byte("root:x:0:\ntcpdump:x:101:\n"), 0o644); err != nil {
 		return err
 	}
 	// /init makes the other applets' links (busybox --install) once /proc is up.

@@ -55,6 +55,9 @@ type Bench struct {
 	allowed spec.CPUSet // the CPUs this process may use
 	// senderQdisc is the sender interface's own root qdisc (nil: none).
 	senderQdisc *qdisc.State
+	// receiver samples the receiver alone, on a path with impairments
+	// (see watchReceiver); nil otherwise.
+	receiver *sample.Sampler
 }
 
 // New prepares a bench of traffic t on running lab r.
@@ -100,6 +103,11 @@ func (b *Bench) prepare() error {
 	}
 	b.place = placementOf(b.run.Lab, b.path.Path, b.t, b.allowed)
 	b.env.Placement, b.env.Sampler = placementLines(b.run.Lab, b.t), b.place.note
+	if len(b.meas.qdiscs) > 0 {
+		if b.receiver, err = sample.New(b.run, b.meas.targets[len(b.meas.targets)-1:]); err != nil {
+			return err
+		}
+	}
 	for t, q := range b.meas.qdiscs {
 		if b.env.Impairments == nil {
 			b.env.Impairments = map[string]string{}
@@ -147,8 +155,13 @@ func (b *Bench) measure(ctx context.Context, t *spec.Traffic, frame int) (*Repor
 		return nil, err
 	}
 	stop := b.sampleInBackground()
+	stopWatch := func() time.Duration { return 0 }
+	if b.receiver != nil {
+		stopWatch = watchReceiver(b.receiver)
+	}
 	res, runErr := b.eng.Run(ctx, job)
-	drain := settle(b.meas.sampler)
+	settle(b.meas.sampler)
+	window := stopWatch()
 	after, err := snapshot(b.meas.routers)
 	all := stop()
 	if err != nil {
@@ -161,10 +174,7 @@ func (b *Bench) measure(ctx context.Context, t *spec.Traffic, frame int) (*Repor
 	if err != nil {
 		return nil, err
 	}
-	rd := reading{base: base, final: final, neighbours: neighbours, samples: append(all, final), before: before, after: after}
-	if len(b.meas.qdiscs) > 0 {
-		rd.drain = drain
-	}
+	rd := reading{base: base, final: final, neighbours: neighbours, samples: append(all, final), before: before, after: after, window: window}
 	rep := b.report(t, frame, res, rd)
 	return rep, runErr
 }
@@ -232,14 +242,14 @@ type reading struct {
 	neighbours    []uint64
 	samples       []sample.Sample
 	before, after hostState
-	drain         time.Duration // impairments delivering after the engine stopped
+	window        time.Duration // the receiver's receive window on an impaired path; 0 otherwise
 }
 
 // report puts a run's readings together.
 func (b *Bench) report(t *spec.Traffic, frame int, res *engine.Result, rd reading) *Report {
 	p := b.path
 	rep := &Report{Lab: b.run.Lab.Name, Traffic: t.Name, From: t.From.String(), To: t.To.String(), Frame: frame,
-		Engine: res.Engine, Reason: b.reason, OfferedPPS: offeredPPS(t, frame), Elapsed: res.Elapsed, Drain: rd.drain, Result: res,
+		Engine: res.Engine, Reason: b.reason, OfferedPPS: offeredPPS(t, frame), Elapsed: res.Elapsed, ReceiveWindow: rd.window, Result: res,
 		Path: p.Hops, NextHop: p.NextHop.String(), NextHopMAC: p.SenderMAC().String(), Targets: b.meas.targets, roles: b.meas.roles,
 		Samples: rd.samples, Env: b.env}
 	rep.Hops = hopCounters(b.meas.targets, b.meas.roles, rd.base, rd.final, rd.neighbours)
@@ -268,8 +278,11 @@ func offeredPPS(t *spec.Traffic, frame int) uint64 {
 
 // rates fills the receiver's rates from the counts and the samples.
 func (r *Report) rates() {
-	if r.Elapsed > 0 {
-		r.PPS = float64(r.Received) / (r.Elapsed + r.Drain).Seconds()
+	switch {
+	case r.ReceiveWindow > 0:
+		r.PPS = float64(r.Received) / r.ReceiveWindow.Seconds()
+	case r.Elapsed > 0:
+		r.PPS = float64(r.Received) / r.Elapsed.Seconds()
 	}
 	r.MbpsL2, r.MbpsL1 = mbps(r.PPS, r.Frame)
 	if a, b, ok := sample.Steady(r.Samples); ok {
@@ -291,43 +304,37 @@ func (b *Bench) prime(ctx context.Context, job engine.Job) error {
 	if _, err := b.eng.Run(ctx, job); err != nil {
 		return fmt.Errorf("priming packet: %w", err)
 	}
-	_ = settle(b.meas.sampler) // how long it took does not matter
+	settle(b.meas.sampler)
 	return nil
 }
 
 // settle waits until the counters stop moving (packets still on the path
 // when the engine returns), at most a second; while a qdisc on the path
 // holds packets (an impairment's queue or delay), until it is empty, giving
-// up after a second without progress or 30 s in all. It returns how long
-// the path still delivered: until the last read that saw counters move.
-func settle(s *sample.Sampler) time.Duration {
+// up after a second without progress or 30 s in all.
+func settle(s *sample.Sampler) {
 	const step = 20 * time.Millisecond
-	start := time.Now()
-	deadline := start.Add(30 * time.Second)
-	var moving, still, delivered time.Duration
+	deadline := time.Now().Add(30 * time.Second)
+	var moving, still time.Duration
 	last, err := s.Read()
 	for err == nil && time.Now().Before(deadline) {
 		time.Sleep(step)
 		now, err2 := s.Read()
 		if err2 != nil {
-			break
-		}
-		if !same(now, last) {
-			delivered = time.Since(start)
+			return
 		}
 		if queued(now) {
 			if still += step; !same(now, last) {
 				still = 0
 			}
 			if still >= time.Second {
-				break
+				return
 			}
 		} else if moving += step; same(now, last) || moving >= time.Second {
-			break
+			return
 		}
 		last = now
 	}
-	return delivered
 }
 
 // queued reports whether any qdisc on the path holds packets.

@@ -228,8 +228,8 @@ func TestPrivilegedRateShaping(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("%s: sent %d received %d in %v + %v drain: %.2f Mb/s L2 (steady %.2f); qdisc drops %+v; %s",
-		rep.Engine, rep.Sent, rep.Received, rep.Elapsed, rep.Drain, rep.MbpsL2, rep.SteadyL2, rep.Drops, rep.Bottleneck)
+	t.Logf("%s: sent %d in %v, received %d in %v: %.2f Mb/s L2 (steady %.2f); qdisc drops %+v; %s",
+		rep.Engine, rep.Sent, rep.Elapsed, rep.Received, rep.ReceiveWindow, rep.MbpsL2, rep.SteadyL2, rep.Drops, rep.Bottleneck)
 	if rep.MbpsL2 < 19 || rep.MbpsL2 > 21 || rep.SteadyL2 < 19 || rep.SteadyL2 > 21 {
 		t.Errorf("delivered %.2f Mb/s (steady %.2f) through a 20 Mbit/s link; want within 5%%", rep.MbpsL2, rep.SteadyL2)
 	}

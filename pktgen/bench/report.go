@@ -23,10 +23,11 @@ type Report struct {
 	// as the engine goes).
 	OfferedPPS uint64        `json:"offered_pps,omitempty"`
 	Elapsed    time.Duration `json:"elapsed_ns"`
-	// Drain is how long the path's qdiscs (its impairments' queues and
-	// delays) still delivered after the engine stopped; 0 on a path
-	// without impairments. The receiver's rates count it.
-	Drain time.Duration `json:"drain_ns,omitempty"`
+	// ReceiveWindow is, on a path with impairments, the time the receiver
+	// received in (its queues and delays keep delivering after the sender
+	// stops): from the first to the last rise of its counter, read every
+	// 10 ms. The receiver's rate is over it. 0 on other paths.
+	ReceiveWindow time.Duration `json:"receive_window_ns,omitempty"`
 	// Sent is what the sender interface took: its tx_packets plus its
 	// tx_dropped over the run (the engine's own count, when no sender
 	// interface is measured). SenderCheck compares it with the engine.
@@ -34,7 +35,7 @@ type Report struct {
 	Received  uint64  `json:"received"` // the receiver's rx, less neighbour frames
 	Loss      int64   `json:"loss"`
 	LossPct   float64 `json:"loss_pct"`
-	PPS       float64 `json:"pps"`        // received / (elapsed + drain)
+	PPS       float64 `json:"pps"`        // received / elapsed (or receive window)
 	SteadyPPS float64 `json:"steady_pps"` // receiver, steady window
 	MbpsL2    float64 `json:"mbps_l2"`    // with FCS
 	MbpsL1    float64 `json:"mbps_l1"`    // + preamble and gap (20 bytes)

@@ -110,8 +110,8 @@ func (r *Report) tableHead(ew *errWriter) {
 	ew.printf("\n")
 	tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "at the receiver\tpps\tMb/s L2\tMb/s L1\t")
-	if r.Drain > 0 {
-		fmt.Fprintf(tw, "counts / (elapsed + %.2f s drain)\t%.0f\t%.1f\t%.1f\t\n", r.Drain.Seconds(), r.PPS, r.MbpsL2, r.MbpsL1)
+	if r.ReceiveWindow > 0 {
+		fmt.Fprintf(tw, "counts / %.3f s received in\t%.0f\t%.1f\t%.1f\t\n", r.ReceiveWindow.Seconds(), r.PPS, r.MbpsL2, r.MbpsL1)
 	} else {
 		fmt.Fprintf(tw, "counts / elapsed\t%.0f\t%.1f\t%.1f\t\n", r.PPS, r.MbpsL2, r.MbpsL1)
 	}

@@ -1,7 +1,6 @@
 package lab
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/nslab/nslab/topology/qdisc"
@@ -33,7 +32,8 @@ func (r *Running) labInterface(ep spec.Endpoint) (*spec.Interface, error) {
 }
 
 // Impair makes m the impairment of interface ep, replacing any it had.
-// Where the kernel lacks the qdisc, the error says what was measured.
+// Where the kernel lacks the qdisc, the error (a *qdisc.MissingError) says
+// what was measured, and the interface keeps what it had.
 //
 // Equivalent to: tc -n NS qdisc replace dev IF root handle 1: netem|tbf ...
 func (r *Running) Impair(ep spec.Endpoint, m *spec.Impair) error {
@@ -44,20 +44,10 @@ func (r *Running) Impair(ep spec.Endpoint, m *spec.Impair) error {
 	if err != nil {
 		return err
 	}
-	h := r.nodes[ep.Node].Handle
-	err = qdisc.Set(h, link, m)
-	if err == nil {
-		return nil
+	if err := qdisc.Set(r.nodes[ep.Node].Handle, link, m); err != nil {
+		return fmt.Errorf("impair %s: %w", ep, err)
 	}
-	// Ask the kernel whether it has the qdisc at all, loading the module
-	// if it can, and try again once it has it.
-	var missing *qdisc.MissingError
-	if cerr := qdisc.Check(m.Qdisc()); errors.As(cerr, &missing) {
-		return fmt.Errorf("impair %s (%s): %w", ep, m, cerr)
-	} else if cerr != nil {
-		return err
-	}
-	return qdisc.Set(h, link, m)
+	return nil
 }
 
 // ClearImpair removes interface ep's impairment and reports whether it had
@@ -109,6 +99,21 @@ func (r *Running) SetLink(ep spec.Endpoint, up bool) error {
 	}
 	if err := h.LinkSetUp(link); err != nil {
 		return fmt.Errorf("set %s up: %w", ep, err)
+	}
+	// Back when both ends are operationally up: until then the kernel
+	// still drops what is sent on the link.
+	ends := []spec.Endpoint{ep}
+	if i.Peer.Node != "" {
+		ends = append(ends, i.Peer)
+	}
+	for _, e := range ends {
+		l, err := r.Link(e)
+		if err != nil {
+			return err
+		}
+		if err := waitOperUp(r.nodes[e.Node].Handle, l.Attrs().Index, portUpTimeout); err != nil {
+			return fmt.Errorf("%s is up, but %s: %w", ep, e, err)
+		}
 	}
 	for _, rt := range r.Lab.Node(ep.Node).Routes {
 		if !routeUses(rt, i) {

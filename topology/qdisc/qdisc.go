@@ -10,12 +10,14 @@
 package qdisc
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"time"
 
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 )
 
 // rootHandle is the handle nslab gives the root qdisc it adds ("1:").
@@ -61,26 +63,35 @@ func ticks(d time.Duration) uint32 {
 // rounds it.
 func prob(pct float64) uint32 { return uint32(math.Round(pct / 100 * math.MaxUint32)) }
 
-// Set makes m the impairment of link: it replaces the root qdisc (any
-// earlier impairment goes). The kernel replaces a qdisc in place only with
-// one of the same kind, so a root of another kind is removed first, once
-// the kernel is known to have the new kind (Check): a refused impairment
-// leaves the link as it was.
+// Set makes m the impairment of link, replacing whatever root qdisc it
+// had. The kernel's replace keeps the settings a new netem leaves out (an
+// earlier rate, say) and refuses another kind, so an old root is removed
+// first, once the kernel is known to have the new kind (Check): a refused
+// impairment leaves the link as it was.
 func Set(h *netlink.Handle, link netlink.Link, m *spec.Impair) error {
 	q := Build(m, link.Attrs().Index, link.Attrs().MTU)
 	old, err := Read(h, link)
 	if err != nil {
 		return err
 	}
-	if old != nil && old.Kind != q.Type() {
-		if err := Check(q.Type()); err != nil {
-			return err
+	if old != nil {
+		if old.Kind != q.Type() {
+			if err := Check(q.Type()); err != nil {
+				return err
+			}
 		}
 		if _, err := Clear(h, link); err != nil {
 			return err
 		}
 	}
-	if err := h.QdiscReplace(q); err != nil {
+	err = h.QdiscAdd(q)
+	if errors.Is(err, unix.ENOENT) {
+		// The kernel lacks the kind now: Check loads its module if it can.
+		if err = Check(q.Type()); err == nil {
+			err = h.QdiscAdd(q)
+		}
+	}
+	if err != nil {
 		return fmt.Errorf("add %s qdisc (%s) on %s: %w", q.Type(), m, link.Attrs().Name, err)
 	}
 	return nil

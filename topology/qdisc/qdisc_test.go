@@ -35,9 +35,11 @@ func TestPrivilegedSetReadClear(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root")
 	}
-	cases := []spec.Impair{{Rate: 20e6, Limit: 50}}
+	cases := []spec.Impair{{Rate: 20e6, Limit: 50}, {Rate: 5e6, Limit: 1000}}
 	if err := Check("netem"); err == nil {
-		cases = append(cases, spec.Impair{Delay: 20 * time.Millisecond, Jitter: 1500 * time.Microsecond, Loss: 1, Duplicate: 0.1, Reorder: 2, Corrupt: 0.5, Rate: 10e6, Limit: 300})
+		cases = append(cases, spec.Impair{Delay: 20 * time.Millisecond, Jitter: 1500 * time.Microsecond, Loss: 1, Duplicate: 0.1, Reorder: 2, Corrupt: 0.5, Rate: 10e6, Limit: 300},
+			// netem again, with less: nothing of the one before may stay
+			spec.Impair{Delay: 100 * time.Millisecond, Loss: 5, Limit: 1000})
 	} else {
 		var missing *MissingError
 		if !errors.As(err, &missing) {

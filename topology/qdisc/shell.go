@@ -9,7 +9,7 @@ import (
 
 // Shell is the tc command that sets m on interface ifname of namespace
 // nsName, as Set does on an interface without a qdisc of its own (a
-// deploy).
+// deploy; on one with a qdisc, Set runs ShellClear first).
 func Shell(nsName, ifname string, m *spec.Impair, mtu int) string {
 	head := fmt.Sprintf("tc -n %s qdisc replace dev %s root handle 1: ", nsName, ifname)
 	if !m.NeedsNetem() {
