@@ -1,7 +1,6 @@
 package spec
 
 import (
-	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -57,23 +56,7 @@ func TestImpairRules(t *testing.T) {
 		{"type", "impair: {rate: 20Mbit}", "impair: 20Mbit", "x.yaml:8:46: nodes.b.interfaces.e0.impair", "must be a mapping"},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			y := strings.Replace(impaired, c.from, c.to, 1)
-			if y == impaired {
-				t.Fatalf("edit %q did not apply", c.from)
-			}
-			_, err := Parse("x.yaml", []byte(y))
-			var ps Problems
-			if !errors.As(err, &ps) {
-				t.Fatalf("want Problems, got %v", err)
-			}
-			for _, p := range ps {
-				if s := p.Error(); strings.HasPrefix(s, c.where) && strings.Contains(s, c.msg) {
-					return
-				}
-			}
-			t.Errorf("no problem at %q containing %q; got:\n%v", c.where, c.msg, err)
-		})
+		t.Run(c.name, func(t *testing.T) { problemAfterEdit(t, impaired, c.from, c.to, c.where, c.msg) })
 	}
 }
 

@@ -275,23 +275,7 @@ func TestPlacementRules(t *testing.T) {
 		{"traffic cpus syntax", "cpus: [0, 1]}", "cpus: \"0-\"}", "x.yaml:15:58: traffic[0].cpus", "CPU list"},
 	}
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			y := strings.Replace(placed, c.from, c.to, 1)
-			if y == placed {
-				t.Fatalf("edit %q did not apply", c.from)
-			}
-			_, err := Parse("x.yaml", []byte(y))
-			var ps Problems
-			if !errors.As(err, &ps) {
-				t.Fatalf("want Problems, got %v", err)
-			}
-			for _, p := range ps {
-				if s := p.Error(); strings.HasPrefix(s, c.where) && strings.Contains(s, c.msg) {
-					return
-				}
-			}
-			t.Errorf("no problem at %q containing %q; got:\n%v", c.where, c.msg, err)
-		})
+		t.Run(c.name, func(t *testing.T) { problemAfterEdit(t, placed, c.from, c.to, c.where, c.msg) })
 	}
 }
 
@@ -313,4 +297,25 @@ func TestCPUSets(t *testing.T) {
 			t.Errorf("%q accepted", bad)
 		}
 	}
+}
+
+// problemAfterEdit parses src with from replaced by to and requires a
+// problem at where (file:line:col: path) whose message holds msg.
+func problemAfterEdit(t *testing.T, src, from, to, where, msg string) {
+	t.Helper()
+	y := strings.Replace(src, from, to, 1)
+	if y == src {
+		t.Fatalf("edit %q did not apply", from)
+	}
+	_, err := Parse("x.yaml", []byte(y))
+	var ps Problems
+	if !errors.As(err, &ps) {
+		t.Fatalf("want Problems, got %v", err)
+	}
+	for _, p := range ps {
+		if s := p.Error(); strings.HasPrefix(s, where) && strings.Contains(s, msg) {
+			return
+		}
+	}
+	t.Errorf("no problem at %q containing %q; got:\n%v", where, msg, err)
 }
