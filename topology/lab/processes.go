@@ -82,9 +82,15 @@ func markedProcesses(labName string) map[int]uint64 {
 }
 
 // stopServices stops lab labName's services (recorded in st, which may be
-// nil, and marked) and returns how many processes it stopped.
+// nil, and marked) and returns how many processes it stopped. A lab whose
+// deploy completed without services has none to find: /proc is scanned for
+// marks only when the state is missing or incomplete, or lists services
+// (whose programs may have started others).
 func stopServices(labName string, st *State) (int, error) {
-	procs := markedProcesses(labName)
+	procs := map[int]uint64{}
+	if st == nil || st.Phase != PhaseDeployed || len(st.Services) > 0 {
+		procs = markedProcesses(labName)
+	}
 	if st != nil {
 		for _, s := range st.Services {
 			if s.PID > 0 && alive(s.PID, s.Start) {

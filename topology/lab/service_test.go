@@ -90,11 +90,19 @@ func TestPrivilegedExecFails(t *testing.T) {
 
 // TestPrivilegedUnrecordedServiceStopped: a process carrying the lab's
 // service mark whose pid the state never got (a deploy killed between
-// starting it and recording it) is stopped by destroy too; one with
-// another lab's mark is left alone.
+// starting it and recording it: the state says deploying) is stopped by
+// destroy too; one with another lab's mark is left alone.
 func TestPrivilegedUnrecordedServiceStopped(t *testing.T) {
 	f := newFixture(t, pairYAML)
 	f.deploy()
+	st, err := f.m.loadState(f.lab.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Phase, st.PID = PhaseDeploying, 0 // as a deploy killed midway leaves it
+	if err := f.m.saveState(st); err != nil {
+		t.Fatal(err)
+	}
 	start := func(tag string) *exec.Cmd {
 		cmd := exec.Command("sleep", "1000")
 		cmd.Env = append(os.Environ(), serviceEnv+"="+tag)
