@@ -149,10 +149,15 @@ func (e Engine) Run(ctx context.Context, j engine.Job) (*engine.Result, error) {
 	}
 	threads := j.ThreadCount()
 	fds := make([]int, 0, threads)
+	// Closing a packet socket waits for an RCU grace period (several ms
+	// on a busy machine); nothing is sent by then, so the run does not
+	// wait for it.
 	defer func() {
-		for _, fd := range fds {
-			unix.Close(fd)
-		}
+		go func() {
+			for _, fd := range fds {
+				unix.Close(fd)
+			}
+		}()
 	}()
 	// Sockets belong to the namespace they are opened in: open them there.
 	err = n.Do(func() error {
