@@ -39,7 +39,8 @@ go-deps:
 # Debian packages: iproute2, procps (sysctl, pgrep), ethtool and
 # util-linux (taskset) run the dry-run scripts, which a test compares with
 # nslab's own deploy; graphviz checks that nslab graph --format dot parses;
-# tcpdump reads back what nslab capture wrote; iputils-ping for checking by
+# tcpdump reads back what nslab capture wrote; nftables (nft) runs the
+# dry-run script's NAT and firewall lines; iputils-ping for checking by
 # hand.
 deps: go-deps
 	@missing=""; \
@@ -50,6 +51,7 @@ deps: go-deps
 	command -v dot    >/dev/null || missing="$$missing graphviz"; \
 	command -v ping   >/dev/null || missing="$$missing iputils-ping"; \
 	command -v tcpdump >/dev/null || missing="$$missing tcpdump"; \
+	command -v nft    >/dev/null || missing="$$missing nftables"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \

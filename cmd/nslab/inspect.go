@@ -109,6 +109,7 @@ func printLab(w io.Writer, info *lab.LabInfo) {
 	fmt.Fprintln(w)
 	printQueues(w, info)
 	printImpairments(w, info)
+	printNetfilter(w, info)
 	printServices(w, info)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tFORWARDING\tROUTE\tVIA\tDEV\tMETRIC\tPROTO")
@@ -215,6 +216,39 @@ func printImpairments(w io.Writer, info *lab.LabInfo) {
 				shown = true
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\n", n.Node, i.Name, i.Impairment)
+		}
+	}
+	tw.Flush()
+	if shown {
+		fmt.Fprintln(w)
+	}
+}
+
+// printNetfilter lists each node's NAT and firewall rules as the kernel
+// has them now, with their counters.
+func printNetfilter(w io.Writer, info *lab.LabInfo) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	shown := false
+	for _, n := range info.Nodes {
+		nf := n.Netfilter
+		if nf == nil {
+			continue
+		}
+		if !shown {
+			fmt.Fprintln(tw, "NODE\tCHAIN\tRULE\tPACKETS\tBYTES\tFROM THE FILE")
+			shown = true
+		}
+		if nf.Missing {
+			fmt.Fprintf(tw, "%s\t-\tMISSING: no table %s\t-\t-\t-\n", n.Node, nf.Table)
+			continue
+		}
+		for _, c := range nf.Chains {
+			if c.Hook == "forward" {
+				fmt.Fprintf(tw, "%s\t%s\tpolicy %s\t-\t-\t-\n", n.Node, c.Name, c.Policy)
+			}
+		}
+		for _, r := range nf.Rules {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", n.Node, r.Chain, dash(r.Rule), r.Packets, r.Bytes, dash(r.Path))
 		}
 	}
 	tw.Flush()

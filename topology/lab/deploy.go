@@ -147,6 +147,7 @@ func (m *Manager) preflight(lab *spec.Lab) error {
 	problems = append(problems, m.checkPFs(lab)...)
 	problems = append(problems, m.checkPlacement(lab)...)
 	problems = append(problems, checkQdiscs(lab)...)
+	problems = append(problems, checkNetfilter(lab)...)
 	if len(problems) > 0 {
 		return &ConflictError{Problems: problems}
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nslab/nslab/topology/netfilter"
 	"github.com/nslab/nslab/topology/qdisc"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/vishvananda/netlink"
@@ -83,6 +84,27 @@ type NodeInfo struct {
 	// Placement is the CPU placement nslab recorded for the node (nil:
 	// none); each interface's Queues say what the kernel has now.
 	Placement *PlacementRecord `json:"placement,omitempty"`
+	// Netfilter is the node's nslab table as the kernel has it now; nil
+	// when the file gives the node no NAT or firewall rules.
+	Netfilter *NetfilterInfo `json:"netfilter,omitempty"`
+}
+
+// NetfilterInfo is a node's nslab nftables table: its chains, and its
+// rules with their counters and their words from the file. Missing says
+// the file has rules for the node and the kernel has no table.
+type NetfilterInfo struct {
+	Table   string                `json:"table"`
+	Missing bool                  `json:"missing,omitempty"`
+	Chains  []netfilter.ChainInfo `json:"chains,omitempty"`
+	Rules   []RuleInfo            `json:"rules,omitempty"`
+}
+
+// RuleInfo is one rule of a node's table: where it is in the file, what it
+// says there, and its counter.
+type RuleInfo struct {
+	netfilter.Counted
+	Path string `json:"path"`           // nodes.N.nat[i]; "" for a rule nslab did not write
+	Rule string `json:"rule,omitempty"` // the file's rule in nslab's words
 }
 
 // IfInfo is one interface of a node.
@@ -206,6 +228,9 @@ func (m *Manager) inspectNode(ni *NodeInfo, l *spec.Lab, indexes map[spec.Endpoi
 	if err := readNodeSysfs(node, ni); err != nil {
 		return err
 	}
+	if err := readNetfilter(node, l, ni); err != nil {
+		return err
+	}
 	routes, err := h.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{Table: unix.RT_TABLE_MAIN}, netlink.RT_FILTER_TABLE)
 	if err != nil {
 		return fmt.Errorf("list routes in %s: %w", ni.Namespace, err)
@@ -214,6 +239,38 @@ func (m *Manager) inspectNode(ni *NodeInfo, l *spec.Lab, indexes map[spec.Endpoi
 		ni.Routes = append(ni.Routes, routeInfo(r, names))
 	}
 	sort.SliceStable(ni.Routes, func(i, j int) bool { return ni.Routes[i].To < ni.Routes[j].To })
+	return nil
+}
+
+// readNetfilter reads the node's nslab table when the file gives it rules.
+func readNetfilter(node *Node, l *spec.Lab, ni *NodeInfo) error {
+	n := l.Node(ni.Node)
+	if n == nil || !n.HasNetfilter() {
+		return nil
+	}
+	chains, rules, found, err := netfilter.Read(node.NS.Fd())
+	if err != nil {
+		return fmt.Errorf("nftables in %s: %w", ni.Namespace, err)
+	}
+	info := &NetfilterInfo{Table: "inet " + netfilter.Table, Missing: !found, Chains: chains}
+	words := map[string]string{}
+	for _, r := range n.NAT {
+		words[netfilter.Comment(l.Name, r.Path)] = r.String()
+	}
+	if n.Firewall != nil {
+		for _, r := range n.Firewall.Rules {
+			words[netfilter.Comment(l.Name, r.Path)] = r.String()
+		}
+	}
+	prefix := netfilter.Comment(l.Name, "")
+	for _, r := range rules {
+		ri := RuleInfo{Counted: r, Rule: words[r.Comment]}
+		if strings.HasPrefix(r.Comment, prefix) {
+			ri.Path = strings.TrimPrefix(r.Comment, prefix)
+		}
+		info.Rules = append(info.Rules, ri)
+	}
+	ni.Netfilter = info
 	return nil
 }
 

@@ -201,6 +201,8 @@ nodes:
       e2: {}
     bridges:
       br0: {ports: [e1, e2], addresses: [10.0.2.254/24], mtu: 1400}
+    nat: [{masquerade: {out: br0, from: 10.0.1.0/24}}]
+    firewall: [{drop: {in: e0, to: 10.0.3.0/24}}]
   b:
     interfaces:
       e0: {addresses: [10.0.2.1/24]}
@@ -219,7 +221,7 @@ links:
 	f := newFixture(t, topo)
 	before := hostLinks(t)
 	steps := Plan(f.lab)
-	if len(steps) < 20 {
+	if len(steps) < 20 || !strings.Contains(fmt.Sprint(steps), "nftables table") {
 		t.Fatalf("plan has %d steps, want every kind", len(steps))
 	}
 	f.failEachStep(f.assertGone)

@@ -24,8 +24,9 @@ type stepKind func(l *spec.Lab, sysfs string) []Step
 
 // kinds is the order of a deploy: namespaces, VFs, veth pairs, bridges,
 // per-node settings, addresses, the wait for links to be up, CPU
-// placement, impairments, routes, one-shot commands, services.
-var kinds = []stepKind{namespaceSteps, sriovSteps, vethSteps, bridgeSteps, nodeSettingSteps, addressSteps, waitSteps, placementSteps, impairSteps, routeSteps, execSteps, serviceSteps}
+// placement, impairments, routes, NAT and firewall, one-shot commands,
+// services.
+var kinds = []stepKind{namespaceSteps, sriovSteps, vethSteps, bridgeSteps, nodeSettingSteps, addressSteps, waitSteps, placementSteps, impairSteps, routeSteps, netfilterSteps, execSteps, serviceSteps}
 
 // Plan returns the steps that deploy lab, in order.
 func Plan(lab *spec.Lab) []Step { return planFor(lab, "") }

@@ -23,7 +23,8 @@ import (
 // value), forwarding, CPU placement by RPS (with XPS over several queues)
 // and by threaded NAPI, routes with via, dev, metric, on-link and IPv6, and
 // impairments: a rate (tbf), and on a kernel with netem a netem one (see
-// richLabFor).
+// richLabFor); NAT of every kind and a firewall with prefixes of every
+// shape (whole bytes, masked, one address), ports, protocols and states.
 const richLab = `name: x
 nodes:
   a:
@@ -45,6 +46,20 @@ nodes:
       e2: {mtu: 1400}
     bridges:
       br0: {ports: [e1, e2], addresses: [10.0.2.254/24, 10.0.3.1/31], mtu: 1400}
+    nat:
+      - masquerade: {out: br0, from: 10.0.1.0/24}
+      - snat: {out: e0, to: "fd00:1::fe"}
+      - dnat: {in: e0, port: 8080, to: "10.0.2.1:80"}
+      - dnat: {in: e0, proto: udp, port: 53, to: 10.0.2.2}
+    firewall:
+      policy: drop
+      rules:
+        - drop: {in: e0, to: 10.0.3.0/31, proto: icmp}
+        - accept: {state: [established, related]}
+        - drop: {from: 10.16.0.0/12, to: 10.0.16.0/20}
+        - accept: {in: e0, out: br0, from: 10.0.1.1, to: 10.0.2.0/24}
+        - accept: {from: "fd00:1::/64", proto: icmpv6}
+        - accept: {in: e0, proto: udp, port: 53, state: new}
   b:
     interfaces:
       e0: {addresses: [10.0.2.1/24], impair: {rate: 20Mbit, limit: 50}}
@@ -91,6 +106,9 @@ func TestPrivilegedScriptBuildsTheSameLab(t *testing.T) {
 			}
 			if tbf := want["b/qdisc/e0/10000/ffffffff"]; name == "rich" && !strings.HasPrefix(tbf, "tbf rate=2500000 limit=75700 ") {
 				t.Fatalf("b:e0's impairment is not in the snapshot: %q", tbf)
+			}
+			if keys := nftKeys(want); name == "rich" && len(keys) != 1+3+10 {
+				t.Fatalf("r's nftables table is not in the snapshot: %q", keys)
 			}
 
 			runScript(t, DeployScript(f.lab, ""))
@@ -297,6 +315,9 @@ func snapshot(t *testing.T, f *fixture) map[string]string {
 			for k, v := range qdiscs(t, h, l) {
 				out[n.Name+"/qdisc/"+l.Attrs().Name+"/"+k] = v
 			}
+		}
+		for k, v := range nftSnapshot(t, f, n.Name) {
+			out[n.Name+"/nft/"+k] = v
 		}
 	}
 	return out

@@ -113,7 +113,7 @@ func (r *reporter) parseLab(root *yaml.Node, lab *Lab) *extra {
 	return ex
 }
 
-var nodeKeys = []string{"interfaces", "bridges", "routes", "forwarding", "sysctls", "cpus", "receive", "exec", "run"}
+var nodeKeys = []string{"interfaces", "bridges", "routes", "forwarding", "sysctls", "cpus", "receive", "exec", "run", "nat", "firewall"}
 
 func (r *reporter) parseNode(name string, v *yaml.Node, path string) *Node {
 	n := &Node{Name: name}
@@ -157,6 +157,12 @@ func (r *reporter) parseNode(name string, v *yaml.Node, path string) *Node {
 	}
 	if e, ok := f["receive"]; ok {
 		n.Receive, _ = r.str(e.v, e.path, "rps or napi")
+	}
+	if e, ok := f["nat"]; ok {
+		n.NAT = r.parseNAT(e)
+	}
+	if e, ok := f["firewall"]; ok {
+		n.Firewall = r.parseFirewall(e)
 	}
 	return n
 }

@@ -77,6 +77,10 @@ type Node struct {
 	// Run are long-running programs (services) started in the node after
 	// every Exec, kept running until the lab is destroyed.
 	Run []string
+	// NAT rules, in file order (see NATRule), and the firewall for what
+	// the node forwards; nil: none.
+	NAT      []*NATRule
+	Firewall *Firewall
 }
 
 // Ways a node's receive work is placed on its CPUs.

@@ -56,6 +56,7 @@ func validate(r *reporter, lab *Lab, ex *extra) {
 		validateRoutes(r, n)
 		validateSysctls(r, n)
 		validatePlacement(r, n)
+		validateNetfilter(r, lab, n)
 	}
 	if len(r.probs) == 0 {
 		assignMACs(lab)

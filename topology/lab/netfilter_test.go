@@ -1,0 +1,150 @@
+package lab
+
+import (
+	"fmt"
+	"net/netip"
+	"os/exec"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/nftables"
+	"github.com/google/nftables/expr"
+	"github.com/nslab/nslab/topology/labtest"
+	"github.com/nslab/nslab/topology/netfilter"
+	"github.com/nslab/nslab/topology/ns"
+)
+
+// TestPrivilegedNATLab deploys the NAT example, whose WAN node has no
+// route back to the LAN: the LAN host reaches the WAN server only through
+// gw's masquerade, which stops when nslab's table is deleted by hand; the
+// WAN never reaches the LAN's private addresses. inspect shows the rules
+// with counters that moved.
+func TestPrivilegedNATLab(t *testing.T) {
+	f := newFixture(t, "nat-router.yaml")
+	f.deploy()
+	f.ping("lan", "172.30.0.2")
+	if got, _ := f.pings("wan", "192.168.10.2"); got != 0 {
+		t.Errorf("the WAN reached the LAN's private address: %d replies", got)
+	}
+	info, err := f.m.Inspect(f.lab.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nf := nodeInfo(info, "gw").Netfilter
+	if nf == nil || nf.Missing || len(nf.Rules) != 5 {
+		t.Fatalf("inspect shows gw's table as %+v", nf)
+	}
+	for _, r := range nf.Rules {
+		if r.Path == "nodes.gw.nat[0]" && (r.Packets == 0 || r.Rule != "masquerade out wan0") {
+			t.Errorf("masquerade rule as inspect shows it: %+v", r)
+		}
+	}
+	f.deleteTable("gw")
+	if got, _ := f.pings("lan", "172.30.0.2"); got != 0 {
+		t.Errorf("the LAN still reaches the WAN with nslab's table deleted: %d replies", got)
+	}
+	if info, err = f.m.Inspect(f.lab.Name); err != nil || !nodeInfo(info, "gw").Netfilter.Missing {
+		t.Errorf("inspect does not see the table gone: %v", err)
+	}
+}
+
+// pings sends 3 echoes from a node and returns how many came back.
+func (f *fixture) pings(node, dst string) (int, error) {
+	return labtest.Ping(f.m.netnsDir(), f.ns(node), netip.MustParseAddr(dst), 3, 500*time.Millisecond)
+}
+
+// deleteTable deletes nslab's table in a node as a user would, with nft
+// (or through netlink where nft is not installed).
+func (f *fixture) deleteTable(node string) {
+	f.t.Helper()
+	if _, err := exec.LookPath("nft"); err == nil {
+		if out, err := exec.Command("ip", "netns", "exec", f.ns(node), "nft", "delete", "table", "inet", netfilter.Table).CombinedOutput(); err != nil {
+			f.t.Fatalf("nft delete table: %v %s", err, out)
+		}
+		return
+	}
+	n, err := ns.Open(f.m.netnsDir(), f.ns(node))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer n.Close()
+	c, err := nftables.New(nftables.WithNetNSFd(n.Fd()))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	c.DelTable(&nftables.Table{Name: netfilter.Table, Family: nftables.TableFamilyINet})
+	if err := c.Flush(); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func nodeInfo(info *LabInfo, node string) *NodeInfo {
+	for i := range info.Nodes {
+		if info.Nodes[i].Node == node {
+			return &info.Nodes[i]
+		}
+	}
+	return &NodeInfo{}
+}
+
+// nftSnapshot describes every nftables table, chain and rule of a node:
+// a rule by its chain, position, expressions (counters zeroed) and
+// comment.
+func nftSnapshot(t *testing.T, f *fixture, node string) map[string]string {
+	t.Helper()
+	n, err := ns.Open(f.m.netnsDir(), f.ns(node))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	c, err := nftables.New(nftables.WithNetNSFd(n.Fd()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	tables, err := c.ListTables()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tb := range tables {
+		out[fmt.Sprintf("table/%d/%s", tb.Family, tb.Name)] = fmt.Sprintf("flags=%d", tb.Flags)
+	}
+	chains, err := c.ListChains()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ch := range chains {
+		key := fmt.Sprintf("chain/%d/%s/%s", ch.Table.Family, ch.Table.Name, ch.Name)
+		out[key] = fmt.Sprintf("type=%s hook=%v prio=%v policy=%v", ch.Type, deref(ch.Hooknum), deref(ch.Priority), deref(ch.Policy))
+		rules, err := c.GetRules(ch.Table, ch)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, r := range rules {
+			var es []string
+			for _, e := range r.Exprs {
+				if ctr, ok := e.(*expr.Counter); ok {
+					e = &expr.Counter{Bytes: ctr.Bytes * 0, Packets: ctr.Packets * 0}
+				}
+				es = append(es, fmt.Sprintf("%T%+v", e, e))
+			}
+			out[fmt.Sprintf("%s/rule/%d", key, i)] = fmt.Sprintf("%s comment=%q", strings.Join(es, " "), netfilter.CommentOf(r.UserData))
+		}
+	}
+	return out
+}
+
+// nftKeys lists a snapshot's nftables keys, for a test's own check that
+// the objects are there at all.
+func nftKeys(snap map[string]string) []string {
+	var keys []string
+	for k := range snap {
+		if strings.Contains(k, "/nft/") {
+			keys = append(keys, k)
+		}
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,44 @@
+package lab
+
+import (
+	"fmt"
+
+	"github.com/nslab/nslab/topology/netfilter"
+	"github.com/nslab/nslab/topology/spec"
+)
+
+// NAT and firewall: one nftables table per node that has rules (package
+// netfilter). It lives in the node's namespace and goes with it.
+
+func netfilterSteps(l *spec.Lab, _ string) []Step {
+	var steps []Step
+	for _, n := range l.Nodes {
+		if !n.HasNetfilter() {
+			continue
+		}
+		steps = append(steps, Step{
+			Name:  fmt.Sprintf("nftables table inet %s in %s (%s)", netfilter.Table, n.Name, netfilter.Describe(n)),
+			shell: func() []string { return netfilter.Shell(l.Namespace(n.Name), l.Name, n) },
+			do: func(d *deployer) error {
+				return netfilter.Apply(d.nss[n.Name].Fd(), l.Name, n)
+			},
+		})
+	}
+	return steps
+}
+
+// checkNetfilter asks the kernel, in a scratch namespace, whether it can
+// hold each node's table, before anything is changed.
+func checkNetfilter(l *spec.Lab) []string {
+	var problems []string
+	for _, n := range l.Nodes {
+		if !n.HasNetfilter() {
+			continue
+		}
+		if err := netfilter.Check(l.Name, n); err != nil {
+			problems = append(problems, fmt.Sprintf("nodes.%s (nat, firewall): this kernel cannot hold the rules (needs CONFIG_NF_TABLES, CONFIG_NF_TABLES_INET, CONFIG_NFT_NAT, CONFIG_NFT_MASQ, CONFIG_NFT_CT): %v", n.Name, err))
+			break // one node says it for all
+		}
+	}
+	return problems
+}

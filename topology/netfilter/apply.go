@@ -1,0 +1,162 @@
+package netfilter
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/google/nftables"
+	"github.com/google/nftables/expr"
+	"github.com/nslab/nslab/topology/ns"
+	"github.com/nslab/nslab/topology/spec"
+	"golang.org/x/sys/unix"
+)
+
+// Apply creates node n's table in the namespace nsFD refers to, in one
+// netlink transaction: the table, its chains and rules appear together or
+// not at all. It runs in the caller's namespace.
+//
+// Equivalent to the nft lines of Shell.
+func Apply(nsFD int, labName string, n *spec.Node) error {
+	c, err := nftables.New(nftables.WithNetNSFd(nsFD))
+	if err != nil {
+		return fmt.Errorf("nftables in %s: %w", n.Name, err)
+	}
+	t := c.AddTable(&nftables.Table{Name: Table, Family: nftables.TableFamilyINet})
+	chains := map[string]*nftables.Chain{}
+	for _, d := range chainsOf(n) {
+		policy := d.policy
+		chains[d.name] = c.AddChain(&nftables.Chain{Name: d.name, Table: t, Type: d.kind, Hooknum: d.hook, Priority: d.prio, Policy: &policy})
+	}
+	for _, r := range rulesOf(labName, n) {
+		c.AddRule(&nftables.Rule{Table: t, Chain: chains[r.chain], Exprs: r.exprs, UserData: comment(r.comment)})
+	}
+	if err := c.Flush(); err != nil {
+		return fmt.Errorf("nftables table inet %s in %s: %w", Table, n.Name, err)
+	}
+	return nil
+}
+
+// Shell is Apply as nft commands run in namespace nsName.
+func Shell(nsName, labName string, n *spec.Node) []string {
+	run := func(cmd string) string { return fmt.Sprintf("ip netns exec %s nft %s", nsName, cmd) }
+	out := []string{run("add table inet " + Table)}
+	for _, d := range chainsOf(n) {
+		out = append(out, run(fmt.Sprintf("add chain inet %s %s %s", Table, d.name, d.shell)))
+	}
+	for _, r := range rulesOf(labName, n) {
+		out = append(out, run(fmt.Sprintf("'add rule inet %s %s %s comment \"%s\"'", Table, r.chain, r.shell, r.comment)))
+	}
+	return out
+}
+
+// Describe is a one-line summary of node n's rules, for the plan.
+func Describe(n *spec.Node) string {
+	var parts []string
+	if len(n.NAT) > 0 {
+		parts = append(parts, fmt.Sprintf("%d NAT rule%s", len(n.NAT), plural(len(n.NAT))))
+	}
+	if fw := n.Firewall; fw != nil {
+		parts = append(parts, fmt.Sprintf("firewall with %d rule%s, policy %s", len(fw.Rules), plural(len(fw.Rules)), fw.Policy))
+	}
+	return strings.Join(parts, ", ")
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}
+
+// Check asks the kernel, in a scratch namespace, whether it can hold node
+// n's table: nf_tables, its NAT, masquerade and conntrack expressions.
+func Check(labName string, n *spec.Node) error {
+	return ns.Scratch(func() error {
+		f, err := os.Open("/proc/thread-self/ns/net")
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		return Apply(int(f.Fd()), labName, n)
+	})
+}
+
+// Counted is one rule of a node's table as the kernel holds it, with its
+// counter.
+type Counted struct {
+	Chain   string `json:"chain"`
+	Comment string `json:"comment"` // see Comment
+	Packets uint64 `json:"packets"`
+	Bytes   uint64 `json:"bytes"`
+}
+
+// ChainInfo is one chain of the table as the kernel holds it.
+type ChainInfo struct {
+	Name   string `json:"name"`
+	Hook   string `json:"hook"`
+	Policy string `json:"policy"`
+}
+
+// Read returns nslab's table in the namespace nsFD refers to: its chains
+// and rules with their counters; found is false when there is no such
+// table. It runs in the caller's namespace.
+func Read(nsFD int) (chains []ChainInfo, rules []Counted, found bool, err error) {
+	c, err := nftables.New(nftables.WithNetNSFd(nsFD))
+	if err != nil {
+		return nil, nil, false, err
+	}
+	t, err := c.ListTableOfFamily(Table, nftables.TableFamilyINet)
+	if err != nil {
+		if isNotFound(err) {
+			return nil, nil, false, nil
+		}
+		return nil, nil, false, fmt.Errorf("list table inet %s: %w", Table, err)
+	}
+	all, err := c.ListChainsOfTableFamily(nftables.TableFamilyINet)
+	if err != nil {
+		return nil, nil, true, fmt.Errorf("list chains: %w", err)
+	}
+	for _, ch := range all {
+		if ch.Table.Name != Table {
+			continue
+		}
+		chains = append(chains, ChainInfo{Name: ch.Name, Hook: hookName(ch.Hooknum), Policy: policyName(ch.Policy)})
+		rs, err := c.GetRules(t, ch)
+		if err != nil {
+			return nil, nil, true, fmt.Errorf("list rules of %s: %w", ch.Name, err)
+		}
+		for _, r := range rs {
+			cr := Counted{Chain: ch.Name, Comment: CommentOf(r.UserData)}
+			for _, e := range r.Exprs {
+				if ctr, ok := e.(*expr.Counter); ok {
+					cr.Packets, cr.Bytes = ctr.Packets, ctr.Bytes
+				}
+			}
+			rules = append(rules, cr)
+		}
+	}
+	return chains, rules, true, nil
+}
+
+func isNotFound(err error) bool {
+	return strings.Contains(err.Error(), unix.ENOENT.Error()) || strings.Contains(err.Error(), "no such file")
+}
+
+func hookName(h *nftables.ChainHook) string {
+	if h == nil {
+		return ""
+	}
+	return map[nftables.ChainHook]string{*nftables.ChainHookPrerouting: "prerouting", *nftables.ChainHookPostrouting: "postrouting", *nftables.ChainHookForward: "forward",
+		*nftables.ChainHookInput: "input", *nftables.ChainHookOutput: "output"}[*h]
+}
+
+func policyName(p *nftables.ChainPolicy) string {
+	if p == nil {
+		return ""
+	}
+	if *p == nftables.ChainPolicyDrop {
+		return spec.Drop
+	}
+	return spec.Accept
+}
