@@ -17,7 +17,7 @@ import (
 func checkCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "check",
-		Usage:     "ping every address of a deployed lab from every node and compare with what its routes say",
+		Usage:     "ping every address of a deployed lab from every node and compare with what its routes, NAT and firewalls say",
 		ArgsUsage: "[FILE]",
 		Flags: []cli.Flag{
 			topoFlag(),
@@ -82,6 +82,8 @@ func cell(p check.Pair) string {
 		return "UNEXPECTED " + rtt(p.RTT)
 	case p.Answered:
 		return rtt(p.RTT)
+	case p.Filtered:
+		return "filtered"
 	}
 	return "-"
 }
@@ -106,7 +108,7 @@ func printCheckMatrix(w io.Writer, l *spec.Lab, pairs []check.Pair) {
 		fmt.Fprintln(tw, strings.Join(row, "\t"))
 	}
 	tw.Flush()
-	fmt.Fprintln(w, "\n(round-trip time of the first echo reply; - : no reply, and the routes say none can come)")
+	fmt.Fprintln(w, "\n(round-trip time of the first echo reply; - : no reply, and the routes say none can come; filtered: no reply, and a firewall on the way drops it)")
 }
 
 // printCheckList writes one line per pair.
@@ -115,7 +117,10 @@ func printCheckList(w io.Writer, pairs []check.Pair) {
 	fmt.Fprintln(tw, "FROM\tTO\tHELD BY\tROUTES SAY\tRESULT")
 	for _, p := range pairs {
 		say := "reachable"
-		if !p.Expect {
+		switch {
+		case p.Filtered:
+			say = "filtered"
+		case !p.Expect:
 			say = "unreachable"
 		}
 		got := "no reply"
@@ -151,15 +156,15 @@ func printCheckProblems(w io.Writer, pairs []check.Pair) {
 			if p.SendErr != "" {
 				why = "the kernel refused to send: " + p.SendErr
 			}
-			fmt.Fprintf(w, "BROKEN      %s -> %s (%s): %s, but the lab's routes say it answers\n", p.From, p.To, p.Owner, why)
+			fmt.Fprintf(w, "BROKEN      %s -> %s (%s): %s, but the lab's routes and rules say it answers\n", p.From, p.To, p.Owner, why)
 		} else {
-			fmt.Fprintf(w, "UNEXPECTED  %s -> %s (%s): replied in %s, but the lab's routes say: %s\n", p.From, p.To, p.Owner, rtt(p.RTT), p.Why)
+			fmt.Fprintf(w, "UNEXPECTED  %s -> %s (%s): replied in %s, but the lab's routes and rules say: %s\n", p.From, p.To, p.Owner, rtt(p.RTT), p.Why)
 		}
 	}
 }
 
 func checkSummary(pairs []check.Pair) (string, bool) {
-	var reach, unreach, broken, unexpected int
+	var reach, unreach, filtered, broken, unexpected int
 	for _, p := range pairs {
 		switch {
 		case p.Broken():
@@ -168,11 +173,16 @@ func checkSummary(pairs []check.Pair) (string, bool) {
 			unexpected++
 		case p.Answered:
 			reach++
+		case p.Filtered:
+			filtered++
 		default:
 			unreach++
 		}
 	}
-	s := fmt.Sprintf("%d pairs: %d answered and %d stayed silent as the routes say; %d broken, %d unexpectedly reachable",
-		len(pairs), reach, unreach, broken, unexpected)
+	s := fmt.Sprintf("%d pairs: %d answered and %d stayed silent as the routes say", len(pairs), reach, unreach)
+	if filtered > 0 {
+		s += fmt.Sprintf(", %d were dropped by a firewall as its rules say", filtered)
+	}
+	s += fmt.Sprintf("; %d broken, %d unexpectedly reachable", broken, unexpected)
 	return s, broken+unexpected > 0
 }

@@ -21,6 +21,8 @@ func pathCommand() *cli.Command {
 		Flags: []cli.Flag{
 			topoFlag(),
 			&cli.StringFlag{Name: "format", Value: "table", Usage: "table or json"},
+			&cli.StringFlag{Name: "proto", Usage: "the packet's protocol, for the NAT and firewall rules on the way: icmp, tcp or udp (default: an ICMP echo)"},
+			&cli.IntFlag{Name: "port", Usage: "its destination port (tcp, udp)"},
 		},
 		Action: func(c *cli.Context) error {
 			args := c.Args().Slice()
@@ -39,7 +41,11 @@ func pathCommand() *cli.Command {
 			if err != nil {
 				return cli.Exit(err.Error(), 2)
 			}
-			tp, err := manager(c).Trace(l, from, to)
+			flow, err := pathFlow(c.String("proto"), c.Int("port"))
+			if err != nil {
+				return cli.Exit(err.Error(), 2)
+			}
+			tp, err := manager(c).Trace(l, from, to, flow)
 			var kd *lab.KernelDisagrees
 			if errors.As(err, &kd) {
 				printPath(c.App.Writer, l, kd.Path)
@@ -58,6 +64,19 @@ func pathCommand() *cli.Command {
 			return cli.Exit("--format is table or json", 2)
 		},
 	}
+}
+
+// pathFlow is the packet --proto and --port describe.
+func pathFlow(proto string, port int) (spec.Flow, error) {
+	switch {
+	case proto == "" && port == 0, proto == "icmp" && port == 0:
+		return spec.Flow{}, nil
+	case proto != "tcp" && proto != "udp":
+		return spec.Flow{}, fmt.Errorf("--proto is icmp, tcp or udp (--port needs tcp or udp), not %q", proto)
+	case port < 1 || port > 65535:
+		return spec.Flow{}, fmt.Errorf("--proto %s needs --port from 1 to 65535", proto)
+	}
+	return spec.Flow{Proto: proto, Port: port}, nil
 }
 
 // pathEnds resolves FROM (NODE or NODE:IF) and TO (an address, or NODE or
@@ -135,13 +154,17 @@ func printPath(w io.Writer, l *spec.Lab, tp *lab.TracedPath) {
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tIN\tOUT\tNEXT HOP\tNEXT-HOP MAC")
+	dst := tp.To
 	for _, h := range tp.Hops {
 		in, out := orDash(h.In), orDash(h.Out)
+		if h.DNAT.IsValid() {
+			dst = h.DNAT.Addr()
+		}
 		switch {
 		case h.L2:
 			fmt.Fprintf(tw, "%s\t%s\t%s\tbridged (switch)\t\n", h.Node, in, out)
 		case h.Out == "":
-			fmt.Fprintf(tw, "%s\t%s\t%s\tdelivered (holds %s)\t\n", h.Node, in, out, tp.To)
+			fmt.Fprintf(tw, "%s\t%s\t%s\tdelivered (holds %s)\t\n", h.Node, in, out, dst)
 		default:
 			kind := "on-link"
 			if h.Gateway {
@@ -155,6 +178,7 @@ func printPath(w io.Writer, l *spec.Lab, tp *lab.TracedPath) {
 		}
 	}
 	tw.Flush()
+	printRewrites(w, l, tp)
 	routers := 0
 	for _, h := range tp.Hops[1:] {
 		if h.Out != "" && !h.L2 {
@@ -162,6 +186,24 @@ func printPath(w io.Writer, l *spec.Lab, tp *lab.TracedPath) {
 		}
 	}
 	fmt.Fprintf(w, "\n%d IP hop(s) through %d router(s); the sender's frames carry destination MAC %s\n", routers+1, routers, macOr(tp, 0))
+}
+
+// printRewrites says where NAT rewrites the packet's addresses on the way.
+func printRewrites(w io.Writer, l *spec.Lab, tp *lab.TracedPath) {
+	words := map[string]string{}
+	for _, n := range l.Nodes {
+		for _, r := range n.NAT {
+			words[r.Path] = r.String()
+		}
+	}
+	for _, h := range tp.Hops {
+		if h.DNAT.IsValid() {
+			fmt.Fprintf(w, "%s rewrites the destination to %s as it arrives on %s (%s: %s)\n", h.Node, h.DNAT, h.In, h.DNATBy, words[h.DNATBy])
+		}
+		if h.SNAT.IsValid() {
+			fmt.Fprintf(w, "%s rewrites the source to %s as it leaves by %s (%s: %s)\n", h.Node, h.SNAT, h.Out, h.SNATBy, words[h.SNATBy])
+		}
+	}
 }
 
 func macOr(tp *lab.TracedPath, i int) string {

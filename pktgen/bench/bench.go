@@ -78,7 +78,7 @@ func (b *Bench) prepare() error {
 	var err error
 	// The same derivation as nslab path: the file's path, confirmed by
 	// the kernel's route lookup in every namespace, MACs from the kernel.
-	if b.path, err = b.run.Trace(b.t.From, b.t.To); err != nil {
+	if b.path, err = b.run.TraceFlow(b.t.From, b.t.To, b.t.Flow()); err != nil {
 		return err
 	}
 	if b.path.Local {
@@ -361,10 +361,7 @@ func same(a, b sample.Sample) bool {
 // port unreachable, which would also make it re-probe ARP later, one more
 // packet at its interface). With a port range only the first port is held.
 func openSink(n *ns.NS, t *spec.Traffic) (io.Closer, error) {
-	port := t.DstPorts[0]
-	if port == 0 {
-		port = 9
-	}
+	port := t.Flow().Port
 	network := "udp4"
 	if t.To.Is6() {
 		network = "udp6"

@@ -19,9 +19,9 @@ func DryRun(l *spec.Lab, r *lab.Running, t *spec.Traffic) (string, error) {
 	var tp *lab.TracedPath
 	var err error
 	if r != nil {
-		tp, err = r.Trace(t.From, t.To)
+		tp, err = r.TraceFlow(t.From, t.To, t.Flow())
 	} else {
-		tp, err = lab.TraceFile(l, t.From, t.To)
+		tp, err = lab.TraceFileFlow(l, t.From, t.To, t.Flow())
 	}
 	if err != nil {
 		return "", fmt.Errorf("traffic %s: %w", t.Name, err)

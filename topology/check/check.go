@@ -1,13 +1,16 @@
 // Package check tests a deployed lab's reachability, like mininet's
 // pingall: from every node to every address of the lab, a real ICMP echo
 // sent from inside the node's namespace, compared with what the lab's
-// routes say (a path there and a path back for the reply). It reports both
-// kinds of surprise: pairs that should answer and do not, and pairs that
-// answer although the routes say they cannot.
+// file says (a path there and a path back for the reply, through the
+// routes, NAT and firewalls on the way). It reports both kinds of
+// surprise: pairs that should answer and do not, and pairs that answer
+// although the file says they cannot. A firewall's drop is an expected
+// silence.
 package check
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"sync"
@@ -28,6 +31,9 @@ type Pair struct {
 	// Why says why not when they do not.
 	Expect bool   `json:"expect"`
 	Why    string `json:"why,omitempty"`
+	// Filtered: a firewall on the way drops the echo or its reply (Why
+	// names the rule).
+	Filtered bool `json:"filtered,omitempty"`
 	// Answered: an echo reply came back, after RTT.
 	Answered bool          `json:"answered"`
 	RTT      time.Duration `json:"rtt_ns,omitempty"`
@@ -56,7 +62,7 @@ func Expected(l *spec.Lab) []Pair {
 	for _, n := range l.Nodes {
 		for _, o := range l.Addresses() {
 			p := Pair{From: n.Name, To: o.Addr, Owner: o.By}
-			p.Expect, p.Local, p.Why = expect(l, n.Name, o.Addr)
+			p.Expect, p.Local, p.Why, p.Filtered = expect(l, n.Name, o.Addr)
 			pairs = append(pairs, p)
 		}
 	}
@@ -65,23 +71,34 @@ func Expected(l *spec.Lab) []Pair {
 
 // expect says whether an echo from node to dst gets an answer by the
 // file: a path there, and one from the destination back to the source
-// address the sender's kernel picks.
-func expect(l *spec.Lab, node string, dst netip.Addr) (ok, local bool, why string) {
+// address the packet arrives with (the sender's, or the one a NAT on the
+// way gave it, which the NAT gives back on the reply's way).
+func expect(l *spec.Lab, node string, dst netip.Addr) (ok, local bool, why string, filtered bool) {
 	there, err := l.Trace(spec.Endpoint{Node: node}, dst)
 	if err != nil {
-		return false, false, err.Error()
+		return false, false, err.Error(), isFiltered(err)
 	}
 	if there.Local {
-		return true, true, ""
+		return true, true, "", false
 	}
 	src := l.SourceOf(spec.Endpoint{Node: node, Interface: there.Hops[0].Out}, dst)
 	if !src.IsValid() {
-		return false, false, fmt.Sprintf("%s has no %s address to send from", node, family(dst))
+		return false, false, fmt.Sprintf("%s has no %s address to send from", node, family(dst)), false
 	}
-	if _, err := l.Trace(spec.Endpoint{Node: there.Dest.Node}, src); err != nil {
-		return false, false, fmt.Sprintf("no way back for the reply from %s to %s: %v", there.Dest.Node, src, err)
+	at := there.SourceAtDest(src)
+	back, err := l.TraceFlow(spec.Endpoint{Node: there.Dest.Node}, at, spec.Flow{Reply: true, Restore: there.Restore(src)})
+	if err != nil {
+		return false, false, fmt.Sprintf("no way back for the reply from %s to %s: %v", there.Dest.Node, at, err), isFiltered(err)
 	}
-	return true, false, ""
+	if back.Dest.Node != node {
+		return false, false, fmt.Sprintf("the reply from %s to %s goes to %s, not back to %s", there.Dest.Node, at, back.Dest.Node, node), false
+	}
+	return true, false, "", false
+}
+
+func isFiltered(err error) bool {
+	var fe *spec.FilteredError
+	return errors.As(err, &fe)
 }
 
 func family(a netip.Addr) string {

@@ -53,7 +53,7 @@ type Edge struct {
 type End struct{ Box, Row int }
 
 // nodeNote is what a node's title says besides its name: router, its
-// namespace when a prefix applies, its CPU placement.
+// namespace when a prefix applies, its CPU placement, its NAT and firewall.
 func nodeNote(l *spec.Lab, n *spec.Node) string {
 	var notes []string
 	switch {
@@ -73,6 +73,16 @@ func nodeNote(l *spec.Lab, n *spec.Node) string {
 			place += " napi"
 		}
 		notes = append(notes, place)
+	}
+	for _, r := range n.NAT {
+		if r.Kind == spec.NATMasquerade {
+			notes = append(notes, "masquerade "+r.Match.Out)
+		} else {
+			notes = append(notes, r.Kind)
+		}
+	}
+	if fw := n.Firewall; fw != nil {
+		notes = append(notes, fmt.Sprintf("firewall %d rules, policy %s", len(fw.Rules), fw.Policy))
 	}
 	return strings.Join(notes, ", ")
 }

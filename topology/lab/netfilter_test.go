@@ -14,19 +14,30 @@ import (
 	"github.com/nslab/nslab/topology/labtest"
 	"github.com/nslab/nslab/topology/netfilter"
 	"github.com/nslab/nslab/topology/ns"
+	"github.com/nslab/nslab/topology/spec"
 )
 
 // TestPrivilegedNATLab deploys the NAT example, whose WAN node has no
 // route back to the LAN: the LAN host reaches the WAN server only through
 // gw's masquerade, which stops when nslab's table is deleted by hand; the
-// WAN never reaches the LAN's private addresses. inspect shows the rules
-// with counters that moved.
+// WAN never reaches the LAN's private addresses. The kernel's route
+// lookups agree with the paths through the NAT hop (with the addresses
+// rewritten), and inspect shows the rules with counters that moved.
 func TestPrivilegedNATLab(t *testing.T) {
 	f := newFixture(t, "nat-router.yaml")
 	f.deploy()
 	f.ping("lan", "172.30.0.2")
 	if got, _ := f.pings("wan", "192.168.10.2"); got != 0 {
 		t.Errorf("the WAN reached the LAN's private address: %d replies", got)
+	}
+	for _, c := range []struct {
+		from, to string
+		flow     spec.Flow
+	}{{"lan", "172.30.0.2", spec.Flow{}}, {"wan", "172.30.0.1", spec.Flow{Proto: "tcp", Port: 8080}}} {
+		tp, err := f.m.Trace(f.lab, spec.Endpoint{Node: c.from}, netip.MustParseAddr(c.to), c.flow)
+		if err != nil || !tp.Deployed || len(tp.Hops) != 3 || !tp.Hops[1].SNAT.IsValid() && !tp.Hops[1].DNAT.IsValid() {
+			t.Errorf("path %s -> %s (%+v): the kernel is not asked about the NAT hop, or disagrees: %+v, %v", c.from, c.to, c.flow, tp, err)
+		}
 	}
 	info, err := f.m.Inspect(f.lab.Name)
 	if err != nil {

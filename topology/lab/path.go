@@ -49,16 +49,16 @@ func (e *KernelDisagrees) Error() string {
 	return fmt.Sprintf("the kernel disagrees with the lab's file about the path to %s: %s", e.Path.To, strings.Join(e.Problems, "; "))
 }
 
-// Trace computes the path from from (a node, or node:interface) to to
-// from the lab's file and, when the lab is deployed and can be entered,
+// Trace computes the path of flow f's packets from from (a node, or
+// node:interface) to to from the lab's file and, when the lab is deployed and can be entered,
 // asks the kernel (see Running.Trace). It runs in the caller's namespace.
-func (m *Manager) Trace(l *spec.Lab, from spec.Endpoint, to netip.Addr) (*TracedPath, error) {
+func (m *Manager) Trace(l *spec.Lab, from spec.Endpoint, to netip.Addr, f spec.Flow) (*TracedPath, error) {
 	r, err := m.Open(l)
 	if err == nil {
 		defer r.Close()
-		return r.Trace(from, to)
+		return r.TraceFlow(from, to, f)
 	}
-	tp, terr := TraceFile(l, from, to)
+	tp, terr := TraceFileFlow(l, from, to, f)
 	if terr != nil {
 		return nil, terr
 	}
@@ -68,9 +68,15 @@ func (m *Manager) Trace(l *spec.Lab, from spec.Endpoint, to netip.Addr) (*Traced
 	return tp, nil
 }
 
-// TraceFile is the path by the file alone: MACs as the file gives them.
+// TraceFile is the path of an ICMP echo by the file alone: MACs as the
+// file gives them.
 func TraceFile(l *spec.Lab, from spec.Endpoint, to netip.Addr) (*TracedPath, error) {
-	p, err := l.Trace(from, to)
+	return TraceFileFlow(l, from, to, spec.Flow{})
+}
+
+// TraceFileFlow is TraceFile for the packets of flow f.
+func TraceFileFlow(l *spec.Lab, from spec.Endpoint, to netip.Addr, f spec.Flow) (*TracedPath, error) {
+	p, err := l.TraceFlow(from, to, f)
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +95,12 @@ func TraceFile(l *spec.Lab, from spec.Endpoint, to netip.Addr) (*TracedPath, err
 // filtering count). MACs are read from the kernel. It enters no namespace:
 // it asks through the nodes' handles.
 func (r *Running) Trace(from spec.Endpoint, to netip.Addr) (*TracedPath, error) {
-	tp, err := TraceFile(r.Lab, from, to)
+	return r.TraceFlow(from, to, spec.Flow{})
+}
+
+// TraceFlow is Trace for the packets of flow f (a traffic run's).
+func (r *Running) TraceFlow(from spec.Endpoint, to netip.Addr, f spec.Flow) (*TracedPath, error) {
+	tp, err := TraceFileFlow(r.Lab, from, to, f)
 	if err != nil {
 		return nil, err
 	}
@@ -133,19 +144,29 @@ func (r *Running) askKernel(tp *TracedPath) []string {
 		tp.Source = tp.Source.Unmap()
 		problems = append(problems, compareHop(sender, tp.Hops[0], rs[0])...)
 	}
+	src, dst := tp.Source, tp.To // as the packet is on each wire, NAT applied
+	if tp.Hops[0].SNAT.IsValid() {
+		src = tp.Hops[0].SNAT
+	}
 	for _, h := range tp.Hops[1:] {
-		if h.L2 || h.Out == "" || !tp.Source.IsValid() {
+		if h.DNAT.IsValid() {
+			dst = h.DNAT.Addr()
+		}
+		if h.L2 || h.Out == "" || !src.IsValid() {
 			continue
 		}
 		hh := r.nodes[h.Node].Handle
-		rs, err := hh.RouteGetWithOptions(net.IP(tp.To.AsSlice()), &netlink.RouteGetOptions{
-			Iif: h.In, SrcAddr: net.IP(tp.Source.AsSlice()),
+		rs, err := hh.RouteGetWithOptions(net.IP(dst.AsSlice()), &netlink.RouteGetOptions{
+			Iif: h.In, SrcAddr: net.IP(src.AsSlice()),
 		})
 		if err != nil {
-			problems = append(problems, fmt.Sprintf("%s: the kernel does not forward a packet from %s to %s arriving on %s (%v)", h.Node, tp.Source, tp.To, h.In, explainRouteErr(err)))
+			problems = append(problems, fmt.Sprintf("%s: the kernel does not forward a packet from %s to %s arriving on %s (%v)", h.Node, src, dst, h.In, explainRouteErr(err)))
 			continue
 		}
 		problems = append(problems, compareHop(hh, h, rs[0])...)
+		if h.SNAT.IsValid() {
+			src = h.SNAT
+		}
 	}
 	return problems
 }

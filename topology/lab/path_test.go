@@ -24,7 +24,7 @@ func checkEveryPath(t *testing.T, f *fixture) int {
 				t.Errorf("%s -> %s: the file gives no path: %v", n.Name, o.Addr, err)
 				continue
 			}
-			tp, err := f.m.Trace(f.lab, spec.Endpoint{Node: n.Name}, o.Addr)
+			tp, err := f.m.Trace(f.lab, spec.Endpoint{Node: n.Name}, o.Addr, spec.Flow{})
 			if err != nil {
 				t.Errorf("%s -> %s: %v", n.Name, o.Addr, err)
 				continue
@@ -79,7 +79,7 @@ func TestPrivilegedPathUnreachable(t *testing.T) {
 		t.Fatalf("file path: %v, want it to stop at r1", err)
 	}
 	f.deploy()
-	if _, err := f.m.Trace(f.lab, spec.Endpoint{Node: "client"}, server); err == nil {
+	if _, err := f.m.Trace(f.lab, spec.Endpoint{Node: "client"}, server, spec.Flow{}); err == nil {
 		t.Fatal("Trace on the deployed lab found a path")
 	}
 	_, err = f.handle("r1").RouteGetWithOptions(net.IP(server.AsSlice()), &netlink.RouteGetOptions{Iif: "eth0", SrcAddr: net.ParseIP("10.1.0.2")})
@@ -96,7 +96,7 @@ func TestPrivilegedPathKernelDisagrees(t *testing.T) {
 	server := netip.MustParseAddr("10.0.2.1")
 	trace := func() *KernelDisagrees {
 		t.Helper()
-		_, err := f.m.Trace(f.lab, spec.Endpoint{Node: "ns1"}, server)
+		_, err := f.m.Trace(f.lab, spec.Endpoint{Node: "ns1"}, server, spec.Flow{})
 		var kd *KernelDisagrees
 		if !errors.As(err, &kd) {
 			t.Fatalf("Trace: %v, want KernelDisagrees", err)
@@ -109,7 +109,7 @@ func TestPrivilegedPathKernelDisagrees(t *testing.T) {
 		t.Errorf("forwarding off: %v", kd)
 	}
 	must(t, f.nsDo("ns2", func() error { return os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1"), 0) }))
-	if _, err := f.m.Trace(f.lab, spec.Endpoint{Node: "ns1"}, server); err != nil {
+	if _, err := f.m.Trace(f.lab, spec.Endpoint{Node: "ns1"}, server, spec.Flow{}); err != nil {
 		t.Fatalf("forwarding back on: %v", err)
 	}
 	// The client's default route is gone.

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"errors"
 	"net/netip"
 	"testing"
 )
@@ -151,5 +152,42 @@ func TestMatchMatches(t *testing.T) {
 		if got := c.m.Matches(pkt); got != c.want {
 			t.Errorf("case %d: %v matches = %v, want %v", i, c.m, got, c.want)
 		}
+	}
+}
+
+// TestTraceThroughNAT: the path says where NAT rewrites the packet, and
+// which firewall rule drops it.
+func TestTraceThroughNAT(t *testing.T) {
+	l, err := Parse("x.yaml", []byte(natLab))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := netip.MustParseAddr
+	p, err := l.Trace(Endpoint{Node: "lan"}, a("172.30.0.2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if gw := p.Hops[1]; gw.SNAT != a("172.30.0.1") || gw.SNATBy != "nodes.gw.nat[0]" || p.SourceAtDest(a("192.168.10.2")) != a("172.30.0.1") {
+		t.Errorf("gw hop %+v", gw)
+	}
+	if r := p.Restore(a("192.168.10.2")); r["gw"] != a("192.168.10.2") || len(r) != 1 {
+		t.Errorf("Restore = %v", r)
+	}
+	back, err := l.TraceFlow(Endpoint{Node: "wan"}, a("172.30.0.1"), Flow{Reply: true, Restore: p.Restore(a("192.168.10.2"))})
+	if err != nil || back.Dest != (Endpoint{"lan", "eth0"}) {
+		t.Errorf("the reply goes to %v (%v), want lan:eth0", back, err)
+	}
+	p, err = l.TraceFlow(Endpoint{Node: "wan"}, a("172.30.0.1"), Flow{Proto: "tcp", Port: 8080})
+	if err != nil || p.Dest != (Endpoint{"lan", "eth0"}) || p.Hops[1].DNAT != netip.MustParseAddrPort("192.168.10.2:80") || p.Hops[1].DNATBy != "nodes.gw.nat[2]" {
+		t.Errorf("tcp 8080 to gw: %+v, %v", p, err)
+	}
+	_, err = l.TraceFlow(Endpoint{Node: "wan"}, a("172.30.0.1"), Flow{Proto: "udp", Port: 53})
+	var fe *FilteredError
+	if !errors.As(err, &fe) || fe.Node != "gw" || fe.Rule != "nodes.gw.firewall" {
+		t.Errorf("udp 53 dnat'd into the LAN: want gw's policy to drop it, got %v", err)
+	}
+	_, err = l.TraceFlow(Endpoint{Node: "wan"}, a("172.30.0.1"), Flow{Reply: true})
+	if err != nil {
+		t.Errorf("a reply to gw itself: %v", err)
 	}
 }

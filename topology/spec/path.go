@@ -25,6 +25,13 @@ type Hop struct {
 	// (declared or derived) until the kernel is asked. Nil where the file
 	// cannot know it (a VF keeps the NIC's, a bridge the kernel's choice).
 	NextMAC net.HardwareAddr `json:"-"`
+	// DNAT is the destination the hop's dnat rule (DNATBy, its place in
+	// the file) gives the packet as it arrives; SNAT the source its
+	// masquerade or snat rule (SNATBy) gives it as it leaves.
+	DNAT   netip.AddrPort `json:"dnat,omitzero"`
+	DNATBy string         `json:"dnat_by,omitempty"`
+	SNAT   netip.Addr     `json:"snat,omitzero"`
+	SNATBy string         `json:"snat_by,omitempty"`
 }
 
 // MarshalJSON writes NextMAC as text (next_mac).
@@ -59,11 +66,11 @@ const maxHops = 64
 // PathOf derives the path from a sender interface to an address from the
 // lab's connected subnets, routes and links. It is pure: the next hop's MAC
 // is read from the kernel by the caller.
-func (l *Lab) PathOf(from Endpoint, to netip.Addr) (*Path, error) {
+func (l *Lab) PathOf(from Endpoint, to netip.Addr, f Flow) (*Path, error) {
 	if n := l.Node(from.Node); n == nil || n.Interface(from.Interface) == nil {
 		return nil, fmt.Errorf("%s is not an interface of the lab", from)
 	}
-	p, err := l.Trace(from, to)
+	p, err := l.TraceFlow(from, to, f)
 	if err != nil {
 		return nil, err
 	}
@@ -73,10 +80,57 @@ func (l *Lab) PathOf(from Endpoint, to netip.Addr) (*Path, error) {
 	return p, nil
 }
 
-// Trace derives the path from a node to an address of the lab, as PathOf.
+// Flow is what a traced packet is, for the NAT and firewall rules on its
+// way: its protocol and destination port, and whether it answers a
+// packet that went the other way (conntrack's established: no NAT rule
+// applies to it, and the nodes that rewrote the request's source give it
+// its destination back, listed in Restore by node).
+type Flow struct {
+	Proto   string // tcp, udp, icmp; "": an ICMP echo (icmpv6 for IPv6)
+	Port    int    // destination port for tcp and udp
+	Reply   bool
+	Restore map[string]netip.Addr
+}
+
+// packet is the packet a flow starts as.
+func (f Flow) packet(src, dst netip.Addr) Packet {
+	p := Packet{Src: src, Dst: dst, Proto: f.Proto, Port: f.Port, State: "new"}
+	if p.Proto == "" || p.Proto == "icmp" {
+		p.Proto, p.Port = "icmp", 0
+		if dst.Is6() {
+			p.Proto = "icmpv6"
+		}
+	}
+	if f.Reply {
+		p.State = "established"
+	}
+	return p
+}
+
+// FilteredError says that a node's firewall drops the traced packet: by a
+// rule, or by its policy (Rule is then the firewall's place in the file).
+type FilteredError struct {
+	Node  string
+	Rule  string // place in the file
+	Words string // the rule in nslab's words, or "policy drop"
+}
+
+func (e *FilteredError) Error() string {
+	return fmt.Sprintf("node %s's firewall drops it (%s: %s)", e.Node, e.Rule, e.Words)
+}
+
+// Trace derives the path from a node to an address of the lab, as PathOf,
+// for an ICMP echo (see TraceFlow).
+func (l *Lab) Trace(from Endpoint, to netip.Addr) (*Path, error) {
+	return l.TraceFlow(from, to, Flow{})
+}
+
+// TraceFlow derives the path a packet of flow f takes from a node to an
+// address of the lab, through the nodes' routes, NAT and firewalls.
 // from.Interface may be empty: the node's route lookup picks the egress.
 // A destination the node holds itself gives a one-hop path marked Local.
-func (l *Lab) Trace(from Endpoint, to netip.Addr) (*Path, error) {
+// A firewall that drops the packet gives a *FilteredError.
+func (l *Lab) TraceFlow(from Endpoint, to netip.Addr, f Flow) (*Path, error) {
 	owner := l.addressOwners()
 	dst, ok := owner[to]
 	if !ok {
@@ -102,40 +156,140 @@ func (l *Lab) Trace(from Endpoint, to netip.Addr) (*Path, error) {
 	if egress != from.Interface {
 		return nil, fmt.Errorf("%s routes %s out of %s, not %s: send from %s:%s or fix the routes", from.Node, to, egress, from.Interface, from.Node, egress)
 	}
+	pkt := f.packet(l.SourceOf(from, to), to)
+	pkt.Out = from.Interface
 	p := &Path{Hops: []Hop{{Node: from.Node, Out: from.Interface}}, Dest: dst}
-	if err := l.walk(p, from, to, gw, owner); err != nil {
+	if !f.Reply {
+		l.sourceNAT(&p.Hops[0], n, &pkt)
+	}
+	if err := l.walk(p, from, gw, &pkt, f, owner); err != nil {
 		return nil, err
 	}
 	return p, nil
 }
 
 // walk follows the path from the sender's egress hop by hop until the node
-// that holds the destination, filling p.
-func (l *Lab) walk(p *Path, at Endpoint, to, gw netip.Addr, owner map[netip.Addr]Endpoint) error {
-	dst := p.Dest
+// that holds the destination, filling p. pkt is the packet as it is on
+// the wire, rewritten by the NAT rules on the way.
+func (l *Lab) walk(p *Path, at Endpoint, gw netip.Addr, pkt *Packet, f Flow, owner map[netip.Addr]Endpoint) error {
 	for len(p.Hops) < maxHops {
 		next, l2, err := l.resolve(at, gw, owner)
 		if err != nil {
 			return err
 		}
 		last := &p.Hops[len(p.Hops)-1]
-		last.Via, last.Gateway, last.Next, last.NextMAC = gw, gw != to, next, l.macOf(next)
+		last.Via, last.Gateway, last.Next, last.NextMAC = gw, gw != pkt.Dst, next, l.macOf(next)
 		p.Hops = append(p.Hops, l2...)
 		if len(p.Hops) == 1+len(l2) {
 			p.NextHop = next
 		}
-		if next.Node == dst.Node {
-			p.Hops = append(p.Hops, Hop{Node: next.Node, In: next.Interface})
+		hop := Hop{Node: next.Node, In: next.Interface}
+		pkt.In = next.Interface
+		l.arrive(p, &hop, pkt, f, owner)
+		if next.Node == p.Dest.Node {
+			p.Hops = append(p.Hops, hop)
 			return nil
 		}
-		var egress string
-		if gw, egress, err = l.forward(p, next, to); err != nil {
+		if gw, hop.Out, err = l.forward(p, next, pkt.Dst); err != nil {
 			return err
 		}
-		p.Hops = append(p.Hops, Hop{Node: next.Node, In: next.Interface, Out: egress})
-		at = Endpoint{Node: next.Node, Interface: egress}
+		pkt.Out = hop.Out
+		node := l.Node(next.Node)
+		if err := filter(node, *pkt); err != nil {
+			return err
+		}
+		if !f.Reply {
+			l.sourceNAT(&hop, node, pkt)
+		}
+		p.Hops = append(p.Hops, hop)
+		at = Endpoint{Node: next.Node, Interface: hop.Out}
 	}
-	return fmt.Errorf("the path to %s is longer than %d hops", to, maxHops)
+	return fmt.Errorf("the path to %s is longer than %d hops", pkt.Dst, maxHops)
+}
+
+// arrive applies what a node does to a packet as it arrives (prerouting):
+// a dnat rule gives a new packet a new destination; a reply to a source
+// the node rewrote gets its original destination back.
+func (l *Lab) arrive(p *Path, hop *Hop, pkt *Packet, f Flow, owner map[netip.Addr]Endpoint) {
+	n := l.Node(hop.Node)
+	if f.Reply {
+		if orig, ok := f.Restore[hop.Node]; ok && owner[pkt.Dst].Node == hop.Node {
+			pkt.Dst, p.Dest = orig, owner[orig]
+		}
+		return
+	}
+	for _, r := range n.NAT {
+		if r.Kind != NATDNAT || !r.Match.Matches(*pkt) {
+			continue
+		}
+		pkt.Dst, p.Dest = r.To.Addr(), owner[r.To.Addr()]
+		if r.To.Port() != 0 {
+			pkt.Port = int(r.To.Port())
+		}
+		hop.DNAT, hop.DNATBy = r.To, r.Path
+		return
+	}
+}
+
+// filter is a forwarding node's firewall verdict on pkt: nil to pass.
+func filter(n *Node, pkt Packet) error {
+	fw := n.Firewall
+	if fw == nil {
+		return nil
+	}
+	for _, r := range fw.Rules {
+		if r.Match.Matches(pkt) {
+			if r.Verdict == Drop {
+				return &FilteredError{Node: n.Name, Rule: r.Path, Words: r.String()}
+			}
+			return nil
+		}
+	}
+	if fw.Policy == Drop {
+		return &FilteredError{Node: n.Name, Rule: fw.Path, Words: "policy drop, and no rule accepts it"}
+	}
+	return nil
+}
+
+// sourceNAT applies a node's first matching masquerade or snat rule to a
+// packet leaving it, recording the new source on the hop.
+func (l *Lab) sourceNAT(hop *Hop, n *Node, pkt *Packet) {
+	for _, r := range n.NAT {
+		if !r.Source() || !r.Match.Matches(*pkt) {
+			continue
+		}
+		src := r.To.Addr()
+		if r.Kind == NATMasquerade {
+			src = l.SourceOf(Endpoint{Node: n.Name, Interface: pkt.Out}, pkt.Dst)
+		}
+		pkt.Src, hop.SNAT, hop.SNATBy = src, src, r.Path
+		return
+	}
+}
+
+// Restore lists the nodes on the path that rewrote the source, with the
+// source they replaced: a reply reaching such a node gets that address
+// as its destination (see Flow).
+func (p *Path) Restore(src netip.Addr) map[string]netip.Addr {
+	out := map[string]netip.Addr{}
+	for _, h := range p.Hops {
+		if h.SNAT.IsValid() {
+			out[h.Node] = src
+			src = h.SNAT
+		}
+	}
+	return out
+}
+
+// SourceAtDest is the source the packet carries when it arrives, from the
+// sender's src after every rewrite on the way.
+func (p *Path) SourceAtDest(src netip.Addr) netip.Addr {
+	for _, h := range p.Hops {
+		if h.SNAT.IsValid() {
+			src = h.SNAT
+		}
+	}
+	return src
 }
 
 // forward is a transit node's routing decision for to: its next hop and

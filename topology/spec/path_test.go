@@ -33,7 +33,7 @@ func TestPathOfExamples(t *testing.T) {
 		t.Run(c.file+" "+c.from+" "+c.to, func(t *testing.T) {
 			l := mustRead(t, c.file)
 			node, iface, _ := strings.Cut(c.from, ":")
-			p, err := l.PathOf(Endpoint{node, iface}, netip.MustParseAddr(c.to))
+			p, err := l.PathOf(Endpoint{node, iface}, netip.MustParseAddr(c.to), Flow{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -82,7 +82,7 @@ func TestPathErrors(t *testing.T) {
 	}
 	for _, c := range cases {
 		node, iface, _ := strings.Cut(c.from, ":")
-		_, err := c.l.PathOf(Endpoint{node, iface}, netip.MustParseAddr(c.to))
+		_, err := c.l.PathOf(Endpoint{node, iface}, netip.MustParseAddr(c.to), Flow{})
 		if err == nil || !strings.Contains(err.Error(), c.msg) {
 			t.Errorf("%s -> %s: want %q, got %v", c.from, c.to, c.msg, err)
 		}
@@ -115,7 +115,7 @@ links:
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = l.PathOf(Endpoint{"a", "e0"}, netip.MustParseAddr("10.9.9.9"))
+	_, err = l.PathOf(Endpoint{"a", "e0"}, netip.MustParseAddr("10.9.9.9"), Flow{})
 	if err == nil || !strings.Contains(err.Error(), "routing loop") {
 		t.Fatalf("got %v", err)
 	}
@@ -196,7 +196,7 @@ func TestTraceHops(t *testing.T) {
 	if err != nil || !local.Local || len(local.Hops) != 1 || local.Dest != (Endpoint{"r1", "eth1"}) {
 		t.Errorf("local: %+v %v", local, err)
 	}
-	if _, err := l.PathOf(Endpoint{"r1", "eth1"}, netip.MustParseAddr("10.12.0.1")); err == nil {
+	if _, err := l.PathOf(Endpoint{"r1", "eth1"}, netip.MustParseAddr("10.12.0.1"), Flow{}); err == nil {
 		t.Error("PathOf (bench) accepts a sender's own address")
 	}
 	if src := l.SourceOf(Endpoint{"r1", "eth1"}, netip.MustParseAddr("10.2.0.2")); src != netip.MustParseAddr("10.12.0.1") {

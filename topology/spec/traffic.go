@@ -245,6 +245,19 @@ func ParseRate(s string) (pps, mbps uint64, err error) {
 	return 0, uint64(v), nil
 }
 
+// DefaultPort is the UDP destination port of a run that gives none.
+const DefaultPort = 9
+
+// Flow is the run's packets as the NAT and firewall rules on their path
+// see them: UDP to the first destination port of the run.
+func (t *Traffic) Flow() Flow {
+	port := t.DstPorts[0]
+	if port == 0 {
+		port = DefaultPort
+	}
+	return Flow{Proto: "udp", Port: port}
+}
+
 // ParsePorts reads "9" or "1000-2000".
 func ParsePorts(s string) ([2]int, error) {
 	lo, hi, rng := strings.Cut(s, "-")
@@ -307,7 +320,7 @@ func checkRun(r *reporter, lab *Lab, t *Traffic, path string) {
 	if err := CheckEngine(t.Engine); err != nil {
 		r.errf(path+".engine", "%v", err)
 	}
-	if _, err := lab.PathOf(t.From, t.To); err != nil {
+	if _, err := lab.PathOf(t.From, t.To, t.Flow()); err != nil {
 		r.errf(path+".to", "%v", err)
 	}
 }
