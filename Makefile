@@ -5,6 +5,7 @@
 #   make vmtest           the kernel tests (pktgen) in a VM on a Debian distribution kernel
 #   make bench-topology   deploy/destroy speed against an equivalent iproute2 script, and start-up
 #   make bench-forwarding the router's no-drop rate with and without CPU placement, and the sender's top rate
+#   make bench-nat        what NAT and a firewall cost a router: the NAT example against itself without them
 #   make bench-engine     the userspace engine against trafgen (netsniff-ng), 64-byte frames
 #   make bench-sampler    the counter sampler's own cost per sample of 10 interfaces
 
@@ -20,7 +21,7 @@ export GOFLAGS := -tags=$(TAGS)
 # against libc, and skips the dynamic loader at every start.
 export CGO_ENABLED := 0
 
-.PHONY: all build test unit-test lint lint-deps vmtest walkthrough vm-deps run deps go-deps bench-topology bench-forwarding bench-engine bench-sampler clean
+.PHONY: all build test unit-test lint lint-deps vmtest walkthrough vm-deps run deps go-deps bench-topology bench-forwarding bench-nat bench-engine bench-sampler clean
 
 all: build
 
@@ -125,6 +126,10 @@ bench-topology: deps build
 bench-forwarding: deps build
 	$(GO) build -o $(BIN)/nslab-bench-forwarding ./cmd/nslab-bench-forwarding
 	$(BIN)/nslab-bench-forwarding
+
+bench-nat: deps build
+	$(GO) build -o $(BIN)/nslab-bench-nat ./cmd/nslab-bench-nat
+	$(BIN)/nslab-bench-nat
 
 bench-engine: deps build
 	@command -v trafgen >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq netsniff-ng; }

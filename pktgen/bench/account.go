@@ -187,7 +187,7 @@ func (r *Report) explainDrops(frame int, m *measurement, p placement) {
 		case strings.HasPrefix(d.Place, "link "):
 			d.Cause = fmt.Sprintf("softnet_stat counted %d backlog drops in the run (%s), the links %d", backlog, strings.Join(where, ", "), linkDrops)
 		case strings.HasPrefix(d.Place, "inside "):
-			d.Cause = r.discardsOf(d.Node)
+			d.Cause = r.discardsOf(d.Node) + r.conntrackCause(d.Node)
 		case strings.HasPrefix(d.Place, "qdisc of "):
 			d.Cause = qdiscCause(m.qdiscs[strings.TrimPrefix(d.Place, "qdisc of ")])
 		case strings.HasPrefix(d.Place, "still queued in the qdisc of "):
@@ -236,6 +236,11 @@ func (r *Report) routerCounts(before, after hostState, ipv6 bool) {
 			}
 		}
 		r.Routers = append(r.Routers, rc)
+		if before.ct[node] != nil && after.ct[node] != nil {
+			if ct := conntrackCounts(node, before.ct[node], after.ct[node]); ct.moved() {
+				r.Conntrack = append(r.Conntrack, ct)
+			}
+		}
 	}
 }
 

@@ -18,18 +18,22 @@ type hostState struct {
 	cpu     map[int][]uint64
 	softnet map[int][]uint64
 	mib     map[string]map[string]uint64 // router node -> Ip: counter -> value
+	ct      map[string]map[string]uint64 // router node -> nf_conntrack column -> value (nil: none)
 }
 
 // snapshot reads the host state; routers maps router nodes to their open
 // namespaces.
 func snapshot(routers map[string]*ns.NS) (hostState, error) {
-	h := hostState{cpu: cpuTimes(), softnet: softnetStat(), mib: map[string]map[string]uint64{}}
+	h := hostState{cpu: cpuTimes(), softnet: softnetStat(), mib: map[string]map[string]uint64{}, ct: map[string]map[string]uint64{}}
 	for node, n := range routers {
 		m, err := ipMIB(n)
 		if err != nil {
 			return h, err
 		}
 		h.mib[node] = m
+		if h.ct[node], err = conntrackStat(n); err != nil {
+			return h, err
+		}
 	}
 	return h, nil
 }

@@ -47,6 +47,9 @@ type Report struct {
 	Unaccount   int64          `json:"unaccounted"` // Loss - NamedDrops
 	SenderCheck SenderCheck    `json:"sender_check"`
 	Routers     []RouterCounts `json:"routers"`
+	// Conntrack is each router's connection tracking over the run, for
+	// routers whose conntrack saw the run.
+	Conntrack []ConntrackCounts `json:"conntrack,omitempty"`
 	Softnet     []SoftnetCPU   `json:"softnet"` // machine-wide, per CPU
 	CPU         []CPUUse       `json:"cpu"`
 	// Bottleneck is the verdict in a line; Verdict has its parts.

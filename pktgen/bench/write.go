@@ -144,6 +144,9 @@ func (r *Report) tableHops(ew *errWriter) {
 		}
 		ew.printf("\n")
 	}
+	for _, ct := range r.Conntrack {
+		ew.printf("%s\n", ct)
+	}
 	ew.printf("\n")
 }
 

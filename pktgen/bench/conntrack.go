@@ -1,0 +1,111 @@
+package bench
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+
+	"github.com/nslab/nslab/topology/ns"
+)
+
+// Connection tracking of a router: what its NAT and firewall cost and
+// drop. Read from /proc/net/stat/nf_conntrack of the router's namespace
+// (one row per CPU, hex; entries is the namespace's table size, the same
+// on every row; the rest are per-CPU event counts, summed).
+
+// ConntrackSource names where the conntrack figures come from.
+const ConntrackSource = "/proc/net/stat/nf_conntrack of its namespace, summed over CPUs"
+
+// ConntrackCounts is a router's connection tracking over a run.
+type ConntrackCounts struct {
+	Node   string `json:"node"`
+	Source string `json:"source"`
+	// EntriesBefore and Entries are the table's size before and after
+	// the run; the others are events in the run.
+	EntriesBefore uint64 `json:"entries_before"`
+	Entries       uint64 `json:"entries"`
+	New           uint64 `json:"new"`
+	Found         uint64 `json:"found"`
+	Invalid       uint64 `json:"invalid"`
+	InsertFailed  uint64 `json:"insert_failed"`
+	Drop          uint64 `json:"drop"`
+	EarlyDrop     uint64 `json:"early_drop"`
+}
+
+// conntrackCause says what a router's conntrack dropped in the run, or "".
+func (r *Report) conntrackCause(node string) string {
+	for _, ct := range r.Conntrack {
+		if ct.Node == node && ct.Dropped() > 0 {
+			return fmt.Sprintf("; conntrack dropped %d (insert_failed %d, drop %d, early_drop %d)", ct.Dropped(), ct.InsertFailed, ct.Drop, ct.EarlyDrop)
+		}
+	}
+	return ""
+}
+
+// Dropped is what conntrack itself dropped in the run.
+func (c ConntrackCounts) Dropped() uint64 { return c.InsertFailed + c.Drop + c.EarlyDrop }
+
+// moved reports whether connection tracking saw the run at all.
+func (c ConntrackCounts) moved() bool {
+	return c.Entries+c.EntriesBefore+c.New+c.Found+c.Invalid+c.Dropped() > 0
+}
+
+// String is the report's line.
+func (c ConntrackCounts) String() string {
+	return fmt.Sprintf("conntrack in %s (%s): %d entries (%d before); in the run: new %d, found %d, invalid %d, insert_failed %d, drop %d, early_drop %d",
+		c.Node, c.Source, c.Entries, c.EntriesBefore, c.New, c.Found, c.Invalid, c.InsertFailed, c.Drop, c.EarlyDrop)
+}
+
+// conntrackStat reads namespace n's conntrack statistics, from a thread
+// inside it; nil when the kernel has no connection tracking.
+func conntrackStat(n *ns.NS) (map[string]uint64, error) {
+	var text []byte
+	err := n.Do(func() error {
+		var err error
+		text, err = os.ReadFile("/proc/thread-self/net/stat/nf_conntrack")
+		if os.IsNotExist(err) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read conntrack statistics of %s: %w", n.Name, err)
+	}
+	if text == nil {
+		return nil, nil
+	}
+	return parseConntrack(string(text)), nil
+}
+
+// parseConntrack sums the per-CPU rows of /proc/net/stat/nf_conntrack
+// (entries, the same on every row, is taken once).
+func parseConntrack(text string) map[string]uint64 {
+	lines := strings.Split(strings.TrimSpace(text), "\n")
+	if len(lines) < 2 {
+		return nil
+	}
+	names := strings.Fields(lines[0])
+	out := map[string]uint64{}
+	for _, line := range lines[1:] {
+		for i, f := range strings.Fields(line) {
+			if i >= len(names) {
+				break
+			}
+			v, _ := strconv.ParseUint(f, 16, 64)
+			if names[i] == "entries" {
+				out["entries"] = v
+				continue
+			}
+			out[names[i]] += v
+		}
+	}
+	return out
+}
+
+// conntrackCounts is a router's conntrack over a run, from two readings.
+func conntrackCounts(node string, before, after map[string]uint64) ConntrackCounts {
+	d := func(k string) uint64 { return after[k] - before[k] }
+	return ConntrackCounts{Node: node, Source: ConntrackSource, EntriesBefore: before["entries"], Entries: after["entries"],
+		New: d("new"), Found: d("found"), Invalid: d("invalid"), InsertFailed: d("insert_failed"), Drop: d("drop"), EarlyDrop: d("early_drop")}
+}
