@@ -21,7 +21,7 @@ func benchCommand() *cli.Command {
 		ArgsUsage: "[FILE]",
 		Flags: []cli.Flag{
 			topoFlag(),
-			&cli.StringFlag{Name: "traffic", Usage: "traffic run `NAME` (default: the first)"},
+			&cli.StringSliceFlag{Name: "traffic", Usage: "traffic run or group `NAME` (default: the first run); several (--traffic ab --traffic ba) run together"},
 			&cli.DurationFlag{Name: "duration", Usage: "override the run's duration"},
 			&cli.Uint64Flag{Name: "count", Usage: "override the run's packet count"},
 			&cli.IntSliceFlag{Name: "frame", Usage: "override the frame size(s), bytes with FCS"},
@@ -96,14 +96,22 @@ func benchRequest(c *cli.Context) (bench.Request, error) {
 	if err := bench.CheckFormat(c.String("format")); err != nil {
 		return bench.Request{}, cli.Exit(err.Error(), 2)
 	}
-	t, err := bench.Traffic(l, bench.Selection{Name: c.String("traffic"), From: c.String("from"), To: c.String("to"),
+	ts, err := bench.Streams(l, c.StringSlice("traffic"), bench.Selection{From: c.String("from"), To: c.String("to"),
 		Duration: c.Duration("duration"), Count: c.Uint64("count"), Frames: c.IntSlice("frame"), Rate: c.String("rate"),
 		Threads: c.Int("threads"), CPUs: c.String("cpus"), Engine: c.String("engine")})
 	if err != nil {
 		return bench.Request{}, err
 	}
-	req := bench.Request{Lab: l, Traffic: t, Placement: c.String("placement"), Keep: c.Bool("keep"), Progress: c.App.ErrWriter,
+	req := bench.Request{Lab: l, Traffic: ts[0], Placement: c.String("placement"), Keep: c.Bool("keep"), Progress: c.App.ErrWriter,
 		Options: bench.Options{Interval: c.Duration("interval"), Compact: termWidth(os.Stderr) < 100, Version: version}}
+	if len(ts) > 1 {
+		req.Streams = ts
+		for _, f := range []string{"search", "measure", "plot"} {
+			if c.IsSet(f) {
+				return req, cli.Exit(fmt.Sprintf("--%s takes one traffic run; %d runs were named", f, len(ts)), 2)
+			}
+		}
+	}
 	if !c.Bool("quiet") {
 		req.Live = c.App.ErrWriter
 	}
@@ -135,6 +143,19 @@ func benchDryRun(c *cli.Context, req bench.Request) error {
 			r = run
 		}
 	}
+	for i, t := range req.Streams {
+		if i == 0 {
+			fmt.Fprintf(c.App.Writer, "# %d runs, started together (one script each, run at the same time):\n", len(req.Streams))
+		}
+		script, err := bench.DryRun(req.Lab, r, t)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(c.App.Writer, "\n# --- run %s ---\n%s", t.Name, script)
+	}
+	if len(req.Streams) > 0 {
+		return nil
+	}
 	script, err := bench.DryRun(req.Lab, r, req.Traffic)
 	if err != nil {
 		return err
@@ -156,6 +177,9 @@ func writeOutcome(c *cli.Context, out *bench.Outcome) error {
 	}
 	if len(out.Reports) > 0 {
 		return bench.Write(c.App.Writer, c.String("format"), out.Reports)
+	}
+	if len(out.Groups) > 0 {
+		return bench.WriteGroups(c.App.Writer, c.String("format"), out.Groups)
 	}
 	return nil
 }

@@ -49,8 +49,8 @@ func (r *Report) account(res *engine.Result, frame int) {
 	r.SenderCheck = SenderCheck{EngineHanded: res.Handed(), EngineSent: res.Sent, EngineErrors: res.Errors}
 	r.Sent = res.Handed()
 	if h[0].Role == "sender" {
-		r.Sent = took(h[0])
-		r.SenderCheck.reconcile(h[0])
+		r.Sent = took(h[0]) - controlSent(h)
+		r.SenderCheck.reconcile(h[0], controlSent(h))
 	}
 	r.Received = rxRun(h, last)
 	r.Loss = int64(r.Sent) - int64(r.Received)
@@ -69,10 +69,20 @@ func (r *Report) account(res *engine.Result, frame int) {
 	r.Unaccount = r.Loss - int64(r.NamedDrops)
 }
 
-// reconcile compares the engine's count with the sender interface's and
-// says what the difference is, from its sign.
-func (c *SenderCheck) reconcile(sender HopCounters) {
-	c.Interface = took(sender)
+// controlSent is what the sender interface sent that is not the run's:
+// the neighbour and IPv6 control frames (ARP, ND, MLD) its peer received.
+func controlSent(h []HopCounters) uint64 {
+	if len(h) > 1 && isIn(h[1].Role) {
+		return h[1].Neighbour
+	}
+	return 0
+}
+
+// reconcile compares the engine's count with the sender interface's (less
+// the control frames it sent) and says what the difference is, from its
+// sign.
+func (c *SenderCheck) reconcile(sender HopCounters, control uint64) {
+	c.Interface = took(sender) - control
 	c.Difference = int64(c.Interface) - int64(c.EngineHanded)
 	switch {
 	case c.Difference > 0:

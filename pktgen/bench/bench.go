@@ -146,24 +146,57 @@ func (b *Bench) measure(ctx context.Context, t *spec.Traffic, frame int) (*Repor
 	if err := b.prime(ctx, job); err != nil {
 		return nil, err
 	}
-	before, err := snapshot(b.meas.routers)
+	st, err := b.start()
 	if err != nil {
 		return nil, err
 	}
-	base, err := b.meas.baseline()
-	if err != nil {
+	res, runErr := st.run(ctx, b.eng, job)
+	return b.finish(t, frame, st, res, runErr)
+}
+
+// running is a measured run in progress: what was read before its engine
+// started, the samplers going, and when the engine ran.
+type running struct {
+	before     hostState
+	base       sample.Sample
+	stop       func() []sample.Sample
+	stopWatch  func() time.Duration
+	start, end time.Time
+}
+
+// start reads the counters and the host state at the start of a run (the
+// path primed) and starts the samplers.
+func (b *Bench) start() (*running, error) {
+	st := &running{stopWatch: func() time.Duration { return 0 }}
+	var err error
+	if st.before, err = snapshot(b.meas.routers); err != nil {
 		return nil, err
 	}
-	stop := b.sampleInBackground()
-	stopWatch := func() time.Duration { return 0 }
+	if st.base, err = b.meas.baseline(); err != nil {
+		return nil, err
+	}
+	st.stop = b.sampleInBackground()
 	if b.receiver != nil {
-		stopWatch = watchReceiver(b.receiver)
+		st.stopWatch = watchReceiver(b.receiver)
 	}
-	res, runErr := b.eng.Run(ctx, job)
+	return st, nil
+}
+
+// run runs the engine's job, noting when it started and ended.
+func (st *running) run(ctx context.Context, eng engine.Engine, job engine.Job) (*engine.Result, error) {
+	st.start = time.Now()
+	res, err := eng.Run(ctx, job)
+	st.end = time.Now()
+	return res, err
+}
+
+// finish waits for the path to settle, reads the counters and the host
+// state at the end of a run, and makes its report.
+func (b *Bench) finish(t *spec.Traffic, frame int, st *running, res *engine.Result, runErr error) (*Report, error) {
 	settle(b.meas.sampler)
-	window := stopWatch()
+	window := st.stopWatch()
 	after, err := snapshot(b.meas.routers)
-	all := stop()
+	all := st.stop()
 	if err != nil {
 		return nil, err
 	}
@@ -174,8 +207,9 @@ func (b *Bench) measure(ctx context.Context, t *spec.Traffic, frame int) (*Repor
 	if err != nil {
 		return nil, err
 	}
-	rd := reading{base: base, final: final, neighbours: neighbours, samples: append(all, final), before: before, after: after, window: window}
+	rd := reading{base: st.base, final: final, neighbours: neighbours, samples: append(all, final), before: st.before, after: after, window: window}
 	rep := b.report(t, frame, res, rd)
+	rep.Started, rep.Ended = st.start, st.end
 	return rep, runErr
 }
 

@@ -23,6 +23,15 @@ type Report struct {
 	// as the engine goes).
 	OfferedPPS uint64        `json:"offered_pps,omitempty"`
 	Elapsed    time.Duration `json:"elapsed_ns"`
+	// Started and Ended are when the engine started and returned (wall
+	// clock): runs measured together overlap by them.
+	Started time.Time `json:"started"`
+	Ended   time.Time `json:"ended"`
+	// CountedBy says how the receiver counted the run (set when runs are
+	// measured together); Shared lists the counters of its path that
+	// other runs measured with it cross too.
+	CountedBy string   `json:"counted_by,omitempty"`
+	Shared    []string `json:"shared,omitempty"`
 	// ReceiveWindow is, on a path with impairments, the time the receiver
 	// received in (its queues and delays keep delivering after the sender
 	// stops): from the first to the last rise of its counter, read every

@@ -14,10 +14,14 @@ import (
 )
 
 // Request is a whole nslab bench invocation: one traffic run (checked by
-// Traffic) at each of its frame sizes, measured or searched.
+// Traffic) at each of its frame sizes, measured or searched, or several
+// runs (checked by Streams) measured together at each frame size.
 type Request struct {
 	Lab     *spec.Lab
 	Traffic *spec.Traffic
+	// Streams are several traffic runs measured together (see Group),
+	// Traffic the first of them; nil or one: Traffic alone.
+	Streams []*spec.Traffic
 	Search  *SearchOptions // nil: one measured run per frame size
 	// Placement is on (the file's CPU placement, refused where the
 	// machine cannot give it), auto (left out, and the report says why,
@@ -46,6 +50,7 @@ var PlacementModes = []string{"on", "auto", "off"}
 // Outcome is what a sweep measured.
 type Outcome struct {
 	Reports  []*Report
+	Groups   []*GroupReport // runs measured together, per frame size
 	Searches []*SearchResult
 	Deployed bool   // the sweep deployed the lab itself
 	Unplaced string // why the lab's placement was left out; "" when applied
@@ -58,6 +63,9 @@ type Outcome struct {
 // holds what finished before it.
 func Sweep(ctx context.Context, m *lab.Manager, req Request) (out *Outcome, err error) {
 	out = &Outcome{}
+	if len(req.Streams) > 1 && (req.Search != nil || len(req.Measure) > 0) {
+		return out, fmt.Errorf("--search and --measure take one traffic run; %d were named", len(req.Streams))
+	}
 	if err := settlePlacement(&req); err != nil {
 		return out, err
 	}
@@ -79,6 +87,14 @@ func Sweep(ctx context.Context, m *lab.Manager, req Request) (out *Outcome, err 
 		return out, err
 	}
 	defer r.Close()
+	if len(req.Streams) > 1 {
+		g, err := NewGroup(r, req.Streams, req.Options)
+		if err != nil {
+			return out, err
+		}
+		defer g.Close()
+		return out, req.eachTogether(ctx, g, out)
+	}
 	b, err := New(r, req.Traffic, req.Options)
 	if err != nil {
 		return out, err
@@ -112,6 +128,27 @@ func (req Request) each(ctx context.Context, b *Bench, out *Outcome) error {
 		}
 		if result != nil {
 			if werr := req.record(result); werr != nil {
+				return werr
+			}
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// eachTogether measures the streams together at every frame size in turn.
+func (req Request) eachTogether(ctx context.Context, g *Group, out *Outcome) error {
+	frames := req.Traffic.Frames
+	for i, frame := range frames {
+		if len(frames) > 1 {
+			req.progress("[%d/%d] frame %d bytes, %d runs together\n", i+1, len(frames), frame, len(req.Streams))
+		}
+		rep, err := g.Run(ctx, frame)
+		if rep != nil && len(rep.Streams) > 0 {
+			out.Groups = append(out.Groups, rep)
+			if werr := req.record(rep); werr != nil {
 				return werr
 			}
 		}
@@ -179,33 +216,53 @@ func matchDeployed(m *lab.Manager, l *spec.Lab) error {
 // settlePlacement checks that this machine can give the run its CPUs, and
 // takes the placement out where the mode says so.
 func settlePlacement(req *Request) error {
-	l, t := req.Lab, req.Traffic
+	l, runs := req.Lab, req.runs()
 	switch req.Placement {
 	case "off":
-		if l.Placed() || len(t.CPUs) > 0 {
-			l.Unplace("--placement off")
+		placed := l.Placed()
+		for _, t := range runs {
+			placed = placed || len(t.CPUs) > 0
 			t.CPUs = nil
+		}
+		if placed {
+			l.Unplace("--placement off")
 		}
 		return nil
 	case "", "on", "auto":
 	default:
 		return fmt.Errorf("--placement %q: use on, auto or off", req.Placement)
 	}
-	if !l.Placed() && len(t.CPUs) == 0 {
-		return nil
-	}
-	why, err := placementMissing(l, t)
-	if err != nil || why == "" {
-		return err
-	}
-	if req.Placement == "auto" {
+	for _, t := range runs {
+		if !l.Placed() && len(t.CPUs) == 0 {
+			continue
+		}
+		why, err := placementMissing(l, t)
+		if err != nil {
+			return err
+		}
+		if why == "" {
+			continue
+		}
+		if req.Placement != "auto" {
+			return fmt.Errorf("the lab's CPU placement cannot apply here: %s (--placement auto runs without it and says so)", why)
+		}
 		l.Unplace(why)
-		if len(t.CPUs) > 0 {
-			t.Threads, t.CPUs = len(t.CPUs), nil
+		for _, t := range runs {
+			if len(t.CPUs) > 0 {
+				t.Threads, t.CPUs = len(t.CPUs), nil
+			}
 		}
 		return nil
 	}
-	return fmt.Errorf("the lab's CPU placement cannot apply here: %s (--placement auto runs without it and says so)", why)
+	return nil
+}
+
+// runs are the request's traffic runs: its streams, or its one run.
+func (req Request) runs() []*spec.Traffic {
+	if len(req.Streams) > 0 {
+		return req.Streams
+	}
+	return []*spec.Traffic{req.Traffic}
 }
 
 // placementMissing says why this machine cannot give the lab and the run

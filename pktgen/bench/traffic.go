@@ -23,6 +23,45 @@ type Selection struct {
 	Engine   string
 }
 
+// Streams returns the runs the names select (runs, or groups of runs; the
+// file's first run when there are none), each with the selection's
+// changes and checked as Traffic checks one. Runs measured together sweep
+// the same frame sizes.
+func Streams(l *spec.Lab, names []string, sel Selection) ([]*spec.Traffic, error) {
+	if len(names) == 0 || sel.From != "" {
+		if len(names) > 1 {
+			return nil, fmt.Errorf("--from and --to give one run: name no --traffic, or leave them out")
+		}
+		t, err := Traffic(l, sel)
+		return []*spec.Traffic{t}, err
+	}
+	var out []*spec.Traffic
+	seen := map[string]bool{}
+	for _, name := range names {
+		runs := l.Runs(name)
+		if len(runs) == 0 {
+			return nil, fmt.Errorf("%s has no traffic run or group %q", l.File, name)
+		}
+		for _, r := range runs {
+			if seen[r.Name] {
+				continue
+			}
+			seen[r.Name] = true
+			s := sel
+			s.Name = r.Name
+			t, err := Traffic(l, s)
+			if err != nil {
+				return nil, err
+			}
+			if len(out) > 0 && fmt.Sprint(t.Frames) != fmt.Sprint(out[0].Frames) {
+				return nil, fmt.Errorf("runs measured together sweep the same frame sizes: %s has %v, %s %v; give --frame", out[0].Name, out[0].Frames, t.Name, t.Frames)
+			}
+			out = append(out, t)
+		}
+	}
+	return out, nil
+}
+
 // DefaultDuration is the length of a run given on the command line.
 const DefaultDuration = 10 * time.Second
 

@@ -159,6 +159,12 @@ func (r *Report) tableBalance(ew *errWriter) {
 		}
 		tw.Flush()
 	}
+	if r.CountedBy != "" {
+		ew.printf("counted at the receiver: %s\n", r.CountedBy)
+	}
+	if len(r.Shared) > 0 {
+		ew.printf("counters that runs measured with it cross too (their hop rows above carry those runs as well): %s\n", strings.Join(r.Shared, ", "))
+	}
 	ew.printf("sent %d = received %d + named drops %d + unaccounted %d\n", r.Sent, r.Received, r.NamedDrops, r.Unaccount)
 	c := r.SenderCheck
 	ew.printf("engine: handed %d (sent %d, dropped by the device %d); ", c.EngineHanded, c.EngineSent, c.EngineErrors)

@@ -8,24 +8,40 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Neighbours counts the neighbour-resolution frames an interface receives:
-// ARP, and with IPv6 neighbour discovery (ICMPv6 types 133-137). They cross
-// a lab's links during a run (a router re-probing its next hop once its
-// entry went stale) without being the run's packets. The counting sockets
-// are bound to those protocols only (ARP), or filtered in the kernel
-// (neighbour discovery), so the run's own packets never reach them.
+// Neighbours counts the control frames an interface receives that are not
+// a run's: ARP, IGMP, and IPv6's own (neighbour discovery, and the MLD
+// reports a node sends for its addresses in its first seconds; a bridge
+// with an address sends IGMP reports too).
+// They cross a lab's links during a run (a router re-probing its next hop
+// once its entry went stale, a freshly deployed lab's multicast listener
+// reports) without being the run's packets. The counting sockets are bound
+// to those protocols only (ARP; IPv6 for an IPv4 run), or filtered in the
+// kernel (ICMPv6 for an IPv6 run), so the run's own packets never reach
+// them.
 type Neighbours struct {
 	fds []int
 }
 
-// ndFilter accepts IPv6 frames that carry ICMPv6 neighbour discovery:
-// next header 58 at byte 20 of the frame, ICMPv6 type 133..137 at byte 54.
-var ndFilter = []unix.SockFilter{
+// igmpFilter accepts IPv4 frames that carry IGMP (protocol 2 at byte 23):
+// the membership reports a bridge with an address sends in its first
+// seconds.
+var igmpFilter = []unix.SockFilter{
+	{Code: unix.BPF_LD | unix.BPF_B | unix.BPF_ABS, K: 23},
+	{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jt: 0, Jf: 1, K: unix.IPPROTO_IGMP},
+	{Code: unix.BPF_RET | unix.BPF_K, K: 0xffff},
+	{Code: unix.BPF_RET | unix.BPF_K, K: 0},
+}
+
+// icmp6Filter accepts IPv6 frames that carry ICMPv6 (neighbour discovery,
+// MLD, ...): next header 58 at byte 20 of the frame. A hop-by-hop header
+// (MLD reports carry one: next header 0) is followed to its next header at
+// byte 54.
+var icmp6Filter = []unix.SockFilter{
 	{Code: unix.BPF_LD | unix.BPF_B | unix.BPF_ABS, K: 20},
-	{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jt: 0, Jf: 4, K: 58},
+	{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jt: 3, Jf: 0, K: 58},
+	{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jt: 0, Jf: 3, K: 0},
 	{Code: unix.BPF_LD | unix.BPF_B | unix.BPF_ABS, K: 54},
-	{Code: unix.BPF_JMP | unix.BPF_JGE | unix.BPF_K, Jt: 0, Jf: 2, K: 133},
-	{Code: unix.BPF_JMP | unix.BPF_JGT | unix.BPF_K, Jt: 1, Jf: 0, K: 137},
+	{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jt: 0, Jf: 1, K: 58},
 	{Code: unix.BPF_RET | unix.BPF_K, K: 0xffff},
 	{Code: unix.BPF_RET | unix.BPF_K, K: 0},
 }
@@ -41,13 +57,18 @@ func CountNeighbours(n *ns.NS, ifindex int, ipv6 bool) (*Neighbours, error) {
 			return err
 		}
 		c.fds = append(c.fds, fd)
-		if ipv6 {
-			fd, err := packetSocket(ifindex, unix.ETH_P_IPV6, ndFilter)
-			if err != nil {
-				return err
-			}
-			c.fds = append(c.fds, fd)
+		if fd, err = packetSocket(ifindex, unix.ETH_P_IP, igmpFilter); err != nil {
+			return err
 		}
+		c.fds = append(c.fds, fd)
+		filter := icmp6Filter // an IPv6 run's packets are UDP
+		if !ipv6 {
+			filter = nil // no IPv6 frame is an IPv4 run's
+		}
+		if fd, err = packetSocket(ifindex, unix.ETH_P_IPV6, filter); err != nil {
+			return err
+		}
+		c.fds = append(c.fds, fd)
 		return nil
 	})
 	if err != nil {

@@ -40,13 +40,16 @@ type Traffic struct {
 	Flows    int
 	FlowLen  int
 	Options  map[string]string // engine-specific settings (clone_skb, qdisc, ...)
+	// Group names the runs that always run together: nslab bench
+	// --traffic GROUP runs them all at once. "": none.
+	Group string
 }
 
 // Engines a traffic run can ask for.
 var Engines = []string{"auto", "pktgen", "userspace"}
 
 var trafficKeys = []string{"name", "from", "to", "frame", "frames", "count", "duration", "rate", "threads", "cpus",
-	"engine", "src_ports", "dst_ports", "flows", "flowlen", "options"}
+	"engine", "src_ports", "dst_ports", "flows", "flowlen", "options", "group"}
 
 // Defaults of a traffic run.
 const (
@@ -72,6 +75,9 @@ func (r *reporter) parseTraffic(v *yaml.Node, path string) *Traffic {
 
 // trafficEnds reads name, from and to.
 func (r *reporter) trafficEnds(f map[string]kv, path string, t *Traffic) {
+	if e, ok := f["group"]; ok {
+		t.Group, _ = r.str(e.v, e.path, "a group name")
+	}
 	if e, ok := f["name"]; ok {
 		t.Name, _ = r.str(e.v, e.path, "a name")
 	} else {
@@ -286,6 +292,26 @@ func validateTraffic(r *reporter, lab *Lab) {
 		names[t.Name] = k
 		checkRun(r, lab, t, path)
 	}
+	for k, t := range lab.Traffic {
+		if first, clash := names[t.Group]; clash && t.Group != "" {
+			r.errf(fmt.Sprintf("traffic[%d].group", k), "group %q has the name of traffic[%d]: --traffic %s must name one or the other; rename the group", t.Group, first, t.Group)
+		}
+	}
+}
+
+// Runs returns the traffic runs a name selects: the run of that name, or
+// every run of the group of that name, in file order; nil when none.
+func (l *Lab) Runs(name string) []*Traffic {
+	if t := l.TrafficRun(name); t != nil {
+		return []*Traffic{t}
+	}
+	var out []*Traffic
+	for _, t := range l.Traffic {
+		if t.Group == name {
+			out = append(out, t)
+		}
+	}
+	return out
 }
 
 // checkRun checks one traffic run against the lab; path names it in

@@ -1,0 +1,300 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nslab/nslab/pktgen/engine"
+	"github.com/nslab/nslab/pktgen/sample"
+	"github.com/nslab/nslab/topology/lab"
+	"github.com/nslab/nslab/topology/spec"
+)
+
+// Several traffic runs at once ("streams"): each has its own bench (its
+// engine instance, sender CPUs, path and counters), they are primed and
+// read together, and their engines run at the same time. Each stream is
+// counted at its own receiver: by the receiving interface's rx counter,
+// or, where that interface receives another stream too, by the UDP
+// destination port (see sample.UDPPort). Interfaces two streams cross in
+// the same direction carry both, so drops there are named in the group's
+// aggregate, whose accounting takes every counter once.
+
+// Group measures several traffic runs of a running lab together.
+type Group struct {
+	benches []*Bench
+	ports   []*sample.UDPPort // per stream: its receiver's port counter; nil where the interface's counter is its own
+	shared  [][]string        // per stream: the counters it shares with others ("gw:wan0 tx (with b)")
+	sharedT []map[string]bool // per stream: targets whose counter it shares
+}
+
+// NewGroup prepares the streams ts of running lab r. Each stream sends from
+// an interface of its own; streams that arrive at one interface send to
+// different UDP ports.
+func NewGroup(r *lab.Running, ts []*spec.Traffic, o Options) (*Group, error) {
+	if err := checkStreams(ts); err != nil {
+		return nil, err
+	}
+	g := &Group{}
+	for _, t := range ts {
+		opts := o
+		if o.Live != nil {
+			opts.Live, opts.Compact = &prefixWriter{w: o.Live, prefix: t.Name + ": "}, true
+		}
+		b, err := New(r, t, opts)
+		if err != nil {
+			g.Close()
+			return nil, err
+		}
+		g.benches = append(g.benches, b)
+	}
+	if err := g.findShared(r); err != nil {
+		g.Close()
+		return nil, err
+	}
+	return g, nil
+}
+
+// checkStreams refuses streams that cannot be counted apart: two from one
+// interface, or two to one address and port.
+func checkStreams(ts []*spec.Traffic) error {
+	from := map[spec.Endpoint]string{}
+	to := map[string]string{}
+	for _, t := range ts {
+		if other, ok := from[t.From]; ok {
+			return fmt.Errorf("streams %s and %s both send from %s: the sender's counter could not tell them apart; send from another interface, or use threads: in one run", other, t.Name, t.From)
+		}
+		from[t.From] = t.Name
+		key := fmt.Sprintf("%s UDP port %d", t.To, t.Flow().Port)
+		if other, ok := to[key]; ok {
+			return fmt.Errorf("streams %s and %s both send to %s: give one of them another destination port (dst_ports: 10)", other, t.Name, key)
+		}
+		to[key] = t.Name
+	}
+	return nil
+}
+
+// counterKey names an interface counter in the direction a role reads it.
+func counterKey(target, role string) string {
+	if isOut(role) {
+		return target + " tx"
+	}
+	return target + " rx"
+}
+
+// findShared finds the counters streams share, and opens a port counter at
+// each receiver another stream also arrives at.
+func (g *Group) findShared(r *lab.Running) error {
+	users := map[string][]int{}
+	for i, b := range g.benches {
+		for k, t := range b.meas.targets {
+			key := counterKey(t.String(), b.meas.roles[k])
+			users[key] = append(users[key], i)
+		}
+	}
+	g.ports = make([]*sample.UDPPort, len(g.benches))
+	g.shared = make([][]string, len(g.benches))
+	g.sharedT = make([]map[string]bool, len(g.benches))
+	for i, b := range g.benches {
+		g.sharedT[i] = map[string]bool{}
+		for k, t := range b.meas.targets {
+			key := counterKey(t.String(), b.meas.roles[k])
+			var others []string
+			for _, j := range users[key] {
+				if j != i {
+					others = append(others, g.benches[j].t.Name)
+				}
+			}
+			if len(others) == 0 {
+				continue
+			}
+			g.shared[i] = append(g.shared[i], fmt.Sprintf("%s (with %s)", key, strings.Join(others, ", ")))
+			g.sharedT[i][t.String()] = true
+			if b.meas.roles[k] == "receiver" {
+				if err := g.openPort(r, i, t); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// openPort opens stream i's port counter on its receiving interface.
+func (g *Group) openPort(r *lab.Running, i int, t sample.Target) error {
+	b := g.benches[i]
+	link, err := r.Link(spec.Endpoint{Node: t.Node, Interface: t.Interface})
+	if err != nil {
+		return err
+	}
+	g.ports[i], err = sample.CountUDPPort(r.Node(t.Node).NS, link.Attrs().Index, b.t.To.Is6(), b.t.Flow().Port)
+	return err
+}
+
+// Close releases every stream's bench and counters.
+func (g *Group) Close() {
+	for _, b := range g.benches {
+		b.Close()
+	}
+	for _, p := range g.ports {
+		if p != nil {
+			p.Close()
+		}
+	}
+}
+
+// GroupReport is the streams' run at one frame size: each stream's report,
+// and the aggregate.
+type GroupReport struct {
+	Frame     int       `json:"frame"`
+	Streams   []*Report `json:"streams"`
+	Aggregate Aggregate `json:"aggregate"`
+}
+
+// Aggregate is the streams together: their sums, and the drops of every
+// counter on their paths, each counter once.
+type Aggregate struct {
+	Sent       uint64  `json:"sent"`
+	Received   uint64  `json:"received"`
+	Loss       int64   `json:"loss"`
+	LossPct    float64 `json:"loss_pct"`
+	PPS        float64 `json:"pps"`
+	MbpsL2     float64 `json:"mbps_l2"`
+	Drops      []Drop  `json:"drops"`
+	NamedDrops uint64  `json:"named_drops"`
+	Unaccount  int64   `json:"unaccounted"`
+	// Overlap is how long every stream's engine was running at once;
+	// Span from the first start to the last end.
+	Overlap time.Duration `json:"overlap_ns"`
+	Span    time.Duration `json:"span_ns"`
+	// Counting says how each stream was counted at its receiver.
+	Counting []string `json:"counting"`
+	// Bottleneck is what limited the runs together, in a line; Verdict
+	// has its parts.
+	Bottleneck string  `json:"bottleneck"`
+	Verdict    Verdict `json:"verdict"`
+}
+
+// Run measures every stream at one frame size, together. A stream whose
+// engine fails stops the others; what was measured is reported with the
+// error.
+func (g *Group) Run(ctx context.Context, frame int) (*GroupReport, error) {
+	defer g.benches[0].place.confine(g.benches[0].allowed)()
+	jobs := make([]engine.Job, len(g.benches))
+	for i, b := range g.benches {
+		jobs[i] = b.job(b.t, frame)
+		if err := b.prime(ctx, jobs[i]); err != nil {
+			return nil, fmt.Errorf("stream %s: %w", b.t.Name, err)
+		}
+	}
+	states := make([]*running, len(g.benches))
+	for i, b := range g.benches {
+		st, err := b.start()
+		if err != nil {
+			g.stopAll(states)
+			return nil, fmt.Errorf("stream %s: %w", b.t.Name, err)
+		}
+		states[i] = st
+		if p := g.ports[i]; p != nil {
+			if _, err := p.Count(); err != nil { // zero it
+				g.stopAll(states)
+				return nil, err
+			}
+		}
+	}
+	results, errs := g.runEngines(ctx, jobs, states)
+	return g.finish(frame, states, results, errs)
+}
+
+// runEngines runs every stream's engine at once; the first to fail cancels
+// the others.
+func (g *Group) runEngines(ctx context.Context, jobs []engine.Job, states []*running) ([]*engine.Result, []error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	results, errs := make([]*engine.Result, len(jobs)), make([]error, len(jobs))
+	var wg sync.WaitGroup
+	for i, b := range g.benches {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[i], errs[i] = states[i].run(ctx, b.eng, jobs[i])
+			if errs[i] != nil && !errors.Is(errs[i], context.Canceled) {
+				cancel()
+			}
+		}()
+	}
+	wg.Wait()
+	return results, errs
+}
+
+// stopAll stops the samplers of the streams started so far.
+func (g *Group) stopAll(states []*running) {
+	for _, st := range states {
+		if st != nil {
+			st.stop()
+			st.stopWatch()
+		}
+	}
+}
+
+// finish reads every stream's end, makes its report, and the aggregate.
+func (g *Group) finish(frame int, states []*running, results []*engine.Result, errs []error) (*GroupReport, error) {
+	out := &GroupReport{Frame: frame}
+	var runErr error
+	for i, b := range g.benches {
+		rep, err := b.finish(b.t, frame, states[i], results[i], errs[i])
+		if err != nil {
+			runErr = errors.Join(runErr, fmt.Errorf("stream %s: %w", b.t.Name, err))
+		}
+		if rep == nil {
+			continue
+		}
+		if err := g.countApart(i, rep); err != nil {
+			runErr = errors.Join(runErr, err)
+		}
+		out.Streams = append(out.Streams, rep)
+	}
+	if len(out.Streams) == len(g.benches) {
+		out.Aggregate = g.aggregate(out.Streams)
+		g.judge(frame, out.Streams, &out.Aggregate)
+	}
+	return out, runErr
+}
+
+// prefixWriter starts every line written through it with a prefix.
+type prefixWriter struct {
+	w      io.Writer
+	prefix string
+	mu     sync.Mutex
+}
+
+func (p *prefixWriter) Write(b []byte) (int, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	lines := strings.SplitAfter(string(b), "\n")
+	var sb strings.Builder
+	for _, l := range lines {
+		if l != "" {
+			sb.WriteString(p.prefix + l)
+		}
+	}
+	if _, err := io.WriteString(p.w, sb.String()); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}
+
+// sortedKeys is for stable output.
+func sortedKeys(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}

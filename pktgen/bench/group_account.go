@@ -1,0 +1,233 @@
+package bench
+
+import (
+	"fmt"
+	"maps"
+	"strings"
+	"time"
+
+	"github.com/nslab/nslab/topology/qdisc"
+)
+
+// countApart makes stream i's report its own where it shares counters: the
+// receiver's count from the port counter, and its drops only at places no
+// other stream crosses; what else it lost is put at the shared counters,
+// which the aggregate names by place.
+func (g *Group) countApart(i int, rep *Report) error {
+	b := g.benches[i]
+	recv := b.meas.targets[len(b.meas.targets)-1].String()
+	rep.CountedBy = recv + " rx_packets, less neighbour frames"
+	rep.Shared = g.shared[i]
+	if p := g.ports[i]; p != nil {
+		n, err := p.Count()
+		if err != nil {
+			return fmt.Errorf("stream %s: %w", b.t.Name, err)
+		}
+		rep.Received = n
+		rep.CountedBy = fmt.Sprintf("%s, UDP destination port %d (a packet socket with a kernel filter: the interface receives other streams too)", recv, p.Port)
+		rep.Loss = int64(rep.Sent) - int64(rep.Received)
+		rep.LossPct = 0
+		if rep.Sent > 0 {
+			rep.LossPct = 100 * float64(rep.Loss) / float64(rep.Sent)
+		}
+		rep.rates()
+		rep.SteadyPPS, rep.SteadyL2 = 0, 0 // the receiver's samples carry every stream
+	}
+	if len(g.shared[i]) == 0 {
+		return nil
+	}
+	var routers []RouterCounts // a router's line is its own only where no counter of it is shared
+	for _, rt := range rep.Routers {
+		if !g.nodeShared(i, rt.Node) {
+			routers = append(routers, rt)
+		}
+	}
+	rep.Routers = routers
+	var own []Drop
+	var named uint64
+	for _, d := range rep.Drops {
+		if !g.touchesShared(i, d) {
+			own = append(own, d)
+			named += d.Packets
+		}
+	}
+	if rest := rep.Loss - int64(named); rest > 0 {
+		own = append(own, Drop{Place: "at counters shared with other streams", Packets: uint64(rest), Cause: "the runs' aggregate names them by place",
+			Counted: "its loss less the drops at its own counters; " + strings.Join(g.shared[i], ", ") + " carry several streams, and the aggregate names these drops by place"})
+		named += uint64(rest)
+	}
+	rep.Drops, rep.NamedDrops, rep.Unaccount = own, named, rep.Loss-int64(named)
+	return nil
+}
+
+// touchesShared reports whether a drop of stream i was counted at a
+// counter another stream shares.
+func (g *Group) touchesShared(i int, d Drop) bool {
+	shared := g.sharedT[i]
+	switch {
+	case strings.HasPrefix(d.Place, "link "):
+		ends := strings.Split(strings.TrimPrefix(d.Place, "link "), " -> ")
+		return len(ends) == 2 && (shared[ends[0]] || shared[ends[1]])
+	case strings.HasPrefix(d.Place, "inside "):
+		return g.nodeShared(i, d.Node)
+	}
+	for _, t := range sortedKeys(shared) {
+		if strings.HasSuffix(d.Place, " "+t) {
+			return true
+		}
+	}
+	return false
+}
+
+// nodeShared reports whether stream i shares a counter of node with
+// another stream.
+func (g *Group) nodeShared(i int, node string) bool {
+	for t := range g.sharedT[i] {
+		if strings.HasPrefix(t, node+":") {
+			return true
+		}
+	}
+	return false
+}
+
+// aggregate adds the streams up and names the drops of every counter on
+// their paths once: per link, per qdisc, and inside each node that the
+// streams cross (all they brought in, less all they took out).
+func (g *Group) aggregate(reps []*Report) Aggregate {
+	var a Aggregate
+	for i, r := range reps {
+		a.Sent += r.Sent
+		a.Received += r.Received
+		a.PPS += r.PPS
+		a.MbpsL2 += r.MbpsL2
+		a.Counting = append(a.Counting, g.benches[i].t.Name+": "+r.CountedBy)
+	}
+	a.Loss = int64(a.Sent) - int64(a.Received)
+	if a.Sent > 0 {
+		a.LossPct = 100 * float64(a.Loss) / float64(a.Sent)
+	}
+	a.Drops = unionDrops(reps)
+	for _, d := range a.Drops {
+		a.NamedDrops += d.Packets
+	}
+	a.Unaccount = a.Loss - int64(a.NamedDrops)
+	a.Overlap, a.Span = overlap(reps)
+	return a
+}
+
+// judge says what limited the runs together, from the aggregate's drops
+// and the machine's counters, and gives it to every run whose losses
+// were at counters it shares (its own counters cannot say).
+func (g *Group) judge(frame int, reps []*Report, a *Aggregate) {
+	agg := *reps[0]
+	agg.Drops, agg.Sent, agg.Received, agg.Loss, agg.NamedDrops, agg.Unaccount = a.Drops, a.Sent, a.Received, a.Loss, a.NamedDrops, a.Unaccount
+	m := &measurement{mtu: map[string]int{}, qdiscs: map[string]*qdisc.State{}}
+	var sentPPS float64
+	for _, b := range g.benches {
+		maps.Copy(m.mtu, b.meas.mtu)
+		maps.Copy(m.qdiscs, b.meas.qdiscs)
+	}
+	for _, r := range reps {
+		if r.Elapsed > 0 {
+			sentPPS += float64(r.Sent) / r.Elapsed.Seconds()
+		}
+	}
+	agg.explainDrops(frame, m, g.benches[0].place)
+	agg.judge(g.benches[0].place, sentPPS)
+	a.Drops, a.Bottleneck, a.Verdict = agg.Drops, agg.Bottleneck, agg.Verdict
+	for i, r := range reps {
+		if len(g.shared[i]) == 0 {
+			continue
+		}
+		if r.Loss > 0 && r.Unaccount == 0 {
+			r.Verdict, r.Bottleneck = agg.Verdict, agg.Bottleneck+" (all runs measured together: its own counters cannot tell)"
+			continue
+		}
+		b := g.benches[i]
+		if r.Elapsed > 0 {
+			r.judge(b.place, float64(r.Sent)/r.Elapsed.Seconds())
+		}
+	}
+}
+
+// unionDrops names the drops of the streams' paths, each counter once.
+func unionDrops(reps []*Report) []Drop {
+	var out []Drop
+	seen := map[string]bool{}
+	in, outOf := map[string]int64{}, map[string]int64{} // transit node -> run packets in, out
+	counted := map[string]bool{}
+	for _, r := range reps {
+		h := r.Hops
+		for k := 0; k+1 < len(h); k++ {
+			a, b := h[k], h[k+1]
+			if !isOut(a.Role) || !isIn(b.Role) {
+				continue
+			}
+			link := fmt.Sprintf("link %s -> %s", a.Target, b.Target)
+			if seen[link] {
+				continue
+			}
+			seen[link] = true
+			out = append(out, qdiscPlaces(a)...)
+			out = append(out, linkDrop(a, b)...)
+			if transitOut(a.Role) && !counted[a.String()+" tx"] {
+				counted[a.String()+" tx"] = true
+				outOf[a.Node] += int64(a.TxPackets-b.Neighbour) + int64(a.TxDropped+a.QdiscDrops+a.QdiscQueued)
+			}
+			if transitIn(b.Role) && !counted[b.String()+" rx"] {
+				counted[b.String()+" rx"] = true
+				in[b.Node] += int64(b.RxPackets - b.Neighbour)
+			}
+		}
+	}
+	for _, node := range sortedNodes(in) {
+		if inside := in[node] - outOf[node]; inside > 0 {
+			out = append(out, Drop{Place: "inside node " + node, Packets: uint64(inside), Node: node,
+				Counted: fmt.Sprintf("the streams brought %d into %s and it sent on or dropped at its egresses %d", in[node], node, outOf[node])})
+		}
+	}
+	return out
+}
+
+// linkDrop is the drop of one link, counted once (as pathDrops does).
+func linkDrop(a, b HopCounters) []Drop {
+	n := max(a.TxDropped, b.RxDropped+b.RxMissed)
+	if n == 0 {
+		return nil
+	}
+	return []Drop{{Place: fmt.Sprintf("link %s -> %s", a.Target, b.Target), Packets: n, Node: b.Node,
+		Counted: fmt.Sprintf("%s tx_dropped %d, %s rx_dropped %d (the same packets, counted once)", a.Target, a.TxDropped, b.Target, b.RxDropped+b.RxMissed)}}
+}
+
+func transitIn(role string) bool  { return role == "ingress" || role == "switch in" }
+func transitOut(role string) bool { return role == "egress" || role == "switch out" }
+
+func sortedNodes(m map[string]int64) []string {
+	keys := map[string]bool{}
+	for k := range m {
+		keys[k] = true
+	}
+	return sortedKeys(keys)
+}
+
+// overlap is how long all the streams' engines ran at once, and the span
+// from the first start to the last end.
+func overlap(reps []*Report) (both, span time.Duration) {
+	first, last := reps[0].Started, reps[0].Ended
+	latestStart, earliestEnd := first, last
+	for _, r := range reps[1:] {
+		if r.Started.Before(first) {
+			first = r.Started
+		}
+		if r.Ended.After(last) {
+			last = r.Ended
+		}
+		if r.Started.After(latestStart) {
+			latestStart = r.Started
+		}
+		if r.Ended.Before(earliestEnd) {
+			earliestEnd = r.Ended
+		}
+	}
+	return max(earliestEnd.Sub(latestStart), 0), last.Sub(first)
+}

@@ -1,0 +1,72 @@
+package sample
+
+import (
+	"fmt"
+
+	"github.com/nslab/nslab/topology/ns"
+	"golang.org/x/sys/unix"
+)
+
+// UDPPort counts the UDP datagrams to one destination port that an
+// interface receives: where several traffic runs arrive at one interface,
+// its rx counter carries them all, and the port tells them apart. It is a
+// packet socket bound to the interface with a kernel filter that accepts
+// that port only; the kernel's PACKET_STATISTICS counts every accepted
+// frame, those the never-read socket had no room for included.
+type UDPPort struct {
+	*Neighbours // the same counting socket, over another filter
+	Port        int
+}
+
+// udp4Filter accepts unfragmented IPv4 UDP to port (protocol at byte 23 of
+// the frame, fragment offset at 20, the UDP header after the IP header's
+// own length).
+func udp4Filter(port int) []unix.SockFilter {
+	return []unix.SockFilter{
+		{Code: unix.BPF_LD | unix.BPF_B | unix.BPF_ABS, K: 23},
+		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jt: 0, Jf: 6, K: unix.IPPROTO_UDP},
+		{Code: unix.BPF_LD | unix.BPF_H | unix.BPF_ABS, K: 20},
+		{Code: unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K, Jt: 4, Jf: 0, K: 0x1fff},
+		{Code: unix.BPF_LDX | unix.BPF_B | unix.BPF_MSH, K: 14},
+		{Code: unix.BPF_LD | unix.BPF_H | unix.BPF_IND, K: 14 + 2},
+		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jt: 0, Jf: 1, K: uint32(port)},
+		{Code: unix.BPF_RET | unix.BPF_K, K: 64},
+		{Code: unix.BPF_RET | unix.BPF_K, K: 0},
+	}
+}
+
+// udp6Filter accepts IPv6 UDP without extension headers to port (next
+// header at byte 20, the destination port at byte 56).
+func udp6Filter(port int) []unix.SockFilter {
+	return []unix.SockFilter{
+		{Code: unix.BPF_LD | unix.BPF_B | unix.BPF_ABS, K: 20},
+		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jt: 0, Jf: 3, K: unix.IPPROTO_UDP},
+		{Code: unix.BPF_LD | unix.BPF_H | unix.BPF_ABS, K: 56},
+		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jt: 0, Jf: 1, K: uint32(port)},
+		{Code: unix.BPF_RET | unix.BPF_K, K: 64},
+		{Code: unix.BPF_RET | unix.BPF_K, K: 0},
+	}
+}
+
+// CountUDPPort opens the counter on interface ifindex of namespace n (on a
+// thread inside it). Close it when done.
+func CountUDPPort(n *ns.NS, ifindex int, ipv6 bool, port int) (*UDPPort, error) {
+	c := &UDPPort{Neighbours: &Neighbours{}, Port: port}
+	proto, filter := uint16(unix.ETH_P_IP), udp4Filter(port)
+	if ipv6 {
+		proto, filter = unix.ETH_P_IPV6, udp6Filter(port)
+	}
+	err := n.Do(func() error {
+		fd, err := packetSocket(ifindex, proto, filter)
+		if err != nil {
+			return err
+		}
+		c.fds = append(c.fds, fd)
+		return nil
+	})
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("UDP port %d counter in %s: %w", port, n.Name, err)
+	}
+	return c, nil
+}
