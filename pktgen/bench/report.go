@@ -59,8 +59,8 @@ type Report struct {
 	// Conntrack is each router's connection tracking over the run, for
 	// routers whose conntrack saw the run.
 	Conntrack []ConntrackCounts `json:"conntrack,omitempty"`
-	Softnet     []SoftnetCPU   `json:"softnet"` // machine-wide, per CPU
-	CPU         []CPUUse       `json:"cpu"`
+	Softnet   []SoftnetCPU      `json:"softnet"` // machine-wide, per CPU
+	CPU       []CPUUse          `json:"cpu"`
 	// Bottleneck is the verdict in a line; Verdict has its parts.
 	Bottleneck string  `json:"bottleneck"`
 	Verdict    Verdict `json:"verdict"`

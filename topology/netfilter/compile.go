@@ -1,6 +1,7 @@
 package netfilter
 
 import (
+	"fmt"
 	"net/netip"
 	"strconv"
 	"strings"
@@ -57,11 +58,9 @@ func compileMatch(m spec.Match) *compiled {
 			&expr.Payload{DestRegister: 1, Base: expr.PayloadBaseTransportHeader, Offset: 2, Len: 2},
 			cmpEq([]byte{byte(m.Port >> 8), byte(m.Port)}))
 	case m.Proto != "":
-		name := m.Proto
-		if name == "icmpv6" {
-			name = "ipv6-icmp" // as nft names protocol 58
-		}
-		c.add("meta l4proto "+name, &expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1}, cmpEq([]byte{protoNumbers[m.Proto]}))
+		// By number: nft resolves protocol names through /etc/protocols,
+		// which a minimal system (a container, the VM) may not have.
+		c.add(fmt.Sprintf("meta l4proto %d", protoNumbers[m.Proto]), &expr.Meta{Key: expr.MetaKeyL4PROTO, Register: 1}, cmpEq([]byte{protoNumbers[m.Proto]}))
 	}
 	if len(m.State) > 0 {
 		var bits byte
