@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"sort"
 	"strings"
 	"sync"
@@ -184,7 +185,7 @@ type Aggregate struct {
 // engine fails stops the others; what was measured is reported with the
 // error.
 func (g *Group) Run(ctx context.Context, frame int) (*GroupReport, error) {
-	defer g.benches[0].place.confine(g.benches[0].allowed)()
+	defer g.placement().confine(g.benches[0].allowed)()
 	jobs := make([]engine.Job, len(g.benches))
 	for i, b := range g.benches {
 		jobs[i] = b.job(b.t, frame)
@@ -264,6 +265,19 @@ func (g *Group) finish(frame int, states []*running, results []*engine.Result, e
 		g.judge(frame, out.Streams, &out.Aggregate)
 	}
 	return out, runErr
+}
+
+// placement is every stream's placement together: the nodes each path
+// places, and their napi nodes (for keeping nslab's threads off them, and
+// for the aggregate's verdict).
+func (g *Group) placement() placement {
+	p := g.benches[0].place
+	p.byNode, p.napi = maps.Clone(p.byNode), maps.Clone(p.napi)
+	for _, b := range g.benches[1:] {
+		maps.Copy(p.byNode, b.place.byNode)
+		maps.Copy(p.napi, b.place.napi)
+	}
+	return p
 }
 
 // prefixWriter starts every line written through it with a prefix.

@@ -16,7 +16,7 @@ import (
 func (g *Group) countApart(i int, rep *Report) error {
 	b := g.benches[i]
 	recv := b.meas.targets[len(b.meas.targets)-1].String()
-	rep.CountedBy = recv + " rx_packets, less neighbour frames"
+	rep.CountedBy = recv + " rx_packets, less control frames (ARP, IGMP, IPv6 control)"
 	rep.Shared = g.shared[i]
 	if p := g.ports[i]; p != nil {
 		n, err := p.Count()
@@ -132,8 +132,16 @@ func (g *Group) judge(frame int, reps []*Report, a *Aggregate) {
 			sentPPS += float64(r.Sent) / r.Elapsed.Seconds()
 		}
 	}
-	agg.explainDrops(frame, m, g.benches[0].place)
-	agg.judge(g.benches[0].place, sentPPS)
+	agg.explainDrops(frame, m, g.placement())
+	agg.judge(g.placement(), sentPPS)
+	if agg.Verdict.Limit == "sender" { // every run's sender, not the first's
+		var senders []string
+		for _, r := range reps {
+			senders = append(senders, strings.SplitN(r.From, ":", 2)[0])
+		}
+		agg.Verdict.Node = strings.Join(senders, ", ")
+		agg.Bottleneck = agg.Verdict.line()
+	}
 	a.Drops, a.Bottleneck, a.Verdict = agg.Drops, agg.Bottleneck, agg.Verdict
 	for i, r := range reps {
 		if len(g.shared[i]) == 0 {

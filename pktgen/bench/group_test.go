@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nslab/nslab/pktgen/engine"
+	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/labtest"
 	"github.com/nslab/nslab/topology/labtest/labdeploy"
 	"github.com/nslab/nslab/topology/spec"
@@ -246,4 +247,45 @@ func TestPrivilegedFreshSwitchBothWays(t *testing.T) {
 		t.Errorf("aggregate %+v", rep.Aggregate)
 	}
 	t.Logf("control frames counted at the receivers: %d", control)
+}
+
+// TestPrivilegedGroupSweep: runs measured together sweep frame sizes as
+// one run does, through Sweep (deploying the lab and destroying it), each
+// frame size's group written to the results file as one JSON line.
+func TestPrivilegedGroupSweep(t *testing.T) {
+	labtest.SkipUnlessRoot(t)
+	src := labtest.Rename(twoWays(t), labtest.Name("g"))
+	l, err := spec.Parse("g.yaml", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts, err := Streams(l, []string{"both"}, Selection{Frames: []int{64, 512}, Count: 5000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	results, err := os.Create(t.TempDir() + "/out.jsonl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer results.Close()
+	m := &lab.Manager{StateDir: t.TempDir()}
+	out, err := Sweep(context.Background(), m, Request{Lab: l, Traffic: ts[0], Streams: ts, Results: results})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Groups) != 2 || out.Groups[0].Frame != 64 || out.Groups[1].Frame != 512 || !out.Deployed {
+		t.Fatalf("outcome: %d groups, deployed %v", len(out.Groups), out.Deployed)
+	}
+	for _, g := range out.Groups {
+		if g.Aggregate.Sent != 10000 || g.Aggregate.Received != 10000 || g.Aggregate.Unaccount != 0 {
+			t.Errorf("%d-byte frames: aggregate %+v", g.Frame, g.Aggregate)
+		}
+	}
+	b, err := os.ReadFile(results.Name())
+	if err != nil || strings.Count(string(b), "\n") != 2 || !strings.Contains(string(b), `"aggregate"`) {
+		t.Errorf("results file: %v %q", err, b)
+	}
+	if m.Deployed(l) {
+		t.Error("the sweep left the lab it deployed")
+	}
 }
