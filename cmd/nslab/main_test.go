@@ -530,3 +530,27 @@ func TestPrivilegedServiceStoppedAfterKill(t *testing.T) {
 		t.Errorf("the service %q still runs after destroy: pids %s", marker, out)
 	}
 }
+
+// TestGenerateCommand: nslab generate writes a lab file that validate
+// takes, with the flags after the shape as well as before it; a bad shape
+// or size is a usage error (exit 2).
+func TestGenerateCommand(t *testing.T) {
+	c := newCLI(t)
+	code, out, errOut := c.run("generate", "clos", "--n", "4", "--spines", "3", "--routes")
+	if code != 0 || !strings.HasPrefix(out, "# nslab generate clos --n 4 --spines 3 --routes\nname: clos\n") {
+		t.Fatalf("generate: code %d, %q, %q", code, out, errOut)
+	}
+	file := filepath.Join(t.TempDir(), "clos.yaml")
+	if err := os.WriteFile(file, []byte(out), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if code, out, _ := c.run("validate", file); code != 0 || !strings.Contains(out, "7 nodes, 12 links") {
+		t.Errorf("validate the generated file: code %d, %q", code, out)
+	}
+	if code, _, errOut := c.run("generate", "ring", "--n", "4"); code != 2 || !strings.Contains(errOut, "unknown shape") {
+		t.Errorf("unknown shape: code %d, %q", code, errOut)
+	}
+	if code, _, errOut := c.run("generate", "--n", "0", "chain"); code != 2 || !strings.Contains(errOut, "at least 1") {
+		t.Errorf("no nodes: code %d, %q", code, errOut)
+	}
+}

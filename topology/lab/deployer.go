@@ -18,6 +18,7 @@ type deployer struct {
 	lab      *spec.Lab
 	st       *State // the state file's contents, saved ahead of host changes
 	creator  *ns.Creator
+	proc     *ns.ProcWriter             // writes /proc/sys (see ns.ProcWriter), from setUpNamespace and node settings
 	nss      map[string]*ns.NS          // node -> open namespace
 	handles  map[string]*netlink.Handle // node -> rtnetlink handle inside it
 	index    map[spec.Endpoint]int      // interface or bridge -> ifindex in its node
@@ -29,6 +30,10 @@ func (d *deployer) close() {
 	if d.creator != nil {
 		d.creator.Close()
 		d.creator = nil
+	}
+	if d.proc != nil {
+		d.proc.Close()
+		d.proc = nil
 	}
 	for k, h := range d.handles {
 		h.Close()

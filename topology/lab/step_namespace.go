@@ -86,13 +86,16 @@ func (d *deployer) createNamespace(n *spec.Node) error {
 		}
 		d.creator = c
 	}
+	if d.proc == nil {
+		d.proc = ns.NewProcWriter()
+	}
 	var h *netlink.Handle
 	nsh, err := d.creator.Create(d.lab.Namespace(n.Name), func() error {
 		var err error
 		if h, err = netlink.NewHandle(unix.NETLINK_ROUTE); err != nil {
 			return fmt.Errorf("netlink socket: %w", err)
 		}
-		return setUpNamespace(h, d.lab.Name, n)
+		return setUpNamespace(h, d.proc, d.lab.Name, n)
 	})
 	if err != nil {
 		if h != nil {
@@ -106,8 +109,9 @@ func (d *deployer) createNamespace(n *spec.Node) error {
 	return nil
 }
 
-// setUpNamespace runs on the creator thread inside the new namespace.
-func setUpNamespace(h *netlink.Handle, labName string, n *spec.Node) error {
+// setUpNamespace runs on the creator thread inside the new namespace; the
+// sysctls are written by proc in the same namespace.
+func setUpNamespace(h *netlink.Handle, proc *ns.ProcWriter, labName string, n *spec.Node) error {
 	lo := &netlink.Device{LinkAttrs: netlink.LinkAttrs{Index: loIndex, Name: "lo"}}
 	if err := h.LinkSetAlias(lo, nsMarker(labName, n.Name)); err != nil {
 		return fmt.Errorf("mark lo: %w", err)
@@ -115,17 +119,24 @@ func setUpNamespace(h *netlink.Handle, labName string, n *spec.Node) error {
 	if err := h.LinkSetUp(lo); err != nil {
 		return fmt.Errorf("set lo up: %w", err)
 	}
-	for _, s := range ipv6Defaults {
-		if err := writeSysctl(s.ProcPath(), s.Value, true); err != nil {
-			return err
-		}
+	here, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open the new namespace: %w", err)
 	}
-	for _, s := range namespaceSysctls(n) {
-		if err := writeSysctl(s.ProcPath(), s.Value, false); err != nil {
-			return err
+	defer unix.Close(here)
+	return proc.Do(here, n.Name, func() error {
+		for _, s := range ipv6Defaults {
+			if err := writeSysctl(s.ProcPath(), s.Value, true); err != nil {
+				return err
+			}
 		}
-	}
-	return nil
+		for _, s := range namespaceSysctls(n) {
+			if err := writeSysctl(s.ProcPath(), s.Value, false); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 func shNamespace(l *spec.Lab, n *spec.Node) []string {

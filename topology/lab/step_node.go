@@ -6,6 +6,7 @@ import (
 	"os"
 	"strings"
 
+	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 )
 
@@ -68,7 +69,10 @@ func ipv6Interfaces(n *spec.Node) []string {
 //
 // Equivalent to: ip netns exec NS sysctl -w KEY=VALUE ...
 func (d *deployer) configureNode(n *spec.Node, kvs []spec.Sysctl) error {
-	return d.nss[n.Name].Do(func() error {
+	if d.proc == nil {
+		d.proc = ns.NewProcWriter()
+	}
+	return d.proc.DoIn(d.nss[n.Name], func() error { // see ns.ProcWriter
 		for _, s := range kvs {
 			if err := writeSysctl(s.ProcPath(), s.Value, false); err != nil {
 				return fmt.Errorf("in %s: %w", n.Name, err)

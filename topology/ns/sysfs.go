@@ -18,24 +18,30 @@ import (
 //
 // Equivalent to: ip netns exec NAME sh -c '...'
 func (n *NS) DoSysfs(fn func() error) error {
+	return private(n.fd, n.Name, remountSys, fn)
+}
+
+// private runs fn on a throwaway thread in the network namespace fd
+// refers to, in a mount namespace of its own where mount has run.
+func private(fd int, name string, mount func() error, fn func() error) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread dies with the goroutine
-		if err := unix.Setns(n.fd, unix.CLONE_NEWNET); err != nil {
-			errc <- fmt.Errorf("enter namespace %s: %w", n.Name, err)
+		if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
+			errc <- fmt.Errorf("enter namespace %s: %w", name, err)
 			return
 		}
 		if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
-			errc <- fmt.Errorf("private mount namespace for %s: %w", n.Name, err)
+			errc <- fmt.Errorf("private mount namespace for %s: %w", name, err)
 			return
 		}
 		// Keep the new mount from propagating back to the host.
 		if err := unix.Mount("", "/", "none", unix.MS_SLAVE|unix.MS_REC, ""); err != nil {
-			errc <- fmt.Errorf("make / a slave mount for %s: %w", n.Name, err)
+			errc <- fmt.Errorf("make / a slave mount for %s: %w", name, err)
 			return
 		}
-		if err := remountSys(); err != nil {
-			errc <- fmt.Errorf("sysfs of %s: %w", n.Name, err)
+		if err := mount(); err != nil {
+			errc <- fmt.Errorf("file system of %s: %w", name, err)
 			return
 		}
 		errc <- fn()

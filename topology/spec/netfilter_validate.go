@@ -9,12 +9,11 @@ import (
 // validateNetfilter checks a node's NAT and firewall rules: the
 // interfaces they name, ports and address families, targets, and rules
 // that can never match.
-func validateNetfilter(r *reporter, lab *Lab, n *Node) {
-	owners := lab.addressOwners()
+func validateNetfilter(r *reporter, lab *Lab, n *Node, owners func() map[netip.Addr]Endpoint) {
 	for _, rule := range n.NAT {
 		key := rule.Path + "." + rule.Kind
 		checkMatch(r, n, key, rule.Match)
-		checkNAT(r, n, owners, key, rule)
+		checkNAT(r, n, owners(), key, rule)
 	}
 	if fw := n.Firewall; fw != nil {
 		if !n.Forwarding.IPv4 && !n.Forwarding.IPv6 {

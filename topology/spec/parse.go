@@ -25,7 +25,7 @@ func ReadFile(path string) (*Lab, error) {
 		return nil, fmt.Errorf("read topology file: %w", err)
 	}
 	if st.Size() > MaxFileSize {
-		return nil, Problems{{File: path, Msg: fmt.Sprintf("file is %d bytes; nslab reads topology files of at most %d bytes (1 MiB): split the lab or generate a smaller file", st.Size(), MaxFileSize)}}
+		return nil, Problems{{File: path, Msg: fmt.Sprintf("file is %d bytes; nslab reads topology files of at most %d bytes (64 MiB): split the lab", st.Size(), MaxFileSize)}}
 	}
 	data := make([]byte, st.Size())
 	if _, err := f.ReadAt(data, 0); err != nil && st.Size() > 0 {

@@ -26,6 +26,8 @@ type Lab struct {
 	// Unplaced says why the file's CPU placement was taken out (see
 	// Unplace); empty when the lab is as the file says.
 	Unplaced string
+
+	nodeIndex map[string]*Node // see Node
 }
 
 // Placed reports whether any node or traffic run of the lab has CPUs.
@@ -202,14 +204,27 @@ type Link struct {
 // Namespace returns the namespace name of a node: the lab prefix + its name.
 func (l *Lab) Namespace(node string) string { return l.Prefix + node }
 
-// Node returns the named node, or nil.
+// Node returns the named node, or nil. It looks the name up in an index
+// of the nodes, built at the first call and again whenever the node list
+// has changed length (a lab of 10,000 nodes asks it for every link end).
 func (l *Lab) Node(name string) *Node {
-	for _, n := range l.Nodes {
-		if n.Name == name {
-			return n
+	if len(l.nodeIndex) != len(l.Nodes) {
+		l.nodeIndex = make(map[string]*Node, len(l.Nodes))
+		for _, n := range l.Nodes {
+			if _, dup := l.nodeIndex[n.Name]; !dup {
+				l.nodeIndex[n.Name] = n
+			}
+		}
+		if len(l.nodeIndex) != len(l.Nodes) { // duplicate names: scan, first wins
+			for _, n := range l.Nodes {
+				if n.Name == name {
+					return n
+				}
+			}
+			return nil
 		}
 	}
-	return nil
+	return l.nodeIndex[name]
 }
 
 // Interface returns the named interface of the node, or nil.

@@ -51,12 +51,19 @@ func validate(r *reporter, lab *Lab, ex *extra) {
 	validateLinks(r, lab, ex, nodes)
 	validateSRIOV(r, lab, nodes)
 	validateAddresses(r, lab)
+	var owners map[netip.Addr]Endpoint // built once, for the nodes with NAT rules
+	ownersOnce := func() map[netip.Addr]Endpoint {
+		if owners == nil {
+			owners = lab.addressOwners()
+		}
+		return owners
+	}
 	for _, n := range lab.Nodes {
 		validateBridges(r, n)
 		validateRoutes(r, n)
 		validateSysctls(r, n)
 		validatePlacement(r, n)
-		validateNetfilter(r, lab, n)
+		validateNetfilter(r, lab, n, ownersOnce)
 	}
 	if len(r.probs) == 0 {
 		assignMACs(lab)

@@ -101,7 +101,7 @@ func TestRules(t *testing.T) {
 		{"yaml syntax", "name: t\nnodes:\n  a: b\n c: d\n", "x.yaml:3:1", "YAML syntax: did not find expected key"},
 		{"two documents", base + "---\nname: u\n", "x.yaml:11:1", "second YAML document"},
 		{"empty file", "", "x.yaml: ", "file is empty"},
-		{"oversize file", base + "#" + strings.Repeat("x", MaxFileSize) + "\n", "x.yaml: ", "at most 1048576 bytes"},
+		{"oversize file", base + "#" + strings.Repeat("x", MaxFileSize) + "\n", "x.yaml: ", "at most 67108864 bytes"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
