@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"golang.org/x/sys/unix"
 	"os"
 	"path/filepath"
 	"strings"
@@ -85,7 +86,7 @@ func (m *Manager) Deploy(ctx context.Context, lab *spec.Lab) (*DeployResult, err
 	if err := m.saveState(st); err != nil {
 		return nil, err
 	}
-	d := &deployer{ctx: ctx, m: m, lab: lab, st: st, nss: map[string]*ns.NS{}, handles: map[string]*netlink.Handle{}, index: map[spec.Endpoint]int{}}
+	d := &deployer{ctx: ctx, m: m, lab: lab, st: st, inodes: map[string]uint64{}, handles: map[string]*netlink.Handle{}, index: map[spec.Endpoint]int{}}
 	defer d.close()
 	steps := Plan(lab)
 	for i, s := range steps {
@@ -102,9 +103,7 @@ func (m *Manager) Deploy(ctx context.Context, lab *spec.Lab) (*DeployResult, err
 		}
 	}
 	for i := range st.Namespaces {
-		if n := d.nss[st.Namespaces[i].Node]; n != nil {
-			st.Namespaces[i].Inode, _ = n.Inode()
-		}
+		st.Namespaces[i].Inode = d.inodes[st.Namespaces[i].Node]
 	}
 	st.Phase, st.Deployed = PhaseDeployed, time.Now()
 	if err := m.saveState(st); err != nil {
@@ -148,10 +147,33 @@ func (m *Manager) preflight(lab *spec.Lab) error {
 	problems = append(problems, m.checkPlacement(lab)...)
 	problems = append(problems, checkQdiscs(lab)...)
 	problems = append(problems, checkNetfilter(lab)...)
+	if p := ensureFiles(len(lab.Nodes)); p != "" {
+		problems = append(problems, p)
+	}
 	if len(problems) > 0 {
 		return &ConflictError{Problems: problems}
 	}
 	return nil
+}
+
+// filesPerNode is what a deploy keeps open per node: a netlink socket
+// inside its namespace (see deployer.inNS).
+const filesPerNode = 1
+
+// ensureFiles raises this process's limit of open files to what a deploy
+// of nodes needs (a lab of 10,000 nodes needs 20,000 and more; root may
+// raise even the hard limit, up to fs.nr_open), or says why it cannot.
+func ensureFiles(nodes int) string {
+	need := uint64(filesPerNode*nodes + 256)
+	var lim unix.Rlimit
+	if err := unix.Getrlimit(unix.RLIMIT_NOFILE, &lim); err != nil || lim.Cur >= need {
+		return ""
+	}
+	want := unix.Rlimit{Cur: need, Max: max(lim.Max, need)}
+	if err := unix.Setrlimit(unix.RLIMIT_NOFILE, &want); err != nil {
+		return fmt.Sprintf("the lab's %d nodes need %d open files, and this process may open %d (hard limit %d) and cannot raise it (%v): raise ulimit -n, or fs.nr_open", nodes, need, lim.Cur, lim.Max, err)
+	}
+	return ""
 }
 
 // rollback removes what a failed deploy created, newest first, and the state

@@ -2,6 +2,7 @@ package lab
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
@@ -19,11 +20,24 @@ type deployer struct {
 	st       *State // the state file's contents, saved ahead of host changes
 	creator  *ns.Creator
 	proc     *ns.ProcWriter             // writes /proc/sys (see ns.ProcWriter), from setUpNamespace and node settings
-	nss      map[string]*ns.NS          // node -> open namespace
+	inodes   map[string]uint64          // node -> its namespace's inode, for the state
 	handles  map[string]*netlink.Handle // node -> rtnetlink handle inside it
 	index    map[spec.Endpoint]int      // interface or bridge -> ifindex in its node
 	created  []string                   // namespace names, in creation order
 	services []*waited                  // services started, to check they keep running
+}
+
+// inNS runs fn with node's namespace open, and closes it: a deploy keeps
+// one file open per node (its netlink handle), not two, so a lab of
+// 10,000 nodes fits the usual limit of 20,000 open files. Opening a
+// namespace by name is one open(2) of its /run/netns file.
+func (d *deployer) inNS(node string, fn func(*ns.NS) error) error {
+	n, err := ns.Open(d.m.netnsDir(), d.lab.Namespace(node))
+	if err != nil {
+		return fmt.Errorf("open the namespace of %s: %w", node, err)
+	}
+	defer n.Close()
+	return fn(n)
 }
 
 func (d *deployer) close() {
@@ -39,10 +53,7 @@ func (d *deployer) close() {
 		h.Close()
 		delete(d.handles, k)
 	}
-	for k, n := range d.nss {
-		n.Close()
-		delete(d.nss, k)
-	}
+	clear(d.inodes)
 }
 
 // link returns a netlink link value for an interface created by this deploy.

@@ -104,7 +104,9 @@ func (d *deployer) createNamespace(n *spec.Node) error {
 		return err
 	}
 	d.created = append(d.created, nsh.Name)
-	d.nss[n.Name], d.handles[n.Name] = nsh, h
+	d.handles[n.Name] = h
+	d.inodes[n.Name], _ = nsh.Inode()
+	nsh.Close() // opened again by name when a step needs it (see inNS)
 	d.index[spec.Endpoint{Node: n.Name, Interface: "lo"}] = loIndex
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/nslab/nslab/topology/netfilter"
+	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 )
 
@@ -20,7 +21,7 @@ func netfilterSteps(l *spec.Lab, _ string) []Step {
 			Name:  fmt.Sprintf("nftables table inet %s in %s (%s)", netfilter.Table, n.Name, netfilter.Describe(n)),
 			shell: func() []string { return netfilter.Shell(l.Namespace(n.Name), l.Name, n) },
 			do: func(d *deployer) error {
-				return netfilter.Apply(d.nss[n.Name].Fd(), l.Name, n)
+				return d.inNS(n.Name, func(x *ns.NS) error { return netfilter.Apply(x.Fd(), l.Name, n) })
 			},
 		})
 	}

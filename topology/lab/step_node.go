@@ -72,14 +72,15 @@ func (d *deployer) configureNode(n *spec.Node, kvs []spec.Sysctl) error {
 	if d.proc == nil {
 		d.proc = ns.NewProcWriter()
 	}
-	return d.proc.DoIn(d.nss[n.Name], func() error { // see ns.ProcWriter
+	write := func() error {
 		for _, s := range kvs {
 			if err := writeSysctl(s.ProcPath(), s.Value, false); err != nil {
 				return fmt.Errorf("in %s: %w", n.Name, err)
 			}
 		}
 		return nil
-	})
+	}
+	return d.inNS(n.Name, func(x *ns.NS) error { return d.proc.DoIn(x, write) }) // see ns.ProcWriter
 }
 
 // writeSysctl writes one /proc/sys value in the calling thread's namespace.

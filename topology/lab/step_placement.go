@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 )
 
@@ -103,7 +104,7 @@ func txQueues(n *spec.Node, name string) int {
 // taskset -p MASK <napi/IF-N> (receive: napi)
 func (d *deployer) placeNode(n *spec.Node, ifaces []string) error {
 	rec := PlacementRecord{Node: n.Name, CPUs: n.CPUs.String(), Receive: receiveMode(n), Interfaces: ifaces}
-	err := d.nss[n.Name].DoSysfs(func() error {
+	place := func() error { // in the node, with its sysfs
 		for _, ifc := range ifaces {
 			var err error
 			if rec.Receive == spec.ReceiveNAPI {
@@ -118,7 +119,8 @@ func (d *deployer) placeNode(n *spec.Node, ifaces []string) error {
 			}
 		}
 		return nil
-	})
+	}
+	err := d.inNS(n.Name, func(x *ns.NS) error { return x.DoSysfs(place) })
 	if err == nil && rec.Receive == spec.ReceiveNAPI {
 		err = d.peersWithoutTSO(n, ifaces)
 	}
@@ -140,7 +142,7 @@ func (d *deployer) peersWithoutTSO(n *spec.Node, ifaces []string) error {
 		if peer.Node == "" {
 			continue
 		}
-		err := d.nss[peer.Node].Do(func() error { return setTSO(peer.Interface, false) })
+		err := d.inNS(peer.Node, func(x *ns.NS) error { return x.Do(func() error { return setTSO(peer.Interface, false) }) })
 		if err != nil {
 			return fmt.Errorf("TSO off on %s (the sending end of %s:%s): %w", peer, n.Name, ifc, err)
 		}

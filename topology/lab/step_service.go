@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 )
 
@@ -126,7 +127,7 @@ func (d *deployer) execOnce(n *spec.Node, i int, line string) error {
 	}
 	defer log.Close()
 	cmd := command(line, log, fmt.Sprintf("%s/%s/exec%d", d.lab.Name, n.Name, i))
-	if err := d.nss[n.Name].Start(cmd); err != nil {
+	if err := d.inNS(n.Name, func(x *ns.NS) error { return x.Start(cmd) }); err != nil {
 		return fmt.Errorf("run %q in %s: %w", line, n.Name, err)
 	}
 	stop := context.AfterFunc(d.ctx, func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
@@ -152,7 +153,7 @@ func (d *deployer) startService(n *spec.Node, i int, line string) error {
 		return err
 	}
 	cmd := command(line, log, fmt.Sprintf("%s/%s/%d", d.lab.Name, n.Name, i))
-	if err := d.nss[n.Name].Start(cmd); err != nil {
+	if err := d.inNS(n.Name, func(x *ns.NS) error { return x.Start(cmd) }); err != nil {
 		return fmt.Errorf("start %q in %s: %w", line, n.Name, err)
 	}
 	rec.PID = cmd.Process.Pid

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/vishvananda/netlink"
 )
@@ -116,7 +117,7 @@ func (d *deployer) handVF(pf *spec.PF, vf *spec.VF) error {
 			return err
 		}
 	}
-	if err := netlink.LinkSetNsFd(link, d.nss[vf.Node].Fd()); err != nil {
+	if err := d.inNS(vf.Node, func(x *ns.NS) error { return netlink.LinkSetNsFd(link, x.Fd()) }); err != nil {
 		return fmt.Errorf("move VF %s into %s: %w", host, vf.Node, err)
 	}
 	h := d.handles[vf.Node]

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -54,8 +55,12 @@ func (d *deployer) createVeth(l *spec.Link) error {
 	na, nb := d.lab.Node(l.A.Node), d.lab.Node(l.B.Node)
 	a, b := na.Interface(l.A.Interface), nb.Interface(l.B.Interface)
 	ha, hb := d.handles[na.Name], d.handles[nb.Name]
-	veth := newVeth(a, b, d.nss[nb.Name].Fd())
-	if err := ha.LinkAdd(veth); err != nil {
+	var veth *netlink.Veth
+	err := d.inNS(nb.Name, func(x *ns.NS) error {
+		veth = newVeth(a, b, x.Fd())
+		return ha.LinkAdd(veth)
+	})
+	if err != nil {
 		return fmt.Errorf("create veth %s <-> %s: %w%s", l.A, l.B, err, missingKind(err, "veth", "CONFIG_VETH"))
 	}
 	if veth.Index == 0 {

@@ -21,7 +21,7 @@ func init() { runtime.LockOSThread() }
 // network namespace that was ever looked at leaves its own dentries for
 // /proc/sys/net, all in one hash chain, so each open there walks them all:
 // a lab of 3,000 namespaces spent 11 s of its deploy in open(2). A new proc
-// mount has none. A mount namespace per call would cost a copy of the
+// mount has none; the writer mounts one for every procReuse namespaces. A mount namespace per call would cost a copy of the
 // host's mounts each time, and a lab adds one mount per namespace under
 // /run/netns; this one is copied once, made private (nothing propagates
 // into it), and lives until Close.
@@ -52,9 +52,9 @@ func (w *ProcWriter) loop(started chan struct{}) {
 	defer close(w.done)
 	w.err = privateMounts()
 	close(started)
-	mounted := false
+	served := 0 // namespaces the current proc mount has served
 	for r := range w.reqs {
-		r.reply <- w.enter(r, &mounted)
+		r.reply <- w.enter(r, &served)
 	}
 }
 
@@ -70,30 +70,39 @@ func privateMounts() error {
 	return nil
 }
 
-// enter joins r's network namespace, mounts a new proc over the last one,
-// and runs r's function.
-func (w *ProcWriter) enter(r procReq, mounted *bool) error {
+// procReuse is how many namespaces one proc mount serves before the
+// writer mounts a new one: each leaves its dentries in the mount, so a
+// lookup walks at most this many, and the mount's cost is shared.
+const procReuse = 64
+
+// enter joins r's network namespace, mounts a new proc over the last one
+// when that one has served procReuse namespaces, and runs r's function.
+func (w *ProcWriter) enter(r procReq, served *int) error {
 	if w.err != nil {
 		return w.err
 	}
 	if err := unix.Setns(r.fd, unix.CLONE_NEWNET); err != nil {
 		return fmt.Errorf("enter namespace %s: %w", r.name, err)
 	}
-	if *mounted {
-		if err := unix.Unmount("/proc", unix.MNT_DETACH); err != nil {
-			return fmt.Errorf("unmount the proc of the last namespace: %w", err)
+	if *served == 0 || *served >= procReuse {
+		if *served > 0 {
+			if err := unix.Unmount("/proc", unix.MNT_DETACH); err != nil {
+				return fmt.Errorf("unmount the last proc: %w", err)
+			}
 		}
+		if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
+			return fmt.Errorf("mount proc for %s: %w", r.name, err)
+		}
+		*served = 0
 	}
-	if err := unix.Mount("proc", "/proc", "proc", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-		return fmt.Errorf("mount proc for %s: %w", r.name, err)
-	}
-	*mounted = true
+	*served++
 	return r.fn()
 }
 
 // Do runs fn on the writer's thread inside the network namespace fd refers
-// to, with a proc of that namespace's own on /proc. fn must not keep
-// anything open there: the next call mounts over it.
+// to, with a proc of the writer's own on /proc (whose /proc/sys/net is the
+// namespace's). fn must not keep anything open there: a later call may
+// mount over it.
 func (w *ProcWriter) Do(fd int, name string, fn func() error) error {
 	reply := make(chan error, 1)
 	w.reqs <- procReq{fd: fd, name: name, fn: fn, reply: reply}
