@@ -5,8 +5,11 @@
 // bench-topology): as library calls, and as whole nslab processes.
 //
 // Labs: (a) the client-router-server example; (b) a generated chain of N
-// namespaces joined by N-1 veth pairs with addresses, routes and forwarding.
-// After every run it checks that no namespace of the run remains.
+// namespaces joined by N-1 veth pairs with addresses, routes and forwarding
+// (nslab generate chain --routes). Then the cost per node of chains of
+// 1,000, 3,000 and 10,000 nodes as whole nslab deploy and destroy
+// processes, with each process's peak memory (see scale.go). After every
+// run it checks that no namespace of the run remains.
 package main
 
 import (
@@ -20,6 +23,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nslab/nslab/topology/generate"
 	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/labname"
 	"github.com/nslab/nslab/topology/ns"
@@ -33,6 +37,7 @@ func main() {
 	chainLen := flag.Int("chain", 1000, "namespaces in the chain lab")
 	example := flag.String("example", "examples/client-router-server.yaml", "the small lab")
 	nslabBin := flag.String("nslab", "bin/nslab", "nslab binary, to time whole commands too")
+	scale := flag.String("scale", "1000,3000,10000", "chain sizes whose cost per node is measured (\"\": none)")
 	flag.Parse()
 	if err := lab.CheckPrivileges(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -53,6 +58,10 @@ func main() {
 	rows = append(rows, measure(fmt.Sprintf("(b) chain of %d", *chainLen), chainYAML(*chainLen), *chainRuns, 1, ""))
 	print(rows)
 	targets(starts, rows)
+	if *scale != "" {
+		scaleRows := measureScale(*nslabBin, *scale)
+		printScale(scaleRows)
+	}
 }
 
 // targets says which of the targets this run met.
@@ -146,43 +155,14 @@ func must(err error) {
 	}
 }
 
-// chainYAML generates a chain c0 - c1 - ... - c(n-1): link k is
-// 10.(k/256).(k%256).0/24 between ck (.1, interface r) and ck+1 (.2,
-// interface l). Every node but the last routes default to the right; every
-// node but the first routes the first link's subnet to the left; the middle
-// nodes forward.
+// chainYAML is nslab generate chain --n n --routes: a chain of n nodes,
+// a /30 per link, with the routes for full reachability.
 func chainYAML(n int) []byte {
-	var b strings.Builder
-	sub := func(k int) string { return fmt.Sprintf("10.%d.%d", k/256, k%256) }
-	b.WriteString("name: chain\nnodes:\n")
-	for i := 0; i < n; i++ {
-		fmt.Fprintf(&b, "  c%d:\n", i)
-		if i > 0 && i < n-1 {
-			b.WriteString("    forwarding: {ipv4: true}\n")
-		}
-		b.WriteString("    interfaces:\n")
-		if i > 0 {
-			fmt.Fprintf(&b, "      l: {addresses: [%s.2/24]}\n", sub(i-1))
-		}
-		if i < n-1 {
-			fmt.Fprintf(&b, "      r: {addresses: [%s.1/24]}\n", sub(i))
-		}
-		b.WriteString("    routes:\n")
-		if i < n-1 {
-			fmt.Fprintf(&b, "      - {to: default, via: %s.2}\n", sub(i))
-		}
-		if i > 1 {
-			fmt.Fprintf(&b, "      - {to: 10.0.0.0/24, via: %s.1}\n", sub(i-1))
-		}
-		if i == n-1 {
-			fmt.Fprintf(&b, "      - {to: default, via: %s.1}\n", sub(i-1))
-		}
+	src, err := generate.Lab(generate.Options{Kind: "chain", N: n, Routes: true})
+	if err != nil {
+		fail(err)
 	}
-	b.WriteString("links:\n")
-	for k := 0; k < n-1; k++ {
-		fmt.Fprintf(&b, "  - endpoints: [c%d:r, c%d:l]\n", k, k+1)
-	}
-	return []byte(b.String())
+	return []byte(src)
 }
 
 func timeCmd(name string, args ...string) time.Duration {

@@ -35,7 +35,7 @@ func run(args []string) int {
 		Version: version,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "netns-dir", Value: "", Usage: "directory of named namespaces (default /run/netns)", Hidden: true, EnvVars: []string{"NSLAB_NETNS_DIR"}},
-			&cli.StringFlag{Name: "state-dir", Value: "", Usage: "directory of lab state files (default /run/nslab)", Hidden: true, EnvVars: []string{"NSLAB_STATE_DIR"}},
+			&cli.StringFlag{Name: "state-dir", Value: "", Usage: "`DIR` of lab state files and service logs (default /run/nslab): two nslab runs with their own state dirs keep their labs apart", EnvVars: []string{"NSLAB_STATE_DIR"}},
 			&cli.StringFlag{Name: "sysfs", Value: "", Usage: "where sysfs is, for SR-IOV (default /sys)", Hidden: true, EnvVars: []string{"NSLAB_SYSFS"}},
 		},
 		Commands: []*cli.Command{

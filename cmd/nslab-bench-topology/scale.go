@@ -1,0 +1,96 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/nslab/nslab/topology/labname"
+	"github.com/nslab/nslab/topology/spec"
+)
+
+// scaleRow is one chain size: its whole nslab deploy and destroy
+// processes, timed, with their peak resident memory.
+type scaleRow struct {
+	nodes               int
+	fileBytes           int
+	deploy, destroy     time.Duration
+	deployKB, destroyKB int64
+}
+
+func (r scaleRow) perNode(d time.Duration) time.Duration { return d / time.Duration(r.nodes) }
+
+// measureScale deploys and destroys a generated chain of each size once,
+// as nslab processes, the smallest first, pausing between sizes for the
+// kernel to finish freeing the last one's namespaces (it does that after
+// destroy returns).
+func measureScale(nslabBin, sizes string) []scaleRow {
+	var out []scaleRow
+	for _, f := range strings.Split(sizes, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 2 {
+			fail(fmt.Errorf("-scale %q: chain sizes, at least 2", sizes))
+		}
+		out = append(out, scaleOne(nslabBin, n))
+		time.Sleep(5 * time.Second)
+	}
+	return out
+}
+
+func scaleOne(nslabBin string, n int) scaleRow {
+	dir := mustTemp()
+	defer func() { _ = os.RemoveAll(dir) }() // a temporary directory: best effort
+	name := labname.Random("s")
+	data := labname.Rename(chainYAML(n), name)
+	file := filepath.Join(dir, name+".yaml")
+	must(os.WriteFile(file, data, 0o644))
+	r := scaleRow{nodes: n, fileBytes: len(data)}
+	r.deploy, r.deployKB = timeMem(nslabBin, "--state-dir", dir, "deploy", file)
+	r.destroy, r.destroyKB = timeMem(nslabBin, "--state-dir", dir, "destroy", "--name", name)
+	l, err := spec.Parse(file, data)
+	if err != nil {
+		fail(err)
+	}
+	checkGone(l)
+	return r
+}
+
+// timeMem runs a command and returns how long it took and its peak
+// resident memory (KB, from the kernel's rusage of the child).
+func timeMem(name string, args ...string) (time.Duration, int64) {
+	cmd := exec.Command(name, args...)
+	cmd.Stderr = os.Stderr
+	t0 := time.Now()
+	if out, err := cmd.Output(); err != nil {
+		fail(fmt.Errorf("%s %s: %w\n%s", name, strings.Join(args, " "), err, out))
+	}
+	el := time.Since(t0)
+	ru, _ := cmd.ProcessState.SysUsage().(*syscall.Rusage)
+	if ru == nil {
+		return el, 0
+	}
+	return el, ru.Maxrss
+}
+
+func printScale(rows []scaleRow) {
+	fmt.Printf("\nchains of nslab generate chain --routes, one whole nslab process each way:\n")
+	fmt.Printf("%8s %10s %10s %10s %10s %10s %12s %12s\n", "nodes", "file", "deploy", "per node", "destroy", "per node", "deploy peak", "destroy peak")
+	for _, r := range rows {
+		fmt.Printf("%8d %9.1fM %10s %10s %10s %10s %11.0fM %11.0fM\n", r.nodes, float64(r.fileBytes)/(1<<20), dur(r.deploy), dur(r.perNode(r.deploy)),
+			dur(r.destroy), dur(r.perNode(r.destroy)), float64(r.deployKB)/1024, float64(r.destroyKB)/1024)
+	}
+	if len(rows) < 2 {
+		return
+	}
+	first, last := rows[0], rows[len(rows)-1]
+	met := map[bool]string{true: "met", false: "MISSED"}
+	up := float64(last.perNode(last.deploy)) / float64(first.perNode(first.deploy))
+	down := float64(last.perNode(last.destroy)) / float64(first.perNode(first.destroy))
+	fmt.Printf("per-node cost at %d nodes over %d: deploy %.2fx, %s; destroy %.2fx, %s (target <= 1.25x)\n",
+		last.nodes, first.nodes, up, met[up <= 1.25], down, met[down <= 1.25])
+}
