@@ -190,13 +190,8 @@ func printPath(w io.Writer, l *spec.Lab, tp *lab.TracedPath) {
 
 // printRewrites says where NAT rewrites the packet's addresses on the way.
 func printRewrites(w io.Writer, l *spec.Lab, tp *lab.TracedPath) {
-	words := map[string]string{}
-	for _, n := range l.Nodes {
-		for _, r := range n.NAT {
-			words[r.Path] = r.String()
-		}
-	}
 	for _, h := range tp.Hops {
+		words := l.Node(h.Node).RuleWords()
 		if h.DNAT.IsValid() {
 			fmt.Fprintf(w, "%s rewrites the destination to %s as it arrives on %s (%s: %s)\n", h.Node, h.DNAT, h.In, h.DNATBy, words[h.DNATBy])
 		}

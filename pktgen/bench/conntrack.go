@@ -2,11 +2,8 @@ package bench
 
 import (
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
-
-	"github.com/nslab/nslab/topology/ns"
 )
 
 // Connection tracking of a router: what its NAT and firewall cost and
@@ -55,27 +52,6 @@ func (c ConntrackCounts) moved() bool {
 func (c ConntrackCounts) String() string {
 	return fmt.Sprintf("conntrack in %s (%s): %d entries (%d before); in the run: new %d, found %d, invalid %d, insert_failed %d, drop %d, early_drop %d",
 		c.Node, c.Source, c.Entries, c.EntriesBefore, c.New, c.Found, c.Invalid, c.InsertFailed, c.Drop, c.EarlyDrop)
-}
-
-// conntrackStat reads namespace n's conntrack statistics, from a thread
-// inside it; nil when the kernel has no connection tracking.
-func conntrackStat(n *ns.NS) (map[string]uint64, error) {
-	var text []byte
-	err := n.Do(func() error {
-		var err error
-		text, err = os.ReadFile("/proc/thread-self/net/stat/nf_conntrack")
-		if os.IsNotExist(err) {
-			return nil
-		}
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("read conntrack statistics of %s: %w", n.Name, err)
-	}
-	if text == nil {
-		return nil, nil
-	}
-	return parseConntrack(string(text)), nil
 }
 
 // parseConntrack sums the per-CPU rows of /proc/net/stat/nf_conntrack

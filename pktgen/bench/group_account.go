@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -71,12 +72,8 @@ func (g *Group) touchesShared(i int, d Drop) bool {
 	case strings.HasPrefix(d.Place, "inside "):
 		return g.nodeShared(i, d.Node)
 	}
-	for _, t := range sortedKeys(shared) {
-		if strings.HasSuffix(d.Place, " "+t) {
-			return true
-		}
-	}
-	return false
+	// "qdisc of X", "still queued in the qdisc of X": the interface last
+	return shared[d.Place[strings.LastIndex(d.Place, " ")+1:]]
 }
 
 // nodeShared reports whether stream i shares a counter of node with
@@ -132,8 +129,9 @@ func (g *Group) judge(frame int, reps []*Report, a *Aggregate) {
 			sentPPS += float64(r.Sent) / r.Elapsed.Seconds()
 		}
 	}
-	agg.explainDrops(frame, m, g.placement())
-	agg.judge(g.placement(), sentPPS)
+	place := g.placement()
+	agg.explainDrops(frame, m, place)
+	agg.judge(place, sentPPS)
 	if agg.Verdict.Limit == "sender" { // every run's sender, not the first's
 		var senders []string
 		for _, r := range reps {
@@ -188,7 +186,7 @@ func unionDrops(reps []*Report) []Drop {
 			}
 		}
 	}
-	for _, node := range sortedNodes(in) {
+	for _, node := range slices.Sorted(maps.Keys(in)) {
 		if inside := in[node] - outOf[node]; inside > 0 {
 			out = append(out, Drop{Place: "inside node " + node, Packets: uint64(inside), Node: node,
 				Counted: fmt.Sprintf("the streams brought %d into %s and it sent on or dropped at its egresses %d", in[node], node, outOf[node])})
@@ -209,14 +207,6 @@ func linkDrop(a, b HopCounters) []Drop {
 
 func transitIn(role string) bool  { return role == "ingress" || role == "switch in" }
 func transitOut(role string) bool { return role == "egress" || role == "switch out" }
-
-func sortedNodes(m map[string]int64) []string {
-	keys := map[string]bool{}
-	for k := range m {
-		keys[k] = true
-	}
-	return sortedKeys(keys)
-}
 
 // overlap is how long all the streams' engines ran at once, and the span
 // from the first start to the last end.

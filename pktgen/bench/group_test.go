@@ -45,7 +45,13 @@ links:
 // runTogether measures the named runs of the lab together, once.
 func runTogether(t *testing.T, l *spec.Lab, names ...string) *GroupReport {
 	t.Helper()
-	ts, err := Streams(l, names, Selection{})
+	return runSelected(t, l, Selection{}, names...)
+}
+
+// runSelected is runTogether with the selection's changes to the runs.
+func runSelected(t *testing.T, l *spec.Lab, sel Selection, names ...string) *GroupReport {
+	t.Helper()
+	ts, err := Streams(l, names, sel)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -223,19 +229,7 @@ func TestPrivilegedSharedDrops(t *testing.T) {
 // counted as the control frames they are, not as the runs' packets.
 func TestPrivilegedFreshSwitchBothWays(t *testing.T) {
 	l := labdeploy.Example(t, "switch.yaml", "g")
-	ts, err := Streams(l, []string{"both-ways"}, Selection{Duration: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := NewGroup(labdeploy.Open(t, l), ts, Options{Interval: 100 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(g.Close)
-	rep, err := g.Run(context.Background(), 64)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := runSelected(t, l, Selection{Duration: time.Second}, "both-ways")
 	var control uint64
 	for _, r := range rep.Streams {
 		control += r.Hops[len(r.Hops)-1].Neighbour

@@ -26,12 +26,8 @@ type hostState struct {
 func snapshot(routers map[string]*ns.NS) (hostState, error) {
 	h := hostState{cpu: cpuTimes(), softnet: softnetStat(), mib: map[string]map[string]uint64{}, ct: map[string]map[string]uint64{}}
 	for node, n := range routers {
-		m, err := ipMIB(n)
-		if err != nil {
-			return h, err
-		}
-		h.mib[node] = m
-		if h.ct[node], err = conntrackStat(n); err != nil {
+		var err error
+		if h.mib[node], h.ct[node], err = routerCounters(n); err != nil {
 			return h, err
 		}
 	}
@@ -152,28 +148,36 @@ func forwardedKey(ipv6 bool) string {
 	return "ForwDatagrams"
 }
 
-// ipMIB reads the IPv4 (Ip:) and IPv6 (Ip6*) counters of namespace n, from
-// a thread inside it.
-func ipMIB(n *ns.NS) (map[string]uint64, error) {
-	var text, text6 []byte
-	err := n.Do(func() error {
+// routerCounters reads, from one thread inside namespace n, its IPv4
+// (Ip:) and IPv6 (Ip6*) counters and its connection tracking statistics
+// (nil when the kernel has no connection tracking).
+func routerCounters(n *ns.NS) (mib, ct map[string]uint64, err error) {
+	var text, text6, ctText []byte
+	err = n.Do(func() error {
 		var err error
 		if text, err = os.ReadFile("/proc/thread-self/net/snmp"); err != nil {
 			return err
 		}
 		text6, _ = os.ReadFile("/proc/thread-self/net/snmp6") // absent without IPv6
-		return nil
+		ctText, err = os.ReadFile("/proc/thread-self/net/stat/nf_conntrack")
+		if os.IsNotExist(err) {
+			return nil
+		}
+		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("read IP counters of %s: %w", n.Name, err)
+		return nil, nil, fmt.Errorf("read IP and conntrack counters of %s: %w", n.Name, err)
 	}
-	out := parseSNMP(string(text))
+	mib = parseSNMP(string(text))
 	for _, line := range strings.Split(string(text6), "\n") {
 		if f := strings.Fields(line); len(f) == 2 && strings.HasPrefix(f[0], "Ip6") {
-			out[f[0]], _ = strconv.ParseUint(f[1], 10, 64)
+			mib[f[0]], _ = strconv.ParseUint(f[1], 10, 64)
 		}
 	}
-	return out, nil
+	if ctText != nil {
+		ct = parseConntrack(string(ctText))
+	}
+	return mib, ct, nil
 }
 
 // parseSNMP reads the Ip: lines of /proc/net/snmp (a line of names, then

@@ -40,6 +40,14 @@ func (d *deployer) inNS(node string, fn func(*ns.NS) error) error {
 	return fn(n)
 }
 
+// procWriter is the deploy's writer of /proc/sys, started at first use.
+func (d *deployer) procWriter() *ns.ProcWriter {
+	if d.proc == nil {
+		d.proc = ns.NewProcWriter()
+	}
+	return d.proc
+}
+
 func (d *deployer) close() {
 	if d.creator != nil {
 		d.creator.Close()

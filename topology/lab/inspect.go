@@ -253,20 +253,12 @@ func readNetfilter(node *Node, l *spec.Lab, ni *NodeInfo) error {
 		return fmt.Errorf("nftables in %s: %w", ni.Namespace, err)
 	}
 	info := &NetfilterInfo{Table: "inet " + netfilter.Table, Missing: !found, Chains: chains}
-	words := map[string]string{}
-	for _, r := range n.NAT {
-		words[netfilter.Comment(l.Name, r.Path)] = r.String()
-	}
-	if n.Firewall != nil {
-		for _, r := range n.Firewall.Rules {
-			words[netfilter.Comment(l.Name, r.Path)] = r.String()
-		}
-	}
+	words := n.RuleWords()
 	prefix := netfilter.Comment(l.Name, "")
 	for _, r := range rules {
-		ri := RuleInfo{Counted: r, Rule: words[r.Comment]}
-		if strings.HasPrefix(r.Comment, prefix) {
-			ri.Path = strings.TrimPrefix(r.Comment, prefix)
+		ri := RuleInfo{Counted: r}
+		if path, ok := strings.CutPrefix(r.Comment, prefix); ok {
+			ri.Path, ri.Rule = path, words[path]
 		}
 		info.Rules = append(info.Rules, ri)
 	}

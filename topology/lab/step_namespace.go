@@ -86,16 +86,14 @@ func (d *deployer) createNamespace(n *spec.Node) error {
 		}
 		d.creator = c
 	}
-	if d.proc == nil {
-		d.proc = ns.NewProcWriter()
-	}
+	proc := d.procWriter()
 	var h *netlink.Handle
 	nsh, err := d.creator.Create(d.lab.Namespace(n.Name), func() error {
 		var err error
 		if h, err = netlink.NewHandle(unix.NETLINK_ROUTE); err != nil {
 			return fmt.Errorf("netlink socket: %w", err)
 		}
-		return setUpNamespace(h, d.proc, d.lab.Name, n)
+		return setUpNamespace(h, proc, d.lab.Name, n)
 	})
 	if err != nil {
 		if h != nil {

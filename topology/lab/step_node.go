@@ -69,9 +69,6 @@ func ipv6Interfaces(n *spec.Node) []string {
 //
 // Equivalent to: ip netns exec NS sysctl -w KEY=VALUE ...
 func (d *deployer) configureNode(n *spec.Node, kvs []spec.Sysctl) error {
-	if d.proc == nil {
-		d.proc = ns.NewProcWriter()
-	}
 	write := func() error {
 		for _, s := range kvs {
 			if err := writeSysctl(s.ProcPath(), s.Value, false); err != nil {
@@ -80,7 +77,7 @@ func (d *deployer) configureNode(n *spec.Node, kvs []spec.Sysctl) error {
 		}
 		return nil
 	}
-	return d.inNS(n.Name, func(x *ns.NS) error { return d.proc.DoIn(x, write) }) // see ns.ProcWriter
+	return d.inNS(n.Name, func(x *ns.NS) error { return d.procWriter().DoIn(x, write) }) // see ns.ProcWriter
 }
 
 // writeSysctl writes one /proc/sys value in the calling thread's namespace.

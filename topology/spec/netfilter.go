@@ -204,6 +204,21 @@ func (m Match) covers(o Match) bool {
 		(m.Family() == 0 || m.Family() == o.Family()) && sub(m.State, o.State)
 }
 
+// RuleWords maps the place in the file of each of the node's NAT and
+// firewall rules (nodes.N.nat[i]) to the rule in nslab's words.
+func (n *Node) RuleWords() map[string]string {
+	out := map[string]string{}
+	for _, r := range n.NAT {
+		out[r.Path] = r.String()
+	}
+	if n.Firewall != nil {
+		for _, r := range n.Firewall.Rules {
+			out[r.Path] = r.String()
+		}
+	}
+	return out
+}
+
 // HasNetfilter reports whether the node has NAT or firewall rules.
 func (n *Node) HasNetfilter() bool { return len(n.NAT) > 0 || n.Firewall != nil }
 

@@ -8,6 +8,7 @@ package spec
 import (
 	"net"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -28,6 +29,7 @@ type Lab struct {
 	Unplaced string
 
 	nodeIndex map[string]*Node // see Node
+	indexed   int              // len(Nodes) when nodeIndex was built
 }
 
 // Placed reports whether any node or traffic run of the lab has CPUs.
@@ -204,25 +206,17 @@ type Link struct {
 // Namespace returns the namespace name of a node: the lab prefix + its name.
 func (l *Lab) Namespace(node string) string { return l.Prefix + node }
 
-// Node returns the named node, or nil. It looks the name up in an index
-// of the nodes, built at the first call and again whenever the node list
-// has changed length (a lab of 10,000 nodes asks it for every link end).
+// Node returns the named node (the first, were names repeated), or nil.
+// It looks the name up in an index of the nodes, built again whenever the
+// node list's length has changed (a lab of 10,000 nodes asks it for every
+// link end).
 func (l *Lab) Node(name string) *Node {
-	if len(l.nodeIndex) != len(l.Nodes) {
+	if l.indexed != len(l.Nodes) {
 		l.nodeIndex = make(map[string]*Node, len(l.Nodes))
-		for _, n := range l.Nodes {
-			if _, dup := l.nodeIndex[n.Name]; !dup {
-				l.nodeIndex[n.Name] = n
-			}
+		for _, n := range slices.Backward(l.Nodes) {
+			l.nodeIndex[n.Name] = n
 		}
-		if len(l.nodeIndex) != len(l.Nodes) { // duplicate names: scan, first wins
-			for _, n := range l.Nodes {
-				if n.Name == name {
-					return n
-				}
-			}
-			return nil
-		}
+		l.indexed = len(l.Nodes)
 	}
 	return l.nodeIndex[name]
 }
