@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -100,7 +102,7 @@ func (c *Controller) RunUnchecked(ctx context.Context, job *Job) (res *RunResult
 	if err := c.run(func() error { return c.configure(job) }); err != nil {
 		return nil, err
 	}
-	stopped, runErr := c.start(ctx, job.Duration)
+	stopped, runErr := c.start(ctx, job)
 	res = &RunResult{Stopped: stopped}
 	for i, t := range job.ThreadNumbers() {
 		name := job.DeviceName(i)
@@ -157,22 +159,89 @@ func (c *Controller) preflight(job *Job) error {
 }
 
 // configure performs the job's writes, checking each device and thread
-// write reads back "Result: OK:". It runs on the namespace thread.
+// write reads back "Result: OK:". The resets among them go through
+// clearThreads. It runs on the namespace thread.
 func (c *Controller) configure(job *Job) error {
 	for _, w := range job.Render() {
+		switch {
+		case w == Write{"pgctrl", "reset"}:
+			if err := c.clearThreads(nil); err != nil {
+				return err
+			}
+			continue
+		case w.Cmd == "rem_device_all":
+			if err := c.clearThreads([]string{w.File}); err != nil {
+				return err
+			}
+			continue
+		}
 		if err := c.files.write(w.File, w.Cmd); err != nil {
 			return fmt.Errorf("pktgen %q > %s in %s: %w", w.Cmd, w.File, c.Namespace, err)
 		}
-		if w.File == "pgctrl" {
-			continue // pgctrl reports through the write's return only
+		if err := c.checkResult(w); err != nil {
+			return err
 		}
-		text, err := c.files.read(w.File)
+	}
+	return nil
+}
+
+// checkResult reads back the file a write went to and requires the
+// kernel's "Result: OK:". pgctrl reports through the write's return only.
+// It runs on the namespace thread.
+func (c *Controller) checkResult(w Write) error {
+	if w.File == "pgctrl" {
+		return nil
+	}
+	text, err := c.files.read(w.File)
+	if err != nil {
+		return fmt.Errorf("read %s: %w", w.File, err)
+	}
+	if r := resultLine(text); !strings.HasPrefix(r, "OK:") {
+		return fmt.Errorf("pktgen %q > %s in %s: kernel says %q", w.Cmd, w.File, c.Namespace, "Result: "+r)
+	}
+	return nil
+}
+
+// clearThreads removes every device from the named kpktgend threads (all of
+// them when names is nil) and waits until their kernel threads have done
+// it. A reset or rem_device_all write only posts a request that the thread
+// takes up at its next poll, which can come after the write returned and
+// after the next add_device: the late removal then takes the new device
+// away, mid-run. So a thread that holds no device is not written to (a
+// request left pending there would be that late removal), and one that
+// does is waited for until its lists are empty. It runs on the namespace
+// thread.
+func (c *Controller) clearThreads(names []string) error {
+	threads, err := c.readThreads()
+	if err != nil {
+		return err
+	}
+	var held []string
+	for _, name := range slices.Sorted(maps.Keys(threads)) {
+		th := threads[name]
+		if (names != nil && !contains(names, name)) || len(th.Running)+len(th.Stopped) == 0 {
+			continue
+		}
+		if err := c.files.write(name, "rem_device_all"); err != nil {
+			return fmt.Errorf("pktgen rem_device_all > %s in %s: %w", name, c.Namespace, err)
+		}
+		held = append(held, name)
+	}
+	deadline := time.Now().Add(stopWait)
+	for len(held) > 0 {
+		threads, err := c.readThreads()
 		if err != nil {
-			return fmt.Errorf("read %s: %w", w.File, err)
+			return err
 		}
-		if r := resultLine(text); !strings.HasPrefix(r, "OK:") {
-			return fmt.Errorf("pktgen %q > %s in %s: kernel says %q", w.Cmd, w.File, c.Namespace, "Result: "+r)
+		th := threads[held[0]]
+		if devs := append(th.Running, th.Stopped...); len(devs) > 0 {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("pktgen in %s: %s still holds %s %s after rem_device_all", c.Namespace, held[0], strings.Join(devs, " "), stopWait)
+			}
+			time.Sleep(time.Millisecond)
+			continue
 		}
+		held = held[1:]
 	}
 	return nil
 }
@@ -187,11 +256,17 @@ func resultLine(text string) string {
 	return strings.TrimSpace(line)
 }
 
-// start writes "start" from a thread of its own (the write blocks until the
-// run ends) and stops the run after duration (if not zero) or on cancel. It
-// reports whether the run was stopped rather than finished. It returns once
-// no kpktgend thread of the namespace is running, so results are final.
-func (c *Controller) start(ctx context.Context, duration time.Duration) (bool, error) {
+// start writes "start" from a thread of its own and stops the run after
+// the job's duration (if not zero) or on cancel. It reports whether the run
+// was stopped rather than finished. It returns once no kpktgend thread of
+// the namespace runs, so results are final.
+//
+// The write posts the start to the kernel threads, waits 125 ms for them to
+// take it up and then blocks while any of them runs. A thread that takes it
+// up later leaves the write to return at once, before the run: so the run's
+// beginning is read from the device files, and its end from the thread
+// files, not from the write.
+func (c *Controller) start(ctx context.Context, job *Job) (bool, error) {
 	done := make(chan error, 1)
 	tid := make(chan int, 1)
 	go func() {
@@ -200,43 +275,72 @@ func (c *Controller) start(ctx context.Context, duration time.Duration) (bool, e
 			return c.files.write("pgctrl", "start")
 		})
 	}()
+	returned, err := c.waitTaken(job, done)
+	if err != nil {
+		return false, err
+	}
+	if returned {
+		done = nil // nothing left to wait for or to wake
+	}
 	var deadline <-chan time.Time
-	if duration > 0 {
-		// Time the duration from when pktgen's threads really send: the
-		// kernel starts them some time after the start write.
-		if err := c.waitRunning(done); err != nil {
-			return false, err
-		}
-		t := time.NewTimer(duration)
+	if job.Duration > 0 {
+		// Timed from when the threads send.
+		t := time.NewTimer(job.Duration)
 		defer t.Stop()
 		deadline = t.C
 	}
-	var cause error
-	select {
-	case err := <-done:
-		if err != nil {
-			return false, fmt.Errorf("pktgen start in %s: %w", c.Namespace, err)
+	poll := time.NewTicker(10 * time.Millisecond)
+	defer poll.Stop()
+	for {
+		var polled <-chan time.Time
+		if done == nil {
+			polled = poll.C
 		}
-		return false, c.waitIdle()
-	case <-deadline:
-	case <-ctx.Done():
-		cause = ctx.Err()
+		select {
+		case err := <-done:
+			if err != nil {
+				return false, fmt.Errorf("pktgen start in %s: %w", c.Namespace, err)
+			}
+			done = nil
+			if idle, err := c.idle(); idle || err != nil {
+				return false, err
+			}
+		case <-polled:
+			if idle, err := c.idle(); idle || err != nil {
+				return false, err
+			}
+		case <-deadline:
+			return true, c.stop(done, tid, nil)
+		case <-ctx.Done():
+			return true, c.stop(done, tid, ctx.Err())
+		}
 	}
+}
+
+// stop ends a run early. done is the start write's channel, nil when the
+// write has returned already; cause, when not nil, is why (a cancel).
+func (c *Controller) stop(done <-chan error, tid <-chan int, cause error) error {
 	if err := c.run(func() error { return c.files.write("pgctrl", "stop") }); err != nil {
-		return true, fmt.Errorf("pktgen stop in %s: %w", c.Namespace, err)
+		return fmt.Errorf("pktgen stop in %s: %w", c.Namespace, err)
 	}
-	// The start write notices the stop only at its next 100 ms poll of the
-	// threads; a signal ends that sleep at once.
-	if c.wake != nil {
-		c.wake(<-tid)
-	}
-	if err := c.waitStopped(done); err != nil {
-		return true, err
+	if done == nil {
+		if err := c.waitIdle(); err != nil {
+			return err
+		}
+	} else {
+		// The start write notices the stop only at its next 100 ms poll
+		// of the threads; a signal ends that sleep at once.
+		if c.wake != nil {
+			c.wake(<-tid)
+		}
+		if err := c.waitStopped(done); err != nil {
+			return err
+		}
 	}
 	if cause != nil {
-		return true, fmt.Errorf("pktgen run in %s stopped: %w", c.Namespace, cause)
+		return fmt.Errorf("pktgen run in %s stopped: %w", c.Namespace, cause)
 	}
-	return true, nil
+	return nil
 }
 
 // waitStopped waits, after a stop, for the start write to return and for
@@ -263,26 +367,65 @@ func wakeThread(tid int) {
 	_ = unix.Tgkill(os.Getpid(), tid, unix.SIGURG)
 }
 
-// waitRunning polls the thread files until a device runs, or the start
-// write has returned already (a short count).
-func (c *Controller) waitRunning(done chan error) error {
+// waitTaken polls the device files until every device of the job has been
+// taken up by its thread (its start time is set, or the kernel says
+// "Error starting"). It reports whether the start write has returned
+// meanwhile; an error of that write ends the wait.
+func (c *Controller) waitTaken(job *Job, done <-chan error) (returned bool, err error) {
 	deadline := time.Now().Add(stopWait)
-	for time.Now().Before(deadline) {
-		if len(done) > 0 {
-			return nil
-		}
-		threads, err := c.Threads()
-		if err != nil {
-			return err
-		}
-		for _, th := range threads {
-			if len(th.Running) > 0 {
-				return nil
+	for {
+		select {
+		case err := <-done:
+			if err != nil {
+				return true, fmt.Errorf("pktgen start in %s: %w", c.Namespace, err)
 			}
+			returned, done = true, nil
+		default:
+		}
+		taken, err := c.taken(job)
+		if taken || err != nil {
+			return returned, err
+		}
+		if time.Now().After(deadline) {
+			return returned, fmt.Errorf("pktgen in %s did not start within %s", c.Namespace, stopWait)
 		}
 		time.Sleep(time.Millisecond)
 	}
-	return fmt.Errorf("pktgen in %s did not start within %s", c.Namespace, stopWait)
+}
+
+// taken reports whether every device of the job has been taken up by its
+// kernel thread.
+func (c *Controller) taken(job *Job) (bool, error) {
+	var all = true
+	err := c.run(func() error {
+		for i := range job.ThreadNumbers() {
+			text, err := c.files.read(job.DeviceName(i))
+			if err != nil {
+				return fmt.Errorf("read %s: %w", job.DeviceName(i), err)
+			}
+			st, err := ParseStatus(text)
+			if err != nil {
+				return fmt.Errorf("pktgen %s: %w", job.DeviceName(i), err)
+			}
+			all = all && (st.StartedUS > 0 || st.Result.Text == "Error starting")
+		}
+		return nil
+	})
+	return all, err
+}
+
+// idle reports whether no kpktgend thread of the namespace runs a device.
+func (c *Controller) idle() (bool, error) {
+	threads, err := c.Threads()
+	if err != nil {
+		return false, err
+	}
+	for _, th := range threads {
+		if len(th.Running) > 0 {
+			return false, nil
+		}
+	}
+	return true, nil
 }
 
 // waitIdle polls the thread files until no device is running (the kernel
@@ -290,16 +433,9 @@ func (c *Controller) waitRunning(done chan error) error {
 func (c *Controller) waitIdle() error {
 	deadline := time.Now().Add(stopWait)
 	for {
-		threads, err := c.Threads()
-		if err != nil {
+		idle, err := c.idle()
+		if idle || err != nil {
 			return err
-		}
-		busy := false
-		for _, th := range threads {
-			busy = busy || len(th.Running) > 0
-		}
-		if !busy {
-			return nil
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("pktgen in %s still running %s after stop", c.Namespace, stopWait)
@@ -308,32 +444,38 @@ func (c *Controller) waitIdle() error {
 	}
 }
 
-// reset removes every device from pktgen's threads in the namespace.
+// reset removes every device from pktgen's threads in the namespace and
+// waits until they are gone.
 func (c *Controller) reset() error {
-	if err := c.run(func() error { return c.files.write("pgctrl", "reset") }); err != nil {
-		return fmt.Errorf("pktgen reset in %s: %w", c.Namespace, err)
-	}
-	return nil
+	return c.run(func() error { return c.clearThreads(nil) })
 }
 
 // Threads reads the kpktgend_N files of the namespace.
 func (c *Controller) Threads() (map[string]Thread, error) {
-	out := map[string]Thread{}
+	var out map[string]Thread
 	err := c.run(func() error {
-		names, err := c.files.list()
-		if err != nil {
-			return err
-		}
-		for _, n := range names {
-			if strings.HasPrefix(n, "kpktgend_") {
-				text, err := c.files.read(n)
-				if err != nil {
-					return err
-				}
-				out[n] = ParseThread(text)
-			}
-		}
-		return nil
+		var err error
+		out, err = c.readThreads()
+		return err
 	})
 	return out, err
+}
+
+// readThreads reads the kpktgend_N files. It runs on the namespace thread.
+func (c *Controller) readThreads() (map[string]Thread, error) {
+	names, err := c.files.list()
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]Thread{}
+	for _, n := range names {
+		if strings.HasPrefix(n, "kpktgend_") {
+			text, err := c.files.read(n)
+			if err != nil {
+				return nil, err
+			}
+			out[n] = ParseThread(text)
+		}
+	}
+	return out, nil
 }

@@ -11,7 +11,7 @@ import (
 // stop after the duration if there is one, the results and a reset. When
 // namespace is not empty the script re-runs itself inside it with
 // `ip netns exec`. It is what the controller does, for reading or for
-// running by hand.
+// running by hand, and waits where the controller waits.
 func (j *Job) Script(namespace string) string {
 	var b strings.Builder
 	w := func(format string, args ...any) { fmt.Fprintf(&b, format+"\n", args...) }
@@ -25,17 +25,34 @@ func (j *Job) Script(namespace string) string {
 	w("PG=/proc/net/pktgen")
 	w(`[ -d $PG ] || modprobe pktgen || { echo "no pktgen: the kernel needs CONFIG_NET_PKTGEN" >&2; exit 1; }`)
 	w("check() { grep -q 'Result: OK:' \"$PG/$1\" || { grep 'Result:' \"$PG/$1\" >&2; exit 1; }; }")
-	w("trap 'echo reset > $PG/pgctrl' EXIT")
+	w("# rem_device_all only posts a request to the kernel thread, taken up at its next poll:")
+	w("# write it only where a device is held, and wait until the thread holds none.")
+	w("held() { grep -qE '^(Running|Stopped): *[^ ]' \"$PG/$1\"; }")
+	w("clear() { held \"$1\" || return 0; echo rem_device_all > \"$PG/$1\"; while held \"$1\"; do sleep 0.01; done; }")
+	w("clear_all() { for t in $PG/kpktgend_*; do clear \"${t##*/}\"; done; }")
+	w("trap clear_all EXIT")
 	for _, wr := range j.Render() {
-		w("echo %s > $PG/%s", shellQuote(wr.Cmd), wr.File)
-		if wr.File != "pgctrl" {
-			w("check %s", wr.File)
+		switch {
+		case wr == Write{"pgctrl", "reset"}:
+			w("clear_all")
+		case wr.Cmd == "rem_device_all":
+			w("clear %s", wr.File)
+		default:
+			w("echo %s > $PG/%s", shellQuote(wr.Cmd), wr.File)
+			if wr.File != "pgctrl" {
+				w("check %s", wr.File)
+			}
 		}
 	}
 	if j.Duration > 0 {
 		w("( sleep %g; echo stop > $PG/pgctrl ) &", j.Duration.Seconds())
 	}
+	w("# start returns at once when the threads take it up late: wait for the run itself.")
 	w("echo start > $PG/pgctrl")
+	for i := range j.ThreadNumbers() {
+		w("until grep -qE 'started: [1-9]|Result: Error' $PG/%s; do sleep 0.01; done", j.DeviceName(i))
+	}
+	w("while grep -qE '^Running: *[^ ]' $PG/kpktgend_*; do sleep 0.01; done")
 	for i := range j.ThreadNumbers() {
 		w("echo '--- %s'; cat $PG/%s", j.DeviceName(i), j.DeviceName(i))
 	}

@@ -6,10 +6,14 @@ set -e
 PG=/proc/net/pktgen
 [ -d $PG ] || modprobe pktgen || { echo "no pktgen: the kernel needs CONFIG_NET_PKTGEN" >&2; exit 1; }
 check() { grep -q 'Result: OK:' "$PG/$1" || { grep 'Result:' "$PG/$1" >&2; exit 1; }; }
-trap 'echo reset > $PG/pgctrl' EXIT
-echo reset > $PG/pgctrl
-echo rem_device_all > $PG/kpktgend_0
-check kpktgend_0
+# rem_device_all only posts a request to the kernel thread, taken up at its next poll:
+# write it only where a device is held, and wait until the thread holds none.
+held() { grep -qE '^(Running|Stopped): *[^ ]' "$PG/$1"; }
+clear() { held "$1" || return 0; echo rem_device_all > "$PG/$1"; while held "$1"; do sleep 0.01; done; }
+clear_all() { for t in $PG/kpktgend_*; do clear "${t##*/}"; done; }
+trap clear_all EXIT
+clear_all
+clear kpktgend_0
 echo 'add_device eth1' > $PG/kpktgend_0
 check kpktgend_0
 echo 'count 100000' > $PG/eth1
@@ -32,5 +36,8 @@ echo 'flag NO_TIMESTAMP' > $PG/eth1
 check eth1
 echo 'flag UDPSRC_RND' > $PG/eth1
 check eth1
+# start returns at once when the threads take it up late: wait for the run itself.
 echo start > $PG/pgctrl
+until grep -qE 'started: [1-9]|Result: Error' $PG/eth1; do sleep 0.01; done
+while grep -qE '^Running: *[^ ]' $PG/kpktgend_*; do sleep 0.01; done
 echo '--- eth1'; cat $PG/eth1

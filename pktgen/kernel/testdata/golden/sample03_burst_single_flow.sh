@@ -4,10 +4,14 @@ set -e
 PG=/proc/net/pktgen
 [ -d $PG ] || modprobe pktgen || { echo "no pktgen: the kernel needs CONFIG_NET_PKTGEN" >&2; exit 1; }
 check() { grep -q 'Result: OK:' "$PG/$1" || { grep 'Result:' "$PG/$1" >&2; exit 1; }; }
-trap 'echo reset > $PG/pgctrl' EXIT
-echo reset > $PG/pgctrl
-echo rem_device_all > $PG/kpktgend_0
-check kpktgend_0
+# rem_device_all only posts a request to the kernel thread, taken up at its next poll:
+# write it only where a device is held, and wait until the thread holds none.
+held() { grep -qE '^(Running|Stopped): *[^ ]' "$PG/$1"; }
+clear() { held "$1" || return 0; echo rem_device_all > "$PG/$1"; while held "$1"; do sleep 0.01; done; }
+clear_all() { for t in $PG/kpktgend_*; do clear "${t##*/}"; done; }
+trap clear_all EXIT
+clear_all
+clear kpktgend_0
 echo 'add_device eth1@0' > $PG/kpktgend_0
 check kpktgend_0
 echo 'count 0' > $PG/eth1@0
@@ -28,8 +32,7 @@ echo 'flag QUEUE_MAP_CPU' > $PG/eth1@0
 check eth1@0
 echo 'flag NO_TIMESTAMP' > $PG/eth1@0
 check eth1@0
-echo rem_device_all > $PG/kpktgend_1
-check kpktgend_1
+clear kpktgend_1
 echo 'add_device eth1@1' > $PG/kpktgend_1
 check kpktgend_1
 echo 'count 0' > $PG/eth1@1
@@ -51,6 +54,10 @@ check eth1@1
 echo 'flag NO_TIMESTAMP' > $PG/eth1@1
 check eth1@1
 ( sleep 10; echo stop > $PG/pgctrl ) &
+# start returns at once when the threads take it up late: wait for the run itself.
 echo start > $PG/pgctrl
+until grep -qE 'started: [1-9]|Result: Error' $PG/eth1@0; do sleep 0.01; done
+until grep -qE 'started: [1-9]|Result: Error' $PG/eth1@1; do sleep 0.01; done
+while grep -qE '^Running: *[^ ]' $PG/kpktgend_*; do sleep 0.01; done
 echo '--- eth1@0'; cat $PG/eth1@0
 echo '--- eth1@1'; cat $PG/eth1@1
