@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/google/gopacket v1.1.19
 	github.com/google/nftables v0.3.0
+	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3
 	github.com/urfave/cli/v2 v2.27.7
 	github.com/vishvananda/netlink v1.3.1
 	github.com/vishvananda/netns v0.0.5

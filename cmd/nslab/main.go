@@ -40,12 +40,12 @@ func run(args []string) int {
 		},
 		Commands: []*cli.Command{
 			deployCommand(), destroyCommand(), inspectCommand(), execCommand(), validateCommand(), benchCommand(),
-			graphCommand(), pathCommand(), checkCommand(), impairCommand(), linkCommand(), captureCommand(), generateCommand(),
+			graphCommand(), pathCommand(), checkCommand(), impairCommand(), linkCommand(), captureCommand(), generateCommand(), exportCommand(),
 		},
 		ExitErrHandler: func(*cli.Context, error) {}, // run() prints and maps errors
 	}
 	for _, cmd := range app.Commands {
-		if len(args) > 2 && args[1] == cmd.Name && (cmd.Name == "impair" || cmd.Name == "link" || cmd.Name == "capture" || cmd.Name == "generate") {
+		if len(args) > 2 && args[1] == cmd.Name && (cmd.Name == "impair" || cmd.Name == "link" || cmd.Name == "capture" || cmd.Name == "generate" || cmd.Name == "export") {
 			args = flagsFirst(args, cmd)
 		}
 	}

@@ -554,3 +554,21 @@ func TestGenerateCommand(t *testing.T) {
 		t.Errorf("no nodes: code %d, %q", code, errOut)
 	}
 }
+
+// TestExportCommand: nslab export writes the containerlab topology on
+// stdout and what it left out on stderr, options before or after the
+// file; an unknown format is a usage error.
+func TestExportCommand(t *testing.T) {
+	c := newCLI(t)
+	code, out, errOut := c.run("export", "../../examples/nat-router.yaml", "--image", "alpine:3")
+	if code != 0 || !strings.HasPrefix(out, "name: nat\ntopology:\n") || !strings.Contains(out, "image: alpine:3") ||
+		!strings.Contains(out, "- nft 'add rule inet nslab postrouting oifname \"wan0\" counter masquerade") {
+		t.Fatalf("export: code %d, %q, %q", code, out, errOut)
+	}
+	if !strings.Contains(errOut, "not exported: traffic runs lan-wan") {
+		t.Errorf("stderr %q", errOut)
+	}
+	if code, _, errOut := c.run("export", "--format", "kathara", "../../examples/pair.yaml"); code != 2 || !strings.Contains(errOut, "--format is containerlab") {
+		t.Errorf("unknown format: code %d, %q", code, errOut)
+	}
+}

@@ -1,0 +1,176 @@
+// Package export writes a lab in other tools' formats. Containerlab is the
+// first: the same nodes and links as containers, for users who want to run
+// a lab across machines with containerlab's VXLAN links or on Kubernetes
+// with clabernetes.
+package export
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/nslab/nslab/topology/lab"
+	"github.com/nslab/nslab/topology/spec"
+	"gopkg.in/yaml.v3"
+)
+
+// DefaultImage is the container image of exported nodes: small, with
+// iproute2, tc, nftables and sysctl, and the image containerlab's own
+// examples use for linux nodes.
+const DefaultImage = "ghcr.io/hellt/network-multitool"
+
+// Containerlab is a containerlab topology file.
+type Containerlab struct {
+	Name     string   `yaml:"name"`
+	Topology Topology `yaml:"topology"`
+
+	order []string // node names in the lab's order
+}
+
+// Topology is its topology section.
+type Topology struct {
+	Nodes map[string]*ClabNode `yaml:"nodes"`
+	Links []ClabLink           `yaml:"links,omitempty"`
+}
+
+// ClabNode is one containerlab node.
+type ClabNode struct {
+	Kind  string `yaml:"kind"`
+	Image string `yaml:"image"`
+	// NetworkMode none: no management eth0, so an nslab interface called
+	// eth0 keeps its name.
+	NetworkMode string   `yaml:"network-mode"`
+	Exec        []string `yaml:"exec,omitempty"`
+}
+
+// ClabLink is a link in containerlab's extended veth form.
+type ClabLink struct {
+	Type      string         `yaml:"type"`
+	Endpoints []ClabEndpoint `yaml:"endpoints"`
+	MTU       int            `yaml:"mtu,omitempty"`
+}
+
+// ClabEndpoint is one end of a link.
+type ClabEndpoint struct {
+	Node      string `yaml:"node"`
+	Interface string `yaml:"interface"`
+	MAC       string `yaml:"mac,omitempty"`
+}
+
+// ToContainerlab converts a validated lab. Nodes become kind linux with
+// image; their links become veth links with the lab's MACs and MTUs; what
+// nslab sets inside a node (sysctls, bridges, addresses, impairments,
+// routes, NAT and firewall, exec lines) becomes the node's exec lines, the
+// commands of nslab's own deploy script, since containerlab applies no
+// addresses to linux nodes; services run in the background. It also
+// returns what it could not carry over, one sentence each.
+func ToContainerlab(l *spec.Lab, image string) (*Containerlab, []string) {
+	c := &Containerlab{Name: l.Name, Topology: Topology{Nodes: map[string]*ClabNode{}}}
+	inside := lab.InsideCommands(l)
+	for _, n := range l.Nodes {
+		node := &ClabNode{Kind: "linux", Image: image, NetworkMode: "none", Exec: inside[n.Name]}
+		for i, r := range n.Run {
+			node.Exec = append(node.Exec, fmt.Sprintf("sh -c %s", shQuote(fmt.Sprintf("setsid sh -c %s </dev/null >/tmp/nslab.run%d.log 2>&1 &", shQuote(r), i))))
+		}
+		c.Topology.Nodes[n.Name] = node
+		c.order = append(c.order, n.Name)
+	}
+	for _, k := range l.Links {
+		a, b := l.Node(k.A.Node).Interface(k.A.Interface), l.Node(k.B.Node).Interface(k.B.Interface)
+		c.Topology.Links = append(c.Topology.Links, ClabLink{Type: "veth", MTU: a.MTU,
+			Endpoints: []ClabEndpoint{endpoint(k.A, a), endpoint(k.B, b)}})
+	}
+	return c, leftOut(l)
+}
+
+func endpoint(e spec.Endpoint, i *spec.Interface) ClabEndpoint {
+	out := ClabEndpoint{Node: e.Node, Interface: e.Interface}
+	if i.MAC != nil {
+		out.MAC = i.MAC.String()
+	}
+	return out
+}
+
+// leftOut names what the lab has that a containerlab topology does not
+// carry.
+func leftOut(l *spec.Lab) []string {
+	var out []string
+	var placed, vfs []string
+	for _, n := range l.Nodes {
+		if n.Placed() || n.Receive != "" {
+			placed = append(placed, n.Name)
+		}
+		for _, i := range n.Interfaces {
+			if i.VF {
+				vfs = append(vfs, n.Name+":"+i.Name)
+			}
+		}
+	}
+	if len(placed) > 0 {
+		out = append(out, fmt.Sprintf("CPU placement of %s: it acts on the host (IRQs, RPS), not in a container", strings.Join(placed, ", ")))
+	}
+	if len(vfs) > 0 {
+		out = append(out, fmt.Sprintf("SR-IOV VFs %s: containerlab has no VF links; use a host-device link by hand", strings.Join(vfs, ", ")))
+	}
+	if len(l.Traffic) > 0 {
+		names := make([]string, len(l.Traffic))
+		for i, t := range l.Traffic {
+			names[i] = t.Name
+		}
+		out = append(out, fmt.Sprintf("traffic runs %s: containerlab sends no traffic", strings.Join(names, ", ")))
+	}
+	return out
+}
+
+// Marshal writes c as YAML, nodes in the lab's order.
+func (c *Containerlab) Marshal() ([]byte, error) {
+	var doc yaml.Node
+	if err := doc.Encode(c); err != nil {
+		return nil, fmt.Errorf("containerlab topology: %w", err)
+	}
+	sortNodes(&doc, c.order)
+	out, err := yaml.Marshal(&doc)
+	if err != nil {
+		return nil, fmt.Errorf("containerlab topology: %w", err)
+	}
+	return out, nil
+}
+
+// sortNodes puts the topology's node entries in order (yaml.v3 writes a
+// map's keys sorted).
+func sortNodes(doc *yaml.Node, order []string) {
+	nodes := lookup(lookup(doc, "topology"), "nodes")
+	if nodes == nil {
+		return
+	}
+	type pair struct{ k, v *yaml.Node }
+	var pairs []pair
+	for i := 0; i+1 < len(nodes.Content); i += 2 {
+		pairs = append(pairs, pair{nodes.Content[i], nodes.Content[i+1]})
+	}
+	slices.SortStableFunc(pairs, func(a, b pair) int { return slices.Index(order, a.k.Value) - slices.Index(order, b.k.Value) })
+	nodes.Content = nodes.Content[:0]
+	for _, p := range pairs {
+		nodes.Content = append(nodes.Content, p.k, p.v)
+	}
+}
+
+func lookup(m *yaml.Node, key string) *yaml.Node {
+	if m == nil || m.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(m.Content); i += 2 {
+		if m.Content[i].Value == key {
+			return m.Content[i+1]
+		}
+	}
+	return nil
+}
+
+// shQuote quotes s for sh when it holds anything but safe characters.
+func shQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=@%+,") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
