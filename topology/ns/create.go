@@ -63,8 +63,25 @@ func (c *Creator) loop() {
 		}
 		return // locked: the thread dies
 	}
-	// The thread ends up in the last namespace created: go home, or die.
-	defer goHome(home)
+	// Mounts are made where they outlive this process (see mountHome);
+	// a thread moved there is never reused.
+	mnt, err := mountHome(c.Dir)
+	if err == nil {
+		err = enterMountHome(mnt)
+	}
+	if err != nil {
+		unix.Close(home)
+		for r := range c.reqs {
+			r.reply <- createReply{nil, fmt.Errorf("create namespaces under %s: %w", c.Dir, err)}
+		}
+		return // locked: the thread dies
+	}
+	if mnt >= 0 {
+		defer unix.Close(home) // and exit locked: the thread dies
+	} else {
+		// The thread ends up in the last namespace created: go home, or die.
+		defer goHome(home)
+	}
 	for r := range c.reqs {
 		n, err := c.createHere(r.name, r.setup)
 		r.reply <- createReply{n, err}

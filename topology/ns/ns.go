@@ -131,8 +131,14 @@ func List(dir string) ([]string, error) {
 // it, once nothing else holds it. A missing name is success, so Remove can be
 // re-run. It does not check ownership: callers do.
 //
+// It unmounts where the mount was made (see mountHome).
+//
 // Equivalent to: ip netns delete NAME
 func Remove(dir, name string) error {
+	return inMountHome(dir, func() error { return remove(dir, name) })
+}
+
+func remove(dir, name string) error {
 	p, err := pathOf(dir, name)
 	if err != nil {
 		return err
