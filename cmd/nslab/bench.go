@@ -86,7 +86,7 @@ func runBench(c *cli.Context) error {
 
 // benchRequest turns the flags into a checked request.
 func benchRequest(c *cli.Context) (bench.Request, error) {
-	l, err := readLab(c)
+	l, err := readPart(c)
 	if err != nil {
 		return bench.Request{}, err
 	}
@@ -96,7 +96,7 @@ func benchRequest(c *cli.Context) (bench.Request, error) {
 	if err := bench.CheckFormat(c.String("format")); err != nil {
 		return bench.Request{}, cli.Exit(err.Error(), 2)
 	}
-	ts, err := bench.Streams(l, c.StringSlice("traffic"), bench.Selection{From: c.String("from"), To: c.String("to"),
+	ts, err := bench.Streams(l.Model(), c.StringSlice("traffic"), bench.Selection{From: c.String("from"), To: c.String("to"),
 		Duration: c.Duration("duration"), Count: c.Uint64("count"), Frames: c.IntSlice("frame"), Rate: c.String("rate"),
 		Threads: c.Int("threads"), CPUs: c.String("cpus"), Engine: c.String("engine")})
 	if err != nil {

@@ -26,7 +26,7 @@ func checkCommand() *cli.Command {
 			&cli.StringFlag{Name: "format", Value: "matrix", Usage: "matrix, list or json"},
 		},
 		Action: func(c *cli.Context) error {
-			l, err := readLab(c)
+			l, err := readPart(c)
 			if err != nil {
 				return err
 			}
@@ -92,7 +92,7 @@ func rtt(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/1e6) 
 
 // printCheckMatrix writes a row per node and a column per address.
 func printCheckMatrix(w io.Writer, l *spec.Lab, pairs []check.Pair) {
-	addrs := l.Addresses()
+	addrs := l.Model().Addresses()
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	head, owners := []string{"FROM \\ TO"}, []string{""}
 	for _, a := range addrs {

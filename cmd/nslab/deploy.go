@@ -17,7 +17,7 @@ func deployCommand() *cli.Command {
 			&cli.BoolFlag{Name: "dry-run", Usage: "print the equivalent iproute2/sysctl shell script, step for step, and change nothing"},
 		},
 		Action: func(c *cli.Context) error {
-			l, err := readLab(c)
+			l, err := readPart(c)
 			if err != nil {
 				return err
 			}
@@ -32,8 +32,12 @@ func deployCommand() *cli.Command {
 			if err != nil {
 				return fmt.Errorf("deploy lab %s: %w", l.Name, err)
 			}
-			fmt.Fprintf(c.App.Writer, "deployed lab %s: %d nodes, %d links, %d steps in %s\n",
-				l.Name, len(l.Nodes), len(l.Links), res.Steps, res.Duration.Round(10_000))
+			part := ""
+			if l.HostName != "" {
+				part = fmt.Sprintf(" (host %s's part), %d VXLAN links to other hosts", l.HostName, len(l.Tunnels))
+			}
+			fmt.Fprintf(c.App.Writer, "deployed lab %s: %d nodes, %d links%s, %d steps in %s\n",
+				l.Name, len(l.Nodes), len(l.Links), part, res.Steps, res.Duration.Round(10_000))
 			return nil
 		},
 	}

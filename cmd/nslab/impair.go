@@ -172,7 +172,7 @@ func openInterface(c *cli.Context, arg string) (*lab.Running, spec.Endpoint, err
 // change a running lab (`nslab impair ns2:eth1 --delay 50ms`, as tc and ip
 // are written): the flag parser stops at the first argument, so args is
 // reordered to put the flags, with their values, before the arguments.
-func flagsFirst(args []string, cmd *cli.Command) []string {
+func flagsFirst(args []string, at int, cmd *cli.Command) []string {
 	takesValue := map[string]bool{}
 	for _, f := range cmd.Flags {
 		_, isBool := f.(*cli.BoolFlag)
@@ -180,9 +180,9 @@ func flagsFirst(args []string, cmd *cli.Command) []string {
 			takesValue[n] = !isBool
 		}
 	}
-	head := append([]string(nil), args[:2]...) // nslab impair
+	head := append([]string(nil), args[:at+1]...) // nslab [global options] impair
 	var flags, rest []string
-	for i := 2; i < len(args); i++ {
+	for i := at + 1; i < len(args); i++ {
 		a := args[i]
 		switch {
 		case a == "--":

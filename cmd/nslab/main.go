@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/nslab/nslab/topology/lab"
@@ -36,6 +37,7 @@ func run(args []string) int {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "netns-dir", Value: "", Usage: "directory of named namespaces (default /run/netns)", Hidden: true, EnvVars: []string{"NSLAB_NETNS_DIR"}},
 			&cli.StringFlag{Name: "state-dir", Value: "", Usage: "`DIR` of lab state files and service logs (default /run/nslab): two nslab runs with their own state dirs keep their labs apart", EnvVars: []string{"NSLAB_STATE_DIR"}},
+			&cli.StringFlag{Name: "host", Value: "", Usage: "the `HOST` this machine is, for a lab that spans hosts (its hosts: section): deploy, check, path and bench work on that host's part", EnvVars: []string{"NSLAB_HOST"}},
 			&cli.StringFlag{Name: "sysfs", Value: "", Usage: "where sysfs is, for SR-IOV (default /sys)", Hidden: true, EnvVars: []string{"NSLAB_SYSFS"}},
 		},
 		Commands: []*cli.Command{
@@ -44,9 +46,11 @@ func run(args []string) int {
 		},
 		ExitErrHandler: func(*cli.Context, error) {}, // run() prints and maps errors
 	}
-	for _, cmd := range app.Commands {
-		if len(args) > 2 && args[1] == cmd.Name && (cmd.Name == "impair" || cmd.Name == "link" || cmd.Name == "capture" || cmd.Name == "generate" || cmd.Name == "export") {
-			args = flagsFirst(args, cmd)
+	if at := commandAt(args, app); at > 0 {
+		for _, cmd := range app.Commands {
+			if args[at] == cmd.Name && (cmd.Name == "impair" || cmd.Name == "link" || cmd.Name == "capture" || cmd.Name == "generate" || cmd.Name == "export") {
+				args = flagsFirst(args, at, cmd)
+			}
 		}
 	}
 	err := app.RunContext(ctx, args)
@@ -67,6 +71,28 @@ func run(args []string) int {
 		return ec.ExitCode()
 	}
 	return 1
+}
+
+// commandAt is the index of the verb in args, after the global options
+// (-1 when there is none).
+func commandAt(args []string, app *cli.App) int {
+	takesValue := map[string]bool{}
+	for _, f := range app.Flags {
+		_, isBool := f.(*cli.BoolFlag)
+		for _, n := range f.Names() {
+			takesValue[n] = !isBool
+		}
+	}
+	for i := 1; i < len(args); i++ {
+		a := args[i]
+		if !strings.HasPrefix(a, "-") {
+			return i
+		}
+		if name := strings.TrimLeft(a, "-"); !strings.Contains(name, "=") && takesValue[name] {
+			i++
+		}
+	}
+	return -1
 }
 
 // manager builds the lab manager from the global flags.
@@ -107,4 +133,33 @@ func readLab(c *cli.Context) (*spec.Lab, error) {
 	}
 	l, err := spec.ReadFile(path)
 	return l, err
+}
+
+// readPart is readLab for the verbs that work on a deployed lab: for a lab
+// that spans hosts, the part of the host --host names.
+func readPart(c *cli.Context) (*spec.Lab, error) {
+	l, err := readLab(c)
+	if err != nil {
+		return nil, err
+	}
+	return partOf(c, l)
+}
+
+// partOf is lab l as this host deploys it: itself, or for a lab that
+// spans hosts, the part of the host --host names.
+func partOf(c *cli.Context, l *spec.Lab) (*spec.Lab, error) {
+	host := c.String("host")
+	switch {
+	case !l.Spans() && host == "":
+		return l, nil
+	case !l.Spans():
+		return nil, cli.Exit(fmt.Sprintf("--host %s: lab %s does not span hosts (its file has no hosts: section): leave --host out", host, l.Name), 2)
+	case host == "":
+		return nil, cli.Exit(fmt.Sprintf("lab %s spans hosts %s: say which one this machine is with --host NAME (one command per host)", l.Name, strings.Join(l.HostNames(), ", ")), 2)
+	}
+	p, err := l.Part(host)
+	if err != nil {
+		return nil, cli.Exit(err.Error(), 2)
+	}
+	return p, nil
 }

@@ -56,7 +56,8 @@ type runner struct {
 	bin      string
 	stateDir string
 	env      []string
-	nobody   bool // run as user nobody (see asNobody)
+	nobody   bool     // run as user nobody (see asNobody)
+	wrap     []string // a command nslab runs under, such as ip netns exec HOST
 }
 
 // asNobody returns a runner whose nslab runs as user nobody: the test
@@ -85,6 +86,9 @@ func newCLI(t *testing.T) *runner {
 func (c *runner) cmd(args ...string) *exec.Cmd {
 	cmd := exec.Command(c.bin, args...)
 	cmd.Args[0] = "nslab"
+	if len(c.wrap) > 0 {
+		cmd = exec.Command(c.wrap[0], append(append(c.wrap[1:len(c.wrap):len(c.wrap)], c.bin), args...)...)
+	}
 	cmd.Env = append(os.Environ(), "NSLAB_RUN_MAIN=1", "NSLAB_STATE_DIR="+c.stateDir)
 	cmd.Env = append(cmd.Env, c.env...)
 	if c.nobody {

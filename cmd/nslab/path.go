@@ -33,11 +33,15 @@ func pathCommand() *cli.Command {
 			if path == "" || len(args) != 2 {
 				return cli.Exit("usage: nslab path -t FILE FROM TO (e.g. nslab path -t lab.yaml ns1 10.0.2.1)", 2)
 			}
-			l, err := spec.ReadFile(path)
+			whole, err := spec.ReadFile(path)
 			if err != nil {
 				return err
 			}
-			from, to, err := pathEnds(l, args[0], args[1])
+			l, err := partOf(c, whole)
+			if err != nil {
+				return err
+			}
+			from, to, err := pathEnds(l.Model(), args[0], args[1])
 			if err != nil {
 				return cli.Exit(err.Error(), 2)
 			}
@@ -48,7 +52,7 @@ func pathCommand() *cli.Command {
 			tp, err := manager(c).Trace(l, from, to, flow)
 			var kd *lab.KernelDisagrees
 			if errors.As(err, &kd) {
-				printPath(c.App.Writer, l, kd.Path)
+				printPath(c.App.Writer, l.Model(), kd.Path)
 				return err
 			}
 			if err != nil {
@@ -58,7 +62,7 @@ func pathCommand() *cli.Command {
 			case "json":
 				return writeJSON(c.App.Writer, tp)
 			case "table":
-				printPath(c.App.Writer, l, tp)
+				printPath(c.App.Writer, l.Model(), tp)
 				return nil
 			}
 			return cli.Exit("--format is table or json", 2)
@@ -142,6 +146,9 @@ func printPath(w io.Writer, l *spec.Lab, tp *lab.TracedPath) {
 	}
 	if tp.Deployed {
 		how = "the kernel's route lookup agrees at every hop"
+		if tp.Elsewhere != "" {
+			how = "the kernel's route lookup agrees at every hop on this host; " + tp.Elsewhere + " by the file (run nslab path there to ask its kernel)"
+		}
 	}
 	src := ""
 	if tp.Source.IsValid() {

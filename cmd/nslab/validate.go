@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 )
@@ -17,7 +18,11 @@ func validateCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(c.App.Writer, "%s: lab %s is valid: %d nodes, %d links\n", l.File, l.Name, len(l.Nodes), len(l.Links))
+			hosts := ""
+			if l.Spans() {
+				hosts = fmt.Sprintf(", on hosts %s (deploy with --host NAME on each)", strings.Join(l.HostNames(), ", "))
+			}
+			fmt.Fprintf(c.App.Writer, "%s: lab %s is valid: %d nodes, %d links%s\n", l.File, l.Name, len(l.Nodes), len(l.Links), hosts)
 			return nil
 		},
 	}

@@ -19,10 +19,14 @@ import (
 
 // hopCounters turns the samples into each target's change over the run,
 // with the neighbour frames each received.
-func hopCounters(targets []sample.Target, roles []string, base, final sample.Sample, neighbours []uint64) []HopCounters {
-	out := make([]HopCounters, len(targets))
-	for i, t := range targets {
-		out[i] = HopCounters{Target: t, Role: roles[i], Counters: final.Counters[i].Sub(base.Counters[i]), Neighbour: neighbours[i]}
+func hopCounters(m *measurement, base, final sample.Sample, ctl []control) []HopCounters {
+	out := make([]HopCounters, len(m.targets))
+	for i, t := range m.targets {
+		out[i] = HopCounters{Target: t, Role: m.roles[i], Counters: final.Counters[i].Sub(base.Counters[i]),
+			Neighbour: ctl[i].received, SentControl: ctl[i].sent}
+		if i < len(m.gaps) {
+			out[i].After = m.gaps[i]
+		}
 	}
 	return out
 }
@@ -32,8 +36,13 @@ func rxRun(h []HopCounters, i int) uint64 { return h[i].RxPackets - h[i].Neighbo
 
 // txRun is what hop i sent on of the run: its tx less the neighbour frames
 // its peer (the next hop, on a path) received from it.
+// Before hops on another host, its own count of the control frames it
+// sent stands in for the peer's.
 func txRun(h []HopCounters, i int) uint64 {
-	if i+1 < len(h) && isIn(h[i+1].Role) {
+	switch {
+	case i+1 < len(h) && h[i+1].After != "":
+		return h[i].TxPackets - h[i].SentControl
+	case i+1 < len(h) && isIn(h[i+1].Role):
 		return h[i].TxPackets - h[i+1].Neighbour
 	}
 	return h[i].TxPackets
@@ -72,7 +81,10 @@ func (r *Report) account(res *engine.Result, frame int) {
 // controlSent is what the sender interface sent that is not the run's:
 // the neighbour and IPv6 control frames (ARP, ND, MLD) its peer received.
 func controlSent(h []HopCounters) uint64 {
-	if len(h) > 1 && isIn(h[1].Role) {
+	switch {
+	case len(h) > 1 && h[1].After != "":
+		return h[0].SentControl
+	case len(h) > 1 && isIn(h[1].Role):
 		return h[1].Neighbour
 	}
 	return 0
@@ -123,6 +135,8 @@ func pathDrops(h []HopCounters, frame int) []Drop {
 			out = append(out, qdiscPlaces(a)...)
 		}
 		switch {
+		case isOut(a.Role) && isIn(b.Role) && b.After != "":
+			out = append(out, gapDrops(h, i)...)
 		case isOut(a.Role) && isIn(b.Role):
 			n := max(a.TxDropped, b.RxDropped+b.RxMissed)
 			if n > 0 {
@@ -137,6 +151,27 @@ func pathDrops(h []HopCounters, frame int) []Drop {
 					Counted: fmt.Sprintf("%s received %d, %s took %d", a.Target, rxRun(h, i), b.Target, egress)})
 			}
 		}
+	}
+	return out
+}
+
+// gapDrops names the drops between hop i, which sends to other hosts, and
+// hop i+1, which receives from them: at each end by its own counters, and
+// between them what left hop i and never reached hop i+1, on the other
+// hosts or the underlay, whose counters are there.
+func gapDrops(h []HopCounters, i int) []Drop {
+	a, b := h[i], h[i+1]
+	var out []Drop
+	if a.TxDropped > 0 {
+		out = append(out, Drop{Place: "at " + a.String(), Packets: a.TxDropped, Node: a.Node, Counted: fmt.Sprintf("%s tx_dropped %d", a.Target, a.TxDropped)})
+	}
+	arrived := rxRun(h, i+1) + b.RxDropped + b.RxMissed
+	if lost := int64(txRun(h, i)) - int64(arrived); lost > 0 {
+		out = append(out, Drop{Place: "on " + b.After + ", or the underlay between", Packets: uint64(lost),
+			Counted: fmt.Sprintf("%s sent %d of the run, %d reached %s (counted there: rx and rx_dropped)", a.Target, txRun(h, i), arrived, b.Target)})
+	}
+	if n := b.RxDropped + b.RxMissed; n > 0 {
+		out = append(out, Drop{Place: "at " + b.String(), Packets: n, Node: b.Node, Counted: fmt.Sprintf("%s rx_dropped %d", b.Target, n)})
 	}
 	return out
 }

@@ -84,6 +84,13 @@ func (b *Bench) prepare() error {
 	if b.path.Local {
 		return fmt.Errorf("%s is an address of the sender %s itself", b.t.To, b.t.From.Node)
 	}
+	receiver := b.path.Hops[len(b.path.Hops)-1].Node
+	for _, end := range []string{b.t.From.Node, receiver} {
+		if l := b.run.Lab; !l.Local(end) {
+			return fmt.Errorf("%s is on host %s: bench counts what the sender sends and the receiver receives on the host it runs on; run it there, or choose a run whose sender and receiver are both on host %s (the path between may cross other hosts)",
+				end, l.Model().Node(end).Host, l.HostName)
+		}
+	}
 	sender := b.run.Node(b.t.From.Node).NS
 	if b.eng, b.reason, err = b.opts.Chooser.Choose(b.t.Engine, sender); err != nil {
 		return err
@@ -91,7 +98,6 @@ func (b *Bench) prepare() error {
 	if b.senderQdisc, err = b.run.Impairment(b.t.From); err != nil {
 		return err
 	}
-	receiver := b.path.Hops[len(b.path.Hops)-1].Node
 	if b.sink, err = openSink(b.run.Node(receiver).NS, b.t); err != nil {
 		return err
 	}
@@ -273,7 +279,7 @@ func (b *Bench) sampleInBackground() func() []sample.Sample {
 // the samples in between, and the host state.
 type reading struct {
 	base, final   sample.Sample
-	neighbours    []uint64
+	neighbours    []control
 	samples       []sample.Sample
 	before, after hostState
 	window        time.Duration // the receiver's receive window on an impaired path; 0 otherwise
@@ -286,7 +292,7 @@ func (b *Bench) report(t *spec.Traffic, frame int, res *engine.Result, rd readin
 		Engine: res.Engine, Reason: b.reason, OfferedPPS: offeredPPS(t, frame), Elapsed: res.Elapsed, ReceiveWindow: rd.window, Result: res,
 		Path: p.Hops, NextHop: p.NextHop.String(), NextHopMAC: p.SenderMAC().String(), Targets: b.meas.targets, roles: b.meas.roles,
 		Samples: rd.samples, Env: b.env}
-	rep.Hops = hopCounters(b.meas.targets, b.meas.roles, rd.base, rd.final, rd.neighbours)
+	rep.Hops = hopCounters(b.meas, rd.base, rd.final, rd.neighbours)
 	rep.account(res, frame)
 	rep.rates()
 	rep.CPU = cpuUse(rd.before.cpu, rd.after.cpu)

@@ -3,6 +3,7 @@ package bench
 import (
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/nslab/nslab/pktgen/sample"
 	"github.com/nslab/nslab/topology/lab"
@@ -20,9 +21,14 @@ type measurement struct {
 	roles      []string
 	sampler    *sample.Sampler
 	neighbours []*sample.Neighbours // nil where a target's rx does not matter
-	routers    map[string]*ns.NS
-	mtu        map[string]int          // by target ("ns2:veth1-peer")
-	qdiscs     map[string]*qdisc.State // by target, for those with a root qdisc of their own
+	// gaps names, at the target that receives after hops on other hosts
+	// (a lab spanning hosts), those hops; sent counts the control frames
+	// the target before such a gap sends (its peer's counters are there).
+	gaps    []string
+	sent    []*sample.Neighbours
+	routers map[string]*ns.NS
+	mtu     map[string]int          // by target ("ns2:veth1-peer")
+	qdiscs  map[string]*qdisc.State // by target, for those with a root qdisc of their own
 }
 
 // newMeasurement sets up the measurement of a path (or of the interfaces
@@ -38,9 +44,11 @@ func newMeasurement(r *lab.Running, path *spec.Path, measure []spec.Endpoint, ip
 			m.roles = append(m.roles, map[bool]string{true: "receiver", false: "measured"}[i == len(measure)-1])
 		}
 	} else {
-		m.targets, m.roles = targets(r, path), roles(path.Hops)
+		m.targets, m.roles, m.gaps = hopPlan(r.Lab, path)
 		for _, node := range routerNodes(path) {
-			m.routers[node] = r.Node(node).NS
+			if r.Lab.Local(node) {
+				m.routers[node] = r.Node(node).NS
+			}
 		}
 	}
 	var err error
@@ -59,6 +67,7 @@ func newMeasurement(r *lab.Running, path *spec.Path, measure []spec.Endpoint, ip
 // impairment.
 func (m *measurement) openNeighbours(r *lab.Running, ipv6 bool) error {
 	m.neighbours = make([]*sample.Neighbours, len(m.targets))
+	m.sent = make([]*sample.Neighbours, len(m.targets))
 	for i, t := range m.targets {
 		link, err := r.Link(spec.Endpoint{Node: t.Node, Interface: t.Interface})
 		if err != nil {
@@ -71,6 +80,11 @@ func (m *measurement) openNeighbours(r *lab.Running, ipv6 bool) error {
 		}
 		if st != nil {
 			m.qdiscs[t.String()] = st
+		}
+		if i+1 < len(m.gaps) && m.gaps[i+1] != "" {
+			if m.sent[i], err = sample.CountSentControl(r.Node(t.Node).NS, link.Attrs().Index, ipv6); err != nil {
+				return err
+			}
 		}
 		if !isIn(m.roles[i]) && m.roles[i] != "measured" {
 			continue
@@ -85,7 +99,7 @@ func (m *measurement) openNeighbours(r *lab.Running, ipv6 bool) error {
 // baseline reads the counters at the start of a run and zeroes the
 // neighbour frame counts.
 func (m *measurement) baseline() (sample.Sample, error) {
-	for _, c := range m.neighbours {
+	for _, c := range append(m.neighbours, m.sent...) {
 		if c != nil {
 			if _, err := c.Count(); err != nil {
 				return sample.Sample{}, err
@@ -97,15 +111,20 @@ func (m *measurement) baseline() (sample.Sample, error) {
 
 // final reads the counters at the end of a run, and the neighbour frames
 // each interface received since the baseline.
-func (m *measurement) final() (sample.Sample, []uint64, error) {
+func (m *measurement) final() (sample.Sample, []control, error) {
 	s, err := m.sampler.Read()
 	if err != nil {
 		return s, nil, err
 	}
-	counts := make([]uint64, len(m.targets))
-	for i, c := range m.neighbours {
-		if c != nil {
-			if counts[i], err = c.Count(); err != nil {
+	counts := make([]control, len(m.targets))
+	for i := range m.targets {
+		if c := m.neighbours[i]; c != nil {
+			if counts[i].received, err = c.Count(); err != nil {
+				return s, nil, err
+			}
+		}
+		if c := m.sent[i]; c != nil {
+			if counts[i].sent, err = c.Count(); err != nil {
 				return s, nil, err
 			}
 		}
@@ -113,29 +132,50 @@ func (m *measurement) final() (sample.Sample, []uint64, error) {
 	return s, counts, nil
 }
 
+// control is the control frames (not the run's) an interface received,
+// and, before a gap, sent.
+type control struct{ received, sent uint64 }
+
 func (m *measurement) close() {
-	for _, c := range m.neighbours {
+	for _, c := range append(m.neighbours, m.sent...) {
 		if c != nil {
 			c.Close()
 		}
 	}
 }
 
-// targets lists the interfaces to sample: the sender's, each hop's ingress
-// and egress, the receiver's.
-func targets(r *lab.Running, p *spec.Path) []sample.Target {
-	var out []sample.Target
+// hopPlan lists the interfaces to sample (the sender's, each hop's ingress
+// and egress, the receiver's) with their roles. Hops on other hosts of a
+// lab that spans hosts cannot be sampled from here: they are left out, and
+// gaps names them at the interface that receives after them.
+func hopPlan(l *spec.Lab, p *spec.Path) (targets []sample.Target, roles []string, gaps []string) {
+	all := hopRoles(p.Hops)
+	k, gap := 0, []string(nil)
 	for _, h := range p.Hops {
+		local := l.Local(h.Node)
+		if !local {
+			gap = append(gap, fmt.Sprintf("%s on host %s", h.Node, l.Model().Node(h.Node).Host))
+		}
 		for _, i := range []string{h.In, h.Out} {
-			if i != "" {
-				out = append(out, sample.TargetOf(r, spec.Endpoint{Node: h.Node, Interface: i}))
+			if i == "" {
+				continue
 			}
+			role := all[k]
+			k++
+			if !local {
+				continue
+			}
+			targets = append(targets, sample.Target{Node: h.Node, Interface: i})
+			roles = append(roles, role)
+			gaps = append(gaps, strings.Join(gap, ", "))
+			gap = nil
 		}
 	}
-	return out
+	return targets, roles, gaps
 }
 
-func roles(p []spec.Hop) []string {
+// hopRoles is the role of each interface of a path, in order.
+func hopRoles(p []spec.Hop) []string {
 	var out []string
 	for i, h := range p {
 		switch {

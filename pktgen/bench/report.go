@@ -85,6 +85,12 @@ type HopCounters struct {
 	// the run: counted in RxPackets, and in the previous hop's TxPackets,
 	// but not the run's.
 	Neighbour uint64 `json:"neighbour_frames,omitempty"`
+	// SentControl: the control frames it sent, counted on their way out
+	// where its peer is on another host.
+	SentControl uint64 `json:"control_frames_sent,omitempty"`
+	// After names the hops on other hosts before this one (a lab that
+	// spans hosts): their counters are there, not sampled from here.
+	After string `json:"after_other_hosts,omitempty"`
 }
 
 // Drop is packets lost at one place of the path.

@@ -33,10 +33,16 @@ func (v Verdict) line() string {
 	if v.Node != "" {
 		who += " " + v.Node
 	}
-	if len(v.Evidence) == 0 {
+	var ev []string
+	for _, e := range v.Evidence {
+		if e != "" {
+			ev = append(ev, e)
+		}
+	}
+	if len(ev) == 0 {
 		return who
 	}
-	return who + " (" + strings.Join(v.Evidence, ", ") + ")"
+	return who + " (" + strings.Join(ev, ", ") + ")"
 }
 
 // lossVerdict blames the place that dropped the most.
@@ -51,6 +57,9 @@ func (r *Report) lossVerdict(p placement) Verdict {
 	if _, iface, ok := strings.Cut(worst.Place, "qdisc of "); ok {
 		what, why, _ := strings.Cut(worst.Cause, " dropped them: ")
 		return Verdict{Limit: "link", Node: iface, Evidence: []string{fmt.Sprintf("%d dropped by %s: %s", worst.Packets, what, why)}}
+	}
+	if where, ok := strings.CutPrefix(worst.Place, "on "); ok && worst.Node == "" {
+		return Verdict{Limit: "other host", Node: where, Evidence: []string{fmt.Sprintf("%d lost there; its counters are on that host, not read from here", worst.Packets)}}
 	}
 	if strings.HasPrefix(worst.Place, "inside ") {
 		return Verdict{Limit: role, Node: worst.Node, Evidence: []string{fmt.Sprintf("%d dropped inside it", worst.Packets), worst.Cause}}

@@ -127,9 +127,15 @@ func (r *Report) tableHops(ew *errWriter) {
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "HOP\tINTERFACE\tRX\tTX\tRX DROP\tTX DROP\tNEIGH")
 	for _, h := range r.Hops {
+		if h.After != "" {
+			fmt.Fprintf(tw, "(other host)\t%s: counted there\t\t\t\t\t\n", h.After)
+		}
 		neigh := "-"
 		if h.Neighbour > 0 {
 			neigh = fmt.Sprint(h.Neighbour)
+		}
+		if h.SentControl > 0 {
+			neigh += fmt.Sprintf(" (sent %d)", h.SentControl)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\n", h.Role, h.Target, h.RxPackets, h.TxPackets, h.RxDropped+h.RxMissed, h.TxDropped, neigh)
 	}

@@ -64,3 +64,38 @@ func TestPrivilegedCountsMatchPing(t *testing.T) {
 		t.Errorf("run gave %d samples (%d callbacks): %v", len(all), n, err)
 	}
 }
+
+// TestPrivilegedSentControlMatchesPeer: the counter of control frames an
+// interface sends agrees with its peer's count of the control frames it
+// receives (on a veth both can be read), and counts none of the echoes.
+func TestPrivilegedSentControlMatchesPeer(t *testing.T) {
+	l := deployPair(t)
+	r := labdeploy.Open(t, l)
+	a, err := r.Link(spec.Endpoint{Node: "ns1", Interface: "veth1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := r.Link(spec.Endpoint{Node: "ns2", Interface: "veth2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sent, err := CountSentControl(r.Node("ns1").NS, a.Attrs().Index, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sent.Close()
+	received, err := CountNeighbours(r.Node("ns2").NS, b.Attrs().Index, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer received.Close()
+	// The first echo costs ns1 an ARP request.
+	if got, err := labtest.Ping(ns.DefaultDir, l.Namespace("ns1"), l.Node("ns2").Interface("veth2").Addresses[0].Addr(), 5, time.Second); err != nil || got != 5 {
+		t.Fatalf("ping: %d, %v", got, err)
+	}
+	s, _ := sent.Count()
+	n, _ := received.Count()
+	if s == 0 || s != n || s >= 5 {
+		t.Errorf("ns1 sent %d control frames, ns2 received %d: want the same, at least the ARP request, and no echo", s, n)
+	}
+}

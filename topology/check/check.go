@@ -57,12 +57,15 @@ type Options struct {
 
 // Expected computes, from the file alone, every pair and whether the
 // lab's routes say it answers. It is pure.
+// For a part of a lab that spans hosts, the pairs are from its own nodes
+// to every address of the whole lab.
 func Expected(l *spec.Lab) []Pair {
 	var pairs []Pair
+	m := l.Model()
 	for _, n := range l.Nodes {
-		for _, o := range l.Addresses() {
+		for _, o := range m.Addresses() {
 			p := Pair{From: n.Name, To: o.Addr, Owner: o.By}
-			p.Expect, p.Local, p.Why, p.Filtered = expect(l, n.Name, o.Addr)
+			p.Expect, p.Local, p.Why, p.Filtered = expect(m, n.Name, o.Addr)
 			pairs = append(pairs, p)
 		}
 	}

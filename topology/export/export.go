@@ -112,6 +112,9 @@ func leftOut(l *spec.Lab) []string {
 	if len(vfs) > 0 {
 		out = append(out, fmt.Sprintf("SR-IOV VFs %s: containerlab has no VF links; use a host-device link by hand", strings.Join(vfs, ", ")))
 	}
+	if l.Spans() {
+		out = append(out, fmt.Sprintf("hosts %s: the export puts every node on one containerlab host, the links between hosts as veth links (with their VXLAN MTUs); spread it with containerlab's vxlan links or clabernetes", strings.Join(l.HostNames(), ", ")))
+	}
 	if len(l.Traffic) > 0 {
 		names := make([]string, len(l.Traffic))
 		for i, t := range l.Traffic {

@@ -45,7 +45,8 @@ type Edge struct {
 	A, B End
 	VF   bool // a VF to its PF, not a veth pair
 	// Label says what the link does to the packets each end sends (its
-	// impairments), "" for a plain link.
+	// impairments), and for a link between hosts its VXLAN; "" for a
+	// plain link.
 	Label string
 }
 
@@ -63,6 +64,9 @@ func nodeNote(l *spec.Lab, n *spec.Node) string {
 		notes = append(notes, "router, IPv6")
 	case n.Forwarding.IPv4:
 		notes = append(notes, "router")
+	}
+	if n.Host != "" {
+		notes = append(notes, "host "+n.Host)
 	}
 	if ns := l.Namespace(n.Name); ns != n.Name {
 		notes = append(notes, "netns "+ns)
@@ -241,6 +245,9 @@ func (g *Graph) Chain() []int {
 // ("ns2:veth2 sends: delay 20ms rate 10Mbit").
 func impairLabel(l *spec.Lab, lk *spec.Link) string {
 	var parts []string
+	if lk.VNI != 0 {
+		parts = append(parts, fmt.Sprintf("%s <-> %s: VXLAN %d, port %d, between hosts %s and %s", lk.A, lk.B, lk.VNI, lk.Port, l.Node(lk.A.Node).Host, l.Node(lk.B.Node).Host))
+	}
 	for _, ep := range []spec.Endpoint{lk.A, lk.B} {
 		if i := l.Node(ep.Node).Interface(ep.Interface); i != nil && i.Impair != nil {
 			parts = append(parts, ep.String()+" sends: "+i.Impair.String())

@@ -56,8 +56,9 @@ func Text(g *Graph) string {
 	return out + impairedLinks(g)
 }
 
-// impairedLinks lists the links whose ends impair what they send, under
-// the drawing (a terminal drawing has no room for labels on its lines).
+// impairedLinks lists the links whose ends impair what they send (and the
+// links between hosts), under the drawing (a terminal drawing has no room
+// for labels on its lines).
 func impairedLinks(g *Graph) string {
 	var lines []string
 	for _, e := range g.Edges {
@@ -68,7 +69,13 @@ func impairedLinks(g *Graph) string {
 	if len(lines) == 0 {
 		return ""
 	}
-	return "\nimpaired links:\n" + strings.Join(lines, "\n") + "\n"
+	head := "impaired links"
+	for _, e := range g.Edges {
+		if strings.Contains(e.Label, ": VXLAN ") {
+			head = "links between hosts, and impaired links"
+		}
+	}
+	return "\n" + head + ":\n" + strings.Join(lines, "\n") + "\n"
 }
 
 // textLayout places boxes and routes edges.

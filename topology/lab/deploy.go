@@ -76,7 +76,7 @@ func (m *Manager) Deploy(ctx context.Context, lab *spec.Lab) (*DeployResult, err
 	st := &State{
 		Version: stateVersion, Lab: lab.Name, File: abs, SHA256: lab.SHA256,
 		Source: string(lab.Source), Phase: PhaseDeploying, PID: os.Getpid(), Started: start,
-		Unplaced: lab.Unplaced,
+		Unplaced: lab.Unplaced, Host: lab.HostName, Tunnels: tunnelRecords(lab),
 	}
 	for _, n := range lab.Nodes {
 		st.Namespaces = append(st.Namespaces, NSRecord{Node: n.Name, Name: lab.Namespace(n.Name)})
@@ -86,7 +86,7 @@ func (m *Manager) Deploy(ctx context.Context, lab *spec.Lab) (*DeployResult, err
 	if err := m.saveState(st); err != nil {
 		return nil, err
 	}
-	d := &deployer{ctx: ctx, m: m, lab: lab, st: st, inodes: map[string]uint64{}, handles: map[string]*netlink.Handle{}, index: map[spec.Endpoint]int{}}
+	d := &deployer{ctx: ctx, m: m, lab: lab, st: st, inodes: map[string]uint64{}, handles: map[string]*netlink.Handle{}, index: map[spec.Endpoint]int{}, tunnels: map[spec.Endpoint]bool{}}
 	defer d.close()
 	steps := Plan(lab)
 	for i, s := range steps {
@@ -147,6 +147,7 @@ func (m *Manager) preflight(lab *spec.Lab) error {
 	problems = append(problems, m.checkPlacement(lab)...)
 	problems = append(problems, checkQdiscs(lab)...)
 	problems = append(problems, checkNetfilter(lab)...)
+	problems = append(problems, checkTunnels(lab)...)
 	if p := ensureFiles(len(lab.Nodes)); p != "" {
 		problems = append(problems, p)
 	}
@@ -182,6 +183,9 @@ func (m *Manager) rollback(d *deployer, st *State) error {
 	// Services stop, and VFs go back to the host, before their namespaces go.
 	_, err := stopServices(st.Lab, st)
 	errs := []error{err, m.restoreSRIOV(st)}
+	for _, r := range st.Tunnels {
+		errs = append(errs, removeTunnel(r))
+	}
 	for i := len(d.created) - 1; i >= 0; i-- {
 		if err := ns.Remove(m.netnsDir(), d.created[i]); err != nil {
 			errs = append(errs, err)

@@ -153,6 +153,7 @@ func inParallel(plan []removal, rep *DestroyReport) []error {
 func (m *Manager) removals(labName string, st *State, records []NSRecord, l *spec.Lab) []removal {
 	plan := []removal{stopRemoval(labName, st, records, l)}
 	if st != nil {
+		plan = append(plan, tunnelRemovals(st)...)
 		plan = append(plan, m.vfRemovals(st)...)
 	} else if l != nil {
 		plan = append(plan, unrecordedVFs(l)...)

@@ -187,10 +187,13 @@ func (m *Manager) Inspect(labName string) (*LabInfo, error) {
 		n := &info.Nodes[i]
 		for j := range n.Interfaces {
 			ifc := &n.Interfaces[j]
+			ep := spec.Endpoint{Node: n.Node, Interface: ifc.Name}
+			if ifc.Kind == "vxlan" {
+				ifc.Peer = tunnelPeer(l, ep, ifc.Peer)
+			}
 			if ifc.Kind != "veth" {
 				continue
 			}
-			ep := spec.Endpoint{Node: n.Node, Interface: ifc.Name}
 			if p, ok := peers[ep]; ok && indexes[p] == peerIndex(ifc) {
 				ifc.Peer = p.String()
 			}
@@ -273,6 +276,9 @@ func linkInfo(h *netlink.Handle, lk netlink.Link, names map[int]string) (IfInfo,
 	if ifc.Kind == "veth" {
 		ifc.Peer = fmt.Sprintf("if%d", a.ParentIndex)
 	}
+	if vx, ok := lk.(*netlink.Vxlan); ok {
+		ifc.Peer = fmt.Sprintf("vni%d", vx.VxlanId) // checked against the file's tunnel
+	}
 	addrs, err := h.AddrList(lk, netlink.FAMILY_ALL)
 	if err != nil {
 		return ifc, fmt.Errorf("list addresses of %s: %w", a.Name, err)
@@ -332,6 +338,17 @@ func readSysctl(path string) string {
 		return ""
 	}
 	return strings.TrimSpace(string(b))
+}
+
+// tunnelPeer names the far end of the VXLAN interface ep when the
+// kernel's VNI (as "vniN") is the file's for it, else "".
+func tunnelPeer(l *spec.Lab, ep spec.Endpoint, kernel string) string {
+	for _, t := range l.Tunnels {
+		if t.Local == ep && kernel == fmt.Sprintf("vni%d", t.VNI) {
+			return fmt.Sprintf("%s on host %s (VNI %d)", t.Remote, t.RemoteHost, t.VNI)
+		}
+	}
+	return ""
 }
 
 // peerIndex is the ifindex a veth reports for its peer (IFLA_LINK).

@@ -31,6 +31,9 @@ type TracedPath struct {
 	// NotAsked says why the kernel was not asked although the lab's
 	// namespaces exist (they cannot be entered without root).
 	NotAsked string `json:"not_asked,omitempty"`
+	// Elsewhere names the hops on other hosts of a lab that spans hosts:
+	// traced by the file, their kernels not asked from here.
+	Elsewhere string `json:"elsewhere,omitempty"`
 }
 
 // SenderMAC is the destination MAC of the sender's frames: the MAC of the
@@ -76,7 +79,7 @@ func TraceFile(l *spec.Lab, from spec.Endpoint, to netip.Addr) (*TracedPath, err
 
 // TraceFileFlow is TraceFile for the packets of flow f.
 func TraceFileFlow(l *spec.Lab, from spec.Endpoint, to netip.Addr, f spec.Flow) (*TracedPath, error) {
-	p, err := l.TraceFlow(from, to, f)
+	p, err := l.Model().TraceFlow(from, to, f)
 	if err != nil {
 		return nil, err
 	}
@@ -84,8 +87,23 @@ func TraceFileFlow(l *spec.Lab, from spec.Endpoint, to netip.Addr, f spec.Flow) 
 	if p.Local {
 		tp.From.Interface = p.Dest.Interface
 	}
-	tp.Source = l.SourceOf(tp.From, to)
+	tp.Source = l.Model().SourceOf(tp.From, to)
+	tp.Elsewhere = elsewhere(l, p)
 	return tp, nil
+}
+
+// elsewhere names the hops of p on other hosts than l's part, by host.
+func elsewhere(l *spec.Lab, p *spec.Path) string {
+	if l.Whole == nil {
+		return ""
+	}
+	var out []string
+	for _, h := range p.Hops {
+		if !l.Local(h.Node) {
+			out = append(out, fmt.Sprintf("%s on host %s", h.Node, l.Whole.Node(h.Node).Host))
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // Trace computes the path by the file and checks every routing hop with
@@ -104,6 +122,10 @@ func (r *Running) TraceFlow(from spec.Endpoint, to netip.Addr, f spec.Flow) (*Tr
 	if err != nil {
 		return nil, err
 	}
+	if !r.Lab.Local(from.Node) {
+		tp.NotAsked = fmt.Sprintf("%s is on host %s: run nslab path there to ask its kernel", from.Node, r.Lab.Model().Node(from.Node).Host)
+		return tp, nil
+	}
 	tp.Deployed = true
 	problems := r.readMACs(tp)
 	if tp.Local {
@@ -120,8 +142,8 @@ func (r *Running) TraceFlow(from spec.Endpoint, to netip.Addr, f spec.Flow) (*Tr
 func (r *Running) readMACs(tp *TracedPath) []string {
 	var problems []string
 	for i, h := range tp.Hops {
-		if h.Next.Node == "" {
-			continue
+		if h.Next.Node == "" || !r.Lab.Local(h.Next.Node) {
+			continue // on another host: the file's MAC, which that host set
 		}
 		if link, err := r.Link(h.Next); err != nil {
 			problems = append(problems, fmt.Sprintf("next hop %s: %v", h.Next, err))
@@ -152,7 +174,7 @@ func (r *Running) askKernel(tp *TracedPath) []string {
 		if h.DNAT.IsValid() {
 			dst = h.DNAT.Addr()
 		}
-		if h.L2 || h.Out == "" || !src.IsValid() {
+		if h.L2 || h.Out == "" || !src.IsValid() || !r.Lab.Local(h.Node) {
 			continue
 		}
 		hh := r.nodes[h.Node].Handle

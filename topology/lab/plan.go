@@ -22,11 +22,12 @@ func (s Step) Shell() []string { return s.shell() }
 // is mounted, which only the SR-IOV steps' shell lines name.
 type stepKind func(l *spec.Lab, sysfs string) []Step
 
-// kinds is the order of a deploy: namespaces, VFs, veth pairs, bridges,
+// kinds is the order of a deploy: namespaces, VFs, veth pairs, VXLAN
+// interfaces of links to other hosts, bridges,
 // per-node settings, addresses, the wait for links to be up, CPU
 // placement, impairments, routes, NAT and firewall, one-shot commands,
 // services.
-var kinds = []stepKind{namespaceSteps, sriovSteps, vethSteps, bridgeSteps, nodeSettingSteps, addressSteps, waitSteps, placementSteps, impairSteps, routeSteps, netfilterSteps, execSteps, serviceSteps}
+var kinds = []stepKind{namespaceSteps, sriovSteps, vethSteps, tunnelSteps, bridgeSteps, nodeSettingSteps, addressSteps, waitSteps, placementSteps, impairSteps, routeSteps, netfilterSteps, execSteps, serviceSteps}
 
 // Plan returns the steps that deploy lab, in order.
 func Plan(lab *spec.Lab) []Step { return planFor(lab, "") }

@@ -43,6 +43,10 @@ type State struct {
 	// Services are the programs started in nodes (run:), recorded before
 	// each starts.
 	Services []ServiceRecord `json:"services,omitempty"`
+	// Host is the host whose part of a lab spanning hosts this is;
+	// Tunnels are its VXLAN interfaces, recorded before they are made.
+	Host    string         `json:"host,omitempty"`
+	Tunnels []TunnelRecord `json:"tunnels,omitempty"`
 }
 
 // PlacementRecord is the CPU placement of one node's receive work.
@@ -141,6 +145,9 @@ func (st *State) Spec() (*spec.Lab, error) {
 	l, err := spec.Parse(st.File+" (as deployed)", []byte(st.Source))
 	if err != nil {
 		return nil, fmt.Errorf("recorded topology of lab %s: %w", st.Lab, err)
+	}
+	if st.Host != "" {
+		return l.Part(st.Host)
 	}
 	return l, nil
 }

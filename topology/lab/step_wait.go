@@ -42,6 +42,9 @@ func (d *deployer) waitLinksUp() error {
 		if i := d.lab.Node(ep.Node).Interface(ep.Interface); i != nil && i.VF {
 			continue // a VF's link follows the PF's wire, not the lab
 		}
+		if d.tunnels[ep] {
+			continue // a VXLAN device has no carrier: its state stays "unknown"
+		}
 		if err := waitOperUp(d.handles[ep.Node], idx, portUpTimeout); err != nil {
 			return fmt.Errorf("interface %s: %w", ep, err)
 		}
@@ -54,7 +57,7 @@ func shWaitUp(l *spec.Lab) []string {
 	for _, n := range l.Nodes {
 		var devs []string
 		for _, i := range n.Interfaces {
-			if i.Name != "lo" && !i.VF {
+			if i.Name != "lo" && !i.VF && !isTunnel(l, spec.Endpoint{Node: n.Name, Interface: i.Name}) {
 				devs = append(devs, i.Name)
 			}
 		}

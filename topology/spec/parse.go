@@ -61,6 +61,7 @@ type extra struct {
 type rawLink struct {
 	path      string
 	endpoints []rawEndpoint
+	vni, port int // 0: not in the file
 }
 
 type rawEndpoint struct {
@@ -68,7 +69,7 @@ type rawEndpoint struct {
 	Endpoint
 }
 
-var topKeys = []string{"name", "prefix", "nodes", "links", "traffic", "sriov"}
+var topKeys = []string{"name", "prefix", "hosts", "nodes", "links", "traffic", "sriov"}
 
 func (r *reporter) parseLab(root *yaml.Node, lab *Lab) *extra {
 	ex := &extra{}
@@ -78,6 +79,9 @@ func (r *reporter) parseLab(root *yaml.Node, lab *Lab) *extra {
 	}
 	if e, ok := f["prefix"]; ok {
 		lab.Prefix, _ = r.str(e.v, "prefix", "a namespace name prefix")
+	}
+	if e, ok := f["hosts"]; ok {
+		lab.Hosts = r.parseHosts(e)
 	}
 	if e, ok := f["nodes"]; ok {
 		for _, ne := range r.entries(e.v, "nodes", "node name: node") {
@@ -113,11 +117,14 @@ func (r *reporter) parseLab(root *yaml.Node, lab *Lab) *extra {
 	return ex
 }
 
-var nodeKeys = []string{"interfaces", "bridges", "routes", "forwarding", "sysctls", "cpus", "receive", "exec", "run", "nat", "firewall"}
+var nodeKeys = []string{"host", "interfaces", "bridges", "routes", "forwarding", "sysctls", "cpus", "receive", "exec", "run", "nat", "firewall"}
 
 func (r *reporter) parseNode(name string, v *yaml.Node, path string) *Node {
 	n := &Node{Name: name}
 	f := r.fields(v, path, "a node", nodeKeys...)
+	if e, ok := f["host"]; ok {
+		n.Host, _ = r.str(e.v, e.path, "the name of a host under hosts:")
+	}
 	if e, ok := f["interfaces"]; ok {
 		for _, ie := range r.entries(e.v, e.path, "interface name: settings") {
 			ipath := e.path + "." + ie.key
@@ -400,7 +407,13 @@ func (r *reporter) parseLink(v *yaml.Node, path string) rawLink {
 		r.errf(path, "a link must be a mapping such as {endpoints: [ns1:veth1, ns2:veth1-peer]}, not %s", describe(v))
 		return rl
 	}
-	f := r.fields(v, path, "a link", "endpoints")
+	f := r.fields(v, path, "a link", "endpoints", "vni", "port")
+	if e, ok := f["vni"]; ok {
+		rl.vni, _ = r.integer(e.v, e.path, "a VXLAN network identifier", 1, MaxVNI)
+	}
+	if e, ok := f["port"]; ok {
+		rl.port, _ = r.integer(e.v, e.path, "the VXLAN UDP port", 1, 65535)
+	}
 	e, ok := f["endpoints"]
 	if !ok {
 		r.errf(path, "missing endpoints: [node:interface, node:interface]")

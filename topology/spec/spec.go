@@ -15,15 +15,21 @@ import (
 
 // Lab is a validated topology file.
 type Lab struct {
-	File    string // as given to Parse, for messages
-	Source  []byte // the file's contents, as parsed
-	SHA256  string // of Source, hex: names the lab file in state and reports
-	Name    string // lab name: [a-z0-9][a-z0-9-]*, at most 12 chars
-	Prefix  string // prepended to node names to form namespace names
+	File    string  // as given to Parse, for messages
+	Source  []byte  // the file's contents, as parsed
+	SHA256  string  // of Source, hex: names the lab file in state and reports
+	Name    string  // lab name: [a-z0-9][a-z0-9-]*, at most 12 chars
+	Prefix  string  // prepended to node names to form namespace names
+	Hosts   []*Host // the machines a lab spans; none: one machine
 	Nodes   []*Node
 	Links   []*Link
 	Traffic []*Traffic
 	SRIOV   []*PF
+	// A part of a lab that spans hosts (see Part): the host it is on, the
+	// links from it to other hosts, and the whole lab.
+	HostName string
+	Tunnels  []*Tunnel
+	Whole    *Lab
 	// Unplaced says why the file's CPU placement was taken out (see
 	// Unplace); empty when the lab is as the file says.
 	Unplaced string
@@ -65,6 +71,7 @@ func (l *Lab) Unplace(why string) {
 // Node is one network namespace.
 type Node struct {
 	Name       string
+	Host       string // the host it runs on (see Lab.Hosts); "" without hosts
 	Forwarding Forwarding
 	Sysctls    []Sysctl
 	Interfaces []*Interface // in file order; "lo" may appear (addresses only)
@@ -201,6 +208,9 @@ func (r *Route) String() string {
 // Link is a veth pair between two node interfaces.
 type Link struct {
 	A, B Endpoint
+	// Between two hosts a link is a VXLAN interface at each end: VNI and
+	// Port are set (from the file or derived) only then.
+	VNI, Port int
 }
 
 // Namespace returns the namespace name of a node: the lab prefix + its name.

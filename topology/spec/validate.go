@@ -49,6 +49,7 @@ func validate(r *reporter, lab *Lab, ex *extra) {
 	nodes := validateNodes(r, lab)
 	markVFs(lab, nodes)
 	validateLinks(r, lab, ex, nodes)
+	validateHosts(r, lab, ex)
 	validateSRIOV(r, lab, nodes)
 	validateAddresses(r, lab)
 	var owners map[netip.Addr]Endpoint // built once, for the nodes with NAT rules

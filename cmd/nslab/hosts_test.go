@@ -1,0 +1,184 @@
+package main
+
+import (
+	"encoding/json"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nslab/nslab/topology/labtest"
+	"github.com/nslab/nslab/topology/ns"
+	"github.com/vishvananda/netlink"
+)
+
+// simHosts is two simulated hosts: two namespaces joined by a veth
+// underlay with the addresses of examples/two-hosts.yaml, and an nslab for
+// each that runs inside its host through ip netns exec, with a state
+// directory of its own.
+type simHosts struct {
+	a, b       string // the hosts' namespaces
+	onA, onB   *runner
+	file, name string
+}
+
+func newSimHosts(t *testing.T) *simHosts {
+	t.Helper()
+	labtest.SkipUnlessRoot(t)
+	s := &simHosts{a: labtest.Namespace(t, ns.DefaultDir), b: labtest.Namespace(t, ns.DefaultDir)}
+	peer, err := ns.Open(ns.DefaultDir, s.b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Close()
+	ha, hb := labtest.Handle(t, ns.DefaultDir, s.a), labtest.Handle(t, ns.DefaultDir, s.b)
+	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "under0"}, PeerName: "under0", PeerNamespace: netlink.NsFd(peer.Fd())}
+	if err := ha.LinkAdd(veth); err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range []struct {
+		h    *netlink.Handle
+		addr string
+	}{{ha, "192.168.77.1/24"}, {hb, "192.168.77.2/24"}} {
+		l, err := x.h.LinkByName("under0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		a, _ := netlink.ParseAddr(x.addr)
+		if err := x.h.AddrAdd(l, a); err != nil {
+			t.Fatal(err)
+		}
+		if err := x.h.LinkSetUp(l); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.file, s.name = labFile(t, "two-hosts.yaml")
+	s.onA = &runner{t: t, bin: os.Args[0], stateDir: t.TempDir(), wrap: []string{"ip", "netns", "exec", s.a}}
+	s.onB = &runner{t: t, bin: os.Args[0], stateDir: t.TempDir(), wrap: []string{"ip", "netns", "exec", s.b}}
+	t.Cleanup(func() {
+		s.onA.run("destroy", "--name", s.name)
+		s.onB.run("destroy", "--name", s.name)
+	})
+	return s
+}
+
+// hostLinks lists the links in a host's namespace.
+func hostLinks(t *testing.T, host string) []string {
+	t.Helper()
+	links, err := labtest.Handle(t, ns.DefaultDir, host).LinkList()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, l := range links {
+		out = append(out, l.Attrs().Name)
+	}
+	return out
+}
+
+// assertNothingLeft: no namespace of the lab, nothing but lo and the
+// underlay in either host, no state.
+func (s *simHosts) assertNothingLeft(t *testing.T) {
+	t.Helper()
+	if left := nsLeft(s.name, "client", "router", "server"); len(left) > 0 {
+		t.Errorf("namespaces left: %v", left)
+	}
+	for _, h := range []string{s.a, s.b} {
+		if got := strings.Join(hostLinks(t, h), " "); got != "lo under0" {
+			t.Errorf("host %s has links %s, want lo under0", h, got)
+		}
+	}
+	for _, r := range []*runner{s.onA, s.onB} {
+		if files, _ := filepath.Glob(filepath.Join(r.stateDir, s.name+"*")); len(files) > 0 {
+			t.Errorf("state left: %v", files)
+		}
+	}
+}
+
+// TestPrivilegedTwoHosts: each simulated host deploys its part of one lab
+// file; the client on host a reaches the server on host a through the
+// router on host b, over two VXLAN links; check from each host finds every
+// pair as the file says; path marks the other host's hop; a count run from
+// host a is exact; destroying both parts leaves nothing.
+func TestPrivilegedTwoHosts(t *testing.T) {
+	s := newSimHosts(t)
+	if code, _, errOut := s.onA.run("deploy", s.file); code != 2 || !strings.Contains(errOut, "spans hosts a, b: say which one this machine is with --host NAME") {
+		t.Fatalf("deploy without --host: %d %s", code, errOut)
+	}
+	for _, x := range []struct {
+		r    *runner
+		host string
+	}{{s.onA, "a"}, {s.onB, "b"}} {
+		if code, out, errOut := x.r.run("--host", x.host, "deploy", s.file); code != 0 {
+			t.Fatalf("deploy host %s: %d %s %s", x.host, code, out, errOut)
+		}
+	}
+	if got := hostLinks(t, s.a); strings.Join(got, " ") != "lo under0" {
+		t.Errorf("host a after deploy: %v (the VXLAN interfaces belong in the nodes)", got)
+	}
+	if n, err := labtest.Ping(ns.DefaultDir, s.name+"-client", netip.MustParseAddr("10.1.2.1"), 3, 2*time.Second); err != nil || n != 3 {
+		t.Fatalf("client -> server through host b: %d of 3 answered, %v", n, err)
+	}
+	for _, x := range []struct {
+		r     *runner
+		host  string
+		pairs string
+	}{{s.onA, "a", "8 pairs: 8 answered"}, {s.onB, "b", "4 pairs: 4 answered"}} {
+		if code, out, errOut := x.r.run("--host", x.host, "check", s.file); code != 0 || !strings.Contains(out, x.pairs) || !strings.Contains(out, "0 broken, 0 unexpectedly reachable") {
+			t.Errorf("check on host %s: %d %s %s", x.host, code, out, errOut)
+		}
+	}
+	code, out, errOut := s.onA.run("--host", "a", "path", s.file, "client", "10.1.2.1")
+	if code != 0 || !strings.Contains(out, "agrees at every hop on this host; router on host b by the file") {
+		t.Errorf("path: %d %s %s", code, out, errOut)
+	}
+	if code, out, errOut := s.onA.run("inspect", "--name", s.name); code != 0 || !strings.Contains(out, "router:eth0 on host b (VNI ") || !strings.Contains(out, "vxlan") {
+		t.Errorf("inspect on host a: %d %s %s", code, out, errOut)
+	}
+	code, out, errOut = s.onA.run("--host", "a", "bench", "-q", "--traffic", "through-b", "--count", "20000", "--format", "json", s.file)
+	var rep struct {
+		Sent, Received, Unaccounted int64
+		Hops                        []struct {
+			After string `json:"after_other_hosts"`
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 {
+		t.Fatalf("bench: %d %v %s %s", code, err, out, errOut)
+	}
+	if rep.Sent != 20000 || rep.Received != 20000 || rep.Unaccounted != 0 || len(rep.Hops) != 2 || rep.Hops[1].After != "router on host b" {
+		t.Errorf("bench across host b: %+v", rep)
+	}
+	if code, _, errOut := s.onB.run("--host", "b", "bench", "-q", "--traffic", "through-b", s.file); code != 1 || !strings.Contains(errOut, "client is on host a") {
+		t.Errorf("bench on host b of a run sent from host a: %d %s", code, errOut)
+	}
+	for _, r := range []*runner{s.onA, s.onB} {
+		if code, out, errOut := r.run("destroy", "--name", s.name); code != 0 {
+			t.Fatalf("destroy: %d %s %s", code, out, errOut)
+		}
+	}
+	s.assertNothingLeft(t)
+}
+
+// TestPrivilegedHostPartKilled: SIGKILL during host a's deploy, at each
+// step of its first VXLAN interface (before it is made, after it is made
+// in the host namespace, after it moved into its node), then destroy:
+// nothing is left, in the host namespace either.
+func TestPrivilegedHostPartKilled(t *testing.T) {
+	s := newSimHosts(t)
+	s.onA.env = []string{"NSLAB_HOST=a"}
+	for _, k := range []int{3, 4, 5} { // steps 3 and 4 make and move the first VXLAN
+		cmd := startPaused(t, s.onA, s.file, k)
+		cmd.Process.Kill()
+		cmd.Wait()
+		inHost := strings.Contains(strings.Join(hostLinks(t, s.a), " "), "nslx")
+		if (k == 4) != inHost {
+			t.Errorf("k=%d: a VXLAN in host a: %v (want one only between its creation and its move)", k, inHost)
+		}
+		if code, out, errOut := s.onA.run("destroy", "--name", s.name); code != 0 {
+			t.Fatalf("k=%d: destroy: %d %s %s", k, code, out, errOut)
+		}
+		s.assertNothingLeft(t)
+	}
+}

@@ -1,0 +1,98 @@
+package sample
+
+import (
+	"fmt"
+
+	"github.com/nslab/nslab/topology/ns"
+	"golang.org/x/sys/unix"
+)
+
+// CountSentControl opens a counter of the control frames (ARP, IGMP,
+// IPv6's own; for an IPv4 run, any IPv6 frame) that interface ifindex of
+// namespace n sends. Its peer is on another host (a VXLAN link), where no
+// counter of what it receives can be read: the frames are counted on
+// their way out instead, by one packet socket that sees every frame the
+// interface sends and a kernel filter that keeps only the outgoing control
+// frames, so the run's packets are never copied. Count and Close as
+// Neighbours.
+func CountSentControl(n *ns.NS, ifindex int, ipv6 bool) (*Neighbours, error) {
+	c := &Neighbours{}
+	err := n.Do(func() error {
+		fd, err := packetSocket(ifindex, unix.ETH_P_ALL, sentControlFilter(ipv6))
+		if err != nil {
+			return err
+		}
+		c.fds = append(c.fds, fd)
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("sent control frame counter in %s: %w", n.Name, err)
+	}
+	return c, nil
+}
+
+// bpfIns is one instruction of a filter, jumping to labels.
+type bpfIns struct {
+	label  string // this instruction's label, if any
+	code   uint16
+	k      uint32
+	jt, jf string // labels; "" is the next instruction
+}
+
+// assemble resolves the labels of a filter into relative jumps.
+func assemble(prog []bpfIns) []unix.SockFilter {
+	at := map[string]int{}
+	for i, in := range prog {
+		if in.label != "" {
+			at[in.label] = i
+		}
+	}
+	rel := func(i int, label string) uint8 {
+		if label == "" {
+			return 0
+		}
+		return uint8(at[label] - i - 1)
+	}
+	out := make([]unix.SockFilter, len(prog))
+	for i, in := range prog {
+		out[i] = unix.SockFilter{Code: in.code, K: in.k, Jt: rel(i, in.jt), Jf: rel(i, in.jf)}
+	}
+	return out
+}
+
+// sentControlFilter keeps the outgoing frames that are control frames.
+func sentControlFilter(ipv6 bool) []unix.SockFilter {
+	const (
+		ld      = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
+		ldh     = unix.BPF_LD | unix.BPF_H | unix.BPF_ABS
+		ldb     = unix.BPF_LD | unix.BPF_B | unix.BPF_ABS
+		jeq     = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
+		ret     = unix.BPF_RET | unix.BPF_K
+		skfAD   = 0xfffff000 // SKF_AD_OFF
+		pktType = 4          // SKF_AD_PKTTYPE
+	)
+	prog := []bpfIns{
+		{code: ld, k: skfAD + pktType},
+		{code: jeq, k: unix.PACKET_OUTGOING, jf: "drop"},
+		{code: ldh, k: 12}, // ethertype
+		{code: jeq, k: unix.ETH_P_ARP, jt: "keep"},
+		{code: jeq, k: unix.ETH_P_IP, jf: "ipv6"},
+		{code: ldb, k: 23},
+		{code: jeq, k: unix.IPPROTO_IGMP, jt: "keep", jf: "drop"},
+		{label: "ipv6", code: jeq, k: unix.ETH_P_IPV6, jf: "drop"},
+	}
+	if ipv6 { // an IPv6 run's packets are UDP: keep ICMPv6, after a hop-by-hop header too
+		prog = append(prog,
+			bpfIns{code: ldb, k: 20},
+			bpfIns{code: jeq, k: unix.IPPROTO_ICMPV6, jt: "keep"},
+			bpfIns{code: jeq, k: 0, jf: "drop"},
+			bpfIns{code: ldb, k: 54},
+			bpfIns{code: jeq, k: unix.IPPROTO_ICMPV6, jt: "keep", jf: "drop"},
+		)
+	}
+	prog = append(prog,
+		bpfIns{label: "keep", code: ret, k: 0xffff},
+		bpfIns{label: "drop", code: ret, k: 0},
+	)
+	return assemble(prog)
+}

@@ -1,0 +1,201 @@
+package lab
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+
+	"github.com/nslab/nslab/topology/ns"
+	"github.com/nslab/nslab/topology/spec"
+	"github.com/vishvananda/netlink"
+)
+
+// A link between hosts is a VXLAN interface at each end. The local end is
+// created in the host namespace (this process's), where its UDP socket
+// stays bound to the underlay, under a name of its own, then moved into
+// its node and renamed there. It is the one object a deploy puts in the
+// host namespace: recorded in the state before it is made, and removed by
+// destroy when a killed deploy left it there (in its node, it goes with
+// the namespace).
+
+// TunnelRecord is one VXLAN interface of a lab part.
+type TunnelRecord struct {
+	Node      string `json:"node"`
+	Interface string `json:"interface"`
+	HostName  string `json:"host_name"` // its name in the host namespace, before the move
+	VNI       int    `json:"vni"`
+}
+
+// tunnelName is the name of a VXLAN interface in the host namespace: the
+// VNI makes it unique there (the kernel allows one device per VNI and
+// port on a host anyway).
+func tunnelName(vni int) string { return fmt.Sprintf("nslx%d", vni) }
+
+func tunnelRecords(l *spec.Lab) []TunnelRecord {
+	var out []TunnelRecord
+	for _, t := range l.Tunnels {
+		out = append(out, TunnelRecord{Node: t.Local.Node, Interface: t.Local.Interface, HostName: tunnelName(t.VNI), VNI: t.VNI})
+	}
+	return out
+}
+
+func tunnelSteps(l *spec.Lab, _ string) []Step {
+	var steps []Step
+	for _, t := range l.Tunnels {
+		name := tunnelName(t.VNI)
+		steps = append(steps, Step{
+			Name:  fmt.Sprintf("create VXLAN %s in the host namespace for %s", name, t),
+			shell: func() []string { return shTunnel(l, t)[:1] },
+			do:    func(d *deployer) error { return d.createTunnel(t) },
+		}, Step{
+			Name:  fmt.Sprintf("move VXLAN %s into %s as %s", name, t.Local.Node, t.Local.Interface),
+			shell: func() []string { return shTunnel(l, t)[1:] },
+			do:    func(d *deployer) error { return d.moveTunnel(t) },
+		})
+	}
+	return steps
+}
+
+// createTunnel makes the local end of a link between hosts in the host
+// namespace: a VXLAN interface with the link's VNI and port, from this
+// host's underlay address to the other host's, with the interface's MAC
+// and MTU. Its UDP socket will live in the host namespace.
+//
+// Equivalent to: ip link add nslxVNI address M mtu N type vxlan id VNI
+// local A remote B dstport P
+func (d *deployer) createTunnel(t *spec.Tunnel) error {
+	i := d.lab.Node(t.Local.Node).Interface(t.Local.Interface)
+	attrs := netlink.NewLinkAttrs()
+	attrs.Name, attrs.MTU, attrs.HardwareAddr = tunnelName(t.VNI), i.MTU, i.MAC
+	vx := &netlink.Vxlan{LinkAttrs: attrs, VxlanId: t.VNI, SrcAddr: ip(t.LocalIP), Group: ip(t.RemoteIP), Port: t.Port, Learning: true}
+	if err := netlink.LinkAdd(vx); err != nil {
+		return fmt.Errorf("create VXLAN %s in the host namespace: %w%s", attrs.Name, err, missingKind(err, "vxlan", "CONFIG_VXLAN"))
+	}
+	return nil
+}
+
+// moveTunnel moves the VXLAN interface of t into its node, renames it
+// there, marks it and sets it up.
+//
+// Equivalent to: ip link set nslxVNI netns NS; ip -n NS link set nslxVNI
+// name IF; ip -n NS link set IF up
+func (d *deployer) moveTunnel(t *spec.Tunnel) error {
+	name := tunnelName(t.VNI)
+	vx, err := netlink.LinkByName(name)
+	if err != nil {
+		return fmt.Errorf("find VXLAN %s in the host namespace: %w", name, err)
+	}
+	if err := d.inNS(t.Local.Node, func(x *ns.NS) error { return netlink.LinkSetNsFd(vx, x.Fd()) }); err != nil {
+		return fmt.Errorf("move VXLAN %s into %s: %w", name, t.Local.Node, err)
+	}
+	h := d.handles[t.Local.Node]
+	l, err := h.LinkByName(name)
+	if err != nil {
+		return fmt.Errorf("find VXLAN %s in %s: %w", name, t.Local.Node, err)
+	}
+	if err := h.LinkSetName(l, t.Local.Interface); err != nil {
+		return fmt.Errorf("rename VXLAN %s to %s: %w", name, t.Local, err)
+	}
+	if err := h.LinkSetAlias(l, linkMarker(d.lab.Name)); err != nil {
+		return fmt.Errorf("mark %s: %w", t.Local, err)
+	}
+	if err := h.LinkSetUp(l); err != nil {
+		return fmt.Errorf("set %s up: %w", t.Local, err)
+	}
+	d.index[t.Local] = l.Attrs().Index
+	d.tunnels[t.Local] = true
+	return nil
+}
+
+// isTunnel reports whether ep is the local end of a link to another host.
+func isTunnel(l *spec.Lab, ep spec.Endpoint) bool {
+	for _, t := range l.Tunnels {
+		if t.Local == ep {
+			return true
+		}
+	}
+	return false
+}
+
+func ip(a netip.Addr) net.IP { return net.IP(a.AsSlice()) }
+
+func shTunnel(l *spec.Lab, t *spec.Tunnel) []string {
+	i := l.Node(t.Local.Node).Interface(t.Local.Interface)
+	name, nsName := tunnelName(t.VNI), l.Namespace(t.Local.Node)
+	return []string{
+		fmt.Sprintf("ip link add %s%s type vxlan id %d local %s remote %s dstport %d", name, linkOpts(i.MAC.String(), i.MTU, 0), t.VNI, t.LocalIP, t.RemoteIP, t.Port),
+		fmt.Sprintf("ip link set dev %s netns %s", name, nsName),
+		fmt.Sprintf("ip -n %s link set dev %s name %s", nsName, name, i.Name),
+		fmt.Sprintf("ip -n %s link set dev %s alias %s", nsName, i.Name, linkMarker(l.Name)),
+		fmt.Sprintf("ip -n %s link set dev %s up", nsName, i.Name),
+	}
+}
+
+// checkTunnels says, before anything changes, what would stop the part's
+// VXLAN interfaces: this host must hold the part's underlay address, and
+// no device may have a tunnel's name in the host namespace. It runs in
+// the host namespace.
+func checkTunnels(l *spec.Lab) []string {
+	if len(l.Tunnels) == 0 {
+		return nil
+	}
+	var problems []string
+	local := l.Tunnels[0].LocalIP
+	addrs, err := netlink.AddrList(nil, netlink.FAMILY_ALL)
+	if err != nil {
+		return []string{fmt.Sprintf("list this host's addresses: %v", err)}
+	}
+	held := false
+	for _, a := range addrs {
+		if b, ok := netip.AddrFromSlice(a.IP); ok && b.Unmap() == local {
+			held = true
+		}
+	}
+	if !held {
+		problems = append(problems, fmt.Sprintf("host %s's underlay address %s is not on this machine: run this part on host %s, or fix hosts.%s.underlay", l.HostName, local, l.HostName, l.HostName))
+	}
+	for _, t := range l.Tunnels {
+		if _, err := netlink.LinkByName(tunnelName(t.VNI)); err == nil {
+			problems = append(problems, fmt.Sprintf("a device %s already exists in the host namespace (VNI %d of %s): another lab uses that VNI; give the link another vni:", tunnelName(t.VNI), t.VNI, t.Local))
+		}
+	}
+	return problems
+}
+
+// removeTunnel deletes a recorded VXLAN interface that a killed deploy
+// left in the host namespace: only a vxlan device of that name with the
+// recorded VNI. Gone (moved into its node, or never made) is fine.
+func removeTunnel(r TunnelRecord) error {
+	l, err := netlink.LinkByName(r.HostName)
+	var notFound netlink.LinkNotFoundError
+	if errors.As(err, &notFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("find %s in the host namespace: %w", r.HostName, err)
+	}
+	vx, ok := l.(*netlink.Vxlan)
+	if !ok || vx.VxlanId != r.VNI {
+		return nil // not ours: left alone
+	}
+	if err := netlink.LinkDel(l); err != nil {
+		return fmt.Errorf("delete VXLAN %s (%s) from the host namespace: %w", r.HostName, spec.Endpoint{Node: r.Node, Interface: r.Interface}, err)
+	}
+	return nil
+}
+
+// tunnelRemovals removes what a killed deploy left in the host namespace.
+func tunnelRemovals(st *State) []removal {
+	var plan []removal
+	for _, r := range st.Tunnels {
+		plan = append(plan, removal{
+			Name: fmt.Sprintf("delete VXLAN %s from the host namespace if a deploy left it there", r.HostName),
+			shell: func() []string {
+				return []string{fmt.Sprintf("ip -d link show dev %s 2>/dev/null | grep -q 'vxlan id %d ' && ip link del dev %s || true", r.HostName, r.VNI, r.HostName)}
+			},
+			do: func(*DestroyReport) error { return removeTunnel(r) },
+		})
+	}
+	return plan
+}
