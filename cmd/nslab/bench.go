@@ -20,6 +20,7 @@ func benchCommand() *cli.Command {
 		Usage:     "run a traffic run of the file through the lab and report pps, Mbps, loss hop by hop and what limited it",
 		ArgsUsage: "[FILE]",
 		Flags: []cli.Flag{
+			hostFlag(),
 			topoFlag(),
 			&cli.StringSliceFlag{Name: "traffic", Usage: "traffic run or group `NAME` (default: the first run); several (--traffic ab --traffic ba) run together"},
 			&cli.DurationFlag{Name: "duration", Usage: "override the run's duration"},

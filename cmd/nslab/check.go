@@ -20,6 +20,7 @@ func checkCommand() *cli.Command {
 		Usage:     "ping every address of a deployed lab from every node and compare with what its routes, NAT and firewalls say",
 		ArgsUsage: "[FILE]",
 		Flags: []cli.Flag{
+			hostFlag(),
 			topoFlag(),
 			&cli.DurationFlag{Name: "timeout", Value: time.Second, Usage: "wait per echo"},
 			&cli.IntFlag{Name: "tries", Value: 2, Usage: "echoes per pair until one answers"},

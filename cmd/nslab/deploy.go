@@ -13,6 +13,7 @@ func deployCommand() *cli.Command {
 		Usage:     "build a lab (atomic: on failure or Ctrl-C everything created is removed)",
 		ArgsUsage: "[FILE]",
 		Flags: []cli.Flag{
+			hostFlag(),
 			topoFlag(),
 			&cli.BoolFlag{Name: "dry-run", Usage: "print the equivalent iproute2/sysctl shell script, step for step, and change nothing"},
 		},

@@ -104,6 +104,22 @@ func manager(c *cli.Context) *lab.Manager {
 // nslab, set it to pause a deploy at a known step (see main_test.go).
 var beforeStep func(ctx context.Context, i int, s lab.Step) error
 
+// hostOf is --host, given before the verb or after it.
+func hostOf(c *cli.Context) string {
+	for _, x := range c.Lineage() {
+		if x.IsSet("host") {
+			return x.String("host")
+		}
+	}
+	return ""
+}
+
+// hostFlag is --host after the verb (nslab deploy --host a FILE), the
+// same as the global option before it.
+func hostFlag() *cli.StringFlag {
+	return &cli.StringFlag{Name: "host", Usage: "the `HOST` this machine is, for a lab that spans hosts", EnvVars: []string{"NSLAB_HOST"}}
+}
+
 // topoFlag is the -t FILE flag shared by the verbs.
 func topoFlag() *cli.StringFlag {
 	return &cli.StringFlag{Name: "topo", Aliases: []string{"t"}, Usage: "topology `FILE`"}
@@ -148,7 +164,7 @@ func readPart(c *cli.Context) (*spec.Lab, error) {
 // partOf is lab l as this host deploys it: itself, or for a lab that
 // spans hosts, the part of the host --host names.
 func partOf(c *cli.Context, l *spec.Lab) (*spec.Lab, error) {
-	host := c.String("host")
+	host := hostOf(c)
 	switch {
 	case !l.Spans() && host == "":
 		return l, nil

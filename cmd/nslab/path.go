@@ -19,6 +19,7 @@ func pathCommand() *cli.Command {
 		Usage:     "show the hops a packet takes from a node to an address (confirmed by the kernel when deployed)",
 		ArgsUsage: "[FILE] FROM TO   (FROM: NODE or NODE:IF; TO: an address, NODE or NODE:IF)",
 		Flags: []cli.Flag{
+			hostFlag(),
 			topoFlag(),
 			&cli.StringFlag{Name: "format", Value: "table", Usage: "table or json"},
 			&cli.StringFlag{Name: "proto", Usage: "the packet's protocol, for the NAT and firewall rules on the way: icmp, tcp or udp (default: an ICMP echo)"},
