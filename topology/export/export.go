@@ -70,7 +70,7 @@ func ToContainerlab(l *spec.Lab, image string) (*Containerlab, []string) {
 	for _, n := range l.Nodes {
 		node := &ClabNode{Kind: "linux", Image: image, NetworkMode: "none", Exec: inside[n.Name]}
 		for i, r := range n.Run {
-			node.Exec = append(node.Exec, fmt.Sprintf("sh -c %s", shQuote(fmt.Sprintf("setsid sh -c %s </dev/null >/tmp/nslab.run%d.log 2>&1 &", shQuote(r), i))))
+			node.Exec = append(node.Exec, fmt.Sprintf("sh -c %s", lab.ShellQuote(fmt.Sprintf("setsid sh -c %s </dev/null >/tmp/nslab.run%d.log 2>&1 &", lab.ShellQuote(r), i))))
 		}
 		c.Topology.Nodes[n.Name] = node
 		c.order = append(c.order, n.Name)
@@ -168,12 +168,4 @@ func lookup(m *yaml.Node, key string) *yaml.Node {
 		}
 	}
 	return nil
-}
-
-// shQuote quotes s for sh when it holds anything but safe characters.
-func shQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./:=@%+,") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

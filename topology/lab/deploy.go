@@ -86,7 +86,7 @@ func (m *Manager) Deploy(ctx context.Context, lab *spec.Lab) (*DeployResult, err
 	if err := m.saveState(st); err != nil {
 		return nil, err
 	}
-	d := &deployer{ctx: ctx, m: m, lab: lab, st: st, inodes: map[string]uint64{}, handles: map[string]*netlink.Handle{}, index: map[spec.Endpoint]int{}, tunnels: map[spec.Endpoint]bool{}}
+	d := &deployer{ctx: ctx, m: m, lab: lab, st: st, inodes: map[string]uint64{}, handles: map[string]*netlink.Handle{}, index: map[spec.Endpoint]int{}}
 	defer d.close()
 	steps := Plan(lab)
 	for i, s := range steps {

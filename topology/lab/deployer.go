@@ -23,7 +23,6 @@ type deployer struct {
 	inodes   map[string]uint64          // node -> its namespace's inode, for the state
 	handles  map[string]*netlink.Handle // node -> rtnetlink handle inside it
 	index    map[spec.Endpoint]int      // interface or bridge -> ifindex in its node
-	tunnels  map[spec.Endpoint]bool     // the VXLAN ends of links to other hosts
 	created  []string                   // namespace names, in creation order
 	services []*waited                  // services started, to check they keep running
 }

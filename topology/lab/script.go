@@ -174,8 +174,9 @@ func onOff(b bool) string {
 	return "off"
 }
 
-// shQuote quotes a word the shell would split or expand.
-func shQuote(s string) string {
+// ShellQuote quotes a word the shell would split or expand (for the
+// scripts nslab prints, and the exec lines of an export).
+func ShellQuote(s string) string {
 	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.,:/=+-@%") == "" {
 		return s
 	}

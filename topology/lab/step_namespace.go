@@ -158,7 +158,7 @@ func shNamespace(l *spec.Lab, n *spec.Node) []string {
 func shSysctls(nsName string, kvs []spec.Sysctl) string {
 	words := make([]string, len(kvs))
 	for i, s := range kvs {
-		words[i] = shQuote(s.Key + "=" + s.Value)
+		words[i] = ShellQuote(s.Key + "=" + s.Value)
 	}
 	return fmt.Sprintf("ip netns exec %s sysctl -qw %s", nsName, strings.Join(words, " "))
 }

@@ -53,7 +53,7 @@ func execSteps(l *spec.Lab, _ string) []Step {
 			steps = append(steps, Step{
 				Name: fmt.Sprintf("run in %s: %s", n.Name, c),
 				shell: func() []string {
-					return []string{fmt.Sprintf("ip netns exec %s sh -c %s", l.Namespace(n.Name), shQuote(c))}
+					return []string{fmt.Sprintf("ip netns exec %s sh -c %s", l.Namespace(n.Name), ShellQuote(c))}
 				},
 				do: func(d *deployer) error { return d.execOnce(n, i, c) },
 			})
@@ -70,7 +70,7 @@ func serviceSteps(l *spec.Lab, _ string) []Step {
 				Name: fmt.Sprintf("start service in %s: %s", n.Name, c),
 				shell: func() []string {
 					log := logPath(DefaultStateDir, l.Name, n.Name, "run", i)
-					return []string{fmt.Sprintf("mkdir -p %s && ip netns exec %s setsid sh -c %s </dev/null >%s 2>&1 &", filepath.Dir(log), l.Namespace(n.Name), shQuote(c), log)}
+					return []string{fmt.Sprintf("mkdir -p %s && ip netns exec %s setsid sh -c %s </dev/null >%s 2>&1 &", filepath.Dir(log), l.Namespace(n.Name), ShellQuote(c), log)}
 				},
 				do: func(d *deployer) error { return d.startService(n, i, c) },
 			})

@@ -104,18 +104,16 @@ func (d *deployer) moveTunnel(t *spec.Tunnel) error {
 		return fmt.Errorf("set %s up: %w", t.Local, err)
 	}
 	d.index[t.Local] = l.Attrs().Index
-	d.tunnels[t.Local] = true
 	return nil
 }
 
-// isTunnel reports whether ep is the local end of a link to another host.
-func isTunnel(l *spec.Lab, ep spec.Endpoint) bool {
+// tunnelEnds is the set of the part's local ends of links to other hosts.
+func tunnelEnds(l *spec.Lab) map[spec.Endpoint]bool {
+	out := make(map[spec.Endpoint]bool, len(l.Tunnels))
 	for _, t := range l.Tunnels {
-		if t.Local == ep {
-			return true
-		}
+		out[t.Local] = true
 	}
-	return false
+	return out
 }
 
 func ip(a netip.Addr) net.IP { return net.IP(a.AsSlice()) }

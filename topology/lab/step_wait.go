@@ -35,6 +35,7 @@ func hasBridges(l *spec.Lab) bool {
 // link at once on current kernels, and older ones are polled until the
 // bound.
 func (d *deployer) waitLinksUp() error {
+	tunnels := tunnelEnds(d.lab)
 	for ep, idx := range d.index {
 		if ep.Interface == "lo" {
 			continue
@@ -42,7 +43,7 @@ func (d *deployer) waitLinksUp() error {
 		if i := d.lab.Node(ep.Node).Interface(ep.Interface); i != nil && i.VF {
 			continue // a VF's link follows the PF's wire, not the lab
 		}
-		if d.tunnels[ep] {
+		if tunnels[ep] {
 			continue // a VXLAN device has no carrier: its state stays "unknown"
 		}
 		if err := waitOperUp(d.handles[ep.Node], idx, portUpTimeout); err != nil {
@@ -54,10 +55,11 @@ func (d *deployer) waitLinksUp() error {
 
 func shWaitUp(l *spec.Lab) []string {
 	var out []string
+	tunnels := tunnelEnds(l)
 	for _, n := range l.Nodes {
 		var devs []string
 		for _, i := range n.Interfaces {
-			if i.Name != "lo" && !i.VF && !isTunnel(l, spec.Endpoint{Node: n.Name, Interface: i.Name}) {
+			if i.Name != "lo" && !i.VF && !tunnels[spec.Endpoint{Node: n.Name, Interface: i.Name}] {
 				devs = append(devs, i.Name)
 			}
 		}
