@@ -1,12 +1,15 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/nslab/nslab/topology/lab"
+	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/urfave/cli/v2"
 	"gopkg.in/yaml.v3"
@@ -22,6 +25,7 @@ func destroyCommand() *cli.Command {
 			&cli.StringFlag{Name: "name", Usage: "lab `NAME`"},
 			&cli.BoolFlag{Name: "all", Usage: "every lab nslab deployed on this machine"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "print the equivalent iproute2 shell script and change nothing"},
+			&cli.BoolFlag{Name: "wait", Usage: "return only once the kernel has torn the namespaces down (it does that in the background, after destroy)"},
 		},
 		Action: func(c *cli.Context) error {
 			if c.Bool("dry-run") {
@@ -30,28 +34,49 @@ func destroyCommand() *cli.Command {
 			if err := lab.CheckPrivileges(); err != nil {
 				return err
 			}
-			m := manager(c)
-			if c.Bool("all") {
-				reps, err := m.DestroyAll()
-				for _, r := range reps {
-					printDestroy(c.App.Writer, r)
-				}
-				if len(reps) == 0 && err == nil {
-					fmt.Fprintln(c.App.Writer, "no labs deployed")
-				}
+			t0 := time.Now()
+			if err := destroy(c, manager(c)); err != nil {
 				return err
 			}
-			name, err := labName(c)
-			if err != nil {
-				return err
+			if c.Bool("wait") {
+				return waitTeardown(c.Context, c.App.Writer, t0)
 			}
-			rep, err := m.Destroy(name)
-			if rep != nil {
-				printDestroy(c.App.Writer, rep)
-			}
-			return err
+			return nil
 		},
 	}
+}
+
+// destroy destroys the lab named on the command line, or every lab.
+func destroy(c *cli.Context, m *lab.Manager) error {
+	if c.Bool("all") {
+		reps, err := m.DestroyAll()
+		for _, r := range reps {
+			printDestroy(c.App.Writer, r)
+		}
+		if len(reps) == 0 && err == nil {
+			fmt.Fprintln(c.App.Writer, "no labs deployed")
+		}
+		return err
+	}
+	name, err := labName(c)
+	if err != nil {
+		return err
+	}
+	rep, err := m.Destroy(name)
+	if rep != nil {
+		printDestroy(c.App.Writer, rep)
+	}
+	return err
+}
+
+// waitTeardown waits until the kernel has torn down every namespace
+// released so far, and says how long after t0 that was.
+func waitTeardown(ctx context.Context, w io.Writer, t0 time.Time) error {
+	if err := ns.Settle(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "the kernel finished tearing the namespaces down %s after destroy began\n", time.Since(t0).Round(time.Millisecond))
+	return nil
 }
 
 func printDestroy(w io.Writer, r *lab.DestroyReport) {

@@ -199,8 +199,9 @@ func TestPrivilegedDeployExecInspectDestroy(t *testing.T) {
 	if code, out, _ = c.run("inspect", "-t", file); code != 0 || !strings.Contains(out, "ns2:veth2") {
 		t.Errorf("inspect table: %d %q", code, out)
 	}
-	if code, out, _ = c.run("destroy", "-t", file); code != 0 || !strings.Contains(out, "2 namespaces removed") {
-		t.Errorf("destroy: %d %q", code, out)
+	code, out, errOut = c.run("destroy", "-t", file, "--wait")
+	if code != 0 || !strings.Contains(out, "2 namespaces removed") || !strings.Contains(out, "the kernel finished tearing the namespaces down") {
+		t.Errorf("destroy --wait: %d %q %s", code, out, errOut)
 	}
 	if code, out, _ = c.run("destroy", "-t", file); code != 0 || !strings.Contains(out, "nothing to destroy") {
 		t.Errorf("second destroy: %d %q", code, out)

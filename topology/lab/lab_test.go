@@ -757,3 +757,56 @@ func TestPrivilegedBridgePortsWithoutEntries(t *testing.T) {
 		}
 	}
 }
+
+// TestPrivilegedDestroyReleasesNamespaces: a destroy holds the namespaces
+// it removes until all are unmounted, then closes them: none of them is
+// open in this process afterwards, and a holder that is full closes what
+// it is handed at once.
+func TestPrivilegedDestroyReleasesNamespaces(t *testing.T) {
+	f := newFixture(t, "client-router-server.yaml")
+	before := openNamespaces(t)
+	f.deploy()
+	h := &holder{room: 1}
+	var opened []*ns.NS
+	for _, node := range []string{"ns1", "ns2"} {
+		n, err := ns.Open(f.m.netnsDir(), f.ns(node))
+		if err != nil {
+			t.Fatal(err)
+		}
+		opened = append(opened, n)
+		h.keep(n)
+	}
+	if opened[0].Fd() < 0 || opened[1].Fd() >= 0 {
+		t.Errorf("holder with room for one: descriptors %d, %d (want the first open, the second closed)", opened[0].Fd(), opened[1].Fd())
+	}
+	h.release()
+	if opened[0].Fd() >= 0 {
+		t.Error("release left the held namespace open")
+	}
+	rep, err := f.m.Destroy(f.lab.Name)
+	if err != nil || len(rep.Removed) != 3 {
+		t.Fatalf("destroy: %+v %v", rep, err)
+	}
+	if after := openNamespaces(t); after != before {
+		t.Errorf("network namespaces open in this process: %d before deploy, %d after destroy", before, after)
+	}
+	f.assertGone()
+}
+
+// openNamespaces counts this process's descriptors on network namespaces.
+func openNamespaces(t *testing.T) int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, e := range ents {
+		fd, err := strconv.Atoi(e.Name())
+		var sfs unix.Statfs_t
+		if err == nil && unix.Fstatfs(fd, &sfs) == nil && sfs.Type == unix.NSFS_MAGIC {
+			n++
+		}
+	}
+	return n
+}
