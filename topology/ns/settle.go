@@ -2,10 +2,8 @@ package ns
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime"
-	"time"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -20,8 +18,9 @@ import (
 // Settle waits until the kernel has torn down every network namespace
 // released before the call. It watches a probe: a namespace it releases
 // itself, holding one end of a veth whose other end is in a second
-// namespace it keeps; the kept end vanishes when the probe's batch has
-// removed its devices. It releases a second probe once the first is gone:
+// namespace it keeps; the kept end is deleted (an event on the kept
+// namespace's link subscription) when the probe's batch has removed its
+// devices. It releases a second probe once the first is gone:
 // that one is taken up by the queue's next pass, which starts only when the
 // first probe's batch has finished entirely, so when its end vanishes too
 // everything released before the call is gone. The probes have no names
@@ -54,25 +53,49 @@ func probeTeardown(ctx context.Context) error {
 	}
 	defer h.Close()
 	err = h.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "settle"}, PeerName: "settle", PeerNamespace: netlink.NsFd(probe.Fd())})
-	probe.Close() // its last reference: the kernel queues its teardown
 	if err != nil {
+		probe.Close()
 		return fmt.Errorf("settle: veth into the probe namespace: %w", err)
 	}
-	for {
-		_, err := h.LinkByName("settle")
-		var gone netlink.LinkNotFoundError
-		if errors.As(err, &gone) {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("settle: watch the probe's veth: %w", err)
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("settle: the kernel was still tearing namespaces down: %w", ctx.Err())
-		case <-time.After(time.Millisecond):
-		}
+	wait, err := watchRemoval(keep, "settle")
+	if err != nil {
+		probe.Close()
+		return err
 	}
+	probe.Close() // its last reference: the kernel queues its teardown
+	return wait(ctx)
+}
+
+// watchRemoval subscribes to the link changes of namespace n (its socket
+// opened there). The returned wait blocks until the link named name is
+// deleted in n, or ctx ends, and then ends the subscription.
+func watchRemoval(n *NS, name string) (wait func(context.Context) error, err error) {
+	updates := make(chan netlink.LinkUpdate)
+	done := make(chan struct{})
+	err = n.Do(func() error { return netlink.LinkSubscribe(updates, done) })
+	if err != nil {
+		return nil, fmt.Errorf("settle: watch the links of %s: %w", n.Name, err)
+	}
+	return func(ctx context.Context) error {
+		defer func() {
+			close(done)
+			for range updates { // until the subscription's reader has ended
+			}
+		}()
+		for {
+			select {
+			case u, ok := <-updates:
+				if !ok {
+					return fmt.Errorf("settle: the watch of %s's links ended before %s went", n.Name, name)
+				}
+				if u.Header.Type == unix.RTM_DELLINK && u.Attrs().Name == name {
+					return nil
+				}
+			case <-ctx.Done():
+				return fmt.Errorf("settle: the kernel was still tearing namespaces down: %w", ctx.Err())
+			}
+		}
+	}, nil
 }
 
 // unnamed creates a network namespace with no name: only the returned
