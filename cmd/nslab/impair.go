@@ -173,13 +173,7 @@ func openInterface(c *cli.Context, arg string) (*lab.Running, spec.Endpoint, err
 // are written): the flag parser stops at the first argument, so args is
 // reordered to put the flags, with their values, before the arguments.
 func flagsFirst(args []string, at int, cmd *cli.Command) []string {
-	takesValue := map[string]bool{}
-	for _, f := range cmd.Flags {
-		_, isBool := f.(*cli.BoolFlag)
-		for _, n := range f.Names() {
-			takesValue[n] = !isBool
-		}
-	}
+	takesValue := valueFlags(cmd.Flags)
 	head := append([]string(nil), args[:at+1]...) // nslab [global options] impair
 	var flags, rest []string
 	for i := at + 1; i < len(args); i++ {
@@ -200,4 +194,18 @@ func flagsFirst(args []string, at int, cmd *cli.Command) []string {
 		}
 	}
 	return append(append(head, flags...), rest...)
+}
+
+// valueFlags maps every name of flags to whether it takes a value (all
+// but the booleans): what a parser of raw arguments needs to know to skip
+// a flag's value.
+func valueFlags(flags []cli.Flag) map[string]bool {
+	takesValue := map[string]bool{}
+	for _, f := range flags {
+		_, isBool := f.(*cli.BoolFlag)
+		for _, n := range f.Names() {
+			takesValue[n] = !isBool
+		}
+	}
+	return takesValue
 }

@@ -46,9 +46,9 @@ func run(args []string) int {
 		},
 		ExitErrHandler: func(*cli.Context, error) {}, // run() prints and maps errors
 	}
-	if at := commandAt(args, app); at > 0 {
+	if at := commandAt(args, app); at > 0 && operandsFirst[args[at]] {
 		for _, cmd := range app.Commands {
-			if args[at] == cmd.Name && (cmd.Name == "impair" || cmd.Name == "link" || cmd.Name == "capture" || cmd.Name == "generate" || cmd.Name == "export") {
+			if cmd.Name == args[at] {
 				args = flagsFirst(args, at, cmd)
 			}
 		}
@@ -73,16 +73,14 @@ func run(args []string) int {
 	return 1
 }
 
+// operandsFirst are the verbs whose operands may come before their
+// options, as tc and ip are written (nslab impair ns2:eth1 --delay 50ms).
+var operandsFirst = map[string]bool{"impair": true, "link": true, "capture": true, "generate": true, "export": true}
+
 // commandAt is the index of the verb in args, after the global options
 // (-1 when there is none).
 func commandAt(args []string, app *cli.App) int {
-	takesValue := map[string]bool{}
-	for _, f := range app.Flags {
-		_, isBool := f.(*cli.BoolFlag)
-		for _, n := range f.Names() {
-			takesValue[n] = !isBool
-		}
-	}
+	takesValue := valueFlags(app.Flags)
 	for i := 1; i < len(args); i++ {
 		a := args[i]
 		if !strings.HasPrefix(a, "-") {
