@@ -8,8 +8,15 @@
 // namespaces joined by N-1 veth pairs with addresses, routes and forwarding
 // (nslab generate chain --routes). Then the cost per node of chains of
 // 1,000, 3,000 and 10,000 nodes as whole nslab deploy and destroy
-// processes, with each process's peak memory (see scale.go). After every
-// run it checks that no namespace of the run remains.
+// processes, with each process's peak memory and the kernel memory the
+// lab holds (see scale.go), and what fresh memory costs this machine
+// (memory.go). After every run it checks that no namespace of the run
+// remains.
+//
+// Namespaces are named in /run/netns on a tmpfs, as on most systems: when
+// this machine's is on a disk file system the bench runs in a mount
+// namespace of its own with a tmpfs there (netns.go); -netns host
+// measures on the machine's own.
 package main
 
 import (
@@ -38,11 +45,17 @@ func main() {
 	example := flag.String("example", "examples/client-router-server.yaml", "the small lab")
 	nslabBin := flag.String("nslab", "bin/nslab", "nslab binary, to time whole commands too")
 	scale := flag.String("scale", "1000,3000,10000", "chain sizes whose cost per node is measured (\"\": none)")
+	netns := flag.String("netns", "tmpfs", "where namespaces are named: tmpfs (/run/netns on a tmpfs, mounted for the run in a mount namespace of its own when the machine's is not one) or host (this machine's /run/netns as it is)")
 	flag.Parse()
 	if err := lab.CheckPrivileges(); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
+	where, err := placeNamespaces(*netns)
+	if err != nil {
+		fail(err)
+	}
+	fmt.Println(where)
 	data, err := os.ReadFile(*example)
 	if err != nil {
 		fail(err)
@@ -60,7 +73,8 @@ func main() {
 	targets(starts, rows)
 	if *scale != "" {
 		scaleRows := measureScale(*nslabBin, *scale)
-		printScale(scaleRows)
+		justFreed, idleFreed := memorySupply(1<<30, memoryIdle)
+		printScale(scaleRows, justFreed, idleFreed)
 	}
 }
 

@@ -17,13 +17,15 @@ import (
 )
 
 // scaleRow is one chain size: its whole nslab deploy and destroy
-// processes, timed, with their peak resident memory, and when the kernel
-// had torn the lab down after destroy began (settled).
+// processes, timed, with their peak resident memory, the kernel memory
+// the deployed lab held (heldKB), and when the kernel had torn the lab
+// down after destroy began (settled).
 type scaleRow struct {
 	nodes                    int
 	fileBytes                int
 	deploy, destroy, settled time.Duration
 	deployKB, destroyKB      int64
+	heldKB                   int64
 }
 
 func (r scaleRow) perNode(d time.Duration) time.Duration { return d / time.Duration(r.nodes) }
@@ -54,7 +56,9 @@ func scaleOne(nslabBin string, n int) scaleRow {
 	file := filepath.Join(dir, name+".yaml")
 	must(os.WriteFile(file, data, 0o644))
 	r := scaleRow{nodes: n, fileBytes: len(data)}
+	free := memFreeKB()
 	r.deploy, r.deployKB = timeMem(nslabBin, "--state-dir", dir, "deploy", file)
+	r.heldKB = free - memFreeKB()
 	t0 := time.Now()
 	r.destroy, r.destroyKB = timeMem(nslabBin, "--state-dir", dir, "destroy", "--name", name)
 	r.settled = settle(t0)
@@ -92,13 +96,17 @@ func timeMem(name string, args ...string) (time.Duration, int64) {
 	return el, ru.Maxrss
 }
 
-func printScale(rows []scaleRow) {
+// printScale prints the rows and the per-node ratios, and what fresh
+// memory costs this machine (memorySupply's justFreed and idleFreed, per
+// MiB) against what the largest lab held: the part of a deploy's growth
+// that is the host handing memory back, not nslab.
+func printScale(rows []scaleRow, justFreed, idleFreed time.Duration) {
 	fmt.Printf("\nchains of nslab generate chain --routes, one whole nslab process each way:\n")
-	fmt.Printf("(kernel done: from the start of destroy until the kernel had torn every namespace down, which it does after destroy returns)\n")
-	fmt.Printf("%8s %10s %10s %10s %10s %10s %12s %10s %12s %12s\n", "nodes", "file", "deploy", "per node", "destroy", "per node", "kernel done", "per node", "deploy peak", "destroy peak")
+	fmt.Printf("(kernel done: from the start of destroy until the kernel had torn every namespace down, which it does after destroy returns;\n kernel held: how much MemFree fell while the lab was deployed, per node)\n")
+	fmt.Printf("%8s %10s %10s %10s %10s %10s %12s %10s %12s %12s %12s\n", "nodes", "file", "deploy", "per node", "destroy", "per node", "kernel done", "per node", "deploy peak", "destroy peak", "kernel held")
 	for _, r := range rows {
-		fmt.Printf("%8d %9.1fM %10s %10s %10s %10s %12s %10s %11.0fM %11.0fM\n", r.nodes, float64(r.fileBytes)/(1<<20), dur(r.deploy), dur(r.perNode(r.deploy)),
-			dur(r.destroy), dur(r.perNode(r.destroy)), dur(r.settled), dur(r.perNode(r.settled)), float64(r.deployKB)/1024, float64(r.destroyKB)/1024)
+		fmt.Printf("%8d %9.1fM %10s %10s %10s %10s %12s %10s %11.0fM %11.0fM %10.0fKB\n", r.nodes, float64(r.fileBytes)/(1<<20), dur(r.deploy), dur(r.perNode(r.deploy)),
+			dur(r.destroy), dur(r.perNode(r.destroy)), dur(r.settled), dur(r.perNode(r.settled)), float64(r.deployKB)/1024, float64(r.destroyKB)/1024, float64(r.heldKB)/float64(r.nodes))
 	}
 	if len(rows) < 2 {
 		return
@@ -110,4 +118,10 @@ func printScale(rows []scaleRow) {
 	done := float64(last.perNode(last.settled)) / float64(first.perNode(first.settled))
 	fmt.Printf("per-node cost at %d nodes over %d: deploy %.2fx, %s; destroy %.2fx, %s (target <= 1.25x); kernel done %.2fx\n",
 		last.nodes, first.nodes, up, met[up <= 1.25], down, met[down <= 1.25], done)
+	mibPerNode := float64(last.heldKB) / 1024 / float64(last.nodes)
+	fresh := time.Duration(float64(idleFreed-justFreed) * mibPerNode)
+	fmt.Printf("fresh memory: a first write costs %s per MiB of memory just freed, %s per MiB of memory freed %s earlier (%.2fx);\n",
+		dur(justFreed), dur(idleFreed), memoryIdle, float64(idleFreed)/float64(justFreed))
+	fmt.Printf("  at %.2f MiB held per node, memory the machine took back costs the %d-node deploy up to %s per node; its per-node cost grew by %s\n",
+		mibPerNode, last.nodes, dur(max(fresh, 0)), dur(last.perNode(last.deploy)-first.perNode(first.deploy)))
 }
