@@ -59,12 +59,16 @@ func checkCommand() *cli.Command {
 				return cli.Exit("--format is matrix, list or json", 2)
 			}
 			summary, bad := checkSummary(pairs)
-			if c.String("format") != "json" {
-				printCheckProblems(w, pairs)
-				fmt.Fprintln(w, summary)
+			if c.String("format") == "json" {
+				if bad { // the summary goes where the JSON does not
+					return cli.Exit("check failed: "+summary, 1)
+				}
+				return nil
 			}
+			printCheckProblems(w, pairs)
+			fmt.Fprintln(w, summary)
 			if bad {
-				return cli.Exit("check failed: "+summary, 1)
+				return cli.Exit("", 1) // said above, once
 			}
 			return nil
 		},
