@@ -25,26 +25,22 @@ type Neighbours struct {
 // igmpFilter accepts IPv4 frames that carry IGMP (protocol 2 at byte 23):
 // the membership reports a bridge with an address sends in its first
 // seconds.
-var igmpFilter = []unix.SockFilter{
-	{Code: unix.BPF_LD | unix.BPF_B | unix.BPF_ABS, K: 23},
-	{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jt: 0, Jf: 1, K: unix.IPPROTO_IGMP},
-	{Code: unix.BPF_RET | unix.BPF_K, K: 0xffff},
-	{Code: unix.BPF_RET | unix.BPF_K, K: 0},
-}
+var igmpFilter = assemble(append([]bpfIns{
+	{code: ldb, k: 23},
+	{code: jeq, k: unix.IPPROTO_IGMP, jf: "drop"},
+}, keepOrDrop(0xffff)...))
 
 // icmp6Filter accepts IPv6 frames that carry ICMPv6 (neighbour discovery,
 // MLD, ...): next header 58 at byte 20 of the frame. A hop-by-hop header
 // (MLD reports carry one: next header 0) is followed to its next header at
 // byte 54.
-var icmp6Filter = []unix.SockFilter{
-	{Code: unix.BPF_LD | unix.BPF_B | unix.BPF_ABS, K: 20},
-	{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jt: 3, Jf: 0, K: 58},
-	{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jt: 0, Jf: 3, K: 0},
-	{Code: unix.BPF_LD | unix.BPF_B | unix.BPF_ABS, K: 54},
-	{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jt: 0, Jf: 1, K: 58},
-	{Code: unix.BPF_RET | unix.BPF_K, K: 0xffff},
-	{Code: unix.BPF_RET | unix.BPF_K, K: 0},
-}
+var icmp6Filter = assemble(append([]bpfIns{
+	{code: ldb, k: 20},
+	{code: jeq, k: unix.IPPROTO_ICMPV6, jt: "keep"},
+	{code: jeq, k: unix.IPPROTO_HOPOPTS, jf: "drop"},
+	{code: ldb, k: 54},
+	{code: jeq, k: unix.IPPROTO_ICMPV6, jf: "drop"},
+}, keepOrDrop(0xffff)...))
 
 // CountNeighbours opens the counters on interface ifindex of namespace n
 // (the sockets are opened on a thread inside it: a packet socket belongs

@@ -22,30 +22,26 @@ type UDPPort struct {
 // the frame, fragment offset at 20, the UDP header after the IP header's
 // own length).
 func udp4Filter(port int) []unix.SockFilter {
-	return []unix.SockFilter{
-		{Code: unix.BPF_LD | unix.BPF_B | unix.BPF_ABS, K: 23},
-		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jt: 0, Jf: 6, K: unix.IPPROTO_UDP},
-		{Code: unix.BPF_LD | unix.BPF_H | unix.BPF_ABS, K: 20},
-		{Code: unix.BPF_JMP | unix.BPF_JSET | unix.BPF_K, Jt: 4, Jf: 0, K: 0x1fff},
-		{Code: unix.BPF_LDX | unix.BPF_B | unix.BPF_MSH, K: 14},
-		{Code: unix.BPF_LD | unix.BPF_H | unix.BPF_IND, K: 14 + 2},
-		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jt: 0, Jf: 1, K: uint32(port)},
-		{Code: unix.BPF_RET | unix.BPF_K, K: 64},
-		{Code: unix.BPF_RET | unix.BPF_K, K: 0},
-	}
+	return assemble(append([]bpfIns{
+		{code: ldb, k: 23},
+		{code: jeq, k: unix.IPPROTO_UDP, jf: "drop"},
+		{code: ldh, k: 20},
+		{code: jset, k: 0x1fff, jt: "drop"}, // a fragment after the first
+		{code: ldxmsh, k: 14},
+		{code: ldhx, k: 14 + 2},
+		{code: jeq, k: uint32(port), jf: "drop"},
+	}, keepOrDrop(64)...))
 }
 
 // udp6Filter accepts IPv6 UDP without extension headers to port (next
 // header at byte 20, the destination port at byte 56).
 func udp6Filter(port int) []unix.SockFilter {
-	return []unix.SockFilter{
-		{Code: unix.BPF_LD | unix.BPF_B | unix.BPF_ABS, K: 20},
-		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jt: 0, Jf: 3, K: unix.IPPROTO_UDP},
-		{Code: unix.BPF_LD | unix.BPF_H | unix.BPF_ABS, K: 56},
-		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, Jt: 0, Jf: 1, K: uint32(port)},
-		{Code: unix.BPF_RET | unix.BPF_K, K: 64},
-		{Code: unix.BPF_RET | unix.BPF_K, K: 0},
-	}
+	return assemble(append([]bpfIns{
+		{code: ldb, k: 20},
+		{code: jeq, k: unix.IPPROTO_UDP, jf: "drop"},
+		{code: ldh, k: 56},
+		{code: jeq, k: uint32(port), jf: "drop"},
+	}, keepOrDrop(64)...))
 }
 
 // CountUDPPort opens the counter on interface ifindex of namespace n (on a

@@ -31,48 +31,10 @@ func CountSentControl(n *ns.NS, ifindex int, ipv6 bool) (*Neighbours, error) {
 	return c, nil
 }
 
-// bpfIns is one instruction of a filter, jumping to labels.
-type bpfIns struct {
-	label  string // this instruction's label, if any
-	code   uint16
-	k      uint32
-	jt, jf string // labels; "" is the next instruction
-}
-
-// assemble resolves the labels of a filter into relative jumps.
-func assemble(prog []bpfIns) []unix.SockFilter {
-	at := map[string]int{}
-	for i, in := range prog {
-		if in.label != "" {
-			at[in.label] = i
-		}
-	}
-	rel := func(i int, label string) uint8 {
-		if label == "" {
-			return 0
-		}
-		return uint8(at[label] - i - 1)
-	}
-	out := make([]unix.SockFilter, len(prog))
-	for i, in := range prog {
-		out[i] = unix.SockFilter{Code: in.code, K: in.k, Jt: rel(i, in.jt), Jf: rel(i, in.jf)}
-	}
-	return out
-}
-
 // sentControlFilter keeps the outgoing frames that are control frames.
 func sentControlFilter(ipv6 bool) []unix.SockFilter {
-	const (
-		ld      = unix.BPF_LD | unix.BPF_W | unix.BPF_ABS
-		ldh     = unix.BPF_LD | unix.BPF_H | unix.BPF_ABS
-		ldb     = unix.BPF_LD | unix.BPF_B | unix.BPF_ABS
-		jeq     = unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K
-		ret     = unix.BPF_RET | unix.BPF_K
-		skfAD   = 0xfffff000 // SKF_AD_OFF
-		pktType = 4          // SKF_AD_PKTTYPE
-	)
 	prog := []bpfIns{
-		{code: ld, k: skfAD + pktType},
+		{code: ldw, k: skfAD + skfPktType},
 		{code: jeq, k: unix.PACKET_OUTGOING, jf: "drop"},
 		{code: ldh, k: 12}, // ethertype
 		{code: jeq, k: unix.ETH_P_ARP, jt: "keep"},
@@ -90,9 +52,5 @@ func sentControlFilter(ipv6 bool) []unix.SockFilter {
 			bpfIns{code: jeq, k: unix.IPPROTO_ICMPV6, jt: "keep", jf: "drop"},
 		)
 	}
-	prog = append(prog,
-		bpfIns{label: "keep", code: ret, k: 0xffff},
-		bpfIns{label: "drop", code: ret, k: 0},
-	)
-	return assemble(prog)
+	return assemble(append(prog, keepOrDrop(0xffff)...))
 }
