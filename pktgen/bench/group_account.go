@@ -133,11 +133,7 @@ func (g *Group) judge(frame int, reps []*Report, a *Aggregate) {
 	agg.explainDrops(frame, m, place)
 	agg.judge(place, sentPPS)
 	if agg.Verdict.Limit == "sender" { // every run's sender, not the first's
-		var senders []string
-		for _, r := range reps {
-			senders = append(senders, strings.SplitN(r.From, ":", 2)[0])
-		}
-		agg.Verdict.Node = strings.Join(senders, ", ")
+		agg.Verdict.Node = strings.Join(senderNodes(reps), ", ")
 		agg.Bottleneck = agg.Verdict.line()
 	}
 	a.Drops, a.Bottleneck, a.Verdict = agg.Drops, agg.Bottleneck, agg.Verdict
@@ -154,6 +150,18 @@ func (g *Group) judge(frame int, reps []*Report, a *Aggregate) {
 			r.judge(b.place, float64(r.Sent)/r.Elapsed.Seconds())
 		}
 	}
+}
+
+// senderNodes names the nodes the runs send from, each once, in the runs'
+// order.
+func senderNodes(reps []*Report) []string {
+	var out []string
+	for _, r := range reps {
+		if node, _, _ := strings.Cut(r.From, ":"); !slices.Contains(out, node) {
+			out = append(out, node)
+		}
+	}
+	return out
 }
 
 // unionDrops names the drops of the streams' paths, each counter once.

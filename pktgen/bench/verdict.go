@@ -28,8 +28,14 @@ func (r *Report) judge(p placement, sentPPS float64) {
 	r.Bottleneck = v.line()
 }
 
+// line is the verdict as the report's bottleneck line: the limit, the
+// node or nodes (several, comma-separated, make the limit plural), and
+// the evidence in brackets.
 func (v Verdict) line() string {
 	who := v.Limit
+	if strings.Contains(v.Node, ", ") {
+		who += "s"
+	}
 	if v.Node != "" {
 		who += " " + v.Node
 	}

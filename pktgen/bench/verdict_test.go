@@ -61,6 +61,19 @@ func TestVerdicts(t *testing.T) {
 	}
 }
 
+// TestSeveralSenders: a group limited by its senders names each sending
+// node once, and the line says "senders".
+func TestSeveralSenders(t *testing.T) {
+	reps := []*Report{{From: "h1:eth0"}, {From: "h2:eth0"}, {From: "h1:eth1"}}
+	v := Verdict{Limit: "sender", Node: strings.Join(senderNodes(reps), ", "), Evidence: []string{"cpu0 100% sys"}}
+	if got, want := v.line(), "senders h1, h2 (cpu0 100% sys)"; got != want {
+		t.Errorf("%q, want %q", got, want)
+	}
+	if got, want := (Verdict{Limit: "sender", Node: "h1"}).line(), "sender h1"; got != want {
+		t.Errorf("%q, want %q", got, want)
+	}
+}
+
 // TestIntervalDrops: a veth drop counted at both ends of its link is one
 // drop in the live lines.
 func TestIntervalDrops(t *testing.T) {
