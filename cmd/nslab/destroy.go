@@ -140,6 +140,9 @@ func destroyDryRun(c *cli.Context) error {
 		if file, err = spec.ReadFile(path); err != nil {
 			return err
 		}
+		if file, err = partOf(c, file); err != nil { // a host removes its own part
+			return err
+		}
 	}
 	script, err := manager(c).DestroyScript(name, file)
 	if err != nil {

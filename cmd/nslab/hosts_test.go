@@ -2,9 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"maps"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +16,7 @@ import (
 	"github.com/nslab/nslab/topology/labtest"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 )
 
 // simHosts is two simulated hosts: two namespaces joined by a veth
@@ -179,5 +184,152 @@ func TestPrivilegedHostPartKilled(t *testing.T) {
 			t.Fatalf("k=%d: destroy: %d %s %s", k, code, out, errOut)
 		}
 		s.assertNothingLeft(t)
+	}
+}
+
+// TestPrivilegedPartScripts: host a's part of the two-host lab, built by
+// the script of `nslab --host a deploy --dry-run` (run on host a as a user
+// would, in its network namespace), is what nslab builds: the same links
+// (the VXLAN interfaces with their VNI, addresses and port), addresses,
+// routes and sysctls, and the client reaches the server through the
+// router nslab built on host b. The script of `nslab --host a destroy
+// --dry-run` removes that part, and a VXLAN interface a deploy script
+// left in the host namespace when it stopped there, and nothing of host
+// b's.
+func TestPrivilegedPartScripts(t *testing.T) {
+	for _, tool := range []string{"bash", "nsenter"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed", tool)
+		}
+	}
+	s := newSimHosts(t)
+	if code, out, errOut := s.onB.run("--host", "b", "deploy", s.file); code != 0 {
+		t.Fatalf("deploy host b: %d %s %s", code, out, errOut)
+	}
+	partA := []string{s.name + "-client", s.name + "-server"}
+	if code, out, errOut := s.onA.run("--host", "a", "deploy", s.file); code != 0 {
+		t.Fatalf("deploy host a: %d %s %s", code, out, errOut)
+	}
+	want := partSnapshot(t, partA)
+	if code, out, errOut := s.onA.run("destroy", "--name", s.name); code != 0 {
+		t.Fatalf("destroy host a: %d %s %s", code, out, errOut)
+	}
+	deploy := s.dryRun(t, "deploy", s.file)
+	destroy := s.dryRun(t, "destroy", "-t", s.file)
+
+	runOnHost(t, s.a, deploy)
+	compareParts(t, want, partSnapshot(t, partA))
+	if n, err := labtest.Ping(ns.DefaultDir, s.name+"-client", netip.MustParseAddr("10.1.2.1"), 3, 2*time.Second); err != nil || n != 3 {
+		t.Errorf("client -> server through host b, host a's part built by its script: %d of 3 answered, %v", n, err)
+	}
+	if got := strings.Join(hostLinks(t, s.a), " "); got != "lo under0" {
+		t.Errorf("host a after the deploy script: %s, want lo under0", got)
+	}
+	runOnHost(t, s.a, destroy)
+	if left := nsLeft(s.name, "client", "server"); len(left) > 0 {
+		t.Errorf("the destroy script left %v", left)
+	}
+	if left := nsLeft(s.name, "router"); len(left) != 1 {
+		t.Errorf("host a's destroy script removed host b's router")
+	}
+
+	// A deploy script stopped after it made the first VXLAN interface.
+	stopped, _, found := strings.Cut(deploy, "\n# step 4:")
+	if !found {
+		t.Fatalf("no step 4 in the deploy script:\n%s", deploy)
+	}
+	runOnHost(t, s.a, stopped)
+	if got := strings.Join(hostLinks(t, s.a), " "); !strings.Contains(got, "nslx") {
+		t.Fatalf("host a after the deploy script's step 3: %s, want its VXLAN interface", got)
+	}
+	runOnHost(t, s.a, destroy)
+	if code, out, errOut := s.onB.run("destroy", "--name", s.name); code != 0 {
+		t.Fatalf("destroy host b: %d %s %s", code, out, errOut)
+	}
+	s.assertNothingLeft(t)
+}
+
+// dryRun returns the script of `nslab --host a VERB --dry-run ARGS` on host a.
+func (s *simHosts) dryRun(t *testing.T, verb string, args ...string) string {
+	t.Helper()
+	code, out, errOut := s.onA.run(append([]string{"--host", "a", verb, "--dry-run"}, args...)...)
+	if code != 0 {
+		t.Fatalf("%s --dry-run: %d %s", verb, code, errOut)
+	}
+	return out
+}
+
+// runOnHost runs a bash script in the network namespace of a simulated
+// host, and in the machine's mount namespace, where `ip netns add` keeps
+// the namespaces it names (ip netns exec would give the script a mount
+// namespace of its own, and they would vanish with it).
+func runOnHost(t *testing.T, host, script string) {
+	t.Helper()
+	cmd := exec.Command("nsenter", "--net="+filepath.Join(ns.DefaultDir, host), "bash", "-s")
+	cmd.Stdin = strings.NewReader(script)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("script on host %s: %v\n%s\nscript:\n%s", host, err, out, script)
+	}
+}
+
+// partSnapshot describes what the kernel holds in the given namespaces:
+// "namespace/kind/object" -> its settings. Links with their VXLAN
+// attributes, addresses, routes of every table, and every sysctl.
+func partSnapshot(t *testing.T, namespaces []string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, name := range namespaces {
+		h := labtest.Handle(t, ns.DefaultDir, name)
+		links, err := h.LinkList()
+		if err != nil {
+			t.Fatal(err)
+		}
+		ifname := map[int]string{}
+		for _, l := range links {
+			ifname[l.Attrs().Index] = l.Attrs().Name
+		}
+		for _, l := range links {
+			a := l.Attrs()
+			desc := fmt.Sprintf("type=%s mac=%s mtu=%d flags=%s alias=%q", l.Type(), a.HardwareAddr, a.MTU, a.Flags, a.Alias)
+			if vx, ok := l.(*netlink.Vxlan); ok {
+				desc += fmt.Sprintf(" vni=%d local=%s remote=%s port=%d learning=%v ttl=%d", vx.VxlanId, vx.SrcAddr, vx.Group, vx.Port, vx.Learning, vx.TTL)
+			}
+			out[name+"/link/"+a.Name] = desc
+			addrs, err := h.AddrList(l, netlink.FAMILY_ALL)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, ad := range addrs {
+				out[name+"/addr/"+a.Name+"/"+ad.IPNet.String()] = fmt.Sprintf("brd=%v scope=%d flags=%#x", ad.Broadcast, ad.Scope, ad.Flags)
+			}
+		}
+		routes, err := h.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{Table: unix.RT_TABLE_UNSPEC}, netlink.RT_FILTER_TABLE)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range routes {
+			out[fmt.Sprintf("%s/route/%d/%v/%s/%d", name, r.Table, r.Dst, ifname[r.LinkIndex], r.Family)] = fmt.Sprintf("gw=%v src=%v scope=%d proto=%d metric=%d type=%d", r.Gw, r.Src, r.Scope, r.Protocol, r.Priority, r.Type)
+		}
+		for k, v := range labtest.Sysctls(t, ns.DefaultDir, name) {
+			out[name+"/sysctl/"+k] = v
+		}
+	}
+	return out
+}
+
+// compareParts reports every object that nslab and the script built
+// differently, or only one of them built.
+func compareParts(t *testing.T, want, got map[string]string) {
+	t.Helper()
+	keys := slices.Sorted(maps.Keys(want))
+	for k := range got {
+		if _, ok := want[k]; !ok {
+			keys = append(keys, k)
+		}
+	}
+	for _, k := range keys {
+		if w, g := want[k], got[k]; w != g {
+			t.Errorf("%s:\n  nslab:  %s\n  script: %s", k, w, g)
+		}
 	}
 }

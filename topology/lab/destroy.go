@@ -158,10 +158,15 @@ func inParallel(plan []removal, rep *DestroyReport) []error {
 // lab's file, only gives the script its VF lines when there is no state.
 func (m *Manager) removals(labName string, st *State, records []NSRecord, l *spec.Lab) []removal {
 	plan := []removal{stopRemoval(labName, st, records, l)}
+	nsNames := map[string]string{}
+	for _, r := range records {
+		nsNames[r.Node] = r.Name
+	}
 	if st != nil {
-		plan = append(plan, tunnelRemovals(st)...)
+		plan = append(plan, m.tunnelRemovals(labName, st.Tunnels, nsNames)...)
 		plan = append(plan, m.vfRemovals(st)...)
 	} else if l != nil {
+		plan = append(plan, m.tunnelRemovals(labName, tunnelRecords(l), nsNames)...)
 		plan = append(plan, unrecordedVFs(l)...)
 	}
 	sorted := append([]NSRecord(nil), records...)

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nslab/nslab/topology/labtest"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/qdisc"
 	"github.com/nslab/nslab/topology/spec"
@@ -305,7 +306,7 @@ func snapshot(t *testing.T, f *fixture) map[string]string {
 			key := fmt.Sprintf("%s/route/%d/%v/%s/%d", n.Name, r.Table, r.Dst, name(r.LinkIndex), r.Family)
 			out[key] = fmt.Sprintf("gw=%v src=%v scope=%d proto=%d metric=%d type=%d flags=%d", r.Gw, r.Src, r.Scope, r.Protocol, r.Priority, r.Type, r.Flags)
 		}
-		for k, v := range sysctls(t, f, n.Name) {
+		for k, v := range labtest.Sysctls(t, f.m.netnsDir(), f.ns(n.Name)) {
 			out[n.Name+"/sysctl/"+k] = v
 		}
 		for k, v := range queues(t, f, n.Name, idx) {
@@ -390,42 +391,6 @@ func vethPeer(byIndex map[string]map[int]netlink.Link, node string, a *netlink.L
 	}
 	sort.Strings(found)
 	return strings.Join(found, "|")
-}
-
-// sysctls reads every readable file under /proc/sys/net inside a node.
-// Values the kernel draws at random per namespace are left out.
-func sysctls(t *testing.T, f *fixture, node string) map[string]string {
-	t.Helper()
-	n, err := ns.Open(f.m.netnsDir(), f.ns(node))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer n.Close()
-	out := map[string]string{}
-	err = n.Do(func() error {
-		return filepath.WalkDir("/proc/sys/net", func(p string, d os.DirEntry, err error) error {
-			if err != nil || d.IsDir() {
-				return nil
-			}
-			// Keys, seeds, and the live count of tracked connections (the
-			// lab's own first packets make some) are not settings.
-			if strings.Contains(p, "secret") || strings.HasSuffix(p, "tcp_fastopen_key") || strings.HasSuffix(p, "hash_seed") || strings.HasSuffix(p, "nf_conntrack_count") {
-				return nil
-			}
-			b, err := os.ReadFile(p)
-			if err == nil {
-				out[strings.TrimPrefix(p, "/proc/sys/")] = strings.TrimSpace(string(b))
-			}
-			return nil
-		})
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(out) < 100 {
-		t.Fatalf("read only %d sysctls in %s", len(out), node)
-	}
-	return out
 }
 
 func compareSnapshots(t *testing.T, want, got map[string]string) {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
@@ -183,17 +184,66 @@ func removeTunnel(r TunnelRecord) error {
 	return nil
 }
 
-// tunnelRemovals removes what a killed deploy left in the host namespace.
-func tunnelRemovals(st *State) []removal {
+// tunnelRemovals deletes the part's VXLAN interfaces (records: a state's,
+// or those a part's file describes) before the namespaces go: each in its
+// node (nsNames: node -> namespace), and any that a killed deploy left in
+// the host namespace. A namespace is torn down by the kernel in the
+// background after destroy returns, and until then a VXLAN interface in it
+// keeps its VNI taken in the host namespace, where its socket is: deleted
+// first, the VNI is free when destroy returns, and the part can be
+// deployed again at once.
+func (m *Manager) tunnelRemovals(labName string, records []TunnelRecord, nsNames map[string]string) []removal {
 	var plan []removal
-	for _, r := range st.Tunnels {
+	for _, r := range records {
+		nsName := nsNames[r.Node]
 		plan = append(plan, removal{
+			Name: fmt.Sprintf("delete VXLAN %s in %s, which frees VNI %d on this host", r.Interface, r.Node, r.VNI),
+			shell: func() []string {
+				return []string{fmt.Sprintf("owned %s %s && ip -n %s -d link show dev %s 2>/dev/null | grep 'vxlan id %d ' >/dev/null && ip -n %s link del dev %s || true",
+					nsName, nsMarker(labName, r.Node), nsName, r.Interface, r.VNI, nsName, r.Interface)}
+			},
+			do: func(*DestroyReport) error { return releaseTunnel(m.netnsDir(), nsName, labName, r) },
+		}, removal{
 			Name: fmt.Sprintf("delete VXLAN %s from the host namespace if a deploy left it there", r.HostName),
 			shell: func() []string {
-				return []string{fmt.Sprintf("ip -d link show dev %s 2>/dev/null | grep -q 'vxlan id %d ' && ip link del dev %s || true", r.HostName, r.VNI, r.HostName)}
+				return []string{fmt.Sprintf("ip -d link show dev %s 2>/dev/null | grep 'vxlan id %d ' >/dev/null && ip link del dev %s || true", r.HostName, r.VNI, r.HostName)}
 			},
 			do: func(*DestroyReport) error { return removeTunnel(r) },
 		})
 	}
 	return plan
+}
+
+// releaseTunnel deletes r's VXLAN interface inside namespace nsName (under
+// dir): only a vxlan device of that name with the recorded VNI and the
+// lab's marker. A namespace or an interface that is not there is fine.
+func releaseTunnel(dir, nsName, labName string, r TunnelRecord) error {
+	n, err := ns.Open(dir, nsName)
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, ns.ErrNotNamespace) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer n.Close()
+	h, err := n.NetlinkHandle()
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	l, err := h.LinkByName(r.Interface)
+	var notFound netlink.LinkNotFoundError
+	if errors.As(err, &notFound) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("find %s in %s: %w", r.Interface, nsName, err)
+	}
+	if vx, ok := l.(*netlink.Vxlan); !ok || vx.VxlanId != r.VNI || l.Attrs().Alias != linkMarker(labName) {
+		return nil // not ours: left alone
+	}
+	if err := h.LinkDel(l); err != nil {
+		return fmt.Errorf("delete VXLAN %s in %s: %w", r.Interface, nsName, err)
+	}
+	return nil
 }

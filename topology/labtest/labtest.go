@@ -7,6 +7,8 @@ package labtest
 import (
 	"net/netip"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -113,4 +115,41 @@ func Namespace(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	return name
+}
+
+// Sysctls reads every readable file under /proc/sys/net inside namespace
+// nsName (under dir): "net/ipv4/ip_forward" -> "1". Values the kernel
+// draws at random per namespace (keys, seeds) and the live count of
+// tracked connections (a lab's own first packets make some) are left
+// out: they are not settings.
+func Sysctls(t testing.TB, dir, nsName string) map[string]string {
+	t.Helper()
+	n, err := ns.Open(dir, nsName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	out := map[string]string{}
+	err = n.Do(func() error {
+		return filepath.WalkDir("/proc/sys/net", func(p string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() {
+				return nil
+			}
+			if strings.Contains(p, "secret") || strings.HasSuffix(p, "tcp_fastopen_key") || strings.HasSuffix(p, "hash_seed") || strings.HasSuffix(p, "nf_conntrack_count") {
+				return nil
+			}
+			b, err := os.ReadFile(p)
+			if err == nil {
+				out[strings.TrimPrefix(p, "/proc/sys/")] = strings.TrimSpace(string(b))
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) < 100 {
+		t.Fatalf("read only %d sysctls in %s", len(out), nsName)
+	}
+	return out
 }
