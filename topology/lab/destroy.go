@@ -281,7 +281,7 @@ func (m *Manager) removeOwned(labName string, r NSRecord, recorded bool, rep *De
 	if n := m.openRecorded(r); n != nil {
 		return m.remove(r.Name, n, rep)
 	}
-	o, err := m.ownerOf(r.Name)
+	n, o, err := m.openOwner(r.Name)
 	switch {
 	case isNotExist(err):
 		rep.Gone = append(rep.Gone, r.Name)
@@ -298,11 +298,11 @@ func (m *Manager) removeOwned(labName string, r NSRecord, recorded bool, rep *De
 		return err
 	}
 	if o.lab != labName || o.node != r.Node {
+		n.Close()
 		rep.Skipped = append(rep.Skipped, fmt.Sprintf("%s: %s, left alone", r.Name, o))
 		return nil
 	}
-	n, _ := ns.Open(m.netnsDir(), r.Name) // to hold it; nil is fine
-	return m.remove(r.Name, n, rep)
+	return m.remove(r.Name, n, rep) // the namespace whose marker was read, held
 }
 
 // remove unmounts and unlinks the named namespace; n, when not nil, is

@@ -37,11 +37,32 @@ type owner struct {
 // error wrapping os.ErrNotExist when the name does not exist and
 // ns.ErrNotNamespace when the name is not a namespace mount.
 func (m *Manager) ownerOf(name string) (owner, error) {
-	n, err := ns.Open(m.netnsDir(), name)
+	n, o, err := m.openOwner(name)
 	if err != nil {
 		return owner{}, err
 	}
-	defer n.Close()
+	n.Close()
+	return o, nil
+}
+
+// openOwner is ownerOf that leaves the namespace open for the caller (who
+// closes it): what is then done to it is done to the namespace whose
+// marker was read.
+func (m *Manager) openOwner(name string) (*ns.NS, owner, error) {
+	n, err := ns.Open(m.netnsDir(), name)
+	if err != nil {
+		return nil, owner{}, err
+	}
+	o, err := ownerOfOpen(n)
+	if err != nil {
+		n.Close()
+		return nil, owner{}, err
+	}
+	return n, o, nil
+}
+
+// ownerOfOpen reads the marker of an open namespace, from its lo.
+func ownerOfOpen(n *ns.NS) (owner, error) {
 	ino, err := n.Inode()
 	if err != nil {
 		return owner{}, err
@@ -53,7 +74,7 @@ func (m *Manager) ownerOf(name string) (owner, error) {
 	defer h.Close()
 	lo, err := h.LinkByName("lo")
 	if err != nil {
-		return owner{}, fmt.Errorf("read marker of namespace %s: %w", name, err)
+		return owner{}, fmt.Errorf("read marker of namespace %s: %w", n.Name, err)
 	}
 	labName, node, _ := parseNSMarker(lo.Attrs().Alias)
 	return owner{lab: labName, node: node, inode: ino}, nil
