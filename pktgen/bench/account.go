@@ -24,6 +24,9 @@ func hopCounters(m *measurement, base, final sample.Sample, ctl []control) []Hop
 	for i, t := range m.targets {
 		out[i] = HopCounters{Target: t, Role: m.roles[i], Counters: final.Counters[i].Sub(base.Counters[i]),
 			Neighbour: ctl[i].received, SentControl: ctl[i].sent}
+		if q := m.qdiscs[t.String()]; q != nil && q.Impair != nil && q.Impair.Duplicate > 0 {
+			out[i].Duplicates = q.String()
+		}
 		if i < len(m.gaps) {
 			out[i].After = m.gaps[i]
 		}
@@ -51,15 +54,20 @@ func txRun(h []HopCounters, i int) uint64 {
 func isIn(role string) bool  { return role == "ingress" || role == "receiver" || role == "switch in" }
 func isOut(role string) bool { return role == "sender" || role == "egress" || role == "switch out" }
 
-// account fills the counts, drops and balance of the report.
+// account fills the counts, drops, added packets and balance of the
+// report.
 func (r *Report) account(res *engine.Result, frame int) {
 	h := r.Hops
 	last := len(h) - 1
 	r.SenderCheck = SenderCheck{EngineHanded: res.Handed(), EngineSent: res.Sent, EngineErrors: res.Errors}
 	r.Sent = res.Handed()
+	r.Drops, r.Added = nil, nil
 	if h[0].Role == "sender" {
 		r.Sent = took(h[0]) - controlSent(h)
-		r.SenderCheck.reconcile(h[0], controlSent(h))
+		if copies := r.SenderCheck.reconcile(h[0], controlSent(h)); copies > 0 {
+			r.Sent = res.Handed() // the interface counts the copies too
+			r.Added = append(r.Added, copiesAt(h[0], copies, fmt.Sprintf("%s took %d, the engine handed it %d", h[0].Target, r.SenderCheck.Interface, res.Handed())))
+		}
 	}
 	r.Received = rxRun(h, last)
 	r.Loss = int64(r.Sent) - int64(r.Received)
@@ -67,15 +75,28 @@ func (r *Report) account(res *engine.Result, frame int) {
 		r.LossPct = 100 * float64(r.Loss) / float64(r.Sent)
 	}
 	if h[0].Role == "sender" {
-		r.Drops = pathDrops(h, frame)
+		drops, added := pathDrops(h, frame)
+		r.Drops, r.Added = drops, append(r.Added, added...)
 	} else {
 		r.Drops = measuredDrops(h)
 	}
-	r.NamedDrops = 0
-	for _, d := range r.Drops {
-		r.NamedDrops += d.Packets
+	r.NamedDrops, r.NamedAdded = total(r.Drops), total(r.Added)
+	r.Unaccount = r.Loss + int64(r.NamedAdded) - int64(r.NamedDrops)
+}
+
+// total is the packets of places.
+func total(places []Drop) uint64 {
+	var n uint64
+	for _, d := range places {
+		n += d.Packets
 	}
-	r.Unaccount = r.Loss - int64(r.NamedDrops)
+	return n
+}
+
+// copiesAt names the copies the impairment of interface x sent.
+func copiesAt(x HopCounters, n uint64, counted string) Drop {
+	return Drop{Place: "impairment of " + x.String(), Packets: n, Node: x.Node, Counted: counted,
+		Cause: fmt.Sprintf("its impairment (%s) sends copies of packets it is handed", x.Duplicates)}
 }
 
 // controlSent is what the sender interface sent that is not the run's:
@@ -92,16 +113,21 @@ func controlSent(h []HopCounters) uint64 {
 
 // reconcile compares the engine's count with the sender interface's (less
 // the control frames it sent) and says what the difference is, from its
-// sign.
-func (c *SenderCheck) reconcile(sender HopCounters, control uint64) {
+// sign and the interface's impairment. It returns the copies the
+// interface's impairment sent, when it duplicates and took more.
+func (c *SenderCheck) reconcile(sender HopCounters, control uint64) (copies uint64) {
 	c.Interface = took(sender) - control
 	c.Difference = int64(c.Interface) - int64(c.EngineHanded)
 	switch {
+	case c.Difference > 0 && sender.Duplicates != "":
+		c.Cause = fmt.Sprintf("%s took %d packets more than the engine handed it: copies its impairment (%s) sent; the report counts the engine's and names the copies as added", sender.Target, c.Difference, sender.Duplicates)
+		return uint64(c.Difference)
 	case c.Difference > 0:
 		c.Cause = fmt.Sprintf("%s took %d packets more than the engine handed it: traffic of its namespace that is not the run's (the interface counts every packet sent on it)", sender.Target, c.Difference)
 	case c.Difference < 0:
 		c.Cause = fmt.Sprintf("the engine counted %d packets more than %s took: the engine's count is wrong; the report counts the interface's", -c.Difference, sender.Target)
 	}
+	return 0
 }
 
 // took is what an interface took to send: what its device sent and
@@ -126,9 +152,10 @@ func qdiscPlaces(x HopCounters) []Drop {
 }
 
 // pathDrops names the drops along a path: in each sending interface's own
-// qdisc, per link, and inside each node between its ingress and egress.
-func pathDrops(h []HopCounters, frame int) []Drop {
-	var out []Drop
+// qdisc, per link, and inside each node between its ingress and egress;
+// and the packets a node's egress added (its impairment's copies: more
+// left than entered).
+func pathDrops(h []HopCounters, frame int) (out, added []Drop) {
 	for i := 0; i+1 < len(h); i++ {
 		a, b := h[i], h[i+1]
 		if isOut(a.Role) {
@@ -146,13 +173,16 @@ func pathDrops(h []HopCounters, frame int) []Drop {
 		case isIn(a.Role) && isOut(b.Role) && a.Node == b.Node:
 			egress := txRun(h, i+1) + b.TxDropped + b.QdiscDrops + b.QdiscQueued
 			inside := int64(rxRun(h, i)) - int64(egress)
-			if inside > 0 {
-				out = append(out, Drop{Place: "inside " + nodeKind(a.Role) + " " + a.Node, Packets: uint64(inside), Node: a.Node,
-					Counted: fmt.Sprintf("%s received %d, %s took %d", a.Target, rxRun(h, i), b.Target, egress)})
+			counted := fmt.Sprintf("%s received %d, %s took %d", a.Target, rxRun(h, i), b.Target, egress)
+			switch {
+			case inside > 0:
+				out = append(out, Drop{Place: "inside " + nodeKind(a.Role) + " " + a.Node, Packets: uint64(inside), Node: a.Node, Counted: counted})
+			case inside < 0 && b.Duplicates != "":
+				added = append(added, copiesAt(b, uint64(-inside), counted))
 			}
 		}
 	}
-	return out
+	return out, added
 }
 
 // gapDrops names the drops between hop i, which sends to other hosts, and
@@ -275,6 +305,9 @@ func (r *Report) routerCounts(before, after hostState, ipv6 bool) {
 		rc := RouterCounts{Node: node, Entered: rxRun(h, i), Forwarded: txRun(h, i+1), DroppedAtEgress: h[i+1].TxDropped + h[i+1].QdiscDrops + h[i+1].QdiscQueued,
 			ForwDatagrams: after.mib[node][forwardedKey(ipv6)] - before.mib[node][forwardedKey(ipv6)], Discards: map[string]uint64{}}
 		rc.Inside = int64(rc.Entered) - int64(rc.Forwarded+rc.DroppedAtEgress)
+		if rc.Inside < 0 && h[i+1].Duplicates != "" {
+			rc.DuplicatedAtEgress, rc.Inside = uint64(-rc.Inside), 0
+		}
 		for _, k := range ipDiscards {
 			if d := after.mib[node][k] - before.mib[node][k]; d > 0 {
 				rc.Discards[k] = d

@@ -15,6 +15,7 @@ import (
 	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/labtest"
 	"github.com/nslab/nslab/topology/labtest/labdeploy"
+	"github.com/nslab/nslab/topology/qdisc"
 	"github.com/nslab/nslab/topology/spec"
 )
 
@@ -241,5 +242,39 @@ func TestPrivilegedRateShaping(t *testing.T) {
 	}
 	if rep.Env.Impairments["ns2:veth2"] != "tbf rate 20Mbit limit 1000" {
 		t.Errorf("environment impairments %v", rep.Env.Impairments)
+	}
+}
+
+// TestPrivilegedCopiesNamed: an impairment that duplicates (netem, so the
+// VM runs it) sends copies that reach the receiver; the report names them
+// as added where they were made, at the router's egress or at the sender,
+// counts the engine's packets as sent, and balances.
+func TestPrivilegedCopiesNamed(t *testing.T) {
+	labtest.SkipUnlessRoot(t)
+	if err := qdisc.Check("netem"); err != nil {
+		t.Skipf("needs netem: %v", err)
+	}
+	data, err := os.ReadFile("../../examples/client-router-server.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, at := range []struct{ iface, old string }{
+		{"ns2:veth2", "veth2: {addresses: [10.0.2.254/24]}"},
+		{"ns1:veth1", "veth1: {addresses: [10.0.1.1/24]}"},
+	} {
+		edited := bytes.Replace(data, []byte(at.old), []byte(strings.TrimSuffix(at.old, "}")+", impair: {duplicate: 20%}}"), 1)
+		if bytes.Equal(edited, data) {
+			t.Fatal("the example changed; fix the edit above")
+		}
+		l := labdeploy.Deploy(t, labtest.Rename(edited, labtest.Name("b")))
+		b := newBench(t, labdeploy.Open(t, l), func(tr *spec.Traffic) { tr.Duration, tr.Count, tr.RatePPS = 0, 5000, 10000 }, Options{})
+		rep, err := b.Run(context.Background(), 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if rep.Sent != 5000 || rep.Received <= 5000 || rep.Unaccount != 0 || len(rep.Added) != 1 || rep.Added[0].Place != "impairment of "+at.iface ||
+			rep.Sent+rep.NamedAdded != rep.Received+rep.NamedDrops {
+			t.Errorf("duplicates at %s: sent %d received %d added %+v drops %d unaccounted %d (%s)", at.iface, rep.Sent, rep.Received, rep.Added, rep.NamedDrops, rep.Unaccount, rep.Bottleneck)
+		}
 	}
 }

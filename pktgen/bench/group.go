@@ -167,7 +167,9 @@ type Aggregate struct {
 	MbpsL2     float64 `json:"mbps_l2"`
 	Drops      []Drop  `json:"drops"`
 	NamedDrops uint64  `json:"named_drops"`
-	Unaccount  int64   `json:"unaccounted"`
+	Added      []Drop  `json:"added,omitempty"`
+	NamedAdded uint64  `json:"named_added,omitempty"`
+	Unaccount  int64   `json:"unaccounted"` // Loss + NamedAdded - NamedDrops
 	// Overlap is how long every stream's engine was running at once;
 	// Span from the first start to the last end.
 	Overlap time.Duration `json:"overlap_ns"`

@@ -44,21 +44,42 @@ func (g *Group) countApart(i int, rep *Report) error {
 		}
 	}
 	rep.Routers = routers
-	var own []Drop
-	var named uint64
-	for _, d := range rep.Drops {
+	own, ownAdded := g.own(i, rep.Drops), g.own(i, rep.Added)
+	shared := strings.Join(g.shared[i], ", ")
+	switch rest := rep.Loss + int64(total(ownAdded)) - int64(total(own)); {
+	case rest > 0:
+		own = append(own, Drop{Place: "at counters shared with other streams", Packets: uint64(rest), Cause: "the runs' aggregate names them by place",
+			Counted: "its loss less the drops at its own counters; " + shared + " carry several streams, and the aggregate names these drops by place"})
+	case rest < 0 && g.sharedDuplicates(i, rep.Hops):
+		ownAdded = append(ownAdded, Drop{Place: "at counters shared with other streams", Packets: uint64(-rest), Cause: "copies an impairment there sent; the runs' aggregate names them by place",
+			Counted: "what it received beyond what it sent and the copies at its own counters; " + shared + " carry several streams"})
+	}
+	rep.Drops, rep.Added = own, ownAdded
+	rep.NamedDrops, rep.NamedAdded = total(own), total(ownAdded)
+	rep.Unaccount = rep.Loss + int64(rep.NamedAdded) - int64(rep.NamedDrops)
+	return nil
+}
+
+// own is the places of stream i's report that no other stream shares.
+func (g *Group) own(i int, places []Drop) []Drop {
+	var out []Drop
+	for _, d := range places {
 		if !g.touchesShared(i, d) {
-			own = append(own, d)
-			named += d.Packets
+			out = append(out, d)
 		}
 	}
-	if rest := rep.Loss - int64(named); rest > 0 {
-		own = append(own, Drop{Place: "at counters shared with other streams", Packets: uint64(rest), Cause: "the runs' aggregate names them by place",
-			Counted: "its loss less the drops at its own counters; " + strings.Join(g.shared[i], ", ") + " carry several streams, and the aggregate names these drops by place"})
-		named += uint64(rest)
+	return out
+}
+
+// sharedDuplicates reports whether a hop of stream i that another stream
+// shares sends copies (its impairment duplicates).
+func (g *Group) sharedDuplicates(i int, hops []HopCounters) bool {
+	for _, h := range hops {
+		if h.Duplicates != "" && g.sharedT[i][h.String()] {
+			return true
+		}
 	}
-	rep.Drops, rep.NamedDrops, rep.Unaccount = own, named, rep.Loss-int64(named)
-	return nil
+	return false
 }
 
 // touchesShared reports whether a drop of stream i was counted at a
@@ -103,11 +124,9 @@ func (g *Group) aggregate(reps []*Report) Aggregate {
 	if a.Sent > 0 {
 		a.LossPct = 100 * float64(a.Loss) / float64(a.Sent)
 	}
-	a.Drops = unionDrops(reps)
-	for _, d := range a.Drops {
-		a.NamedDrops += d.Packets
-	}
-	a.Unaccount = a.Loss - int64(a.NamedDrops)
+	a.Drops, a.Added = unionDrops(reps)
+	a.NamedDrops, a.NamedAdded = total(a.Drops), total(a.Added)
+	a.Unaccount = a.Loss + int64(a.NamedAdded) - int64(a.NamedDrops)
 	a.Overlap, a.Span = overlap(reps)
 	return a
 }
@@ -118,6 +137,7 @@ func (g *Group) aggregate(reps []*Report) Aggregate {
 func (g *Group) judge(frame int, reps []*Report, a *Aggregate) {
 	agg := *reps[0]
 	agg.Drops, agg.Sent, agg.Received, agg.Loss, agg.NamedDrops, agg.Unaccount = a.Drops, a.Sent, a.Received, a.Loss, a.NamedDrops, a.Unaccount
+	agg.Added, agg.NamedAdded = a.Added, a.NamedAdded
 	m := &measurement{mtu: map[string]int{}, qdiscs: map[string]*qdisc.State{}}
 	var sentPPS float64
 	for _, b := range g.benches {
@@ -141,7 +161,7 @@ func (g *Group) judge(frame int, reps []*Report, a *Aggregate) {
 		if len(g.shared[i]) == 0 {
 			continue
 		}
-		if r.Loss > 0 && r.Unaccount == 0 {
+		if r.NamedDrops > 0 && r.Unaccount == 0 {
 			r.Verdict, r.Bottleneck = agg.Verdict, agg.Bottleneck+" (all runs measured together: its own counters cannot tell)"
 			continue
 		}
@@ -165,13 +185,20 @@ func senderNodes(reps []*Report) []string {
 }
 
 // unionDrops names the drops of the streams' paths, each counter once.
-func unionDrops(reps []*Report) []Drop {
-	var out []Drop
+func unionDrops(reps []*Report) (out, added []Drop) {
 	seen := map[string]bool{}
 	in, outOf := map[string]int64{}, map[string]int64{} // transit node -> run packets in, out
+	copier := map[string]HopCounters{}                  // transit node -> an egress whose impairment duplicates
 	counted := map[string]bool{}
 	for _, r := range reps {
 		h := r.Hops
+		if h[0].Duplicates != "" { // a sender's copies: its own report names them (no two runs share a sender)
+			for _, d := range r.Added {
+				if d.Place == "impairment of "+h[0].String() {
+					added = append(added, d)
+				}
+			}
+		}
 		for k := 0; k+1 < len(h); k++ {
 			a, b := h[k], h[k+1]
 			if !isOut(a.Role) || !isIn(b.Role) {
@@ -186,6 +213,9 @@ func unionDrops(reps []*Report) []Drop {
 			out = append(out, linkDrop(a, b)...)
 			if transitOut(a.Role) && !counted[a.String()+" tx"] {
 				counted[a.String()+" tx"] = true
+				if a.Duplicates != "" {
+					copier[a.Node] = a
+				}
 				outOf[a.Node] += int64(a.TxPackets-b.Neighbour) + int64(a.TxDropped+a.QdiscDrops+a.QdiscQueued)
 			}
 			if transitIn(b.Role) && !counted[b.String()+" rx"] {
@@ -195,12 +225,15 @@ func unionDrops(reps []*Report) []Drop {
 		}
 	}
 	for _, node := range slices.Sorted(maps.Keys(in)) {
-		if inside := in[node] - outOf[node]; inside > 0 {
-			out = append(out, Drop{Place: "inside node " + node, Packets: uint64(inside), Node: node,
-				Counted: fmt.Sprintf("the streams brought %d into %s and it sent on or dropped at its egresses %d", in[node], node, outOf[node])})
+		counted := fmt.Sprintf("the streams brought %d into %s and it sent on or dropped at its egresses %d", in[node], node, outOf[node])
+		inside := in[node] - outOf[node]
+		if x, ok := copier[node]; ok && inside < 0 {
+			added = append(added, copiesAt(x, uint64(-inside), counted))
+		} else if inside > 0 {
+			out = append(out, Drop{Place: "inside node " + node, Packets: uint64(inside), Node: node, Counted: counted})
 		}
 	}
-	return out
+	return out, added
 }
 
 // linkDrop is the drop of one link, counted once (as pathDrops does).

@@ -8,8 +8,9 @@ import (
 	"github.com/nslab/nslab/topology/spec"
 )
 
-// Report is one measured run. Its figures balance: Sent = Received +
-// NamedDrops + Unaccounted, every drop named by its place, and on veth
+// Report is one measured run. Its figures balance: Sent + NamedAdded =
+// Received + NamedDrops + Unaccounted, every drop named by its place, and
+// every packet the path added (an impairment's duplicates) too; on veth
 // Unaccounted is 0 (a test provokes overload and checks it).
 type Report struct {
 	Lab     string `json:"lab"`
@@ -50,10 +51,14 @@ type Report struct {
 	MbpsL1    float64 `json:"mbps_l1"`    // + preamble and gap (20 bytes)
 	SteadyL2  float64 `json:"steady_mbps_l2"`
 
-	Hops        []HopCounters  `json:"hops"`
-	Drops       []Drop         `json:"drops"` // by place, each packet once
-	NamedDrops  uint64         `json:"named_drops"`
-	Unaccount   int64          `json:"unaccounted"` // Loss - NamedDrops
+	Hops       []HopCounters `json:"hops"`
+	Drops      []Drop        `json:"drops"` // by place, each packet once
+	NamedDrops uint64        `json:"named_drops"`
+	// Added is the packets the path made on its way, by place: copies an
+	// impairment sent (netem duplicate). They reach the receiver as well.
+	Added       []Drop         `json:"added,omitempty"`
+	NamedAdded  uint64         `json:"named_added,omitempty"`
+	Unaccount   int64          `json:"unaccounted"` // Loss + NamedAdded - NamedDrops
 	SenderCheck SenderCheck    `json:"sender_check"`
 	Routers     []RouterCounts `json:"routers"`
 	// Conntrack is each router's connection tracking over the run, for
@@ -91,6 +96,9 @@ type HopCounters struct {
 	// After names the hops on other hosts before this one (a lab that
 	// spans hosts): their counters are there, not sampled from here.
 	After string `json:"after_other_hosts,omitempty"`
+	// Duplicates is its impairment, when that sends copies of what it is
+	// handed (netem duplicate): its tx then counts more than it took in.
+	Duplicates string `json:"duplicates,omitempty"`
 }
 
 // Drop is packets lost at one place of the path.
@@ -127,9 +135,12 @@ type RouterCounts struct {
 	DroppedAtEgress uint64 `json:"dropped_at_egress"`
 	// Inside is what entered and never reached the egress (the IP layer
 	// dropped it: see Discards).
-	Inside        int64             `json:"inside"`
-	ForwDatagrams uint64            `json:"ip_forw_datagrams"` // IP MIB: handed to output
-	Discards      map[string]uint64 `json:"ip_discards"`       // IP MIB counters that count drops
+	Inside int64 `json:"inside"`
+	// DuplicatedAtEgress is the copies its egress's impairment sent
+	// (netem duplicate): what left beyond what entered.
+	DuplicatedAtEgress uint64            `json:"duplicated_at_egress,omitempty"`
+	ForwDatagrams      uint64            `json:"ip_forw_datagrams"` // IP MIB: handed to output
+	Discards           map[string]uint64 `json:"ip_discards"`       // IP MIB counters that count drops
 }
 
 // SoftnetCPU is one CPU's /proc/net/softnet_stat change over the run. The

@@ -17,9 +17,11 @@ import (
 func (r *Report) judge(p placement, sentPPS float64) {
 	var v Verdict
 	switch {
-	case r.Unaccount != 0:
+	case r.Unaccount > 0:
 		v = Verdict{Limit: "unknown", Evidence: []string{fmt.Sprintf("the accounting does not balance: %d packets lost without a counter that names them", r.Unaccount)}}
-	case r.Loss > 0:
+	case r.Unaccount < 0:
+		v = Verdict{Limit: "unknown", Evidence: []string{fmt.Sprintf("the accounting does not balance: the receiver counted %d packets more than were sent and named as added, less the named drops", -r.Unaccount)}}
+	case r.NamedDrops > 0: // the loss, balanced (copies an impairment added may hide it)
 		v = r.lossVerdict(p)
 	default:
 		v = r.noLossVerdict(p, sentPPS)

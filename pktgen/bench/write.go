@@ -49,21 +49,21 @@ func Write(w io.Writer, format string, reps []*Report) error {
 
 func writeCSV(w io.Writer, reps []*Report) error {
 	ew := &errWriter{w: w}
-	ew.printf("frame,sent,received,loss,loss_pct,named_drops,unaccounted,pps,mbps_l2,mbps_l1,steady_pps,engine,bottleneck\n")
+	ew.printf("frame,sent,received,loss,loss_pct,named_drops,unaccounted,pps,mbps_l2,mbps_l1,steady_pps,engine,bottleneck,added\n")
 	for _, r := range reps {
-		ew.printf("%d,%d,%d,%d,%.4f,%d,%d,%.0f,%.2f,%.2f,%.0f,%s,%q\n", r.Frame, r.Sent, r.Received, r.Loss, r.LossPct,
-			r.NamedDrops, r.Unaccount, r.PPS, r.MbpsL2, r.MbpsL1, r.SteadyPPS, r.Engine, r.Bottleneck)
+		ew.printf("%d,%d,%d,%d,%.4f,%d,%d,%.0f,%.2f,%.2f,%.0f,%s,%q,%d\n", r.Frame, r.Sent, r.Received, r.Loss, r.LossPct,
+			r.NamedDrops, r.Unaccount, r.PPS, r.MbpsL2, r.MbpsL1, r.SteadyPPS, r.Engine, r.Bottleneck, r.NamedAdded)
 	}
 	return ew.err
 }
 
 func writeMarkdown(w io.Writer, reps []*Report) error {
 	ew := &errWriter{w: w}
-	ew.printf("| frame (B) | pps | Mb/s L2 | Mb/s L1 | sent | received | loss %% | named drops | unaccounted | bottleneck |\n")
-	ew.printf("|---|---|---|---|---|---|---|---|---|---|\n")
+	ew.printf("| frame (B) | pps | Mb/s L2 | Mb/s L1 | sent | received | loss %% | named drops | added | unaccounted | bottleneck |\n")
+	ew.printf("|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range reps {
-		ew.printf("| %d | %.0f | %.1f | %.1f | %d | %d | %.3f | %d | %d | %s |\n", r.Frame, r.PPS, r.MbpsL2, r.MbpsL1,
-			r.Sent, r.Received, r.LossPct, r.NamedDrops, r.Unaccount, strings.ReplaceAll(r.Bottleneck, "|", "/"))
+		ew.printf("| %d | %.0f | %.1f | %.1f | %d | %d | %.3f | %d | %d | %d | %s |\n", r.Frame, r.PPS, r.MbpsL2, r.MbpsL1,
+			r.Sent, r.Received, r.LossPct, r.NamedDrops, r.NamedAdded, r.Unaccount, strings.ReplaceAll(r.Bottleneck, "|", "/"))
 	}
 	return ew.err
 }
@@ -141,8 +141,11 @@ func (r *Report) tableHops(ew *errWriter) {
 	}
 	tw.Flush()
 	for _, rt := range r.Routers {
-		ew.printf("router %s: entered %d, forwarded (left it) %d, dropped at its egress %d, lost inside %d; IP MIB: forwarded %d",
-			rt.Node, rt.Entered, rt.Forwarded, rt.DroppedAtEgress, rt.Inside, rt.ForwDatagrams)
+		ew.printf("router %s: entered %d, forwarded (left it) %d, dropped at its egress %d", rt.Node, rt.Entered, rt.Forwarded, rt.DroppedAtEgress)
+		if rt.DuplicatedAtEgress > 0 {
+			ew.printf(", copies its egress added %d", rt.DuplicatedAtEgress)
+		}
+		ew.printf(", lost inside %d; IP MIB: forwarded %d", rt.Inside, rt.ForwDatagrams)
 		for _, k := range ipDiscards {
 			if d := rt.Discards[k]; d > 0 {
 				ew.printf(", %s %d", k, d)
@@ -157,13 +160,16 @@ func (r *Report) tableHops(ew *errWriter) {
 }
 
 func (r *Report) tableBalance(ew *errWriter) {
-	if len(r.Drops) > 0 {
+	if len(r.Drops) > 0 && len(r.Added) == 0 {
 		ew.printf("where the %d lost packets went:\n", r.Loss)
-		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-		for _, d := range r.Drops {
-			fmt.Fprintf(tw, "  %s\t%d\t%s\n", d.Place, d.Packets, d.Cause)
-		}
-		tw.Flush()
+		places(ew, r.Drops)
+	} else if len(r.Drops) > 0 {
+		ew.printf("where the %d dropped packets went:\n", r.NamedDrops)
+		places(ew, r.Drops)
+	}
+	if len(r.Added) > 0 {
+		ew.printf("where the %d added packets came from (they arrive too: received counts them):\n", r.NamedAdded)
+		places(ew, r.Added)
 	}
 	if r.CountedBy != "" {
 		ew.printf("counted at the receiver: %s\n", r.CountedBy)
@@ -171,7 +177,7 @@ func (r *Report) tableBalance(ew *errWriter) {
 	if len(r.Shared) > 0 {
 		ew.printf("counters that runs measured with it cross too (their hop rows above carry those runs as well): %s\n", strings.Join(r.Shared, ", "))
 	}
-	ew.printf("sent %d = received %d + named drops %d + unaccounted %d\n", r.Sent, r.Received, r.NamedDrops, r.Unaccount)
+	ew.printf("%s\n", balanceLine(r.Sent, r.NamedAdded, r.Received, r.NamedDrops, r.Unaccount))
 	c := r.SenderCheck
 	ew.printf("engine: handed %d (sent %d, dropped by the device %d); ", c.EngineHanded, c.EngineSent, c.EngineErrors)
 	switch {
@@ -183,6 +189,25 @@ func (r *Report) tableBalance(ew *errWriter) {
 		ew.printf("the sender interface took %d: %s\n", c.Interface, c.Cause)
 	}
 	ew.printf("\n")
+}
+
+// places prints drops or added packets by place, with their cause.
+func places(ew *errWriter, ds []Drop) {
+	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+	for _, d := range ds {
+		fmt.Fprintf(tw, "  %s\t%d\t%s\n", d.Place, d.Packets, d.Cause)
+	}
+	tw.Flush()
+}
+
+// balanceLine is the accounting in a line: sent (+ added) = received +
+// named drops + unaccounted.
+func balanceLine(sent, added, received, drops uint64, unaccounted int64) string {
+	left := fmt.Sprintf("sent %d", sent)
+	if added > 0 {
+		left += fmt.Sprintf(" + added %d", added)
+	}
+	return fmt.Sprintf("%s = received %d + named drops %d + unaccounted %d", left, received, drops, unaccounted)
 }
 
 func (r *Report) tableCPUs(ew *errWriter) {

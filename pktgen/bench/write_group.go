@@ -70,43 +70,52 @@ func (g *GroupReport) table(w io.Writer) error {
 	tw.Flush()
 	ew.printf("\nhow each run was counted: %s\n", strings.Join(a.Counting, "; "))
 	if len(a.Drops) > 0 {
-		ew.printf("where the %d lost packets of all runs went (every counter once):\n", a.Loss)
-		tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-		for _, d := range a.Drops {
-			fmt.Fprintf(tw, "  %s\t%d\t%s\n", d.Place, d.Packets, orCounted(d))
-		}
-		tw.Flush()
+		ew.printf("where the %d dropped packets of all runs went (every counter once):\n", a.NamedDrops)
+		groupPlaces(ew, a.Drops)
 	}
-	ew.printf("all runs: sent %d = received %d + named drops %d + unaccounted %d\n", a.Sent, a.Received, a.NamedDrops, a.Unaccount)
+	if len(a.Added) > 0 {
+		ew.printf("where the %d added packets of all runs came from (they arrive too):\n", a.NamedAdded)
+		groupPlaces(ew, a.Added)
+	}
+	ew.printf("all runs: %s\n", balanceLine(a.Sent, a.NamedAdded, a.Received, a.NamedDrops, a.Unaccount))
 	ew.printf("all runs: bottleneck: %s\n\n", a.Bottleneck)
 	return ew.err
 }
 
+// groupPlaces prints the aggregate's drops or added packets by place.
+func groupPlaces(ew *errWriter, ds []Drop) {
+	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+	for _, d := range ds {
+		fmt.Fprintf(tw, "  %s\t%d\t%s\n", d.Place, d.Packets, orCounted(d))
+	}
+	tw.Flush()
+}
+
 func writeGroupsCSV(w io.Writer, groups []*GroupReport) error {
 	ew := &errWriter{w: w}
-	ew.printf("run,frame,sent,received,loss,loss_pct,named_drops,unaccounted,pps,mbps_l2,engine,bottleneck\n")
+	ew.printf("run,frame,sent,received,loss,loss_pct,named_drops,unaccounted,pps,mbps_l2,engine,bottleneck,added\n")
 	for _, g := range groups {
 		for _, r := range g.Streams {
-			ew.printf("%s,%d,%d,%d,%d,%.4f,%d,%d,%.0f,%.2f,%s,%q\n", r.Traffic, r.Frame, r.Sent, r.Received, r.Loss, r.LossPct,
-				r.NamedDrops, r.Unaccount, r.PPS, r.MbpsL2, r.Engine, r.Bottleneck)
+			ew.printf("%s,%d,%d,%d,%d,%.4f,%d,%d,%.0f,%.2f,%s,%q,%d\n", r.Traffic, r.Frame, r.Sent, r.Received, r.Loss, r.LossPct,
+				r.NamedDrops, r.Unaccount, r.PPS, r.MbpsL2, r.Engine, r.Bottleneck, r.NamedAdded)
 		}
 		a := g.Aggregate
-		ew.printf("all,%d,%d,%d,%d,%.4f,%d,%d,%.0f,%.2f,,%q\n", g.Frame, a.Sent, a.Received, a.Loss, a.LossPct, a.NamedDrops, a.Unaccount, a.PPS, a.MbpsL2, a.Bottleneck)
+		ew.printf("all,%d,%d,%d,%d,%.4f,%d,%d,%.0f,%.2f,,%q,%d\n", g.Frame, a.Sent, a.Received, a.Loss, a.LossPct, a.NamedDrops, a.Unaccount, a.PPS, a.MbpsL2, a.Bottleneck, a.NamedAdded)
 	}
 	return ew.err
 }
 
 func writeGroupsMarkdown(w io.Writer, groups []*GroupReport) error {
 	ew := &errWriter{w: w}
-	ew.printf("| run | frame (B) | pps | Mb/s L2 | sent | received | loss %% | named drops | unaccounted | bottleneck |\n")
-	ew.printf("|---|---|---|---|---|---|---|---|---|---|\n")
+	ew.printf("| run | frame (B) | pps | Mb/s L2 | sent | received | loss %% | named drops | added | unaccounted | bottleneck |\n")
+	ew.printf("|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, g := range groups {
 		for _, r := range g.Streams {
-			ew.printf("| %s | %d | %.0f | %.1f | %d | %d | %.3f | %d | %d | %s |\n", r.Traffic, r.Frame, r.PPS, r.MbpsL2,
-				r.Sent, r.Received, r.LossPct, r.NamedDrops, r.Unaccount, strings.ReplaceAll(r.Bottleneck, "|", "/"))
+			ew.printf("| %s | %d | %.0f | %.1f | %d | %d | %.3f | %d | %d | %d | %s |\n", r.Traffic, r.Frame, r.PPS, r.MbpsL2,
+				r.Sent, r.Received, r.LossPct, r.NamedDrops, r.NamedAdded, r.Unaccount, strings.ReplaceAll(r.Bottleneck, "|", "/"))
 		}
 		a := g.Aggregate
-		ew.printf("| all | %d | %.0f | %.1f | %d | %d | %.3f | %d | %d | %s |\n", g.Frame, a.PPS, a.MbpsL2, a.Sent, a.Received, a.LossPct, a.NamedDrops, a.Unaccount, strings.ReplaceAll(a.Bottleneck, "|", "/"))
+		ew.printf("| all | %d | %.0f | %.1f | %d | %d | %.3f | %d | %d | %d | %s |\n", g.Frame, a.PPS, a.MbpsL2, a.Sent, a.Received, a.LossPct, a.NamedDrops, a.NamedAdded, a.Unaccount, strings.ReplaceAll(a.Bottleneck, "|", "/"))
 	}
 	return ew.err
 }

@@ -1,0 +1,82 @@
+package bench
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/nslab/nslab/pktgen/engine"
+	"github.com/nslab/nslab/pktgen/sample"
+)
+
+// hop is one hop of the client-router-server path with its counters over
+// a run.
+func hop(role, node, iface string, c sample.Counters, duplicates string) HopCounters {
+	return HopCounters{Target: sample.Target{Node: node, Interface: iface}, Role: role, Counters: c, Duplicates: duplicates}
+}
+
+const dup10 = "netem duplicate 10% limit 1000"
+
+// TestCopiesBalance: packets an impairment duplicates are named as added,
+// at the router's egress or at the sender, and the accounting balances;
+// without an impairment that duplicates, more arriving than was sent is
+// an imbalance the verdict says.
+func TestCopiesBalance(t *testing.T) {
+	res := &engine.Result{Sent: 20000}
+	cases := []struct {
+		name                          string
+		hops                          []HopCounters
+		sent, added, drops            uint64
+		unaccounted                   int64
+		place, verdict, routerOrCheck string
+	}{
+		{"router's egress duplicates", []HopCounters{
+			hop("sender", "ns1", "veth1", sample.Counters{TxPackets: 20000}, ""),
+			hop("ingress", "ns2", "veth1-peer", sample.Counters{RxPackets: 20000}, ""),
+			hop("egress", "ns2", "veth2", sample.Counters{TxPackets: 21989}, dup10),
+			hop("receiver", "ns3", "veth2-peer", sample.Counters{RxPackets: 21989}, ""),
+		}, 20000, 1989, 0, 0, "impairment of ns2:veth2", "offered rate", "copies its egress added 1989, lost inside 0"},
+		{"and the link after it drops", []HopCounters{
+			hop("sender", "ns1", "veth1", sample.Counters{TxPackets: 20000}, ""),
+			hop("ingress", "ns2", "veth1-peer", sample.Counters{RxPackets: 20000}, ""),
+			hop("egress", "ns2", "veth2", sample.Counters{TxPackets: 21000, TxDropped: 989}, dup10),
+			hop("receiver", "ns3", "veth2-peer", sample.Counters{RxPackets: 21000, RxDropped: 989}, ""),
+		}, 20000, 1989, 989, 0, "impairment of ns2:veth2", "ns2:veth2 -> ns3:veth2-peer", "dropped at its egress 989, copies its egress added 1989"},
+		{"sender duplicates", []HopCounters{
+			hop("sender", "ns1", "veth1", sample.Counters{TxPackets: 21979}, dup10),
+			hop("ingress", "ns2", "veth1-peer", sample.Counters{RxPackets: 21979}, ""),
+			hop("egress", "ns2", "veth2", sample.Counters{TxPackets: 21979}, ""),
+			hop("receiver", "ns3", "veth2-peer", sample.Counters{RxPackets: 21979}, ""),
+		}, 20000, 1979, 0, 0, "impairment of ns1:veth1", "offered rate", "copies its impairment (" + dup10 + ") sent"},
+		{"more arrived, nothing duplicates", []HopCounters{
+			hop("sender", "ns1", "veth1", sample.Counters{TxPackets: 20000}, ""),
+			hop("ingress", "ns2", "veth1-peer", sample.Counters{RxPackets: 20000}, ""),
+			hop("egress", "ns2", "veth2", sample.Counters{TxPackets: 21989}, ""),
+			hop("receiver", "ns3", "veth2-peer", sample.Counters{RxPackets: 21989}, ""),
+		}, 20000, 0, 0, -1989, "", "the receiver counted 1989 packets more", "lost inside -1989"},
+	}
+	for _, c := range cases {
+		r := &Report{Hops: c.hops, Path: crsPath, OfferedPPS: 20000, Result: res, Elapsed: 1e9}
+		r.account(res, 64)
+		r.routerCounts(hostState{}, hostState{}, false)
+		r.judge(placement{}, 20000)
+		if r.Sent != c.sent || r.NamedAdded != c.added || r.NamedDrops != c.drops || r.Unaccount != c.unaccounted {
+			t.Errorf("%s: sent %d added %d drops %d unaccounted %d, want %d %d %d %d", c.name, r.Sent, r.NamedAdded, r.NamedDrops, r.Unaccount, c.sent, c.added, c.drops, c.unaccounted)
+		}
+		if int64(r.Sent)+int64(r.NamedAdded) != int64(r.Received)+int64(r.NamedDrops)+r.Unaccount {
+			t.Errorf("%s: the balance does not hold", c.name)
+		}
+		if c.place != "" && (len(r.Added) != 1 || r.Added[0].Place != c.place) {
+			t.Errorf("%s: added %+v, want one at %s", c.name, r.Added, c.place)
+		}
+		var out strings.Builder
+		if err := r.table(&out); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(r.Bottleneck, c.verdict) || !strings.Contains(out.String(), c.routerOrCheck) {
+			t.Errorf("%s: bottleneck %q, want %q; the table lacks %q:\n%s", c.name, r.Bottleneck, c.verdict, c.routerOrCheck, out.String())
+		}
+		if c.added > 0 && !strings.Contains(out.String(), balanceLine(c.sent, c.added, r.Received, c.drops, 0)) {
+			t.Errorf("%s: the table's balance line is not %q:\n%s", c.name, balanceLine(c.sent, c.added, r.Received, c.drops, 0), out.String())
+		}
+	}
+}
