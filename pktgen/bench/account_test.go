@@ -47,6 +47,12 @@ func TestCopiesBalance(t *testing.T) {
 			hop("egress", "ns2", "veth2", sample.Counters{TxPackets: 21979}, ""),
 			hop("receiver", "ns3", "veth2-peer", sample.Counters{RxPackets: 21979}, ""),
 		}, 20000, 1979, 0, 0, "impairment of ns1:veth1", "offered rate", "copies its impairment (" + dup10 + ") sent"},
+		{"a switch port duplicates", []HopCounters{
+			hop("sender", "h1", "eth0", sample.Counters{TxPackets: 20000}, ""),
+			hop("switch in", "sw", "p1", sample.Counters{RxPackets: 20000}, ""),
+			hop("switch out", "sw", "p2", sample.Counters{TxPackets: 21000}, dup10),
+			hop("receiver", "h2", "eth0", sample.Counters{RxPackets: 21000}, ""),
+		}, 20000, 1000, 0, 0, "impairment of sw:p2", "offered rate", "sent 20000 + added 1000 = received 21000"},
 		{"more arrived, nothing duplicates", []HopCounters{
 			hop("sender", "ns1", "veth1", sample.Counters{TxPackets: 20000}, ""),
 			hop("ingress", "ns2", "veth1-peer", sample.Counters{RxPackets: 20000}, ""),
