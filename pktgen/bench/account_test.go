@@ -86,3 +86,18 @@ func TestCopiesBalance(t *testing.T) {
 		}
 	}
 }
+
+// TestGroupCopies: two streams through one router whose shared egress
+// duplicates; the aggregate counts that egress once and names its copies.
+func TestGroupCopies(t *testing.T) {
+	egress := hop("egress", "r", "e2", sample.Counters{TxPackets: 2200}, dup10) // both streams' packets and copies
+	recv := hop("receiver", "h3", "eth0", sample.Counters{RxPackets: 2200}, "")
+	reps := []*Report{
+		{Hops: []HopCounters{hop("sender", "h1", "eth0", sample.Counters{TxPackets: 1000}, ""), hop("ingress", "r", "e0", sample.Counters{RxPackets: 1000}, ""), egress, recv}},
+		{Hops: []HopCounters{hop("sender", "h2", "eth0", sample.Counters{TxPackets: 1000}, ""), hop("ingress", "r", "e1", sample.Counters{RxPackets: 1000}, ""), egress, recv}},
+	}
+	drops, added := unionDrops(reps)
+	if len(drops) != 0 || len(added) != 1 || added[0].Place != "impairment of r:e2" || added[0].Packets != 200 {
+		t.Errorf("drops %+v, added %+v: want 200 copies at r:e2", drops, added)
+	}
+}
