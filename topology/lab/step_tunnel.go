@@ -215,9 +215,14 @@ func (m *Manager) tunnelRemovals(labName string, records []TunnelRecord, nsNames
 }
 
 // releaseTunnel deletes r's VXLAN interface inside namespace nsName (under
-// dir): only a vxlan device of that name with the recorded VNI and the
-// lab's marker. A namespace or an interface that is not there is fine.
+// dir), through a netlink handle opened there (the caller's thread stays
+// where it is): only a vxlan device of that name with the recorded VNI
+// and the lab's marker. A namespace or an interface that is not there, or
+// a node the destroy has no namespace name for, is fine.
 func releaseTunnel(dir, nsName, labName string, r TunnelRecord) error {
+	if nsName == "" {
+		return nil
+	}
 	n, err := ns.Open(dir, nsName)
 	if errors.Is(err, os.ErrNotExist) || errors.Is(err, ns.ErrNotNamespace) {
 		return nil
