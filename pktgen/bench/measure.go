@@ -152,9 +152,9 @@ func hopPlan(l *spec.Lab, p *spec.Path) (targets []sample.Target, roles []string
 	all := hopRoles(p.Hops)
 	k, gap := 0, []string(nil)
 	for _, h := range p.Hops {
-		local := l.Local(h.Node)
-		if !local {
-			gap = append(gap, fmt.Sprintf("%s on host %s", h.Node, l.Model().Node(h.Node).Host))
+		e := l.Elsewhere(h.Node)
+		if e != "" {
+			gap = append(gap, e)
 		}
 		for _, i := range []string{h.In, h.Out} {
 			if i == "" {
@@ -162,7 +162,7 @@ func hopPlan(l *spec.Lab, p *spec.Path) (targets []sample.Target, roles []string
 			}
 			role := all[k]
 			k++
-			if !local {
+			if e != "" {
 				continue
 			}
 			targets = append(targets, sample.Target{Node: h.Node, Interface: i})

@@ -160,11 +160,12 @@ func (r *Report) tableHops(ew *errWriter) {
 }
 
 func (r *Report) tableBalance(ew *errWriter) {
-	if len(r.Drops) > 0 && len(r.Added) == 0 {
-		ew.printf("where the %d lost packets went:\n", r.Loss)
-		places(ew, r.Drops)
-	} else if len(r.Drops) > 0 {
-		ew.printf("where the %d dropped packets went:\n", r.NamedDrops)
+	if len(r.Drops) > 0 {
+		what, n := "lost", r.Loss
+		if len(r.Added) > 0 { // copies make up for some of the loss: name the drops
+			what, n = "dropped", int64(r.NamedDrops)
+		}
+		ew.printf("where the %d %s packets went:\n", n, what)
 		places(ew, r.Drops)
 	}
 	if len(r.Added) > 0 {

@@ -278,10 +278,7 @@ func unrecordedVFs(l *spec.Lab) []removal {
 // the same nsfs inode as recorded at deploy (cheap: one open and stat), or
 // else this lab's marker on its loopback.
 func (m *Manager) removeOwned(labName string, r NSRecord, recorded bool, rep *DestroyReport) error {
-	if n := m.openRecorded(r); n != nil {
-		return m.remove(r.Name, n, rep)
-	}
-	n, o, err := m.openOwner(r.Name)
+	n, err := ns.Open(m.netnsDir(), r.Name)
 	switch {
 	case isNotExist(err):
 		rep.Gone = append(rep.Gone, r.Name)
@@ -295,6 +292,14 @@ func (m *Manager) removeOwned(labName string, r NSRecord, recorded bool, rep *De
 		rep.Skipped = append(rep.Skipped, fmt.Sprintf("%s: not a namespace, left alone", r.Name))
 		return nil
 	case err != nil:
+		return err
+	}
+	if ino, err := n.Inode(); err == nil && r.Inode != 0 && ino == r.Inode {
+		return m.remove(r.Name, n, rep) // the namespace this lab's deploy made
+	}
+	o, err := ownerOfOpen(n)
+	if err != nil {
+		n.Close()
 		return err
 	}
 	if o.lab != labName || o.node != r.Node {
@@ -315,23 +320,6 @@ func (m *Manager) remove(name string, n *ns.NS, rep *DestroyReport) error {
 	}
 	rep.Removed = append(rep.Removed, name)
 	return nil
-}
-
-// openRecorded opens the named namespace of r when its nsfs inode is the
-// one recorded at deploy, else returns nil.
-func (m *Manager) openRecorded(r NSRecord) *ns.NS {
-	if r.Inode == 0 {
-		return nil
-	}
-	n, err := ns.Open(m.netnsDir(), r.Name)
-	if err != nil {
-		return nil
-	}
-	if ino, err := n.Inode(); err != nil || ino != r.Inode {
-		n.Close()
-		return nil
-	}
-	return n
 }
 
 // A holder keeps the namespaces of a destroy open until all are

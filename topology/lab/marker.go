@@ -37,28 +37,12 @@ type owner struct {
 // error wrapping os.ErrNotExist when the name does not exist and
 // ns.ErrNotNamespace when the name is not a namespace mount.
 func (m *Manager) ownerOf(name string) (owner, error) {
-	n, o, err := m.openOwner(name)
+	n, err := ns.Open(m.netnsDir(), name)
 	if err != nil {
 		return owner{}, err
 	}
-	n.Close()
-	return o, nil
-}
-
-// openOwner is ownerOf that leaves the namespace open for the caller (who
-// closes it): what is then done to it is done to the namespace whose
-// marker was read.
-func (m *Manager) openOwner(name string) (*ns.NS, owner, error) {
-	n, err := ns.Open(m.netnsDir(), name)
-	if err != nil {
-		return nil, owner{}, err
-	}
-	o, err := ownerOfOpen(n)
-	if err != nil {
-		n.Close()
-		return nil, owner{}, err
-	}
-	return n, o, nil
+	defer n.Close()
+	return ownerOfOpen(n)
 }
 
 // ownerOfOpen reads the marker of an open namespace, from its lo.

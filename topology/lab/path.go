@@ -99,8 +99,8 @@ func elsewhere(l *spec.Lab, p *spec.Path) string {
 	}
 	var out []string
 	for _, h := range p.Hops {
-		if !l.Local(h.Node) {
-			out = append(out, fmt.Sprintf("%s on host %s", h.Node, l.Whole.Node(h.Node).Host))
+		if e := l.Elsewhere(h.Node); e != "" {
+			out = append(out, e)
 		}
 	}
 	return strings.Join(out, ", ")

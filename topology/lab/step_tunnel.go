@@ -166,20 +166,27 @@ func checkTunnels(l *spec.Lab) []string {
 // left in the host namespace: only a vxlan device of that name with the
 // recorded VNI. Gone (moved into its node, or never made) is fine.
 func removeTunnel(r TunnelRecord) error {
-	l, err := netlink.LinkByName(r.HostName)
+	return deleteVxlan(&netlink.Handle{}, "the host namespace", r.HostName, r.VNI, "")
+}
+
+// deleteVxlan deletes the device called name through h (a zero Handle
+// works in the calling thread's namespace; where names it for errors)
+// when it is a vxlan device with VNI vni and, unless marker is "", that
+// alias. A device that is not there, or not that one, is left alone.
+func deleteVxlan(h *netlink.Handle, where, name string, vni int, marker string) error {
+	l, err := h.LinkByName(name)
 	var notFound netlink.LinkNotFoundError
 	if errors.As(err, &notFound) {
 		return nil
 	}
 	if err != nil {
-		return fmt.Errorf("find %s in the host namespace: %w", r.HostName, err)
+		return fmt.Errorf("find %s in %s: %w", name, where, err)
 	}
-	vx, ok := l.(*netlink.Vxlan)
-	if !ok || vx.VxlanId != r.VNI {
+	if vx, ok := l.(*netlink.Vxlan); !ok || vx.VxlanId != vni || (marker != "" && l.Attrs().Alias != marker) {
 		return nil // not ours: left alone
 	}
-	if err := netlink.LinkDel(l); err != nil {
-		return fmt.Errorf("delete VXLAN %s (%s) from the host namespace: %w", r.HostName, spec.Endpoint{Node: r.Node, Interface: r.Interface}, err)
+	if err := h.LinkDel(l); err != nil {
+		return fmt.Errorf("delete VXLAN %s from %s: %w", name, where, err)
 	}
 	return nil
 }
@@ -236,19 +243,5 @@ func releaseTunnel(dir, nsName, labName string, r TunnelRecord) error {
 		return err
 	}
 	defer h.Close()
-	l, err := h.LinkByName(r.Interface)
-	var notFound netlink.LinkNotFoundError
-	if errors.As(err, &notFound) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("find %s in %s: %w", r.Interface, nsName, err)
-	}
-	if vx, ok := l.(*netlink.Vxlan); !ok || vx.VxlanId != r.VNI || l.Attrs().Alias != linkMarker(labName) {
-		return nil // not ours: left alone
-	}
-	if err := h.LinkDel(l); err != nil {
-		return fmt.Errorf("delete VXLAN %s in %s: %w", r.Interface, nsName, err)
-	}
-	return nil
+	return deleteVxlan(h, nsName, r.Interface, r.VNI, linkMarker(labName))
 }

@@ -180,10 +180,10 @@ func enterMountHome(fd int) error {
 // throwaway thread.
 func inMountHome(dir string, fn func() error) error {
 	fd, err := mountHome(dir)
-	if err != nil || fd < 0 {
-		if err != nil {
-			return err
-		}
+	if err != nil {
+		return err
+	}
+	if fd < 0 {
 		return fn()
 	}
 	errc := make(chan error, 1)

@@ -13,9 +13,9 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func skipUnlessRoot(t *testing.T) {
+func skipUnlessRoot(tb testing.TB) {
 	if os.Geteuid() != 0 {
-		t.Skip("needs root")
+		tb.Skip("needs root")
 	}
 }
 

@@ -22,9 +22,7 @@ import (
 // has torn them all down (settled-ms/namespace, by Settle). Run:
 // go test -run '^$' -bench RemoveMany -benchtime 1x ./topology/ns
 func BenchmarkRemoveMany(b *testing.B) {
-	if os.Geteuid() != 0 {
-		b.Skip("needs root")
-	}
+	skipUnlessRoot(b)
 	for _, n := range []int{1000, 10000} {
 		for _, mode := range []string{"each", "held", "tree"} {
 			b.Run(fmt.Sprintf("%s/%d", mode, n), func(b *testing.B) {

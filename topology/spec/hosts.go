@@ -286,6 +286,15 @@ func (l *Lab) Model() *Lab {
 // Spans reports whether the lab spans hosts (and so is deployed by parts).
 func (l *Lab) Spans() bool { return len(l.Hosts) > 0 }
 
+// Elsewhere names node name with its host ("router on host b") when it
+// runs on another host than this part's, and is "" when it is local.
+func (l *Lab) Elsewhere(name string) string {
+	if l.Local(name) {
+		return ""
+	}
+	return fmt.Sprintf("%s on host %s", name, l.Model().Node(name).Host)
+}
+
 // Local reports whether node name runs on this part's host (always, for a
 // lab on one machine).
 func (l *Lab) Local(name string) bool {
