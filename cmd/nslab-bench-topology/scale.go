@@ -98,8 +98,9 @@ func timeMem(name string, args ...string) (time.Duration, int64) {
 
 // printScale prints the rows and the per-node ratios, and what fresh
 // memory costs this machine (memorySupply's justFreed and idleFreed, per
-// MiB) against what the largest lab held: the part of a deploy's growth
-// that is the host handing memory back, not nslab.
+// MiB) against what the largest lab held: an estimate, from this
+// process's own first writes, of the part of a deploy's growth that is the
+// host handing memory back rather than nslab.
 func printScale(rows []scaleRow, justFreed, idleFreed time.Duration) {
 	fmt.Printf("\nchains of nslab generate chain --routes, one whole nslab process each way:\n")
 	fmt.Printf("(kernel done: from the start of destroy until the kernel had torn every namespace down, which it does after destroy returns;\n kernel held: how much MemFree fell while the lab was deployed, per node)\n")
@@ -122,6 +123,6 @@ func printScale(rows []scaleRow, justFreed, idleFreed time.Duration) {
 	fresh := time.Duration(float64(idleFreed-justFreed) * mibPerNode)
 	fmt.Printf("fresh memory: a first write costs %s per MiB of memory just freed, %s per MiB of memory freed %s earlier (%.2fx);\n",
 		dur(justFreed), dur(idleFreed), memoryIdle, float64(idleFreed)/float64(justFreed))
-	fmt.Printf("  at %.2f MiB held per node, memory the machine took back costs the %d-node deploy up to %s per node; its per-node cost grew by %s\n",
-		mibPerNode, last.nodes, dur(max(fresh, 0)), dur(last.perNode(last.deploy)-first.perNode(first.deploy)))
+	fmt.Printf("  at %.2f MiB held per node, that is about %s per node of the %d-node deploy if the kernel's first writes cost what this process's do; its per-node cost grew by %s\n",
+		mibPerNode, dur(max(fresh, 0)), last.nodes, dur(last.perNode(last.deploy)-first.perNode(first.deploy)))
 }
