@@ -63,10 +63,20 @@ test: lint unit-test vmtest
 # -p 1: one package at a time. The privileged tests measure this machine
 # (a router's backlog drops, softnet_stat, CPU use, all machine-wide), so
 # two packages sending at once would measure each other.
+#
+# As root the tests start from a new machine's state, whatever ran here
+# before: in a mount namespace of their own with private propagation (as
+# `/` is on a new boot) and a fresh tmpfs over /run, so there is no
+# /run/netns and no /run/nslab until the tests make them. A machine where
+# `ip netns add` once ran has a shared /run/netns, and would hide a tool
+# that only works there. Nothing the tests mount there reaches the host's
+# mount namespace.
+PRISTINE = unshare --mount --propagation private -- \
+	sh -c 'mount -t tmpfs -o mode=755,nosuid,nodev nslab-pristine /run && exec "$$@"' pristine
 unit-test: deps
 	$(GO) vet ./...
 	$(GO) vet -tags vmtest ./...
-	$(GO) test -p 1 -count=1 ./...
+	$(if $(filter 0,$(shell id -u)),$(PRISTINE)) $(GO) test -p 1 -count=1 ./...
 
 # golangci-lint v2, installed as a Go module into .cache/bin (see
 # .golangci.yml for the linters and their limits).

@@ -21,6 +21,7 @@ import (
 	"github.com/nslab/nslab/pktgen/userspace"
 	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/labname"
+	"github.com/nslab/nslab/topology/nlsafe"
 	"github.com/nslab/nslab/topology/spec"
 )
 
@@ -101,7 +102,7 @@ func setup() (*bench, error) {
 		return nil, err
 	}
 	rx := b.run.Node("rx")
-	r0, err := rx.Handle.LinkByName("r0")
+	r0, err := nlsafe.LinkByName(rx.Handle, "r0")
 	if err == nil {
 		b.xdpMode, err = attachXDPDrop(rx.NS, r0)
 	}
@@ -127,7 +128,7 @@ func (b *bench) close() {
 // sent reads the packets the sender's veth has sent (and the receiver
 // took): its tx counter.
 func (b *bench) sent() uint64 {
-	l, err := b.run.Node("tx").Handle.LinkByName("t0")
+	l, err := nlsafe.LinkByName(b.run.Node("tx").Handle, "t0")
 	if err != nil {
 		fail(err)
 	}

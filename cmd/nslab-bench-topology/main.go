@@ -33,9 +33,9 @@ import (
 	"github.com/nslab/nslab/topology/generate"
 	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/labname"
+	"github.com/nslab/nslab/topology/nlsafe"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
-	"github.com/vishvananda/netlink"
 )
 
 func main() {
@@ -207,7 +207,7 @@ var hostLinksAtStart = hostLinks()
 
 // hostLinks names the host namespace's links.
 func hostLinks() string {
-	links, err := netlink.LinkList()
+	links, err := nlsafe.LinkList(nlsafe.Caller)
 	if err != nil {
 		fail(err)
 	}

@@ -84,6 +84,9 @@ func printDestroy(w io.Writer, r *lab.DestroyReport) {
 		fmt.Fprintf(w, "lab %s: nothing to destroy\n", r.Lab)
 		return
 	}
+	if r.Damaged != "" {
+		fmt.Fprintf(w, "lab %s: its state file was damaged (%s); removing what carries the lab's marker\n", r.Lab, r.Damaged)
+	}
 	fmt.Fprintf(w, "destroyed lab %s: %d namespaces removed", r.Lab, len(r.Removed))
 	if len(r.Gone) > 0 {
 		fmt.Fprintf(w, ", %d already gone", len(r.Gone))
@@ -94,6 +97,9 @@ func printDestroy(w io.Writer, r *lab.DestroyReport) {
 	fmt.Fprintln(w)
 	for _, s := range r.Skipped {
 		fmt.Fprintf(w, "  left alone: %s\n", s)
+	}
+	for _, s := range r.Unproven {
+		fmt.Fprintf(w, "  not given back without the state file: %s\n", s)
 	}
 }
 

@@ -25,7 +25,7 @@ func TestPrivilegedAutoPicksUserspaceWithoutPktgen(t *testing.T) {
 	if _, err := os.Stat("/proc/net/pktgen"); err == nil {
 		t.Skip("this kernel has pktgen")
 	}
-	n := labtest.OpenNamespace(t, t.TempDir())
+	n := labtest.OpenNamespace(t, labtest.NetnsDir(t))
 	var measured *kernel.MissingError
 	if err := kernel.Available(n); !errors.As(err, &measured) {
 		t.Fatalf("probe: %v", err)

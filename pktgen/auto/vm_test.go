@@ -16,7 +16,7 @@ import (
 // TestVMAutoPicksPktgen: on a kernel with pktgen, auto runs the kernel
 // engine and says why.
 func TestVMAutoPicksPktgen(t *testing.T) {
-	n := labtest.OpenNamespace(t, t.TempDir())
+	n := labtest.OpenNamespace(t, labtest.NetnsDir(t))
 	name := n.Name
 	job := engine.Job{Sender: n, Interface: "lo", Count: 10, Frame: 64,
 		DstIP: netip.MustParseAddr("127.0.0.1"), DstMAC: net.HardwareAddr{0, 0, 0, 0, 0, 0}}

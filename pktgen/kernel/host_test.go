@@ -24,7 +24,7 @@ func TestPrivilegedNoPktgenOnThisKernel(t *testing.T) {
 	if _, err := os.Stat("/proc/net/pktgen"); err == nil {
 		t.Skip("this kernel has pktgen")
 	}
-	n := labtest.OpenNamespace(t, t.TempDir())
+	n := labtest.OpenNamespace(t, labtest.NetnsDir(t))
 	job := engine.Job{Sender: n, Interface: "lo", Count: 1, Frame: 64,
 		DstIP: netip.MustParseAddr("127.0.0.1"), DstMAC: mac("02:00:00:00:00:01")}
 	_, err := Engine{}.Run(context.Background(), job)

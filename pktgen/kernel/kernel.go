@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nslab/nslab/pktgen/engine"
+	"github.com/nslab/nslab/topology/nlsafe"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/vishvananda/netlink"
 )
@@ -108,7 +109,7 @@ func deviceInfo(n *ns.NS, name string) (string, int, error) {
 		return "", 0, err
 	}
 	defer h.Close()
-	l, err := h.LinkByName(name)
+	l, err := nlsafe.LinkByName(h, name)
 	if err != nil {
 		return "", 0, fmt.Errorf("sender interface %s in %s: %w", name, n.Name, err)
 	}

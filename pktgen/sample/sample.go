@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/nslab/nslab/topology/lab"
+	"github.com/nslab/nslab/topology/nlsafe"
 	"github.com/nslab/nslab/topology/qdisc"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/vishvananda/netlink"
@@ -83,7 +84,7 @@ func New(r *lab.Running, targets []Target) (*Sampler, error) {
 		if n == nil {
 			return nil, fmt.Errorf("sample %s: no node %s in lab %s", t, t.Node, r.Lab.Name)
 		}
-		l, err := n.Handle.LinkByName(t.Interface)
+		l, err := nlsafe.LinkByName(n.Handle, t.Interface)
 		if err != nil {
 			return nil, fmt.Errorf("sample %s: %w", t, err)
 		}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/nslab/nslab/pktgen/engine"
+	"github.com/nslab/nslab/topology/nlsafe"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -209,7 +210,7 @@ func senderInterface(n *ns.NS, j engine.Job) (netlink.Link, netip.Addr, error) {
 		return nil, netip.Addr{}, err
 	}
 	defer h.Close()
-	link, err := h.LinkByName(j.Interface)
+	link, err := nlsafe.LinkByName(h, j.Interface)
 	if err != nil {
 		return nil, netip.Addr{}, fmt.Errorf("sender interface %s in %s: %w", j.Interface, n.Name, err)
 	}
@@ -220,7 +221,7 @@ func senderInterface(n *ns.NS, j engine.Job) (netlink.Link, netip.Addr, error) {
 	if j.DstIP.Is6() {
 		family = netlink.FAMILY_V6
 	}
-	addrs, err := h.AddrList(link, family)
+	addrs, err := nlsafe.AddrList(h, link, family)
 	if err != nil {
 		return nil, netip.Addr{}, fmt.Errorf("addresses of %s: %w", j.Interface, err)
 	}

@@ -61,6 +61,11 @@ func (e *ConflictError) Error() string {
 // returned (wrapping ctx.Err() on cancel).
 func (m *Manager) Deploy(ctx context.Context, lab *spec.Lab) (*DeployResult, error) {
 	start := time.Now()
+	// Before the lock, which creates the state directory: a deploy whose
+	// namespaces would vanish with this process changes nothing.
+	if err := ns.CheckDir(m.netnsDir()); err != nil {
+		return nil, fmt.Errorf("cannot deploy, nothing was changed: %w", err)
+	}
 	unlock, err := m.lock()
 	if err != nil {
 		return nil, err

@@ -21,6 +21,11 @@ type DestroyReport struct {
 	Skipped []string // names left alone, with the reason
 	Found   bool     // false when there was no trace of the lab at all
 	Stopped int      // service processes stopped
+	// Damaged is what was wrong with the lab's state file when it could
+	// not be used (empty when it could); Unproven lists what such a
+	// destroy could not find or give back without it.
+	Damaged  string
+	Unproven []string
 
 	held *holder // the removed namespaces, kept open until every one is unmounted
 }
@@ -78,6 +83,12 @@ func (m *Manager) destroyLocked(labName string) (*DestroyReport, error) {
 // carries this lab's marker.
 func (m *Manager) destroyRecords(labName string, rep *DestroyReport) (*State, []NSRecord, error) {
 	st, err := m.loadState(labName)
+	var damaged *DamagedStateError
+	if errors.As(err, &damaged) {
+		// Without its state, the lab is what carries its marker.
+		rep.Found, rep.Damaged, rep.Unproven = true, damaged.Problem, unprovenWithoutState
+		st, err = nil, nil
+	}
 	if err != nil {
 		return nil, nil, err
 	}
@@ -162,12 +173,15 @@ func (m *Manager) removals(labName string, st *State, records []NSRecord, l *spe
 	for _, r := range records {
 		nsNames[r.Node] = r.Name
 	}
-	if st != nil {
+	switch {
+	case st != nil:
 		plan = append(plan, m.tunnelRemovals(labName, st.Tunnels, nsNames)...)
 		plan = append(plan, m.vfRemovals(st)...)
-	} else if l != nil {
+	case l != nil:
 		plan = append(plan, m.tunnelRemovals(labName, tunnelRecords(l), nsNames)...)
 		plan = append(plan, unrecordedVFs(l)...)
+	default: // no state, or a damaged one: the VXLAN devices carry the marker
+		plan = append(plan, m.markedTunnelRemoval(labName, records))
 	}
 	sorted := append([]NSRecord(nil), records...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nslab/nslab/topology/netfilter"
+	"github.com/nslab/nslab/topology/nlsafe"
 	"github.com/nslab/nslab/topology/qdisc"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/vishvananda/netlink"
@@ -212,7 +213,7 @@ func (m *Manager) inspectNode(ni *NodeInfo, l *spec.Lab, indexes map[spec.Endpoi
 	defer node.Handle.Close()
 	h := node.Handle
 	ni.Present = true
-	links, err := h.LinkList()
+	links, err := nlsafe.LinkList(h)
 	if err != nil {
 		return fmt.Errorf("list links in %s: %w", ni.Namespace, err)
 	}
@@ -234,7 +235,7 @@ func (m *Manager) inspectNode(ni *NodeInfo, l *spec.Lab, indexes map[spec.Endpoi
 	if err := readNetfilter(node, l, ni); err != nil {
 		return err
 	}
-	routes, err := h.RouteListFiltered(netlink.FAMILY_ALL, &netlink.Route{Table: unix.RT_TABLE_MAIN}, netlink.RT_FILTER_TABLE)
+	routes, err := nlsafe.RouteListFiltered(h, netlink.FAMILY_ALL, &netlink.Route{Table: unix.RT_TABLE_MAIN}, netlink.RT_FILTER_TABLE)
 	if err != nil {
 		return fmt.Errorf("list routes in %s: %w", ni.Namespace, err)
 	}
@@ -279,7 +280,7 @@ func linkInfo(h *netlink.Handle, lk netlink.Link, names map[int]string) (IfInfo,
 	if vx, ok := lk.(*netlink.Vxlan); ok {
 		ifc.Peer = fmt.Sprintf("vni%d", vx.VxlanId) // checked against the file's tunnel
 	}
-	addrs, err := h.AddrList(lk, netlink.FAMILY_ALL)
+	addrs, err := nlsafe.AddrList(h, lk, netlink.FAMILY_ALL)
 	if err != nil {
 		return ifc, fmt.Errorf("list addresses of %s: %w", a.Name, err)
 	}

@@ -446,7 +446,7 @@ func TestPrivilegedTwoLabs(t *testing.T) {
 func TestPrivilegedDestroyAll(t *testing.T) {
 	a := newFixture(t, "pair.yaml")
 	b := newFixture(t, "switch.yaml")
-	m := &Manager{NetnsDir: t.TempDir(), StateDir: t.TempDir()}
+	m := &Manager{NetnsDir: labtest.NetnsDir(t), StateDir: t.TempDir()}
 	a.m, b.m = m, m
 	a.deploy()
 	b.deploy()

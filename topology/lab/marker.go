@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/nslab/nslab/topology/nlsafe"
 	"github.com/nslab/nslab/topology/ns"
 )
 
@@ -56,7 +57,7 @@ func ownerOfOpen(n *ns.NS) (owner, error) {
 		return owner{}, err
 	}
 	defer h.Close()
-	lo, err := h.LinkByName("lo")
+	lo, err := nlsafe.LinkByName(h, "lo")
 	if err != nil {
 		return owner{}, fmt.Errorf("read marker of namespace %s: %w", n.Name, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/nslab/nslab/topology/nlsafe"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/vishvananda/netlink"
@@ -93,7 +94,7 @@ func (r *Running) Link(ep spec.Endpoint) (netlink.Link, error) {
 	if n == nil {
 		return nil, fmt.Errorf("lab %s has no node %s", r.Lab.Name, ep.Node)
 	}
-	l, err := n.Handle.LinkByName(ep.Interface)
+	l, err := nlsafe.LinkByName(n.Handle, ep.Interface)
 	if err != nil {
 		return nil, fmt.Errorf("interface %s: %w", ep, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/nslab/nslab/topology/nlsafe"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/vishvananda/netlink"
@@ -49,7 +50,7 @@ type netlinkVFs struct{}
 var _ VFControl = netlinkVFs{}
 
 func (netlinkVFs) Get(pf string, vf int) (VFSettings, error) {
-	l, err := netlink.LinkByName(pf)
+	l, err := nlsafe.LinkByName(nlsafe.Caller, pf)
 	if err != nil {
 		return VFSettings{}, fmt.Errorf("PF %s: %w", pf, err)
 	}
@@ -63,7 +64,7 @@ func (netlinkVFs) Get(pf string, vf int) (VFSettings, error) {
 }
 
 func (netlinkVFs) Set(pf string, vf int, s VFSettings) error {
-	l, err := netlink.LinkByName(pf)
+	l, err := nlsafe.LinkByName(nlsafe.Caller, pf)
 	if err != nil {
 		return fmt.Errorf("PF %s: %w", pf, err)
 	}
@@ -184,7 +185,7 @@ func (m *Manager) vfsInUse(s sysfs, pf string, n int) string {
 		if name == "" {
 			return fmt.Sprintf("VF %d (%s, not in the host namespace)", i, pci)
 		}
-		if l, err := netlink.LinkByName(name); err == nil && l.Attrs().Flags&net.FlagUp != 0 {
+		if l, err := nlsafe.LinkByName(nlsafe.Caller, name); err == nil && l.Attrs().Flags&net.FlagUp != 0 {
 			return fmt.Sprintf("VF %d (%s, up)", i, name)
 		}
 	}
@@ -269,7 +270,7 @@ func renameHostVF(cur, orig string) error {
 	if cur == orig {
 		return nil
 	}
-	l, err := netlink.LinkByName(cur)
+	l, err := nlsafe.LinkByName(nlsafe.Caller, cur)
 	if err == nil {
 		if err = netlink.LinkSetDown(l); err == nil {
 			err = netlink.LinkSetName(l, orig)
@@ -284,7 +285,7 @@ func renameHostVF(cur, orig string) error {
 // restoreHostVF puts back what the lab changed on a VF netdev in the
 // host: its marker, MTU and MAC.
 func restoreHostVF(r VFRecord) error {
-	l, err := netlink.LinkByName(r.OrigName)
+	l, err := nlsafe.LinkByName(nlsafe.Caller, r.OrigName)
 	if err != nil {
 		return fmt.Errorf("VF %s: %w", r.OrigName, err)
 	}
@@ -317,7 +318,7 @@ func (m *Manager) vfHome(r VFRecord, labName string) error {
 		return err
 	}
 	defer h.Close()
-	l, err := h.LinkByName(r.Name)
+	l, err := nlsafe.LinkByName(h, r.Name)
 	if err != nil || l.Attrs().Alias != linkMarker(labName) {
 		return nil // not there, or not ours
 	}

@@ -71,7 +71,20 @@ func (m *Manager) statePath(labName string) string {
 	return filepath.Join(m.stateDir(), labName+".json")
 }
 
-// loadState reads a lab's state; it returns (nil, nil) when there is none.
+// DamagedStateError is a state file that cannot be used: empty,
+// truncated, not JSON, of another version, or of another lab. Destroy
+// still removes what it can prove is the lab's (see Destroy).
+type DamagedStateError struct {
+	Lab, Path string
+	Problem   string // what is wrong with it
+}
+
+func (e *DamagedStateError) Error() string {
+	return fmt.Sprintf("state file of lab %s (%s) is damaged: %s; `nslab destroy --name %s` removes what carries the lab's marker, and the file", e.Lab, e.Path, e.Problem, e.Lab)
+}
+
+// loadState reads a lab's state; it returns (nil, nil) when there is none,
+// and a *DamagedStateError when the file cannot be used.
 func (m *Manager) loadState(labName string) (*State, error) {
 	data, err := os.ReadFile(m.statePath(labName))
 	if errors.Is(err, os.ErrNotExist) {
@@ -80,29 +93,77 @@ func (m *Manager) loadState(labName string) (*State, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read state of lab %s: %w", labName, err)
 	}
-	var st State
-	if err := json.Unmarshal(data, &st); err != nil {
-		return nil, fmt.Errorf("read state of lab %s (%s): %w", labName, m.statePath(labName), err)
+	st, problem := decodeState(data)
+	if problem != "" {
+		return nil, &DamagedStateError{Lab: labName, Path: m.statePath(labName), Problem: problem}
 	}
-	return &st, nil
+	if st.Lab != labName {
+		return nil, &DamagedStateError{Lab: labName, Path: m.statePath(labName), Problem: fmt.Sprintf("it is the state of lab %q", st.Lab)}
+	}
+	return st, nil
 }
 
-// saveState writes the state atomically (write to a temporary file, then
-// rename), so a reader or a crash never sees half a file.
+// decodeState parses a state file; problem says why it cannot be used
+// ("" when it can).
+func decodeState(data []byte) (st *State, problem string) {
+	if len(strings.TrimSpace(string(data))) == 0 {
+		return nil, "it is empty"
+	}
+	st = &State{}
+	if err := json.Unmarshal(data, st); err != nil {
+		return nil, "not a state nslab wrote (" + err.Error() + ")"
+	}
+	if st.Version != stateVersion {
+		return nil, fmt.Sprintf("version %d, this nslab reads version %d", st.Version, stateVersion)
+	}
+	if st.Lab == "" || st.Phase == "" {
+		return nil, "it lacks the lab's name or its phase"
+	}
+	return st, ""
+}
+
+// saveState writes the state atomically: a temporary file, written and
+// synced, renamed over the old one, then the directory synced, so that a
+// reader, a crash or a power cut leaves the old state or the new one,
+// never half a file.
 func (m *Manager) saveState(st *State) error {
 	data, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode state of lab %s: %w", st.Lab, err)
 	}
-	p := m.statePath(st.Lab)
-	tmp := p + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return fmt.Errorf("write state of lab %s: %w", st.Lab, err)
-	}
-	if err := os.Rename(tmp, p); err != nil {
+	if err := writeAtomic(m.statePath(st.Lab), data); err != nil {
 		return fmt.Errorf("write state of lab %s: %w", st.Lab, err)
 	}
 	return nil
+}
+
+// writeAtomic replaces the file p with data (see saveState).
+func writeAtomic(p string, data []byte) error {
+	tmp := p + ".tmp"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, p)
+	}
+	if err != nil {
+		_ = os.Remove(tmp) // best effort: the write's error is the one to report
+		return err
+	}
+	dir, err := os.Open(filepath.Dir(p))
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	return dir.Sync()
 }
 
 func (m *Manager) removeState(labName string) error {

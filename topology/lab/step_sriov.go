@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nslab/nslab/topology/nlsafe"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/vishvananda/netlink"
@@ -88,7 +89,7 @@ func (d *deployer) handVF(pf *spec.PF, vf *spec.VF) error {
 		return fmt.Errorf("VF %d of %s: %w", vf.Index, pf.Name, err)
 	}
 	host := s.netdevOf(pci)
-	link, err := netlink.LinkByName(host)
+	link, err := nlsafe.LinkByName(nlsafe.Caller, host)
 	if err != nil {
 		return fmt.Errorf("VF netdev %s: %w", host, err)
 	}
@@ -121,7 +122,7 @@ func (d *deployer) handVF(pf *spec.PF, vf *spec.VF) error {
 		return fmt.Errorf("move VF %s into %s: %w", host, vf.Node, err)
 	}
 	h := d.handles[vf.Node]
-	moved, err := h.LinkByName(host)
+	moved, err := nlsafe.LinkByName(h, host)
 	if err != nil {
 		return fmt.Errorf("find VF %s in %s: %w", host, vf.Node, err)
 	}

@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 
+	"github.com/nslab/nslab/topology/nlsafe"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/vishvananda/netlink"
@@ -73,6 +74,11 @@ func (d *deployer) createTunnel(t *spec.Tunnel) error {
 	if err := netlink.LinkAdd(vx); err != nil {
 		return fmt.Errorf("create VXLAN %s in the host namespace: %w%s", attrs.Name, err, missingKind(err, "vxlan", "CONFIG_VXLAN"))
 	}
+	// Marked at once (the kernel takes no alias in a create message), so
+	// that a destroy without a state file can prove it is the lab's.
+	if err := netlink.LinkSetAlias(vx, linkMarker(d.lab.Name)); err != nil {
+		return fmt.Errorf("mark VXLAN %s in the host namespace: %w", attrs.Name, err)
+	}
 	return nil
 }
 
@@ -83,7 +89,7 @@ func (d *deployer) createTunnel(t *spec.Tunnel) error {
 // name IF; ip -n NS link set IF up
 func (d *deployer) moveTunnel(t *spec.Tunnel) error {
 	name := tunnelName(t.VNI)
-	vx, err := netlink.LinkByName(name)
+	vx, err := nlsafe.LinkByName(nlsafe.Caller, name)
 	if err != nil {
 		return fmt.Errorf("find VXLAN %s in the host namespace: %w", name, err)
 	}
@@ -91,7 +97,7 @@ func (d *deployer) moveTunnel(t *spec.Tunnel) error {
 		return fmt.Errorf("move VXLAN %s into %s: %w", name, t.Local.Node, err)
 	}
 	h := d.handles[t.Local.Node]
-	l, err := h.LinkByName(name)
+	l, err := nlsafe.LinkByName(h, name)
 	if err != nil {
 		return fmt.Errorf("find VXLAN %s in %s: %w", name, t.Local.Node, err)
 	}
@@ -141,7 +147,7 @@ func checkTunnels(l *spec.Lab) []string {
 	}
 	var problems []string
 	local := l.Tunnels[0].LocalIP
-	addrs, err := netlink.AddrList(nil, netlink.FAMILY_ALL)
+	addrs, err := nlsafe.AddrList(nlsafe.Caller, nil, netlink.FAMILY_ALL)
 	if err != nil {
 		return []string{fmt.Sprintf("list this host's addresses: %v", err)}
 	}
@@ -155,7 +161,7 @@ func checkTunnels(l *spec.Lab) []string {
 		problems = append(problems, fmt.Sprintf("host %s's underlay address %s is not on this machine: run this part on host %s, or fix hosts.%s.underlay", l.HostName, local, l.HostName, l.HostName))
 	}
 	for _, t := range l.Tunnels {
-		if _, err := netlink.LinkByName(tunnelName(t.VNI)); err == nil {
+		if _, err := nlsafe.LinkByName(nlsafe.Caller, tunnelName(t.VNI)); err == nil {
 			problems = append(problems, fmt.Sprintf("a device %s already exists in the host namespace (VNI %d of %s): another lab uses that VNI; give the link another vni:", tunnelName(t.VNI), t.VNI, t.Local))
 		}
 	}
@@ -174,7 +180,7 @@ func removeTunnel(r TunnelRecord) error {
 // when it is a vxlan device with VNI vni and, unless marker is "", that
 // alias. A device that is not there, or not that one, is left alone.
 func deleteVxlan(h *netlink.Handle, where, name string, vni int, marker string) error {
-	l, err := h.LinkByName(name)
+	l, err := nlsafe.LinkByName(h, name)
 	var notFound netlink.LinkNotFoundError
 	if errors.As(err, &notFound) {
 		return nil
@@ -244,4 +250,69 @@ func releaseTunnel(dir, nsName, labName string, r TunnelRecord) error {
 	}
 	defer h.Close()
 	return deleteVxlan(h, nsName, r.Interface, r.VNI, linkMarker(labName))
+}
+
+// unprovenWithoutState is what a destroy cannot give back when the lab's
+// state file is damaged: it is recorded there alone.
+var unprovenWithoutState = []string{
+	"SR-IOV VFs and PF settings the lab changed (recorded only in the state file): check the PFs' sriov_numvfs and VF names by hand",
+}
+
+// markedTunnelRemoval deletes, when there is no usable state, every VXLAN
+// device that carries lab labName's marker: in the host namespace (named
+// nslxVNI, left by a killed deploy) and in each of the lab's namespaces
+// (records), before they go, so that their VNIs are free when destroy
+// returns.
+func (m *Manager) markedTunnelRemoval(labName string, records []NSRecord) removal {
+	marker := linkMarker(labName)
+	return removal{
+		Name: "delete the VXLAN devices that carry the lab's marker",
+		shell: func() []string {
+			return []string{fmt.Sprintf("# (nslab deletes each vxlan device whose alias is %s, in the host namespace and in the lab's namespaces)", marker)}
+		},
+		do: func(*DestroyReport) error {
+			errs := []error{deleteMarkedVxlans(nlsafe.Caller, "the host namespace", marker)}
+			for _, r := range records {
+				errs = append(errs, m.inNamespace(r.Name, func(h *netlink.Handle) error {
+					return deleteMarkedVxlans(h, r.Name, marker)
+				}))
+			}
+			return errors.Join(errs...)
+		},
+	}
+}
+
+// deleteMarkedVxlans deletes every vxlan device with alias marker that h
+// sees (where names the namespace for errors).
+func deleteMarkedVxlans(h *netlink.Handle, where, marker string) error {
+	links, err := nlsafe.LinkList(h)
+	if err != nil {
+		return fmt.Errorf("list links in %s: %w", where, err)
+	}
+	var errs []error
+	for _, l := range links {
+		if vx, ok := l.(*netlink.Vxlan); ok && l.Attrs().Alias == marker {
+			errs = append(errs, deleteVxlan(h, where, l.Attrs().Name, vx.VxlanId, marker))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// inNamespace runs fn with a netlink handle opened in the named namespace;
+// a namespace that is gone, or is not one, is fine.
+func (m *Manager) inNamespace(name string, fn func(h *netlink.Handle) error) error {
+	n, err := ns.Open(m.netnsDir(), name)
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, ns.ErrNotNamespace) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer n.Close()
+	h, err := n.NetlinkHandle()
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	return fn(h)
 }

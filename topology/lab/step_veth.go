@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/nslab/nslab/topology/nlsafe"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/vishvananda/netlink"
@@ -70,7 +71,7 @@ func (d *deployer) createVeth(l *spec.Link) error {
 	if err := ha.LinkSetAlias(veth, linkMarker(d.lab.Name)); err != nil {
 		return fmt.Errorf("mark %s: %w", l.A, err)
 	}
-	peer, err := hb.LinkByName(b.Name)
+	peer, err := nlsafe.LinkByName(hb, b.Name)
 	if err != nil {
 		return fmt.Errorf("find veth end %s: %w", l.B, err)
 	}

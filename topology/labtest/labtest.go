@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/nslab/nslab/topology/labname"
+	"github.com/nslab/nslab/topology/nlsafe"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/probe"
 	"github.com/vishvananda/netlink"
@@ -70,6 +71,19 @@ func Handle(t testing.TB, dir, nsName string) *netlink.Handle {
 	return h
 }
 
+// NetnsDir is a run directory of the test's own for named namespaces,
+// released (see ns.ReleaseDir) and removed when the test ends.
+func NetnsDir(t testing.TB) string {
+	t.Helper()
+	dir := t.TempDir()
+	t.Cleanup(func() {
+		if err := ns.ReleaseDir(dir); err != nil {
+			t.Error(err)
+		}
+	})
+	return dir
+}
+
 // OpenNamespace is Namespace, opened; it is closed when the test ends.
 func OpenNamespace(t *testing.T, dir string) *ns.NS {
 	t.Helper()
@@ -107,7 +121,7 @@ func Namespace(t *testing.T, dir string) string {
 		t.Fatal(err)
 	}
 	defer h.Close()
-	lo, err := h.LinkByName("lo")
+	lo, err := nlsafe.LinkByName(h, "lo")
 	if err == nil {
 		err = h.LinkSetUp(lo)
 	}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nslab/nslab/topology/nlsafe"
 	"github.com/nslab/nslab/topology/ns"
 
 	"github.com/vishvananda/netlink"
@@ -44,13 +45,13 @@ func NewFakePF(t *testing.T, n int) *FakePF {
 		check(netlink.LinkAdd(&netlink.Veth{LinkAttrs: attrs, PeerName: peer}))
 		f.Peers = append(f.Peers, peer)
 		t.Cleanup(func() {
-			if l, err := netlink.LinkByName(name); err == nil {
+			if l, err := nlsafe.LinkByName(nlsafe.Caller, name); err == nil {
 				if err := netlink.LinkDel(l); err != nil {
 					t.Errorf("delete %s: %v", name, err)
 				}
 			}
 		})
-		l, err := netlink.LinkByName(name)
+		l, err := nlsafe.LinkByName(nlsafe.Caller, name)
 		check(err)
 		f.MACs = append(f.MACs, l.Attrs().HardwareAddr.String())
 		pci := fmt.Sprintf("0000:00:0%d.%d", n, i+1)
@@ -90,14 +91,14 @@ func (f *FakePF) Switch(t *testing.T, dir string) {
 		t.Fatal(err)
 	}
 	for _, p := range f.Peers {
-		l, err := netlink.LinkByName(p)
+		l, err := nlsafe.LinkByName(nlsafe.Caller, p)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := netlink.LinkSetNsFd(l, n.Fd()); err != nil {
 			t.Fatal(err)
 		}
-		moved, err := h.LinkByName(p)
+		moved, err := nlsafe.LinkByName(h, p)
 		if err == nil {
 			err = h.LinkSetMaster(moved, br)
 		}

@@ -100,12 +100,22 @@ type ChainInfo struct {
 
 // Read returns nslab's table in the namespace nsFD refers to: its chains
 // and rules with their counters; found is false when there is no such
-// table. It runs in the caller's namespace.
+// table. It reads again when the ruleset changed during a read (see
+// consistent). It runs in the caller's namespace.
 func Read(nsFD int) (chains []ChainInfo, rules []Counted, found bool, err error) {
 	c, err := nftables.New(nftables.WithNetNSFd(nsFD))
 	if err != nil {
 		return nil, nil, false, err
 	}
+	err = consistent(nsFD, func() error {
+		chains, rules, found, err = readOnce(c)
+		return err
+	})
+	return chains, rules, found, err
+}
+
+// readOnce lists nslab's table once.
+func readOnce(c *nftables.Conn) (chains []ChainInfo, rules []Counted, found bool, err error) {
 	t, err := c.ListTableOfFamily(Table, nftables.TableFamilyINet)
 	if err != nil {
 		if isNotFound(err) {

@@ -69,6 +69,9 @@ func (c *Creator) loop() {
 	if err == nil {
 		err = enterMountHome(mnt)
 	}
+	if err == nil {
+		err = shareDir(c.Dir)
+	}
 	if err != nil {
 		unix.Close(home)
 		for r := range c.reqs {

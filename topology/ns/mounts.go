@@ -2,6 +2,7 @@ package ns
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -23,6 +24,104 @@ import (
 // this one, and outlive the process. The master is found as the mount
 // namespace of an ancestor process whose mount of the directory is shared
 // in the peer group this one is a slave of.
+
+// The run directory is set up as iproute2's `ip netns add` sets it up
+// (ip/ipnetns.c, netns_add) before the first namespace is mounted in it:
+// bind-mounted on itself when it is not a mount point, and made a shared
+// mount, recursively. On a new boot `/run/netns` does not exist and `/`
+// may have private propagation; a namespace mounted under a plain
+// directory there would stay in the mount namespace that mounted it, and
+// one started later through `ip netns exec` (a slave copy of the host's)
+// would receive nothing from, or give nothing back to, the host's.
+
+// shareDir makes dir a shared mount, bind-mounting it on itself first
+// when it is not a mount point (mount(2) answers EINVAL for that). It runs
+// in the mount namespace the namespaces are mounted in (mountHome).
+//
+// Equivalent to: mount --make-rshared DIR || { mount --rbind DIR DIR; mount --make-rshared DIR; }
+func shareDir(dir string) error {
+	for bound := false; ; bound = true {
+		err := unix.Mount("", dir, "none", unix.MS_SHARED|unix.MS_REC, "")
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, unix.EINVAL) || bound {
+			return fmt.Errorf("make %s a shared mount: %w", dir, err)
+		}
+		if err := unix.Mount(dir, dir, "none", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+			return fmt.Errorf("bind-mount %s on itself: %w", dir, err)
+		}
+	}
+}
+
+// CheckDir reports whether namespaces mounted under dir from this process
+// outlive it, without changing anything: nil when they are mounted in a
+// mount namespace that another process holds (the machine's, a parent's,
+// or the master of a slave copy of dir, as under `ip netns exec`), or one
+// whose mount of dir is a peer of an ancestor's. Otherwise the error names
+// the cause and the remedy. Deploy calls it before it creates anything.
+func CheckDir(dir string) error {
+	fd, err := mountHome(dir)
+	if err != nil || fd >= 0 {
+		return err // no master found; or mounts go to the master's mount namespace
+	}
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return err
+	}
+	ok, err := heldByAncestor(abs)
+	if err != nil || ok {
+		return err
+	}
+	return fmt.Errorf("namespaces mounted under %s would vanish when nslab exits: nslab runs in a mount namespace of its own that no parent process shares (as under `unshare -m`, or `ip netns exec` started before %s was a shared mount), and %s there propagates to no other mount namespace; run nslab in the host's mount namespace (to run it in another network namespace: nsenter --net=/run/netns/NAME nslab ...), or let nslab (or `ip netns add`) make %s a shared mount in the host's mount namespace first, then start the other one: %w", abs, abs, abs, abs, ErrNotDurable)
+}
+
+// ErrNotDurable marks a run directory whose mounts would not outlive this
+// process (see CheckDir).
+var ErrNotDurable = errors.New("namespaces would not outlive nslab")
+
+// heldByAncestor reports whether an ancestor process (pid 1 included) is
+// in this process's mount namespace, or has a mount of dir's mount point
+// in the peer group of this process's.
+func heldByAncestor(dir string) (bool, error) {
+	if os.Getpid() == 1 {
+		return true, nil
+	}
+	self, err := mountNamespaceOf("self")
+	if err != nil {
+		return false, err
+	}
+	text, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return false, fmt.Errorf("read this process's mounts: %w", err)
+	}
+	m, _ := mountOf(parseMountinfo(string(text)), dir)
+	for pid := os.Getppid(); pid >= 1; pid = parentOf(pid) {
+		if ino, err := mountNamespaceOf(strconv.Itoa(pid)); err == nil && ino == self {
+			return true, nil
+		}
+		if m.shared != 0 {
+			if text, err := os.ReadFile(fmt.Sprintf("/proc/%d/mountinfo", pid)); err == nil {
+				if pm, ok := mountOf(parseMountinfo(string(text)), dir); ok && pm.point == m.point && pm.shared == m.shared {
+					return true, nil
+				}
+			}
+		}
+		if pid == 1 {
+			break
+		}
+	}
+	return false, nil
+}
+
+// mountNamespaceOf is the inode of /proc/PROC/ns/mnt.
+func mountNamespaceOf(proc string) (uint64, error) {
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/"+proc+"/ns/mnt", &st); err != nil {
+		return 0, fmt.Errorf("stat the mount namespace of %s: %w", proc, err)
+	}
+	return st.Ino, nil
+}
 
 // mountEntry is the part of a /proc/PID/mountinfo line nslab reads.
 type mountEntry struct {
@@ -196,4 +295,21 @@ func inMountHome(dir string, fn func() error) error {
 		errc <- fn()
 	}()
 	return <-errc
+}
+
+// ReleaseDir undoes what creating the first namespace did to a run
+// directory of the caller's own (a test's temporary directory): it
+// detaches the directory's bind mount of itself, so the directory can be
+// removed. A directory that is not a mount point is left as it is.
+// /run/netns is left shared, as iproute2 leaves it.
+//
+// Equivalent to: umount -l DIR
+func ReleaseDir(dir string) error {
+	return inMountHome(dir, func() error {
+		err := unix.Unmount(dir, unix.MNT_DETACH)
+		if err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+			return fmt.Errorf("unmount %s: %w", dir, err)
+		}
+		return nil
+	})
 }

@@ -19,6 +19,18 @@ func skipUnlessRoot(tb testing.TB) {
 	}
 }
 
+// testDir is a run directory of the test's own, released when it ends
+// (the first namespace makes it a bind mount of itself).
+func testDir(t *testing.T) string {
+	dir := t.TempDir()
+	t.Cleanup(func() {
+		if err := ReleaseDir(dir); err != nil {
+			t.Error(err)
+		}
+	})
+	return dir
+}
+
 func threadNetns(t *testing.T) uint64 {
 	var st unix.Stat_t
 	if err := unix.Stat("/proc/thread-self/ns/net", &st); err != nil {
@@ -40,7 +52,7 @@ func TestPrivilegedCreateKeepsCallerThread(t *testing.T) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	before := threadNetns(t)
-	dir := t.TempDir()
+	dir := testDir(t)
 	c, err := NewCreator(dir)
 	if err != nil {
 		t.Fatal(err)
@@ -75,7 +87,7 @@ func TestPrivilegedCreateKeepsCallerThread(t *testing.T) {
 
 func TestPrivilegedOpenAndRemove(t *testing.T) {
 	skipUnlessRoot(t)
-	dir := t.TempDir()
+	dir := testDir(t)
 	if _, err := Open(dir, "missing"); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("open missing: %v", err)
 	}
@@ -119,7 +131,7 @@ func TestPrivilegedMainThreadStaysHome(t *testing.T) {
 		return st.Ino
 	}
 	host := mainNS()
-	dir := t.TempDir()
+	dir := testDir(t)
 	c, err := NewCreator(dir)
 	if err != nil {
 		t.Fatal(err)

@@ -13,7 +13,7 @@ import (
 // and the writer's proc mounts never appear in the host's mount table.
 func TestPrivilegedProcWriter(t *testing.T) {
 	skipUnlessRoot(t)
-	dir := t.TempDir()
+	dir := testDir(t)
 	c, err := NewCreator(dir)
 	if err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/nslab/nslab/topology/nlsafe"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/vishvananda/netlink"
 )
@@ -42,7 +43,7 @@ func (s *State) String() string {
 // Read returns link's root qdisc, or nil when it has none of its own (the
 // veth default, noqueue).
 func Read(h *netlink.Handle, link netlink.Link) (*State, error) {
-	qs, err := h.QdiscList(link)
+	qs, err := nlsafe.QdiscList(h, link)
 	if err != nil {
 		return nil, fmt.Errorf("read the qdiscs of %s: %w", link.Attrs().Name, err)
 	}

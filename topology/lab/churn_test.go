@@ -1,0 +1,128 @@
+package lab
+
+import (
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/nftables"
+	"github.com/nslab/nslab/topology/ns"
+	"github.com/vishvananda/netlink"
+)
+
+// churnNode changes node's namespace in a loop until stop closes: a veth
+// pair added and deleted, an address added and deleted on it, and an
+// nftables table of its own added and deleted, through a netlink handle
+// and an nftables connection of its own. It counts its changes.
+func (f *fixture) churnNode(node string, stop <-chan struct{}, changes *atomic.Int64) {
+	n, err := ns.Open(f.m.netnsDir(), f.ns(node))
+	if err != nil {
+		f.t.Error(err)
+		return
+	}
+	defer n.Close()
+	h, err := n.NetlinkHandle()
+	if err != nil {
+		f.t.Error(err)
+		return
+	}
+	defer h.Close()
+	nft, err := nftables.New(nftables.WithNetNSFd(n.Fd()))
+	if err != nil {
+		f.t.Error(err)
+		return
+	}
+	a := &netlink.Addr{IPNet: &net.IPNet{IP: net.IPv4(10, 254, 0, 1), Mask: net.CIDRMask(32, 32)}}
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		v := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "churn0"}, PeerName: "churn1"}
+		if err := h.LinkAdd(v); err != nil {
+			f.t.Errorf("churn: %v", err)
+			return
+		}
+		for range 10 {
+			tb := nft.AddTable(&nftables.Table{Family: nftables.TableFamilyINet, Name: "churn"})
+			err := errors.Join(h.AddrAdd(v, a), nft.Flush(), h.AddrDel(v, a))
+			nft.DelTable(tb)
+			if err = errors.Join(err, nft.Flush()); err != nil {
+				f.t.Errorf("churn: %v", err)
+				return
+			}
+			changes.Add(4)
+			time.Sleep(time.Millisecond)
+		}
+		if err := h.LinkDel(v); err != nil {
+			f.t.Errorf("churn: %v", err)
+			return
+		}
+		changes.Add(2)
+	}
+}
+
+// TestPrivilegedInspectUnderChurn: while something else changes the NAT
+// router's links, addresses and nftables ruleset in a loop, inspect
+// neither fails nor returns a short table: every read has the router's
+// interfaces, its addresses, its routes and all of its rules.
+func TestPrivilegedInspectUnderChurn(t *testing.T) {
+	f := newFixture(t, "nat-router.yaml")
+	f.deploy()
+	want, err := f.m.Inspect(f.lab.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := *nodeInfo(want, "gw")
+	stop := make(chan struct{})
+	var changes atomic.Int64
+	var wg sync.WaitGroup
+	wg.Go(func() { f.churnNode("gw", stop, &changes) })
+	defer func() { close(stop); wg.Wait() }()
+	for i := range 100 {
+		got, err := f.m.Inspect(f.lab.Name)
+		if err != nil {
+			t.Fatalf("inspect %d under churn: %v", i, err)
+		}
+		gw := nodeInfo(got, "gw")
+		if gw.Error != "" {
+			t.Fatalf("inspect %d under churn: gw: %s", i, gw.Error)
+		}
+		if missing := missingFrom(base, *gw); missing != "" {
+			t.Fatalf("inspect %d under churn: short table: %s", i, missing)
+		}
+	}
+	t.Logf("%d changes during 100 inspects", changes.Load())
+	if changes.Load() == 0 {
+		t.Fatal("the churn changed nothing")
+	}
+}
+
+// missingFrom names the first interface, address, route or rule of want
+// that got lacks ("" when none).
+func missingFrom(want, got NodeInfo) string {
+	addrs := map[string]bool{}
+	for _, ifc := range got.Interfaces {
+		for _, a := range ifc.Addresses {
+			addrs[ifc.Name+" "+a] = true
+		}
+	}
+	for _, ifc := range want.Interfaces {
+		for _, a := range ifc.Addresses {
+			if !addrs[ifc.Name+" "+a] {
+				return "address " + a + " of " + ifc.Name
+			}
+		}
+	}
+	if len(got.Routes) < len(want.Routes) {
+		return "routes"
+	}
+	if want.Netfilter != nil && (got.Netfilter == nil || len(got.Netfilter.Rules) < len(want.Netfilter.Rules) || len(got.Netfilter.Chains) < len(want.Netfilter.Chains)) {
+		return "nftables rules"
+	}
+	return ""
+}
