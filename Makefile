@@ -8,6 +8,8 @@
 #   make bench-nat        what NAT and a firewall cost a router: the NAT example against itself without them
 #   make bench-engine     the userspace engine against trafgen (netsniff-ng), 64-byte frames
 #   make bench-sampler    the counter sampler's own cost per sample of 10 interfaces
+#   make fuzz             every fuzz target for FUZZTIME (60s; FUZZTIME=1h for a soak)
+#   make soak             SIGKILL nslab at random moments, 50 times each in deploy, destroy and bench
 
 GO      ?= go
 # urfave_cli_no_docs drops the CLI library's markdown/man page generator,
@@ -21,7 +23,7 @@ export GOFLAGS := -tags=$(TAGS)
 # against libc, and skips the dynamic loader at every start.
 export CGO_ENABLED := 0
 
-.PHONY: all build test unit-test lint lint-deps vmtest walkthrough vm-deps run deps go-deps bench-topology bench-forwarding bench-nat bench-engine bench-sampler clean
+.PHONY: fuzz soak all build test unit-test lint lint-deps vmtest walkthrough vm-deps run deps go-deps bench-topology bench-forwarding bench-nat bench-engine bench-sampler clean
 
 all: build
 
@@ -145,6 +147,31 @@ bench-engine: deps build
 	@command -v trafgen >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq netsniff-ng; }
 	$(GO) build -o $(BIN)/nslab-bench-engine ./cmd/nslab-bench-engine
 	$(BIN)/nslab-bench-engine
+
+# Fuzzing: each target for FUZZTIME (make fuzz FUZZTIME=1h for a soak).
+# Their seed corpora (every example and validation case, the seed
+# documents' pktgen outputs, damaged state files) run as ordinary tests in
+# make test; a crash found here is fixed and its input kept under the
+# package's testdata/fuzz/NAME, where go test runs it every time.
+FUZZTIME ?= 60s
+FUZZ_TARGETS := FuzzParse:./topology/spec FuzzValues:./topology/spec FuzzCPUList:./topology/spec \
+	FuzzCPUMask:./topology/spec FuzzParseStatus:./pktgen/kernel FuzzParseThread:./pktgen/kernel \
+	FuzzDecodeState:./topology/lab FuzzParseMountinfo:./topology/ns
+fuzz: go-deps
+	@log=$$(mktemp); for t in $(FUZZ_TARGETS); do \
+		name=$${t%%:*}; pkg=$${t#*:}; echo "== $$name ($$pkg), $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg >$$log 2>&1; rc=$$?; \
+		grep '^fuzz: elapsed' $$log | tail -n 1; grep -v '^fuzz: elapsed' $$log; \
+		[ $$rc = 0 ] || { rm -f $$log; exit 1; }; \
+	done; rm -f $$log
+
+# The kill soak: SIGKILL at random moments, SOAK_KILLS times each in
+# deploy, destroy and bench of a lab part with a service, NAT, an
+# impairment, placement and a VXLAN link; after each, one destroy must
+# leave nothing. make test runs it 3 times each.
+SOAK_KILLS ?= 50
+soak: deps
+	$(if $(filter 0,$(shell id -u)),$(PRISTINE)) env NSLAB_SOAK_KILLS=$(SOAK_KILLS) $(GO) test -count=1 -timeout 60m -v -run '^TestPrivilegedKillSoak$$' ./cmd/nslab/
 
 bench-sampler: go-deps
 	$(GO) test -run '^$$' -bench Read10 -benchtime 5000x ./pktgen/sample/

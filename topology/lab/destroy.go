@@ -198,7 +198,7 @@ func (m *Manager) removals(labName string, st *State, records []NSRecord, l *spe
 	return append(plan, removal{
 		Name: "forget the lab",
 		shell: func() []string {
-			return []string{"rm -rf " + filepath.Join(m.stateDir(), labName), "rm -f " + m.statePath(labName)}
+			return []string{"rm -rf " + filepath.Join(m.stateDir(), labName), "rm -f " + m.statePath(labName) + " " + m.statePath(labName) + ".tmp"}
 		},
 		do:   func(*DestroyReport) error { return errors.Join(m.removeLogs(labName), m.removeState(labName)) },
 		last: true,

@@ -554,7 +554,7 @@ func (f *fixture) handle(node string) *netlink.Handle {
 // namespace, while a namespaced one does.
 func TestPrivilegedGlobalSysctlsAreGlobal(t *testing.T) {
 	labtest.SkipUnlessRoot(t)
-	dir := t.TempDir()
+	dir := labtest.NetnsDir(t)
 	name := createForeign(t, dir, labtest.Name("g"))
 	n, err := ns.Open(dir, name)
 	if err != nil {

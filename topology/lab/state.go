@@ -166,10 +166,13 @@ func writeAtomic(p string, data []byte) error {
 	return dir.Sync()
 }
 
+// removeState removes the lab's state file, and the temporary file of a
+// write that a kill interrupted.
 func (m *Manager) removeState(labName string) error {
-	err := os.Remove(m.statePath(labName))
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("remove state of lab %s: %w", labName, err)
+	for _, p := range []string{m.statePath(labName), m.statePath(labName) + ".tmp"} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("remove state of lab %s: %w", labName, err)
+		}
 	}
 	return nil
 }

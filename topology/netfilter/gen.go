@@ -30,7 +30,7 @@ func generation(nsFD int) (uint32, error) {
 	if err != nil {
 		return 0, fmt.Errorf("open a netfilter socket: %w", err)
 	}
-	defer c.Close()
+	defer func() { _ = c.Close() }() // a socket only read from
 	req := netlink.Message{
 		Header: netlink.Header{Type: netlink.HeaderType(unix.NFNL_SUBSYS_NFTABLES<<8 | unix.NFT_MSG_GETGEN), Flags: netlink.Request},
 		Data:   []byte{unix.AF_UNSPEC, unix.NFNETLINK_V0, 0, 0}, // struct nfgenmsg

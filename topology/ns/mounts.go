@@ -145,15 +145,24 @@ func parseMountinfo(text string) []mountEntry {
 				break
 			}
 			if v, ok := strings.CutPrefix(opt, "shared:"); ok {
-				e.shared, _ = strconv.Atoi(v)
+				e.shared = peerGroup(v)
 			}
 			if v, ok := strings.CutPrefix(opt, "master:"); ok {
-				e.master, _ = strconv.Atoi(v)
+				e.master = peerGroup(v)
 			}
 		}
 		out = append(out, e)
 	}
 	return out
+}
+
+// peerGroup reads a peer group id (a positive number); 0 for anything else.
+func peerGroup(s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil || n < 0 {
+		return 0
+	}
+	return n
 }
 
 // unescape undoes mountinfo's octal escapes (\040 for a space).

@@ -36,28 +36,30 @@ func TestImpairRules(t *testing.T) {
 	if b == nil || b.Rate != 20e6 || b.Qdisc() != "tbf" || b.QueueLimit() != DefaultImpairLimit {
 		t.Fatalf("b:e0 impair = %+v", b)
 	}
-	cases := []struct {
-		name, from, to string
-		where, msg     string
-	}{
-		{"unknown key", "limit: 500", "limt: 500", "x.yaml:5:142: nodes.a.interfaces.e0.impair.limt", `did you mean "limit"`},
-		{"delay syntax", "delay: 20ms", "delay: 20", "x.yaml:5:54: nodes.a.interfaces.e0.impair.delay", "a duration such as 20ms"},
-		{"negative delay", "delay: 20ms", "delay: -2ms", "x.yaml:5:54: nodes.a.interfaces.e0.impair.delay", "a duration"},
-		{"loss without %", "loss: 1%", "loss: 1", "x.yaml:5:79: nodes.a.interfaces.e0.impair.loss", "a percentage"},
-		{"loss over 100", "loss: 1%", "loss: 101%", "x.yaml:5:79: nodes.a.interfaces.e0.impair.loss", "between 0% and 100%"},
-		{"rate bytes trap", "rate: 20Mbit", "rate: 20Mbps", "x.yaml:8:53: nodes.b.interfaces.e0.impair.rate", "write 20Mbit"},
-		{"rate unit", "rate: 20Mbit", "rate: fast", "x.yaml:8:53: nodes.b.interfaces.e0.impair.rate", "10Mbit"},
-		{"limit range", "limit: 500", "limit: 0", "x.yaml:5:149: nodes.a.interfaces.e0.impair.limit", "between 1 and"},
-		{"jitter without delay", "delay: 20ms, ", "", "x.yaml:5:55: nodes.a.interfaces.e0.impair.jitter", "set delay too"},
-		{"jitter over delay", "jitter: 5ms", "jitter: 50ms", "x.yaml:5:68: nodes.a.interfaces.e0.impair.jitter", "larger than delay"},
-		{"reorder without delay", "delay: 20ms, jitter: 5ms, ", "", "x.yaml:5:83: nodes.a.interfaces.e0.impair.reorder", "set a delay too"},
-		{"does nothing", "impair: {rate: 20Mbit}", "impair: {limit: 10}", "x.yaml:8:46: nodes.b.interfaces.e0.impair", "does nothing"},
-		{"on lo", "  b:\n    interfaces:\n", "  b:\n    interfaces:\n      lo: {impair: {delay: 1ms}}\n", "x.yaml:8:20: nodes.b.interfaces.lo.impair", "lo carries no lab link"},
-		{"type", "impair: {rate: 20Mbit}", "impair: 20Mbit", "x.yaml:8:46: nodes.b.interfaces.e0.impair", "must be a mapping"},
-	}
+	cases := impairCases
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { problemAfterEdit(t, impaired, c.from, c.to, c.where, c.msg) })
 	}
+}
+
+var impairCases = []struct {
+	name, from, to string
+	where, msg     string
+}{
+	{"unknown key", "limit: 500", "limt: 500", "x.yaml:5:142: nodes.a.interfaces.e0.impair.limt", `did you mean "limit"`},
+	{"delay syntax", "delay: 20ms", "delay: 20", "x.yaml:5:54: nodes.a.interfaces.e0.impair.delay", "a duration such as 20ms"},
+	{"negative delay", "delay: 20ms", "delay: -2ms", "x.yaml:5:54: nodes.a.interfaces.e0.impair.delay", "a duration"},
+	{"loss without %", "loss: 1%", "loss: 1", "x.yaml:5:79: nodes.a.interfaces.e0.impair.loss", "a percentage"},
+	{"loss over 100", "loss: 1%", "loss: 101%", "x.yaml:5:79: nodes.a.interfaces.e0.impair.loss", "between 0% and 100%"},
+	{"rate bytes trap", "rate: 20Mbit", "rate: 20Mbps", "x.yaml:8:53: nodes.b.interfaces.e0.impair.rate", "write 20Mbit"},
+	{"rate unit", "rate: 20Mbit", "rate: fast", "x.yaml:8:53: nodes.b.interfaces.e0.impair.rate", "10Mbit"},
+	{"limit range", "limit: 500", "limit: 0", "x.yaml:5:149: nodes.a.interfaces.e0.impair.limit", "between 1 and"},
+	{"jitter without delay", "delay: 20ms, ", "", "x.yaml:5:55: nodes.a.interfaces.e0.impair.jitter", "set delay too"},
+	{"jitter over delay", "jitter: 5ms", "jitter: 50ms", "x.yaml:5:68: nodes.a.interfaces.e0.impair.jitter", "larger than delay"},
+	{"reorder without delay", "delay: 20ms, jitter: 5ms, ", "", "x.yaml:5:83: nodes.a.interfaces.e0.impair.reorder", "set a delay too"},
+	{"does nothing", "impair: {rate: 20Mbit}", "impair: {limit: 10}", "x.yaml:8:46: nodes.b.interfaces.e0.impair", "does nothing"},
+	{"on lo", "  b:\n    interfaces:\n", "  b:\n    interfaces:\n      lo: {impair: {delay: 1ms}}\n", "x.yaml:8:20: nodes.b.interfaces.lo.impair", "lo carries no lab link"},
+	{"type", "impair: {rate: 20Mbit}", "impair: 20Mbit", "x.yaml:8:46: nodes.b.interfaces.e0.impair", "must be a mapping"},
 }
 
 func TestBitRates(t *testing.T) {

@@ -49,60 +49,7 @@ func TestExamplesValidate(t *testing.T) {
 // TestRules has one case per validation rule: the file, and the place and
 // message of the problem it must produce.
 func TestRules(t *testing.T) {
-	cases := []struct {
-		name, yaml string
-		where      string // file:line:col: path
-		msg        string // part of the message
-	}{
-		{"unknown top key", base + "colour: red\n", "x.yaml:11:1: colour", "unknown key"},
-		{"unknown key suggestion", strings.Replace(base, "  a:\n    interfaces:", "  a:\n    interface:", 1), "x.yaml:4:5: nodes.a.interface", `did you mean "interfaces"`},
-		{"wrong type mtu", strings.Replace(base, "10.0.1.1/24]}", "10.0.1.1/24], mtu: \"1500\"}", 1), "x.yaml:5:43: nodes.a.interfaces.e0.mtu", "must be an integer"},
-		{"wrong type addresses", strings.Replace(base, "[10.0.1.1/24]", "10.0.1.1/24", 1), "x.yaml:5:23: nodes.a.interfaces.e0.addresses", "must be a list"},
-		{"wrong type nodes", "name: t\nnodes: [a, b]\n", "x.yaml:2:8: nodes", "must be a mapping"},
-		{"duplicate key", base + "name: u\n", "x.yaml:11:1", `duplicate key "name" (first at line 1)`},
-		{"duplicate node", base + "nodes: {}\n", "x.yaml:11:1", `duplicate key "nodes"`},
-		{"missing name", strings.Replace(base, "name: t\n", "", 1), "x.yaml:1:1: name", "missing"},
-		{"lab name chars", strings.Replace(base, "name: t", "name: Lab_1", 1), "x.yaml:1:7: name", "lowercase"},
-		{"lab name length", strings.Replace(base, "name: t", "name: abcdefghijklm", 1), "x.yaml:1:7: name", "at most 12"},
-		{"interface name length", strings.Replace(base, "      e0: {addresses: [10.0.1.1/24]}", "      abcdefghijklmnop: {}", 1), "x.yaml:5:7: nodes.a.interfaces.abcdefghijklmnop", "at most 15"},
-		{"interface name chars", strings.Replace(base, "      e0: {addresses: [10.0.1.1/24]}", "      \"a;rm\": {}", 1), "x.yaml:5:7: nodes.a.interfaces.a;rm", "letters, digits"},
-		{"namespace escape dotdot", strings.Replace(base, "links:", "  \"..\": {}\nlinks:", 1), "x.yaml:9:3: nodes...", "node name"},
-		{"namespace escape slash", strings.Replace(base, "  b:\n", "  a/b:\n", 1), "x.yaml:6:3: nodes.a/b", "node name"},
-		{"undefined node in link", strings.Replace(base, "[a:e0, b:e0]", "[a:e0, c:e0]", 1), "x.yaml:10:23: links[0].endpoints[1]", `node "c" is not defined`},
-		{"declared interface a link misspells", strings.Replace(base, "[a:e0, b:e0]", "[a:e0, b:e9]", 1), "x.yaml:8:7: nodes.b.interfaces.e0", `on no link (did you mean "e9", which a link names?)`},
-		{"undeclared linked interface name", strings.Replace(base, "[a:e0, b:e0]", "[a:e0, b:abcdefghijklmnop]", 1), "x.yaml:10:23: links[0].endpoints[1]", "at most 15"},
-		{"linked bridge", strings.Replace(base, "    interfaces:\n      e0: {addresses: [10.0.1.2/24]}", "    bridges: {e0: {}}", 1), "x.yaml:9:23: links[0].endpoints[1]", "b:e0 is a bridge"},
-		{"interface on two links", base + "  - endpoints: [a:e0, b:e0]\n", "x.yaml:11:17: links[1].endpoints[0]", "already used by links[0]"},
-		{"endpoint format", strings.Replace(base, "[a:e0, b:e0]", "[a-e0, b:e0]", 1), "x.yaml:10:17: links[0].endpoints[0]", "must be node:interface"},
-		{"three endpoints", strings.Replace(base, "[a:e0, b:e0]", "[a:e0, b:e0, a:e0]", 1), "x.yaml:10:16: links[0].endpoints", "exactly 2"},
-		{"interface on no link", strings.Replace(base, "links:\n  - endpoints: [a:e0, b:e0]\n", "", 1), "x.yaml:5:7: nodes.a.interfaces.e0", "on no link"},
-		{"duplicate address", strings.Replace(base, "10.0.1.2/24", "10.0.1.1/24", 1), "x.yaml:8:24: nodes.b.interfaces.e0.addresses[0]", "already assigned at nodes.a.interfaces.e0.addresses[0]"},
-		{"invalid cidr", strings.Replace(base, "10.0.1.2/24", "10.0.1.2/33", 1), "x.yaml:8:24: nodes.b.interfaces.e0.addresses[0]", "invalid address"},
-		{"address without length", strings.Replace(base, "10.0.1.2/24", "10.0.1.2", 1), "x.yaml:8:24: nodes.b.interfaces.e0.addresses[0]", "add the prefix length"},
-		{"network address", strings.Replace(base, "10.0.1.2/24", "10.0.1.0/24", 1), "x.yaml:8:24: nodes.b.interfaces.e0.addresses[0]", "network or broadcast"},
-		{"invalid mac", strings.Replace(base, "10.0.1.2/24]}", "10.0.1.2/24], mac: \"zz\"}", 1), "x.yaml:8:43: nodes.b.interfaces.e0.mac", "invalid MAC"},
-		{"multicast mac", strings.Replace(base, "10.0.1.2/24]}", "10.0.1.2/24], mac: \"01:00:00:00:00:01\"}", 1), "x.yaml:8:43: nodes.b.interfaces.e0.mac", "multicast"},
-		{"duplicate mac", strings.Replace(strings.Replace(base, "10.0.1.2/24]}", "10.0.1.2/24], mac: \"02:00:00:00:00:01\"}", 1), "10.0.1.1/24]}", "10.0.1.1/24], mac: \"02:00:00:00:00:01\"}", 1), "x.yaml:8:43: nodes.b.interfaces.e0.mac", "already used at nodes.a.interfaces.e0.mac"},
-		{"mtu range", strings.Replace(base, "10.0.1.2/24]}", "10.0.1.2/24], mtu: 10}", 1), "x.yaml:8:43: nodes.b.interfaces.e0.mtu", "between 68 and 65535"},
-		{"ipv6 mtu", strings.Replace(base, "10.0.1.2/24]}", "\"fd00::2/64\"], mtu: 1000}", 1), "x.yaml:8:44: nodes.b.interfaces.e0.mtu", "below 1280"},
-		{"gateway not connected", strings.Replace(base, "  b:\n", "  b:\n    routes: [{to: default, via: 10.0.9.1}]\n", 1), "x.yaml:7:33: nodes.b.routes[0].via", "not on any connected subnet of node b"},
-		{"route host bits", strings.Replace(base, "  b:\n", "  b:\n    routes: [{to: 10.0.9.1/24, via: 10.0.1.1}]\n", 1), "x.yaml:7:19: nodes.b.routes[0].to", "did you mean 10.0.9.0/24"},
-		{"route family mix", strings.Replace(base, "  b:\n", "  b:\n    routes: [{to: \"fd00::/8\", via: 10.0.1.1}]\n", 1), "x.yaml:7:36: nodes.b.routes[0].via", "different IP versions"},
-		{"route unknown dev", strings.Replace(base, "  b:\n", "  b:\n    routes: [{to: 10.0.9.0/24, dev: e7}]\n", 1), "x.yaml:7:37: nodes.b.routes[0].dev", `device "e7" is not an interface`},
-		{"route needs via or dev", strings.Replace(base, "  b:\n", "  b:\n    routes: [{to: 10.0.9.0/24}]\n", 1), "x.yaml:7:14: nodes.b.routes[0]", "needs via"},
-		{"route duplicate", strings.Replace(base, "  b:\n", "  b:\n    routes: [{to: default, via: 10.0.1.1}, {to: default, via: 10.0.1.1}]\n", 1), "x.yaml:7:44: nodes.b.routes[1]", "already defined"},
-		{"bridge port not interface", strings.Replace(base, "  b:\n", "  b:\n    bridges: {br0: {ports: [p9]}}\n", 1), "x.yaml:7:29: nodes.b.bridges.br0.ports[0]", `port "p9" is on no link of node b`},
-		{"bridge name clash", strings.Replace(base, "  b:\n", "  b:\n    bridges: {e0: {}}\n", 1), "x.yaml:7:15: nodes.b.bridges.e0", "has the name of"},
-		{"non-net sysctl", strings.Replace(base, "  b:\n", "  b:\n    sysctls: {kernel.panic: 1}\n", 1), "x.yaml:7:15: nodes.b.sysctls[\"kernel.panic\"]", "only namespace-scoped net.*"},
-		{"global net sysctl", strings.Replace(base, "  b:\n", "  b:\n    sysctls: {net.core.netdev_max_backlog: 1}\n", 1), "x.yaml:7:15: nodes.b.sysctls[\"net.core.netdev_max_backlog\"]", "not per namespace"},
-		{"sysctl escape", strings.Replace(base, "  b:\n", "  b:\n    sysctls: {\"net.//.//.x\": 1}\n", 1), "x.yaml:7:15: nodes.b.sysctls[\"net.//.//.x\"]", "dotted names"},
-		{"forwarding type", strings.Replace(base, "  b:\n", "  b:\n    forwarding: yes please\n", 1), "x.yaml:7:17: nodes.b.forwarding", "must be true, false or {ipv4"},
-		{"alias bomb", "name: t\na: &a [x, x]\nb: &b [*a, *a]\nnodes: {}\n", "x.yaml:3:8", "aliases are refused"},
-		{"yaml syntax", "name: t\nnodes:\n  a: b\n c: d\n", "x.yaml:3:1", "YAML syntax: did not find expected key"},
-		{"two documents", base + "---\nname: u\n", "x.yaml:11:1", "second YAML document"},
-		{"empty file", "", "x.yaml: ", "file is empty"},
-		{"oversize file", base + "#" + strings.Repeat("x", MaxFileSize) + "\n", "x.yaml: ", "at most 67108864 bytes"},
-	}
+	cases := ruleCases
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := Parse("x.yaml", []byte(c.yaml))
@@ -119,6 +66,61 @@ func TestRules(t *testing.T) {
 			t.Errorf("no problem at %q containing %q; got:\n%v", c.where, c.msg, err)
 		})
 	}
+}
+
+var ruleCases = []struct {
+	name, yaml string
+	where      string // file:line:col: path
+	msg        string // part of the message
+}{
+	{"unknown top key", base + "colour: red\n", "x.yaml:11:1: colour", "unknown key"},
+	{"unknown key suggestion", strings.Replace(base, "  a:\n    interfaces:", "  a:\n    interface:", 1), "x.yaml:4:5: nodes.a.interface", `did you mean "interfaces"`},
+	{"wrong type mtu", strings.Replace(base, "10.0.1.1/24]}", "10.0.1.1/24], mtu: \"1500\"}", 1), "x.yaml:5:43: nodes.a.interfaces.e0.mtu", "must be an integer"},
+	{"wrong type addresses", strings.Replace(base, "[10.0.1.1/24]", "10.0.1.1/24", 1), "x.yaml:5:23: nodes.a.interfaces.e0.addresses", "must be a list"},
+	{"wrong type nodes", "name: t\nnodes: [a, b]\n", "x.yaml:2:8: nodes", "must be a mapping"},
+	{"duplicate key", base + "name: u\n", "x.yaml:11:1", `duplicate key "name" (first at line 1)`},
+	{"duplicate node", base + "nodes: {}\n", "x.yaml:11:1", `duplicate key "nodes"`},
+	{"missing name", strings.Replace(base, "name: t\n", "", 1), "x.yaml:1:1: name", "missing"},
+	{"lab name chars", strings.Replace(base, "name: t", "name: Lab_1", 1), "x.yaml:1:7: name", "lowercase"},
+	{"lab name length", strings.Replace(base, "name: t", "name: abcdefghijklm", 1), "x.yaml:1:7: name", "at most 12"},
+	{"interface name length", strings.Replace(base, "      e0: {addresses: [10.0.1.1/24]}", "      abcdefghijklmnop: {}", 1), "x.yaml:5:7: nodes.a.interfaces.abcdefghijklmnop", "at most 15"},
+	{"interface name chars", strings.Replace(base, "      e0: {addresses: [10.0.1.1/24]}", "      \"a;rm\": {}", 1), "x.yaml:5:7: nodes.a.interfaces.a;rm", "letters, digits"},
+	{"namespace escape dotdot", strings.Replace(base, "links:", "  \"..\": {}\nlinks:", 1), "x.yaml:9:3: nodes...", "node name"},
+	{"namespace escape slash", strings.Replace(base, "  b:\n", "  a/b:\n", 1), "x.yaml:6:3: nodes.a/b", "node name"},
+	{"undefined node in link", strings.Replace(base, "[a:e0, b:e0]", "[a:e0, c:e0]", 1), "x.yaml:10:23: links[0].endpoints[1]", `node "c" is not defined`},
+	{"declared interface a link misspells", strings.Replace(base, "[a:e0, b:e0]", "[a:e0, b:e9]", 1), "x.yaml:8:7: nodes.b.interfaces.e0", `on no link (did you mean "e9", which a link names?)`},
+	{"undeclared linked interface name", strings.Replace(base, "[a:e0, b:e0]", "[a:e0, b:abcdefghijklmnop]", 1), "x.yaml:10:23: links[0].endpoints[1]", "at most 15"},
+	{"linked bridge", strings.Replace(base, "    interfaces:\n      e0: {addresses: [10.0.1.2/24]}", "    bridges: {e0: {}}", 1), "x.yaml:9:23: links[0].endpoints[1]", "b:e0 is a bridge"},
+	{"interface on two links", base + "  - endpoints: [a:e0, b:e0]\n", "x.yaml:11:17: links[1].endpoints[0]", "already used by links[0]"},
+	{"endpoint format", strings.Replace(base, "[a:e0, b:e0]", "[a-e0, b:e0]", 1), "x.yaml:10:17: links[0].endpoints[0]", "must be node:interface"},
+	{"three endpoints", strings.Replace(base, "[a:e0, b:e0]", "[a:e0, b:e0, a:e0]", 1), "x.yaml:10:16: links[0].endpoints", "exactly 2"},
+	{"interface on no link", strings.Replace(base, "links:\n  - endpoints: [a:e0, b:e0]\n", "", 1), "x.yaml:5:7: nodes.a.interfaces.e0", "on no link"},
+	{"duplicate address", strings.Replace(base, "10.0.1.2/24", "10.0.1.1/24", 1), "x.yaml:8:24: nodes.b.interfaces.e0.addresses[0]", "already assigned at nodes.a.interfaces.e0.addresses[0]"},
+	{"invalid cidr", strings.Replace(base, "10.0.1.2/24", "10.0.1.2/33", 1), "x.yaml:8:24: nodes.b.interfaces.e0.addresses[0]", "invalid address"},
+	{"address without length", strings.Replace(base, "10.0.1.2/24", "10.0.1.2", 1), "x.yaml:8:24: nodes.b.interfaces.e0.addresses[0]", "add the prefix length"},
+	{"network address", strings.Replace(base, "10.0.1.2/24", "10.0.1.0/24", 1), "x.yaml:8:24: nodes.b.interfaces.e0.addresses[0]", "network or broadcast"},
+	{"invalid mac", strings.Replace(base, "10.0.1.2/24]}", "10.0.1.2/24], mac: \"zz\"}", 1), "x.yaml:8:43: nodes.b.interfaces.e0.mac", "invalid MAC"},
+	{"multicast mac", strings.Replace(base, "10.0.1.2/24]}", "10.0.1.2/24], mac: \"01:00:00:00:00:01\"}", 1), "x.yaml:8:43: nodes.b.interfaces.e0.mac", "multicast"},
+	{"duplicate mac", strings.Replace(strings.Replace(base, "10.0.1.2/24]}", "10.0.1.2/24], mac: \"02:00:00:00:00:01\"}", 1), "10.0.1.1/24]}", "10.0.1.1/24], mac: \"02:00:00:00:00:01\"}", 1), "x.yaml:8:43: nodes.b.interfaces.e0.mac", "already used at nodes.a.interfaces.e0.mac"},
+	{"mtu range", strings.Replace(base, "10.0.1.2/24]}", "10.0.1.2/24], mtu: 10}", 1), "x.yaml:8:43: nodes.b.interfaces.e0.mtu", "between 68 and 65535"},
+	{"ipv6 mtu", strings.Replace(base, "10.0.1.2/24]}", "\"fd00::2/64\"], mtu: 1000}", 1), "x.yaml:8:44: nodes.b.interfaces.e0.mtu", "below 1280"},
+	{"gateway not connected", strings.Replace(base, "  b:\n", "  b:\n    routes: [{to: default, via: 10.0.9.1}]\n", 1), "x.yaml:7:33: nodes.b.routes[0].via", "not on any connected subnet of node b"},
+	{"route host bits", strings.Replace(base, "  b:\n", "  b:\n    routes: [{to: 10.0.9.1/24, via: 10.0.1.1}]\n", 1), "x.yaml:7:19: nodes.b.routes[0].to", "did you mean 10.0.9.0/24"},
+	{"route family mix", strings.Replace(base, "  b:\n", "  b:\n    routes: [{to: \"fd00::/8\", via: 10.0.1.1}]\n", 1), "x.yaml:7:36: nodes.b.routes[0].via", "different IP versions"},
+	{"route unknown dev", strings.Replace(base, "  b:\n", "  b:\n    routes: [{to: 10.0.9.0/24, dev: e7}]\n", 1), "x.yaml:7:37: nodes.b.routes[0].dev", `device "e7" is not an interface`},
+	{"route needs via or dev", strings.Replace(base, "  b:\n", "  b:\n    routes: [{to: 10.0.9.0/24}]\n", 1), "x.yaml:7:14: nodes.b.routes[0]", "needs via"},
+	{"route duplicate", strings.Replace(base, "  b:\n", "  b:\n    routes: [{to: default, via: 10.0.1.1}, {to: default, via: 10.0.1.1}]\n", 1), "x.yaml:7:44: nodes.b.routes[1]", "already defined"},
+	{"bridge port not interface", strings.Replace(base, "  b:\n", "  b:\n    bridges: {br0: {ports: [p9]}}\n", 1), "x.yaml:7:29: nodes.b.bridges.br0.ports[0]", `port "p9" is on no link of node b`},
+	{"bridge name clash", strings.Replace(base, "  b:\n", "  b:\n    bridges: {e0: {}}\n", 1), "x.yaml:7:15: nodes.b.bridges.e0", "has the name of"},
+	{"non-net sysctl", strings.Replace(base, "  b:\n", "  b:\n    sysctls: {kernel.panic: 1}\n", 1), "x.yaml:7:15: nodes.b.sysctls[\"kernel.panic\"]", "only namespace-scoped net.*"},
+	{"global net sysctl", strings.Replace(base, "  b:\n", "  b:\n    sysctls: {net.core.netdev_max_backlog: 1}\n", 1), "x.yaml:7:15: nodes.b.sysctls[\"net.core.netdev_max_backlog\"]", "not per namespace"},
+	{"sysctl escape", strings.Replace(base, "  b:\n", "  b:\n    sysctls: {\"net.//.//.x\": 1}\n", 1), "x.yaml:7:15: nodes.b.sysctls[\"net.//.//.x\"]", "dotted names"},
+	{"forwarding type", strings.Replace(base, "  b:\n", "  b:\n    forwarding: yes please\n", 1), "x.yaml:7:17: nodes.b.forwarding", "must be true, false or {ipv4"},
+	{"alias bomb", "name: t\na: &a [x, x]\nb: &b [*a, *a]\nnodes: {}\n", "x.yaml:3:8", "aliases are refused"},
+	{"yaml syntax", "name: t\nnodes:\n  a: b\n c: d\n", "x.yaml:3:1", "YAML syntax: did not find expected key"},
+	{"two documents", base + "---\nname: u\n", "x.yaml:11:1", "second YAML document"},
+	{"empty file", "", "x.yaml: ", "file is empty"},
+	{"oversize file", base + "#" + strings.Repeat("x", MaxFileSize) + "\n", "x.yaml: ", "at most 67108864 bytes"},
 }
 
 // TestAllProblemsAtOnce checks that one file with many mistakes gets all of
@@ -179,8 +181,8 @@ func TestSysctlInterface(t *testing.T) {
 	}
 }
 
-func TestSRIOVRules(t *testing.T) {
-	base := `name: s
+// sriovBase is the valid SR-IOV lab the SR-IOV rule cases edit.
+const sriovBase = `name: s
 sriov:
   - pf: ens4f0np0
     numvfs: 2
@@ -191,19 +193,13 @@ nodes:
   a: {interfaces: {vf0: {addresses: [10.0.0.1/24]}}}
   b: {}
 `
+
+func TestSRIOVRules(t *testing.T) {
+	base := sriovBase
 	if _, err := Parse("s.yaml", []byte(base)); err != nil {
 		t.Fatalf("valid: %v", err)
 	}
-	cases := []struct{ from, to, msg string }{
-		{"index: 1, node: b", "index: 0, node: b", "VF 0 of ens4f0np0 is already handed out"},
-		{"index: 1, node: b", "index: 2, node: b", "beyond numvfs 2"},
-		{"index: 1, node: b", "index: 1, node: c", `node "c" is not defined`},
-		{"node: b, name: vf1", "node: a, name: vf0", "a:vf0 is already the name of"},
-		{"numvfs: 2", "numvfs: 0", "the number of VFs must be between 1"},
-		{"name: vf1}", "name: vf1, vlan: 5000}", "VLAN id"},
-		{"name: vf1}", "name: vf1, link_state: up}", "link_state \"up\""},
-		{"name: vf1}", "name: vf1, min_tx_rate: 10, max_tx_rate: 5}", "min_tx_rate 10 is above"},
-	}
+	cases := sriovCases
 	for _, c := range cases {
 		y := strings.Replace(base, c.from, c.to, 1)
 		if y == base {
@@ -222,6 +218,17 @@ nodes:
 	if _, err := Parse("s.yaml", []byte(linked)); err == nil || !strings.Contains(err.Error(), "is a veth end of a link") {
 		t.Errorf("VF named like a link end: %v", err)
 	}
+}
+
+var sriovCases = []struct{ from, to, msg string }{
+	{"index: 1, node: b", "index: 0, node: b", "VF 0 of ens4f0np0 is already handed out"},
+	{"index: 1, node: b", "index: 2, node: b", "beyond numvfs 2"},
+	{"index: 1, node: b", "index: 1, node: c", `node "c" is not defined`},
+	{"node: b, name: vf1", "node: a, name: vf0", "a:vf0 is already the name of"},
+	{"numvfs: 2", "numvfs: 0", "the number of VFs must be between 1"},
+	{"name: vf1}", "name: vf1, vlan: 5000}", "VLAN id"},
+	{"name: vf1}", "name: vf1, link_state: up}", "link_state \"up\""},
+	{"name: vf1}", "name: vf1, min_tx_rate: 10, max_tx_rate: 5}", "min_tx_rate 10 is above"},
 }
 
 // placed is a valid lab with CPU placement and queues, for the placement
@@ -255,28 +262,30 @@ func TestPlacementRules(t *testing.T) {
 		t.Fatalf("parsed b cpus %s receive %q, a:e0 queues %d, traffic threads %d cpus %s", got, l.Node("b").Receive,
 			l.Node("a").Interface("e0").Queues, l.Traffic[0].Threads, l.Traffic[0].CPUs)
 	}
-	cases := []struct {
-		name, from, to string
-		where, msg     string
-	}{
-		{"cpu list syntax", `cpus: "1-3"`, `cpus: "3-1"`, "x.yaml:8:11: nodes.b.cpus", "smallest first"},
-		{"cpu list words", `cpus: "1-3"`, `cpus: "all"`, "x.yaml:8:11: nodes.b.cpus", "CPU list \"all\""},
-		{"cpu type", `cpus: [0]`, `cpus: true`, "x.yaml:4:11: nodes.a.cpus", "must be CPU numbers"},
-		{"cpu negative", `cpus: [0]`, `cpus: [-1]`, "x.yaml:4:12: nodes.a.cpus[0]", "between 0 and 8191"},
-		{"cpu too large", `cpus: [0]`, `cpus: [9000]`, "x.yaml:4:12: nodes.a.cpus[0]", "between 0 and 8191"},
-		{"cpu empty list", `cpus: [0]`, `cpus: []`, "x.yaml:4:11: nodes.a.cpus", "places nothing"},
-		{"receive value", "receive: napi", "receive: poll", "x.yaml:9:14: nodes.b.receive", `receive "poll"`},
-		{"receive without cpus", "    cpus: [0]\n", "    receive: rps\n", "x.yaml:4:14: nodes.a.receive", "give cpus: too"},
-		{"cpus without interfaces", "links:\n", "  c:\n    cpus: [0]\nlinks:\n", "x.yaml:13:11: nodes.c.cpus", "no interface"},
-		{"queues range", "queues: 2", "queues: 0", "x.yaml:6:46: nodes.a.interfaces.e0.queues", "between 1 and 256"},
-		{"queues type", "queues: 2", "queues: many", "x.yaml:6:46: nodes.a.interfaces.e0.queues", "must be an integer"},
-		{"queues on lo", "      e0: {addresses: [10.0.1.2/24]}\n", "      e0: {addresses: [10.0.1.2/24]}\n      lo: {queues: 2}\n", "x.yaml:12:20: nodes.b.interfaces.lo.queues", "lo has no queues"},
-		{"traffic cpus and threads", "cpus: [0, 1]}", "cpus: [0, 1], threads: 3}", "x.yaml:15:58: traffic[0].cpus", "threads is 3"},
-		{"traffic cpus syntax", "cpus: [0, 1]}", "cpus: \"0-\"}", "x.yaml:15:58: traffic[0].cpus", "CPU list"},
-	}
+	cases := placementCases
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) { problemAfterEdit(t, placed, c.from, c.to, c.where, c.msg) })
 	}
+}
+
+var placementCases = []struct {
+	name, from, to string
+	where, msg     string
+}{
+	{"cpu list syntax", `cpus: "1-3"`, `cpus: "3-1"`, "x.yaml:8:11: nodes.b.cpus", "smallest first"},
+	{"cpu list words", `cpus: "1-3"`, `cpus: "all"`, "x.yaml:8:11: nodes.b.cpus", "CPU list \"all\""},
+	{"cpu type", `cpus: [0]`, `cpus: true`, "x.yaml:4:11: nodes.a.cpus", "must be CPU numbers"},
+	{"cpu negative", `cpus: [0]`, `cpus: [-1]`, "x.yaml:4:12: nodes.a.cpus[0]", "between 0 and 8191"},
+	{"cpu too large", `cpus: [0]`, `cpus: [9000]`, "x.yaml:4:12: nodes.a.cpus[0]", "between 0 and 8191"},
+	{"cpu empty list", `cpus: [0]`, `cpus: []`, "x.yaml:4:11: nodes.a.cpus", "places nothing"},
+	{"receive value", "receive: napi", "receive: poll", "x.yaml:9:14: nodes.b.receive", `receive "poll"`},
+	{"receive without cpus", "    cpus: [0]\n", "    receive: rps\n", "x.yaml:4:14: nodes.a.receive", "give cpus: too"},
+	{"cpus without interfaces", "links:\n", "  c:\n    cpus: [0]\nlinks:\n", "x.yaml:13:11: nodes.c.cpus", "no interface"},
+	{"queues range", "queues: 2", "queues: 0", "x.yaml:6:46: nodes.a.interfaces.e0.queues", "between 1 and 256"},
+	{"queues type", "queues: 2", "queues: many", "x.yaml:6:46: nodes.a.interfaces.e0.queues", "must be an integer"},
+	{"queues on lo", "      e0: {addresses: [10.0.1.2/24]}\n", "      e0: {addresses: [10.0.1.2/24]}\n      lo: {queues: 2}\n", "x.yaml:12:20: nodes.b.interfaces.lo.queues", "lo has no queues"},
+	{"traffic cpus and threads", "cpus: [0, 1]}", "cpus: [0, 1], threads: 3}", "x.yaml:15:58: traffic[0].cpus", "threads is 3"},
+	{"traffic cpus syntax", "cpus: [0, 1]}", "cpus: \"0-\"}", "x.yaml:15:58: traffic[0].cpus", "CPU list"},
 }
 
 func TestCPUSets(t *testing.T) {
