@@ -36,6 +36,7 @@ func benchCommand() *cli.Command {
 			&cli.StringFlag{Name: "measure", Usage: "measure these `NODE:IF,...` instead of the path's interfaces (the last is the receiver)"},
 			&cli.DurationFlag{Name: "interval", Value: time.Second, Usage: "sampling interval (100ms and up)"},
 			&cli.StringFlag{Name: "format", Value: "table", Usage: "table, json, csv or markdown"},
+			&cli.BoolFlag{Name: "latency", Usage: "read every packet at the receiver: one-way latency (min, percentiles, max, jitter) and loss, duplicates and reordering by sequence number"},
 			&cli.BoolFlag{Name: "keep", Usage: "keep a lab that bench deployed"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no live lines"},
 			&cli.StringFlag{Name: "out", Usage: "append each completed run to `FILE` as a JSON line, synced at once"},
@@ -104,7 +105,7 @@ func benchRequest(c *cli.Context) (bench.Request, error) {
 		return bench.Request{}, err
 	}
 	req := bench.Request{Lab: l, Traffic: ts[0], Placement: c.String("placement"), Keep: c.Bool("keep"), Progress: c.App.ErrWriter,
-		Options: bench.Options{Interval: c.Duration("interval"), Compact: termWidth(os.Stderr) < 100, Version: version}}
+		Options: bench.Options{Interval: c.Duration("interval"), Compact: termWidth(os.Stderr) < 100, Version: version, Latency: c.Bool("latency")}}
 	if len(ts) > 1 {
 		req.Streams = ts
 		for _, f := range []string{"search", "measure", "plot"} {

@@ -16,6 +16,7 @@ import (
 	"github.com/nslab/nslab/pktgen/auto"
 	"github.com/nslab/nslab/pktgen/engine"
 	"github.com/nslab/nslab/pktgen/kernel"
+	"github.com/nslab/nslab/pktgen/receive"
 	"github.com/nslab/nslab/pktgen/sample"
 	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/ns"
@@ -34,6 +35,9 @@ type Options struct {
 	Measure []spec.Endpoint
 	// Chooser chooses the engine; its zero value probes for real.
 	Chooser auto.Chooser
+	// Latency reads every packet at the receiver: one-way latency and
+	// the accounting by sequence number (latency.go).
+	Latency bool
 }
 
 // Bench measures one traffic run of a running lab, at any frame size and
@@ -152,7 +156,7 @@ func (b *Bench) measure(ctx context.Context, t *spec.Traffic, frame int) (*Repor
 	if err := b.prime(ctx, job); err != nil {
 		return nil, err
 	}
-	st, err := b.start()
+	st, err := b.start(t)
 	if err != nil {
 		return nil, err
 	}
@@ -168,11 +172,13 @@ type running struct {
 	stop       func() []sample.Sample
 	stopWatch  func() time.Duration
 	start, end time.Time
+	reader     *receive.Reader // with Options.Latency
 }
 
-// start reads the counters and the host state at the start of a run (the
-// path primed) and starts the samplers.
-func (b *Bench) start() (*running, error) {
+// start reads the counters and the host state at the start of a run of t
+// (the path primed), opens the receiver's reader (with Options.Latency)
+// and starts the samplers.
+func (b *Bench) start(t *spec.Traffic) (*running, error) {
 	st := &running{stopWatch: func() time.Duration { return 0 }}
 	var err error
 	if st.before, err = snapshot(b.meas.routers); err != nil {
@@ -180,6 +186,11 @@ func (b *Bench) start() (*running, error) {
 	}
 	if st.base, err = b.meas.baseline(); err != nil {
 		return nil, err
+	}
+	if b.opts.Latency { // last of what can fail: nothing to stop when it does
+		if st.reader, err = b.openReader(t); err != nil {
+			return nil, err
+		}
 	}
 	st.stop = b.sampleInBackground()
 	if b.receiver != nil {
@@ -207,6 +218,9 @@ func (b *Bench) finish(t *spec.Traffic, frame int, st *running, res *engine.Resu
 		return nil, err
 	}
 	if res == nil {
+		if st.reader != nil {
+			_, _ = st.reader.Stop(context.Background(), 0) // the run failed: its error is the one to report
+		}
 		return nil, runErr
 	}
 	final, neighbours, err := b.meas.final()
@@ -216,6 +230,11 @@ func (b *Bench) finish(t *spec.Traffic, frame int, st *running, res *engine.Resu
 	rd := reading{base: st.base, final: final, neighbours: neighbours, samples: append(all, final), before: st.before, after: after, window: window}
 	rep := b.report(t, frame, res, rd)
 	rep.Started, rep.Ended = st.start, st.end
+	if st.reader != nil {
+		if err := b.readerResult(st.reader, res, rep); err != nil {
+			return nil, err
+		}
+	}
 	return rep, runErr
 }
 

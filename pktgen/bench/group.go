@@ -196,7 +196,7 @@ func (g *Group) Run(ctx context.Context, frame int) (*GroupReport, error) {
 	}
 	states := make([]*running, len(g.benches))
 	for i, b := range g.benches {
-		st, err := b.start()
+		st, err := b.start(b.t)
 		if err != nil {
 			g.stopAll(states)
 			return nil, fmt.Errorf("stream %s: %w", b.t.Name, err)
@@ -240,6 +240,9 @@ func (g *Group) stopAll(states []*running) {
 		if st != nil {
 			st.stop()
 			st.stopWatch()
+			if st.reader != nil {
+				_, _ = st.reader.Stop(context.Background(), 0) // the group failed to start: that error is the one to report
+			}
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/nslab/nslab/pktgen/engine"
+	"github.com/nslab/nslab/pktgen/receive"
 	"github.com/nslab/nslab/pktgen/sample"
 	"github.com/nslab/nslab/topology/spec"
 )
@@ -50,6 +51,15 @@ type Report struct {
 	MbpsL2    float64 `json:"mbps_l2"`    // with FCS
 	MbpsL1    float64 `json:"mbps_l1"`    // + preamble and gap (20 bytes)
 	SteadyL2  float64 `json:"steady_mbps_l2"`
+
+	// Latency and Sequence are what the receiver's reader measured
+	// (Options.Latency); nil without it. SequenceNote says why there is
+	// no Sequence when there is a Latency; ReaderMissed counts packets
+	// the reader's ring had no room for.
+	Latency      *receive.Latency  `json:"latency,omitempty"`
+	Sequence     *receive.Sequence `json:"sequence,omitempty"`
+	SequenceNote string            `json:"sequence_note,omitempty"`
+	ReaderMissed uint64            `json:"reader_missed,omitempty"`
 
 	Hops       []HopCounters `json:"hops"`
 	Drops      []Drop        `json:"drops"` // by place, each packet once

@@ -49,21 +49,21 @@ func Write(w io.Writer, format string, reps []*Report) error {
 
 func writeCSV(w io.Writer, reps []*Report) error {
 	ew := &errWriter{w: w}
-	ew.printf("frame,sent,received,loss,loss_pct,named_drops,unaccounted,pps,mbps_l2,mbps_l1,steady_pps,engine,bottleneck,added\n")
+	ew.printf("frame,sent,received,loss,loss_pct,named_drops,unaccounted,pps,mbps_l2,mbps_l1,steady_pps,engine,bottleneck,added,%s\n", latencyCSVHead)
 	for _, r := range reps {
-		ew.printf("%d,%d,%d,%d,%.4f,%d,%d,%.0f,%.2f,%.2f,%.0f,%s,%q,%d\n", r.Frame, r.Sent, r.Received, r.Loss, r.LossPct,
-			r.NamedDrops, r.Unaccount, r.PPS, r.MbpsL2, r.MbpsL1, r.SteadyPPS, r.Engine, r.Bottleneck, r.NamedAdded)
+		ew.printf("%d,%d,%d,%d,%.4f,%d,%d,%.0f,%.2f,%.2f,%.0f,%s,%q,%d,%s\n", r.Frame, r.Sent, r.Received, r.Loss, r.LossPct,
+			r.NamedDrops, r.Unaccount, r.PPS, r.MbpsL2, r.MbpsL1, r.SteadyPPS, r.Engine, r.Bottleneck, r.NamedAdded, r.latencyCSV())
 	}
 	return ew.err
 }
 
 func writeMarkdown(w io.Writer, reps []*Report) error {
 	ew := &errWriter{w: w}
-	ew.printf("| frame (B) | pps | Mb/s L2 | Mb/s L1 | sent | received | loss %% | named drops | added | unaccounted | bottleneck |\n")
-	ew.printf("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	ew.printf("| frame (B) | pps | Mb/s L2 | Mb/s L1 | sent | received | loss %% | named drops | added | unaccounted | latency p50 / p99 / max | lost / dup / reordered by sequence | bottleneck |\n")
+	ew.printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range reps {
-		ew.printf("| %d | %.0f | %.1f | %.1f | %d | %d | %.3f | %d | %d | %d | %s |\n", r.Frame, r.PPS, r.MbpsL2, r.MbpsL1,
-			r.Sent, r.Received, r.LossPct, r.NamedDrops, r.NamedAdded, r.Unaccount, strings.ReplaceAll(r.Bottleneck, "|", "/"))
+		ew.printf("| %d | %.0f | %.1f | %.1f | %d | %d | %.3f | %d | %d | %d | %s | %s | %s |\n", r.Frame, r.PPS, r.MbpsL2, r.MbpsL1,
+			r.Sent, r.Received, r.LossPct, r.NamedDrops, r.NamedAdded, r.Unaccount, r.latencyCell(), r.sequenceCell(), strings.ReplaceAll(r.Bottleneck, "|", "/"))
 	}
 	return ew.err
 }
@@ -85,6 +85,7 @@ func (e *errWriter) printf(format string, args ...any) {
 func (r *Report) table(w io.Writer) error {
 	ew := &errWriter{w: w}
 	r.tableHead(ew)
+	r.latencyLines(ew)
 	r.tableHops(ew)
 	r.tableBalance(ew)
 	r.tableCPUs(ew)

@@ -109,6 +109,11 @@ type ThreadResult struct {
 	Mbps    float64
 }
 
+// FirstSeq is the sequence number of a sending thread's first packet in
+// a run, in both engines: kernel pktgen starts every run at 1
+// (pktgen_clear_counters), and the userspace engine does as it does.
+const FirstSeq = 1
+
 // FCS is the Ethernet frame check sequence: counted in frame sizes, not
 // in what a driver or pktgen's pkt_size counts.
 const FCS = 4

@@ -235,7 +235,7 @@ func senderInterface(n *ns.NS, j engine.Job) (netlink.Link, netip.Addr, error) {
 
 // newBuilder makes thread i's packet builder.
 func newBuilder(j engine.Job, ifMAC net.HardwareAddr, src netip.Addr, i int) *builder {
-	b := &builder{dstMAC: j.DstMAC, srcMAC: ifMAC, v6: j.DstIP.Is6(), flows: j.Flows, flowLen: j.FlowLen,
+	b := &builder{dstMAC: j.DstMAC, srcMAC: ifMAC, v6: j.DstIP.Is6(), flows: j.Flows, flowLen: j.FlowLen, seq: engine.FirstSeq,
 		rng: rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(i)))}
 	if j.SrcMAC != nil {
 		b.srcMAC = j.SrcMAC

@@ -23,6 +23,7 @@ const (
 	ipv6Len   = 40
 	udpLen    = 8
 	pgHdrLen  = 16 // magic, seq, tv_sec, tv_usec
+	nsLen     = 2  // the stamp's nanoseconds within its microsecond, after pktgen's header
 	fcs       = 4
 	ttl       = 32 // pktgen's TTL and hop limit
 	protoUDP  = 17
@@ -184,11 +185,18 @@ func (b *builder) fill(buf []byte, now time.Time) int {
 	binary.BigEndian.PutUint32(pg[0:], Magic)
 	binary.BigEndian.PutUint32(pg[4:], b.seq)
 	b.seq++
-	us := now.UnixMicro()
-	binary.BigEndian.PutUint32(pg[8:], uint32(us/1e6))
-	binary.BigEndian.PutUint32(pg[12:], uint32(us%1e6))
+	ns := now.UnixNano()
+	binary.BigEndian.PutUint32(pg[8:], uint32(ns/1e9))
+	binary.BigEndian.PutUint32(pg[12:], uint32(ns%1e9/1e3))
 	clear(pg[pgHdrLen:]) // zero padding adds nothing to the checksum
-	c := ^fold(sum(udp[:udpLen+pgHdrLen], pseudo))
+	stamped := pgHdrLen
+	if len(pg) >= pgHdrLen+nsLen {
+		// The nanoseconds within the microsecond, in the padding after
+		// pktgen's header (its other readers ignore it).
+		binary.BigEndian.PutUint16(pg[pgHdrLen:], uint16(ns%1e3))
+		stamped += nsLen
+	}
+	c := ^fold(sum(udp[:udpLen+stamped], pseudo))
 	if c == 0 {
 		c = 0xffff // 0 means "no checksum" in UDP
 	}

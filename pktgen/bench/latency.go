@@ -1,0 +1,144 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/nslab/nslab/pktgen/engine"
+	"github.com/nslab/nslab/pktgen/kernel"
+	"github.com/nslab/nslab/pktgen/receive"
+	"github.com/nslab/nslab/topology/spec"
+)
+
+// With Options.Latency, a reader in the receiver's namespace reads every
+// packet of each measured run (pktgen/receive): one-way latency from the
+// stamps both engines write, and the accounting by sequence number.
+
+// latencyMethod names how latency was measured, in reports.
+const latencyMethod = "every packet"
+
+// openReader starts the receiver's reader of a run of t, on the
+// receiver's interface (the last measured one).
+func (b *Bench) openReader(t *spec.Traffic) (*receive.Reader, error) {
+	last := b.meas.targets[len(b.meas.targets)-1]
+	link, err := b.run.Link(spec.Endpoint{Node: last.Node, Interface: last.Interface})
+	if err != nil {
+		return nil, fmt.Errorf("the receiver's interface %s: %w", last, err)
+	}
+	_, pktgen := b.eng.(kernel.Engine)
+	return receive.Open(b.run.Node(last.Node).NS, receive.Options{
+		Ifindex: link.Attrs().Index, Port: uint16(t.Flow().Port), IPv6: t.To.Is6(), Nanoseconds: !pktgen,
+	})
+}
+
+// stampResolution is the send stamp's resolution of the bench's engine.
+func (b *Bench) stampResolution() int64 {
+	if _, pktgen := b.eng.(kernel.Engine); pktgen {
+		return 1000 // pktgen_hdr's tv_usec
+	}
+	return 1
+}
+
+// readerResult stops the reader of a run (the path has settled) and puts
+// what it read into rep: the latency, and the sequence accounting when
+// one thread sent (threads number their packets alike, so the reader
+// cannot tell two threads' packets apart).
+func (b *Bench) readerResult(r *receive.Reader, res *engine.Result, rep *Report) error {
+	got, err := r.Stop(context.Background(), 0)
+	if err != nil {
+		return err
+	}
+	rep.Latency = got.Tracker.Latency(latencyMethod, b.stampResolution())
+	rep.ReaderMissed = got.Missed
+	if n := len(res.Threads); n > 1 {
+		rep.SequenceNote = fmt.Sprintf("no accounting by sequence: %d sender threads number their packets alike", n)
+		return nil
+	}
+	rep.Sequence = got.Tracker.Sequence(engine.FirstSeq, map[int]uint64{0: res.Handed()})
+	return nil
+}
+
+// latencyLines is the table's latency and sequence block.
+func (r *Report) latencyLines(ew *errWriter) {
+	if l := r.Latency; l != nil {
+		ew.printf("latency, one-way (%s, %d samples, send stamps to %s): ", l.Method, l.Samples, nsString(float64(l.ResolutionNs)))
+		if l.Samples == 0 {
+			ew.printf("none received\n")
+		} else {
+			ew.printf("min %s  p50 %s  p90 %s  p99 %s  p99.9 %s  max %s  mean %s;  jitter (RFC 3550) %s\n",
+				nsString(float64(l.MinNs)), nsString(float64(l.P50Ns)), nsString(float64(l.P90Ns)), nsString(float64(l.P99Ns)),
+				nsString(float64(l.P999Ns)), nsString(float64(l.MaxNs)), nsString(l.MeanNs), nsString(l.JitterNs))
+		}
+	}
+	if s := r.Sequence; s != nil {
+		ew.printf("by sequence: %d unique received + %d lost = %d the engine sent; %d duplicates", s.UniqueReceived, s.Lost, s.UniqueReceived+s.Lost, s.Duplicates)
+		if r.NamedAdded > 0 {
+			ew.printf(" (the path's named copies: %d)", r.NamedAdded)
+		}
+		ew.printf(", %d reordered; longest gap %d packets (%s)\n", s.Reordered, s.LongestGapPackets, nsString(float64(s.LongestGapNs)))
+	} else if r.SequenceNote != "" {
+		ew.printf("%s\n", r.SequenceNote)
+	}
+	if r.ReaderMissed > 0 {
+		ew.printf("the reader missed %d packets (its ring was full): they count as lost by sequence, and were not\n", r.ReaderMissed)
+	}
+	if r.Latency != nil || r.Sequence != nil {
+		ew.printf("\n")
+	}
+}
+
+// nsString writes nanoseconds in the unit that suits them.
+func nsString(ns float64) string {
+	switch {
+	case ns >= 1e9:
+		return fmt.Sprintf("%.3f s", ns/1e9)
+	case ns >= 1e6:
+		return fmt.Sprintf("%.3f ms", ns/1e6)
+	case ns >= 1e3:
+		return fmt.Sprintf("%.1f µs", ns/1e3)
+	}
+	return fmt.Sprintf("%.0f ns", ns)
+}
+
+
+// latencyCSVHead names the CSV columns of the latency and the sequence
+// accounting, after the others; empty cells when not measured.
+const latencyCSVHead = "latency_samples,latency_min_ns,latency_p50_ns,latency_p90_ns,latency_p99_ns,latency_p999_ns,latency_max_ns,latency_mean_ns,jitter_ns," +
+	"unique_received,lost_by_sequence,duplicates,reordered,longest_gap_packets,longest_gap_ns"
+
+// latencyCSV is the report's cells of latencyCSVHead.
+func (r *Report) latencyCSV() string {
+	cells := make([]string, 0, 15)
+	if l := r.Latency; l != nil {
+		cells = append(cells, fmt.Sprint(l.Samples), fmt.Sprint(l.MinNs), fmt.Sprint(l.P50Ns), fmt.Sprint(l.P90Ns), fmt.Sprint(l.P99Ns),
+			fmt.Sprint(l.P999Ns), fmt.Sprint(l.MaxNs), fmt.Sprintf("%.0f", l.MeanNs), fmt.Sprintf("%.0f", l.JitterNs))
+	} else {
+		cells = append(cells, make([]string, 9)...)
+	}
+	if s := r.Sequence; s != nil {
+		cells = append(cells, fmt.Sprint(s.UniqueReceived), fmt.Sprint(s.Lost), fmt.Sprint(s.Duplicates), fmt.Sprint(s.Reordered),
+			fmt.Sprint(s.LongestGapPackets), fmt.Sprint(s.LongestGapNs))
+	} else {
+		cells = append(cells, make([]string, 6)...)
+	}
+	return strings.Join(cells, ",")
+}
+
+// latencyCell is the markdown cell of the latency ("-" when not measured).
+func (r *Report) latencyCell() string {
+	l := r.Latency
+	if l == nil || l.Samples == 0 {
+		return "-"
+	}
+	return nsString(float64(l.P50Ns)) + " / " + nsString(float64(l.P99Ns)) + " / " + nsString(float64(l.MaxNs))
+}
+
+// sequenceCell is the markdown cell of the sequence accounting.
+func (r *Report) sequenceCell() string {
+	s := r.Sequence
+	if s == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%d / %d / %d", s.Lost, s.Duplicates, s.Reordered)
+}

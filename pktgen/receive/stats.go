@@ -1,0 +1,219 @@
+package receive
+
+import (
+	"math"
+	"math/bits"
+	"time"
+
+	"github.com/HdrHistogram/hdrhistogram-go"
+)
+
+// Accounting of what the reader saw: one-way latency into an HDR
+// histogram (HdrHistogram/hdrhistogram-go: percentiles over a wide range
+// in fixed memory, to 3 significant digits), the exact minimum, maximum
+// and mean beside it, RFC 3550 interarrival jitter, and per sender
+// thread a bitmap of the sequence numbers seen, from which unique,
+// duplicate and reordered packets and the losses follow.
+
+// latencyMax is the largest latency the histogram holds (100 s); larger
+// ones count at that value.
+const latencyMax = int64(100 * time.Second)
+
+// Latency is the one-way latency of the packets a run measured, in
+// nanoseconds. Its JSON names are the interface scripts rely on.
+type Latency struct {
+	Method   string  `json:"method"`  // how it was measured
+	Samples  uint64  `json:"samples"` // packets measured
+	MinNs    int64   `json:"min_ns"`
+	P50Ns    int64   `json:"p50_ns"`
+	P90Ns    int64   `json:"p90_ns"`
+	P99Ns    int64   `json:"p99_ns"`
+	P999Ns   int64   `json:"p999_ns"`
+	MaxNs    int64   `json:"max_ns"`
+	MeanNs   float64 `json:"mean_ns"`
+	JitterNs float64 `json:"jitter_ns"` // RFC 3550 interarrival jitter, in arrival order
+	// ResolutionNs is the send timestamp's resolution: 1000 for kernel
+	// pktgen (microseconds), 1 for the userspace engine where the frame
+	// has room for its nanoseconds.
+	ResolutionNs int64 `json:"resolution_ns"`
+	// Negative counts packets received before they were sent by the
+	// clocks (a clock stepped): they are left out.
+	Negative uint64 `json:"negative,omitempty"`
+}
+
+// Sequence is the accounting by sequence number. Its JSON names are the
+// interface scripts rely on.
+type Sequence struct {
+	UniqueReceived uint64 `json:"unique_received"`
+	Lost           uint64 `json:"lost"`       // sent, and never received
+	Duplicates     uint64 `json:"duplicates"` // received again
+	// Reordered counts packets that arrived with a sequence number below
+	// the highest seen before them (RFC 4737 section 3), duplicates not
+	// included.
+	Reordered uint64 `json:"reordered"`
+	// LongestGap is the most consecutive sequence numbers skipped between
+	// a packet and the next one to arrive above it, and the time between
+	// their arrivals: how long the path was broken.
+	LongestGapPackets uint64 `json:"longest_gap_packets"`
+	LongestGapNs      int64  `json:"longest_gap_ns"`
+	// Outside counts packets whose sequence number the sender never
+	// used in this run (another run's packets, still on the path).
+	Outside uint64 `json:"outside,omitempty"`
+}
+
+// Tracker accounts for the packets of one run as they arrive. It is not
+// safe for concurrent use: one reader feeds it.
+type Tracker struct {
+	hist      *hdrhistogram.Histogram
+	samples   uint64
+	min, max  int64
+	sum       float64
+	negative  uint64
+	jitter    float64
+	prevTrans int64
+	havePrev  bool
+	threads   map[int]*seqState
+}
+
+// NewTracker returns an empty tracker.
+func NewTracker() *Tracker {
+	return &Tracker{hist: hdrhistogram.New(1, latencyMax, 3), min: math.MaxInt64, threads: map[int]*seqState{}}
+}
+
+// Add accounts for one packet of sender thread thread, sent at sentNs and
+// received at rxNs (both CLOCK_REALTIME nanoseconds).
+func (t *Tracker) Add(thread int, seq uint32, sentNs, rxNs int64) {
+	st := t.threads[thread]
+	if st == nil {
+		st = &seqState{pages: map[uint32]*[pageWords]uint64{}}
+		t.threads[thread] = st
+	}
+	st.add(seq, rxNs)
+	lat := rxNs - sentNs
+	if lat < 0 {
+		t.negative++
+		return
+	}
+	t.samples++
+	t.sum += float64(lat)
+	t.min, t.max = min(t.min, lat), max(t.max, lat)
+	_ = t.hist.RecordValue(min(max(lat, 1), latencyMax)) // in range by construction
+	// RFC 3550 section 6.4.1: J += (|D| - J) / 16, D the difference of
+	// two consecutive packets' transit times.
+	if t.havePrev {
+		d := float64(lat - t.prevTrans)
+		t.jitter += (math.Abs(d) - t.jitter) / 16
+	}
+	t.prevTrans, t.havePrev = lat, true
+}
+
+// Latency is the latency of what was added, measured as method says.
+func (t *Tracker) Latency(method string, resolutionNs int64) *Latency {
+	l := &Latency{Method: method, Samples: t.samples, Negative: t.negative, ResolutionNs: resolutionNs}
+	if t.samples == 0 {
+		return l
+	}
+	p := t.hist.ValueAtPercentilesSlice([]float64{50, 90, 99, 99.9})
+	l.MinNs, l.MaxNs, l.MeanNs, l.JitterNs = t.min, t.max, t.sum/float64(t.samples), t.jitter
+	// The histogram's values are its buckets' highest equivalents: none
+	// may pass the exact maximum.
+	l.P50Ns, l.P90Ns, l.P99Ns, l.P999Ns = min(p[0], t.max), min(p[1], t.max), min(p[2], t.max), min(p[3], t.max)
+	return l
+}
+
+// Histogram is a copy of the latency histogram (nanoseconds).
+func (t *Tracker) Histogram() *hdrhistogram.Histogram { return t.hist.Clone() }
+
+// Sequence accounts for the sequence numbers of each thread against what
+// the sender says it sent: sent[thread] packets numbered from first.
+func (t *Tracker) Sequence(first uint32, sent map[int]uint64) *Sequence {
+	s := &Sequence{}
+	for thread, n := range sent {
+		st := t.threads[thread]
+		if st == nil {
+			s.Lost += n
+			continue
+		}
+		unique, outside := st.unique(first, n)
+		s.UniqueReceived += unique
+		s.Outside += outside
+		s.Lost += n - unique
+		s.Duplicates += st.duplicates
+		s.Reordered += st.reordered
+		if st.gap > s.LongestGapPackets {
+			s.LongestGapPackets, s.LongestGapNs = st.gap, st.gapNs
+		}
+	}
+	for thread, st := range t.threads {
+		if _, ok := sent[thread]; !ok { // a thread the sender did not have
+			s.Outside += st.count
+		}
+	}
+	return s
+}
+
+// pageBits is how many sequence numbers one bitmap page holds.
+const (
+	pageBits  = 1 << 16
+	pageWords = pageBits / 64
+)
+
+// seqState is one sender thread's sequence numbers.
+type seqState struct {
+	pages      map[uint32]*[pageWords]uint64
+	count      uint64 // packets added
+	duplicates uint64
+	reordered  uint64
+	highest    uint32
+	highestRx  int64
+	any        bool
+	gap        uint64 // longest skip, in sequence numbers
+	gapNs      int64
+}
+
+// add records seq, received at rxNs.
+func (s *seqState) add(seq uint32, rxNs int64) {
+	s.count++
+	page := s.pages[seq/pageBits]
+	if page == nil {
+		page = new([pageWords]uint64)
+		s.pages[seq/pageBits] = page
+	}
+	w, bit := (seq%pageBits)/64, uint64(1)<<(seq%64)
+	if page[w]&bit != 0 {
+		s.duplicates++
+		return
+	}
+	page[w] |= bit
+	switch {
+	case !s.any:
+		s.highest, s.highestRx, s.any = seq, rxNs, true
+	case seq < s.highest:
+		s.reordered++
+	default:
+		if skipped := uint64(seq - s.highest - 1); skipped > s.gap {
+			s.gap, s.gapNs = skipped, rxNs-s.highestRx
+		}
+		s.highest, s.highestRx = seq, rxNs
+	}
+}
+
+// unique counts the sequence numbers seen in [first, first+n), and those
+// seen outside it.
+func (s *seqState) unique(first uint32, n uint64) (in, outside uint64) {
+	for p, page := range s.pages {
+		for w, word := range page {
+			for word != 0 {
+				b := uint64(bits.TrailingZeros64(word))
+				word &= word - 1
+				seq := uint64(p)*pageBits + uint64(w)*64 + b
+				if seq >= uint64(first) && seq < uint64(first)+n {
+					in++
+				} else {
+					outside++
+				}
+			}
+		}
+	}
+	return in, outside
+}
