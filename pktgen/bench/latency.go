@@ -101,7 +101,6 @@ func nsString(ns float64) string {
 	return fmt.Sprintf("%.0f ns", ns)
 }
 
-
 // latencyCSVHead names the CSV columns of the latency and the sequence
 // accounting, after the others; empty cells when not measured.
 const latencyCSVHead = "latency_samples,latency_min_ns,latency_p50_ns,latency_p90_ns,latency_p99_ns,latency_p999_ns,latency_max_ns,latency_mean_ns,jitter_ns," +

@@ -107,7 +107,9 @@ func TestPrivilegedSequenceIdentityOverloaded(t *testing.T) {
 func TestPrivilegedLinkDownGap(t *testing.T) {
 	_, r := deployCRS(t)
 	const tick = 100 * time.Millisecond
-	b := newBench(t, r, func(tr *spec.Traffic) { tr.Duration, tr.Count, tr.RatePPS, tr.Engine = 3*time.Second, 0, 20000, "userspace" },
+	b := newBench(t, r, func(tr *spec.Traffic) {
+		tr.Duration, tr.Count, tr.RatePPS, tr.Engine = 3*time.Second, 0, 20000, "userspace"
+	},
 		Options{Interval: tick, Latency: true})
 	link := spec.Endpoint{Node: "ns2", Interface: "veth2"}
 	outage := make(chan time.Duration, 1)
