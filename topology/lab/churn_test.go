@@ -13,10 +13,11 @@ import (
 	"github.com/vishvananda/netlink"
 )
 
-// churnNode changes node's namespace in a loop until stop closes: a veth
-// pair added and deleted, an address added and deleted on it, and an
-// nftables table of its own added and deleted, through a netlink handle
-// and an nftables connection of its own. It counts its changes.
+// churnNode changes node's namespace in a loop until stop closes, through
+// a netlink handle and an nftables connection of its own: a veth pair
+// added and deleted with an address on it, without a pause, and an
+// nftables table of its own added and deleted every 5 ms (400 ruleset
+// changes a second, far more than any tool makes). It counts its changes.
 func (f *fixture) churnNode(node string, stop <-chan struct{}, changes *atomic.Int64) {
 	n, err := ns.Open(f.m.netnsDir(), f.ns(node))
 	if err != nil {
@@ -35,34 +36,43 @@ func (f *fixture) churnNode(node string, stop <-chan struct{}, changes *atomic.I
 		f.t.Error(err)
 		return
 	}
-	a := &netlink.Addr{IPNet: &net.IPNet{IP: net.IPv4(10, 254, 0, 1), Mask: net.CIDRMask(32, 32)}}
-	for {
-		select {
-		case <-stop:
-			return
-		default:
-		}
-		v := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "churn0"}, PeerName: "churn1"}
-		if err := h.LinkAdd(v); err != nil {
-			f.t.Errorf("churn: %v", err)
-			return
-		}
-		for range 10 {
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() {
+		for !stopped(stop) {
 			tb := nft.AddTable(&nftables.Table{Family: nftables.TableFamilyINet, Name: "churn"})
-			err := errors.Join(h.AddrAdd(v, a), nft.Flush(), h.AddrDel(v, a))
+			err := nft.Flush()
 			nft.DelTable(tb)
 			if err = errors.Join(err, nft.Flush()); err != nil {
 				f.t.Errorf("churn: %v", err)
 				return
 			}
-			changes.Add(4)
-			time.Sleep(time.Millisecond)
+			changes.Add(2)
+			time.Sleep(5 * time.Millisecond)
 		}
-		if err := h.LinkDel(v); err != nil {
+	})
+	a := &netlink.Addr{IPNet: &net.IPNet{IP: net.IPv4(10, 254, 0, 1), Mask: net.CIDRMask(32, 32)}}
+	for !stopped(stop) {
+		v := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "churn0"}, PeerName: "churn1"}
+		if err := h.LinkAdd(v); err != nil {
 			f.t.Errorf("churn: %v", err)
 			return
 		}
-		changes.Add(2)
+		if err := errors.Join(h.AddrAdd(v, a), h.AddrDel(v, a), h.LinkDel(v)); err != nil {
+			f.t.Errorf("churn: %v", err)
+			return
+		}
+		changes.Add(4)
+	}
+}
+
+// stopped reports whether stop is closed.
+func stopped(stop <-chan struct{}) bool {
+	select {
+	case <-stop:
+		return true
+	default:
+		return false
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/mdlayher/netlink"
 	"golang.org/x/sys/unix"
@@ -58,9 +59,14 @@ func generation(nsFD int) (uint32, error) {
 }
 
 // consistent runs read until the ruleset generation is the same before
-// and after it, at most genAttempts times.
+// and after it, at most genAttempts times, waiting a little longer after
+// each moved one (1 ms, 2 ms, ...: 45 ms in all) so that a burst of
+// changes can pass.
 func consistent(nsFD int, read func() error) error {
-	for range genAttempts {
+	for i := range genAttempts {
+		if i > 0 {
+			time.Sleep(time.Duration(i) * time.Millisecond)
+		}
 		before, err := generation(nsFD)
 		if err != nil {
 			return err
