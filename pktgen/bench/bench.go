@@ -274,8 +274,17 @@ func jobFor(t *spec.Traffic, frame int, sender *ns.NS, mac net.HardwareAddr) eng
 		Count: t.Count, Duration: t.Duration, Frame: frame, RatePPS: t.RatePPS, RateMbps: t.RateMbps, Threads: t.Threads, CPUs: t.CPUs,
 		DstIP: t.To, DstMAC: mac,
 		UDPSrc: engine.PortRange{Min: t.SrcPorts[0], Max: t.SrcPorts[1]}, UDPDst: engine.PortRange{Min: t.DstPorts[0], Max: t.DstPorts[1]},
-		Flows: t.Flows, FlowLen: t.FlowLen, Options: t.Options,
+		Flows: t.Flows, FlowLen: t.FlowLen, Options: t.Options, Mix: mixOf(t.Mix),
 	}
+}
+
+// mixOf is a run's frame mix as engines take it.
+func mixOf(m spec.Mix) []engine.MixPart {
+	var out []engine.MixPart
+	for _, p := range m {
+		out = append(out, engine.MixPart{Size: p.Size, Weight: p.Weight})
+	}
+	return out
 }
 
 // sampleInBackground samples at the bench's interval, on the sampler's
@@ -311,6 +320,9 @@ func (b *Bench) report(t *spec.Traffic, frame int, res *engine.Result, rd readin
 		Engine: res.Engine, Reason: b.reason, OfferedPPS: offeredPPS(t, frame), Elapsed: res.Elapsed, ReceiveWindow: rd.window, Result: res,
 		Path: p.Hops, NextHop: p.NextHop.String(), NextHopMAC: p.SenderMAC().String(), Targets: b.meas.targets, roles: b.meas.roles,
 		Samples: rd.samples, Env: b.env}
+	if t.Mix != nil {
+		rep.Mix, rep.MeanFrame = t.Mix.String(), t.Mix.Mean()
+	}
 	rep.Hops = hopCounters(b.meas, rd.base, rd.final, rd.neighbours)
 	rep.account(res, frame)
 	rep.rates()
@@ -329,8 +341,12 @@ func (b *Bench) report(t *spec.Traffic, frame int, res *engine.Result, rd readin
 
 // offeredPPS is the rate a traffic run asks for per thread, in pps.
 func offeredPPS(t *spec.Traffic, frame int) uint64 {
-	if t.RateMbps > 0 && frame > engine.FCS {
-		return t.RateMbps * 1e6 / uint64((frame-engine.FCS)*8)
+	size := float64(frame)
+	if t.Mix != nil {
+		size = t.Mix.Mean()
+	}
+	if t.RateMbps > 0 && size > engine.FCS {
+		return uint64(float64(t.RateMbps) * 1e6 / ((size - engine.FCS) * 8))
 	}
 	return t.RatePPS
 }
@@ -343,15 +359,15 @@ func (r *Report) rates() {
 	case r.Elapsed > 0:
 		r.PPS = float64(r.Received) / r.Elapsed.Seconds()
 	}
-	r.MbpsL2, r.MbpsL1 = mbps(r.PPS, r.Frame)
+	r.MbpsL2, r.MbpsL1 = mbps(r.PPS, r.frameBytes())
 	if a, b, ok := sample.Steady(r.Samples); ok {
 		last := len(r.Hops) - 1
 		r.SteadyPPS = sample.Rates(a, b)[last].RxPPS
-		r.SteadyL2, _ = mbps(r.SteadyPPS, r.Frame)
+		r.SteadyL2, _ = mbps(r.SteadyPPS, r.frameBytes())
 	}
 }
 
-func mbps(pps float64, frame int) (l2, l1 float64) {
+func mbps(pps float64, frame float64) (l2, l1 float64) {
 	return pps * float64(frame) * 8 / 1e6, pps * float64(frame+20) * 8 / 1e6
 }
 

@@ -51,6 +51,9 @@ func (b *Bench) readerResult(r *receive.Reader, res *engine.Result, rep *Report)
 	}
 	rep.Latency = got.Tracker.Latency(latencyMethod, b.stampResolution())
 	rep.ReaderMissed = got.Missed
+	if rep.Mix != "" {
+		rep.ReceivedSizes = got.Tracker.Sizes()
+	}
 	if n := len(res.Threads); n > 1 {
 		rep.SequenceNote = fmt.Sprintf("no accounting by sequence: %d sender threads number their packets alike", n)
 		return nil

@@ -141,3 +141,29 @@ func TestPrivilegedLinkDownGap(t *testing.T) {
 		t.Errorf("longest gap %d packets, want about %d (the outage at 20 kpps)", s.LongestGapPackets, want)
 	}
 }
+
+// TestPrivilegedIMIX: the userspace engine sends the 7:4:1 mix at a rate
+// the router holds; the reader sees exactly those sizes in those
+// proportions, and the rates are the mix's (its mean frame, 361.8 bytes).
+func TestPrivilegedIMIX(t *testing.T) {
+	_, r := deployCRS(t)
+	b := newBench(t, r, func(tr *spec.Traffic) {
+		tr.Duration, tr.Count, tr.RatePPS, tr.Engine = 0, 12000, 20000, "userspace"
+		tr.Mix, tr.Frames = append(spec.Mix(nil), spec.SimpleIMIX...), []int{1518}
+	}, Options{Latency: true})
+	rep, err := b.Run(context.Background(), 1518)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("received %d of %d: sizes %v, %.1f Mb/s L2 at %.0f pps", rep.Received, rep.Sent, rep.ReceivedSizes, rep.MbpsL2, rep.PPS)
+	if rep.Received != 12000 || rep.ReceivedSizes[64] != 7000 || rep.ReceivedSizes[594] != 4000 || rep.ReceivedSizes[1518] != 1000 {
+		t.Fatalf("received %d, sizes %v: want 7000, 4000 and 1000 of 64, 594 and 1518 bytes", rep.Received, rep.ReceivedSizes)
+	}
+	if want := rep.PPS * rep.MeanFrame * 8 / 1e6; rep.Mix != "64:7 594:4 1518:1" || rep.MeanFrame < 361.8 || rep.MeanFrame > 361.9 || rep.MbpsL2 < want*0.999 || rep.MbpsL2 > want*1.001 {
+		t.Errorf("mix %q mean %.2f, %.2f Mb/s L2 (want %.2f)", rep.Mix, rep.MeanFrame, rep.MbpsL2, want)
+	}
+	var out strings.Builder
+	if err := Write(&out, "table", []*Report{rep}); err != nil || !strings.Contains(out.String(), "frames mixed 64:7 594:4 1518:1") {
+		t.Errorf("table: %v\n%s", err, out.String())
+	}
+}

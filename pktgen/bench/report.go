@@ -18,9 +18,13 @@ type Report struct {
 	Traffic string `json:"traffic"`
 	From    string `json:"from"`
 	To      string `json:"to"`
-	Frame   int    `json:"frame"` // L2 frame including FCS
-	Engine  string `json:"engine"`
-	Reason  string `json:"reason,omitempty"`
+	Frame   int    `json:"frame"` // L2 frame including FCS (with a mix: its largest)
+	// Mix is the run's frame mix as SIZE:WEIGHT words, and MeanFrame its
+	// mean size, from which its Mb/s are computed; empty for one size.
+	Mix       string  `json:"mix,omitempty"`
+	MeanFrame float64 `json:"mean_frame,omitempty"`
+	Engine    string  `json:"engine"`
+	Reason    string  `json:"reason,omitempty"`
 	// OfferedPPS is the rate the run asked for per thread (0: as fast
 	// as the engine goes).
 	OfferedPPS uint64        `json:"offered_pps,omitempty"`
@@ -60,6 +64,9 @@ type Report struct {
 	Sequence     *receive.Sequence `json:"sequence,omitempty"`
 	SequenceNote string            `json:"sequence_note,omitempty"`
 	ReaderMissed uint64            `json:"reader_missed,omitempty"`
+	// ReceivedSizes counts the frames the reader read by size (with
+	// FCS), for runs with a frame mix.
+	ReceivedSizes map[int]uint64 `json:"received_sizes,omitempty"`
 
 	Hops       []HopCounters `json:"hops"`
 	Drops      []Drop        `json:"drops"` // by place, each packet once
@@ -191,4 +198,12 @@ type Verdict struct {
 	// Bursts: the CPUs that dropped were under 60% busy, so the drops
 	// came from stalls, not from load.
 	Bursts bool `json:"bursts,omitempty"`
+}
+
+// frameBytes is the mean size of the run's frames, with FCS.
+func (r *Report) frameBytes() float64 {
+	if r.MeanFrame > 0 {
+		return r.MeanFrame
+	}
+	return float64(r.Frame)
 }

@@ -87,7 +87,7 @@ func (b *Bench) Search(ctx context.Context, frame int, so SearchOptions) (*Searc
 		return tr, nil
 	}
 	err := search(res, so, trial)
-	res.MbpsL2, res.MbpsL1 = mbps(res.ThroughputPPS, frame)
+	res.MbpsL2, res.MbpsL1 = mbps(res.ThroughputPPS, float64(frame))
 	if res.LinkSpeed = linkSpeed(b.run.Node(b.t.From.Node).NS, b.t.From.Interface); res.LinkSpeed > 0 {
 		res.LineRatePPS = lineRatePPS(res.LinkSpeed, frame)
 	}

@@ -103,7 +103,11 @@ func (r *Report) tableHead(ew *errWriter) {
 	if r.OfferedPPS > 0 {
 		offered = fmt.Sprintf("%d pps per thread offered", r.OfferedPPS)
 	}
-	ew.printf("\nframe %d bytes (with FCS), %.3f s, %s\n\nbottleneck: %s\n\n", r.Frame, r.Elapsed.Seconds(), offered, r.Bottleneck)
+	frames := fmt.Sprintf("frame %d bytes (with FCS)", r.Frame)
+	if r.Mix != "" {
+		frames = fmt.Sprintf("frames mixed %s (size:weight; mean %.1f bytes with FCS)", r.Mix, r.MeanFrame)
+	}
+	ew.printf("\n%s, %.3f s, %s\n\nbottleneck: %s\n\n", frames, r.Elapsed.Seconds(), offered, r.Bottleneck)
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "sent\treceived\tloss\tloss %\t")
 	fmt.Fprintf(tw, "%d\t%d\t%d\t%.3f\t\n", r.Sent, r.Received, r.Loss, r.LossPct)
@@ -117,7 +121,7 @@ func (r *Report) tableHead(ew *errWriter) {
 		fmt.Fprintf(tw, "counts / elapsed\t%.0f\t%.1f\t%.1f\t\n", r.PPS, r.MbpsL2, r.MbpsL1)
 	}
 	if r.SteadyPPS > 0 {
-		_, l1 := mbps(r.SteadyPPS, r.Frame)
+		_, l1 := mbps(r.SteadyPPS, r.frameBytes())
 		fmt.Fprintf(tw, "steady window\t%.0f\t%.1f\t%.1f\t\n", r.SteadyPPS, r.SteadyL2, l1)
 	}
 	tw.Flush()

@@ -35,6 +35,9 @@ type Job struct {
 
 	Frame    int    // L2 frame size including the 4-byte FCS
 	FrameMax int    // with Frame: sizes Frame..FrameMax
+	// Mix, when set, gives every frame its size from a weighted mix
+	// (IMIX); Frame is then its largest size.
+	Mix []MixPart
 	RatePPS  uint64 // per thread; 0: as fast as possible
 	RateMbps uint64 // per thread, counting frames without FCS (as pktgen)
 	Threads  int    // 0 or 1: one
@@ -71,6 +74,23 @@ func (j Job) Namespace() string {
 	}
 	return j.Sender.Name
 }
+
+// MeanFrame is the job's mean frame size in bytes, with FCS: its mix's
+// weighted mean, or Frame.
+func (j Job) MeanFrame() float64 {
+	var bytes, n int
+	for _, p := range j.Mix {
+		bytes, n = bytes+p.Size*p.Weight, n+p.Weight
+	}
+	if n == 0 {
+		return float64(j.Frame)
+	}
+	return float64(bytes) / float64(n)
+}
+
+// MixPart is one size of a frame mix: Weight frames of Size bytes (with
+// FCS) per cycle of the mix.
+type MixPart struct{ Size, Weight int }
 
 // Random says which ranges are walked at random.
 type Random struct {

@@ -43,9 +43,14 @@ func JobFor(j engine.Job, kind string, mtu int) (*Job, error) {
 	if len(j.CPUs) > 0 {
 		pj.Threads = 0 // one kpktgend thread per CPU listed
 	}
-	if j.FrameMax > j.Frame {
+	switch {
+	case len(j.Mix) > 0:
+		for _, p := range j.Mix {
+			pj.IMIX = append(pj.IMIX, IMIXWeight{Frame: p.Size, Weight: p.Weight})
+		}
+	case j.FrameMax > j.Frame:
 		pj.FrameMin, pj.FrameMax = j.Frame, j.FrameMax
-	} else {
+	default:
 		pj.Frame = j.Frame
 	}
 	for flag, on := range map[string]bool{"TXSIZE_RND": j.Random.Size, "IPSRC_RND": j.Random.SrcIP, "IPDST_RND": j.Random.DstIP,

@@ -100,7 +100,7 @@ func (r *Reader) setup() error {
 
 // loop reads the ring until stop, then drains it once more.
 func (r *Reader) loop() error {
-	each := func(frame []byte, sec, nsec uint32) {
+	each := func(frame []byte, wire int, sec, nsec uint32) {
 		st, ok := decode(frame, r.opts.Nanoseconds)
 		if !ok {
 			r.bad++
@@ -112,6 +112,7 @@ func (r *Reader) loop() error {
 		}
 		r.read++
 		r.t.Add(thread, st.Seq, st.SentNs, int64(sec)*1e9+int64(nsec))
+		r.t.AddSize(wire + 4) // FCS
 	}
 	fds := []unix.PollFd{{Fd: int32(r.fd), Events: unix.POLLIN | unix.POLLERR}}
 	for {

@@ -31,6 +31,7 @@ const (
 	pkSec         = 4  // tp_sec
 	pkNsec        = 8  // tp_nsec
 	pkSnaplen     = 12 // tp_snaplen
+	pkLen         = 16 // tp_len: the packet's length on the wire, without FCS
 	pkMac         = 24 // tp_mac: offset of the frame from the header
 	pkHeaderBytes = 48 // sizeof(struct tpacket3_hdr), with its padding
 )
@@ -81,7 +82,7 @@ func (r *ring) release(block []byte) {
 // drain calls each for every packet of every block the kernel has handed
 // over, in order, and gives the blocks back. It returns the number of
 // packets read.
-func (r *ring) drain(each func(frame []byte, sec, nsec uint32)) int {
+func (r *ring) drain(each func(frame []byte, wire int, sec, nsec uint32)) int {
 	n := 0
 	for {
 		block := r.mem[r.next*blockSize : (r.next+1)*blockSize]
@@ -95,7 +96,7 @@ func (r *ring) drain(each func(frame []byte, sec, nsec uint32)) int {
 }
 
 // walkBlock calls each for the packets of one block.
-func walkBlock(block []byte, each func(frame []byte, sec, nsec uint32)) int {
+func walkBlock(block []byte, each func(frame []byte, wire int, sec, nsec uint32)) int {
 	le := binary.NativeEndian
 	count := int(le.Uint32(block[bdNumPkts:]))
 	off := int(le.Uint32(block[bdFirstPkt:]))
@@ -103,7 +104,7 @@ func walkBlock(block []byte, each func(frame []byte, sec, nsec uint32)) int {
 		h := block[off:]
 		mac, snap := int(le.Uint16(h[pkMac:])), int(le.Uint32(h[pkSnaplen:]))
 		if mac+snap <= len(h) {
-			each(h[mac:mac+snap], le.Uint32(h[pkSec:]), le.Uint32(h[pkNsec:]))
+			each(h[mac:mac+snap], int(le.Uint32(h[pkLen:])), le.Uint32(h[pkSec:]), le.Uint32(h[pkNsec:]))
 		}
 		next := int(le.Uint32(h[pkNextOffset:]))
 		if next == 0 {

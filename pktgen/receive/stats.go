@@ -73,11 +73,24 @@ type Tracker struct {
 	prevTrans int64
 	havePrev  bool
 	threads   map[int]*seqState
+	sizes     map[int]uint64
 }
 
 // NewTracker returns an empty tracker.
 func NewTracker() *Tracker {
-	return &Tracker{hist: hdrhistogram.New(1, latencyMax, 3), min: math.MaxInt64, threads: map[int]*seqState{}}
+	return &Tracker{hist: hdrhistogram.New(1, latencyMax, 3), min: math.MaxInt64, threads: map[int]*seqState{}, sizes: map[int]uint64{}}
+}
+
+// AddSize counts a received frame of size bytes (with FCS).
+func (t *Tracker) AddSize(size int) { t.sizes[size]++ }
+
+// Sizes counts the frames received by size (with FCS); a copy.
+func (t *Tracker) Sizes() map[int]uint64 {
+	out := make(map[int]uint64, len(t.sizes))
+	for k, v := range t.sizes {
+		out[k] = v
+	}
+	return out
 }
 
 // Add accounts for one packet of sender thread thread, sent at sentNs and

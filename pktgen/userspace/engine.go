@@ -54,8 +54,8 @@ func check(j engine.Job) (config, error) {
 	c, p := readOptions(j.Options)
 	p = append(p, checkJob(j)...)
 	pps := j.RatePPS
-	if j.RateMbps > 0 && j.Frame > fcs {
-		pps = j.RateMbps * 1e6 / uint64((j.Frame-fcs)*8)
+	if mean := j.MeanFrame(); j.RateMbps > 0 && mean > fcs {
+		pps = uint64(float64(j.RateMbps) * 1e6 / ((mean - fcs) * 8))
 	}
 	if pps > 0 {
 		c.gap = time.Second / time.Duration(pps)
@@ -241,6 +241,7 @@ func newBuilder(j engine.Job, ifMAC net.HardwareAddr, src netip.Addr, i int) *bu
 		b.srcMAC = j.SrcMAC
 	}
 	b.sizes = span{lo: uint32(j.Frame), hi: uint32(max(j.Frame, j.FrameMax))}
+	b.mix = mixCycle(j.Mix)
 	b.dst = newAddrSpan(j.DstIP, j.DstIPMax)
 	srcMax := j.SrcIPMax
 	if !j.SrcIP.IsValid() {
@@ -275,7 +276,7 @@ func summarize(j engine.Job, senders []*sender) *engine.Result {
 		t := engine.ThreadResult{Name: fmt.Sprintf("%s@%d", j.Interface, i), CPU: s.cpu, Sent: s.sent, Errors: s.errs, Elapsed: el}
 		if el > 0 {
 			t.PPS = float64(s.sent) / el.Seconds()
-			t.Mbps = t.PPS * 8 * float64(j.Frame-fcs) / 1e6
+			t.Mbps = t.PPS * 8 * (j.MeanFrame() - fcs) / 1e6
 		}
 		res.Threads = append(res.Threads, t)
 		res.Sent += t.Sent

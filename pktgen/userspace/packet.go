@@ -11,6 +11,8 @@ import (
 	"net"
 	"net/netip"
 	"time"
+
+	"github.com/nslab/nslab/pktgen/engine"
 )
 
 // Magic is pktgen's payload magic number (struct pktgen_hdr).
@@ -42,7 +44,9 @@ type flow struct {
 type builder struct {
 	dstMAC, srcMAC net.HardwareAddr
 	v6             bool
-	sizes          span // frame sizes including FCS
+	sizes          span     // frame sizes including FCS
+	mix            []uint32 // with a frame mix: one cycle of its sizes, interleaved (mixCycle)
+	mixPos         int
 	src, dst       addrSpan
 	srcPort        span
 	dstPort        span
@@ -146,6 +150,10 @@ func (b *builder) fresh() flow {
 // payload header carries.
 func (b *builder) fill(buf []byte, now time.Time) int {
 	size := int(b.sizes.pick(b.rng, b.random.size)) - fcs
+	if len(b.mix) > 0 {
+		size = int(b.mix[b.mixPos]) - fcs
+		b.mixPos = (b.mixPos + 1) % len(b.mix)
+	}
 	f := b.next()
 	copy(buf[0:6], b.dstMAC)
 	copy(buf[6:12], b.srcMAC)
@@ -224,7 +232,38 @@ func fold(s uint32) uint16 {
 }
 
 // maxLen is the longest packet on the wire (without FCS).
-func (b *builder) maxLen() int { return int(max(b.sizes.lo, b.sizes.hi)) - fcs }
+func (b *builder) maxLen() int {
+	l := max(b.sizes.lo, b.sizes.hi)
+	for _, s := range b.mix {
+		l = max(l, s)
+	}
+	return int(l) - fcs
+}
+
+// mixCycle spreads a mix's sizes over one cycle of its weights, each as
+// evenly as it goes (smooth weighted round robin): 7:4:1 of 64, 594 and
+// 1518 bytes gives 12 frames with the 1518 in the middle, not 7 small
+// ones in a row. Every cycle has the weights' proportions exactly.
+func mixCycle(parts []engine.MixPart) []uint32 {
+	total := 0
+	for _, p := range parts {
+		total += p.Weight
+	}
+	current := make([]int, len(parts))
+	out := make([]uint32, 0, total)
+	for range total {
+		best := 0
+		for i, p := range parts {
+			current[i] += p.Weight
+			if current[i] > current[best] {
+				best = i
+			}
+		}
+		current[best] -= total
+		out = append(out, uint32(parts[best].Size))
+	}
+	return out
+}
 
 // etherType is the EtherType of the packets.
 func (b *builder) etherType() uint16 {

@@ -47,7 +47,7 @@ func TestIPv4Packet(t *testing.T) {
 		if sp := binary.BigEndian.Uint16(udp[0:]); int(sp) != 1000+i%3 {
 			t.Errorf("packet %d: source port %d, want sequential 1000..1002", i, sp)
 		}
-		if binary.BigEndian.Uint32(udp[8:]) != Magic || binary.BigEndian.Uint32(udp[12:]) != uint32(i) ||
+		if binary.BigEndian.Uint32(udp[8:]) != Magic || binary.BigEndian.Uint32(udp[12:]) != uint32(i)+engine.FirstSeq ||
 			binary.BigEndian.Uint32(udp[16:]) != 1700000000 || binary.BigEndian.Uint32(udp[20:]) != 123456 {
 			t.Errorf("pktgen header %x", udp[8:24])
 		}
@@ -102,5 +102,25 @@ func TestRangesAndFlows(t *testing.T) {
 		if seq[i] != seq[i+1] || seq[i] != seq[i+2] {
 			t.Errorf("flow of 3 packets changed tuple: %v", seq)
 		}
+	}
+}
+
+// TestMixCycle: a cycle holds each size as often as its weight says, the
+// sizes interleaved.
+func TestMixCycle(t *testing.T) {
+	c := mixCycle([]engine.MixPart{{Size: 64, Weight: 7}, {Size: 594, Weight: 4}, {Size: 1518, Weight: 1}})
+	count := map[uint32]int{}
+	run, longest := 0, 0
+	for i, s := range c {
+		count[s]++
+		if i > 0 && s == c[i-1] {
+			run++
+		} else {
+			run = 1
+		}
+		longest = max(longest, run)
+	}
+	if len(c) != 12 || count[64] != 7 || count[594] != 4 || count[1518] != 1 || longest > 2 {
+		t.Errorf("cycle %v: counts %v, longest run %d", c, count, longest)
 	}
 }

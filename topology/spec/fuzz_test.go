@@ -54,6 +54,9 @@ func parseSeeds(tb testing.TB) [][]byte {
 	for _, c := range trafficCases {
 		edit(read("client-router-server.yaml"), c.edit, c.where)
 	}
+	for _, c := range mixCases {
+		edit(read("client-router-server.yaml"), c.from, c.to)
+	}
 	return out
 }
 

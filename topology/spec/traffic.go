@@ -24,10 +24,13 @@ import (
 //	    rate: max           # or 200kpps, 500Mbps
 //	    threads: 1
 type Traffic struct {
-	Name     string
-	From     Endpoint
-	To       netip.Addr
-	Frames   []int // L2 frame sizes including FCS; several make a sweep
+	Name   string
+	From   Endpoint
+	To     netip.Addr
+	Frames []int // L2 frame sizes including FCS; several make a sweep
+	// Mix is a frame mix (IMIX): every frame of one run picks its size
+	// from it; Frames then holds its largest size, once.
+	Mix      Mix
 	Count    uint64
 	Duration time.Duration
 	RatePPS  uint64 // 0 with RateMbps 0: as fast as possible
@@ -48,7 +51,7 @@ type Traffic struct {
 // Engines a traffic run can ask for.
 var Engines = []string{"auto", "pktgen", "userspace"}
 
-var trafficKeys = []string{"name", "from", "to", "frame", "frames", "count", "duration", "rate", "threads", "cpus",
+var trafficKeys = []string{"name", "from", "to", "frame", "frames", "imix", "count", "duration", "rate", "threads", "cpus",
 	"engine", "src_ports", "dst_ports", "flows", "flowlen", "options", "group"}
 
 // Defaults of a traffic run.
@@ -67,6 +70,10 @@ func (r *reporter) parseTraffic(v *yaml.Node, path string) *Traffic {
 	t := &Traffic{Threads: 1, Engine: DefaultEngine, Frames: []int{DefaultFrame}}
 	r.trafficEnds(f, path, t)
 	r.trafficFrames(f, path, t)
+	r.trafficMix(f, t)
+	if t.Mix != nil {
+		t.Frames = []int{t.Mix.Largest()}
+	}
 	r.trafficLength(f, t)
 	r.trafficSenders(f, t)
 	r.trafficFlows(f, t)
@@ -118,6 +125,7 @@ func (r *reporter) trafficFrames(f map[string]kv, path string, t *Traffic) {
 		if n, ok := r.integer(fr.v, fr.path, "the frame size in bytes", 1, 65535); ok {
 			t.Frames = []int{n}
 		}
+	case hasFrames && frs.v.Kind == yaml.ScalarNode: // frames: imix (trafficMix)
 	case hasFrames:
 		items, _ := r.list(frs.v, frs.path, "[64, 128, 256, 512, 1024, 1280, 1518]")
 		t.Frames = nil
@@ -181,6 +189,10 @@ func (r *reporter) trafficSenders(f map[string]kv, t *Traffic) {
 	}
 }
 
+// FlowPortBase is the first UDP source port of a run with flows: and no
+// src_ports: (flow i sends from FlowPortBase+i).
+const FlowPortBase = 10000
+
 // trafficFlows reads ports, flows and engine options.
 func (r *reporter) trafficFlows(f map[string]kv, t *Traffic) {
 	for _, k := range []string{"src_ports", "dst_ports"} {
@@ -205,6 +217,11 @@ func (r *reporter) trafficFlows(f map[string]kv, t *Traffic) {
 	}
 	if e, ok := f["flowlen"]; ok {
 		t.FlowLen, _ = r.integer(e.v, e.path, "packets per flow", 1, 1<<30)
+	}
+	if t.Flows > 1 && t.SrcPorts == [2]int{} {
+		// Flows that differ by source port hash to different CPUs (RPS)
+		// and queues (RSS): one port each, unless the file gives a range.
+		t.SrcPorts = [2]int{FlowPortBase, FlowPortBase + t.Flows - 1}
 	}
 	if e, ok := f["options"]; ok {
 		t.Options = map[string]string{}
@@ -336,8 +353,16 @@ func checkRun(r *reporter, lab *Lab, t *Traffic, path string) {
 	}
 	minFrame := engine.MinFrame(t.To.Is6())
 	for _, fr := range t.Frames {
+		if t.Mix != nil {
+			break // its sizes are checked one by one below
+		}
 		if fr < minFrame || fr > mtu+18 {
 			r.errf(path+".frame", "frame %d bytes: use %d..%d (L2 frame including FCS; the sender's MTU is %d)", fr, minFrame, mtu+18, mtu)
+		}
+	}
+	for i, p := range t.Mix {
+		if p.Size < minFrame || p.Size > mtu+18 {
+			r.errf(fmt.Sprintf("%s.imix[%d].size", path, i), "frame %d bytes: use %d..%d (L2 frame including FCS; the sender's MTU is %d)", p.Size, minFrame, mtu+18, mtu)
 		}
 	}
 	if t.RatePPS > 0 && t.RateMbps > 0 {
