@@ -33,11 +33,11 @@ type Job struct {
 	Count    uint64        // packets per thread; 0 with Duration: until the duration ends
 	Duration time.Duration // 0: until Count
 
-	Frame    int    // L2 frame size including the 4-byte FCS
-	FrameMax int    // with Frame: sizes Frame..FrameMax
+	Frame    int // L2 frame size including the 4-byte FCS
+	FrameMax int // with Frame: sizes Frame..FrameMax
 	// Mix, when set, gives every frame its size from a weighted mix
 	// (IMIX); Frame is then its largest size.
-	Mix []MixPart
+	Mix      []MixPart
 	RatePPS  uint64 // per thread; 0: as fast as possible
 	RateMbps uint64 // per thread, counting frames without FCS (as pktgen)
 	Threads  int    // 0 or 1: one
