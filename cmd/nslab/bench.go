@@ -37,6 +37,8 @@ func benchCommand() *cli.Command {
 			&cli.DurationFlag{Name: "interval", Value: time.Second, Usage: "sampling interval (100ms and up)"},
 			&cli.StringFlag{Name: "format", Value: "table", Usage: "table, json, csv or markdown"},
 			&cli.BoolFlag{Name: "latency", Usage: "read every packet at the receiver: one-way latency (min, percentiles, max, jitter) and loss, duplicates and reordering by sequence number"},
+			&cli.UintFlag{Name: "latency-every", Usage: "with --latency: read one packet in `N` (a power of two; 1: every packet, with the accounting by sequence); default: every packet, or about 1000 a second when the lab is placed"},
+			&cli.StringFlag{Name: "latency-at", Usage: "measure latency at these `FRACTIONS` of the run's rate, or of its top rate when it has none (a first run as fast as the engine goes), e.g. 10%,50%,90%"},
 			&cli.BoolFlag{Name: "keep", Usage: "keep a lab that bench deployed"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no live lines"},
 			&cli.StringFlag{Name: "out", Usage: "append each completed run to `FILE` as a JSON line, synced at once"},
@@ -105,7 +107,7 @@ func benchRequest(c *cli.Context) (bench.Request, error) {
 		return bench.Request{}, err
 	}
 	req := bench.Request{Lab: l, Traffic: ts[0], Placement: c.String("placement"), Keep: c.Bool("keep"), Progress: c.App.ErrWriter,
-		Options: bench.Options{Interval: c.Duration("interval"), Compact: termWidth(os.Stderr) < 100, Version: version, Latency: c.Bool("latency")}}
+		Options: bench.Options{Interval: c.Duration("interval"), Compact: termWidth(os.Stderr) < 100, Version: version, Latency: c.Bool("latency"), LatencyEvery: uint32(c.Uint("latency-every"))}}
 	if len(ts) > 1 {
 		req.Streams = ts
 		for _, f := range []string{"search", "measure", "plot"} {
@@ -120,6 +122,18 @@ func benchRequest(c *cli.Context) (bench.Request, error) {
 	if v := c.String("measure"); v != "" {
 		if req.Measure, err = spec.ParseInterfaces(v); err != nil {
 			return req, cli.Exit("--measure: "+err.Error(), 2)
+		}
+	}
+	if v := c.String("latency-at"); v != "" {
+		if c.Bool("search") {
+			return req, cli.Exit("--latency-at and --search: give one of them", 2)
+		}
+		for _, w := range strings.Split(v, ",") {
+			f, err := parsePercent(strings.TrimSpace(w))
+			if err != nil || f <= 0 || f > 1 {
+				return req, cli.Exit(fmt.Sprintf("--latency-at %s: give fractions of the rate above 0 and at most 100%%, e.g. 10%%,50%%,90%%", v), 2)
+			}
+			req.LatencyAt = append(req.LatencyAt, f)
 		}
 	}
 	if c.Bool("search") {

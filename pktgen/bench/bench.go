@@ -35,9 +35,12 @@ type Options struct {
 	Measure []spec.Endpoint
 	// Chooser chooses the engine; its zero value probes for real.
 	Chooser auto.Chooser
-	// Latency reads every packet at the receiver: one-way latency and
-	// the accounting by sequence number (latency.go).
-	Latency bool
+	// Latency reads the run's packets at the receiver: one-way latency
+	// and, reading every packet, the accounting by sequence number
+	// (latency.go). LatencyEvery reads one packet in that many (a power
+	// of two; 1: every packet); 0 chooses (see readEvery).
+	Latency      bool
+	LatencyEvery uint32
 }
 
 // Bench measures one traffic run of a running lab, at any frame size and
@@ -156,7 +159,7 @@ func (b *Bench) measure(ctx context.Context, t *spec.Traffic, frame int) (*Repor
 	if err := b.prime(ctx, job); err != nil {
 		return nil, err
 	}
-	st, err := b.start(t)
+	st, err := b.start(t, frame)
 	if err != nil {
 		return nil, err
 	}
@@ -173,12 +176,13 @@ type running struct {
 	stopWatch  func() time.Duration
 	start, end time.Time
 	reader     *receive.Reader // with Options.Latency
+	every      uint32          // the reader's sampling
 }
 
 // start reads the counters and the host state at the start of a run of t
 // (the path primed), opens the receiver's reader (with Options.Latency)
 // and starts the samplers.
-func (b *Bench) start(t *spec.Traffic) (*running, error) {
+func (b *Bench) start(t *spec.Traffic, frame int) (*running, error) {
 	st := &running{stopWatch: func() time.Duration { return 0 }}
 	var err error
 	if st.before, err = snapshot(b.meas.routers); err != nil {
@@ -188,7 +192,8 @@ func (b *Bench) start(t *spec.Traffic) (*running, error) {
 		return nil, err
 	}
 	if b.opts.Latency { // last of what can fail: nothing to stop when it does
-		if st.reader, err = b.openReader(t); err != nil {
+		st.every = b.readEvery(t, frame)
+		if st.reader, err = b.openReader(t, st.every); err != nil {
 			return nil, err
 		}
 	}
@@ -231,7 +236,7 @@ func (b *Bench) finish(t *spec.Traffic, frame int, st *running, res *engine.Resu
 	rep := b.report(t, frame, res, rd)
 	rep.Started, rep.Ended = st.start, st.end
 	if st.reader != nil {
-		if err := b.readerResult(st.reader, res, rep); err != nil {
+		if err := b.readerResult(st.reader, st.every, res, rep); err != nil {
 			return nil, err
 		}
 	}

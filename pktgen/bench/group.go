@@ -196,7 +196,7 @@ func (g *Group) Run(ctx context.Context, frame int) (*GroupReport, error) {
 	}
 	states := make([]*running, len(g.benches))
 	for i, b := range g.benches {
-		st, err := b.start(b.t)
+		st, err := b.start(b.t, frame)
 		if err != nil {
 			g.stopAll(states)
 			return nil, fmt.Errorf("stream %s: %w", b.t.Name, err)

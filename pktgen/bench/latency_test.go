@@ -86,7 +86,7 @@ func TestPrivilegedSequenceIdentityOverloaded(t *testing.T) {
 	r, sender, _ := placedCRS(t)
 	b := newBench(t, r, func(tr *spec.Traffic) {
 		tr.Duration, tr.Count, tr.RatePPS, tr.Engine, tr.CPUs = 2*time.Second, 0, 0, "userspace", spec.CPUSet{sender}
-	}, Options{Interval: 200 * time.Millisecond, Latency: true})
+	}, Options{Interval: 200 * time.Millisecond, Latency: true, LatencyEvery: 1})
 	rep, err := b.Run(context.Background(), 64)
 	if err != nil {
 		t.Fatal(err)
@@ -165,5 +165,25 @@ func TestPrivilegedIMIX(t *testing.T) {
 	var out strings.Builder
 	if err := Write(&out, "table", []*Report{rep}); err != nil || !strings.Contains(out.String(), "frames mixed 64:7 594:4 1518:1") {
 		t.Errorf("table: %v\n%s", err, out.String())
+	}
+}
+
+// TestPrivilegedLatencySampledWhenPlaced: in a placed run the reader
+// reads about 1000 packets a second by itself (one in a power of two of
+// the offered rate), says so, and gives no accounting by sequence.
+func TestPrivilegedLatencySampledWhenPlaced(t *testing.T) {
+	r, sender, _ := placedCRS(t)
+	b := newBench(t, r, func(tr *spec.Traffic) {
+		tr.Duration, tr.Count, tr.RatePPS, tr.Engine, tr.CPUs = 0, 64000, 32000, "userspace", spec.CPUSet{sender}
+	}, Options{Latency: true})
+	rep, err := b.Run(context.Background(), 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := rep.Latency
+	t.Logf("received %d; latency %+v; %s", rep.Received, *l, rep.SequenceNote)
+	// 32 kpps: one in 32 (32 x 1000 <= 32000 < 64 x 1000), 2000 of 64000.
+	if l.Method != methodOf(32) || l.Samples != 2000 || rep.Sequence != nil || !strings.Contains(rep.SequenceNote, "one packet in 32") {
+		t.Errorf("latency %+v, sequence %+v, note %q", *l, rep.Sequence, rep.SequenceNote)
 	}
 }

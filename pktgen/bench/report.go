@@ -21,7 +21,10 @@ type Report struct {
 	Frame   int    `json:"frame"` // L2 frame including FCS (with a mix: its largest)
 	// Mix is the run's frame mix as SIZE:WEIGHT words, and MeanFrame its
 	// mean size, from which its Mb/s are computed; empty for one size.
-	Mix       string  `json:"mix,omitempty"`
+	Mix string `json:"mix,omitempty"`
+	// Load says, for runs measured at fractions of a rate (LatencyAt),
+	// which fraction of which rate this one was.
+	Load      string  `json:"load,omitempty"`
 	MeanFrame float64 `json:"mean_frame,omitempty"`
 	Engine    string  `json:"engine"`
 	Reason    string  `json:"reason,omitempty"`

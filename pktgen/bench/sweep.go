@@ -23,6 +23,9 @@ type Request struct {
 	// Traffic the first of them; nil or one: Traffic alone.
 	Streams []*spec.Traffic
 	Search  *SearchOptions // nil: one measured run per frame size
+	// LatencyAt measures each frame size at these fractions of the run's
+	// rate, or of its top rate (see Bench.LatencyAt).
+	LatencyAt []float64
 	// Placement is on (the file's CPU placement, refused where the
 	// machine cannot give it), auto (left out, and the report says why,
 	// where the machine cannot give it) or off (left out).
@@ -115,6 +118,16 @@ func (req Request) each(ctx context.Context, b *Bench, out *Outcome) error {
 			s, err = b.Search(ctx, frame, *req.Search)
 			if s != nil && len(s.Trials) > 0 {
 				out.Searches, result = append(out.Searches, s), s
+			}
+		} else if len(req.LatencyAt) > 0 {
+			req.progress("[%d/%d] latency of %d-byte frames at %d loads\n", i+1, len(frames), frame, len(req.LatencyAt))
+			var reps []*Report
+			reps, err = b.LatencyAt(ctx, frame, req.LatencyAt)
+			for _, rep := range reps {
+				out.Reports = append(out.Reports, rep)
+				if werr := req.record(rep); werr != nil {
+					return werr
+				}
 			}
 		} else {
 			if len(frames) > 1 {

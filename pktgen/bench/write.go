@@ -107,7 +107,11 @@ func (r *Report) tableHead(ew *errWriter) {
 	if r.Mix != "" {
 		frames = fmt.Sprintf("frames mixed %s (size:weight; mean %.1f bytes with FCS)", r.Mix, r.MeanFrame)
 	}
-	ew.printf("\n%s, %.3f s, %s\n\nbottleneck: %s\n\n", frames, r.Elapsed.Seconds(), offered, r.Bottleneck)
+	ew.printf("\n%s, %.3f s, %s\n", frames, r.Elapsed.Seconds(), offered)
+	if r.Load != "" {
+		ew.printf("load: %s\n", r.Load)
+	}
+	ew.printf("\nbottleneck: %s\n\n", r.Bottleneck)
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "sent\treceived\tloss\tloss %\t")
 	fmt.Fprintf(tw, "%d\t%d\t%d\t%.3f\t\n", r.Sent, r.Received, r.Loss, r.LossPct)

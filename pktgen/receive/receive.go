@@ -32,6 +32,11 @@ type Options struct {
 	// Thread maps a packet's UDP source port to its sender thread; nil:
 	// one thread.
 	Thread func(srcPort uint16) int
+	// Every, a power of two above 1, reads only the packets whose
+	// sequence number is a multiple of it (the kernel's filter drops the
+	// rest): latency from a sample, at a fraction of the cost, and no
+	// accounting by sequence. 0 or 1: every packet.
+	Every uint32
 }
 
 // Reader reads a run's packets in the receiver's namespace.
@@ -83,7 +88,10 @@ func Open(n *ns.NS, o Options) (*Reader, error) {
 // setup attaches the filter and the ring, then binds the socket to the
 // interface: no packet reaches the ring unfiltered.
 func (r *Reader) setup() error {
-	if err := attachFilter(r.fd, filter(r.opts.Port, r.opts.IPv6)); err != nil {
+	if e := r.opts.Every; e > 1 && e&(e-1) != 0 {
+		return fmt.Errorf("read every %dth packet: give a power of two", e)
+	}
+	if err := attachFilter(r.fd, filter(r.opts.Port, r.opts.IPv6, r.opts.Every)); err != nil {
 		return err
 	}
 	var err error

@@ -40,7 +40,7 @@ func frame(ipv6 bool, dstPort uint16, magic, seq, sec, usec uint32, nsec int, si
 // run's packets pass, with their headers kept; others do not.
 func TestFilter(t *testing.T) {
 	for _, v6 := range []bool{false, true} {
-		vm, err := bpf.NewVM(filter(9000, v6))
+		vm, err := bpf.NewVM(filter(9000, v6, 0))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -70,7 +70,7 @@ func TestFilter(t *testing.T) {
 	}
 	frag := frame(false, 9000, Magic, 1, 2, 3, -1, 60)
 	frag[14+6] = 0x20 // more fragments
-	if vm, _ := bpf.NewVM(filter(9000, false)); vm != nil {
+	if vm, _ := bpf.NewVM(filter(9000, false, 0)); vm != nil {
 		if n, _ := vm.Run(frag); n != 0 {
 			t.Error("a fragment passed")
 		}
@@ -78,9 +78,39 @@ func TestFilter(t *testing.T) {
 	opts := frame(false, 9000, Magic, 1, 2, 3, -1, 64)
 	opts[14] = 0x46 // a 24-byte header: the UDP header moves by 4
 	copy(opts[14+24:], opts[14+20:60])
-	if vm, _ := bpf.NewVM(filter(9000, false)); vm != nil {
+	if vm, _ := bpf.NewVM(filter(9000, false, 0)); vm != nil {
 		if n, _ := vm.Run(opts); n == 0 {
 			t.Error("a packet with IPv4 options did not pass")
+		}
+	}
+}
+
+// TestFilterSamples: with every 64, the filter passes sequence numbers
+// 64, 128, ... and nothing between, over both families.
+func TestFilterSamples(t *testing.T) {
+	for _, v6 := range []bool{false, true} {
+		vm, err := bpf.NewVM(filter(9, v6, 64))
+		if err != nil {
+			t.Fatal(err)
+		}
+		passed := 0
+		for seq := uint32(1); seq <= 1024; seq++ {
+			n, err := vm.Run(frame(v6, 9, Magic, seq, 1, 1, -1, 78))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (n > 0) != (seq%64 == 0) {
+				t.Fatalf("v6=%v: sequence %d passed %v", v6, seq, n > 0)
+			}
+			if n > 0 {
+				passed++
+			}
+		}
+		if passed != 16 {
+			t.Errorf("v6=%v: %d of 1024 passed, want 16", v6, passed)
+		}
+		if n, _ := vm.Run(frame(v6, 10, Magic, 64, 1, 1, -1, 78)); n != 0 {
+			t.Errorf("v6=%v: another port passed the sampling filter", v6)
 		}
 	}
 }
