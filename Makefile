@@ -7,6 +7,7 @@
 #   make bench-forwarding the router's no-drop rate with and without CPU placement, and the sender's top rate
 #   make bench-nat        what NAT and a firewall cost a router: the NAT example against itself without them
 #   make bench-engine     the userspace engine against trafgen (netsniff-ng), 64-byte frames
+#   make bench-latency    what the receiver's reader costs, and latency at 10, 50 and 90% of the router's top rate
 #   make bench-sampler    the counter sampler's own cost per sample of 10 interfaces
 #   make fuzz             every fuzz target for FUZZTIME (60s; FUZZTIME=1h for a soak)
 #   make soak             SIGKILL nslab at random moments, 50 times each in deploy, destroy and bench
@@ -23,7 +24,7 @@ export GOFLAGS := -tags=$(TAGS)
 # against libc, and skips the dynamic loader at every start.
 export CGO_ENABLED := 0
 
-.PHONY: fuzz soak all build test unit-test lint lint-deps vmtest walkthrough vm-deps run deps go-deps bench-topology bench-forwarding bench-nat bench-engine bench-sampler clean
+.PHONY: fuzz soak bench-latency all build test unit-test lint lint-deps vmtest walkthrough vm-deps run deps go-deps bench-topology bench-forwarding bench-nat bench-engine bench-sampler clean
 
 all: build
 
@@ -142,6 +143,13 @@ bench-forwarding: deps build
 bench-nat: deps build
 	$(GO) build -o $(BIN)/nslab-bench-nat ./cmd/nslab-bench-nat
 	$(BIN)/nslab-bench-nat
+
+# What reading the receiver costs (the top rate without a reader, reading
+# every packet, and sampled, alternating rounds) and the latency at 10, 50
+# and 90% of the router's top rate.
+bench-latency: deps build
+	$(GO) build -o $(BIN)/nslab-bench-latency ./cmd/nslab-bench-latency
+	$(BIN)/nslab-bench-latency
 
 bench-engine: deps build
 	@command -v trafgen >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq netsniff-ng; }

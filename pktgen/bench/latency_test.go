@@ -1,3 +1,8 @@
+//go:build !vmtest
+
+// The latency tests time the host's own kernel: the VM (emulated CPUs)
+// leaves them out and runs latency_vm_test.go instead.
+
 package bench
 
 import (
