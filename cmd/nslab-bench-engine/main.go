@@ -59,14 +59,17 @@ func main() {
 	fmt.Printf("veth pair %s:t0 -> %s:r0, receiver drops with XDP (%s mode), 64-byte frames, %s per run\n\n", b.l.Namespace("tx"), b.l.Namespace("rx"), b.xdpMode, *window)
 	// Alternate the contenders so that a slow spell of the machine hits
 	// both alike; report medians.
-	var ours, theirs []float64
+	var ours, theirs, flows []float64
 	for r := 0; r < *rounds; r++ {
 		ours = append(ours, b.measure("nslab userspace, 1 thread", *window, func(ctx context.Context) error { return b.runOurs(ctx, 1) }))
 		theirs = append(theirs, b.measure("trafgen, 1 CPU (-P 1)", *window, b.runTrafgen))
+		flows = append(flows, b.measure("nslab userspace, 1 thread, 64 flows", *window, func(ctx context.Context) error { return b.runFlows(ctx, 1, 64) }))
 	}
 	two := b.measure("nslab userspace, 2 threads", *window, func(ctx context.Context) error { return b.runOurs(ctx, 2) })
 	o, t := median(ours), median(theirs)
 	fmt.Printf("\nmedian of %d: nslab 1 thread %.0f pps, trafgen 1 CPU %.0f pps: %.2fx (target >= 1.0x, goal 1.2x)\n", *rounds, o, t, o/t)
+	f := median(flows)
+	fmt.Printf("nslab 1 thread, 64 flows (a source port each): %.0f pps, %.2fx trafgen (%.2fx of one flow)\n", f, f/t, f/o)
 	fmt.Printf("nslab 2 threads: %.0f pps (%.2fx of 1 thread)\n", two, two/o)
 	if two < o {
 		// Measured: more threads, fewer packets. The receiver's XDP
@@ -156,9 +159,16 @@ func (b *bench) measure(title string, window time.Duration, run func(ctx context
 	return pps
 }
 
-func (b *bench) runOurs(ctx context.Context, threads int) error {
+func (b *bench) runOurs(ctx context.Context, threads int) error { return b.runFlows(ctx, threads, 0) }
+
+// runFlows is runOurs with flows concurrent flows, one source port each
+// (as a lab file's flows: gives them).
+func (b *bench) runFlows(ctx context.Context, threads, flows int) error {
 	job := engine.Job{Sender: b.run.Node("tx").NS, Interface: "t0", Duration: time.Hour, Frame: 64, Threads: threads,
 		DstIP: b.l.Node("rx").Interface("r0").Addresses[0].Addr(), DstMAC: b.l.Node("rx").Interface("r0").MAC}
+	if flows > 1 {
+		job.Flows, job.UDPSrc = flows, engine.PortRange{Min: spec.FlowPortBase, Max: spec.FlowPortBase + flows - 1}
+	}
 	job.Options = map[string]string{}
 	if v := os.Getenv("NSLAB_BATCH"); v != "" {
 		job.Options["batch"] = v
