@@ -43,10 +43,12 @@ func benchCommand() *cli.Command {
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no live lines"},
 			&cli.StringFlag{Name: "out", Usage: "append each completed run to `FILE` as a JSON line, synced at once"},
 			&cli.StringFlag{Name: "plot", Usage: "draw the sweep or search into `FILE`.png or .svg (with the nslab-plot helper)"},
-			&cli.BoolFlag{Name: "search", Usage: "find the throughput per frame size (RFC 2544): binary search over the rate"},
-			&cli.StringFlag{Name: "loss", Value: "0", Usage: "with --search: the highest acceptable loss, e.g. 0.5%"},
-			&cli.DurationFlag{Name: "trial", Value: 2 * time.Second, Usage: "with --search: length of each trial"},
-			&cli.IntFlag{Name: "confirm", Value: 1, Usage: "with --search: trials in a row the rate found must pass"},
+			&cli.BoolFlag{Name: "search", Usage: "find NDR and PDR per frame size by MLRsearch (" + bench.Draft + "): each goal's bounds and conditional throughput"},
+			&cli.StringSliceFlag{Name: "goal", Usage: "with --search: a goal instead of NDR and PDR, e.g. name=PDR,loss=0.5%,exceed=50%,final=1s,sum=7s,width=2%,initial=250ms (repeat for several)"},
+			&cli.BoolFlag{Name: "search-binary", Usage: "the older search: binary search over the rate with single trials (RFC 2544), kept as a baseline"},
+			&cli.StringFlag{Name: "loss", Value: "0", Usage: "with --search-binary: the highest acceptable loss, e.g. 0.5%"},
+			&cli.DurationFlag{Name: "trial", Value: 2 * time.Second, Usage: "with --search-binary: length of each trial"},
+			&cli.IntFlag{Name: "confirm", Value: 1, Usage: "with --search-binary: trials in a row the rate found must pass"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "print the equivalent kernel pktgen shell script (destination MAC resolved) and change nothing"},
 		},
 		Action: runBench,
@@ -110,7 +112,7 @@ func benchRequest(c *cli.Context) (bench.Request, error) {
 		Options: bench.Options{Interval: c.Duration("interval"), Compact: termWidth(os.Stderr) < 100, Version: version, Latency: c.Bool("latency"), LatencyEvery: uint32(c.Uint("latency-every"))}}
 	if len(ts) > 1 {
 		req.Streams = ts
-		for _, f := range []string{"search", "measure", "plot"} {
+		for _, f := range []string{"search", "search-binary", "measure", "plot"} {
 			if c.IsSet(f) {
 				return req, cli.Exit(fmt.Sprintf("--%s takes one traffic run; %d runs were named", f, len(ts)), 2)
 			}
@@ -125,8 +127,8 @@ func benchRequest(c *cli.Context) (bench.Request, error) {
 		}
 	}
 	if v := c.String("latency-at"); v != "" {
-		if c.Bool("search") {
-			return req, cli.Exit("--latency-at and --search: give one of them", 2)
+		if c.Bool("search") || c.Bool("search-binary") {
+			return req, cli.Exit("--latency-at and a search: give one of them", 2)
 		}
 		for _, w := range strings.Split(v, ",") {
 			f, err := parsePercent(strings.TrimSpace(w))
@@ -136,7 +138,20 @@ func benchRequest(c *cli.Context) (bench.Request, error) {
 			req.LatencyAt = append(req.LatencyAt, f)
 		}
 	}
+	if c.Bool("search") && c.Bool("search-binary") {
+		return req, cli.Exit("--search or --search-binary, not both", 2)
+	}
 	if c.Bool("search") {
+		req.MLR = &bench.MLROptions{}
+		for _, v := range c.StringSlice("goal") {
+			g, err := parseGoal(v)
+			if err != nil {
+				return req, cli.Exit("--goal "+err.Error(), 2)
+			}
+			req.MLR.Goals = append(req.MLR.Goals, g)
+		}
+	}
+	if c.Bool("search-binary") {
 		loss, err := parsePercent(c.String("loss"))
 		if err != nil {
 			return req, cli.Exit("--loss: "+err.Error(), 2)
@@ -184,6 +199,12 @@ func benchDryRun(c *cli.Context, req bench.Request) error {
 func writeOutcome(c *cli.Context, out *bench.Outcome) error {
 	if out == nil {
 		return nil
+	}
+	if len(out.MLR) > 0 {
+		if c.String("format") == "json" {
+			return writeJSON(c.App.Writer, out.MLR)
+		}
+		return bench.WriteMLR(c.App.Writer, out.MLR)
 	}
 	if len(out.Searches) > 0 {
 		if c.String("format") == "json" {

@@ -362,9 +362,9 @@ func TestPrivilegedBenchSweepSurvivesKill(t *testing.T) {
 	if n := len(readLines(t, out2)); n != 3 || strings.Count(stdout, "\n") != 4 || time.Since(start) > 60*time.Second {
 		t.Errorf("sweep: %d result lines, csv %q, took %v", n, stdout, time.Since(start))
 	}
-	// A throughput search of one size with short trials.
+	// A throughput search of one size with short trials (the binary one).
 	start = time.Now()
-	code, stdout, errOut = c.run("bench", "--search", "--trial", "300ms", "--frame", "64", "--engine", "userspace", "--format", "json", file)
+	code, stdout, errOut = c.run("bench", "--search-binary", "--trial", "300ms", "--frame", "64", "--engine", "userspace", "--format", "json", file)
 	var found []map[string]any
 	if code != 0 || json.Unmarshal([]byte(stdout), &found) != nil || len(found) != 1 || found[0]["confirmed"] != true ||
 		found[0]["throughput_pps"].(float64) <= 0 || time.Since(start) > 60*time.Second {

@@ -22,7 +22,8 @@ type Request struct {
 	// Streams are several traffic runs measured together (see Group),
 	// Traffic the first of them; nil or one: Traffic alone.
 	Streams []*spec.Traffic
-	Search  *SearchOptions // nil: one measured run per frame size
+	Search  *SearchOptions // the binary search (RFC 2544's); nil: none
+	MLR     *MLROptions    // MLRsearch; nil: none (neither: one measured run per frame size)
 	// LatencyAt measures each frame size at these fractions of the run's
 	// rate, or of its top rate (see Bench.LatencyAt).
 	LatencyAt []float64
@@ -55,6 +56,7 @@ type Outcome struct {
 	Reports  []*Report
 	Groups   []*GroupReport // runs measured together, per frame size
 	Searches []*SearchResult
+	MLR      []*MLRResult
 	Deployed bool   // the sweep deployed the lab itself
 	Unplaced string // why the lab's placement was left out; "" when applied
 }
@@ -66,7 +68,7 @@ type Outcome struct {
 // holds what finished before it.
 func Sweep(ctx context.Context, m *lab.Manager, req Request) (out *Outcome, err error) {
 	out = &Outcome{}
-	if len(req.Streams) > 1 && (req.Search != nil || len(req.Measure) > 0) {
+	if len(req.Streams) > 1 && (req.Search != nil || req.MLR != nil || len(req.Measure) > 0) {
 		return out, fmt.Errorf("--search and --measure take one traffic run; %d were named", len(req.Streams))
 	}
 	if err := settlePlacement(&req); err != nil {
@@ -112,7 +114,14 @@ func (req Request) each(ctx context.Context, b *Bench, out *Outcome) error {
 	for i, frame := range frames {
 		var result any
 		var err error
-		if req.Search != nil {
+		if req.MLR != nil {
+			req.progress("[%d/%d] MLRsearch of %d-byte frames\n", i+1, len(frames), frame)
+			var m *MLRResult
+			m, err = b.MLRSearch(ctx, frame, *req.MLR)
+			if m != nil && len(m.Trials) > 0 {
+				out.MLR, result = append(out.MLR, m), m
+			}
+		} else if req.Search != nil {
 			req.progress("[%d/%d] searching the throughput of %d-byte frames\n", i+1, len(frames), frame)
 			var s *SearchResult
 			s, err = b.Search(ctx, frame, *req.Search)
