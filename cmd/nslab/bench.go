@@ -39,6 +39,7 @@ func benchCommand() *cli.Command {
 			&cli.BoolFlag{Name: "latency", Usage: "read every packet at the receiver: one-way latency (min, percentiles, max, jitter) and loss, duplicates and reordering by sequence number"},
 			&cli.UintFlag{Name: "latency-every", Usage: "with --latency: read one packet in `N` (a power of two; 1: every packet, with the accounting by sequence); default: every packet, or about 1000 a second when the lab is placed"},
 			&cli.StringFlag{Name: "latency-at", Usage: "measure latency at these `FRACTIONS` of the run's rate, or of its top rate when it has none (a first run as fast as the engine goes), e.g. 10%,50%,90%"},
+			&cli.IntFlag{Name: "repeat", Value: 1, Usage: "measure (or search) every frame size `N` times, in interleaved rounds, and give each figure's median, range and confidence interval"},
 			&cli.BoolFlag{Name: "keep", Usage: "keep a lab that bench deployed"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no live lines"},
 			&cli.StringFlag{Name: "out", Usage: "append each completed run to `FILE` as a JSON line, synced at once"},
@@ -138,6 +139,9 @@ func benchRequest(c *cli.Context) (bench.Request, error) {
 			req.LatencyAt = append(req.LatencyAt, f)
 		}
 	}
+	if req.Repeat = c.Int("repeat"); req.Repeat < 1 {
+		return req, cli.Exit("--repeat: at least 1", 2)
+	}
 	if c.Bool("search") && c.Bool("search-binary") {
 		return req, cli.Exit("--search or --search-binary, not both", 2)
 	}
@@ -195,10 +199,22 @@ func benchDryRun(c *cli.Context, req bench.Request) error {
 	return err
 }
 
-// writeOutcome prints what finished, in the chosen format.
+// writeOutcome prints what finished, in the chosen format, and the
+// summaries of repeated rounds after it (in JSON, both in one object).
 func writeOutcome(c *cli.Context, out *bench.Outcome) error {
 	if out == nil {
 		return nil
+	}
+	if len(out.Summaries) > 0 {
+		if c.String("format") == "json" {
+			return writeJSON(c.App.Writer, map[string]any{"results": results(out), "summaries": out.Summaries})
+		}
+		sums := out.Summaries
+		out.Summaries = nil
+		if err := writeOutcome(c, out); err != nil {
+			return err
+		}
+		return bench.WriteSummaries(c.App.Writer, sums)
 	}
 	if len(out.MLR) > 0 {
 		if c.String("format") == "json" {
@@ -244,4 +260,17 @@ func parsePercent(s string) (float64, error) {
 		return 0, fmt.Errorf("%q: below 100%%", s)
 	}
 	return v, nil
+}
+
+// results are the outcome's results of one kind, for JSON.
+func results(out *bench.Outcome) any {
+	switch {
+	case len(out.MLR) > 0:
+		return out.MLR
+	case len(out.Searches) > 0:
+		return out.Searches
+	case len(out.Groups) > 0:
+		return out.Groups
+	}
+	return out.Reports
 }

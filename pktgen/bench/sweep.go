@@ -27,6 +27,9 @@ type Request struct {
 	// LatencyAt measures each frame size at these fractions of the run's
 	// rate, or of its top rate (see Bench.LatencyAt).
 	LatencyAt []float64
+	// Repeat measures (or searches) every frame size this many times, in
+	// interleaved rounds, and summarises each figure (Outcome.Summaries).
+	Repeat int
 	// Placement is on (the file's CPU placement, refused where the
 	// machine cannot give it), auto (left out, and the report says why,
 	// where the machine cannot give it) or off (left out).
@@ -57,8 +60,11 @@ type Outcome struct {
 	Groups   []*GroupReport // runs measured together, per frame size
 	Searches []*SearchResult
 	MLR      []*MLRResult
-	Deployed bool   // the sweep deployed the lab itself
-	Unplaced string // why the lab's placement was left out; "" when applied
+	// Summaries are each figure's median, range and confidence interval
+	// over Repeat rounds.
+	Summaries []FigureSummary
+	Deployed  bool   // the sweep deployed the lab itself
+	Unplaced  string // why the lab's placement was left out; "" when applied
 }
 
 // Sweep runs a request on this machine: it settles the placement, deploys
@@ -108,56 +114,73 @@ func Sweep(ctx context.Context, m *lab.Manager, req Request) (out *Outcome, err 
 	return out, req.each(ctx, b, out)
 }
 
-// each measures or searches every frame size in turn.
+// each measures or searches every frame size in turn, Repeat rounds of
+// them (interleaved: every size once per round, so that the machine's
+// drift spreads over all of them alike).
 func (req Request) each(ctx context.Context, b *Bench, out *Outcome) error {
 	frames := req.Traffic.Frames
-	for i, frame := range frames {
-		var result any
-		var err error
-		if req.MLR != nil {
-			req.progress("[%d/%d] MLRsearch of %d-byte frames\n", i+1, len(frames), frame)
-			var m *MLRResult
-			m, err = b.MLRSearch(ctx, frame, *req.MLR)
-			if m != nil && len(m.Trials) > 0 {
-				out.MLR, result = append(out.MLR, m), m
+	rounds := max(1, req.Repeat)
+	for r := range rounds {
+		for i, frame := range frames {
+			if rounds > 1 {
+				req.progress("round %d/%d: ", r+1, rounds)
 			}
-		} else if req.Search != nil {
-			req.progress("[%d/%d] searching the throughput of %d-byte frames\n", i+1, len(frames), frame)
-			var s *SearchResult
-			s, err = b.Search(ctx, frame, *req.Search)
-			if s != nil && len(s.Trials) > 0 {
-				out.Searches, result = append(out.Searches, s), s
-			}
-		} else if len(req.LatencyAt) > 0 {
-			req.progress("[%d/%d] latency of %d-byte frames at %d loads\n", i+1, len(frames), frame, len(req.LatencyAt))
-			var reps []*Report
-			reps, err = b.LatencyAt(ctx, frame, req.LatencyAt)
-			for _, rep := range reps {
-				out.Reports = append(out.Reports, rep)
-				if werr := req.record(rep); werr != nil {
-					return werr
-				}
-			}
-		} else {
-			if len(frames) > 1 {
-				req.progress("[%d/%d] frame %d bytes\n", i+1, len(frames), frame)
-			}
-			var rep *Report
-			rep, err = b.Run(ctx, frame)
-			if rep != nil {
-				out.Reports, result = append(out.Reports, rep), rep
+			if err := req.one(ctx, b, frame, fmt.Sprintf("[%d/%d]", i+1, len(frames)), len(frames) > 1, out); err != nil {
+				return err
 			}
 		}
-		if result != nil {
-			if werr := req.record(result); werr != nil {
+	}
+	if rounds > 1 {
+		out.Summaries = Summaries(out, SummaryLevel)
+	}
+	return nil
+}
+
+// one measures or searches one frame size, and records what it finished.
+func (req Request) one(ctx context.Context, b *Bench, frame int, which string, sweep bool, out *Outcome) error {
+	var result any
+	var err error
+	switch {
+	case req.MLR != nil:
+		req.progress("%s MLRsearch of %d-byte frames\n", which, frame)
+		var m *MLRResult
+		m, err = b.MLRSearch(ctx, frame, *req.MLR)
+		if m != nil && len(m.Trials) > 0 {
+			out.MLR, result = append(out.MLR, m), m
+		}
+	case req.Search != nil:
+		req.progress("%s searching the throughput of %d-byte frames\n", which, frame)
+		var s *SearchResult
+		s, err = b.Search(ctx, frame, *req.Search)
+		if s != nil && len(s.Trials) > 0 {
+			out.Searches, result = append(out.Searches, s), s
+		}
+	case len(req.LatencyAt) > 0:
+		req.progress("%s latency of %d-byte frames at %d loads\n", which, frame, len(req.LatencyAt))
+		var reps []*Report
+		reps, err = b.LatencyAt(ctx, frame, req.LatencyAt)
+		for _, rep := range reps {
+			out.Reports = append(out.Reports, rep)
+			if werr := req.record(rep); werr != nil {
 				return werr
 			}
 		}
-		if err != nil {
-			return err
+	default:
+		if sweep || req.Repeat > 1 {
+			req.progress("%s frame %d bytes\n", which, frame)
+		}
+		var rep *Report
+		rep, err = b.Run(ctx, frame)
+		if rep != nil {
+			out.Reports, result = append(out.Reports, rep), rep
 		}
 	}
-	return nil
+	if result != nil {
+		if werr := req.record(result); werr != nil {
+			return werr
+		}
+	}
+	return err
 }
 
 // eachTogether measures the streams together at every frame size in turn.

@@ -1,0 +1,114 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"text/tabwriter"
+
+	"github.com/nslab/nslab/pktgen/stats"
+)
+
+// Repeated measurements: every figure of a frame size over the rounds
+// of a --repeat, as its median with min..max and a confidence interval
+// of the median (pktgen/stats).
+
+// SummaryLevel is the confidence the intervals aim at.
+const SummaryLevel = 0.95
+
+// FigureSummary is one figure of one traffic run and frame size over the
+// rounds.
+type FigureSummary struct {
+	Traffic string `json:"traffic"`
+	Frame   int    `json:"frame"`
+	Figure  string `json:"figure"` // "pps", "NDR conditional_throughput_pps", ...
+	stats.Summary
+	Values []float64 `json:"values"` // in the order measured
+}
+
+// figures are the values of the figures of one result, by name.
+type figures map[string]float64
+
+// runFigures are a measured run's figures: the receiver's rate, the loss,
+// and the latency percentiles when measured.
+func runFigures(r *Report) figures {
+	f := figures{"pps": r.PPS, "loss_pct": r.LossPct}
+	if l := r.Latency; l != nil && l.Samples > 0 {
+		f["latency_p50_ns"], f["latency_p99_ns"], f["latency_max_ns"] = float64(l.P50Ns), float64(l.P99Ns), float64(l.MaxNs)
+	}
+	return f
+}
+
+// mlrFigures are an MLRsearch's figures, per goal.
+func mlrFigures(m *MLRResult) figures {
+	f := figures{}
+	for _, g := range m.Goals {
+		f[g.Name+" conditional_throughput_pps"] = g.ConditionalThroughputPPS
+		f[g.Name+" lower_bound_pps"] = g.LowerBoundPPS
+	}
+	return f
+}
+
+// Summaries summarises every figure of out, per traffic run and frame.
+func Summaries(out *Outcome, level float64) []FigureSummary {
+	type key struct {
+		traffic string
+		frame   int
+		figure  string
+	}
+	values := map[key][]float64{}
+	add := func(traffic string, frame int, f figures) {
+		for name, v := range f {
+			k := key{traffic, frame, name}
+			values[k] = append(values[k], v)
+		}
+	}
+	for _, r := range out.Reports {
+		add(r.Traffic+r.loadSuffix(), r.Frame, runFigures(r))
+	}
+	for _, m := range out.MLR {
+		add(m.Traffic, m.Frame, mlrFigures(m))
+	}
+	for _, s := range out.Searches {
+		add(s.Traffic, s.Frame, figures{"throughput_pps": s.ThroughputPPS})
+	}
+	var sums []FigureSummary
+	for k, v := range values {
+		sums = append(sums, FigureSummary{Traffic: k.traffic, Frame: k.frame, Figure: k.figure, Summary: stats.Summarize(v, level), Values: v})
+	}
+	sort.Slice(sums, func(i, j int) bool {
+		a, b := sums[i], sums[j]
+		if a.Traffic != b.Traffic {
+			return a.Traffic < b.Traffic
+		}
+		if a.Frame != b.Frame {
+			return a.Frame < b.Frame
+		}
+		return a.Figure < b.Figure
+	})
+	return sums
+}
+
+// loadSuffix tells runs at several loads apart (--latency-at).
+func (r *Report) loadSuffix() string {
+	if r.Load == "" {
+		return ""
+	}
+	return " at " + r.Load
+}
+
+// WriteSummaries prints the summaries as a table.
+func WriteSummaries(w io.Writer, sums []FigureSummary) error {
+	if len(sums) == 0 {
+		return nil
+	}
+	ew := &errWriter{w: w}
+	ew.printf("\nover %d rounds, interleaved (median, min..max, and an interval of the median by %s):\n", sums[0].N, sums[0].CIMethod)
+	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "traffic\tframe\tfigure\tmedian\tmin..max\tinterval\tcoverage\t")
+	for _, s := range sums {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%.6g\t%.6g..%.6g\t[%.6g, %.6g]\t%.1f%%\t\n", s.Traffic, s.Frame, s.Figure, s.Median, s.Min, s.Max, s.CILow, s.CIHigh, 100*s.CILevel)
+	}
+	tw.Flush()
+	return ew.err
+}
