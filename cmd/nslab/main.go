@@ -41,7 +41,7 @@ func run(args []string) int {
 			&cli.StringFlag{Name: "sysfs", Value: "", Usage: "where sysfs is, for SR-IOV (default /sys)", Hidden: true, EnvVars: []string{"NSLAB_SYSFS"}},
 		},
 		Commands: []*cli.Command{
-			deployCommand(), destroyCommand(), inspectCommand(), execCommand(), validateCommand(), benchCommand(),
+			deployCommand(), destroyCommand(), inspectCommand(), execCommand(), validateCommand(), benchCommand(), compareCommand(),
 			graphCommand(), pathCommand(), checkCommand(), impairCommand(), linkCommand(), captureCommand(), generateCommand(), exportCommand(),
 		},
 		ExitErrHandler: func(*cli.Context, error) {}, // run() prints and maps errors
@@ -75,7 +75,7 @@ func run(args []string) int {
 
 // operandsFirst are the verbs whose operands may come before their
 // options, as tc and ip are written (nslab impair ns2:eth1 --delay 50ms).
-var operandsFirst = map[string]bool{"impair": true, "link": true, "capture": true, "generate": true, "export": true}
+var operandsFirst = map[string]bool{"impair": true, "link": true, "capture": true, "generate": true, "export": true, "compare": true}
 
 // commandAt is the index of the verb in args, after the global options
 // (-1 when there is none).

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/nslab/nslab/pktgen/bench"
+	"github.com/urfave/cli/v2"
+)
+
+func compareCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "compare",
+		Usage:     "is B faster than A: compare results files of nslab bench --out, figure by figure",
+		ArgsUsage: "A.jsonl B.jsonl [C.jsonl ...]",
+		Description: "Per traffic run, frame size and figure (pps, loss, latency percentiles, each MLRsearch goal's conditional\n" +
+			"throughput): the old and new medians, the change and its 95% bootstrap interval, and the two-sided Mann-Whitney U\n" +
+			"test's p-value, significant below 0.05 (as benchstat decides). Each file after the first is compared with the first.\n" +
+			"Files measured differently (lab sha256, kernel, engine, placement, nslab version) are refused unless --force.\n\n" +
+			"Examples:\n  nslab bench --repeat 5 --out a.jsonl lab.yaml    # then change something\n" +
+			"  nslab bench --repeat 5 --out b.jsonl lab.yaml\n  nslab compare a.jsonl b.jsonl",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "format", Value: "table", Usage: "table, json or markdown"},
+			&cli.BoolFlag{Name: "force", Usage: "compare files whose environments differ (the differences are printed)"},
+		},
+		Action: runCompare,
+	}
+}
+
+// runCompare reads the files and compares each with the first.
+func runCompare(c *cli.Context) error {
+	if c.NArg() < 2 {
+		return cli.Exit("compare needs two results files or more: nslab compare A.jsonl B.jsonl", 2)
+	}
+	base, err := bench.ReadResults(c.Args().Get(0))
+	if err != nil {
+		return cli.Exit(err.Error(), 1)
+	}
+	for i := 1; i < c.NArg(); i++ {
+		other, err := bench.ReadResults(c.Args().Get(i))
+		if err != nil {
+			return cli.Exit(err.Error(), 1)
+		}
+		cmp, err := bench.Compare(base, other, c.Bool("force"))
+		if err != nil {
+			return cli.Exit(err.Error(), 1)
+		}
+		if i > 1 {
+			fmt.Fprintln(c.App.Writer)
+		}
+		if err := cmp.Write(c.App.Writer, c.String("format")); err != nil {
+			return err
+		}
+	}
+	return nil
+}

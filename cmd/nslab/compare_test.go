@@ -1,0 +1,97 @@
+package main
+
+import (
+	"encoding/json"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/nslab/nslab/topology/labtest"
+)
+
+// compareOf runs nslab compare on two results files and returns its
+// change of the receiver's pps.
+func compareOf(t *testing.T, c *runner, a, b string) map[string]any {
+	t.Helper()
+	code, out, errOut := c.run("compare", a, b, "--format", "json")
+	if code != 0 {
+		t.Fatalf("compare: %d %s %s", code, out, errOut)
+	}
+	var cmp struct {
+		Changes []map[string]any `json:"changes"`
+	}
+	if err := json.Unmarshal([]byte(out), &cmp); err != nil {
+		t.Fatal(err)
+	}
+	for _, ch := range cmp.Changes {
+		if ch["figure"] == "pps" {
+			return ch
+		}
+	}
+	t.Fatalf("no pps in %s", out)
+	return nil
+}
+
+// TestPrivilegedCompare: the client-router-server lab with its router's
+// egress shaped to 40 Mbit/s, benched against itself (runs of A and B
+// alternating, 5 each), is not significantly different in at least 4 of
+// 5 tries; shaped to 20 and to 40 Mbit/s alternately, it is, with B about
+// twice A. (Unshaped, the sender's own rate on this machine wanders by
+// 10% from run to run, and A against A came out significant in 1 of 5
+// tries when measured: the link keeps the test about compare, not about
+// the machine.)
+func TestPrivilegedCompare(t *testing.T) {
+	labtest.SkipUnlessRoot(t)
+	c := newCLI(t)
+	file, name := labFile(t, "client-router-server.yaml")
+	if code, out, errOut := c.run("deploy", file); code != 0 {
+		t.Fatalf("deploy: %d %s %s", code, out, errOut)
+	}
+	t.Cleanup(func() { c.run("destroy", "--name", name) })
+	bench := func(out string) {
+		t.Helper()
+		if code, o, errOut := c.run("bench", "-q", "--duration", "500ms", "--frame", "1518", "--engine", "userspace", "--out", out, file); code != 0 {
+			t.Fatalf("bench: %d %s %s", code, o, errOut)
+		}
+	}
+	impair := func(rate string) {
+		t.Helper()
+		if code, o, errOut := c.run("impair", "ns2:veth2", "--name", name, "--rate", rate); code != 0 {
+			t.Fatalf("impair: %d %s %s", code, o, errOut)
+		}
+	}
+	impair("40Mbit")
+	quiet := 0
+	for try := range 5 {
+		dir := t.TempDir()
+		a, b := filepath.Join(dir, "a.jsonl"), filepath.Join(dir, "b.jsonl")
+		for range 5 {
+			bench(a)
+			bench(b)
+		}
+		ch := compareOf(t, c, a, b)
+		t.Logf("A against A, try %d: change %.2f%%, p %.3f", try+1, ch["change_pct"], ch["p_value"])
+		if ch["significant"] != true {
+			quiet++
+		}
+	}
+	if quiet < 4 {
+		t.Errorf("A against A: not significant in %d of 5 tries, want 4 or more", quiet)
+	}
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.jsonl"), filepath.Join(dir, "b.jsonl")
+	for range 5 {
+		for _, x := range []struct{ rate, out string }{{"20Mbit", a}, {"40Mbit", b}} {
+			impair(x.rate)
+			bench(x.out)
+		}
+	}
+	ch := compareOf(t, c, a, b)
+	t.Logf("20 against 40 Mbit/s: change %.2f%% [%.2f, %.2f], p %.4f", ch["change_pct"], ch["change_ci_low_pct"], ch["change_ci_high_pct"], ch["p_value"])
+	if pct := ch["change_pct"].(float64); ch["significant"] != true || pct < 80 || pct > 120 {
+		t.Errorf("a real change: %v", ch)
+	}
+	if code, _, errOut := c.run("compare", a); code != 2 || !strings.Contains(errOut, "two results files") {
+		t.Errorf("one file: %d %s", code, errOut)
+	}
+}

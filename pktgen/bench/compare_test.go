@@ -1,0 +1,114 @@
+package bench
+
+import (
+	"encoding/json"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// writeResults writes a synthetic results file: n runs whose pps are
+// mean with 2% noise, in one environment.
+func writeResults(t *testing.T, rng *rand.Rand, n int, mean float64, env Env) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "r.jsonl")
+	f, err := os.Create(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	enc := json.NewEncoder(f)
+	for range n {
+		r := &Report{Traffic: "forward", Frame: 64, PPS: mean * (1 + 0.02*rng.NormFloat64()), Hops: []HopCounters{}, Env: env}
+		if err := enc.Encode(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return p
+}
+
+func compareFiles(t *testing.T, a, b string, force bool) (*Comparison, error) {
+	t.Helper()
+	ra, err := ReadResults(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, err := ReadResults(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Compare(ra, rb, force)
+}
+
+func ppsChange(c *Comparison) Change {
+	for _, x := range c.Changes {
+		if x.Figure == "pps" {
+			return x
+		}
+	}
+	return Change{}
+}
+
+// TestCompareSynthetic: a known 10% shift (2% noise, 8 runs each) is
+// significant, with its interval around +10%; two files drawn from one
+// distribution are not, in at least 52 of 60 tries (95% expected).
+func TestCompareSynthetic(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	env := Env{LabHash: "abc", Kernel: "6.18", Engine: "userspace", NSLab: "v1"}
+	c, err := compareFiles(t, writeResults(t, rng, 8, 300000, env), writeResults(t, rng, 8, 330000, env), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := ppsChange(c)
+	if !x.Significant || x.ChangePct < 5 || x.ChangePct > 15 || x.ChangeLow > 10 || x.ChangeHigh < 10 {
+		t.Errorf("a 10%% shift: %+v", x)
+	}
+	quiet := 0
+	for range 60 {
+		c, err := compareFiles(t, writeResults(t, rng, 8, 300000, env), writeResults(t, rng, 8, 300000, env), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ppsChange(c).Significant {
+			quiet++
+		}
+	}
+	if quiet < 52 {
+		t.Errorf("one distribution: not significant in %d of 60, want 52 or more", quiet)
+	}
+	for _, f := range []string{"table", "json", "markdown"} {
+		var out strings.Builder
+		if err := c.Write(&out, f); err != nil || !strings.Contains(out.String(), "forward") {
+			t.Errorf("%s: %v\n%s", f, err, out.String())
+		}
+	}
+}
+
+// TestCompareRefusesOtherEnvironments: files of another lab, kernel or
+// engine are refused, naming what differs, unless forced.
+func TestCompareRefusesOtherEnvironments(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	a := writeResults(t, rng, 3, 1, Env{LabHash: "abc", Kernel: "6.18", Engine: "userspace"})
+	b := writeResults(t, rng, 3, 1, Env{LabHash: "abd", Kernel: "6.18", Engine: "kernel pktgen"})
+	_, err := compareFiles(t, a, b, false)
+	if err == nil || !strings.Contains(err.Error(), `lab sha256: "abc"`) || !strings.Contains(err.Error(), "engine:") || strings.Contains(err.Error(), "kernel:") {
+		t.Errorf("refusal: %v", err)
+	}
+	if c, err := compareFiles(t, a, b, true); err != nil || len(c.Ignored) != 2 {
+		t.Errorf("forced: %+v %v", c, err)
+	}
+}
+
+func TestReadResultsErrors(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "bad.jsonl")
+	os.WriteFile(p, []byte("{\"hops\": []}\nnot json\n"), 0o644)
+	if _, err := ReadResults(p); err == nil || !strings.Contains(err.Error(), p+":2:") {
+		t.Errorf("bad line: %v", err)
+	}
+	os.WriteFile(p, nil, 0o644)
+	if _, err := ReadResults(p); err == nil || !strings.Contains(err.Error(), "holds no results") {
+		t.Errorf("empty: %v", err)
+	}
+}
