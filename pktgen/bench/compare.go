@@ -148,9 +148,9 @@ type Change struct {
 	New     float64 `json:"new_median"`
 	// ChangePct is the new median against the old, in percent; its
 	// interval is the bootstrap's 95% percentile interval of that ratio.
-	ChangePct   float64 `json:"change_pct"`
-	ChangeLow   float64 `json:"change_ci_low_pct"`
-	ChangeHigh  float64 `json:"change_ci_high_pct"`
+	ChangePct  float64 `json:"change_pct"`
+	ChangeLow  float64 `json:"change_ci_low_pct"`
+	ChangeHigh float64 `json:"change_ci_high_pct"`
 	// Undefined: the old median is 0 and the new is not (no ratio).
 	Undefined   bool    `json:"change_undefined,omitempty"`
 	P           float64 `json:"p_value"`
