@@ -4,7 +4,7 @@
 #   make test             the whole test suite (privileged tests need root), VM tests included
 #   make vmtest           the kernel tests (pktgen) in a VM on a Debian distribution kernel
 #   make bench-topology   deploy/destroy speed against an equivalent iproute2 script, and start-up
-#   make bench-forwarding the router's no-drop rate with and without CPU placement, and the sender's top rate
+#   make bench-forwarding MLRsearch's NDR and PDR of the placed router, 5 times, beside the old binary search, and reruns
 #   make bench-nat        what NAT and a firewall cost a router: the NAT example against itself without them
 #   make bench-engine     the userspace engine against trafgen (netsniff-ng), 64-byte frames
 #   make bench-latency    what the receiver's reader costs, and latency at 10, 50 and 90% of the router's top rate
@@ -133,9 +133,9 @@ bench-topology: deps build
 	$(GO) build -o $(BIN)/nslab-bench-topology ./cmd/nslab-bench-topology
 	$(BIN)/nslab-bench-topology -nslab $(BIN)/nslab
 
-# The router's no-drop rate with and without CPU placement, and the
-# sender's top rate: medians of 3 searches each, then the placed rate
-# rechecked with plain runs (several minutes).
+# MLRsearch's NDR and PDR of the placed router, 5 searches, beside 3 of
+# the older binary search in the same run, each figure's spread; then the
+# PDR found rerun as plain runs (about 8 minutes).
 bench-forwarding: deps build
 	$(GO) build -o $(BIN)/nslab-bench-forwarding ./cmd/nslab-bench-forwarding
 	$(BIN)/nslab-bench-forwarding

@@ -1,16 +1,20 @@
-// Command nslab-bench-forwarding measures, on this machine, what the
-// forwarding benchmark lab (examples/forwarding-benchmark.yaml) gives:
-// the router's no-drop rate with CPU placement (the sender on one CPU, the
-// router's receive work on another) and without it, and the sender's top
-// rate, each the median of several searches with their spread. It then
-// checks the placed rate found: three plain runs at it, and one 10% above
-// (make bench-forwarding).
+// Command nslab-bench-forwarding measures, on this machine, how well the
+// forwarding benchmark lab's (examples/forwarding-benchmark.yaml, placed:
+// the sender on one CPU, the router's receive work on another) no-drop
+// and partial-drop rates reproduce (make bench-forwarding):
+//   - MLRsearch (bench --search: NDR and PDR) several times, and the older
+//     binary search (--search-binary) in the same run, rounds alternating,
+//     each figure's median, range and largest deviation from the median;
+//   - the PDR found rerun: three plain runs of the final trial duration at
+//     its lower bound (each should lose at most 0.5%), and three 10% above
+//     its upper bound (at least two should lose more).
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"sort"
 	"time"
@@ -23,9 +27,8 @@ import (
 
 func main() {
 	file := flag.String("lab", "examples/forwarding-benchmark.yaml", "the lab (its first traffic run is measured)")
-	rounds := flag.Int("rounds", 3, "searches per mode (the median is reported)")
-	trial := flag.Duration("trial", 2*time.Second, "length of each search trial")
-	confirm := flag.Int("confirm", 3, "trials in a row the rate found must pass")
+	rounds := flag.Int("rounds", 5, "MLRsearch runs")
+	binary := flag.Int("binary", 3, "binary searches, alternating with the first MLRsearch runs")
 	flag.Parse()
 	if err := lab.CheckPrivileges(); err != nil {
 		fail(err)
@@ -34,48 +37,6 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	so := bench.SearchOptions{Trial: *trial, Confirm: *confirm}
-	var placed, unplaced, top []float64
-	for r := 0; r < *rounds; r++ {
-		s := search(data, "on", so)
-		placed, top = append(placed, s.ThroughputPPS), append(top, s.Trials[0].SentPPS)
-		fmt.Printf("round %d, placed:   no-drop %8.0f pps, the sender's top rate %8.0f pps; %s\n", r+1, s.ThroughputPPS, s.Trials[0].SentPPS, s.Bottleneck)
-		u := search(data, "off", so)
-		unplaced = append(unplaced, u.ThroughputPPS)
-		fmt.Printf("round %d, unplaced: no-drop %8.0f pps (sender-limited: %v); %s\n", r+1, u.ThroughputPPS, u.SenderLimited, u.Bottleneck)
-	}
-	fmt.Printf("\nmedian of %d (spread min..max), 64-byte frames, trials of %s, the rate found passing %d trials in a row:\n", *rounds, *trial, *confirm)
-	report("router's no-drop rate, with placement", placed)
-	report("router's no-drop rate, without placement", unplaced)
-	report("sender's top rate (placed lab, at full speed)", top)
-	recheck(data, median(placed))
-}
-
-// search runs one throughput search of the lab's first traffic run under
-// a fresh name, with the placement mode given.
-func search(data []byte, placement string, so bench.SearchOptions) *bench.SearchResult {
-	name := labname.Random("f")
-	l, err := spec.Parse(name+".yaml", labname.Rename(data, name))
-	if err != nil {
-		fail(err)
-	}
-	t, err := bench.Traffic(l, bench.Selection{})
-	if err != nil {
-		fail(err)
-	}
-	m := &lab.Manager{StateDir: tempDir()}
-	defer func() { _ = os.RemoveAll(m.StateDir) }() // a temporary directory: best effort
-	out, err := bench.Sweep(context.Background(), m, bench.Request{Lab: l, Traffic: t, Search: &so, Placement: placement})
-	if err != nil {
-		fail(err)
-	}
-	return out.Searches[0]
-}
-
-// recheck runs the placed lab three times at the rate found and once 10%
-// above it, as plain runs.
-func recheck(data []byte, pps float64) {
-	fmt.Printf("\nplain runs of 5 s at the median placed rate, and 10%% above it:\n")
 	name := labname.Random("f")
 	l, err := spec.Parse(name+".yaml", labname.Rename(data, name))
 	if err != nil {
@@ -83,48 +44,116 @@ func recheck(data []byte, pps float64) {
 	}
 	m := &lab.Manager{StateDir: tempDir()}
 	defer func() { _ = os.RemoveAll(m.StateDir) }() // a temporary directory: best effort
-	// The first run deploys the lab and keeps it; the others use it as
-	// deployed, and a bench never destroys a lab it did not deploy.
-	destroy := func() {
-		if _, err := m.Destroy(l.Name); err != nil {
-			fmt.Fprintln(os.Stderr, "bench-forwarding: destroy:", err)
+	code := run(m, l, *rounds, *binary)
+	if _, err := m.Destroy(l.Name); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-forwarding: destroy:", err)
+		code = 1
+	}
+	os.Exit(code)
+}
+
+// run measures; the lab is deployed by the first search and kept.
+func run(m *lab.Manager, l *spec.Lab, rounds, binary int) int {
+	var ndr, pdr, old []float64
+	var last *bench.MLRResult
+	fmt.Printf("the placed forwarding lab, 64-byte frames; MLRsearch %s, goals NDR and PDR (exceed 50%%, final 1 s, sum 7 s, width 2%%); binary search with 2 s trials confirmed 3 times:\n", bench.Draft)
+	for r := range max(rounds, binary) {
+		if r < rounds {
+			out, err := sweep(m, l, bench.Request{MLR: &bench.MLROptions{}}, bench.Selection{})
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "bench-forwarding:", err)
+				return 1
+			}
+			last = out.MLR[0]
+			g := map[string]bench.GoalOutcome{}
+			for _, x := range last.Goals {
+				g[x.Name] = x
+			}
+			ndr, pdr = append(ndr, g["NDR"].ConditionalThroughputPPS), append(pdr, g["PDR"].ConditionalThroughputPPS)
+			fmt.Printf("  round %d, MLRsearch: NDR %8.0f pps (bounds %.0f..%.0f), PDR %8.0f pps (bounds %.0f..%.0f); %d trials in %.0f s\n", r+1,
+				g["NDR"].ConditionalThroughputPPS, g["NDR"].LowerBoundPPS, g["NDR"].UpperBoundPPS,
+				g["PDR"].ConditionalThroughputPPS, g["PDR"].LowerBoundPPS, g["PDR"].UpperBoundPPS, len(last.Trials), last.Duration.Seconds())
+		}
+		if r < binary {
+			out, err := sweep(m, l, bench.Request{Search: &bench.SearchOptions{Trial: 2 * time.Second, Confirm: 3}}, bench.Selection{})
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "bench-forwarding:", err)
+				return 1
+			}
+			s := out.Searches[0]
+			old = append(old, s.ThroughputPPS)
+			fmt.Printf("  round %d, binary search: no-drop %8.0f pps (%d trials)\n", r+1, s.ThroughputPPS, len(s.Trials))
 		}
 	}
-	defer destroy()
-	die := func(err error) { destroy(); fail(err) } // fail exits: no defer runs
-	held := 0
-	var above int64
-	for i, rate := range []float64{pps, pps, pps, pps * 1.1} {
-		t, err := bench.Traffic(l, bench.Selection{Rate: fmt.Sprintf("%.0fpps", rate), Duration: 5 * time.Second})
-		if err != nil {
-			die(err)
+	fmt.Printf("\nmedian (min..max), and the largest deviation from the median:\n")
+	report("MLRsearch PDR (conditional throughput)", pdr)
+	report("MLRsearch NDR (conditional throughput)", ndr)
+	report("binary search no-drop rate (the old --search)", old)
+	return recheck(m, l, last)
+}
+
+// recheck reruns the last search's PDR bounds as plain runs of the final
+// trial duration.
+func recheck(m *lab.Manager, l *spec.Lab, s *bench.MLRResult) int {
+	var g bench.GoalOutcome
+	for _, x := range s.Goals {
+		if x.Name == "PDR" {
+			g = x
 		}
-		out, err := bench.Sweep(context.Background(), m, bench.Request{Lab: l, Traffic: t, Placement: "on", Keep: true})
+	}
+	if g.UpperBoundPPS == 0 {
+		fmt.Printf("\nPDR: the top rate passed (sender-limited): nothing to rerun above it\n")
+		return 0
+	}
+	fmt.Printf("\nthe last search's PDR, rerun as plain runs of %gs:\n", g.FinalTrialS)
+	held, over := 0, 0
+	for i, load := range []float64{g.LowerBoundPPS, g.LowerBoundPPS, g.LowerBoundPPS, g.UpperBoundPPS * 1.1, g.UpperBoundPPS * 1.1, g.UpperBoundPPS * 1.1} {
+		reps, err := sweep(m, l, bench.Request{}, bench.Selection{Rate: fmt.Sprintf("%.0fpps", load), Duration: time.Duration(g.FinalTrialS * float64(time.Second))})
 		if err != nil {
-			die(err)
+			fmt.Fprintln(os.Stderr, "bench-forwarding:", err)
+			return 1
 		}
-		r := out.Reports[0]
-		fmt.Printf("  %8.0f pps offered: sent %d, received %d, lost %d (%.3f%%); %s\n", rate, r.Sent, r.Received, r.Loss, r.LossPct, r.Bottleneck)
-		switch {
-		case i < 3 && r.Loss == 0:
+		r := reps.Reports[0]
+		where := "at its lower bound"
+		if i >= 3 {
+			where = "10% above its upper bound"
+		}
+		lossPct := 100 * float64(max(r.Loss, int64(r.NamedDrops))) / math.Max(1, float64(r.Sent))
+		fmt.Printf("  %8.0f pps (%s): sent %d, received %d, lost %.3f%%\n", load, where, r.Sent, r.Received, lossPct)
+		if i < 3 && lossPct <= 0.5 {
 			held++
-		case i == 3:
-			above = r.Loss
+		}
+		if i >= 3 && lossPct > 0.5 {
+			over++
 		}
 	}
-	fmt.Printf("the rate found held in %d of 3 plain runs; 10%% above it, %d packets were lost\n", held, above)
+	fmt.Printf("at its lower bound %d of 3 runs lost at most 0.5%%; 10%% above its upper bound %d of 3 lost more\n", held, over)
+	return 0
+}
+
+// sweep runs one request of the lab's first traffic run, placed, and
+// keeps the lab.
+func sweep(m *lab.Manager, l *spec.Lab, req bench.Request, sel bench.Selection) (*bench.Outcome, error) {
+	t, err := bench.Traffic(l, sel)
+	if err != nil {
+		return nil, err
+	}
+	req.Lab, req.Traffic, req.Placement, req.Keep = l, t, "on", true
+	return bench.Sweep(context.Background(), m, req)
 }
 
 func report(what string, v []float64) {
+	if len(v) == 0 {
+		return
+	}
 	s := append([]float64(nil), v...)
 	sort.Float64s(s)
-	fmt.Printf("  %-48s %9.0f pps  (%.0f..%.0f)\n", what, median(v), s[0], s[len(s)-1])
-}
-
-func median(v []float64) float64 {
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	return s[len(s)/2]
+	med := s[len(s)/2]
+	dev := 0.0
+	for _, x := range s {
+		dev = math.Max(dev, math.Abs(x/med-1))
+	}
+	fmt.Printf("  %-48s %9.0f pps  (%.0f..%.0f)  largest deviation %.1f%% over %d\n", what, med, s[0], s[len(s)-1], 100*dev, len(s))
 }
 
 func tempDir() string {
