@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/nslab/nslab/pktgen/bench"
 	"github.com/nslab/nslab/pktgen/bench/plot"
 )
 
@@ -34,6 +35,19 @@ func draw(path string) error {
 		return fmt.Errorf("the results mix runs and searches: plot one kind at a time")
 	case len(rs) > 0:
 		return plot.Search(path, rs[0].Lab, rs)
+	case withLatency(reps):
+		return plot.LatencyCDF(path, reps)
 	}
 	return plot.Sweep(path, reps)
+}
+
+// withLatency reports whether the runs carry latency histograms (bench
+// --latency): their plot is the latency's distribution.
+func withLatency(reps []*bench.Report) bool {
+	for _, r := range reps {
+		if r.Latency != nil && r.Latency.Histogram != "" {
+			return true
+		}
+	}
+	return false
 }

@@ -127,43 +127,8 @@ func benchRequest(c *cli.Context) (bench.Request, error) {
 			return req, cli.Exit("--measure: "+err.Error(), 2)
 		}
 	}
-	if v := c.String("latency-at"); v != "" {
-		if c.Bool("search") || c.Bool("search-binary") {
-			return req, cli.Exit("--latency-at and a search: give one of them", 2)
-		}
-		for _, w := range strings.Split(v, ",") {
-			f, err := parsePercent(strings.TrimSpace(w))
-			if err != nil || f <= 0 || f > 1 {
-				return req, cli.Exit(fmt.Sprintf("--latency-at %s: give fractions of the rate above 0 and at most 100%%, e.g. 10%%,50%%,90%%", v), 2)
-			}
-			req.LatencyAt = append(req.LatencyAt, f)
-		}
-	}
-	if req.Repeat = c.Int("repeat"); req.Repeat < 1 {
-		return req, cli.Exit("--repeat: at least 1", 2)
-	}
-	if c.Bool("search") && c.Bool("search-binary") {
-		return req, cli.Exit("--search or --search-binary, not both", 2)
-	}
-	if c.Bool("search") {
-		req.MLR = &bench.MLROptions{}
-		for _, v := range c.StringSlice("goal") {
-			g, err := parseGoal(v)
-			if err != nil {
-				return req, cli.Exit("--goal "+err.Error(), 2)
-			}
-			req.MLR.Goals = append(req.MLR.Goals, g)
-		}
-	}
-	if c.Bool("search-binary") {
-		loss, err := parsePercent(c.String("loss"))
-		if err != nil {
-			return req, cli.Exit("--loss: "+err.Error(), 2)
-		}
-		if c.Int("confirm") < 1 {
-			return req, cli.Exit("--confirm: at least 1", 2)
-		}
-		req.Search = &bench.SearchOptions{Loss: loss, Trial: c.Duration("trial"), Confirm: c.Int("confirm")}
+	if err := searchRequest(c, &req); err != nil {
+		return req, err
 	}
 	return req, nil
 }
@@ -273,4 +238,48 @@ func results(out *bench.Outcome) any {
 		return out.Groups
 	}
 	return out.Reports
+}
+
+// searchRequest reads the flags of --latency-at, --repeat and the
+// searches into req.
+func searchRequest(c *cli.Context, req *bench.Request) error {
+	if v := c.String("latency-at"); v != "" {
+		if c.Bool("search") || c.Bool("search-binary") {
+			return cli.Exit("--latency-at and a search: give one of them", 2)
+		}
+		for _, w := range strings.Split(v, ",") {
+			f, err := parsePercent(strings.TrimSpace(w))
+			if err != nil || f <= 0 || f > 1 {
+				return cli.Exit(fmt.Sprintf("--latency-at %s: give fractions of the rate above 0 and at most 100%%, e.g. 10%%,50%%,90%%", v), 2)
+			}
+			req.LatencyAt = append(req.LatencyAt, f)
+		}
+	}
+	if req.Repeat = c.Int("repeat"); req.Repeat < 1 {
+		return cli.Exit("--repeat: at least 1", 2)
+	}
+	if c.Bool("search") && c.Bool("search-binary") {
+		return cli.Exit("--search or --search-binary, not both", 2)
+	}
+	if c.Bool("search") {
+		req.MLR = &bench.MLROptions{}
+		for _, v := range c.StringSlice("goal") {
+			g, err := parseGoal(v)
+			if err != nil {
+				return cli.Exit("--goal "+err.Error(), 2)
+			}
+			req.MLR.Goals = append(req.MLR.Goals, g)
+		}
+	}
+	if c.Bool("search-binary") {
+		loss, err := parsePercent(c.String("loss"))
+		if err != nil {
+			return cli.Exit("--loss: "+err.Error(), 2)
+		}
+		if c.Int("confirm") < 1 {
+			return cli.Exit("--confirm: at least 1", 2)
+		}
+		req.Search = &bench.SearchOptions{Loss: loss, Trial: c.Duration("trial"), Confirm: c.Int("confirm")}
+	}
+	return nil
 }

@@ -155,3 +155,27 @@ func TestPrivilegedDestroyDamagedState(t *testing.T) {
 		}
 	}
 }
+
+// TestPrivilegedDamagedStateVXLAN: host a's deploy of the two-host lab
+// killed with its first VXLAN interface made in the host namespace (step
+// 4), and its state file then cut to 100 bytes: destroy --name finds the
+// VXLAN device by its VNI name and the lab's marker, and the namespaces by
+// theirs, and leaves nothing.
+func TestPrivilegedDamagedStateVXLAN(t *testing.T) {
+	s := newSimHosts(t)
+	s.onA.env = []string{"NSLAB_HOST=a"}
+	cmd := startPaused(t, s.onA, s.file, 4)
+	cmd.Process.Kill()
+	cmd.Wait()
+	if !strings.Contains(strings.Join(hostLinks(t, s.a), " "), "nslx") {
+		t.Fatalf("no VXLAN in host a after a kill at step 4: %v", hostLinks(t, s.a))
+	}
+	if err := os.Truncate(filepath.Join(s.onA.stateDir, s.name+".json"), 100); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := s.onA.run("destroy", "--name", s.name)
+	if code != 0 || !strings.Contains(out, "its state file was damaged") {
+		t.Fatalf("destroy: %d %s %s", code, out, errOut)
+	}
+	s.assertNothingLeft(t)
+}

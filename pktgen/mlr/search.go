@@ -186,30 +186,11 @@ func (st *state) phase(ctx context.Context, p Goal) error {
 // next is the load phase p measures next, given its relevant bounds (0:
 // none yet); done when the bounds are within its width.
 func (st *state) next(p Goal, lo, hi float64) (float64, bool) {
-	top := st.s.MaxLoad
 	switch {
-	case hi == 0 && lo == top:
-		return 0, true // the maximum load passes: nothing above to find
-	case hi == 0 && lo == 0 && st.hintHi > 0:
-		return st.hintHi, false
-	case hi == 0 && lo > 0:
-		st.step *= 2 // a width, then two, four...: the upper bound moved up since the last phase
-		return roundLoad(math.Min(top, lo*(1+st.step))), false
 	case hi == 0:
-		return top, false
-	case lo == 0 && hi <= st.s.MinLoad:
-		return 0, true // even the minimum load loses too much
-	case lo == 0 && st.hintLo > 0 && st.hintLo < hi && Classify(p, st.byLoad[st.hintLo]) == Undecided:
-		return st.hintLo, false
+		return st.nextUp(lo)
 	case lo == 0:
-		cand := hi * (1 - p.Width)
-		if fwd := st.forwarding(p, hi); fwd > 0 && fwd < cand {
-			cand = fwd
-		}
-		if st.guess > 0 && st.guess < cand {
-			cand = st.guess
-		}
-		return roundLoad(math.Max(cand, st.s.MinLoad)), false
+		return st.nextDown(p, hi)
 	case (hi-lo)/hi <= p.Width:
 		return 0, true
 	}
@@ -220,9 +201,42 @@ func (st *state) next(p Goal, lo, hi float64) (float64, bool) {
 	return mid, false
 }
 
-// forwarding is what load's trials forwarded at best for goal p: the load
-// times one less the smallest loss ratio measured there.
-func (st *state) forwarding(p Goal, load float64) float64 {
+// nextUp looks for an upper bound above lower bound lo (0: none yet).
+func (st *state) nextUp(lo float64) (float64, bool) {
+	top := st.s.MaxLoad
+	switch {
+	case lo == top:
+		return 0, true // the maximum load passes: nothing above to find
+	case lo == 0 && st.hintHi > 0:
+		return st.hintHi, false
+	case lo > 0:
+		st.step *= 2 // a width, then two, four...: the upper bound moved up since the last phase
+		return roundLoad(math.Min(top, lo*(1+st.step))), false
+	}
+	return top, false
+}
+
+// nextDown looks for a lower bound below upper bound hi.
+func (st *state) nextDown(p Goal, hi float64) (float64, bool) {
+	if hi <= st.s.MinLoad {
+		return 0, true // even the minimum load loses too much
+	}
+	if st.hintLo > 0 && st.hintLo < hi && Classify(p, st.byLoad[st.hintLo]) == Undecided {
+		return st.hintLo, false
+	}
+	cand := hi * (1 - p.Width)
+	if fwd := st.forwarding(hi); fwd > 0 && fwd < cand {
+		cand = fwd
+	}
+	if st.guess > 0 && st.guess < cand {
+		cand = st.guess
+	}
+	return roundLoad(math.Max(cand, st.s.MinLoad)), false
+}
+
+// forwarding is what load's trials forwarded at best: the load times one
+// less the smallest loss ratio measured there.
+func (st *state) forwarding(load float64) float64 {
 	best := 1.0
 	for _, t := range st.byLoad[load] {
 		best = math.Min(best, t.LossRatio)

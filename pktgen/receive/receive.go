@@ -100,7 +100,7 @@ func (r *Reader) setup() error {
 	}
 	addr := &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: r.opts.Ifindex}
 	if err := unix.Bind(r.fd, addr); err != nil {
-		r.ring.close()
+		_ = r.ring.close() // the bind's error is the one to report
 		return fmt.Errorf("bind to interface %d: %w", r.opts.Ifindex, err)
 	}
 	return nil
@@ -147,11 +147,13 @@ func (r *Reader) Stop(ctx context.Context, linger time.Duration) (*Result, error
 	close(r.stop)
 	err := <-r.done
 	stats, serr := unix.GetsockoptTpacketStatsV3(r.fd, unix.SOL_PACKET, unix.PACKET_STATISTICS)
-	r.ring.close()
-	unix.Close(r.fd)
-	if err == nil && serr != nil {
-		err = fmt.Errorf("read the receive ring's statistics: %w", serr)
+	if serr != nil {
+		err = errors.Join(err, fmt.Errorf("read the receive ring's statistics: %w", serr))
 	}
+	if cerr := r.ring.close(); cerr != nil {
+		err = errors.Join(err, fmt.Errorf("unmap the receive ring: %w", cerr))
+	}
+	unix.Close(r.fd)
 	res := &Result{Tracker: r.t, Read: r.read, Bad: r.bad}
 	if stats != nil {
 		res.Missed = uint64(stats.Drops)

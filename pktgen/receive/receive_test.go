@@ -171,6 +171,10 @@ func TestTracker(t *testing.T) {
 	if l.JitterNs <= 0 || l.JitterNs > float64(2*ms) {
 		t.Errorf("jitter %v", l.JitterNs)
 	}
+	h, err := DecodeHistogram(l.Histogram)
+	if err != nil || h.TotalCount() != 8 || h.Max() < 3*ms-3*ms/1000 {
+		t.Errorf("histogram decoded: %v, %d values, max %d", err, h.TotalCount(), h.Max())
+	}
 	if e := NewTracker().Latency("every packet", 1); e.Samples != 0 || e.MaxNs != 0 {
 		t.Errorf("empty tracker %+v", e)
 	}

@@ -39,6 +39,10 @@ type Latency struct {
 	// Negative counts packets received before they were sent by the
 	// clocks (a clock stepped): they are left out.
 	Negative uint64 `json:"negative,omitempty"`
+	// Histogram is the whole latency histogram in HdrHistogram's
+	// interchange form (V2, compressed, base64: any HdrHistogram library
+	// decodes it; values in nanoseconds); nslab-plot draws its CDF.
+	Histogram string `json:"histogram,omitempty"`
 }
 
 // Sequence is the accounting by sequence number. Its JSON names are the
@@ -131,7 +135,15 @@ func (t *Tracker) Latency(method string, resolutionNs int64) *Latency {
 	// The histogram's values are its buckets' highest equivalents: none
 	// may pass the exact maximum.
 	l.P50Ns, l.P90Ns, l.P99Ns, l.P999Ns = min(p[0], t.max), min(p[1], t.max), min(p[2], t.max), min(p[3], t.max)
+	if enc, err := t.hist.Encode(hdrhistogram.V2CompressedEncodingCookieBase); err == nil {
+		l.Histogram = string(enc)
+	}
 	return l
+}
+
+// DecodeHistogram reads a Latency's Histogram back.
+func DecodeHistogram(s string) (*hdrhistogram.Histogram, error) {
+	return hdrhistogram.Decode([]byte(s))
 }
 
 // Histogram is a copy of the latency histogram (nanoseconds).

@@ -3,6 +3,7 @@ package lab
 import (
 	"errors"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/google/nftables"
 	"github.com/nslab/nslab/topology/ns"
+	"github.com/nslab/nslab/topology/spec"
 	"github.com/vishvananda/netlink"
 )
 
@@ -79,7 +81,9 @@ func stopped(stop <-chan struct{}) bool {
 // TestPrivilegedInspectUnderChurn: while something else changes the NAT
 // router's links, addresses and nftables ruleset in a loop, inspect
 // neither fails nor returns a short table: every read has the router's
-// interfaces, its addresses, its routes and all of its rules.
+// interfaces, its addresses, its routes and all of its rules; and the
+// trace that path, check and bench make through it (the kernel's route
+// lookup at every hop, the MACs) gives the same path every time.
 func TestPrivilegedInspectUnderChurn(t *testing.T) {
 	f := newFixture(t, "nat-router.yaml")
 	f.deploy()
@@ -88,6 +92,16 @@ func TestPrivilegedInspectUnderChurn(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := *nodeInfo(want, "gw")
+	run, err := f.m.Open(f.lab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer run.Close()
+	from, to := spec.Endpoint{Node: "lan", Interface: "eth0"}, netip.MustParseAddr("172.30.0.2")
+	path, err := run.Trace(from, to)
+	if err != nil {
+		t.Fatal(err)
+	}
 	stop := make(chan struct{})
 	var changes atomic.Int64
 	var wg sync.WaitGroup
@@ -104,6 +118,11 @@ func TestPrivilegedInspectUnderChurn(t *testing.T) {
 		}
 		if missing := missingFrom(base, *gw); missing != "" {
 			t.Fatalf("inspect %d under churn: short table: %s", i, missing)
+		}
+		// path's and bench's reader: the kernel's route lookups and MACs.
+		p, err := run.Trace(from, to)
+		if err != nil || len(p.Hops) != len(path.Hops) || p.SenderMAC().String() != path.SenderMAC().String() {
+			t.Fatalf("trace %d under churn: %v, %d hops (want %d)", i, err, len(p.Hops), len(path.Hops))
 		}
 	}
 	t.Logf("%d changes during 100 inspects", changes.Load())

@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/nslab/nslab/pktgen/bench"
+	"github.com/nslab/nslab/pktgen/receive"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -174,4 +175,58 @@ func Read(r io.Reader) ([]*bench.Report, []*bench.SearchResult, error) {
 		reps = append(reps, &rep)
 	}
 	return reps, rs, sc.Err()
+}
+
+// LatencyCDF draws the one-way latency's distribution of each report that
+// carries a latency histogram (bench --latency): the share of packets at
+// or below each latency, latency on a log scale, one line per report
+// (frame size, load or mix).
+func LatencyCDF(path string, reps []*bench.Report) error {
+	p := plot.New()
+	p.Title.Text = "one-way latency"
+	p.X.Label.Text = "latency (µs, log scale)"
+	p.Y.Label.Text = "packets at or below it (%)"
+	p.X.Scale, p.X.Tick.Marker = plot.LogScale{}, plot.LogTicks{Prec: -1}
+	p.Y.Min, p.Y.Max = 0, 100
+	p.Add(plotter.NewGrid())
+	n := 0
+	for _, r := range reps {
+		if r.Latency == nil || r.Latency.Histogram == "" {
+			continue
+		}
+		h, err := receive.DecodeHistogram(r.Latency.Histogram)
+		if err != nil {
+			return fmt.Errorf("plot: the latency histogram of %s: %w", r.Traffic, err)
+		}
+		var pts plotter.XYs
+		for _, b := range h.CumulativeDistribution() {
+			if b.ValueAt > 0 {
+				pts = append(pts, plotter.XY{X: float64(b.ValueAt) / 1e3, Y: b.Quantile})
+			}
+		}
+		line, err := plotter.NewLine(pts)
+		if err != nil {
+			return err
+		}
+		line.Color = plotColors[n%len(plotColors)]
+		p.Add(line)
+		p.Legend.Add(cdfLabel(r), line)
+		n++
+	}
+	if n == 0 {
+		return fmt.Errorf("plot: no report carries a latency histogram (measure with nslab bench --latency)")
+	}
+	p.Legend.Top, p.Legend.Left = false, false
+	return save(path, p)
+}
+
+// cdfLabel names a report's line.
+func cdfLabel(r *bench.Report) string {
+	switch {
+	case r.Load != "":
+		return r.Load
+	case r.Mix != "":
+		return "mix " + r.Mix
+	}
+	return fmt.Sprintf("%d-byte frames", r.Frame)
 }

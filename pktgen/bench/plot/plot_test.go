@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/nslab/nslab/pktgen/bench"
+	"github.com/nslab/nslab/pktgen/receive"
 )
 
 func TestPlots(t *testing.T) {
@@ -64,5 +65,27 @@ func TestReadResultsLines(t *testing.T) {
 	}
 	if _, _, err := Read(strings.NewReader("{\"frame\": 64}\nnot json\n")); err == nil || !strings.Contains(err.Error(), "line 2") {
 		t.Errorf("bad line: %v", err)
+	}
+}
+
+// TestLatencyCDF draws the distribution of two runs' latency histograms.
+func TestLatencyCDF(t *testing.T) {
+	var reps []*bench.Report
+	for i, load := range []string{"10% of 300000 pps", "90% of 300000 pps"} {
+		tr := receive.NewTracker()
+		for k := range 1000 {
+			tr.Add(0, uint32(k+1), 0, int64((i+1)*(k+1)*1000))
+		}
+		reps = append(reps, &bench.Report{Traffic: "forward", Frame: 64, Load: load, Latency: tr.Latency("every packet", 1)})
+	}
+	p := filepath.Join(t.TempDir(), "cdf.png")
+	if err := LatencyCDF(p, reps); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(p); err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) || len(b) < 5000 {
+		t.Errorf("cdf.png: %d bytes, %v", len(b), err)
+	}
+	if err := LatencyCDF(p, []*bench.Report{{Frame: 64}}); err == nil || !strings.Contains(err.Error(), "--latency") {
+		t.Errorf("no histogram: %v", err)
 	}
 }
