@@ -108,7 +108,10 @@ func TestPrivilegedSequenceIdentityOverloaded(t *testing.T) {
 
 // TestPrivilegedLinkDownGap: a link of the path taken down for about a
 // second in the middle of a run, then up: the longest gap by sequence is
-// that outage, within one sampling tick.
+// that outage, within one sampling tick. The router's ingress is the link
+// taken down: its egress, taken down, also loses its neighbour entry,
+// and the path stays broken until the router has resolved it again (up
+// to a second more: seen).
 func TestPrivilegedLinkDownGap(t *testing.T) {
 	_, r := deployCRS(t)
 	const tick = 100 * time.Millisecond
@@ -116,7 +119,7 @@ func TestPrivilegedLinkDownGap(t *testing.T) {
 		tr.Duration, tr.Count, tr.RatePPS, tr.Engine = 3*time.Second, 0, 20000, "userspace"
 	},
 		Options{Interval: tick, Latency: true})
-	link := spec.Endpoint{Node: "ns2", Interface: "veth2"}
+	link := spec.Endpoint{Node: "ns2", Interface: "veth1-peer"}
 	outage := make(chan time.Duration, 1)
 	go func() {
 		time.Sleep(time.Second)
