@@ -196,7 +196,7 @@ func TestPrivilegedRouterLimited(t *testing.T) {
 func TestPrivilegedPlacedRunHeld(t *testing.T) {
 	r, sender, _ := placedCRS(t)
 	b := newBench(t, r, func(tr *spec.Traffic) {
-		tr.Duration, tr.Count, tr.RatePPS, tr.Engine, tr.CPUs = 0, 20000, 40000, "userspace", spec.CPUSet{sender}
+		tr.Duration, tr.Count, tr.RatePPS, tr.Engine, tr.CPUs = 0, 20000, placedHeldRate, "userspace", spec.CPUSet{sender}
 	}, Options{})
 	rep := ownReadsAgree(t, b, r)
 	if rep.Sent != 20000 || rep.Received != 20000 || rep.Unaccount != 0 {

@@ -1,3 +1,7 @@
+//go:build !vmtest
+
+// Pure statistics: the VM (emulated CPUs) leaves them out.
+
 package bench
 
 import (
