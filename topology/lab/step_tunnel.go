@@ -236,20 +236,9 @@ func releaseTunnel(dir, nsName, labName string, r TunnelRecord) error {
 	if nsName == "" {
 		return nil
 	}
-	n, err := ns.Open(dir, nsName)
-	if errors.Is(err, os.ErrNotExist) || errors.Is(err, ns.ErrNotNamespace) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	defer n.Close()
-	h, err := n.NetlinkHandle()
-	if err != nil {
-		return err
-	}
-	defer h.Close()
-	return deleteVxlan(h, nsName, r.Interface, r.VNI, linkMarker(labName))
+	return inNamespaceAt(dir, nsName, func(h *netlink.Handle) error {
+		return deleteVxlan(h, nsName, r.Interface, r.VNI, linkMarker(labName))
+	})
 }
 
 // unprovenWithoutState is what a destroy cannot give back when the lab's
@@ -298,10 +287,17 @@ func deleteMarkedVxlans(h *netlink.Handle, where, marker string) error {
 	return errors.Join(errs...)
 }
 
-// inNamespace runs fn with a netlink handle opened in the named namespace;
-// a namespace that is gone, or is not one, is fine.
+// inNamespace runs fn with a netlink handle opened in the named namespace
+// (see inNamespaceAt).
 func (m *Manager) inNamespace(name string, fn func(h *netlink.Handle) error) error {
-	n, err := ns.Open(m.netnsDir(), name)
+	return inNamespaceAt(m.netnsDir(), name, fn)
+}
+
+// inNamespaceAt runs fn with a netlink handle opened in namespace name
+// under dir (the caller's thread stays where it is); a namespace that is
+// gone, or is not one, is fine.
+func inNamespaceAt(dir, name string, fn func(h *netlink.Handle) error) error {
+	n, err := ns.Open(dir, name)
 	if errors.Is(err, os.ErrNotExist) || errors.Is(err, ns.ErrNotNamespace) {
 		return nil
 	}
