@@ -116,3 +116,20 @@ func TestReadResultsErrors(t *testing.T) {
 		t.Errorf("empty: %v", err)
 	}
 }
+
+// TestNoiseOf: steal on the run's CPUs (those with a role) counts, the
+// warm-up does not, and lossy trials with steal are told apart.
+func TestNoiseOf(t *testing.T) {
+	rep := func(steal0, steal1 float64) *Report {
+		return &Report{CPU: []CPUUse{{N: 0, Steal: steal0, Roles: []string{"sender ns1"}}, {N: 1, Steal: steal1, Roles: []string{"router ns2"}}, {N: 2, Steal: 50}}}
+	}
+	n := noiseOf([]MLRTrial{
+		{Warmup: true, Report: rep(9, 9)},
+		{LossRatio: 0.1, Report: rep(0, 2)},
+		{LossRatio: 0.1, Report: rep(0, 0)},
+		{LossRatio: 0, Report: rep(1, 0)},
+	})
+	if n.Trials != 3 || n.WithSteal != 2 || n.Lossy != 2 || n.LossyWithSteal != 1 || n.MaxStealPct != 2 || n.MeanStealPct != 1 {
+		t.Errorf("noise %+v", n)
+	}
+}

@@ -74,6 +74,8 @@ type MLRResult struct {
 	// Bottleneck is the warm-up's verdict: what limits the path at the
 	// engine's top rate.
 	Bottleneck string `json:"bottleneck"`
+	// Noise is how noisy the machine was during the search.
+	Noise Noise `json:"noise"`
 }
 
 // MLRSearch searches frame with MLRsearch.
@@ -111,6 +113,7 @@ func (b *Bench) MLRSearch(ctx context.Context, frame int, o MLROptions) (*MLRRes
 	s := &mlr.Search{Goals: o.Goals, MaxLoad: float64(int64(res.MaxLoadPPS)), Measure: trial}
 	out, err := s.Run(ctx)
 	res.Duration = time.Since(start)
+	res.Noise = noiseOf(res.Trials)
 	if out != nil {
 		for _, g := range out.Goals {
 			res.Goals = append(res.Goals, GoalOutcome{Name: g.Goal.Name, LossRatio: g.Goal.LossRatio, ExceedRatio: g.Goal.ExceedRatio,
@@ -148,17 +151,79 @@ func WriteMLR(w io.Writer, rs []*MLRResult) error {
 				g.FinalTrialS, g.DurationSumS, 100*g.Width, g.LowerBoundPPS, upper, g.ConditionalThroughputPPS)
 		}
 		tw.Flush()
+		nz := r.Noise
+		ew.printf("noise: the hypervisor took time (steal) from the run's CPUs in %d of %d trials (at most %.1f%% of a CPU, %.2f%% on average); %d of the %d lossy trials had steal\n",
+			nz.WithSteal, nz.Trials, nz.MaxStealPct, nz.MeanStealPct, nz.LossyWithSteal, nz.Lossy)
 		tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "\nload pps\tduration\tsent\treceived\tloss %\t  bottleneck")
+		fmt.Fprintln(tw, "\nload pps\tduration\tsent\treceived\tloss %\tsteal %\t  bottleneck")
 		for _, t := range r.Trials {
 			load := fmt.Sprintf("%.0f", t.LoadPPS)
 			if t.Warmup {
 				load = "max (warm-up)"
 			}
-			fmt.Fprintf(tw, "%s\t%gs\t%d\t%d\t%.3f\t  %s\n", load, t.DurationS, t.Report.Sent, t.Report.Received, 100*t.LossRatio, t.Report.Bottleneck)
+			fmt.Fprintf(tw, "%s\t%gs\t%d\t%d\t%.3f\t%.1f\t  %s\n", load, t.DurationS, t.Report.Sent, t.Report.Received, 100*t.LossRatio, runSteal(t.Report), t.Report.Bottleneck)
 		}
 		tw.Flush()
 		ew.printf("\n")
 	}
 	return ew.err
+}
+
+// Noise is how much the hypervisor took from the CPUs a search ran on,
+// trial by trial: each trial's steal time (from /proc/stat, in clock
+// ticks of 10 ms, so a stall shorter than a tick may not show) on the
+// CPUs the run placed something on (every CPU when nothing is placed).
+type Noise struct {
+	Trials         int     `json:"trials"`
+	WithSteal      int     `json:"trials_with_steal"` // trials where some steal was counted
+	Lossy          int     `json:"lossy_trials"`
+	LossyWithSteal int     `json:"lossy_trials_with_steal"` // lossy trials that had steal: losses that may be the machine's
+	MaxStealPct    float64 `json:"max_steal_pct"`           // the most of one CPU's time a trial lost to steal
+	MeanStealPct   float64 `json:"mean_steal_pct"`
+}
+
+// noiseOf sums the steal of a search's trials.
+func noiseOf(trials []MLRTrial) Noise {
+	var n Noise
+	sum := 0.0
+	for _, t := range trials {
+		if t.Warmup || t.Report == nil {
+			continue
+		}
+		n.Trials++
+		steal := runSteal(t.Report)
+		sum += steal
+		n.MaxStealPct = max(n.MaxStealPct, steal)
+		lossy := t.LossRatio > 0
+		if lossy {
+			n.Lossy++
+		}
+		if steal > 0 {
+			n.WithSteal++
+			if lossy {
+				n.LossyWithSteal++
+			}
+		}
+	}
+	if n.Trials > 0 {
+		n.MeanStealPct = sum / float64(n.Trials)
+	}
+	return n
+}
+
+// runSteal is the largest steal share of the run's CPUs (those with a
+// role; all when none has one).
+func runSteal(r *Report) float64 {
+	steal, roles := 0.0, false
+	for _, c := range r.CPU {
+		if len(c.Roles) > 0 {
+			roles = true
+		}
+	}
+	for _, c := range r.CPU {
+		if !roles || len(c.Roles) > 0 {
+			steal = max(steal, c.Steal)
+		}
+	}
+	return steal
 }
