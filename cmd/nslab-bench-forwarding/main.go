@@ -11,17 +11,16 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"math"
 	"os"
-	"sort"
 	"time"
 
+	"github.com/nslab/nslab/cmd/internal/benchrun"
 	"github.com/nslab/nslab/pktgen/bench"
+	"github.com/nslab/nslab/pktgen/stats"
 	"github.com/nslab/nslab/topology/lab"
-	"github.com/nslab/nslab/topology/labname"
 	"github.com/nslab/nslab/topology/spec"
 )
 
@@ -30,26 +29,7 @@ func main() {
 	rounds := flag.Int("rounds", 5, "MLRsearch runs")
 	binary := flag.Int("binary", 3, "binary searches, alternating with the first MLRsearch runs")
 	flag.Parse()
-	if err := lab.CheckPrivileges(); err != nil {
-		fail(err)
-	}
-	data, err := os.ReadFile(*file)
-	if err != nil {
-		fail(err)
-	}
-	name := labname.Random("f")
-	l, err := spec.Parse(name+".yaml", labname.Rename(data, name))
-	if err != nil {
-		fail(err)
-	}
-	m := &lab.Manager{StateDir: tempDir()}
-	defer func() { _ = os.RemoveAll(m.StateDir) }() // a temporary directory: best effort
-	code := run(m, l, *rounds, *binary)
-	if _, err := m.Destroy(l.Name); err != nil {
-		fmt.Fprintln(os.Stderr, "bench-forwarding: destroy:", err)
-		code = 1
-	}
-	os.Exit(code)
+	benchrun.Main("bench-forwarding", *file, "f", func(m *lab.Manager, l *spec.Lab) int { return run(m, l, *rounds, *binary) })
 }
 
 // run measures; the lab is deployed by the first search and kept.
@@ -59,7 +39,7 @@ func run(m *lab.Manager, l *spec.Lab, rounds, binary int) int {
 	fmt.Printf("the placed forwarding lab, 64-byte frames; MLRsearch %s, goals NDR and PDR (exceed 50%%, final 1 s, sum 7 s, width 2%%); binary search with 2 s trials confirmed 3 times:\n", bench.Draft)
 	for r := range max(rounds, binary) {
 		if r < rounds {
-			out, err := sweep(m, l, bench.Request{MLR: &bench.MLROptions{}}, bench.Selection{})
+			out, err := benchrun.Sweep(m, l, bench.Request{MLR: &bench.MLROptions{}}, bench.Selection{})
 			if err != nil {
 				fmt.Fprintln(os.Stderr, "bench-forwarding:", err)
 				return 1
@@ -75,7 +55,7 @@ func run(m *lab.Manager, l *spec.Lab, rounds, binary int) int {
 				g["PDR"].ConditionalThroughputPPS, g["PDR"].LowerBoundPPS, g["PDR"].UpperBoundPPS, len(last.Trials), last.Duration.Seconds())
 		}
 		if r < binary {
-			out, err := sweep(m, l, bench.Request{Search: &bench.SearchOptions{Trial: 2 * time.Second, Confirm: 3}}, bench.Selection{})
+			out, err := benchrun.Sweep(m, l, bench.Request{Search: &bench.SearchOptions{Trial: 2 * time.Second, Confirm: 3}}, bench.Selection{})
 			if err != nil {
 				fmt.Fprintln(os.Stderr, "bench-forwarding:", err)
 				return 1
@@ -108,7 +88,7 @@ func recheck(m *lab.Manager, l *spec.Lab, s *bench.MLRResult) int {
 	fmt.Printf("\nthe last search's PDR, rerun as plain runs of %gs:\n", g.FinalTrialS)
 	held, over := 0, 0
 	for i, load := range []float64{g.LowerBoundPPS, g.LowerBoundPPS, g.LowerBoundPPS, g.UpperBoundPPS * 1.1, g.UpperBoundPPS * 1.1, g.UpperBoundPPS * 1.1} {
-		reps, err := sweep(m, l, bench.Request{}, bench.Selection{Rate: fmt.Sprintf("%.0fpps", load), Duration: time.Duration(g.FinalTrialS * float64(time.Second))})
+		reps, err := benchrun.Sweep(m, l, bench.Request{}, bench.Selection{Rate: fmt.Sprintf("%.0fpps", load), Duration: time.Duration(g.FinalTrialS * float64(time.Second))})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "bench-forwarding:", err)
 			return 1
@@ -118,7 +98,7 @@ func recheck(m *lab.Manager, l *spec.Lab, s *bench.MLRResult) int {
 		if i >= 3 {
 			where = "10% above its upper bound"
 		}
-		lossPct := 100 * float64(max(r.Loss, int64(r.NamedDrops))) / math.Max(1, float64(r.Sent))
+		lossPct := 100 * r.PathLossRatio()
 		fmt.Printf("  %8.0f pps (%s): sent %d, received %d, lost %.3f%%\n", load, where, r.Sent, r.Received, lossPct)
 		if i < 3 && lossPct <= 0.5 {
 			held++
@@ -131,40 +111,13 @@ func recheck(m *lab.Manager, l *spec.Lab, s *bench.MLRResult) int {
 	return 0
 }
 
-// sweep runs one request of the lab's first traffic run, placed, and
-// keeps the lab.
-func sweep(m *lab.Manager, l *spec.Lab, req bench.Request, sel bench.Selection) (*bench.Outcome, error) {
-	t, err := bench.Traffic(l, sel)
-	if err != nil {
-		return nil, err
-	}
-	req.Lab, req.Traffic, req.Placement, req.Keep = l, t, "on", true
-	return bench.Sweep(context.Background(), m, req)
-}
-
+// report prints a figure's median, range and largest deviation from the
+// median.
 func report(what string, v []float64) {
 	if len(v) == 0 {
 		return
 	}
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	med := s[len(s)/2]
-	dev := 0.0
-	for _, x := range s {
-		dev = math.Max(dev, math.Abs(x/med-1))
-	}
-	fmt.Printf("  %-48s %9.0f pps  (%.0f..%.0f)  largest deviation %.1f%% over %d\n", what, med, s[0], s[len(s)-1], 100*dev, len(s))
-}
-
-func tempDir() string {
-	d, err := os.MkdirTemp("", "nslab-bench-fwd-")
-	if err != nil {
-		fail(err)
-	}
-	return d
-}
-
-func fail(err error) {
-	fmt.Fprintln(os.Stderr, "bench-forwarding:", err)
-	os.Exit(1)
+	st := stats.Summarize(v, bench.SummaryLevel)
+	dev := math.Max(st.Max/st.Median-1, 1-st.Min/st.Median)
+	fmt.Printf("  %-48s %9.0f pps  (%.0f..%.0f)  largest deviation %.1f%% over %d\n", what, st.Median, st.Min, st.Max, 100*dev, st.N)
 }

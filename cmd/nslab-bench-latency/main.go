@@ -11,16 +11,15 @@
 package main
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"os"
-	"sort"
 	"time"
 
+	"github.com/nslab/nslab/cmd/internal/benchrun"
 	"github.com/nslab/nslab/pktgen/bench"
+	"github.com/nslab/nslab/pktgen/stats"
 	"github.com/nslab/nslab/topology/lab"
-	"github.com/nslab/nslab/topology/labname"
 	"github.com/nslab/nslab/topology/spec"
 )
 
@@ -36,26 +35,7 @@ func main() {
 	rounds := flag.Int("rounds", 5, "rounds of the three modes, alternating")
 	dur := flag.Duration("duration", 3*time.Second, "length of each run")
 	flag.Parse()
-	if err := lab.CheckPrivileges(); err != nil {
-		fail(err)
-	}
-	data, err := os.ReadFile(*file)
-	if err != nil {
-		fail(err)
-	}
-	name := labname.Random("l")
-	l, err := spec.Parse(name+".yaml", labname.Rename(data, name))
-	if err != nil {
-		fail(err)
-	}
-	m := &lab.Manager{StateDir: tempDir()}
-	defer func() { _ = os.RemoveAll(m.StateDir) }() // a temporary directory: best effort
-	code := run(m, l, *rounds, *dur)
-	if _, err := m.Destroy(l.Name); err != nil {
-		fmt.Fprintln(os.Stderr, "bench-latency: destroy:", err)
-		code = 1
-	}
-	os.Exit(code)
+	benchrun.Main("bench-latency", *file, "l", func(m *lab.Manager, l *spec.Lab) int { return run(m, l, *rounds, *dur) })
 }
 
 // run measures, the lab deployed by its first run and kept.
@@ -68,77 +48,38 @@ func run(m *lab.Manager, l *spec.Lab, rounds int, dur time.Duration) int {
 	fmt.Printf("the receiver's top rate through the placed lab %s, %s runs at full speed, 64-byte frames, %d rounds alternating:\n", l.File, dur, rounds)
 	for r := range rounds {
 		for _, md := range modes {
-			rep, err := sweep(m, l, bench.Request{Options: md.opts}, bench.Selection{Duration: dur})
+			out, err := benchrun.Sweep(m, l, bench.Request{Options: md.opts}, bench.Selection{Duration: dur})
 			if err != nil {
 				fmt.Fprintln(os.Stderr, "bench-latency:", err)
 				return 1
 			}
-			md.rates = append(md.rates, rep[0].PPS)
+			rep := out.Reports[0]
+			md.rates = append(md.rates, rep.PPS)
 			method := ""
-			if rep[0].Latency != nil {
-				method = "; " + rep[0].Latency.Method
+			if rep.Latency != nil {
+				method = "; " + rep.Latency.Method
 			}
-			fmt.Printf("  round %d, %-40s %8.0f pps%s\n", r+1, md.name+":", rep[0].PPS, method)
+			fmt.Printf("  round %d, %-40s %8.0f pps%s\n", r+1, md.name+":", rep.PPS, method)
 		}
 	}
-	base := median(modes[0].rates)
+	base := stats.Median(modes[0].rates)
 	fmt.Printf("\nmedians (min..max) and the ratio to no reader:\n")
 	for _, md := range modes {
-		lo, hi := spread(md.rates)
-		fmt.Printf("  %-40s %8.0f pps (%.0f..%.0f)  %.3fx\n", md.name, median(md.rates), lo, hi, median(md.rates)/base)
+		s := stats.Summarize(md.rates, bench.SummaryLevel)
+		fmt.Printf("  %-40s %8.0f pps (%.0f..%.0f)  %.3fx\n", md.name, s.Median, s.Min, s.Max, s.Median/base)
 	}
-	reps, err := sweep(m, l, bench.Request{LatencyAt: []float64{0.1, 0.5, 0.9}}, bench.Selection{Duration: dur})
+	out, err := benchrun.Sweep(m, l, bench.Request{LatencyAt: []float64{0.1, 0.5, 0.9}}, bench.Selection{Duration: dur})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench-latency:", err)
 		return 1
 	}
 	fmt.Printf("\none-way latency at 10, 50 and 90%% of the router's top rate (%s runs):\n", dur)
 	fmt.Printf("  %-44s %9s %9s %10s %10s %10s %10s %s\n", "load", "pps", "lost", "min", "p50", "p90", "p99", "max")
-	for _, r := range reps {
+	for _, r := range out.Reports {
 		x := r.Latency
 		fmt.Printf("  %-44s %9.0f %9d %10s %10s %10s %10s %s  (%s, %d samples)\n", r.Load, r.PPS, r.Loss, us(x.MinNs), us(x.P50Ns), us(x.P90Ns), us(x.P99Ns), us(x.MaxNs), x.Method, x.Samples)
 	}
 	return 0
 }
 
-// sweep runs one request of the lab's first traffic run, placed, and
-// keeps the lab.
-func sweep(m *lab.Manager, l *spec.Lab, req bench.Request, sel bench.Selection) ([]*bench.Report, error) {
-	t, err := bench.Traffic(l, sel)
-	if err != nil {
-		return nil, err
-	}
-	req.Lab, req.Traffic, req.Placement, req.Keep = l, t, "on", true
-	out, err := bench.Sweep(context.Background(), m, req)
-	if err != nil {
-		return nil, err
-	}
-	return out.Reports, nil
-}
-
 func us(ns int64) string { return fmt.Sprintf("%.1f µs", float64(ns)/1e3) }
-
-func median(v []float64) float64 {
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	return s[len(s)/2]
-}
-
-func spread(v []float64) (float64, float64) {
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	return s[0], s[len(s)-1]
-}
-
-func tempDir() string {
-	d, err := os.MkdirTemp("", "nslab-bench-latency-")
-	if err != nil {
-		fail(err)
-	}
-	return d
-}
-
-func fail(err error) {
-	fmt.Fprintln(os.Stderr, "bench-latency:", err)
-	os.Exit(1)
-}

@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -124,12 +126,7 @@ func (rf *ResultsFile) noteEnv(e Env) {
 // Differences names what differs between two files' environments.
 func Differences(a, b *ResultsFile) []string {
 	var out []string
-	keys := make([]string, 0, len(a.Env))
-	for k := range a.Env {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(a.Env)) {
 		if a.Env[k] != b.Env[k] {
 			out = append(out, fmt.Sprintf("%s: %q in %s, %q in %s", k, a.Env[k], a.Path, b.Env[k], b.Path))
 		}
@@ -181,7 +178,7 @@ func Compare(a, b *ResultsFile, force bool) (*Comparison, error) {
 			continue
 		}
 		ch := Change{Traffic: k.Traffic, Frame: k.Frame, Figure: k.Figure, OldN: len(old), NewN: len(cur),
-			Old: stats.Summarize(old, 0.95).Median, New: stats.Summarize(cur, 0.95).Median}
+			Old: stats.Median(old), New: stats.Median(cur)}
 		ch.ChangePct = pct(ch.New, ch.Old)
 		ch.ChangeLow, ch.ChangeHigh = bootstrapChange(old, cur)
 		if math.IsNaN(ch.ChangePct) {
@@ -231,7 +228,7 @@ func bootstrapChange(old, cur []float64) (float64, float64) {
 		for i := range s {
 			s[i] = x[rng.IntN(len(x))]
 		}
-		return stats.Summarize(s, 0.5).Median
+		return stats.Median(s)
 	}
 	for range n {
 		if c := pct(resample(cur), resample(old)); !math.IsNaN(c) && !math.IsInf(c, 0) {

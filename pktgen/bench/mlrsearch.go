@@ -99,7 +99,7 @@ func (b *Bench) MLRSearch(ctx context.Context, frame int, o MLROptions) (*MLRRes
 		if err != nil {
 			return mlr.Trial{}, err
 		}
-		tr := mlr.Trial{Effective: rep.Elapsed, LossRatio: lossRatio(rep)}
+		tr := mlr.Trial{Effective: rep.Elapsed, LossRatio: rep.PathLossRatio()}
 		res.Trials = append(res.Trials, MLRTrial{LoadPPS: load, DurationS: d.Seconds(), LossRatio: tr.LossRatio, Report: rep})
 		return tr, nil
 	}
@@ -124,11 +124,12 @@ func (b *Bench) MLRSearch(ctx context.Context, frame int, o MLROptions) (*MLRRes
 	return res, err
 }
 
-// lossRatio is what the path dropped of a run's packets: the loss, or the
-// named drops where an impairment's copies made up for some of it.
-func lossRatio(rep *Report) float64 {
-	if lost := max(rep.Loss, int64(rep.NamedDrops)); rep.Sent > 0 && lost > 0 {
-		return float64(lost) / float64(rep.Sent)
+// PathLossRatio is what the path dropped of a run's packets, as a ratio
+// of those sent: the loss, or the named drops where an impairment's
+// copies made up for some of it. Searches judge trials by it.
+func (r *Report) PathLossRatio() float64 {
+	if lost := max(r.Loss, int64(r.NamedDrops)); r.Sent > 0 && lost > 0 {
+		return float64(lost) / float64(r.Sent)
 	}
 	return 0
 }

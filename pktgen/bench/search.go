@@ -74,11 +74,7 @@ func (b *Bench) Search(ctx context.Context, frame int, so SearchOptions) (*Searc
 		if rep.Elapsed > 0 {
 			tr.SentPPS = float64(rep.Sent) / rep.Elapsed.Seconds()
 		}
-		// What the path dropped: the loss, or the named drops where an
-		// impairment's copies made up for some of it.
-		if lost := max(rep.Loss, int64(rep.NamedDrops)); rep.Sent > 0 && lost > 0 {
-			tr.LossRatio = float64(lost) / float64(rep.Sent)
-		}
+		tr.LossRatio = rep.PathLossRatio()
 		tr.Pass = rep.Sent > 0 && tr.LossRatio <= so.Loss
 		if pps == 0 {
 			res.Bottleneck = rep.Bottleneck

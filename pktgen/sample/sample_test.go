@@ -2,8 +2,6 @@ package sample
 
 import (
 	"context"
-	"errors"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,7 +9,6 @@ import (
 	"github.com/nslab/nslab/topology/labtest/labdeploy"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
-	"github.com/vishvananda/netlink"
 )
 
 func TestRatesAndSteady(t *testing.T) {
@@ -108,17 +105,7 @@ func TestPrivilegedSentControlMatchesPeer(t *testing.T) {
 // is made and reads every target every time, without an error.
 func TestPrivilegedSamplerUnderChurn(t *testing.T) {
 	l := deployPair(t)
-	h := labtest.Handle(t, ns.DefaultDir, l.Namespace("ns2"))
-	stop := make(chan struct{})
-	done := make(chan error, 1)
-	var changes atomic.Int64
-	go func() { done <- churnLinks(h, stop, &changes) }()
-	defer func() {
-		close(stop)
-		if err := <-done; err != nil {
-			t.Error(err)
-		}
-	}()
+	changes := labtest.Churn(t, labtest.Handle(t, ns.DefaultDir, l.Namespace("ns2")))
 	for i := 0; changes.Load() < 50; i++ {
 		s, err := New(labdeploy.Open(t, l), []Target{{"ns1", l.Namespace("ns1"), "veth1"}, {"ns2", l.Namespace("ns2"), "veth2"}})
 		if err != nil {
@@ -130,26 +117,5 @@ func TestPrivilegedSamplerUnderChurn(t *testing.T) {
 				t.Fatalf("read %d under churn: %d counters, %v", i, len(got.Counters), err)
 			}
 		}
-	}
-}
-
-// churnLinks adds and deletes a veth pair and an address on it through h
-// until stop closes.
-func churnLinks(h *netlink.Handle, stop <-chan struct{}, changes *atomic.Int64) error {
-	a, _ := netlink.ParseAddr("10.254.0.1/32")
-	for {
-		select {
-		case <-stop:
-			return nil
-		default:
-		}
-		v := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "churn0"}, PeerName: "churn1"}
-		if err := h.LinkAdd(v); err != nil {
-			return err
-		}
-		if err := errors.Join(h.AddrAdd(v, a), h.AddrDel(v, a), h.LinkDel(v)); err != nil {
-			return err
-		}
-		changes.Add(4)
 	}
 }

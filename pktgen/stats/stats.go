@@ -66,6 +66,16 @@ func binom(n, k int) float64 {
 	return r
 }
 
+// Median is the median of x (0 for none); x is not changed.
+func Median(x []float64) float64 {
+	if len(x) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), x...)
+	sort.Float64s(s)
+	return median(s)
+}
+
 func median(sorted []float64) float64 {
 	n := len(sorted)
 	if n%2 == 1 {

@@ -7,46 +7,42 @@ package lab
 
 import (
 	"errors"
-	"net"
 	"net/netip"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/nftables"
+	"github.com/nslab/nslab/topology/labtest"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
-	"github.com/vishvananda/netlink"
 )
 
-// churnNode changes node's namespace in a loop until stop closes, through
-// a netlink handle and an nftables connection of its own: a veth pair
-// added and deleted with an address on it, without a pause, and an
-// nftables table of its own added and deleted every 5 ms (400 ruleset
-// changes a second, far more than any tool makes). It counts its changes.
-func (f *fixture) churnNode(node string, stop <-chan struct{}, changes *atomic.Int64) {
+// churnRuleset adds and deletes an nftables table of its own in node's
+// namespace every 5 ms (400 ruleset changes a second, far more than any
+// tool makes), through a connection of its own, until the test ends. It
+// returns the count of changes made so far.
+func (f *fixture) churnRuleset(node string) *atomic.Int64 {
+	f.t.Helper()
 	n, err := ns.Open(f.m.netnsDir(), f.ns(node))
 	if err != nil {
-		f.t.Error(err)
-		return
+		f.t.Fatal(err)
 	}
-	defer n.Close()
-	h, err := n.NetlinkHandle()
-	if err != nil {
-		f.t.Error(err)
-		return
-	}
-	defer h.Close()
+	f.t.Cleanup(func() { n.Close() })
 	nft, err := nftables.New(nftables.WithNetNSFd(n.Fd()))
 	if err != nil {
-		f.t.Error(err)
-		return
+		f.t.Fatal(err)
 	}
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	wg.Go(func() {
-		for !stopped(stop) {
+	var changes atomic.Int64
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+			}
 			tb := nft.AddTable(&nftables.Table{Family: nftables.TableFamilyINet, Name: "churn"})
 			err := nft.Flush()
 			nft.DelTable(tb)
@@ -55,36 +51,15 @@ func (f *fixture) churnNode(node string, stop <-chan struct{}, changes *atomic.I
 				return
 			}
 			changes.Add(2)
-			time.Sleep(5 * time.Millisecond)
 		}
-	})
-	a := &netlink.Addr{IPNet: &net.IPNet{IP: net.IPv4(10, 254, 0, 1), Mask: net.CIDRMask(32, 32)}}
-	for !stopped(stop) {
-		v := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "churn0"}, PeerName: "churn1"}
-		if err := h.LinkAdd(v); err != nil {
-			f.t.Errorf("churn: %v", err)
-			return
-		}
-		if err := errors.Join(h.AddrAdd(v, a), h.AddrDel(v, a), h.LinkDel(v)); err != nil {
-			f.t.Errorf("churn: %v", err)
-			return
-		}
-		changes.Add(4)
-	}
-}
-
-// stopped reports whether stop is closed.
-func stopped(stop <-chan struct{}) bool {
-	select {
-	case <-stop:
-		return true
-	default:
-		return false
-	}
+	}()
+	f.t.Cleanup(func() { close(stop); <-done })
+	return &changes
 }
 
 // TestPrivilegedInspectUnderChurn: while something else changes the NAT
-// router's links, addresses and nftables ruleset in a loop, inspect
+// router's links and addresses in a loop without a pause (labtest.Churn)
+// and its nftables ruleset every 5 ms, inspect
 // neither fails nor returns a short table: every read has the router's
 // interfaces, its addresses, its routes and all of its rules; and the
 // trace that path, check and bench make through it (the kernel's route
@@ -107,11 +82,8 @@ func TestPrivilegedInspectUnderChurn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop := make(chan struct{})
-	var changes atomic.Int64
-	var wg sync.WaitGroup
-	wg.Go(func() { f.churnNode("gw", stop, &changes) })
-	defer func() { close(stop); wg.Wait() }()
+	links := labtest.Churn(t, labtest.Handle(t, f.m.netnsDir(), f.ns("gw")))
+	rules := f.churnRuleset("gw")
 	for i := range 100 {
 		got, err := f.m.Inspect(f.lab.Name)
 		if err != nil {
@@ -130,8 +102,8 @@ func TestPrivilegedInspectUnderChurn(t *testing.T) {
 			t.Fatalf("trace %d under churn: %v, %d hops (want %d)", i, err, len(p.Hops), len(path.Hops))
 		}
 	}
-	t.Logf("%d changes during 100 inspects", changes.Load())
-	if changes.Load() == 0 {
+	t.Logf("%d link and address changes, %d ruleset changes during 100 inspects", links.Load(), rules.Load())
+	if links.Load() == 0 || rules.Load() == 0 {
 		t.Fatal("the churn changed nothing")
 	}
 }

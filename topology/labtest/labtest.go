@@ -5,10 +5,12 @@
 package labtest
 
 import (
+	"errors"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -166,4 +168,39 @@ func Sysctls(t testing.TB, dir, nsName string) map[string]string {
 		t.Fatalf("read only %d sysctls in %s", len(out), nsName)
 	}
 	return out
+}
+
+// Churn changes h's namespace in a loop, on a goroutine of its own, until
+// the test ends: a veth pair churn0/churn1 added, an address added to it
+// and removed, the pair deleted, as fast as the kernel goes. It returns
+// the count of changes made so far. Give it a handle of its own: a
+// handle's socket serves one request at a time, so churn through the
+// handle a test reads with would never run during its reads.
+func Churn(t testing.TB, h *netlink.Handle) *atomic.Int64 {
+	t.Helper()
+	var changes atomic.Int64
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		a, _ := netlink.ParseAddr("10.254.0.1/32")
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			v := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "churn0"}, PeerName: "churn1"}
+			if err := h.LinkAdd(v); err != nil {
+				t.Errorf("churn: %v", err)
+				return
+			}
+			if err := errors.Join(h.AddrAdd(v, a), h.AddrDel(v, a), h.LinkDel(v)); err != nil {
+				t.Errorf("churn: %v", err)
+				return
+			}
+			changes.Add(4)
+		}
+	}()
+	t.Cleanup(func() { close(stop); <-done })
+	return &changes
 }

@@ -73,21 +73,6 @@ func RouteListFiltered(h *netlink.Handle, family int, filter *netlink.Route, mas
 	return retry("list routes", func() ([]netlink.Route, error) { return h.RouteListFiltered(family, filter, mask) })
 }
 
-// RuleList lists the policy routing rules of family.
-//
-// Equivalent to: ip rule show
-func RuleList(h *netlink.Handle, family int) ([]netlink.Rule, error) {
-	return retry("list rules", func() ([]netlink.Rule, error) { return h.RuleList(family) })
-}
-
-// NeighList lists the neighbour entries of the link with index linkIndex
-// (every link's when 0).
-//
-// Equivalent to: ip neigh show [dev LINK]
-func NeighList(h *netlink.Handle, linkIndex, family int) ([]netlink.Neigh, error) {
-	return retry("list neighbours", func() ([]netlink.Neigh, error) { return h.NeighList(linkIndex, family) })
-}
-
 // QdiscList lists the qdiscs of link (every link's when nil).
 //
 // Equivalent to: tc qdisc show [dev LINK]

@@ -1,0 +1,82 @@
+// Package benchrun is what nslab's benchmark programs (cmd/nslab-bench-*)
+// share: the lab file under a random name, a state directory of their
+// own, and a sweep of the placed lab that keeps it deployed between
+// requests. It lives under cmd/internal because only those programs use
+// it.
+package benchrun
+
+import (
+	"context"
+	"fmt"
+	"os"
+
+	"github.com/nslab/nslab/pktgen/bench"
+	"github.com/nslab/nslab/topology/lab"
+	"github.com/nslab/nslab/topology/labname"
+	"github.com/nslab/nslab/topology/spec"
+)
+
+// Lab reads the lab file and renames the lab and its namespaces with a
+// random name starting with letter, so that a run never meets a lab the
+// user deployed.
+func Lab(file, letter string) (*spec.Lab, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	name := labname.Random(letter)
+	return spec.Parse(name+".yaml", labname.Rename(data, name))
+}
+
+// Manager is a lab manager with a temporary state directory; done
+// removes the directory.
+func Manager(prefix string) (m *lab.Manager, done func(), err error) {
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &lab.Manager{StateDir: dir}, func() { _ = os.RemoveAll(dir) }, nil // a temporary directory: best effort
+}
+
+// Sweep runs one request of the lab's first traffic run (with sel's
+// changes), placed, and keeps the lab: the first request deploys it, the
+// others use it as deployed; the caller destroys it.
+func Sweep(m *lab.Manager, l *spec.Lab, req bench.Request, sel bench.Selection) (*bench.Outcome, error) {
+	t, err := bench.Traffic(l, sel)
+	if err != nil {
+		return nil, err
+	}
+	req.Lab, req.Traffic, req.Placement, req.Keep = l, t, "on", true
+	return bench.Sweep(context.Background(), m, req)
+}
+
+// Fail prints err as program prog's and exits 1.
+func Fail(prog string, err error) {
+	fmt.Fprintf(os.Stderr, "%s: %v\n", prog, err)
+	os.Exit(1)
+}
+
+// Main runs a benchmark program's body: it checks the privileges, reads
+// the lab, gives run a manager with a state directory of its own, then
+// destroys the lab run deployed and removes the directory, and exits with
+// run's code (1 also when the destroy fails).
+func Main(prog, file, letter string, run func(m *lab.Manager, l *spec.Lab) int) {
+	if err := lab.CheckPrivileges(); err != nil {
+		Fail(prog, err)
+	}
+	l, err := Lab(file, letter)
+	if err != nil {
+		Fail(prog, err)
+	}
+	m, done, err := Manager("nslab-" + prog + "-")
+	if err != nil {
+		Fail(prog, err)
+	}
+	code := run(m, l)
+	if _, err := m.Destroy(l.Name); err != nil {
+		fmt.Fprintf(os.Stderr, "%s: destroy: %v\n", prog, err)
+		code = 1
+	}
+	done()
+	os.Exit(code)
+}
