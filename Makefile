@@ -165,11 +165,19 @@ FUZZTIME ?= 60s
 FUZZ_TARGETS := FuzzParse:./topology/spec FuzzValues:./topology/spec FuzzCPUList:./topology/spec \
 	FuzzCPUMask:./topology/spec FuzzParseStatus:./pktgen/kernel FuzzParseThread:./pktgen/kernel \
 	FuzzDecodeState:./topology/lab FuzzParseMountinfo:./topology/ns
+# A target that fails with "context deadline exceeded" and writes no input
+# under testdata/fuzz met Go 1.26's fuzz coordinator race at the end of
+# FUZZTIME (golang/go#75804, fixed in Go 1.27): it is said, and does not
+# fail the run; any other failure, or a new input, does.
 fuzz: go-deps
 	@log=$$(mktemp); for t in $(FUZZ_TARGETS); do \
-		name=$${t%%:*}; pkg=$${t#*:}; echo "== $$name ($$pkg), $(FUZZTIME)"; \
+		name=$${t%%:*}; pkg=$${t#*:}; corpus=$$pkg/testdata/fuzz/$$name; echo "== $$name ($$pkg), $(FUZZTIME)"; \
+		before=$$(ls $$corpus 2>/dev/null | wc -l); \
 		$(GO) test -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME) $$pkg >$$log 2>&1; rc=$$?; \
 		grep '^fuzz: elapsed' $$log | tail -n 1; grep -v '^fuzz: elapsed' $$log; \
+		if [ $$rc != 0 ] && [ $$(ls $$corpus 2>/dev/null | wc -l) = $$before ] && grep -q 'context deadline exceeded' $$log; then \
+			echo "($$name: no failing input; Go's fuzz coordinator raced its own deadline, golang/go#75804)"; rc=0; \
+		fi; \
 		[ $$rc = 0 ] || { rm -f $$log; exit 1; }; \
 	done; rm -f $$log
 
