@@ -16,6 +16,7 @@ import (
 	"github.com/nslab/nslab/topology/labtest"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
@@ -331,5 +332,50 @@ func compareParts(t *testing.T, want, got map[string]string) {
 		if w, g := want[k], got[k]; w != g {
 			t.Errorf("%s:\n  nslab:  %s\n  script: %s", k, w, g)
 		}
+	}
+}
+
+// TestPrivilegedKilledBetweenMoveAndRename: a deploy killed inside the
+// move of a VXLAN interface, after it went into its node and before it
+// was renamed there, leaves it in the node under its host name. destroy
+// must delete it there too: a namespace someone still holds (here the
+// test, as a shell or the kernel's background teardown would) keeps the
+// device and its VNI taken in host a otherwise.
+func TestPrivilegedKilledBetweenMoveAndRename(t *testing.T) {
+	s := newSimHosts(t)
+	s.onA.env = []string{"NSLAB_HOST=a"}
+	cmd := startPaused(t, s.onA, s.file, 5) // the first VXLAN moved, renamed in its node
+	cmd.Process.Kill()
+	cmd.Wait()
+	nsName := s.name + "-client"
+	h := labtest.Handle(t, ns.DefaultDir, nsName)
+	eth0, err := h.LinkByName("eth0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vx, ok := eth0.(*netlink.Vxlan)
+	if !ok {
+		t.Fatalf("client:eth0 is a %s, want the VXLAN", eth0.Type())
+	}
+	hostName := fmt.Sprintf("nslx%d", vx.VxlanId)
+	if err := h.LinkSetName(eth0, hostName); err != nil { // as the kill before the rename left it
+		t.Fatal(err)
+	}
+	held, err := ns.Open(ns.DefaultDir, nsName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	if code, out, errOut := s.onA.run("destroy", "--name", s.name); code != 0 {
+		t.Fatalf("destroy: %d %s %s", code, out, errOut)
+	}
+	s.assertNothingLeft(t)
+	hh, err := netlink.NewHandleAt(netns.NsHandle(held.Fd()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hh.Close()
+	if l, err := hh.LinkByName(hostName); err == nil {
+		t.Errorf("%s (VNI %d) is still in the destroyed client namespace, which holds the VNI in host a: %+v", hostName, vx.VxlanId, l.Attrs())
 	}
 }

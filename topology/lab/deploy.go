@@ -188,8 +188,10 @@ func (m *Manager) rollback(d *deployer, st *State) error {
 	// Services stop, and VFs go back to the host, before their namespaces go.
 	_, err := stopServices(st.Lab, st)
 	errs := []error{err, m.restoreSRIOV(st)}
+	// A VXLAN interface goes before its namespace: one left in a namespace
+	// the kernel tears down in the background keeps its VNI taken.
 	for _, r := range st.Tunnels {
-		errs = append(errs, removeTunnel(r))
+		errs = append(errs, releaseTunnel(m.netnsDir(), d.lab.Namespace(r.Node), st.Lab, r), removeTunnel(r))
 	}
 	for i := len(d.created) - 1; i >= 0; i-- {
 		if err := ns.Remove(m.netnsDir(), d.created[i]); err != nil {

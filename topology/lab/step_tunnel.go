@@ -212,8 +212,8 @@ func (m *Manager) tunnelRemovals(labName string, records []TunnelRecord, nsNames
 		plan = append(plan, removal{
 			Name: fmt.Sprintf("delete VXLAN %s in %s, which frees VNI %d on this host", r.Interface, r.Node, r.VNI),
 			shell: func() []string {
-				return []string{fmt.Sprintf("owned %s %s && ip -n %s -d link show dev %s 2>/dev/null | grep 'vxlan id %d ' >/dev/null && ip -n %s link del dev %s || true",
-					nsName, nsMarker(labName, r.Node), nsName, r.Interface, r.VNI, nsName, r.Interface)}
+				return []string{fmt.Sprintf("for d in %s %s; do owned %s %s && ip -n %s -d link show dev $d 2>/dev/null | grep 'vxlan id %d ' >/dev/null && ip -n %s link del dev $d; done || true",
+					r.Interface, r.HostName, nsName, nsMarker(labName, r.Node), nsName, r.VNI, nsName)}
 			},
 			do: func(*DestroyReport) error { return releaseTunnel(m.netnsDir(), nsName, labName, r) },
 		}, removal{
@@ -229,15 +229,18 @@ func (m *Manager) tunnelRemovals(labName string, records []TunnelRecord, nsNames
 
 // releaseTunnel deletes r's VXLAN interface inside namespace nsName (under
 // dir), through a netlink handle opened there (the caller's thread stays
-// where it is): only a vxlan device of that name with the recorded VNI
-// and the lab's marker. A namespace or an interface that is not there, or
-// a node the destroy has no namespace name for, is fine.
+// where it is): only a vxlan device with the recorded VNI and the lab's
+// marker, under its interface name or, when a deploy was stopped between
+// the move and the rename, under its host name. A namespace or an
+// interface that is not there, or a node the destroy has no namespace
+// name for, is fine.
 func releaseTunnel(dir, nsName, labName string, r TunnelRecord) error {
 	if nsName == "" {
 		return nil
 	}
 	return inNamespaceAt(dir, nsName, func(h *netlink.Handle) error {
-		return deleteVxlan(h, nsName, r.Interface, r.VNI, linkMarker(labName))
+		return errors.Join(deleteVxlan(h, nsName, r.Interface, r.VNI, linkMarker(labName)),
+			deleteVxlan(h, nsName, r.HostName, r.VNI, linkMarker(labName)))
 	})
 }
 
