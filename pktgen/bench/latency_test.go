@@ -195,3 +195,47 @@ func TestPrivilegedLatencySampledWhenPlaced(t *testing.T) {
 		t.Errorf("latency %+v, sequence %+v, note %q", *l, rep.Sequence, rep.SequenceNote)
 	}
 }
+
+// TestPrivilegedLatencyPerStreamInGroup: two runs measured together, one
+// each way through the router, each get their own reader: every packet of
+// each run is read once, in order, and every format of the group gives
+// each run's latency and sequence accounting.
+func TestPrivilegedLatencyPerStreamInGroup(t *testing.T) {
+	l := labdeploy.Deploy(t, labtest.Rename(twoWays(t), labtest.Name("g")))
+	ts, err := Streams(l, []string{"both"}, Selection{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := NewGroup(labdeploy.Open(t, l), ts, Options{Interval: 100 * time.Millisecond, Latency: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Close)
+	rep, err := g.Run(context.Background(), 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range rep.Streams {
+		lat, s := r.Latency, r.Sequence
+		if lat == nil || s == nil {
+			t.Fatalf("run %s: no latency or sequence: %+v %+v", r.Traffic, lat, s)
+		}
+		if r.Sent != 20000 || lat.Samples != r.Received || s.UniqueReceived != r.Sent || s.Lost != 0 || s.Duplicates != 0 || s.Reordered != 0 {
+			t.Errorf("run %s: sent %d received %d, latency samples %d, sequence %+v", r.Traffic, r.Sent, r.Received, lat.Samples, *s)
+		}
+	}
+	want := map[string]string{"table": "latency, one-way", "json": `"p99_ns"`, "csv": "latency_p99_ns", "markdown": "latency p50"}
+	for _, f := range Formats {
+		var out strings.Builder
+		if err := WriteGroups(&out, f, []*GroupReport{rep}); err != nil {
+			t.Fatal(err)
+		}
+		n := strings.Count(out.String(), want[f])
+		if (f == "table" || f == "json") && n != 2 || n == 0 {
+			t.Errorf("%s: %d times %q, want each run's:\n%s", f, n, want[f], out.String())
+		}
+		if (f == "table" || f == "markdown") && !strings.Contains(out.String(), rep.Streams[0].latencyCell()) {
+			t.Errorf("%s lacks run %s's latency %s:\n%s", f, rep.Streams[0].Traffic, rep.Streams[0].latencyCell(), out.String())
+		}
+	}
+}

@@ -57,16 +57,16 @@ func (g *GroupReport) table(w io.Writer) error {
 		}
 	}
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUN\tFROM\tTO\tSENT\tRECEIVED\tLOSS\tLOSS %\tPPS\tMb/s L2\tSTARTED\tENDED")
+	fmt.Fprintln(tw, "RUN\tFROM\tTO\tSENT\tRECEIVED\tLOSS\tLOSS %\tPPS\tMb/s L2\tSTARTED\tENDED\tLATENCY p50 / p99 / max\tLOST / DUP / REORD")
 	t0 := g.Streams[0].Started
 	for _, r := range g.Streams {
 		t0 = minTime(t0, r.Started)
 	}
 	for _, r := range g.Streams {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%.3f\t%.0f\t%.1f\t+%.3fs\t+%.3fs\n", r.Traffic, r.From, r.To, r.Sent, r.Received, r.Loss, r.LossPct,
-			r.PPS, r.MbpsL2, r.Started.Sub(t0).Seconds(), r.Ended.Sub(t0).Seconds())
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%.3f\t%.0f\t%.1f\t+%.3fs\t+%.3fs\t%s\t%s\n", r.Traffic, r.From, r.To, r.Sent, r.Received, r.Loss, r.LossPct,
+			r.PPS, r.MbpsL2, r.Started.Sub(t0).Seconds(), r.Ended.Sub(t0).Seconds(), r.latencyCell(), r.sequenceCell())
 	}
-	fmt.Fprintf(tw, "all\t\t\t%d\t%d\t%d\t%.3f\t%.0f\t%.1f\t\t\n", a.Sent, a.Received, a.Loss, a.LossPct, a.PPS, a.MbpsL2)
+	fmt.Fprintf(tw, "all\t\t\t%d\t%d\t%d\t%.3f\t%.0f\t%.1f\t\t\t\t\n", a.Sent, a.Received, a.Loss, a.LossPct, a.PPS, a.MbpsL2)
 	tw.Flush()
 	ew.printf("\nhow each run was counted: %s\n", strings.Join(a.Counting, "; "))
 	if len(a.Drops) > 0 {
@@ -93,29 +93,29 @@ func groupPlaces(ew *errWriter, ds []Drop) {
 
 func writeGroupsCSV(w io.Writer, groups []*GroupReport) error {
 	ew := &errWriter{w: w}
-	ew.printf("run,frame,sent,received,loss,loss_pct,named_drops,unaccounted,pps,mbps_l2,engine,bottleneck,added\n")
+	ew.printf("run,frame,sent,received,loss,loss_pct,named_drops,unaccounted,pps,mbps_l2,engine,bottleneck,added,%s\n", latencyCSVHead)
 	for _, g := range groups {
 		for _, r := range g.Streams {
-			ew.printf("%s,%d,%d,%d,%d,%.4f,%d,%d,%.0f,%.2f,%s,%q,%d\n", r.Traffic, r.Frame, r.Sent, r.Received, r.Loss, r.LossPct,
-				r.NamedDrops, r.Unaccount, r.PPS, r.MbpsL2, r.Engine, r.Bottleneck, r.NamedAdded)
+			ew.printf("%s,%d,%d,%d,%d,%.4f,%d,%d,%.0f,%.2f,%s,%q,%d,%s\n", r.Traffic, r.Frame, r.Sent, r.Received, r.Loss, r.LossPct,
+				r.NamedDrops, r.Unaccount, r.PPS, r.MbpsL2, r.Engine, r.Bottleneck, r.NamedAdded, r.latencyCSV())
 		}
 		a := g.Aggregate
-		ew.printf("all,%d,%d,%d,%d,%.4f,%d,%d,%.0f,%.2f,,%q,%d\n", g.Frame, a.Sent, a.Received, a.Loss, a.LossPct, a.NamedDrops, a.Unaccount, a.PPS, a.MbpsL2, a.Bottleneck, a.NamedAdded)
+		ew.printf("all,%d,%d,%d,%d,%.4f,%d,%d,%.0f,%.2f,,%q,%d,%s\n", g.Frame, a.Sent, a.Received, a.Loss, a.LossPct, a.NamedDrops, a.Unaccount, a.PPS, a.MbpsL2, a.Bottleneck, a.NamedAdded, strings.Repeat(",", 14))
 	}
 	return ew.err
 }
 
 func writeGroupsMarkdown(w io.Writer, groups []*GroupReport) error {
 	ew := &errWriter{w: w}
-	ew.printf("| run | frame (B) | pps | Mb/s L2 | sent | received | loss %% | named drops | added | unaccounted | bottleneck |\n")
-	ew.printf("|---|---|---|---|---|---|---|---|---|---|---|\n")
+	ew.printf("| run | frame (B) | pps | Mb/s L2 | sent | received | loss %% | named drops | added | unaccounted | latency p50 / p99 / max | lost / dup / reord by seq | bottleneck |\n")
+	ew.printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, g := range groups {
 		for _, r := range g.Streams {
-			ew.printf("| %s | %d | %.0f | %.1f | %d | %d | %.3f | %d | %d | %d | %s |\n", r.Traffic, r.Frame, r.PPS, r.MbpsL2,
-				r.Sent, r.Received, r.LossPct, r.NamedDrops, r.NamedAdded, r.Unaccount, strings.ReplaceAll(r.Bottleneck, "|", "/"))
+			ew.printf("| %s | %d | %.0f | %.1f | %d | %d | %.3f | %d | %d | %d | %s | %s | %s |\n", r.Traffic, r.Frame, r.PPS, r.MbpsL2,
+				r.Sent, r.Received, r.LossPct, r.NamedDrops, r.NamedAdded, r.Unaccount, r.latencyCell(), r.sequenceCell(), strings.ReplaceAll(r.Bottleneck, "|", "/"))
 		}
 		a := g.Aggregate
-		ew.printf("| all | %d | %.0f | %.1f | %d | %d | %.3f | %d | %d | %d | %s |\n", g.Frame, a.PPS, a.MbpsL2, a.Sent, a.Received, a.LossPct, a.NamedDrops, a.NamedAdded, a.Unaccount, strings.ReplaceAll(a.Bottleneck, "|", "/"))
+		ew.printf("| all | %d | %.0f | %.1f | %d | %d | %.3f | %d | %d | %d | - | - | %s |\n", g.Frame, a.PPS, a.MbpsL2, a.Sent, a.Received, a.LossPct, a.NamedDrops, a.NamedAdded, a.Unaccount, strings.ReplaceAll(a.Bottleneck, "|", "/"))
 	}
 	return ew.err
 }
