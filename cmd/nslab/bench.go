@@ -40,6 +40,7 @@ func benchCommand() *cli.Command {
 			&cli.UintFlag{Name: "latency-every", Usage: "with --latency: read one packet in `N` (a power of two; 1: every packet, with the accounting by sequence); default: every packet, or about 1000 a second when the lab is placed"},
 			&cli.StringFlag{Name: "latency-at", Usage: "measure latency at these `FRACTIONS` of the run's rate, or of its top rate when it has none (a first run as fast as the engine goes), e.g. 10%,50%,90%"},
 			&cli.IntFlag{Name: "repeat", Value: 1, Usage: "measure (or search) every frame size `N` times, in interleaved rounds, and give each figure's median, range and confidence interval"},
+			&cli.StringFlag{Name: "variants", Usage: "measure under each of these lab `VARIANTS` (the file's variants:, and base, the lab as deployed) in alternating rounds (A B A B ..., --repeat of each, default 5), undo each after its turn, and compare each with the first as nslab compare does"},
 			&cli.BoolFlag{Name: "keep", Usage: "keep a lab that bench deployed"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no live lines"},
 			&cli.StringFlag{Name: "out", Usage: "append each completed run to `FILE` as a JSON line, synced at once"},
@@ -130,6 +131,14 @@ func benchRequest(c *cli.Context) (bench.Request, error) {
 	if err := searchRequest(c, &req); err != nil {
 		return req, err
 	}
+	if v := c.String("variants"); v != "" {
+		req.Variants = strings.Split(v, ",")
+		if c.IsSet("repeat") {
+			req.Repeat = c.Int("repeat")
+		} else {
+			req.Repeat = 0 // bench.VariantRounds
+		}
+	}
 	return req, nil
 }
 
@@ -160,8 +169,31 @@ func benchDryRun(c *cli.Context, req bench.Request) error {
 	if err != nil {
 		return err
 	}
-	_, err = fmt.Fprint(c.App.Writer, script)
-	return err
+	if _, err = fmt.Fprint(c.App.Writer, script); err != nil {
+		return err
+	}
+	return variantsDryRun(c, req)
+}
+
+// variantsDryRun prints, for --variants, the steps that apply each
+// variant and undo it.
+func variantsDryRun(c *cli.Context, req bench.Request) error {
+	w := c.App.Writer
+	for _, name := range req.Variants {
+		apply, undo, err := lab.VariantPlan(req.Lab, name)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "\n# --- variant %s: before each of its rounds (%d steps) ---\n", name, len(apply))
+		for _, s := range apply {
+			fmt.Fprintf(w, "# %s\n%s\n", s.Name, strings.Join(s.Shell(), "\n"))
+		}
+		fmt.Fprintf(w, "# --- variant %s: after each of its rounds, undone (%d steps) ---\n", name, len(undo))
+		for _, s := range undo {
+			fmt.Fprintf(w, "# %s\n%s\n", s.Name, strings.Join(s.Shell(), "\n"))
+		}
+	}
+	return nil
 }
 
 // writeOutcome prints what finished, in the chosen format, and the
@@ -172,14 +204,27 @@ func writeOutcome(c *cli.Context, out *bench.Outcome) error {
 	}
 	if len(out.Summaries) > 0 {
 		if c.String("format") == "json" {
-			return writeJSON(c.App.Writer, map[string]any{"results": results(out), "summaries": out.Summaries})
+			return writeJSON(c.App.Writer, map[string]any{"results": results(out), "summaries": out.Summaries, "comparisons": out.Comparisons})
 		}
-		sums := out.Summaries
-		out.Summaries = nil
+		sums, comps := out.Summaries, out.Comparisons
+		out.Summaries, out.Comparisons = nil, nil
 		if err := writeOutcome(c, out); err != nil {
 			return err
 		}
-		return bench.WriteSummaries(c.App.Writer, sums)
+		if err := bench.WriteSummaries(c.App.Writer, sums); err != nil {
+			return err
+		}
+		for _, cmp := range comps {
+			fmt.Fprintf(c.App.Writer, "\n%s against %s:\n", cmp.New, cmp.Old)
+			format := c.String("format")
+			if format == "csv" {
+				format = "table" // a comparison has no CSV form
+			}
+			if err := cmp.Write(c.App.Writer, format); err != nil {
+				return err
+			}
+		}
+		return nil
 	}
 	if len(out.MLR) > 0 {
 		if c.String("format") == "json" {

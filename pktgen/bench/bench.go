@@ -41,6 +41,8 @@ type Options struct {
 	// of two; 1: every packet); 0 chooses (see readEvery).
 	Latency      bool
 	LatencyEvery uint32
+	// Variant names the lab variant applied (see Report.Variant).
+	Variant string
 }
 
 // Bench measures one traffic run of a running lab, at any frame size and
@@ -321,7 +323,7 @@ type reading struct {
 // report puts a run's readings together.
 func (b *Bench) report(t *spec.Traffic, frame int, res *engine.Result, rd reading) *Report {
 	p := b.path
-	rep := &Report{Lab: b.run.Lab.Name, Traffic: t.Name, From: t.From.String(), To: t.To.String(), Frame: frame,
+	rep := &Report{Lab: b.run.Lab.Name, Traffic: t.Name, Variant: b.opts.Variant, From: t.From.String(), To: t.To.String(), Frame: frame,
 		Engine: res.Engine, Reason: b.reason, OfferedPPS: offeredPPS(t, frame), Elapsed: res.Elapsed, ReceiveWindow: rd.window, Result: res,
 		Path: p.Hops, NextHop: p.NextHop.String(), NextHopMAC: p.SenderMAC().String(), Targets: b.meas.targets, roles: b.meas.roles,
 		Samples: rd.samples, Env: b.env}

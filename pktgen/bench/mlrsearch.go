@@ -64,6 +64,7 @@ type MLRTrial struct {
 type MLRResult struct {
 	Lab        string        `json:"lab"`
 	Traffic    string        `json:"traffic"`
+	Variant    string        `json:"variant,omitempty"` // see Report.Variant
 	Frame      int           `json:"frame"`
 	Engine     string        `json:"engine"`
 	Draft      string        `json:"draft"`
@@ -87,7 +88,7 @@ func (b *Bench) MLRSearch(ctx context.Context, frame int, o MLROptions) (*MLRRes
 		o.Warmup = time.Second
 	}
 	start := time.Now()
-	res := &MLRResult{Lab: b.run.Lab.Name, Traffic: b.t.Name, Frame: frame, Engine: b.eng.Name(), Draft: Draft}
+	res := &MLRResult{Lab: b.run.Lab.Name, Traffic: b.t.Name, Variant: b.opts.Variant, Frame: frame, Engine: b.eng.Name(), Draft: Draft}
 	live := b.opts.Live
 	b.opts.Live = nil
 	defer func() { b.opts.Live = live }()

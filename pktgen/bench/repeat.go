@@ -64,13 +64,13 @@ func Summaries(out *Outcome, level float64) []FigureSummary {
 		}
 	}
 	for _, r := range out.Reports {
-		add(r.Traffic+r.loadSuffix(), r.Frame, runFigures(r))
+		add(r.Traffic+variantSuffix(r.Variant)+r.loadSuffix(), r.Frame, runFigures(r))
 	}
 	for _, m := range out.MLR {
-		add(m.Traffic, m.Frame, mlrFigures(m))
+		add(m.Traffic+variantSuffix(m.Variant), m.Frame, mlrFigures(m))
 	}
 	for _, s := range out.Searches {
-		add(s.Traffic, s.Frame, figures{"throughput_pps": s.ThroughputPPS})
+		add(s.Traffic+variantSuffix(s.Variant), s.Frame, figures{"throughput_pps": s.ThroughputPPS})
 	}
 	var sums []FigureSummary
 	for k, v := range values {
@@ -87,6 +87,14 @@ func Summaries(out *Outcome, level float64) []FigureSummary {
 		return a.Figure < b.Figure
 	})
 	return sums
+}
+
+// variantSuffix tells the variants of a run apart (--variants).
+func variantSuffix(v string) string {
+	if v == "" {
+		return ""
+	}
+	return " (variant " + v + ")"
 }
 
 // loadSuffix tells runs at several loads apart (--latency-at).

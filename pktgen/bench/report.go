@@ -16,6 +16,9 @@ import (
 type Report struct {
 	Lab     string `json:"lab"`
 	Traffic string `json:"traffic"`
+	// Variant is the lab variant it was measured under (bench
+	// --variants); "": the lab as deployed, no variants run.
+	Variant string `json:"variant,omitempty"`
 	From    string `json:"from"`
 	To      string `json:"to"`
 	Frame   int    `json:"frame"` // L2 frame including FCS (with a mix: its largest)

@@ -37,6 +37,7 @@ type Trial struct {
 type SearchResult struct {
 	Lab           string  `json:"lab"`
 	Traffic       string  `json:"traffic"`
+	Variant       string  `json:"variant,omitempty"` // see Report.Variant
 	Frame         int     `json:"frame"`
 	ThroughputPPS float64 `json:"throughput_pps"`
 	MbpsL2        float64 `json:"mbps_l2"`
@@ -59,7 +60,7 @@ func (b *Bench) Search(ctx context.Context, frame int, so SearchOptions) (*Searc
 	if so.Trial <= 0 {
 		so.Trial = 2 * time.Second
 	}
-	res := &SearchResult{Lab: b.run.Lab.Name, Traffic: b.t.Name, Frame: frame, LossAccepted: so.Loss, Engine: b.eng.Name()}
+	res := &SearchResult{Lab: b.run.Lab.Name, Traffic: b.t.Name, Variant: b.opts.Variant, Frame: frame, LossAccepted: so.Loss, Engine: b.eng.Name()}
 	live := b.opts.Live
 	b.opts.Live = nil
 	defer func() { b.opts.Live = live }()

@@ -30,6 +30,10 @@ type Request struct {
 	// Repeat measures (or searches) every frame size this many times, in
 	// interleaved rounds, and summarises each figure (Outcome.Summaries).
 	Repeat int
+	// Variants are lab variants (see spec.Variant) measured in turn,
+	// round after round, each compared with the first
+	// (Outcome.Comparisons); none: the lab as deployed.
+	Variants []string
 	// Placement is on (the file's CPU placement, refused where the
 	// machine cannot give it), auto (left out, and the report says why,
 	// where the machine cannot give it) or off (left out).
@@ -63,6 +67,8 @@ type Outcome struct {
 	// Summaries are each figure's median, range and confidence interval
 	// over Repeat rounds.
 	Summaries []FigureSummary
+	// Comparisons compare each variant after the first with the first.
+	Comparisons []*Comparison
 	Deployed  bool   // the sweep deployed the lab itself
 	Unplaced  string // why the lab's placement was left out; "" when applied
 }
@@ -76,6 +82,9 @@ func Sweep(ctx context.Context, m *lab.Manager, req Request) (out *Outcome, err 
 	out = &Outcome{}
 	if len(req.Streams) > 1 && (req.Search != nil || req.MLR != nil || len(req.Measure) > 0) {
 		return out, fmt.Errorf("--search and --measure take one traffic run; %d were named", len(req.Streams))
+	}
+	if err := req.checkVariants(); err != nil {
+		return out, err
 	}
 	if err := settlePlacement(&req); err != nil {
 		return out, err
@@ -105,6 +114,9 @@ func Sweep(ctx context.Context, m *lab.Manager, req Request) (out *Outcome, err 
 		}
 		defer g.Close()
 		return out, req.eachTogether(ctx, g, out)
+	}
+	if len(req.Variants) > 0 {
+		return out, req.eachVariant(ctx, m, r, out)
 	}
 	b, err := New(r, req.Traffic, req.Options)
 	if err != nil {
@@ -324,6 +336,11 @@ func placementMissing(l *spec.Lab, t *spec.Traffic) (string, error) {
 	var named spec.CPUSet
 	for _, n := range l.Nodes {
 		named = append(named, n.CPUs...)
+	}
+	for _, v := range l.Variants {
+		for _, n := range v.Lab.Nodes {
+			named = append(named, n.CPUs...)
+		}
 	}
 	named = append(named, t.CPUs...)
 	for _, c := range named {

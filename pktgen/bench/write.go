@@ -94,7 +94,7 @@ func (r *Report) table(w io.Writer) error {
 }
 
 func (r *Report) tableHead(ew *errWriter) {
-	ew.printf("lab %s, traffic %s: %s -> %s, next hop %s (%s)\n", r.Lab, r.Traffic, r.From, r.To, r.NextHop, r.NextHopMAC)
+	ew.printf("lab %s%s, traffic %s: %s -> %s, next hop %s (%s)\n", r.Lab, variantSuffix(r.Variant), r.Traffic, r.From, r.To, r.NextHop, r.NextHopMAC)
 	ew.printf("engine: %s", r.Engine)
 	if r.Reason != "" {
 		ew.printf(" (%s)", r.Reason)

@@ -19,6 +19,8 @@ type Running struct {
 	Lab   *spec.Lab
 	Dir   string // where the lab's namespaces are named (/run/netns)
 	nodes map[string]*Node
+	// borrowed: the nodes are another Running's (see As).
+	borrowed bool
 }
 
 // Node is one node of a running lab.
@@ -79,8 +81,18 @@ func (m *Manager) openNode(l *spec.Lab, node string) (*Node, error) {
 // Node returns the named node, or nil.
 func (r *Running) Node(name string) *Node { return r.nodes[name] }
 
+// As is r seen as version l of its lab (a variant of it applied): the
+// same namespaces and handles, which r keeps and closes; As's Close does
+// nothing.
+func (r *Running) As(l *spec.Lab) *Running {
+	return &Running{Lab: l, Dir: r.Dir, nodes: r.nodes, borrowed: true}
+}
+
 // Close releases every handle and namespace.
 func (r *Running) Close() {
+	if r.borrowed {
+		return
+	}
 	for k, n := range r.nodes {
 		n.Handle.Close()
 		n.NS.Close()

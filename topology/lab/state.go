@@ -47,6 +47,9 @@ type State struct {
 	// Tunnels are its VXLAN interfaces, recorded before they are made.
 	Host    string         `json:"host,omitempty"`
 	Tunnels []TunnelRecord `json:"tunnels,omitempty"`
+	// Variant is the variant applied to the lab (see ApplyVariant), with
+	// what it overwrote; nil: the lab is as deployed.
+	Variant *VariantRecord `json:"variant,omitempty"`
 }
 
 // PlacementRecord is the CPU placement of one node's receive work.

@@ -121,12 +121,19 @@ func (d *deployer) openLog(node, kind string, i int) (*os.File, error) {
 //
 // Equivalent to: ip netns exec NS sh -c 'LINE'
 func (d *deployer) execOnce(n *spec.Node, i int, line string) error {
-	log, err := d.openLog(n.Name, "exec", i)
+	return d.commandOnce(n, "exec", i, line)
+}
+
+// commandOnce runs line, the kind's i-th command of node n (exec, or a
+// variant's before or after), in the node to its end, its output in its
+// own log.
+func (d *deployer) commandOnce(n *spec.Node, kind string, i int, line string) error {
+	log, err := d.openLog(n.Name, kind, i)
 	if err != nil {
 		return err
 	}
 	defer log.Close()
-	cmd := command(line, log, fmt.Sprintf("%s/%s/exec%d", d.lab.Name, n.Name, i))
+	cmd := command(line, log, fmt.Sprintf("%s/%s/%s%d", d.lab.Name, n.Name, kind, i))
 	if err := d.inNS(n.Name, func(x *ns.NS) error { return x.Start(cmd) }); err != nil {
 		return fmt.Errorf("run %q in %s: %w", line, n.Name, err)
 	}

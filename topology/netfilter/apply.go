@@ -22,15 +22,7 @@ func Apply(nsFD int, labName string, n *spec.Node) error {
 	if err != nil {
 		return fmt.Errorf("nftables in %s: %w", n.Name, err)
 	}
-	t := c.AddTable(&nftables.Table{Name: Table, Family: nftables.TableFamilyINet})
-	chains := map[string]*nftables.Chain{}
-	for _, d := range chainsOf(n) {
-		policy := d.policy
-		chains[d.name] = c.AddChain(&nftables.Chain{Name: d.name, Table: t, Type: d.kind, Hooknum: d.hook, Priority: d.prio, Policy: &policy})
-	}
-	for _, r := range rulesOf(labName, n) {
-		c.AddRule(&nftables.Rule{Table: t, Chain: chains[r.chain], Exprs: r.exprs, UserData: comment(r.comment)})
-	}
+	queueTable(c, labName, n)
 	if err := c.Flush(); err != nil {
 		return fmt.Errorf("nftables table inet %s in %s: %w", Table, n.Name, err)
 	}
@@ -169,4 +161,56 @@ func policyName(p *nftables.ChainPolicy) string {
 		return spec.Drop
 	}
 	return spec.Accept
+}
+
+// Replace puts node n's table in place of the one the namespace nsFD
+// refers to holds (if any), in one netlink transaction: the old rules go
+// and the new ones appear together, so no packet meets neither. With no
+// rules in n, the table goes. It runs in the caller's namespace.
+//
+// Equivalent to: nft delete table inet nslab; then the nft lines of Shell.
+func Replace(nsFD int, labName string, n *spec.Node) error {
+	c, err := nftables.New(nftables.WithNetNSFd(nsFD))
+	if err != nil {
+		return fmt.Errorf("nftables in %s: %w", n.Name, err)
+	}
+	_, err = c.ListTableOfFamily(Table, nftables.TableFamilyINet)
+	switch {
+	case err == nil:
+		c.DelTable(&nftables.Table{Name: Table, Family: nftables.TableFamilyINet})
+	case !isNotFound(err):
+		return fmt.Errorf("list table inet %s in %s: %w", Table, n.Name, err)
+	case !n.HasNetfilter():
+		return nil // none there, none wanted
+	}
+	if n.HasNetfilter() {
+		queueTable(c, labName, n)
+	}
+	if err := c.Flush(); err != nil {
+		return fmt.Errorf("replace nftables table inet %s in %s: %w", Table, n.Name, err)
+	}
+	return nil
+}
+
+// ShellReplace is Replace as nft commands run in namespace nsName.
+func ShellReplace(nsName, labName string, n *spec.Node) []string {
+	out := []string{fmt.Sprintf("ip netns exec %s nft delete table inet %s 2>/dev/null || true", nsName, Table)}
+	if n.HasNetfilter() {
+		out = append(out, Shell(nsName, labName, n)...)
+	}
+	return out
+}
+
+// queueTable queues node n's table, chains and rules on c, for its next
+// Flush.
+func queueTable(c *nftables.Conn, labName string, n *spec.Node) {
+	t := c.AddTable(&nftables.Table{Name: Table, Family: nftables.TableFamilyINet})
+	chains := map[string]*nftables.Chain{}
+	for _, d := range chainsOf(n) {
+		policy := d.policy
+		chains[d.name] = c.AddChain(&nftables.Chain{Name: d.name, Table: t, Type: d.kind, Hooknum: d.hook, Priority: d.prio, Policy: &policy})
+	}
+	for _, r := range rulesOf(labName, n) {
+		c.AddRule(&nftables.Rule{Table: t, Chain: chains[r.chain], Exprs: r.exprs, UserData: comment(r.comment)})
+	}
 }

@@ -44,6 +44,9 @@ func Parse(file string, data []byte) (*Lab, error) {
 	if root != nil {
 		ex := r.parseLab(root, lab)
 		validate(r, lab, ex)
+		if len(r.probs) == 0 {
+			r.parseVariants(root, lab)
+		}
 	}
 	if len(r.probs) > 0 {
 		return nil, r.probs.sorted()
@@ -69,7 +72,7 @@ type rawEndpoint struct {
 	Endpoint
 }
 
-var topKeys = []string{"name", "prefix", "hosts", "nodes", "links", "traffic", "sriov"}
+var topKeys = []string{"name", "prefix", "hosts", "nodes", "links", "traffic", "sriov", "variants"}
 
 func (r *reporter) parseLab(root *yaml.Node, lab *Lab) *extra {
 	ex := &extra{}

@@ -25,6 +25,9 @@ type Lab struct {
 	Links   []*Link
 	Traffic []*Traffic
 	SRIOV   []*PF
+	// Variants are the file's named changes to the deployed lab (see
+	// Variant), in file order.
+	Variants []*Variant
 	// A part of a lab that spans hosts (see Part): the host it is on, the
 	// links from it to other hosts, and the whole lab.
 	HostName string
@@ -64,6 +67,9 @@ func (l *Lab) Unplace(why string) {
 			t.Threads = len(t.CPUs)
 			t.CPUs = nil
 		}
+	}
+	for _, v := range l.Variants {
+		v.Lab.Unplace(why)
 	}
 	l.Unplaced = why
 }
