@@ -5,7 +5,7 @@
 #   make vmtest           the kernel tests (pktgen) in a VM on a Debian distribution kernel
 #   make bench-topology   deploy/destroy speed against an equivalent iproute2 script, and start-up
 #   make bench-forwarding MLRsearch's NDR and PDR of the placed router, 5 times, beside the old binary search, and reruns
-#   make bench-nat        what NAT and a firewall cost a router: the NAT example against itself without them
+#   make bench-nat        what NAT and a firewall cost a router: the NAT example's variants nat and plain, alternating
 #   make bench-engine     the userspace engine against trafgen (netsniff-ng), 64-byte frames
 #   make bench-latency    what the receiver's reader costs, and latency at 10, 50 and 90% of the router's top rate
 #   make bench-sampler    the counter sampler's own cost per sample of 10 interfaces
@@ -140,9 +140,11 @@ bench-forwarding: deps build
 	$(GO) build -o $(BIN)/nslab-bench-forwarding ./cmd/nslab-bench-forwarding
 	$(BIN)/nslab-bench-forwarding
 
+# The NAT example's two variants (examples/nat-router.yaml: gw with its
+# NAT and firewall, and without), 5 alternating rounds per frame size,
+# compared as nslab compare compares (about 2 minutes).
 bench-nat: deps build
-	$(GO) build -o $(BIN)/nslab-bench-nat ./cmd/nslab-bench-nat
-	$(BIN)/nslab-bench-nat
+	$(BIN)/nslab bench -q --variants nat,plain --frame 64 --frame 512 --frame 1518 --duration 2s examples/nat-router.yaml
 
 # What reading the receiver costs (the top rate without a reader, reading
 # every packet, and sampled, alternating rounds) and the latency at 10, 50

@@ -22,6 +22,9 @@ func validateCommand() *cli.Command {
 			if l.Spans() {
 				hosts = fmt.Sprintf(", on hosts %s (deploy with --host NAME on each)", strings.Join(l.HostNames(), ", "))
 			}
+			if names := l.VariantNames(); len(names) > 0 {
+				hosts += fmt.Sprintf(", variants %s (bench --variants)", strings.Join(names, ", "))
+			}
 			fmt.Fprintf(c.App.Writer, "%s: lab %s is valid: %d nodes, %d links%s\n", l.File, l.Name, len(l.Nodes), len(l.Links), hosts)
 			return nil
 		},

@@ -248,9 +248,24 @@ func deployOrReuse(ctx context.Context, m *lab.Manager, req Request) (bool, erro
 		req.progress("deployed lab %s for this run\n", req.Lab.Name)
 		return true, nil
 	case errors.As(err, &ce) && ce.AlreadyDeployed:
-		return false, matchDeployed(m, req.Lab)
+		if err := matchDeployed(m, req.Lab); err != nil {
+			return false, err
+		}
+		return false, req.undoLeftVariant(ctx, m)
 	}
 	return false, fmt.Errorf("deploy lab %s: %w", req.Lab.Name, err)
+}
+
+// undoLeftVariant gives a deployed lab back as deployed when a run that
+// was stopped (killed) left one of its variants applied: every run
+// measures the lab its flags name.
+func (req Request) undoLeftVariant(ctx context.Context, m *lab.Manager) error {
+	st, err := m.Recorded(req.Lab.Name)
+	if err != nil || st.Variant == nil {
+		return err
+	}
+	req.progress("lab %s has variant %s applied (a run was stopped before it undid it): giving the lab back as deployed\n", req.Lab.Name, st.Variant.Name)
+	return m.ApplyVariant(ctx, req.Lab, spec.BaseVariant)
 }
 
 // matchDeployed makes the lab agree with how it is deployed: a lab that

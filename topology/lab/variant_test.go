@@ -1,0 +1,157 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// variantLab is a client, a router and a server, with a variant that
+// changes everything a variant may change on the router, one that only
+// the lab as deployed's own settings, and one whose before: command fails.
+const variantLab = `name: v
+nodes:
+  c:
+    interfaces:
+      e0: {addresses: [10.7.1.1/24]}
+    routes: [{to: default, via: 10.7.1.254}]
+  r:
+    forwarding: true
+    sysctls: {net.ipv4.conf.all.rp_filter: 0}
+    nat:
+      - masquerade: e1
+    interfaces:
+      e0: {addresses: [10.7.1.254/24], impair: {rate: 200Mbit}}
+      e1: {addresses: [10.7.2.254/24]}
+  s:
+    interfaces:
+      e0: {addresses: [10.7.2.1/24]}
+    routes: [{to: default, via: 10.7.2.254}]
+links:
+  - endpoints: [c:e0, r:e0]
+  - endpoints: [r:e1, s:e0]
+variants:
+  tuned:
+    r:
+      sysctls: {net.ipv4.ip_default_ttl: 33, net.ipv4.conf.all.rp_filter: 1}
+      interfaces:
+        e0: {impair: null}
+        e1: {impair: {rate: 50Mbit}}
+      nat: []
+      firewall: {policy: accept, rules: [{drop: {port: 9}}, {accept: {state: [established]}}]}
+      cpus: [1]
+      before: ["echo on > MARK"]
+      after: ["echo off > MARK"]
+  broken:
+    r:
+      sysctls: {net.ipv4.ip_default_ttl: 44}
+      firewall: {policy: drop}
+      before: ["false"]
+`
+
+func variantFixture(t *testing.T) (*fixture, string) {
+	t.Helper()
+	mark := filepath.Join(t.TempDir(), "mark")
+	f := newFixture(t, strings.ReplaceAll(variantLab, "MARK", mark))
+	f.napiBefore = napiThreads()
+	f.deploy()
+	return f, mark
+}
+
+// TestPrivilegedVariantAndBack: a variant changes what it names and
+// nothing else (sysctls, qdiscs, the nftables table, RPS masks), its
+// before: command runs; back to the lab as deployed (its after: command
+// first), the lab is object by object what a fresh deploy built, and the
+// state forgets the variant.
+func TestPrivilegedVariantAndBack(t *testing.T) {
+	f, mark := variantFixture(t)
+	fresh := snapshot(t, f)
+	ctx := context.Background()
+	if err := f.m.ApplyVariant(ctx, f.lab, "tuned"); err != nil {
+		t.Fatal(err)
+	}
+	st, err := f.m.Recorded(f.lab.Name)
+	if err != nil || st.Variant == nil || st.Variant.Name != "tuned" || st.Variant.Saved[savedKey("r", "sysctl", "net.ipv4.ip_default_ttl")] != "64" {
+		t.Fatalf("state after the variant: %+v %v", st.Variant, err)
+	}
+	tuned := snapshot(t, f)
+	changed := diffKeys(fresh, tuned)
+	for _, want := range []string{"r/sysctl/net/ipv4/ip_default_ttl", "r/sysctl/net/ipv4/conf/all/rp_filter", "r/queues/e0", "r/queues/e1", "r/qdisc/e0/", "r/qdisc/e1/", "r/nft/"} {
+		if !strings.Contains(strings.Join(changed, " "), want) {
+			t.Errorf("the variant did not change %s (changed: %v)", want, changed)
+		}
+	}
+	for _, k := range changed {
+		if !strings.HasPrefix(k, "r/") {
+			t.Errorf("the variant changed %s, outside the router", k)
+		}
+	}
+	if b, _ := os.ReadFile(mark); strings.TrimSpace(string(b)) != "on" {
+		t.Errorf("before: did not run: %q", b)
+	}
+	if err := f.m.ApplyVariant(ctx, f.lab, "base"); err != nil {
+		t.Fatal(err)
+	}
+	compareSnapshots(t, fresh, snapshot(t, f))
+	if b, _ := os.ReadFile(mark); strings.TrimSpace(string(b)) != "off" {
+		t.Errorf("after: did not run: %q", b)
+	}
+	if st, err := f.m.Recorded(f.lab.Name); err != nil || st.Variant != nil {
+		t.Errorf("state after going back: %+v %v", st.Variant, err)
+	}
+}
+
+// TestPrivilegedVariantFailsUndone: a variant whose before: command fails
+// is undone (its sysctl and firewall gone), the error says so, and the
+// lab is as deployed.
+func TestPrivilegedVariantFailsUndone(t *testing.T) {
+	f, _ := variantFixture(t)
+	fresh := snapshot(t, f)
+	err := f.m.ApplyVariant(context.Background(), f.lab, "broken")
+	if err == nil || !strings.Contains(err.Error(), `run in r (variant broken, before): false`) || !strings.Contains(err.Error(), "what it changed was undone") {
+		t.Fatalf("a failing variant: %v", err)
+	}
+	compareSnapshots(t, fresh, snapshot(t, f))
+	if st, err := f.m.Recorded(f.lab.Name); err != nil || st.Variant != nil {
+		t.Errorf("state after the undone variant: %+v %v", st.Variant, err)
+	}
+}
+
+// TestPrivilegedVariantAfterKill: a process killed with a variant applied
+// leaves the variant in the state; another one (a new manager, as the
+// next nslab run) gives the lab back from what the state saved, and
+// switches from one variant to another through the lab as deployed.
+func TestPrivilegedVariantAfterKill(t *testing.T) {
+	f, _ := variantFixture(t)
+	fresh := snapshot(t, f)
+	if err := f.m.ApplyVariant(context.Background(), f.lab, "tuned"); err != nil {
+		t.Fatal(err)
+	}
+	next := &Manager{StateDir: f.m.StateDir}
+	if err := next.ApplyVariant(context.Background(), f.lab, "nope"); err == nil || !strings.Contains(err.Error(), `no variant "nope" (its variants: base, tuned, broken)`) {
+		t.Errorf("an unknown variant: %v", err)
+	}
+	if err := next.ApplyVariant(context.Background(), f.lab, "base"); err != nil {
+		t.Fatal(err)
+	}
+	compareSnapshots(t, fresh, snapshot(t, f))
+}
+
+// diffKeys lists the keys whose values differ between two snapshots.
+func diffKeys(a, b map[string]string) []string {
+	var out []string
+	for k, v := range a {
+		if b[k] != v {
+			out = append(out, k)
+		}
+	}
+	for k, v := range b {
+		if _, ok := a[k]; !ok {
+			out = append(out, fmt.Sprintf("%s (new: %s)", k, v))
+		}
+	}
+	return out
+}
