@@ -129,21 +129,60 @@ func groOn(ifc string) (bool, error) {
 
 // ethtoolValue runs an ethtool command that takes or gives one value.
 func ethtoolValue(ifc string, cmd, data uint32) (uint32, error) {
+	val := struct{ cmd, data uint32 }{cmd, data}
+	err := ethtoolStruct(ifc, unsafe.Pointer(&val))
+	return val.data, err
+}
+
+// ethtool_channels commands (linux/ethtool.h).
+const (
+	ethtoolGChannels = 0x3c
+	ethtoolSChannels = 0x3d
+)
+
+// ethtoolChannels is struct ethtool_channels.
+type ethtoolChannels struct {
+	cmd                                         uint32
+	maxRx, maxTx, maxOther, maxCombined         uint32
+	rxCount, txCount, otherCount, combinedCount uint32
+}
+
+// setChannels sets the rx and tx queues ifc uses, in the calling thread's
+// namespace (a veth takes any count up to what it was created with).
+//
+// Equivalent to: ethtool -L IF rx N tx N
+func setChannels(ifc string, n int) error {
+	ch := ethtoolChannels{cmd: ethtoolGChannels}
+	if err := ethtoolStruct(ifc, unsafe.Pointer(&ch)); err != nil {
+		return fmt.Errorf("ethtool -l %s: %w", ifc, err)
+	}
+	if uint32(n) > ch.maxRx || uint32(n) > ch.maxTx {
+		return fmt.Errorf("ethtool -L %s rx %d tx %d: it was created with %d rx and %d tx queues", ifc, n, n, ch.maxRx, ch.maxTx)
+	}
+	ch.cmd, ch.rxCount, ch.txCount = ethtoolSChannels, uint32(n), uint32(n)
+	if err := ethtoolStruct(ifc, unsafe.Pointer(&ch)); err != nil {
+		return fmt.Errorf("ethtool -L %s rx %d tx %d: %w", ifc, n, n, err)
+	}
+	return nil
+}
+
+// ethtoolStruct runs an ethtool command whose data is the struct at p
+// (which starts with the command).
+func ethtoolStruct(ifc string, p unsafe.Pointer) error {
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	defer unix.Close(fd)
-	val := struct{ cmd, data uint32 }{cmd, data}
 	var ifr struct {
 		name [unix.IFNAMSIZ]byte
 		data uintptr
 		_    [16]byte
 	}
 	copy(ifr.name[:], ifc)
-	ifr.data = uintptr(unsafe.Pointer(&val))
+	ifr.data = uintptr(p)
 	if _, _, errno := unix.Syscall(unix.SYS_IOCTL, uintptr(fd), unix.SIOCETHTOOL, uintptr(unsafe.Pointer(&ifr))); errno != 0 {
-		return 0, errno
+		return errno
 	}
-	return val.data, nil
+	return nil
 }

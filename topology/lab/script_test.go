@@ -75,6 +75,11 @@ links:
   - endpoints: [a:e0, r:e0]
   - endpoints: [r:e1, b:e0]
   - endpoints: [r:e2, c:e0]
+variants:               # b:e0 is created with the 4 queues this variant uses, and uses 1
+  wide:
+    b:
+      interfaces:
+        e0: {queues: 4}
 `
 
 // TestPrivilegedScriptBuildsTheSameLab deploys each lab with nslab and
@@ -104,6 +109,9 @@ func TestPrivilegedScriptBuildsTheSameLab(t *testing.T) {
 			if name == "rich" && (!strings.Contains(want["c/queues/e0"], "Threaded:true") || !strings.Contains(want["c/queues/e0"], "napi-cpus=[0]") ||
 				!strings.Contains(want["a/queues/e0"], "RPS:[0 0 0] XPS:[0 0 0]")) {
 				t.Fatalf("the placement is not in the snapshot: %s / %s", want["c/queues/e0"], want["a/queues/e0"])
+			}
+			if q := want["b/link/e0"] + " " + want["b/queues/e0"]; name == "rich" && (!strings.Contains(q, " txq=4 rxq=4 ") || !strings.Contains(q, "Rx:1 Tx:1 ")) {
+				t.Fatalf("b:e0 is not created with its variant's 4 queues, using 1: %s", q)
 			}
 			if tbf := want["b/qdisc/e0/10000/ffffffff"]; name == "rich" && !strings.HasPrefix(tbf, "tbf rate=2500000 limit=75700 ") {
 				t.Fatalf("b:e0's impairment is not in the snapshot: %q", tbf)

@@ -31,11 +31,16 @@ func vethSteps(l *spec.Lab, _ string) []Step {
 // the kernel's default), so that nslab and its script create the same
 // devices; 0 and 0 leave both to the kernel.
 func vethQueues(a, b *spec.Interface) (int, int) {
-	if a.Queues == 0 && b.Queues == 0 {
+	qa, qb := max(a.Queues, a.MaxQueues), max(b.Queues, b.MaxQueues)
+	if qa == 0 && qb == 0 {
 		return 0, 0
 	}
-	return max(a.Queues, 1), max(b.Queues, 1)
+	return max(qa, 1), max(qb, 1)
 }
+
+// usedQueues is how many queues an interface uses: the file's (its
+// variant's) count, which may be fewer than it was created with.
+func usedQueues(i *spec.Interface) int { return max(i.Queues, 1) }
 
 func queuesNote(l *spec.Lab, lk *spec.Link) string {
 	qa, qb := vethQueues(l.Node(lk.A.Node).Interface(lk.A.Interface), l.Node(lk.B.Node).Interface(lk.B.Interface))
@@ -79,6 +84,14 @@ func (d *deployer) createVeth(l *spec.Link) error {
 	if err := hb.LinkSetAlias(peer, linkMarker(d.lab.Name)); err != nil {
 		return fmt.Errorf("mark %s: %w", l.B, err)
 	}
+	for _, end := range []struct {
+		n *spec.Node
+		i *spec.Interface
+	}{{na, a}, {nb, b}} {
+		if err := d.useQueues(end.n, end.i); err != nil {
+			return err
+		}
+	}
 	// Up in this order: B first, then A. Bringing A up while B is already
 	// up turns the carrier on at both ends while both are running, which
 	// the kernel reports at once; any other order leaves one end's
@@ -113,13 +126,41 @@ func shVeth(l *spec.Lab, lk *spec.Link) []string {
 	na, nb := l.Namespace(lk.A.Node), l.Namespace(lk.B.Node)
 	a, b := l.Node(lk.A.Node).Interface(lk.A.Interface), l.Node(lk.B.Node).Interface(lk.B.Interface)
 	qa, qb := vethQueues(a, b)
-	return []string{
+	out := []string{
 		fmt.Sprintf("ip -n %s link add %s%s type veth peer name %s netns %s%s", na, a.Name, linkOpts(a.MAC.String(), a.MTU, qa), b.Name, nb, linkOpts(b.MAC.String(), b.MTU, qb)),
 		fmt.Sprintf("ip -n %s link set dev %s alias %s", na, a.Name, linkMarker(l.Name)),
 		fmt.Sprintf("ip -n %s link set dev %s alias %s", nb, b.Name, linkMarker(l.Name)),
+	}
+	for _, x := range []struct {
+		nsName string
+		i      *spec.Interface
+	}{{na, a}, {nb, b}} {
+		if x.i.MaxQueues > usedQueues(x.i) {
+			out = append(out, shChannels(x.nsName, x.i.Name, usedQueues(x.i)))
+		}
+	}
+	return append(out,
 		fmt.Sprintf("ip -n %s link set dev %s up", nb, b.Name),
 		fmt.Sprintf("ip -n %s link set dev %s up", na, a.Name),
+	)
+}
+
+// useQueues sets veth end i of node n to use its file's queue count when
+// it was created with more (for a variant that gives it more), from a
+// thread in the node's namespace.
+//
+// Equivalent to: ip netns exec NS ethtool -L IF rx N tx N
+func (d *deployer) useQueues(n *spec.Node, i *spec.Interface) error {
+	if i.MaxQueues <= usedQueues(i) {
+		return nil
 	}
+	return d.inNS(n.Name, func(x *ns.NS) error {
+		return x.Do(func() error { return setChannels(i.Name, usedQueues(i)) })
+	})
+}
+
+func shChannels(nsName, ifc string, q int) string {
+	return fmt.Sprintf("ip netns exec %s ethtool -L %s rx %d tx %d", nsName, ifc, q, q)
 }
 
 func linkOpts(mac string, mtu, queues int) string {

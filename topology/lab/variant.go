@@ -171,7 +171,9 @@ func changeSteps(from, to *spec.Lab, saved map[string]string) []Step {
 		steps = append(steps, sysctlChange(to, f, n, saved)...)
 		steps = append(steps, impairChanges(to, f, n)...)
 		steps = append(steps, netfilterChange(to, f, n)...)
-		steps = append(steps, placementChange(to, f, n, saved)...)
+		queues := queuesChange(to, f, n)
+		steps = append(steps, queues...)
+		steps = append(steps, placementChange(to, f, n, saved, len(queues) > 0)...)
 	}
 	return steps
 }
@@ -279,9 +281,9 @@ func netfilterChange(l *spec.Lab, f, n *spec.Node) []Step {
 // placementChange places the node's receive work as n says where f and n
 // differ, or, where n places nothing, writes back the RPS and XPS masks
 // saved before.
-func placementChange(l *spec.Lab, f, n *spec.Node, saved map[string]string) []Step {
-	if f.CPUs.String() == n.CPUs.String() && receiveMode(f) == receiveMode(n) {
-		return nil
+func placementChange(l *spec.Lab, f, n *spec.Node, saved map[string]string, requeued bool) []Step {
+	if f.CPUs.String() == n.CPUs.String() && receiveMode(f) == receiveMode(n) && (!requeued || !n.Placed()) {
+		return nil // the same placement, on the same queues
 	}
 	if n.Placed() {
 		ifaces := placedInterfaces(n)
@@ -325,6 +327,28 @@ func placementChange(l *spec.Lab, f, n *spec.Node, saved map[string]string) []St
 			})
 		},
 	}}
+}
+
+// queuesChange sets the queues each interface uses where f and n differ
+// (a veth end takes any count up to what it was created with: see
+// spec.Interface.MaxQueues). A queue taken away loses its RPS and XPS
+// masks, and one given back has none: the caller places the node again.
+func queuesChange(l *spec.Lab, f, n *spec.Node) []Step {
+	var steps []Step
+	for _, i := range n.Interfaces {
+		q := usedQueues(i)
+		if usedQueues(f.Interface(i.Name)) == q {
+			continue
+		}
+		steps = append(steps, Step{
+			Name:  fmt.Sprintf("use %d rx/tx queues on %s:%s", q, n.Name, i.Name),
+			shell: func() []string { return []string{shChannels(l.Namespace(n.Name), i.Name, q)} },
+			do: func(d *deployer) error {
+				return d.inNS(n.Name, func(x *ns.NS) error { return x.Do(func() error { return setChannels(i.Name, q) }) })
+			},
+		})
+	}
+	return steps
 }
 
 // queueFiles lists the sysfs files of node's saved masks, in order.

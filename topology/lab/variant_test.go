@@ -39,7 +39,7 @@ variants:
       sysctls: {net.ipv4.ip_default_ttl: 33, net.ipv4.conf.all.rp_filter: 1}
       interfaces:
         e0: {impair: null}
-        e1: {impair: {rate: 50Mbit}}
+        e1: {impair: {rate: 50Mbit}, queues: 2}
       nat: []
       firewall: {policy: accept, rules: [{drop: {port: 9}}, {accept: {state: [established]}}]}
       cpus: [1]
@@ -69,6 +69,9 @@ func variantFixture(t *testing.T) (*fixture, string) {
 func TestPrivilegedVariantAndBack(t *testing.T) {
 	f, mark := variantFixture(t)
 	fresh := snapshot(t, f)
+	if !strings.Contains(fresh["r/link/e1"], " txq=2 rxq=2 ") || !strings.Contains(fresh["r/queues/e1"], "Rx:1 Tx:1 ") {
+		t.Fatalf("r:e1 is not created with the 2 queues its variant uses, using 1: %s / %s", fresh["r/link/e1"], fresh["r/queues/e1"])
+	}
 	ctx := context.Background()
 	if err := f.m.ApplyVariant(ctx, f.lab, "tuned"); err != nil {
 		t.Fatal(err)
@@ -78,6 +81,9 @@ func TestPrivilegedVariantAndBack(t *testing.T) {
 		t.Fatalf("state after the variant: %+v %v", st.Variant, err)
 	}
 	tuned := snapshot(t, f)
+	if q := tuned["r/queues/e1"]; !strings.Contains(q, "Rx:2 Tx:2 RPS:[1 1]") {
+		t.Errorf("r:e1 under the variant: %s, want 2 queues, each with RPS on cpu 1", q)
+	}
 	changed := diffKeys(fresh, tuned)
 	for _, want := range []string{"r/sysctl/net/ipv4/ip_default_ttl", "r/sysctl/net/ipv4/conf/all/rp_filter", "r/queues/e0", "r/queues/e1", "r/qdisc/e0/", "r/qdisc/e1/", "r/nft/"} {
 		if !strings.Contains(strings.Join(changed, " "), want) {

@@ -38,7 +38,7 @@ const BaseVariant = "base"
 var variantNodeKeys = []string{"sysctls", "interfaces", "cpus", "receive", "nat", "firewall", "before", "after"}
 
 // variantIfaceKeys are what a variant may change in an interface.
-var variantIfaceKeys = []string{"impair"}
+var variantIfaceKeys = []string{"impair", "queues"}
 
 // Variant returns the named variant ("base": the lab as deployed, unless
 // the file defines one of that name), or nil.
@@ -83,6 +83,29 @@ func (r *reporter) parseVariants(root *yaml.Node, lab *Lab) {
 		}
 		if v := r.parseVariant(root, lab, ve, path); v != nil {
 			lab.Variants = append(lab.Variants, v)
+		}
+	}
+	maxQueues(lab)
+}
+
+// maxQueues sets each interface's MaxQueues, in the lab and its
+// variants' labs alike, when a variant gives it more queues than the
+// file: the veth is created with that many (a veth's queues can only be
+// lowered and raised again up to what it was created with).
+func maxQueues(lab *Lab) {
+	for _, n := range lab.Nodes {
+		for _, i := range n.Interfaces {
+			most := i.Queues
+			for _, v := range lab.Variants {
+				most = max(most, v.Lab.Node(n.Name).Interface(i.Name).Queues)
+			}
+			if most <= max(i.Queues, 1) {
+				continue
+			}
+			i.MaxQueues = most
+			for _, v := range lab.Variants {
+				v.Lab.Node(n.Name).Interface(i.Name).MaxQueues = most
+			}
 		}
 	}
 }
