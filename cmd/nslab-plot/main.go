@@ -26,13 +26,22 @@ func main() {
 }
 
 func draw(path string) error {
-	reps, rs, err := plot.Read(os.Stdin)
+	in, err := plot.Read(os.Stdin)
 	if err != nil {
 		return err
 	}
+	reps, rs := in.Reports, in.Searches
+	kinds := 0
+	for _, n := range []int{len(reps), len(rs), len(in.RFC2544)} {
+		if n > 0 {
+			kinds++
+		}
+	}
 	switch {
-	case len(rs) > 0 && len(reps) > 0:
-		return fmt.Errorf("the results mix runs and searches: plot one kind at a time")
+	case kinds > 1:
+		return fmt.Errorf("the results mix runs, searches and RFC 2544 benchmarks: plot one kind at a time")
+	case len(in.RFC2544) > 0:
+		return plot.RFC2544(path, in.RFC2544)
 	case len(rs) > 0:
 		return plot.Search(path, rs[0].Lab, rs)
 	case withLatency(reps):

@@ -47,6 +47,8 @@ func benchCommand() *cli.Command {
 			&cli.StringFlag{Name: "plot", Usage: "draw the sweep or search into `FILE`.png or .svg (with the nslab-plot helper)"},
 			&cli.BoolFlag{Name: "search", Usage: "find NDR and PDR per frame size by MLRsearch (" + bench.Draft + "): each goal's bounds and conditional throughput"},
 			&cli.StringSliceFlag{Name: "goal", Usage: "with --search: a goal instead of NDR and PDR, e.g. name=PDR,loss=0.5%,exceed=50%,final=1s,sum=7s,width=2%,initial=250ms (repeat for several)"},
+			&cli.BoolFlag{Name: "rfc2544", Usage: "RFC 2544's four benchmarks per frame size: throughput (by MLRsearch, its NDR; --goal sets the goals), latency at the throughput, the frame loss rate from the top rate down in 10% steps, and back-to-back frames (RFC 9004)"},
+			&cli.IntFlag{Name: "b2b-trials", Value: 5, Usage: "with --rfc2544: how many times the back-to-back search runs (RFC 9004 asks for 50)"},
 			&cli.BoolFlag{Name: "search-binary", Usage: "the older search: binary search over the rate with single trials (RFC 2544), kept as a baseline"},
 			&cli.StringFlag{Name: "loss", Value: "0", Usage: "with --search-binary: the highest acceptable loss, e.g. 0.5%"},
 			&cli.DurationFlag{Name: "trial", Value: 2 * time.Second, Usage: "with --search-binary: length of each trial"},
@@ -129,6 +131,9 @@ func benchRequest(c *cli.Context) (bench.Request, error) {
 		}
 	}
 	if err := searchRequest(c, &req); err != nil {
+		return req, err
+	}
+	if err := rfc2544Request(c, &req); err != nil {
 		return req, err
 	}
 	if v := c.String("variants"); v != "" {
@@ -226,6 +231,12 @@ func writeOutcome(c *cli.Context, out *bench.Outcome) error {
 		}
 		return nil
 	}
+	if len(out.RFC2544) > 0 {
+		if c.String("format") == "json" {
+			return writeJSON(c.App.Writer, out.RFC2544)
+		}
+		return bench.WriteRFC2544(c.App.Writer, c.String("format"), out.RFC2544)
+	}
 	if len(out.MLR) > 0 {
 		if c.String("format") == "json" {
 			return writeJSON(c.App.Writer, out.MLR)
@@ -275,6 +286,8 @@ func parsePercent(s string) (float64, error) {
 // results are the outcome's results of one kind, for JSON.
 func results(out *bench.Outcome) any {
 	switch {
+	case len(out.RFC2544) > 0:
+		return out.RFC2544
 	case len(out.MLR) > 0:
 		return out.MLR
 	case len(out.Searches) > 0:
@@ -325,6 +338,31 @@ func searchRequest(c *cli.Context, req *bench.Request) error {
 			return cli.Exit("--confirm: at least 1", 2)
 		}
 		req.Search = &bench.SearchOptions{Loss: loss, Trial: c.Duration("trial"), Confirm: c.Int("confirm")}
+	}
+	return nil
+}
+
+// rfc2544Request reads --rfc2544 and its flags into req: the throughput
+// search takes the MLRsearch goals --goal gives.
+func rfc2544Request(c *cli.Context, req *bench.Request) error {
+	if !c.Bool("rfc2544") {
+		return nil
+	}
+	for _, f := range []string{"search", "search-binary", "latency-at"} {
+		if c.IsSet(f) {
+			return cli.Exit(fmt.Sprintf("--rfc2544 searches the throughput itself: leave out --%s", f), 2)
+		}
+	}
+	if c.Int("b2b-trials") < 1 {
+		return cli.Exit("--b2b-trials: at least 1", 2)
+	}
+	req.RFC2544 = &bench.RFC2544Options{B2BTrials: c.Int("b2b-trials")}
+	for _, v := range c.StringSlice("goal") {
+		g, err := parseGoal(v)
+		if err != nil {
+			return cli.Exit("--goal "+err.Error(), 2)
+		}
+		req.RFC2544.MLR.Goals = append(req.RFC2544.MLR.Goals, g)
 	}
 	return nil
 }

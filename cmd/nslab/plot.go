@@ -59,6 +59,11 @@ func runPlot(helper, file string, out *bench.Outcome) error {
 			return err
 		}
 	}
+	for _, r := range out.RFC2544 {
+		if err := enc.Encode(r); err != nil {
+			return err
+		}
+	}
 	for _, r := range out.Reports {
 		if err := enc.Encode(r); err != nil {
 			return err

@@ -82,6 +82,15 @@ func (rf *ResultsFile) addLine(line []byte) error {
 		}
 	}
 	switch {
+	case probe["back_to_back"] != nil:
+		var r RFC2544Result
+		if err := json.Unmarshal(line, &r); err != nil {
+			return err
+		}
+		add(r.Traffic+" (RFC 2544)", r.Frame, rfc2544Figures(&r))
+		if r.Latency != nil {
+			rf.noteEnv(r.Latency.Env)
+		}
 	case probe["draft"] != nil:
 		var m MLRResult
 		if err := json.Unmarshal(line, &m); err != nil {
@@ -106,7 +115,7 @@ func (rf *ResultsFile) addLine(line []byte) error {
 		add(s.Traffic, s.Frame, figures{"throughput_pps": s.ThroughputPPS})
 		rf.Env["engine"] = s.Engine
 	default:
-		return errors.New("neither a run, an MLRsearch nor a search")
+		return errors.New("neither a run, an MLRsearch, a search nor RFC 2544 benchmarks")
 	}
 	return nil
 }

@@ -49,6 +49,19 @@ func mlrFigures(m *MLRResult) figures {
 	return f
 }
 
+// rfc2544Figures are RFC 2544 benchmarks' figures: the throughput, the
+// latency at it, and the back-to-back burst and buffer.
+func rfc2544Figures(r *RFC2544Result) figures {
+	f := figures{"throughput_pps": r.Throughput.PPS}
+	if l := r.Latency; l != nil && l.Latency != nil && l.Latency.Samples > 0 {
+		f["latency_p50_ns"], f["latency_p99_ns"] = float64(l.Latency.P50Ns), float64(l.Latency.P99Ns)
+	}
+	if bb := r.BackToBack; bb != nil && bb.Skipped == "" {
+		f["back_to_back_frames"], f["corrected_buffer_time_s"] = bb.MeanFrames, bb.CorrectedBufferTimeS
+	}
+	return f
+}
+
 // Summaries summarises every figure of out, per traffic run and frame.
 func Summaries(out *Outcome, level float64) []FigureSummary {
 	type key struct {
@@ -71,6 +84,9 @@ func Summaries(out *Outcome, level float64) []FigureSummary {
 	}
 	for _, s := range out.Searches {
 		add(s.Traffic+variantSuffix(s.Variant), s.Frame, figures{"throughput_pps": s.ThroughputPPS})
+	}
+	for _, r := range out.RFC2544 {
+		add(r.Traffic+variantSuffix(r.Variant)+" (RFC 2544)", r.Frame, rfc2544Figures(r))
 	}
 	var sums []FigureSummary
 	for k, v := range values {

@@ -22,8 +22,9 @@ type Request struct {
 	// Streams are several traffic runs measured together (see Group),
 	// Traffic the first of them; nil or one: Traffic alone.
 	Streams []*spec.Traffic
-	Search  *SearchOptions // the binary search (RFC 2544's); nil: none
-	MLR     *MLROptions    // MLRsearch; nil: none (neither: one measured run per frame size)
+	Search  *SearchOptions  // the binary search (RFC 2544's); nil: none
+	MLR     *MLROptions     // MLRsearch; nil: none (neither: one measured run per frame size)
+	RFC2544 *RFC2544Options // RFC 2544's four benchmarks; nil: none
 	// LatencyAt measures each frame size at these fractions of the run's
 	// rate, or of its top rate (see Bench.LatencyAt).
 	LatencyAt []float64
@@ -64,13 +65,14 @@ type Outcome struct {
 	Groups   []*GroupReport // runs measured together, per frame size
 	Searches []*SearchResult
 	MLR      []*MLRResult
+	RFC2544  []*RFC2544Result
 	// Summaries are each figure's median, range and confidence interval
 	// over Repeat rounds.
 	Summaries []FigureSummary
 	// Comparisons compare each variant after the first with the first.
 	Comparisons []*Comparison
-	Deployed  bool   // the sweep deployed the lab itself
-	Unplaced  string // why the lab's placement was left out; "" when applied
+	Deployed    bool   // the sweep deployed the lab itself
+	Unplaced    string // why the lab's placement was left out; "" when applied
 }
 
 // Sweep runs a request on this machine: it settles the placement, deploys
@@ -80,8 +82,8 @@ type Outcome struct {
 // holds what finished before it.
 func Sweep(ctx context.Context, m *lab.Manager, req Request) (out *Outcome, err error) {
 	out = &Outcome{}
-	if len(req.Streams) > 1 && (req.Search != nil || req.MLR != nil || len(req.Measure) > 0) {
-		return out, fmt.Errorf("--search and --measure take one traffic run; %d were named", len(req.Streams))
+	if len(req.Streams) > 1 && (req.Search != nil || req.MLR != nil || req.RFC2544 != nil || len(req.Measure) > 0) {
+		return out, fmt.Errorf("--search, --rfc2544 and --measure take one traffic run; %d were named", len(req.Streams))
 	}
 	if err := req.checkVariants(); err != nil {
 		return out, err
@@ -153,6 +155,13 @@ func (req Request) one(ctx context.Context, b *Bench, frame int, which string, s
 	var result any
 	var err error
 	switch {
+	case req.RFC2544 != nil:
+		req.progress("%s RFC 2544 benchmarks of %d-byte frames (throughput, latency, frame loss rate, back-to-back)\n", which, frame)
+		var r *RFC2544Result
+		r, err = b.RFC2544(ctx, frame, *req.RFC2544)
+		if r != nil && r.Throughput.Search != nil {
+			out.RFC2544, result = append(out.RFC2544, r), r
+		}
 	case req.MLR != nil:
 		req.progress("%s MLRsearch of %d-byte frames\n", which, frame)
 		var m *MLRResult

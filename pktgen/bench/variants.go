@@ -67,7 +67,7 @@ func (req Request) underVariant(ctx context.Context, r *lab.Running, name string
 		return fmt.Errorf("variant %s: %w", name, err)
 	}
 	defer b.Close()
-	nr, nm, ns := len(out.Reports), len(out.MLR), len(out.Searches)
+	nr, nm, ns, nf := len(out.Reports), len(out.MLR), len(out.Searches), len(out.RFC2544)
 	for i, frame := range req.Traffic.Frames {
 		if err := req.one(ctx, b, frame, fmt.Sprintf("[%d/%d]", i+1, len(req.Traffic.Frames)), len(req.Traffic.Frames) > 1, out); err != nil {
 			return err
@@ -81,6 +81,9 @@ func (req Request) underVariant(ctx context.Context, r *lab.Running, name string
 		results = append(results, x)
 	}
 	for _, x := range out.Searches[ns:] {
+		results = append(results, x)
+	}
+	for _, x := range out.RFC2544[nf:] {
 		results = append(results, x)
 	}
 	for _, x := range results {

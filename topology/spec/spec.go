@@ -155,13 +155,13 @@ type Interface struct {
 	Addresses []netip.Prefix
 	// MAC of a veth end: from the file or derived (see DerivedMAC). Nil
 	// for lo, and for a VF whose entry sets none (it keeps the NIC's).
-	MAC        net.HardwareAddr
-	MTU        int      // 0: kernel default
-	Queues     int      // veth rx and tx queues; 0: the kernel's default (1)
+	MAC    net.HardwareAddr
+	MTU    int // 0: kernel default
+	Queues int // veth rx and tx queues; 0: the kernel's default (1)
 	// MaxQueues is the most queues any of the lab's variants gives it
 	// (0: none sets more than Queues): the veth end is created with that
 	// many and set to use Queues (see spec.Variant).
-	MaxQueues int
+	MaxQueues  int
 	Peer       Endpoint // the other end of its link; zero for lo and VFs
 	VF         bool     // an SR-IOV VF handed to the node (see Lab.SRIOV)
 	MACDerived bool     // MAC was not in the file: nslab derived it

@@ -144,11 +144,17 @@ func save(path string, panels ...*plot.Plot) error {
 	return nil
 }
 
+// Results are what a results file holds, by kind, in order.
+type Results struct {
+	Reports  []*bench.Report
+	Searches []*bench.SearchResult
+	RFC2544  []*bench.RFC2544Result
+}
+
 // Read takes results as nslab bench writes them with --out (one JSON
-// object per line): measured runs and searches, in order.
-func Read(r io.Reader) ([]*bench.Report, []*bench.SearchResult, error) {
-	var reps []*bench.Report
-	var rs []*bench.SearchResult
+// object per line): measured runs, searches and RFC 2544 benchmarks.
+func Read(r io.Reader) (*Results, error) {
+	out := &Results{}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 1<<20), 64<<20)
 	for n := 1; sc.Scan(); n++ {
@@ -156,25 +162,68 @@ func Read(r io.Reader) ([]*bench.Report, []*bench.SearchResult, error) {
 		if len(line) == 0 {
 			continue
 		}
-		var probe map[string]json.RawMessage
-		if err := json.Unmarshal(line, &probe); err != nil {
-			return nil, nil, fmt.Errorf("results line %d: %w", n, err)
+		if err := out.add(line); err != nil {
+			return nil, fmt.Errorf("results line %d: %w", n, err)
 		}
-		if _, ok := probe["throughput_pps"]; ok {
-			var s bench.SearchResult
-			if err := json.Unmarshal(line, &s); err != nil {
-				return nil, nil, fmt.Errorf("results line %d: %w", n, err)
-			}
-			rs = append(rs, &s)
-			continue
+	}
+	return out, sc.Err()
+}
+
+// add reads one line into its kind.
+func (out *Results) add(line []byte) error {
+	var probe map[string]json.RawMessage
+	if err := json.Unmarshal(line, &probe); err != nil {
+		return err
+	}
+	switch {
+	case probe["back_to_back"] != nil:
+		var x bench.RFC2544Result
+		if err := json.Unmarshal(line, &x); err != nil {
+			return err
 		}
+		out.RFC2544 = append(out.RFC2544, &x)
+	case probe["throughput_pps"] != nil:
+		var s bench.SearchResult
+		if err := json.Unmarshal(line, &s); err != nil {
+			return err
+		}
+		out.Searches = append(out.Searches, &s)
+	default:
 		var rep bench.Report
 		if err := json.Unmarshal(line, &rep); err != nil {
-			return nil, nil, fmt.Errorf("results line %d: %w", n, err)
+			return err
 		}
-		reps = append(reps, &rep)
+		out.Reports = append(out.Reports, &rep)
 	}
-	return reps, rs, sc.Err()
+	return nil
+}
+
+// RFC2544 draws RFC 2544's figures: the throughput per frame size, and
+// the frame loss rate against the offered load (section 26.3's graph),
+// one line per frame size.
+func RFC2544(path string, rs []*bench.RFC2544Result) error {
+	if len(rs) == 0 {
+		return fmt.Errorf("plot: no results")
+	}
+	var tp plotter.XYs
+	loss := map[string]plotter.XYs{}
+	for _, r := range rs {
+		tp = append(tp, plotter.XY{X: float64(r.Frame), Y: r.Throughput.PPS / 1e3})
+		name := fmt.Sprintf("%d-byte frames", r.Frame)
+		for _, s := range r.FrameLoss {
+			loss[name] = append(loss[name], plotter.XY{X: s.PercentOfTop, Y: s.LossPct})
+		}
+	}
+	top, err := panel(fmt.Sprintf("lab %s: RFC 2544 throughput (%s)", rs[0].Lab, rs[0].Engine), "throughput kpps", map[string]plotter.XYs{"kpps": tp})
+	if err != nil {
+		return err
+	}
+	bottom, err := panel("frame loss rate (RFC 2544 26.3)", "frame loss %", loss)
+	if err != nil {
+		return err
+	}
+	bottom.X.Label.Text = "offered load, % of the top rate"
+	return save(path, top, bottom)
 }
 
 // LatencyCDF draws the one-way latency's distribution of each report that

@@ -55,15 +55,18 @@ func TestPlots(t *testing.T) {
 // line, in order.
 func TestReadResultsLines(t *testing.T) {
 	var b strings.Builder
-	for _, v := range []any{&bench.Report{Frame: 64, PPS: 1}, &bench.SearchResult{Frame: 128, ThroughputPPS: 2}, &bench.Report{Frame: 256}} {
+	for _, v := range []any{&bench.Report{Frame: 64, PPS: 1}, &bench.SearchResult{Frame: 128, ThroughputPPS: 2}, &bench.Report{Frame: 256}, &bench.RFC2544Result{Frame: 512, BackToBack: &bench.BackToBack{MeanFrames: 3}}} {
 		line, _ := json.Marshal(v)
 		b.Write(append(line, '\n'))
 	}
-	reps, rs, err := Read(strings.NewReader(b.String()))
-	if err != nil || len(reps) != 2 || len(rs) != 1 || reps[1].Frame != 256 || rs[0].ThroughputPPS != 2 {
-		t.Fatalf("%v %v %v", reps, rs, err)
+	in, err := Read(strings.NewReader(b.String()))
+	if err != nil || len(in.Reports) != 2 || len(in.Searches) != 1 || in.Reports[1].Frame != 256 || in.Searches[0].ThroughputPPS != 2 {
+		t.Fatalf("%+v %v", in, err)
 	}
-	if _, _, err := Read(strings.NewReader("{\"frame\": 64}\nnot json\n")); err == nil || !strings.Contains(err.Error(), "line 2") {
+	if len(in.RFC2544) != 1 || in.RFC2544[0].BackToBack.MeanFrames != 3 {
+		t.Errorf("RFC 2544 line: %+v", in.RFC2544)
+	}
+	if _, err := Read(strings.NewReader("{\"frame\": 64}\nnot json\n")); err == nil || !strings.Contains(err.Error(), "line 2") {
 		t.Errorf("bad line: %v", err)
 	}
 }
@@ -87,5 +90,26 @@ func TestLatencyCDF(t *testing.T) {
 	}
 	if err := LatencyCDF(p, []*bench.Report{{Frame: 64}}); err == nil || !strings.Contains(err.Error(), "--latency") {
 		t.Errorf("no histogram: %v", err)
+	}
+}
+
+// TestRFC2544Plot draws throughput and the frame loss rate of two frame
+// sizes.
+func TestRFC2544Plot(t *testing.T) {
+	var rs []*bench.RFC2544Result
+	for _, f := range []int{64, 1518} {
+		r := &bench.RFC2544Result{Lab: "fwd", Frame: f, Engine: "userspace", Throughput: bench.RFC2544Throughput{PPS: 1e6 / float64(f)}}
+		for pct := 100; pct >= 50; pct -= 10 {
+			r.FrameLoss = append(r.FrameLoss, bench.FrameLossStep{PercentOfTop: float64(pct), LossPct: float64(pct - 50)})
+		}
+		rs = append(rs, r)
+	}
+	p := filepath.Join(t.TempDir(), "rfc2544.svg")
+	if err := RFC2544(p, rs); err != nil {
+		t.Fatal(err)
+	}
+	b, _ := os.ReadFile(p)
+	if !bytes.Contains(b, []byte("frame loss rate")) || !bytes.Contains(b, []byte("1518-byte frames")) {
+		t.Errorf("the svg lacks the frame loss panel or a frame size's line (%d bytes)", len(b))
 	}
 }
