@@ -18,6 +18,7 @@ import (
 	"github.com/nslab/nslab/pktgen/kernel"
 	"github.com/nslab/nslab/pktgen/receive"
 	"github.com/nslab/nslab/pktgen/sample"
+	"github.com/nslab/nslab/pktgen/stall"
 	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/qdisc"
@@ -67,6 +68,11 @@ type Bench struct {
 	// receiver samples the receiver alone, on a path with impairments
 	// (see watchReceiver); nil otherwise.
 	receiver *sample.Sampler
+	// watch is the stall watch of the run's CPUs (nil: none, and
+	// watchNote says why).
+	watch     *stall.Watcher
+	watchCPUs []int
+	watchNote string
 }
 
 // New prepares a bench of traffic t on running lab r.
@@ -131,6 +137,7 @@ func (b *Bench) prepare() error {
 	}
 	b.env.Engine, b.env.EngineV = b.eng.Name(), engineVersion(b)
 	b.env.LabHash, b.env.NSLab = b.run.Lab.SHA256, b.opts.Version
+	b.startWatch() // last: nothing after it can fail and leave it running
 	return nil
 }
 
@@ -141,6 +148,10 @@ func (b *Bench) Close() {
 	}
 	if b.meas != nil {
 		b.meas.close()
+	}
+	if b.watch != nil {
+		_, _, _ = b.watch.Stop() // what each run needed it has taken
+		b.watch = nil
 	}
 }
 
@@ -237,6 +248,7 @@ func (b *Bench) finish(t *spec.Traffic, frame int, st *running, res *engine.Resu
 	rd := reading{base: st.base, final: final, neighbours: neighbours, samples: append(all, final), before: st.before, after: after, window: window}
 	rep := b.report(t, frame, res, rd)
 	rep.Started, rep.Ended = st.start, st.end
+	b.stallsOf(rep)
 	if st.reader != nil {
 		if err := b.readerResult(st.reader, st.every, res, rep); err != nil {
 			return nil, err

@@ -42,6 +42,9 @@ func TestPrivilegedLatencyHoldable(t *testing.T) {
 	if l.Samples != 20000 || l.MinNs <= 0 || l.P99Ns > int64(5*time.Millisecond) || l.ResolutionNs != 1 || l.Method != latencyMethod {
 		t.Errorf("latency %+v", *l)
 	}
+	if rep.Stalls == nil || len(rep.Stalls.CPUs) == 0 || rep.Stalls.ThresholdNs != time.Millisecond {
+		t.Errorf("the run's CPUs were not watched for stalls: %+v (%s)", rep.Stalls, rep.StallNote)
+	}
 	assertFormats(t, rep, "20000")
 	for _, f := range []string{"table", "json", "csv", "markdown"} {
 		var out strings.Builder

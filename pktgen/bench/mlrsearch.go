@@ -153,17 +153,15 @@ func WriteMLR(w io.Writer, rs []*MLRResult) error {
 				g.FinalTrialS, g.DurationSumS, 100*g.Width, g.LowerBoundPPS, upper, g.ConditionalThroughputPPS)
 		}
 		tw.Flush()
-		nz := r.Noise
-		ew.printf("noise: the hypervisor took time (steal) from the run's CPUs in %d of %d trials (at most %.1f%% of a CPU, %.2f%% on average); %d of the %d lossy trials had steal\n",
-			nz.WithSteal, nz.Trials, nz.MaxStealPct, nz.MeanStealPct, nz.LossyWithSteal, nz.Lossy)
+		r.Noise.write(ew)
 		tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "\nload pps\tduration\tsent\treceived\tloss %\tsteal %\t  bottleneck")
+		fmt.Fprintln(tw, "\nload pps\tduration\tsent\treceived\tloss %\tsteal %\tstalls (longest)\t  bottleneck")
 		for _, t := range r.Trials {
 			load := fmt.Sprintf("%.0f", t.LoadPPS)
 			if t.Warmup {
 				load = "max (warm-up)"
 			}
-			fmt.Fprintf(tw, "%s\t%gs\t%d\t%d\t%.3f\t%.1f\t  %s\n", load, t.DurationS, t.Report.Sent, t.Report.Received, 100*t.LossRatio, runSteal(t.Report), t.Report.Bottleneck)
+			fmt.Fprintf(tw, "%s\t%gs\t%d\t%d\t%.3f\t%.1f\t%s\t  %s\n", load, t.DurationS, t.Report.Sent, t.Report.Received, 100*t.LossRatio, runSteal(t.Report), stallCell(t.Report), t.Report.Bottleneck)
 		}
 		tw.Flush()
 		ew.printf("\n")
@@ -182,6 +180,17 @@ type Noise struct {
 	LossyWithSteal int     `json:"lossy_trials_with_steal"` // lossy trials that had steal: losses that may be the machine's
 	MaxStealPct    float64 `json:"max_steal_pct"`           // the most of one CPU's time a trial lost to steal
 	MeanStealPct   float64 `json:"mean_steal_pct"`
+	// From the stall probe (see Report.Stalls): trials in which a CPU of
+	// the run stalled, lossy trials that had a stall (losses that
+	// coincide with one), lossless trials that had one, and the longest
+	// and total stall time over the search's trials.
+	Probed            int           `json:"probed_trials"`
+	WithStall         int           `json:"trials_with_stall"`
+	LossyWithStall    int           `json:"lossy_trials_with_stall"`
+	LosslessWithStall int           `json:"lossless_trials_with_stall"`
+	LongestStall      time.Duration `json:"longest_stall_ns"`
+	StallTime         time.Duration `json:"stall_time_ns"`
+	ProbedTime        time.Duration `json:"probed_time_ns"` // the trials' engine time the probe watched
 }
 
 // noiseOf sums the steal of a search's trials.
@@ -200,6 +209,7 @@ func noiseOf(trials []MLRTrial) Noise {
 		if lossy {
 			n.Lossy++
 		}
+		n.addStalls(t.Report, lossy)
 		if steal > 0 {
 			n.WithSteal++
 			if lossy {
@@ -211,6 +221,27 @@ func noiseOf(trials []MLRTrial) Noise {
 		n.MeanStealPct = sum / float64(n.Trials)
 	}
 	return n
+}
+
+// addStalls counts a trial's stalls.
+func (n *Noise) addStalls(r *Report, lossy bool) {
+	s := r.Stalls
+	if s == nil {
+		return
+	}
+	n.Probed++
+	n.ProbedTime += r.Ended.Sub(r.Started)
+	n.StallTime += s.TotalNs
+	n.LongestStall = max(n.LongestStall, s.LongestNs)
+	if s.Stalls == 0 {
+		return
+	}
+	n.WithStall++
+	if lossy {
+		n.LossyWithStall++
+	} else {
+		n.LosslessWithStall++
+	}
 }
 
 // runSteal is the largest steal share of the run's CPUs (those with a
@@ -228,4 +259,28 @@ func runSteal(r *Report) float64 {
 		}
 	}
 	return steal
+}
+
+// write is the noise in two lines: steal, then the stall probe.
+func (nz Noise) write(ew *errWriter) {
+	ew.printf("noise: the hypervisor took time (steal) from the run's CPUs in %d of %d trials (at most %.1f%% of a CPU, %.2f%% on average); %d of the %d lossy trials had steal\n",
+		nz.WithSteal, nz.Trials, nz.MaxStealPct, nz.MeanStealPct, nz.LossyWithSteal, nz.Lossy)
+	if nz.Probed == 0 {
+		return
+	}
+	ew.printf("noise: the run's CPUs stalled (taken away: a hard timer's interrupt came 1 ms late or more) in %d of %d trials, %v in %v of trials (longest %v); %d of the %d lossy trials had a stall, and %d lossless ones\n",
+		nz.WithStall, nz.Probed, nz.StallTime.Round(time.Millisecond), nz.ProbedTime.Round(time.Millisecond), nz.LongestStall.Round(100*time.Microsecond),
+		nz.LossyWithStall, nz.Lossy, nz.LosslessWithStall)
+}
+
+// stallCell is a trial's stalls for the trial table.
+func stallCell(r *Report) string {
+	s := r.Stalls
+	switch {
+	case s == nil:
+		return "-"
+	case s.Stalls == 0:
+		return "0"
+	}
+	return fmt.Sprintf("%d (%v)", s.Stalls, s.LongestNs.Round(100*time.Microsecond))
 }

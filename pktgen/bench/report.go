@@ -3,6 +3,8 @@ package bench
 import (
 	"time"
 
+	"github.com/nslab/nslab/pktgen/stall"
+
 	"github.com/nslab/nslab/pktgen/engine"
 	"github.com/nslab/nslab/pktgen/receive"
 	"github.com/nslab/nslab/pktgen/sample"
@@ -89,6 +91,12 @@ type Report struct {
 	Conntrack []ConntrackCounts `json:"conntrack,omitempty"`
 	Softnet   []SoftnetCPU      `json:"softnet"` // machine-wide, per CPU
 	CPU       []CPUUse          `json:"cpu"`
+	// Stalls are the stalls of the run's CPUs while the engine ran
+	// (package stall), the first of them listed; nil when there was no
+	// probe, and StallNote says why.
+	Stalls    *stall.Summary `json:"stalls,omitempty"`
+	StallList []stall.Stall  `json:"stall_list,omitempty"`
+	StallNote string         `json:"stall_note,omitempty"`
 	// Bottleneck is the verdict in a line; Verdict has its parts.
 	Bottleneck string  `json:"bottleneck"`
 	Verdict    Verdict `json:"verdict"`

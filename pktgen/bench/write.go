@@ -111,7 +111,9 @@ func (r *Report) tableHead(ew *errWriter) {
 	if r.Load != "" {
 		ew.printf("load: %s\n", r.Load)
 	}
-	ew.printf("\nbottleneck: %s\n\n", r.Bottleneck)
+	ew.printf("\nbottleneck: %s\n", r.Bottleneck)
+	r.stallLine(ew)
+	ew.printf("\n")
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "sent\treceived\tloss\tloss %\t")
 	fmt.Fprintf(tw, "%d\t%d\t%d\t%.3f\t\n", r.Sent, r.Received, r.Loss, r.LossPct)

@@ -1,0 +1,72 @@
+package bench
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nslab/nslab/pktgen/stall"
+)
+
+// Stalls of the run's CPUs (package stall): one watch per bench, on each
+// CPU the run places something on (every CPU this process may use when
+// nothing is placed); each run takes the stalls that ended while its
+// engine ran.
+
+// maxStallList bounds the stalls a report lists one by one.
+const maxStallList = 100
+
+// startWatch starts the bench's stall watch; the note says why there is
+// none when it cannot start (the bench goes on without).
+func (b *Bench) startWatch() {
+	var cpus []int
+	for c := range b.place.roles {
+		cpus = append(cpus, c)
+	}
+	if len(cpus) == 0 {
+		cpus = append(cpus, b.allowed...)
+	}
+	slices.Sort(cpus)
+	w, err := stall.Start(cpus, 0)
+	if err != nil {
+		b.watchNote = fmt.Sprintf("stalls not watched: %v", err)
+		return
+	}
+	b.watch, b.watchCPUs = w, cpus
+}
+
+// stallsOf fills the report's stalls from the watch: those that ended
+// while the engine ran.
+func (b *Bench) stallsOf(rep *Report) {
+	if b.watch == nil {
+		rep.StallNote = b.watchNote
+		return
+	}
+	in := b.watch.Window(rep.Started, rep.Ended)
+	sum := stall.Summarize(b.watchCPUs, in, b.watch.Threshold())
+	rep.Stalls, rep.StallList = &sum, in[:min(len(in), maxStallList)]
+}
+
+// stallLine is the table's line on the run's stalls.
+func (r *Report) stallLine(ew *errWriter) {
+	s := r.Stalls
+	if s == nil {
+		if r.StallNote != "" {
+			ew.printf("%s\n", r.StallNote)
+		}
+		return
+	}
+	cpus := make([]string, len(s.CPUs))
+	for i, c := range s.CPUs {
+		cpus[i] = fmt.Sprint(c)
+	}
+	ew.printf("stalls of cpu %s while the engine ran (the CPU was taken away: a hard timer's interrupt came %v late or more): %d", strings.Join(cpus, ","), s.ThresholdNs, s.Stalls)
+	if s.Stalls > 0 {
+		ew.printf(", longest %v, %v in all", s.LongestNs.Round(10*time.Microsecond), s.TotalNs.Round(10*time.Microsecond))
+		if r.Loss > 0 || r.NamedDrops > 0 {
+			ew.printf("; the losses may be the machine's as much as the path's")
+		}
+	}
+	ew.printf("\n")
+}
