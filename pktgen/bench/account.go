@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/nslab/nslab/pktgen/engine"
+	"github.com/nslab/nslab/pktgen/kstat"
 	"github.com/nslab/nslab/pktgen/sample"
 	"github.com/nslab/nslab/topology/qdisc"
 	"github.com/nslab/nslab/topology/spec"
@@ -303,12 +304,12 @@ func (r *Report) routerCounts(before, after hostState, ipv6 bool) {
 		}
 		node := h[i].Node
 		rc := RouterCounts{Node: node, Entered: rxRun(h, i), Forwarded: txRun(h, i+1), DroppedAtEgress: h[i+1].TxDropped + h[i+1].QdiscDrops + h[i+1].QdiscQueued,
-			ForwDatagrams: after.mib[node][forwardedKey(ipv6)] - before.mib[node][forwardedKey(ipv6)], Discards: map[string]uint64{}}
+			ForwDatagrams: after.mib[node][kstat.ForwardedKey(ipv6)] - before.mib[node][kstat.ForwardedKey(ipv6)], Discards: map[string]uint64{}}
 		rc.Inside = int64(rc.Entered) - int64(rc.Forwarded+rc.DroppedAtEgress)
 		if rc.Inside < 0 && h[i+1].Duplicates != "" {
 			rc.DuplicatedAtEgress, rc.Inside = uint64(-rc.Inside), 0
 		}
-		for _, k := range ipDiscards {
+		for _, k := range kstat.IPDiscards {
 			if d := after.mib[node][k] - before.mib[node][k]; d > 0 {
 				rc.Discards[k] = d
 			}

@@ -2,8 +2,6 @@ package bench
 
 import (
 	"fmt"
-	"strconv"
-	"strings"
 )
 
 // Connection tracking of a router: what its NAT and firewall cost and
@@ -52,31 +50,6 @@ func (c ConntrackCounts) moved() bool {
 func (c ConntrackCounts) String() string {
 	return fmt.Sprintf("conntrack in %s (%s): %d entries (%d before); in the run: new %d, found %d, invalid %d, insert_failed %d, drop %d, early_drop %d",
 		c.Node, c.Source, c.Entries, c.EntriesBefore, c.New, c.Found, c.Invalid, c.InsertFailed, c.Drop, c.EarlyDrop)
-}
-
-// parseConntrack sums the per-CPU rows of /proc/net/stat/nf_conntrack
-// (entries, the same on every row, is taken once).
-func parseConntrack(text string) map[string]uint64 {
-	lines := strings.Split(strings.TrimSpace(text), "\n")
-	if len(lines) < 2 {
-		return nil
-	}
-	names := strings.Fields(lines[0])
-	out := map[string]uint64{}
-	for _, line := range lines[1:] {
-		for i, f := range strings.Fields(line) {
-			if i >= len(names) {
-				break
-			}
-			v, _ := strconv.ParseUint(f, 16, 64)
-			if names[i] == "entries" {
-				out["entries"] = v
-				continue
-			}
-			out[names[i]] += v
-		}
-	}
-	return out
 }
 
 // conntrackCounts is a router's conntrack over a run, from two readings.

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nslab/nslab/pktgen/kstat"
 	"github.com/nslab/nslab/topology/labtest/labdeploy"
 )
 
@@ -49,7 +50,7 @@ func TestParseConntrack(t *testing.T) {
 00000003  00000000 00000001 00000002 00000000 00000000 00000000 00000000 00000002 00000001 00000000 00000000 00000000  00000000 00000000 00000000 00000000
 00000003  00000000 00000000 00000001 00000004 00000000 00000000 00000000 00000001 00000000 0000000a 00000002 00000000  00000000 00000000 00000000 00000000
 `
-	m := parseConntrack(text)
+	m := kstat.ParseConntrack(text)
 	if m["entries"] != 3 || m["new"] != 3 || m["invalid"] != 4 || m["insert_failed"] != 1 || m["drop"] != 10 || m["early_drop"] != 2 || m["found"] != 1 {
 		t.Errorf("parsed %v", m)
 	}

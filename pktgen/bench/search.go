@@ -6,6 +6,8 @@ import (
 	"io"
 	"text/tabwriter"
 	"time"
+
+	"github.com/nslab/nslab/pktgen/kstat"
 )
 
 // SearchOptions tune a throughput search.
@@ -85,8 +87,8 @@ func (b *Bench) Search(ctx context.Context, frame int, so SearchOptions) (*Searc
 	}
 	err := search(res, so, trial)
 	res.MbpsL2, res.MbpsL1 = mbps(res.ThroughputPPS, float64(frame))
-	if res.LinkSpeed = linkSpeed(b.run.Node(b.t.From.Node).NS, b.t.From.Interface); res.LinkSpeed > 0 {
-		res.LineRatePPS = lineRatePPS(res.LinkSpeed, frame)
+	if res.LinkSpeed = kstat.LinkSpeed(b.run.Node(b.t.From.Node).NS, b.t.From.Interface); res.LinkSpeed > 0 {
+		res.LineRatePPS = kstat.LineRatePPS(res.LinkSpeed, frame)
 	}
 	return res, err
 }

@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/nslab/nslab/pktgen/kstat"
 )
 
 // Formats a report can be written in.
@@ -157,7 +159,7 @@ func (r *Report) tableHops(ew *errWriter) {
 			ew.printf(", copies its egress added %d", rt.DuplicatedAtEgress)
 		}
 		ew.printf(", lost inside %d; IP MIB: forwarded %d", rt.Inside, rt.ForwDatagrams)
-		for _, k := range ipDiscards {
+		for _, k := range kstat.IPDiscards {
 			if d := rt.Discards[k]; d > 0 {
 				ew.printf(", %s %d", k, d)
 			}

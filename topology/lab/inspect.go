@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nslab/nslab/topology/ethtool"
 	"github.com/nslab/nslab/topology/netfilter"
 	"github.com/nslab/nslab/topology/nlsafe"
 	"github.com/nslab/nslab/topology/qdisc"
@@ -326,8 +327,8 @@ func readQueues(ifc string) *Queues {
 		q.XPS = append(q.XPS, set.String())
 	}
 	q.Threaded = readSysctl("/sys/class/net/"+ifc+"/threaded") == "1"
-	q.GRO, _ = groOn(ifc)
-	q.TSO, _ = tsoOn(ifc)
+	q.GRO, _ = ethtool.GRO(ifc)
+	q.TSO, _ = ethtool.TSO(ifc)
 	return q
 }
 

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/nslab/nslab/topology/ethtool"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 )
@@ -142,7 +143,7 @@ func (d *deployer) peersWithoutTSO(n *spec.Node, ifaces []string) error {
 		if peer.Node == "" {
 			continue
 		}
-		err := d.inNS(peer.Node, func(x *ns.NS) error { return x.Do(func() error { return setTSO(peer.Interface, false) }) })
+		err := d.inNS(peer.Node, func(x *ns.NS) error { return x.Do(func() error { return ethtool.SetTSO(peer.Interface, false) }) })
 		if err != nil {
 			return fmt.Errorf("TSO off on %s (the sending end of %s:%s): %w", peer, n.Name, ifc, err)
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/nslab/nslab/topology/ethtool"
 	"github.com/nslab/nslab/topology/nlsafe"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
@@ -155,7 +156,7 @@ func (d *deployer) useQueues(n *spec.Node, i *spec.Interface) error {
 		return nil
 	}
 	return d.inNS(n.Name, func(x *ns.NS) error {
-		return x.Do(func() error { return setChannels(i.Name, usedQueues(i)) })
+		return x.Do(func() error { return ethtool.SetQueues(i.Name, usedQueues(i)) })
 	})
 }
 

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/nslab/nslab/topology/ethtool"
 	"github.com/nslab/nslab/topology/netfilter"
 	"github.com/nslab/nslab/topology/nlsafe"
 	"github.com/nslab/nslab/topology/ns"
@@ -344,7 +345,7 @@ func queuesChange(l *spec.Lab, f, n *spec.Node) []Step {
 			Name:  fmt.Sprintf("use %d rx/tx queues on %s:%s", q, n.Name, i.Name),
 			shell: func() []string { return []string{shChannels(l.Namespace(n.Name), i.Name, q)} },
 			do: func(d *deployer) error {
-				return d.inNS(n.Name, func(x *ns.NS) error { return x.Do(func() error { return setChannels(i.Name, q) }) })
+				return d.inNS(n.Name, func(x *ns.NS) error { return x.Do(func() error { return ethtool.SetQueues(i.Name, q) }) })
 			},
 		})
 	}
