@@ -19,6 +19,7 @@ import (
 
 	"github.com/nslab/nslab/cmd/internal/benchrun"
 	"github.com/nslab/nslab/pktgen/bench"
+	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/pktgen/stats"
 	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/spec"
@@ -35,7 +36,7 @@ func main() {
 // run measures; the lab is deployed by the first search and kept.
 func run(m *lab.Manager, l *spec.Lab, rounds, binary int) int {
 	var ndr, pdr, old []float64
-	var last *bench.MLRResult
+	var last *report.MLRResult
 	fmt.Printf("the placed forwarding lab, 64-byte frames; MLRsearch %s, goals NDR and PDR (exceed 50%%, final 1 s, sum 7 s, width 2%%); binary search with 2 s trials confirmed 3 times:\n", bench.Draft)
 	for r := range max(rounds, binary) {
 		if r < rounds {
@@ -45,7 +46,7 @@ func run(m *lab.Manager, l *spec.Lab, rounds, binary int) int {
 				return 1
 			}
 			last = out.MLR[0]
-			g := map[string]bench.GoalOutcome{}
+			g := map[string]report.GoalOutcome{}
 			for _, x := range last.Goals {
 				g[x.Name] = x
 			}
@@ -66,16 +67,16 @@ func run(m *lab.Manager, l *spec.Lab, rounds, binary int) int {
 		}
 	}
 	fmt.Printf("\nmedian (min..max), and the largest deviation from the median:\n")
-	report("MLRsearch PDR (conditional throughput)", pdr)
-	report("MLRsearch NDR (conditional throughput)", ndr)
-	report("binary search no-drop rate (the old --search)", old)
+	printSpread("MLRsearch PDR (conditional throughput)", pdr)
+	printSpread("MLRsearch NDR (conditional throughput)", ndr)
+	printSpread("binary search no-drop rate (the old --search)", old)
 	return recheck(m, l, last)
 }
 
 // recheck reruns the last search's PDR bounds as plain runs of the final
 // trial duration.
-func recheck(m *lab.Manager, l *spec.Lab, s *bench.MLRResult) int {
-	var g bench.GoalOutcome
+func recheck(m *lab.Manager, l *spec.Lab, s *report.MLRResult) int {
+	var g report.GoalOutcome
 	for _, x := range s.Goals {
 		if x.Name == "PDR" {
 			g = x
@@ -111,13 +112,13 @@ func recheck(m *lab.Manager, l *spec.Lab, s *bench.MLRResult) int {
 	return 0
 }
 
-// report prints a figure's median, range and largest deviation from the
+// printSpread prints a figure's median, range and largest deviation from the
 // median.
-func report(what string, v []float64) {
+func printSpread(what string, v []float64) {
 	if len(v) == 0 {
 		return
 	}
-	st := stats.Summarize(v, bench.SummaryLevel)
+	st := stats.Summarize(v, report.SummaryLevel)
 	dev := math.Max(st.Max/st.Median-1, 1-st.Min/st.Median)
 	fmt.Printf("  %-48s %9.0f pps  (%.0f..%.0f)  largest deviation %.1f%% over %d\n", what, st.Median, st.Min, st.Max, 100*dev, st.N)
 }

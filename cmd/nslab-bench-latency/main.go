@@ -18,6 +18,7 @@ import (
 
 	"github.com/nslab/nslab/cmd/internal/benchrun"
 	"github.com/nslab/nslab/pktgen/bench"
+	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/pktgen/stats"
 	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/spec"
@@ -65,7 +66,7 @@ func run(m *lab.Manager, l *spec.Lab, rounds int, dur time.Duration) int {
 	base := stats.Median(modes[0].rates)
 	fmt.Printf("\nmedians (min..max) and the ratio to no reader:\n")
 	for _, md := range modes {
-		s := stats.Summarize(md.rates, bench.SummaryLevel)
+		s := stats.Summarize(md.rates, report.SummaryLevel)
 		fmt.Printf("  %-40s %8.0f pps (%.0f..%.0f)  %.3fx\n", md.name, s.Median, s.Min, s.Max, s.Median/base)
 	}
 	out, err := benchrun.Sweep(m, l, bench.Request{LatencyAt: []float64{0.1, 0.5, 0.9}}, bench.Selection{Duration: dur})

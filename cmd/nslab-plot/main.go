@@ -10,8 +10,8 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/nslab/nslab/pktgen/bench"
 	"github.com/nslab/nslab/pktgen/bench/plot"
+	"github.com/nslab/nslab/pktgen/report"
 )
 
 func main() {
@@ -52,7 +52,7 @@ func draw(path string) error {
 
 // withLatency reports whether the runs carry latency histograms (bench
 // --latency): their plot is the latency's distribution.
-func withLatency(reps []*bench.Report) bool {
+func withLatency(reps []*report.Report) bool {
 	for _, r := range reps {
 		if r.Latency != nil && r.Latency.Histogram != "" {
 			return true

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/nslab/nslab/pktgen/bench"
+	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/urfave/cli/v2"
@@ -103,7 +104,7 @@ func benchRequest(c *cli.Context) (bench.Request, error) {
 	if c.Duration("interval") < 100*time.Millisecond {
 		return bench.Request{}, cli.Exit("--interval: at least 100ms", 2)
 	}
-	if err := bench.CheckFormat(c.String("format")); err != nil {
+	if err := report.CheckFormat(c.String("format")); err != nil {
 		return bench.Request{}, cli.Exit(err.Error(), 2)
 	}
 	ts, err := bench.Streams(l.Model(), c.StringSlice("traffic"), bench.Selection{From: c.String("from"), To: c.String("to"),
@@ -201,61 +202,13 @@ func variantsDryRun(c *cli.Context, req bench.Request) error {
 	return nil
 }
 
-// writeOutcome prints what finished, in the chosen format, and the
-// summaries of repeated rounds after it (in JSON, both in one object).
+// writeOutcome prints what finished in the chosen format, through the
+// report package's one writer.
 func writeOutcome(c *cli.Context, out *bench.Outcome) error {
 	if out == nil {
 		return nil
 	}
-	if len(out.Summaries) > 0 {
-		if c.String("format") == "json" {
-			return writeJSON(c.App.Writer, map[string]any{"results": results(out), "summaries": out.Summaries, "comparisons": out.Comparisons})
-		}
-		sums, comps := out.Summaries, out.Comparisons
-		out.Summaries, out.Comparisons = nil, nil
-		if err := writeOutcome(c, out); err != nil {
-			return err
-		}
-		if err := bench.WriteSummaries(c.App.Writer, sums); err != nil {
-			return err
-		}
-		for _, cmp := range comps {
-			fmt.Fprintf(c.App.Writer, "\n%s against %s:\n", cmp.New, cmp.Old)
-			format := c.String("format")
-			if format == "csv" {
-				format = "table" // a comparison has no CSV form
-			}
-			if err := cmp.Write(c.App.Writer, format); err != nil {
-				return err
-			}
-		}
-		return nil
-	}
-	if len(out.RFC2544) > 0 {
-		if c.String("format") == "json" {
-			return writeJSON(c.App.Writer, out.RFC2544)
-		}
-		return bench.WriteRFC2544(c.App.Writer, c.String("format"), out.RFC2544)
-	}
-	if len(out.MLR) > 0 {
-		if c.String("format") == "json" {
-			return writeJSON(c.App.Writer, out.MLR)
-		}
-		return bench.WriteMLR(c.App.Writer, out.MLR)
-	}
-	if len(out.Searches) > 0 {
-		if c.String("format") == "json" {
-			return writeJSON(c.App.Writer, out.Searches)
-		}
-		return bench.WriteSearch(c.App.Writer, out.Searches)
-	}
-	if len(out.Reports) > 0 {
-		return bench.Write(c.App.Writer, c.String("format"), out.Reports)
-	}
-	if len(out.Groups) > 0 {
-		return bench.WriteGroups(c.App.Writer, c.String("format"), out.Groups)
-	}
-	return nil
+	return report.WriteOutput(c.App.Writer, c.String("format"), &report.Output{Results: out.Results, Summaries: out.Summaries, Comparisons: out.Comparisons})
 }
 
 // termWidth is the width of the terminal f is, or 0 when it is none.
@@ -281,21 +234,6 @@ func parsePercent(s string) (float64, error) {
 		return 0, fmt.Errorf("%q: below 100%%", s)
 	}
 	return v, nil
-}
-
-// results are the outcome's results of one kind, for JSON.
-func results(out *bench.Outcome) any {
-	switch {
-	case len(out.RFC2544) > 0:
-		return out.RFC2544
-	case len(out.MLR) > 0:
-		return out.MLR
-	case len(out.Searches) > 0:
-		return out.Searches
-	case len(out.Groups) > 0:
-		return out.Groups
-	}
-	return out.Reports
 }
 
 // searchRequest reads the flags of --latency-at, --repeat and the

@@ -3,7 +3,7 @@ package main
 import (
 	"fmt"
 
-	"github.com/nslab/nslab/pktgen/bench"
+	"github.com/nslab/nslab/pktgen/report"
 	"github.com/urfave/cli/v2"
 )
 
@@ -31,16 +31,16 @@ func runCompare(c *cli.Context) error {
 	if c.NArg() < 2 {
 		return cli.Exit("compare needs two results files or more: nslab compare A.jsonl B.jsonl", 2)
 	}
-	base, err := bench.ReadResults(c.Args().Get(0))
+	base, err := report.ReadResults(c.Args().Get(0))
 	if err != nil {
 		return cli.Exit(err.Error(), 1)
 	}
 	for i := 1; i < c.NArg(); i++ {
-		other, err := bench.ReadResults(c.Args().Get(i))
+		other, err := report.ReadResults(c.Args().Get(i))
 		if err != nil {
 			return cli.Exit(err.Error(), 1)
 		}
-		cmp, err := bench.Compare(base, other, c.Bool("force"))
+		cmp, err := report.Compare(base, other, c.Bool("force"))
 		if err != nil {
 			return cli.Exit(err.Error(), 1)
 		}

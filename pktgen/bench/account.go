@@ -7,6 +7,7 @@ import (
 
 	"github.com/nslab/nslab/pktgen/engine"
 	"github.com/nslab/nslab/pktgen/kstat"
+	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/pktgen/sample"
 	"github.com/nslab/nslab/topology/qdisc"
 	"github.com/nslab/nslab/topology/spec"
@@ -20,10 +21,10 @@ import (
 
 // hopCounters turns the samples into each target's change over the run,
 // with the neighbour frames each received.
-func hopCounters(m *measurement, base, final sample.Sample, ctl []control) []HopCounters {
-	out := make([]HopCounters, len(m.targets))
+func hopCounters(m *measurement, base, final sample.Sample, ctl []control) []report.HopCounters {
+	out := make([]report.HopCounters, len(m.targets))
 	for i, t := range m.targets {
-		out[i] = HopCounters{Target: t, Role: m.roles[i], Counters: final.Counters[i].Sub(base.Counters[i]),
+		out[i] = report.HopCounters{Target: t, Role: m.roles[i], Counters: final.Counters[i].Sub(base.Counters[i]),
 			Neighbour: ctl[i].received, SentControl: ctl[i].sent}
 		if q := m.qdiscs[t.String()]; q != nil && q.Impair != nil && q.Impair.Duplicate > 0 {
 			out[i].Duplicates = q.String()
@@ -36,13 +37,13 @@ func hopCounters(m *measurement, base, final sample.Sample, ctl []control) []Hop
 }
 
 // rxRun is what hop i received of the run: its rx less neighbour frames.
-func rxRun(h []HopCounters, i int) uint64 { return h[i].RxPackets - h[i].Neighbour }
+func rxRun(h []report.HopCounters, i int) uint64 { return h[i].RxPackets - h[i].Neighbour }
 
 // txRun is what hop i sent on of the run: its tx less the neighbour frames
 // its peer (the next hop, on a path) received from it.
 // Before hops on another host, its own count of the control frames it
 // sent stands in for the peer's.
-func txRun(h []HopCounters, i int) uint64 {
+func txRun(h []report.HopCounters, i int) uint64 {
 	switch {
 	case i+1 < len(h) && h[i+1].After != "":
 		return h[i].TxPackets - h[i].SentControl
@@ -57,15 +58,15 @@ func isOut(role string) bool { return role == "sender" || role == "egress" || ro
 
 // account fills the counts, drops, added packets and balance of the
 // report.
-func (r *Report) account(res *engine.Result, frame int) {
+func account(r *report.Report, res *engine.Result, frame int) {
 	h := r.Hops
 	last := len(h) - 1
-	r.SenderCheck = SenderCheck{EngineHanded: res.Handed(), EngineSent: res.Sent, EngineErrors: res.Errors}
+	r.SenderCheck = report.SenderCheck{EngineHanded: res.Handed(), EngineSent: res.Sent, EngineErrors: res.Errors}
 	r.Sent = res.Handed()
 	r.Drops, r.Added = nil, nil
 	if h[0].Role == "sender" {
 		r.Sent = took(h[0]) - controlSent(h)
-		if copies := r.SenderCheck.reconcile(h[0], controlSent(h)); copies > 0 {
+		if copies := reconcile(&r.SenderCheck, h[0], controlSent(h)); copies > 0 {
 			r.Sent = res.Handed() // the interface counts the copies too
 			r.Added = append(r.Added, copiesAt(h[0], copies, fmt.Sprintf("%s took %d, the engine handed it %d", h[0].Target, r.SenderCheck.Interface, res.Handed())))
 		}
@@ -86,7 +87,7 @@ func (r *Report) account(res *engine.Result, frame int) {
 }
 
 // total is the packets of places.
-func total(places []Drop) uint64 {
+func total(places []report.Drop) uint64 {
 	var n uint64
 	for _, d := range places {
 		n += d.Packets
@@ -95,14 +96,14 @@ func total(places []Drop) uint64 {
 }
 
 // copiesAt names the copies the impairment of interface x sent.
-func copiesAt(x HopCounters, n uint64, counted string) Drop {
-	return Drop{Place: "impairment of " + x.String(), Packets: n, Node: x.Node, Counted: counted,
+func copiesAt(x report.HopCounters, n uint64, counted string) report.Drop {
+	return report.Drop{Place: "impairment of " + x.String(), Packets: n, Node: x.Node, Counted: counted,
 		Cause: fmt.Sprintf("its impairment (%s) sends copies of packets it is handed", x.Duplicates)}
 }
 
 // controlSent is what the sender interface sent that is not the run's:
 // the neighbour and IPv6 control frames (ARP, ND, MLD) its peer received.
-func controlSent(h []HopCounters) uint64 {
+func controlSent(h []report.HopCounters) uint64 {
 	switch {
 	case len(h) > 1 && h[1].After != "":
 		return h[0].SentControl
@@ -116,7 +117,7 @@ func controlSent(h []HopCounters) uint64 {
 // the control frames it sent) and says what the difference is, from its
 // sign and the interface's impairment. It returns the copies the
 // interface's impairment sent, when it duplicates and took more.
-func (c *SenderCheck) reconcile(sender HopCounters, control uint64) (copies uint64) {
+func reconcile(c *report.SenderCheck, sender report.HopCounters, control uint64) (copies uint64) {
 	c.Interface = took(sender) - control
 	c.Difference = int64(c.Interface) - int64(c.EngineHanded)
 	switch {
@@ -133,20 +134,20 @@ func (c *SenderCheck) reconcile(sender HopCounters, control uint64) (copies uint
 
 // took is what an interface took to send: what its device sent and
 // dropped, and what its own qdisc (an impairment) dropped or still holds.
-func took(h HopCounters) uint64 {
+func took(h report.HopCounters) uint64 {
 	return h.TxPackets + h.TxDropped + h.QdiscDrops + h.QdiscQueued
 }
 
 // qdiscPlaces names what an interface's own qdisc dropped, and what it
 // still held when the run was read (the path delays it; it is not lost).
-func qdiscPlaces(x HopCounters) []Drop {
-	var out []Drop
+func qdiscPlaces(x report.HopCounters) []report.Drop {
+	var out []report.Drop
 	if x.QdiscDrops > 0 {
-		out = append(out, Drop{Place: "qdisc of " + x.String(), Packets: x.QdiscDrops, Node: x.Node,
+		out = append(out, report.Drop{Place: "qdisc of " + x.String(), Packets: x.QdiscDrops, Node: x.Node,
 			Counted: fmt.Sprintf("the qdisc's drop counter: %d", x.QdiscDrops)})
 	}
 	if x.QdiscQueued > 0 {
-		out = append(out, Drop{Place: "still queued in the qdisc of " + x.String(), Packets: x.QdiscQueued, Node: x.Node,
+		out = append(out, report.Drop{Place: "still queued in the qdisc of " + x.String(), Packets: x.QdiscQueued, Node: x.Node,
 			Counted: fmt.Sprintf("the qdisc held %d packets when the run was read", x.QdiscQueued)})
 	}
 	return out
@@ -156,7 +157,7 @@ func qdiscPlaces(x HopCounters) []Drop {
 // qdisc, per link, and inside each node between its ingress and egress;
 // and the packets a node's egress added (its impairment's copies: more
 // left than entered).
-func pathDrops(h []HopCounters, frame int) (out, added []Drop) {
+func pathDrops(h []report.HopCounters, frame int) (out, added []report.Drop) {
 	for i := 0; i+1 < len(h); i++ {
 		a, b := h[i], h[i+1]
 		if isOut(a.Role) {
@@ -168,7 +169,7 @@ func pathDrops(h []HopCounters, frame int) (out, added []Drop) {
 		case isOut(a.Role) && isIn(b.Role):
 			n := max(a.TxDropped, b.RxDropped+b.RxMissed)
 			if n > 0 {
-				out = append(out, Drop{Place: fmt.Sprintf("link %s -> %s", a.Target, b.Target), Packets: n, Node: b.Node,
+				out = append(out, report.Drop{Place: fmt.Sprintf("link %s -> %s", a.Target, b.Target), Packets: n, Node: b.Node,
 					Counted: fmt.Sprintf("%s tx_dropped %d, %s rx_dropped %d (the same packets, counted once)", a.Target, a.TxDropped, b.Target, b.RxDropped+b.RxMissed)})
 			}
 		case isIn(a.Role) && isOut(b.Role) && a.Node == b.Node:
@@ -177,7 +178,7 @@ func pathDrops(h []HopCounters, frame int) (out, added []Drop) {
 			counted := fmt.Sprintf("%s received %d, %s took %d", a.Target, rxRun(h, i), b.Target, egress)
 			switch {
 			case inside > 0:
-				out = append(out, Drop{Place: "inside " + nodeKind(a.Role) + " " + a.Node, Packets: uint64(inside), Node: a.Node, Counted: counted})
+				out = append(out, report.Drop{Place: "inside " + nodeKind(a.Role) + " " + a.Node, Packets: uint64(inside), Node: a.Node, Counted: counted})
 			case inside < 0 && b.Duplicates != "":
 				added = append(added, copiesAt(b, uint64(-inside), counted))
 			}
@@ -190,19 +191,19 @@ func pathDrops(h []HopCounters, frame int) (out, added []Drop) {
 // hop i+1, which receives from them: at each end by its own counters, and
 // between them what left hop i and never reached hop i+1, on the other
 // hosts or the underlay, whose counters are there.
-func gapDrops(h []HopCounters, i int) []Drop {
+func gapDrops(h []report.HopCounters, i int) []report.Drop {
 	a, b := h[i], h[i+1]
-	var out []Drop
+	var out []report.Drop
 	if a.TxDropped > 0 {
-		out = append(out, Drop{Place: "at " + a.String(), Packets: a.TxDropped, Node: a.Node, Counted: fmt.Sprintf("%s tx_dropped %d", a.Target, a.TxDropped)})
+		out = append(out, report.Drop{Place: "at " + a.String(), Packets: a.TxDropped, Node: a.Node, Counted: fmt.Sprintf("%s tx_dropped %d", a.Target, a.TxDropped)})
 	}
 	arrived := rxRun(h, i+1) + b.RxDropped + b.RxMissed
 	if lost := int64(txRun(h, i)) - int64(arrived); lost > 0 {
-		out = append(out, Drop{Place: "on " + b.After + ", or the underlay between", Packets: uint64(lost),
+		out = append(out, report.Drop{Place: "on " + b.After + ", or the underlay between", Packets: uint64(lost),
 			Counted: fmt.Sprintf("%s sent %d of the run, %d reached %s (counted there: rx and rx_dropped)", a.Target, txRun(h, i), arrived, b.Target)})
 	}
 	if n := b.RxDropped + b.RxMissed; n > 0 {
-		out = append(out, Drop{Place: "at " + b.String(), Packets: n, Node: b.Node, Counted: fmt.Sprintf("%s rx_dropped %d", b.Target, n)})
+		out = append(out, report.Drop{Place: "at " + b.String(), Packets: n, Node: b.Node, Counted: fmt.Sprintf("%s rx_dropped %d", b.Target, n)})
 	}
 	return out
 }
@@ -216,11 +217,11 @@ func nodeKind(inRole string) string {
 
 // measuredDrops names, for interfaces given with --measure, every drop
 // counter that moved (they need not be a path).
-func measuredDrops(h []HopCounters) []Drop {
-	var out []Drop
+func measuredDrops(h []report.HopCounters) []report.Drop {
+	var out []report.Drop
 	for _, x := range h {
 		if n := x.TxDropped + x.RxDropped + x.RxMissed; n > 0 {
-			out = append(out, Drop{Place: "at " + x.String(), Packets: n, Node: x.Node,
+			out = append(out, report.Drop{Place: "at " + x.String(), Packets: n, Node: x.Node,
 				Counted: fmt.Sprintf("tx_dropped %d, rx_dropped %d, rx_missed %d", x.TxDropped, x.RxDropped, x.RxMissed)})
 		}
 		out = append(out, qdiscPlaces(x)...)
@@ -231,7 +232,7 @@ func measuredDrops(h []HopCounters) []Drop {
 // explainDrops adds what the machine's counters say about each drop: the
 // softnet drops of the run (backlog drops, per CPU), the IP MIB discards
 // of a router, a frame larger than the receiving MTU.
-func (r *Report) explainDrops(frame int, m *measurement, p placement) {
+func explainDrops(r *report.Report, frame int, m *measurement, p placement) {
 	mtu := m.mtu
 	var backlog uint64
 	var where []string
@@ -263,7 +264,7 @@ func (r *Report) explainDrops(frame int, m *measurement, p placement) {
 		case strings.HasPrefix(d.Place, "link "):
 			d.Cause = fmt.Sprintf("softnet_stat counted %d backlog drops in the run (%s), the links %d", backlog, strings.Join(where, ", "), linkDrops)
 		case strings.HasPrefix(d.Place, "inside "):
-			d.Cause = r.discardsOf(d.Node) + r.conntrackCause(d.Node)
+			d.Cause = discardsOf(r, d.Node) + conntrackCause(r, d.Node)
 		case strings.HasPrefix(d.Place, "qdisc of "):
 			d.Cause = qdiscCause(m.qdiscs[strings.TrimPrefix(d.Place, "qdisc of ")])
 		case strings.HasPrefix(d.Place, "still queued in the qdisc of "):
@@ -273,7 +274,7 @@ func (r *Report) explainDrops(frame int, m *measurement, p placement) {
 }
 
 // discardsOf says which IP MIB discard counters of node moved.
-func (r *Report) discardsOf(node string) string {
+func discardsOf(r *report.Report, node string) string {
 	for _, rt := range r.Routers {
 		if rt.Node != node {
 			continue
@@ -296,14 +297,14 @@ func (r *Report) discardsOf(node string) string {
 }
 
 // routerCounts fills what each router on the path did.
-func (r *Report) routerCounts(before, after hostState, ipv6 bool) {
+func routerCounts(r *report.Report, before, after hostState, ipv6 bool) {
 	h := r.Hops
 	for i := 0; i+1 < len(h); i++ {
 		if h[i].Role != "ingress" || h[i+1].Role != "egress" || h[i].Node != h[i+1].Node {
 			continue
 		}
 		node := h[i].Node
-		rc := RouterCounts{Node: node, Entered: rxRun(h, i), Forwarded: txRun(h, i+1), DroppedAtEgress: h[i+1].TxDropped + h[i+1].QdiscDrops + h[i+1].QdiscQueued,
+		rc := report.RouterCounts{Node: node, Entered: rxRun(h, i), Forwarded: txRun(h, i+1), DroppedAtEgress: h[i+1].TxDropped + h[i+1].QdiscDrops + h[i+1].QdiscQueued,
 			ForwDatagrams: after.mib[node][kstat.ForwardedKey(ipv6)] - before.mib[node][kstat.ForwardedKey(ipv6)], Discards: map[string]uint64{}}
 		rc.Inside = int64(rc.Entered) - int64(rc.Forwarded+rc.DroppedAtEgress)
 		if rc.Inside < 0 && h[i+1].Duplicates != "" {
@@ -316,7 +317,7 @@ func (r *Report) routerCounts(before, after hostState, ipv6 bool) {
 		}
 		r.Routers = append(r.Routers, rc)
 		if before.ct[node] != nil && after.ct[node] != nil {
-			if ct := conntrackCounts(node, before.ct[node], after.ct[node]); ct.moved() {
+			if ct := conntrackCounts(node, before.ct[node], after.ct[node]); ct.Moved() {
 				r.Conntrack = append(r.Conntrack, ct)
 			}
 		}

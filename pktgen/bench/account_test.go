@@ -5,13 +5,14 @@ import (
 	"testing"
 
 	"github.com/nslab/nslab/pktgen/engine"
+	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/pktgen/sample"
 )
 
 // hop is one hop of the client-router-server path with its counters over
 // a run.
-func hop(role, node, iface string, c sample.Counters, duplicates string) HopCounters {
-	return HopCounters{Target: sample.Target{Node: node, Interface: iface}, Role: role, Counters: c, Duplicates: duplicates}
+func hop(role, node, iface string, c sample.Counters, duplicates string) report.HopCounters {
+	return report.HopCounters{Target: sample.Target{Node: node, Interface: iface}, Role: role, Counters: c, Duplicates: duplicates}
 }
 
 const dup10 = "netem duplicate 10% limit 1000"
@@ -24,36 +25,36 @@ func TestCopiesBalance(t *testing.T) {
 	res := &engine.Result{Sent: 20000}
 	cases := []struct {
 		name                          string
-		hops                          []HopCounters
+		hops                          []report.HopCounters
 		sent, added, drops            uint64
 		unaccounted                   int64
 		place, verdict, routerOrCheck string
 	}{
-		{"router's egress duplicates", []HopCounters{
+		{"router's egress duplicates", []report.HopCounters{
 			hop("sender", "ns1", "veth1", sample.Counters{TxPackets: 20000}, ""),
 			hop("ingress", "ns2", "veth1-peer", sample.Counters{RxPackets: 20000}, ""),
 			hop("egress", "ns2", "veth2", sample.Counters{TxPackets: 21989}, dup10),
 			hop("receiver", "ns3", "veth2-peer", sample.Counters{RxPackets: 21989}, ""),
 		}, 20000, 1989, 0, 0, "impairment of ns2:veth2", "offered rate", "copies its egress added 1989, lost inside 0"},
-		{"and the link after it drops", []HopCounters{
+		{"and the link after it drops", []report.HopCounters{
 			hop("sender", "ns1", "veth1", sample.Counters{TxPackets: 20000}, ""),
 			hop("ingress", "ns2", "veth1-peer", sample.Counters{RxPackets: 20000}, ""),
 			hop("egress", "ns2", "veth2", sample.Counters{TxPackets: 21000, TxDropped: 989}, dup10),
 			hop("receiver", "ns3", "veth2-peer", sample.Counters{RxPackets: 21000, RxDropped: 989}, ""),
 		}, 20000, 1989, 989, 0, "impairment of ns2:veth2", "ns2:veth2 -> ns3:veth2-peer", "dropped at its egress 989, copies its egress added 1989"},
-		{"sender duplicates", []HopCounters{
+		{"sender duplicates", []report.HopCounters{
 			hop("sender", "ns1", "veth1", sample.Counters{TxPackets: 21979}, dup10),
 			hop("ingress", "ns2", "veth1-peer", sample.Counters{RxPackets: 21979}, ""),
 			hop("egress", "ns2", "veth2", sample.Counters{TxPackets: 21979}, ""),
 			hop("receiver", "ns3", "veth2-peer", sample.Counters{RxPackets: 21979}, ""),
 		}, 20000, 1979, 0, 0, "impairment of ns1:veth1", "offered rate", "copies its impairment (" + dup10 + ") sent"},
-		{"a switch port duplicates", []HopCounters{
+		{"a switch port duplicates", []report.HopCounters{
 			hop("sender", "h1", "eth0", sample.Counters{TxPackets: 20000}, ""),
 			hop("switch in", "sw", "p1", sample.Counters{RxPackets: 20000}, ""),
 			hop("switch out", "sw", "p2", sample.Counters{TxPackets: 21000}, dup10),
 			hop("receiver", "h2", "eth0", sample.Counters{RxPackets: 21000}, ""),
 		}, 20000, 1000, 0, 0, "impairment of sw:p2", "offered rate", "sent 20000 + added 1000 = received 21000"},
-		{"more arrived, nothing duplicates", []HopCounters{
+		{"more arrived, nothing duplicates", []report.HopCounters{
 			hop("sender", "ns1", "veth1", sample.Counters{TxPackets: 20000}, ""),
 			hop("ingress", "ns2", "veth1-peer", sample.Counters{RxPackets: 20000}, ""),
 			hop("egress", "ns2", "veth2", sample.Counters{TxPackets: 21989}, ""),
@@ -61,10 +62,10 @@ func TestCopiesBalance(t *testing.T) {
 		}, 20000, 0, 0, -1989, "", "the receiver counted 1989 packets more", "lost inside -1989"},
 	}
 	for _, c := range cases {
-		r := &Report{Hops: c.hops, Path: crsPath, OfferedPPS: 20000, Result: res, Elapsed: 1e9}
-		r.account(res, 64)
-		r.routerCounts(hostState{}, hostState{}, false)
-		r.judge(placement{}, 20000)
+		r := &report.Report{Hops: c.hops, Path: crsPath, OfferedPPS: 20000, Result: res, Elapsed: 1e9}
+		account(r, res, 64)
+		routerCounts(r, hostState{}, hostState{}, false)
+		judge(r, placement{}, 20000)
 		if r.Sent != c.sent || r.NamedAdded != c.added || r.NamedDrops != c.drops || r.Unaccount != c.unaccounted {
 			t.Errorf("%s: sent %d added %d drops %d unaccounted %d, want %d %d %d %d", c.name, r.Sent, r.NamedAdded, r.NamedDrops, r.Unaccount, c.sent, c.added, c.drops, c.unaccounted)
 		}
@@ -75,14 +76,14 @@ func TestCopiesBalance(t *testing.T) {
 			t.Errorf("%s: added %+v, want one at %s", c.name, r.Added, c.place)
 		}
 		var out strings.Builder
-		if err := r.table(&out); err != nil {
+		if err := report.Write(&out, "table", []*report.Report{r}); err != nil {
 			t.Fatal(err)
 		}
 		if !strings.Contains(r.Bottleneck, c.verdict) || !strings.Contains(out.String(), c.routerOrCheck) {
 			t.Errorf("%s: bottleneck %q, want %q; the table lacks %q:\n%s", c.name, r.Bottleneck, c.verdict, c.routerOrCheck, out.String())
 		}
-		if c.added > 0 && !strings.Contains(out.String(), balanceLine(c.sent, c.added, r.Received, c.drops, 0)) {
-			t.Errorf("%s: the table's balance line is not %q:\n%s", c.name, balanceLine(c.sent, c.added, r.Received, c.drops, 0), out.String())
+		if c.added > 0 && !strings.Contains(out.String(), report.BalanceLine(c.sent, c.added, r.Received, c.drops, 0)) {
+			t.Errorf("%s: the table's balance line is not %q:\n%s", c.name, report.BalanceLine(c.sent, c.added, r.Received, c.drops, 0), out.String())
 		}
 	}
 }
@@ -92,9 +93,9 @@ func TestCopiesBalance(t *testing.T) {
 func TestGroupCopies(t *testing.T) {
 	egress := hop("egress", "r", "e2", sample.Counters{TxPackets: 2200}, dup10) // both streams' packets and copies
 	recv := hop("receiver", "h3", "eth0", sample.Counters{RxPackets: 2200}, "")
-	reps := []*Report{
-		{Hops: []HopCounters{hop("sender", "h1", "eth0", sample.Counters{TxPackets: 1000}, ""), hop("ingress", "r", "e0", sample.Counters{RxPackets: 1000}, ""), egress, recv}},
-		{Hops: []HopCounters{hop("sender", "h2", "eth0", sample.Counters{TxPackets: 1000}, ""), hop("ingress", "r", "e1", sample.Counters{RxPackets: 1000}, ""), egress, recv}},
+	reps := []*report.Report{
+		{Hops: []report.HopCounters{hop("sender", "h1", "eth0", sample.Counters{TxPackets: 1000}, ""), hop("ingress", "r", "e0", sample.Counters{RxPackets: 1000}, ""), egress, recv}},
+		{Hops: []report.HopCounters{hop("sender", "h2", "eth0", sample.Counters{TxPackets: 1000}, ""), hop("ingress", "r", "e1", sample.Counters{RxPackets: 1000}, ""), egress, recv}},
 	}
 	drops, added := unionDrops(reps)
 	if len(drops) != 0 || len(added) != 1 || added[0].Place != "impairment of r:e2" || added[0].Packets != 200 {

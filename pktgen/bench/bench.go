@@ -17,6 +17,7 @@ import (
 	"github.com/nslab/nslab/pktgen/engine"
 	"github.com/nslab/nslab/pktgen/kernel"
 	"github.com/nslab/nslab/pktgen/receive"
+	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/pktgen/sample"
 	"github.com/nslab/nslab/pktgen/stall"
 	"github.com/nslab/nslab/topology/lab"
@@ -60,7 +61,7 @@ type Bench struct {
 	path    *lab.TracedPath
 	meas    *measurement
 	sink    io.Closer
-	env     Env
+	env     report.Env
 	place   placement
 	allowed spec.CPUSet // the CPUs this process may use
 	// senderQdisc is the sender interface's own root qdisc (nil: none).
@@ -160,13 +161,13 @@ func (b *Bench) Engine() (name, reason string) { return b.eng.Name(), b.reason }
 
 // Run measures traffic t at one frame size, with the rate and length
 // the traffic run gives.
-func (b *Bench) Run(ctx context.Context, frame int) (*Report, error) {
+func (b *Bench) Run(ctx context.Context, frame int) (*report.Report, error) {
 	return b.measure(ctx, b.t, frame)
 }
 
 // measure is one measured run of t (the bench's traffic, or a trial's
 // variant of it).
-func (b *Bench) measure(ctx context.Context, t *spec.Traffic, frame int) (*Report, error) {
+func (b *Bench) measure(ctx context.Context, t *spec.Traffic, frame int) (*report.Report, error) {
 	defer b.place.confine(b.allowed)()
 	job := b.job(t, frame)
 	if err := b.prime(ctx, job); err != nil {
@@ -227,7 +228,7 @@ func (st *running) run(ctx context.Context, eng engine.Engine, job engine.Job) (
 
 // finish waits for the path to settle, reads the counters and the host
 // state at the end of a run, and makes its report.
-func (b *Bench) finish(t *spec.Traffic, frame int, st *running, res *engine.Result, runErr error) (*Report, error) {
+func (b *Bench) finish(t *spec.Traffic, frame int, st *running, res *engine.Result, runErr error) (*report.Report, error) {
 	settle(b.meas.sampler)
 	window := st.stopWatch()
 	after, err := snapshot(b.meas.routers)
@@ -333,28 +334,28 @@ type reading struct {
 }
 
 // report puts a run's readings together.
-func (b *Bench) report(t *spec.Traffic, frame int, res *engine.Result, rd reading) *Report {
+func (b *Bench) report(t *spec.Traffic, frame int, res *engine.Result, rd reading) *report.Report {
 	p := b.path
-	rep := &Report{Lab: b.run.Lab.Name, Traffic: t.Name, Variant: b.opts.Variant, From: t.From.String(), To: t.To.String(), Frame: frame,
+	rep := &report.Report{Lab: b.run.Lab.Name, Traffic: t.Name, Variant: b.opts.Variant, From: t.From.String(), To: t.To.String(), Frame: frame,
 		Engine: res.Engine, Reason: b.reason, OfferedPPS: offeredPPS(t, frame), Elapsed: res.Elapsed, ReceiveWindow: rd.window, Result: res,
-		Path: p.Hops, NextHop: p.NextHop.String(), NextHopMAC: p.SenderMAC().String(), Targets: b.meas.targets, roles: b.meas.roles,
+		Path: p.Hops, NextHop: p.NextHop.String(), NextHopMAC: p.SenderMAC().String(), Targets: b.meas.targets, HopRoles: b.meas.roles,
 		Samples: rd.samples, Env: b.env}
 	if t.Mix != nil {
 		rep.Mix, rep.MeanFrame = t.Mix.String(), t.Mix.Mean()
 	}
 	rep.Hops = hopCounters(b.meas, rd.base, rd.final, rd.neighbours)
-	rep.account(res, frame)
-	rep.rates()
+	account(rep, res, frame)
+	rep.Rates()
 	rep.CPU = cpuUse(rd.before.cpu, rd.after.cpu)
 	b.place.label(rep.CPU)
 	rep.Softnet = softnetUse(rd.before.softnet, rd.after.softnet)
-	rep.routerCounts(rd.before, rd.after, t.To.Is6())
-	rep.explainDrops(frame, b.meas, b.place)
+	routerCounts(rep, rd.before, rd.after, t.To.Is6())
+	explainDrops(rep, frame, b.meas, b.place)
 	sentPPS := 0.0
 	if res.Elapsed > 0 {
 		sentPPS = float64(rep.Sent) / res.Elapsed.Seconds()
 	}
-	rep.judge(b.place, sentPPS)
+	judge(rep, b.place, sentPPS)
 	return rep
 }
 
@@ -368,26 +369,6 @@ func offeredPPS(t *spec.Traffic, frame int) uint64 {
 		return uint64(float64(t.RateMbps) * 1e6 / ((size - engine.FCS) * 8))
 	}
 	return t.RatePPS
-}
-
-// rates fills the receiver's rates from the counts and the samples.
-func (r *Report) rates() {
-	switch {
-	case r.ReceiveWindow > 0:
-		r.PPS = float64(r.Received) / r.ReceiveWindow.Seconds()
-	case r.Elapsed > 0:
-		r.PPS = float64(r.Received) / r.Elapsed.Seconds()
-	}
-	r.MbpsL2, r.MbpsL1 = mbps(r.PPS, r.frameBytes())
-	if a, b, ok := sample.Steady(r.Samples); ok {
-		last := len(r.Hops) - 1
-		r.SteadyPPS = sample.Rates(a, b)[last].RxPPS
-		r.SteadyL2, _ = mbps(r.SteadyPPS, r.frameBytes())
-	}
-}
-
-func mbps(pps float64, frame float64) (l2, l1 float64) {
-	return pps * float64(frame) * 8 / 1e6, pps * float64(frame+20) * 8 / 1e6
 }
 
 // prime sends one packet along the path, so that every router has resolved

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/pktgen/sample"
 	"github.com/nslab/nslab/topology/host"
 	"github.com/nslab/nslab/topology/lab"
@@ -64,10 +65,10 @@ func TestPrivilegedBenchAccountsExactly(t *testing.T) {
 }
 
 // assertFormats: every format carries the counts and the balance.
-func assertFormats(t *testing.T, rep *Report, want string) {
+func assertFormats(t *testing.T, rep *report.Report, want string) {
 	t.Helper()
 	var out bytes.Buffer
-	if err := Write(&out, "json", []*Report{rep}); err != nil {
+	if err := report.Write(&out, "json", []*report.Report{rep}); err != nil {
 		t.Fatal(err)
 	}
 	var back map[string]any
@@ -76,7 +77,7 @@ func assertFormats(t *testing.T, rep *Report, want string) {
 	}
 	for _, f := range []string{"table", "csv", "markdown"} {
 		out.Reset()
-		if err := Write(&out, f, []*Report{rep}); err != nil || !strings.Contains(out.String(), want) || !strings.Contains(out.String(), rep.Bottleneck) {
+		if err := report.Write(&out, f, []*report.Report{rep}); err != nil || !strings.Contains(out.String(), want) || !strings.Contains(out.String(), rep.Bottleneck) {
 			t.Errorf("%s: %v\n%s", f, err, out.String())
 		}
 	}
@@ -85,7 +86,7 @@ func assertFormats(t *testing.T, rep *Report, want string) {
 // ownReadsAgree runs the bench once to prime the path (ARP resolved), then
 // reads every hop's counters itself around a second run: each must be the
 // report's plus that run's one priming packet, drops equal.
-func ownReadsAgree(t *testing.T, b *Bench, r *lab.Running) *Report {
+func ownReadsAgree(t *testing.T, b *Bench, r *lab.Running) *report.Report {
 	t.Helper()
 	if _, err := b.measure(context.Background(), &spec.Traffic{Name: "warm", From: b.t.From, To: b.t.To, Count: 1, Engine: b.t.Engine}, 64); err != nil {
 		t.Fatal(err)

@@ -2,6 +2,8 @@ package bench
 
 import (
 	"fmt"
+
+	"github.com/nslab/nslab/pktgen/report"
 )
 
 // Connection tracking of a router: what its NAT and firewall cost and
@@ -9,27 +11,8 @@ import (
 // (one row per CPU, hex; entries is the namespace's table size, the same
 // on every row; the rest are per-CPU event counts, summed).
 
-// ConntrackSource names where the conntrack figures come from.
-const ConntrackSource = "/proc/net/stat/nf_conntrack of its namespace, summed over CPUs"
-
-// ConntrackCounts is a router's connection tracking over a run.
-type ConntrackCounts struct {
-	Node   string `json:"node"`
-	Source string `json:"source"`
-	// EntriesBefore and Entries are the table's size before and after
-	// the run; the others are events in the run.
-	EntriesBefore uint64 `json:"entries_before"`
-	Entries       uint64 `json:"entries"`
-	New           uint64 `json:"new"`
-	Found         uint64 `json:"found"`
-	Invalid       uint64 `json:"invalid"`
-	InsertFailed  uint64 `json:"insert_failed"`
-	Drop          uint64 `json:"drop"`
-	EarlyDrop     uint64 `json:"early_drop"`
-}
-
 // conntrackCause says what a router's conntrack dropped in the run, or "".
-func (r *Report) conntrackCause(node string) string {
+func conntrackCause(r *report.Report, node string) string {
 	for _, ct := range r.Conntrack {
 		if ct.Node == node && ct.Dropped() > 0 {
 			return fmt.Sprintf("; conntrack dropped %d (insert_failed %d, drop %d, early_drop %d)", ct.Dropped(), ct.InsertFailed, ct.Drop, ct.EarlyDrop)
@@ -38,23 +21,9 @@ func (r *Report) conntrackCause(node string) string {
 	return ""
 }
 
-// Dropped is what conntrack itself dropped in the run.
-func (c ConntrackCounts) Dropped() uint64 { return c.InsertFailed + c.Drop + c.EarlyDrop }
-
-// moved reports whether connection tracking saw the run at all.
-func (c ConntrackCounts) moved() bool {
-	return c.Entries+c.EntriesBefore+c.New+c.Found+c.Invalid+c.Dropped() > 0
-}
-
-// String is the report's line.
-func (c ConntrackCounts) String() string {
-	return fmt.Sprintf("conntrack in %s (%s): %d entries (%d before); in the run: new %d, found %d, invalid %d, insert_failed %d, drop %d, early_drop %d",
-		c.Node, c.Source, c.Entries, c.EntriesBefore, c.New, c.Found, c.Invalid, c.InsertFailed, c.Drop, c.EarlyDrop)
-}
-
 // conntrackCounts is a router's conntrack over a run, from two readings.
-func conntrackCounts(node string, before, after map[string]uint64) ConntrackCounts {
+func conntrackCounts(node string, before, after map[string]uint64) report.ConntrackCounts {
 	d := func(k string) uint64 { return after[k] - before[k] }
-	return ConntrackCounts{Node: node, Source: ConntrackSource, EntriesBefore: before["entries"], Entries: after["entries"],
+	return report.ConntrackCounts{Node: node, Source: report.ConntrackSource, EntriesBefore: before["entries"], Entries: after["entries"],
 		New: d("new"), Found: d("found"), Invalid: d("invalid"), InsertFailed: d("insert_failed"), Drop: d("drop"), EarlyDrop: d("early_drop")}
 }

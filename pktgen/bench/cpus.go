@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strconv"
 
+	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/topology/spec"
 	"golang.org/x/sys/unix"
 )
@@ -73,7 +74,7 @@ func (p *placement) pickSampler(allowed spec.CPUSet) {
 }
 
 // label puts the placement's roles on the per-CPU table.
-func (p placement) label(cpus []CPUUse) {
+func (p placement) label(cpus []report.CPUUse) {
 	for i := range cpus {
 		cpus[i].Roles = p.roles[cpus[i].N]
 	}

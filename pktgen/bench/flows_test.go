@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/topology/host"
 	"github.com/nslab/nslab/topology/labtest"
 	"github.com/nslab/nslab/topology/labtest/labdeploy"
@@ -61,7 +62,7 @@ func TestPrivilegedFlowsSpread(t *testing.T) {
 // processedShares is each of cpus' share of the packets softnet processed
 // in a run (machine-wide: the router's, and the receiver's after it on
 // the same CPU, as the router's egress hands them over there).
-func processedShares(rep *Report, cpus []int) []float64 {
+func processedShares(rep *report.Report, cpus []int) []float64 {
 	var total uint64
 	per := make([]uint64, len(cpus))
 	for _, s := range rep.Softnet {

@@ -8,9 +8,9 @@ import (
 	"maps"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/nslab/nslab/pktgen/engine"
+	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/pktgen/sample"
 	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/spec"
@@ -148,44 +148,10 @@ func (g *Group) Close() {
 	}
 }
 
-// GroupReport is the streams' run at one frame size: each stream's report,
-// and the aggregate.
-type GroupReport struct {
-	Frame     int       `json:"frame"`
-	Streams   []*Report `json:"streams"`
-	Aggregate Aggregate `json:"aggregate"`
-}
-
-// Aggregate is the streams together: their sums, and the drops of every
-// counter on their paths, each counter once.
-type Aggregate struct {
-	Sent       uint64  `json:"sent"`
-	Received   uint64  `json:"received"`
-	Loss       int64   `json:"loss"`
-	LossPct    float64 `json:"loss_pct"`
-	PPS        float64 `json:"pps"`
-	MbpsL2     float64 `json:"mbps_l2"`
-	Drops      []Drop  `json:"drops"`
-	NamedDrops uint64  `json:"named_drops"`
-	Added      []Drop  `json:"added,omitempty"`
-	NamedAdded uint64  `json:"named_added,omitempty"`
-	Unaccount  int64   `json:"unaccounted"` // Loss + NamedAdded - NamedDrops
-	// Overlap is how long every stream's engine was running at once;
-	// Span from the first start to the last end.
-	Overlap time.Duration `json:"overlap_ns"`
-	Span    time.Duration `json:"span_ns"`
-	// Counting says how each stream was counted at its receiver.
-	Counting []string `json:"counting"`
-	// Bottleneck is what limited the runs together, in a line; Verdict
-	// has its parts.
-	Bottleneck string  `json:"bottleneck"`
-	Verdict    Verdict `json:"verdict"`
-}
-
 // Run measures every stream at one frame size, together. A stream whose
 // engine fails stops the others; what was measured is reported with the
 // error.
-func (g *Group) Run(ctx context.Context, frame int) (*GroupReport, error) {
+func (g *Group) Run(ctx context.Context, frame int) (*report.GroupReport, error) {
 	defer g.placement().confine(g.benches[0].allowed)()
 	jobs := make([]engine.Job, len(g.benches))
 	for i, b := range g.benches {
@@ -248,8 +214,8 @@ func (g *Group) stopAll(states []*running) {
 }
 
 // finish reads every stream's end, makes its report, and the aggregate.
-func (g *Group) finish(frame int, states []*running, results []*engine.Result, errs []error) (*GroupReport, error) {
-	out := &GroupReport{Frame: frame}
+func (g *Group) finish(frame int, states []*running, results []*engine.Result, errs []error) (*report.GroupReport, error) {
+	out := &report.GroupReport{Frame: frame}
 	var runErr error
 	for i, b := range g.benches {
 		rep, err := b.finish(b.t, frame, states[i], results[i], errs[i])

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/topology/qdisc"
 )
 
@@ -14,7 +15,7 @@ import (
 // receiver's count from the port counter, and its drops only at places no
 // other stream crosses; what else it lost is put at the shared counters,
 // which the aggregate names by place.
-func (g *Group) countApart(i int, rep *Report) error {
+func (g *Group) countApart(i int, rep *report.Report) error {
 	b := g.benches[i]
 	recv := b.meas.targets[len(b.meas.targets)-1].String()
 	rep.CountedBy = recv + " rx_packets, less control frames (ARP, IGMP, IPv6 control)"
@@ -31,13 +32,13 @@ func (g *Group) countApart(i int, rep *Report) error {
 		if rep.Sent > 0 {
 			rep.LossPct = 100 * float64(rep.Loss) / float64(rep.Sent)
 		}
-		rep.rates()
+		rep.Rates()
 		rep.SteadyPPS, rep.SteadyL2 = 0, 0 // the receiver's samples carry every stream
 	}
 	if len(g.shared[i]) == 0 {
 		return nil
 	}
-	var routers []RouterCounts // a router's line is its own only where no counter of it is shared
+	var routers []report.RouterCounts // a router's line is its own only where no counter of it is shared
 	for _, rt := range rep.Routers {
 		if !g.nodeShared(i, rt.Node) {
 			routers = append(routers, rt)
@@ -48,10 +49,10 @@ func (g *Group) countApart(i int, rep *Report) error {
 	shared := strings.Join(g.shared[i], ", ")
 	switch rest := rep.Loss + int64(total(ownAdded)) - int64(total(own)); {
 	case rest > 0:
-		own = append(own, Drop{Place: "at counters shared with other streams", Packets: uint64(rest), Cause: "the runs' aggregate names them by place",
+		own = append(own, report.Drop{Place: "at counters shared with other streams", Packets: uint64(rest), Cause: "the runs' aggregate names them by place",
 			Counted: "its loss less the drops at its own counters; " + shared + " carry several streams, and the aggregate names these drops by place"})
 	case rest < 0 && g.sharedDuplicates(i, rep.Hops):
-		ownAdded = append(ownAdded, Drop{Place: "at counters shared with other streams", Packets: uint64(-rest), Cause: "copies an impairment there sent; the runs' aggregate names them by place",
+		ownAdded = append(ownAdded, report.Drop{Place: "at counters shared with other streams", Packets: uint64(-rest), Cause: "copies an impairment there sent; the runs' aggregate names them by place",
 			Counted: "what it received beyond what it sent and the copies at its own counters; " + shared + " carry several streams"})
 	}
 	rep.Drops, rep.Added = own, ownAdded
@@ -61,8 +62,8 @@ func (g *Group) countApart(i int, rep *Report) error {
 }
 
 // own is the places of stream i's report that no other stream shares.
-func (g *Group) own(i int, places []Drop) []Drop {
-	var out []Drop
+func (g *Group) own(i int, places []report.Drop) []report.Drop {
+	var out []report.Drop
 	for _, d := range places {
 		if !g.touchesShared(i, d) {
 			out = append(out, d)
@@ -73,7 +74,7 @@ func (g *Group) own(i int, places []Drop) []Drop {
 
 // sharedDuplicates reports whether a hop of stream i that another stream
 // shares sends copies (its impairment duplicates).
-func (g *Group) sharedDuplicates(i int, hops []HopCounters) bool {
+func (g *Group) sharedDuplicates(i int, hops []report.HopCounters) bool {
 	for _, h := range hops {
 		if h.Duplicates != "" && g.sharedT[i][h.String()] {
 			return true
@@ -84,7 +85,7 @@ func (g *Group) sharedDuplicates(i int, hops []HopCounters) bool {
 
 // touchesShared reports whether a drop of stream i was counted at a
 // counter another stream shares.
-func (g *Group) touchesShared(i int, d Drop) bool {
+func (g *Group) touchesShared(i int, d report.Drop) bool {
 	shared := g.sharedT[i]
 	switch {
 	case strings.HasPrefix(d.Place, "link "):
@@ -111,8 +112,8 @@ func (g *Group) nodeShared(i int, node string) bool {
 // aggregate adds the streams up and names the drops of every counter on
 // their paths once: per link, per qdisc, and inside each node that the
 // streams cross (all they brought in, less all they took out).
-func (g *Group) aggregate(reps []*Report) Aggregate {
-	var a Aggregate
+func (g *Group) aggregate(reps []*report.Report) report.Aggregate {
+	var a report.Aggregate
 	for i, r := range reps {
 		a.Sent += r.Sent
 		a.Received += r.Received
@@ -134,7 +135,7 @@ func (g *Group) aggregate(reps []*Report) Aggregate {
 // judge says what limited the runs together, from the aggregate's drops
 // and the machine's counters, and gives it to every run whose losses
 // were at counters it shares (its own counters cannot say).
-func (g *Group) judge(frame int, reps []*Report, a *Aggregate) {
+func (g *Group) judge(frame int, reps []*report.Report, a *report.Aggregate) {
 	agg := *reps[0]
 	agg.Drops, agg.Sent, agg.Received, agg.Loss, agg.NamedDrops, agg.Unaccount = a.Drops, a.Sent, a.Received, a.Loss, a.NamedDrops, a.Unaccount
 	agg.Added, agg.NamedAdded = a.Added, a.NamedAdded
@@ -150,11 +151,11 @@ func (g *Group) judge(frame int, reps []*Report, a *Aggregate) {
 		}
 	}
 	place := g.placement()
-	agg.explainDrops(frame, m, place)
-	agg.judge(place, sentPPS)
+	explainDrops(&agg, frame, m, place)
+	judge(&agg, place, sentPPS)
 	if agg.Verdict.Limit == "sender" { // every run's sender, not the first's
 		agg.Verdict.Node = strings.Join(senderNodes(reps), ", ")
-		agg.Bottleneck = agg.Verdict.line()
+		agg.Bottleneck = agg.Verdict.Line()
 	}
 	a.Drops, a.Bottleneck, a.Verdict = agg.Drops, agg.Bottleneck, agg.Verdict
 	for i, r := range reps {
@@ -167,14 +168,14 @@ func (g *Group) judge(frame int, reps []*Report, a *Aggregate) {
 		}
 		b := g.benches[i]
 		if r.Elapsed > 0 {
-			r.judge(b.place, float64(r.Sent)/r.Elapsed.Seconds())
+			judge(r, b.place, float64(r.Sent)/r.Elapsed.Seconds())
 		}
 	}
 }
 
 // senderNodes names the nodes the runs send from, each once, in the runs'
 // order.
-func senderNodes(reps []*Report) []string {
+func senderNodes(reps []*report.Report) []string {
 	var out []string
 	for _, r := range reps {
 		if node, _, _ := strings.Cut(r.From, ":"); !slices.Contains(out, node) {
@@ -185,10 +186,10 @@ func senderNodes(reps []*Report) []string {
 }
 
 // unionDrops names the drops of the streams' paths, each counter once.
-func unionDrops(reps []*Report) (out, added []Drop) {
+func unionDrops(reps []*report.Report) (out, added []report.Drop) {
 	seen := map[string]bool{}
 	in, outOf := map[string]int64{}, map[string]int64{} // transit node -> run packets in, out
-	copier := map[string]HopCounters{}                  // transit node -> an egress whose impairment duplicates
+	copier := map[string]report.HopCounters{}           // transit node -> an egress whose impairment duplicates
 	counted := map[string]bool{}
 	for _, r := range reps {
 		h := r.Hops
@@ -230,19 +231,19 @@ func unionDrops(reps []*Report) (out, added []Drop) {
 		if x, ok := copier[node]; ok && inside < 0 {
 			added = append(added, copiesAt(x, uint64(-inside), counted))
 		} else if inside > 0 {
-			out = append(out, Drop{Place: "inside node " + node, Packets: uint64(inside), Node: node, Counted: counted})
+			out = append(out, report.Drop{Place: "inside node " + node, Packets: uint64(inside), Node: node, Counted: counted})
 		}
 	}
 	return out, added
 }
 
 // linkDrop is the drop of one link, counted once (as pathDrops does).
-func linkDrop(a, b HopCounters) []Drop {
+func linkDrop(a, b report.HopCounters) []report.Drop {
 	n := max(a.TxDropped, b.RxDropped+b.RxMissed)
 	if n == 0 {
 		return nil
 	}
-	return []Drop{{Place: fmt.Sprintf("link %s -> %s", a.Target, b.Target), Packets: n, Node: b.Node,
+	return []report.Drop{{Place: fmt.Sprintf("link %s -> %s", a.Target, b.Target), Packets: n, Node: b.Node,
 		Counted: fmt.Sprintf("%s tx_dropped %d, %s rx_dropped %d (the same packets, counted once)", a.Target, a.TxDropped, b.Target, b.RxDropped+b.RxMissed)}}
 }
 
@@ -251,7 +252,7 @@ func transitOut(role string) bool { return role == "egress" || role == "switch o
 
 // overlap is how long all the streams' engines ran at once, and the span
 // from the first start to the last end.
-func overlap(reps []*Report) (both, span time.Duration) {
+func overlap(reps []*report.Report) (both, span time.Duration) {
 	first, last := reps[0].Started, reps[0].Ended
 	latestStart, earliestEnd := first, last
 	for _, r := range reps[1:] {

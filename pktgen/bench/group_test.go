@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nslab/nslab/pktgen/engine"
+	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/labtest"
 	"github.com/nslab/nslab/topology/labtest/labdeploy"
@@ -43,13 +44,13 @@ links:
 }
 
 // runTogether measures the named runs of the lab together, once.
-func runTogether(t *testing.T, l *spec.Lab, names ...string) *GroupReport {
+func runTogether(t *testing.T, l *spec.Lab, names ...string) *report.GroupReport {
 	t.Helper()
 	return runSelected(t, l, Selection{}, names...)
 }
 
 // runSelected is runTogether with the selection's changes to the runs.
-func runSelected(t *testing.T, l *spec.Lab, sel Selection, names ...string) *GroupReport {
+func runSelected(t *testing.T, l *spec.Lab, sel Selection, names ...string) *report.GroupReport {
 	t.Helper()
 	ts, err := Streams(l, names, sel)
 	if err != nil {
@@ -115,11 +116,11 @@ func TestPrivilegedSharedReceiver(t *testing.T) {
 }
 
 // assertGroupFormats: every format carries each run and the aggregate.
-func assertGroupFormats(t *testing.T, g *GroupReport) {
+func assertGroupFormats(t *testing.T, g *report.GroupReport) {
 	t.Helper()
-	for _, f := range Formats {
+	for _, f := range report.Formats {
 		var out strings.Builder
-		if err := WriteGroups(&out, f, []*GroupReport{g}); err != nil {
+		if err := report.WriteGroups(&out, f, []*report.GroupReport{g}); err != nil {
 			t.Fatal(err)
 		}
 		for _, want := range []string{g.Streams[0].Traffic, g.Streams[1].Traffic, "40000"} {

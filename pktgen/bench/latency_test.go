@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/topology/labtest"
 	"github.com/nslab/nslab/topology/labtest/labdeploy"
 	"github.com/nslab/nslab/topology/spec"
@@ -48,7 +49,7 @@ func TestPrivilegedLatencyHoldable(t *testing.T) {
 	assertFormats(t, rep, "20000")
 	for _, f := range []string{"table", "json", "csv", "markdown"} {
 		var out strings.Builder
-		if err := Write(&out, f, []*Report{rep}); err != nil || !strings.Contains(out.String(), "20000") ||
+		if err := report.Write(&out, f, []*report.Report{rep}); err != nil || !strings.Contains(out.String(), "20000") ||
 			!strings.Contains(out.String(), map[string]string{"table": "p99", "json": `"p99_ns"`, "csv": "latency_p99_ns", "markdown": "latency p50"}[f]) {
 			t.Errorf("%s has no latency: %v\n%s", f, err, out.String())
 		}
@@ -174,7 +175,7 @@ func TestPrivilegedIMIX(t *testing.T) {
 		t.Errorf("mix %q mean %.2f, %.2f Mb/s L2 (want %.2f)", rep.Mix, rep.MeanFrame, rep.MbpsL2, want)
 	}
 	var out strings.Builder
-	if err := Write(&out, "table", []*Report{rep}); err != nil || !strings.Contains(out.String(), "frames mixed 64:7 594:4 1518:1") {
+	if err := report.Write(&out, "table", []*report.Report{rep}); err != nil || !strings.Contains(out.String(), "frames mixed 64:7 594:4 1518:1") {
 		t.Errorf("table: %v\n%s", err, out.String())
 	}
 }
@@ -228,17 +229,17 @@ func TestPrivilegedLatencyPerStreamInGroup(t *testing.T) {
 		}
 	}
 	want := map[string]string{"table": "latency, one-way", "json": `"p99_ns"`, "csv": "latency_p99_ns", "markdown": "latency p50"}
-	for _, f := range Formats {
+	for _, f := range report.Formats {
 		var out strings.Builder
-		if err := WriteGroups(&out, f, []*GroupReport{rep}); err != nil {
+		if err := report.WriteGroups(&out, f, []*report.GroupReport{rep}); err != nil {
 			t.Fatal(err)
 		}
 		n := strings.Count(out.String(), want[f])
 		if (f == "table" || f == "json") && n != 2 || n == 0 {
 			t.Errorf("%s: %d times %q, want each run's:\n%s", f, n, want[f], out.String())
 		}
-		if (f == "table" || f == "markdown") && !strings.Contains(out.String(), rep.Streams[0].latencyCell()) {
-			t.Errorf("%s lacks run %s's latency %s:\n%s", f, rep.Streams[0].Traffic, rep.Streams[0].latencyCell(), out.String())
+		if (f == "table" || f == "markdown") && !strings.Contains(out.String(), rep.Streams[0].LatencyCell()) {
+			t.Errorf("%s lacks run %s's latency %s:\n%s", f, rep.Streams[0].Traffic, rep.Streams[0].LatencyCell(), out.String())
 		}
 	}
 }

@@ -3,6 +3,8 @@ package bench
 import (
 	"context"
 	"fmt"
+
+	"github.com/nslab/nslab/pktgen/report"
 )
 
 // Latency under load, CSIT's way: the run measured at fractions of a
@@ -15,11 +17,11 @@ import (
 // rate, every packet read at the receiver. It returns the runs in order:
 // the top-rate run first when it measured one. Each report's Load says
 // what it was.
-func (b *Bench) LatencyAt(ctx context.Context, frame int, fractions []float64) ([]*Report, error) {
+func (b *Bench) LatencyAt(ctx context.Context, frame int, fractions []float64) ([]*report.Report, error) {
 	saved := b.opts.Latency
 	b.opts.Latency = true
 	defer func() { b.opts.Latency = saved }()
-	var out []*Report
+	var out []*report.Report
 	base, from := float64(offeredPPS(b.t, frame)), "the run's rate"
 	if base == 0 {
 		top, err := b.measure(ctx, b.t, frame)

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nslab/nslab/pktgen/kstat"
+	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/topology/labtest/labdeploy"
 )
 
@@ -28,11 +29,11 @@ func TestPrivilegedCountThroughNAT(t *testing.T) {
 	if rep.Sent != 20000 || rep.Received != 20000 || rep.Loss != 0 || rep.Unaccount != 0 {
 		t.Fatalf("sent %d received %d loss %d unaccounted %d", rep.Sent, rep.Received, rep.Loss, rep.Unaccount)
 	}
-	if len(rep.Conntrack) != 1 || rep.Conntrack[0].Node != "gw" || rep.Conntrack[0].Entries == 0 || rep.Conntrack[0].Source != ConntrackSource {
+	if len(rep.Conntrack) != 1 || rep.Conntrack[0].Node != "gw" || rep.Conntrack[0].Entries == 0 || rep.Conntrack[0].Source != report.ConntrackSource {
 		t.Fatalf("conntrack in the report: %+v", rep.Conntrack)
 	}
 	var out bytes.Buffer
-	if err := Write(&out, "table", []*Report{rep}); err != nil || !strings.Contains(out.String(), "conntrack in gw (/proc/net/stat/nf_conntrack") {
+	if err := report.Write(&out, "table", []*report.Report{rep}); err != nil || !strings.Contains(out.String(), "conntrack in gw (/proc/net/stat/nf_conntrack") {
 		t.Errorf("table: %v\n%s", err, out.String())
 	}
 	assertFormats(t, rep, "20000")

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/nslab/nslab/pktgen/mlr"
+	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/topology/labtest"
 	"github.com/nslab/nslab/topology/labtest/labdeploy"
 	"github.com/nslab/nslab/topology/spec"
@@ -56,7 +57,7 @@ func TestPrivilegedRFC2544ThroughTBF(t *testing.T) {
 	}
 	const shaped, held = 20e6 / (1514 * 8), (25000.0 + 75700) / 1514
 	var out strings.Builder
-	if err := WriteRFC2544(&out, "table", []*RFC2544Result{res}); err != nil {
+	if err := report.WriteRFC2544(&out, "table", []*report.RFC2544Result{res}); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("%s(in %v)", out.String(), res.Duration)

@@ -2,6 +2,8 @@ package bench
 
 import (
 	"testing"
+
+	"github.com/nslab/nslab/pktgen/report"
 )
 
 // TestSearchFindsCapacity runs the search against a modelled path that
@@ -12,18 +14,18 @@ func TestSearchFindsCapacity(t *testing.T) {
 		capacity, top float64
 		loss          float64
 	}{{500000, 1e6, 0}, {123456, 900000, 0}, {500000, 1e6, 0.05}, {2e6, 1e6, 0}} {
-		model := func(pps uint64) (Trial, error) {
+		model := func(pps uint64) (report.Trial, error) {
 			offered := float64(pps)
 			if pps == 0 || offered > c.top {
 				offered = c.top
 			}
 			recv := min(offered, c.capacity)
-			tr := Trial{OfferedPPS: pps, SentPPS: offered, Sent: uint64(offered), Received: uint64(recv)}
+			tr := report.Trial{OfferedPPS: pps, SentPPS: offered, Sent: uint64(offered), Received: uint64(recv)}
 			tr.LossRatio = (offered - recv) / offered
 			tr.Pass = tr.LossRatio <= c.loss
 			return tr, nil
 		}
-		res := &SearchResult{}
+		res := &report.SearchResult{}
 		if err := search(res, SearchOptions{Loss: c.loss}, model); err != nil {
 			t.Fatal(err)
 		}
@@ -43,7 +45,7 @@ func TestSearchFindsCapacity(t *testing.T) {
 // step down until it does.
 func TestSearchConfirmsSeveralTimes(t *testing.T) {
 	calls := map[uint64]int{}
-	flaky := func(pps uint64) (Trial, error) {
+	flaky := func(pps uint64) (report.Trial, error) {
 		offered := float64(pps)
 		if pps == 0 {
 			offered = 1e6
@@ -52,10 +54,10 @@ func TestSearchConfirmsSeveralTimes(t *testing.T) {
 		// Up to 500 kpps holds, but between 490 and 500 kpps every
 		// second trial loses.
 		pass := offered <= 490000 || (offered <= 500000 && calls[pps]%2 == 1)
-		tr := Trial{OfferedPPS: pps, SentPPS: offered, Pass: pass}
+		tr := report.Trial{OfferedPPS: pps, SentPPS: offered, Pass: pass}
 		return tr, nil
 	}
-	res := &SearchResult{}
+	res := &report.SearchResult{}
 	if err := search(res, SearchOptions{Confirm: 3}, flaky); err != nil {
 		t.Fatal(err)
 	}

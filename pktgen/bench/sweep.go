@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/topology/host"
 	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/spec"
@@ -61,16 +62,12 @@ var PlacementModes = []string{"on", "auto", "off"}
 
 // Outcome is what a sweep measured.
 type Outcome struct {
-	Reports  []*Report
-	Groups   []*GroupReport // runs measured together, per frame size
-	Searches []*SearchResult
-	MLR      []*MLRResult
-	RFC2544  []*RFC2544Result
+	report.Results
 	// Summaries are each figure's median, range and confidence interval
 	// over Repeat rounds.
-	Summaries []FigureSummary
+	Summaries []report.FigureSummary
 	// Comparisons compare each variant after the first with the first.
-	Comparisons []*Comparison
+	Comparisons []*report.Comparison
 	Deployed    bool   // the sweep deployed the lab itself
 	Unplaced    string // why the lab's placement was left out; "" when applied
 }
@@ -145,7 +142,7 @@ func (req Request) each(ctx context.Context, b *Bench, out *Outcome) error {
 		}
 	}
 	if rounds > 1 {
-		out.Summaries = Summaries(out, SummaryLevel)
+		out.Summaries = report.Summaries(&out.Results, report.SummaryLevel)
 	}
 	return nil
 }
@@ -157,28 +154,28 @@ func (req Request) one(ctx context.Context, b *Bench, frame int, which string, s
 	switch {
 	case req.RFC2544 != nil:
 		req.progress("%s RFC 2544 benchmarks of %d-byte frames (throughput, latency, frame loss rate, back-to-back)\n", which, frame)
-		var r *RFC2544Result
+		var r *report.RFC2544Result
 		r, err = b.RFC2544(ctx, frame, *req.RFC2544)
 		if r != nil && r.Throughput.Search != nil {
 			out.RFC2544, result = append(out.RFC2544, r), r
 		}
 	case req.MLR != nil:
 		req.progress("%s MLRsearch of %d-byte frames\n", which, frame)
-		var m *MLRResult
+		var m *report.MLRResult
 		m, err = b.MLRSearch(ctx, frame, *req.MLR)
 		if m != nil && len(m.Trials) > 0 {
 			out.MLR, result = append(out.MLR, m), m
 		}
 	case req.Search != nil:
 		req.progress("%s searching the throughput of %d-byte frames\n", which, frame)
-		var s *SearchResult
+		var s *report.SearchResult
 		s, err = b.Search(ctx, frame, *req.Search)
 		if s != nil && len(s.Trials) > 0 {
 			out.Searches, result = append(out.Searches, s), s
 		}
 	case len(req.LatencyAt) > 0:
 		req.progress("%s latency of %d-byte frames at %d loads\n", which, frame, len(req.LatencyAt))
-		var reps []*Report
+		var reps []*report.Report
 		reps, err = b.LatencyAt(ctx, frame, req.LatencyAt)
 		for _, rep := range reps {
 			out.Reports = append(out.Reports, rep)
@@ -190,7 +187,7 @@ func (req Request) one(ctx context.Context, b *Bench, frame int, which string, s
 		if sweep || req.Repeat > 1 {
 			req.progress("%s frame %d bytes\n", which, frame)
 		}
-		var rep *Report
+		var rep *report.Report
 		rep, err = b.Run(ctx, frame)
 		if rep != nil {
 			out.Reports, result = append(out.Reports, rep), rep

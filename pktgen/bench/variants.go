@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/spec"
 )
@@ -26,9 +27,9 @@ func (req Request) eachVariant(ctx context.Context, m *lab.Manager, r *lab.Runni
 			err = errors.Join(err, fmt.Errorf("give the lab back as deployed: %w", uerr))
 		}
 	}()
-	files := map[string]*ResultsFile{}
+	files := map[string]*report.ResultsFile{}
 	for _, name := range req.Variants {
-		files[name] = &ResultsFile{Path: "variant " + name, Figures: map[FigureKey][]float64{}, Env: map[string]string{}}
+		files[name] = &report.ResultsFile{Path: "variant " + name, Figures: map[report.FigureKey][]float64{}, Env: map[string]string{}}
 	}
 	rounds := req.Repeat
 	if rounds < 2 {
@@ -45,9 +46,9 @@ func (req Request) eachVariant(ctx context.Context, m *lab.Manager, r *lab.Runni
 			}
 		}
 	}
-	out.Summaries = Summaries(out, SummaryLevel)
+	out.Summaries = report.Summaries(&out.Results, report.SummaryLevel)
 	for _, name := range req.Variants[1:] {
-		c, err := Compare(files[req.Variants[0]], files[name], true)
+		c, err := report.Compare(files[req.Variants[0]], files[name], true)
 		if err != nil {
 			return fmt.Errorf("compare variant %s with %s: %w", name, req.Variants[0], err)
 		}
@@ -59,7 +60,7 @@ func (req Request) eachVariant(ctx context.Context, m *lab.Manager, r *lab.Runni
 
 // underVariant measures every frame size once under variant name (already
 // applied), and adds what finished to its results.
-func (req Request) underVariant(ctx context.Context, r *lab.Running, name string, rf *ResultsFile, out *Outcome) error {
+func (req Request) underVariant(ctx context.Context, r *lab.Running, name string, rf *report.ResultsFile, out *Outcome) error {
 	o := req.Options
 	o.Variant = name
 	b, err := New(r.As(req.Lab.Variant(name).Lab), req.Traffic, o)
@@ -91,7 +92,7 @@ func (req Request) underVariant(ctx context.Context, r *lab.Running, name string
 		if err != nil {
 			return err
 		}
-		if err := rf.addLine(line); err != nil {
+		if err := rf.AddLine(line); err != nil {
 			return fmt.Errorf("variant %s: %w", name, err)
 		}
 	}

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/nslab/nslab/pktgen/report"
 )
 
 // The verdict: what limited a run, from what was measured in it. Loss
@@ -14,63 +16,40 @@ import (
 // offered rate, by a node that held the sender back, or by the sender.
 
 // judge sets the report's verdict.
-func (r *Report) judge(p placement, sentPPS float64) {
-	var v Verdict
+func judge(r *report.Report, p placement, sentPPS float64) {
+	var v report.Verdict
 	switch {
 	case r.Unaccount > 0:
-		v = Verdict{Limit: "unknown", Evidence: []string{fmt.Sprintf("the accounting does not balance: %d packets lost without a counter that names them", r.Unaccount)}}
+		v = report.Verdict{Limit: "unknown", Evidence: []string{fmt.Sprintf("the accounting does not balance: %d packets lost without a counter that names them", r.Unaccount)}}
 	case r.Unaccount < 0:
-		v = Verdict{Limit: "unknown", Evidence: []string{fmt.Sprintf("the accounting does not balance: the receiver counted %d packets more than were sent and named as added, less the named drops", -r.Unaccount)}}
+		v = report.Verdict{Limit: "unknown", Evidence: []string{fmt.Sprintf("the accounting does not balance: the receiver counted %d packets more than were sent and named as added, less the named drops", -r.Unaccount)}}
 	case r.NamedDrops > 0: // the loss, balanced (copies an impairment added may hide it)
-		v = r.lossVerdict(p)
+		v = lossVerdict(r, p)
 	default:
-		v = r.noLossVerdict(p, sentPPS)
+		v = noLossVerdict(r, p, sentPPS)
 	}
 	r.Verdict = v
-	r.Bottleneck = v.line()
-}
-
-// line is the verdict as the report's bottleneck line: the limit, the
-// node or nodes (several, comma-separated, make the limit plural), and
-// the evidence in brackets.
-func (v Verdict) line() string {
-	who := v.Limit
-	if strings.Contains(v.Node, ", ") {
-		who += "s"
-	}
-	if v.Node != "" {
-		who += " " + v.Node
-	}
-	var ev []string
-	for _, e := range v.Evidence {
-		if e != "" {
-			ev = append(ev, e)
-		}
-	}
-	if len(ev) == 0 {
-		return who
-	}
-	return who + " (" + strings.Join(ev, ", ") + ")"
+	r.Bottleneck = v.Line()
 }
 
 // lossVerdict blames the place that dropped the most.
-func (r *Report) lossVerdict(p placement) Verdict {
+func lossVerdict(r *report.Report, p placement) report.Verdict {
 	worst := r.Drops[0]
 	for _, d := range r.Drops[1:] {
 		if d.Packets > worst.Packets {
 			worst = d
 		}
 	}
-	role := r.roleOf(worst.Node)
+	role := roleOf(r, worst.Node)
 	if _, iface, ok := strings.Cut(worst.Place, "qdisc of "); ok {
 		what, why, _ := strings.Cut(worst.Cause, " dropped them: ")
-		return Verdict{Limit: "link", Node: iface, Evidence: []string{fmt.Sprintf("%d dropped by %s: %s", worst.Packets, what, why)}}
+		return report.Verdict{Limit: "link", Node: iface, Evidence: []string{fmt.Sprintf("%d dropped by %s: %s", worst.Packets, what, why)}}
 	}
 	if where, ok := strings.CutPrefix(worst.Place, "on "); ok && worst.Node == "" {
-		return Verdict{Limit: "other host", Node: where, Evidence: []string{fmt.Sprintf("%d lost there; its counters are on that host, not read from here", worst.Packets)}}
+		return report.Verdict{Limit: "other host", Node: where, Evidence: []string{fmt.Sprintf("%d lost there; its counters are on that host, not read from here", worst.Packets)}}
 	}
 	if strings.HasPrefix(worst.Place, "inside ") {
-		return Verdict{Limit: role, Node: worst.Node, Evidence: []string{fmt.Sprintf("%d dropped inside it", worst.Packets), worst.Cause}}
+		return report.Verdict{Limit: role, Node: worst.Node, Evidence: []string{fmt.Sprintf("%d dropped inside it", worst.Packets), worst.Cause}}
 	}
 	var cpus []int
 	var ev []string
@@ -81,21 +60,21 @@ func (r *Report) lossVerdict(p placement) Verdict {
 	}
 	if len(cpus) == 0 && p.napi[worst.Node] {
 		set := p.byNode[worst.Node]
-		ev = append(ev, r.cpuEvidence(set[0]), fmt.Sprintf("%d dropped at its full NAPI ring", worst.Packets))
-		return Verdict{Limit: role, Node: worst.Node, CPUs: set, Evidence: ev}
+		ev = append(ev, cpuEvidence(r, set[0]), fmt.Sprintf("%d dropped at its full NAPI ring", worst.Packets))
+		return report.Verdict{Limit: role, Node: worst.Node, CPUs: set, Evidence: ev}
 	}
 	if len(cpus) == 0 {
-		return Verdict{Limit: "link", Node: worst.Place[len("link "):], Evidence: []string{fmt.Sprintf("%d dropped", worst.Packets), worst.Cause}}
+		return report.Verdict{Limit: "link", Node: worst.Place[len("link "):], Evidence: []string{fmt.Sprintf("%d dropped", worst.Packets), worst.Cause}}
 	}
 	for _, c := range cpus {
-		ev = append(ev, r.cpuEvidence(c))
+		ev = append(ev, cpuEvidence(r, c))
 	}
 	for _, s := range r.Softnet {
 		if s.Dropped > 0 {
 			ev = append(ev, fmt.Sprintf("%d backlog drops on cpu%d", s.Dropped, s.CPU))
 		}
 	}
-	stall := r.stallEvidence(cpus)
+	stall := stallEvidence(r, cpus)
 	if stall != "" {
 		ev = append(ev, stall)
 	}
@@ -103,19 +82,19 @@ func (r *Report) lossVerdict(p placement) Verdict {
 	// keep up; without placement, the node the drops were entering.
 	for node, set := range p.byNode {
 		if slices.ContainsFunc(cpus, set.Contains) {
-			return Verdict{Limit: r.roleOf(node), Node: node, CPUs: cpus, Evidence: ev, Bursts: stall != ""}
+			return report.Verdict{Limit: roleOf(r, node), Node: node, CPUs: cpus, Evidence: ev, Bursts: stall != ""}
 		}
 	}
 	ev = append(ev, fmt.Sprintf("no placement: %s's receive work ran where the kernel put it", worst.Node))
-	return Verdict{Limit: role, Node: worst.Node, CPUs: cpus, Evidence: ev, Bursts: stall != ""}
+	return report.Verdict{Limit: role, Node: worst.Node, CPUs: cpus, Evidence: ev, Bursts: stall != ""}
 }
 
 // stallEvidence says, when the CPUs that dropped were far from busy (under
 // 60%), that the drops came in bursts, and how long the CPU would have to
 // stop for the backlog to fill at the run's rate (on a virtual machine, a
 // vCPU the hypervisor does not run).
-func (r *Report) stallEvidence(cpus []int) string {
-	busy := r.busyOf(cpus)
+func stallEvidence(r *report.Report, cpus []int) string {
+	busy := busyOf(r, cpus)
 	backlog, err := strconv.Atoi(r.Env.Sysctls["net.core.netdev_max_backlog"])
 	if busy >= 60 || err != nil || r.Elapsed <= 0 || r.Sent == 0 {
 		return ""
@@ -127,35 +106,35 @@ func (r *Report) stallEvidence(cpus []int) string {
 
 // noLossVerdict: nothing dropped, so the rate was set by the offered rate,
 // by a node that held the sender back, or by the sender itself.
-func (r *Report) noLossVerdict(p placement, sentPPS float64) Verdict {
+func noLossVerdict(r *report.Report, p placement, sentPPS float64) report.Verdict {
 	threads := max(1, len(r.Result.Threads))
 	if offered := float64(r.OfferedPPS) * float64(threads); offered > 0 && sentPPS >= 0.98*offered {
-		return Verdict{Limit: "offered rate", Evidence: []string{fmt.Sprintf("the path carried the %.0f pps offered and dropped nothing", offered)}}
+		return report.Verdict{Limit: "offered rate", Evidence: []string{fmt.Sprintf("the path carried the %.0f pps offered and dropped nothing", offered)}}
 	}
-	senderCPUs := r.senderCPUs(p)
-	senderIdle := r.idleOf(senderCPUs)
+	senderCPUs := senderCPUs(r, p)
+	senderIdle := idleOf(r, senderCPUs)
 	for node, set := range p.byNode {
-		if r.busyOf(set) >= 95 && senderIdle >= 10 {
-			ev := []string{r.cpuEvidence(set[0]), fmt.Sprintf("the sender's CPUs were %.0f%% idle: held back, nothing dropped", senderIdle)}
-			return Verdict{Limit: r.roleOf(node), Node: node, CPUs: set, Evidence: ev}
+		if busyOf(r, set) >= 95 && senderIdle >= 10 {
+			ev := []string{cpuEvidence(r, set[0]), fmt.Sprintf("the sender's CPUs were %.0f%% idle: held back, nothing dropped", senderIdle)}
+			return report.Verdict{Limit: roleOf(r, node), Node: node, CPUs: set, Evidence: ev}
 		}
 	}
 	var ev []string
 	for _, c := range senderCPUs {
-		ev = append(ev, r.cpuEvidence(c))
+		ev = append(ev, cpuEvidence(r, c))
 	}
-	return Verdict{Limit: "sender", Node: r.Path[0].Node, CPUs: senderCPUs, Evidence: append(ev, "the path dropped nothing")}
+	return report.Verdict{Limit: "sender", Node: r.Path[0].Node, CPUs: senderCPUs, Evidence: append(ev, "the path dropped nothing")}
 }
 
 // senderCPUs are the sender's pinned CPUs; an unpinned sender (and on
 // veth everything it drives) ran where the kernel put it: every CPU more
 // than a fifth busy, the busiest first.
-func (r *Report) senderCPUs(p placement) []int {
+func senderCPUs(r *report.Report, p placement) []int {
 	if len(p.sender) > 0 {
 		return p.sender
 	}
-	byBusy := append([]CPUUse(nil), r.CPU...)
-	slices.SortStableFunc(byBusy, func(a, b CPUUse) int { return cmp.Compare(b.Busy(), a.Busy()) })
+	byBusy := append([]report.CPUUse(nil), r.CPU...)
+	slices.SortStableFunc(byBusy, func(a, b report.CPUUse) int { return cmp.Compare(b.Busy(), a.Busy()) })
 	var out []int
 	for i, c := range byBusy {
 		if i == 0 || c.Busy() > 20 {
@@ -166,7 +145,7 @@ func (r *Report) senderCPUs(p placement) []int {
 }
 
 // roleOf names a node's part in the run's path.
-func (r *Report) roleOf(node string) string {
+func roleOf(r *report.Report, node string) string {
 	for i, h := range r.Path {
 		if h.Node != node {
 			continue
@@ -186,7 +165,7 @@ func (r *Report) roleOf(node string) string {
 
 // cpuEvidence is "cpu1 98% softirq" for a CPU taken by one kind of work,
 // else "cpu1 70% busy (36% softirq, 30% sys)".
-func (r *Report) cpuEvidence(n int) string {
+func cpuEvidence(r *report.Report, n int) string {
 	for _, c := range r.CPU {
 		if c.N != n {
 			continue
@@ -215,7 +194,7 @@ func (r *Report) cpuEvidence(n int) string {
 	return fmt.Sprintf("cpu%d", n)
 }
 
-func (r *Report) busyOf(cpus []int) float64 {
+func busyOf(r *report.Report, cpus []int) float64 {
 	var sum float64
 	for _, n := range cpus {
 		for _, c := range r.CPU {
@@ -230,9 +209,9 @@ func (r *Report) busyOf(cpus []int) float64 {
 	return sum / float64(len(cpus))
 }
 
-func (r *Report) idleOf(cpus []int) float64 {
+func idleOf(r *report.Report, cpus []int) float64 {
 	if len(cpus) == 0 {
 		return 0
 	}
-	return 100 - r.busyOf(cpus)
+	return 100 - busyOf(r, cpus)
 }

@@ -10,6 +10,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/nslab/nslab/topology/frame"
 	"github.com/nslab/nslab/topology/ns"
 )
 
@@ -134,22 +135,12 @@ type ThreadResult struct {
 // (pktgen_clear_counters), and the userspace engine does as it does.
 const FirstSeq = 1
 
-// FCS is the Ethernet frame check sequence: counted in frame sizes, not
-// in what a driver or pktgen's pkt_size counts.
-const FCS = 4
+// FCS, HeaderBytes and MinFrame are topology/frame's rules, named here
+// for the engines' callers.
+const FCS = frame.FCS
 
-// HeaderBytes is what a UDP packet shaped like pktgen's needs below the
-// payload, FCS included: Ethernet, IP, UDP and pktgen's 16-byte payload
-// header (magic, sequence number, timestamp).
-func HeaderBytes(ipv6 bool) int {
-	ip := 20
-	if ipv6 {
-		ip = 40
-	}
-	return 14 + ip + 8 + 16 + FCS
-}
+// HeaderBytes is frame.HeaderBytes.
+func HeaderBytes(ipv6 bool) int { return frame.HeaderBytes(ipv6) }
 
-// MinFrame is the smallest frame (including FCS) every engine sends as
-// asked: Ethernet's 64 bytes, or the headers when they need more (82 for
-// IPv6).
-func MinFrame(ipv6 bool) int { return max(64, HeaderBytes(ipv6)) }
+// MinFrame is frame.Min.
+func MinFrame(ipv6 bool) int { return frame.Min(ipv6) }

@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nslab/nslab/pktgen/engine"
+	"github.com/nslab/nslab/topology/frame"
 	"gopkg.in/yaml.v3"
 )
 
@@ -351,7 +351,7 @@ func checkRun(r *reporter, lab *Lab, t *Traffic, path string) {
 	if mtu == 0 {
 		mtu = 1500
 	}
-	minFrame := engine.MinFrame(t.To.Is6())
+	minFrame := frame.Min(t.To.Is6())
 	for _, fr := range t.Frames {
 		if t.Mix != nil {
 			break // its sizes are checked one by one below

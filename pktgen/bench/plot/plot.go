@@ -15,8 +15,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/nslab/nslab/pktgen/bench"
 	"github.com/nslab/nslab/pktgen/receive"
+	"github.com/nslab/nslab/pktgen/report"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
 	"gonum.org/v1/plot/vg"
@@ -28,7 +28,7 @@ import (
 // Sweep draws a sweep: received pps, and Mb/s at L2 and L1, against
 // frame size, in two panels; the file's extension (.png or .svg) picks the
 // format.
-func Sweep(path string, reps []*bench.Report) error {
+func Sweep(path string, reps []*report.Report) error {
 	if len(reps) == 0 {
 		return fmt.Errorf("plot: no results")
 	}
@@ -51,7 +51,7 @@ func Sweep(path string, reps []*bench.Report) error {
 }
 
 // Search draws the throughput found per frame size.
-func Search(path, labName string, rs []*bench.SearchResult) error {
+func Search(path, labName string, rs []*report.SearchResult) error {
 	if len(rs) == 0 {
 		return fmt.Errorf("plot: no results")
 	}
@@ -146,9 +146,9 @@ func save(path string, panels ...*plot.Plot) error {
 
 // Results are what a results file holds, by kind, in order.
 type Results struct {
-	Reports  []*bench.Report
-	Searches []*bench.SearchResult
-	RFC2544  []*bench.RFC2544Result
+	Reports  []*report.Report
+	Searches []*report.SearchResult
+	RFC2544  []*report.RFC2544Result
 }
 
 // Read takes results as nslab bench writes them with --out (one JSON
@@ -177,19 +177,19 @@ func (out *Results) add(line []byte) error {
 	}
 	switch {
 	case probe["back_to_back"] != nil:
-		var x bench.RFC2544Result
+		var x report.RFC2544Result
 		if err := json.Unmarshal(line, &x); err != nil {
 			return err
 		}
 		out.RFC2544 = append(out.RFC2544, &x)
 	case probe["throughput_pps"] != nil:
-		var s bench.SearchResult
+		var s report.SearchResult
 		if err := json.Unmarshal(line, &s); err != nil {
 			return err
 		}
 		out.Searches = append(out.Searches, &s)
 	default:
-		var rep bench.Report
+		var rep report.Report
 		if err := json.Unmarshal(line, &rep); err != nil {
 			return err
 		}
@@ -201,7 +201,7 @@ func (out *Results) add(line []byte) error {
 // RFC2544 draws RFC 2544's figures: the throughput per frame size, and
 // the frame loss rate against the offered load (section 26.3's graph),
 // one line per frame size.
-func RFC2544(path string, rs []*bench.RFC2544Result) error {
+func RFC2544(path string, rs []*report.RFC2544Result) error {
 	if len(rs) == 0 {
 		return fmt.Errorf("plot: no results")
 	}
@@ -230,7 +230,7 @@ func RFC2544(path string, rs []*bench.RFC2544Result) error {
 // carries a latency histogram (bench --latency): the share of packets at
 // or below each latency, latency on a log scale, one line per report
 // (frame size, load or mix).
-func LatencyCDF(path string, reps []*bench.Report) error {
+func LatencyCDF(path string, reps []*report.Report) error {
 	p := plot.New()
 	p.Title.Text = "one-way latency"
 	p.X.Label.Text = "latency (µs, log scale)"
@@ -270,7 +270,7 @@ func LatencyCDF(path string, reps []*bench.Report) error {
 }
 
 // cdfLabel names a report's line.
-func cdfLabel(r *bench.Report) string {
+func cdfLabel(r *report.Report) string {
 	switch {
 	case r.Load != "":
 		return r.Load

@@ -9,18 +9,18 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/nslab/nslab/pktgen/bench"
 	"github.com/nslab/nslab/pktgen/receive"
+	"github.com/nslab/nslab/pktgen/report"
 )
 
 func TestPlots(t *testing.T) {
-	var reps []*bench.Report
-	var rs []*bench.SearchResult
+	var reps []*report.Report
+	var rs []*report.SearchResult
 	for i, f := range []int{64, 128, 256, 512, 1024, 1518} {
-		r := &bench.Report{Lab: "crs", Traffic: "sweep", Engine: "kernel pktgen", Frame: f, PPS: 900000 / float64(i+1)}
+		r := &report.Report{Lab: "crs", Traffic: "sweep", Engine: "kernel pktgen", Frame: f, PPS: 900000 / float64(i+1)}
 		r.MbpsL2, r.MbpsL1 = r.PPS*float64(f)*8/1e6, r.PPS*float64(f+20)*8/1e6
 		reps = append(reps, r)
-		rs = append(rs, &bench.SearchResult{Frame: f, ThroughputPPS: r.PPS, MbpsL2: r.MbpsL2, Engine: "kernel pktgen"})
+		rs = append(rs, &report.SearchResult{Frame: f, ThroughputPPS: r.PPS, MbpsL2: r.MbpsL2, Engine: "kernel pktgen"})
 	}
 	dir := t.TempDir()
 	for _, name := range []string{"sweep.png", "sweep.svg", "search.png"} {
@@ -55,7 +55,7 @@ func TestPlots(t *testing.T) {
 // line, in order.
 func TestReadResultsLines(t *testing.T) {
 	var b strings.Builder
-	for _, v := range []any{&bench.Report{Frame: 64, PPS: 1}, &bench.SearchResult{Frame: 128, ThroughputPPS: 2}, &bench.Report{Frame: 256}, &bench.RFC2544Result{Frame: 512, BackToBack: &bench.BackToBack{MeanFrames: 3}}} {
+	for _, v := range []any{&report.Report{Frame: 64, PPS: 1}, &report.SearchResult{Frame: 128, ThroughputPPS: 2}, &report.Report{Frame: 256}, &report.RFC2544Result{Frame: 512, BackToBack: &report.BackToBack{MeanFrames: 3}}} {
 		line, _ := json.Marshal(v)
 		b.Write(append(line, '\n'))
 	}
@@ -73,13 +73,13 @@ func TestReadResultsLines(t *testing.T) {
 
 // TestLatencyCDF draws the distribution of two runs' latency histograms.
 func TestLatencyCDF(t *testing.T) {
-	var reps []*bench.Report
+	var reps []*report.Report
 	for i, load := range []string{"10% of 300000 pps", "90% of 300000 pps"} {
 		tr := receive.NewTracker()
 		for k := range 1000 {
 			tr.Add(0, uint32(k+1), 0, int64((i+1)*(k+1)*1000))
 		}
-		reps = append(reps, &bench.Report{Traffic: "forward", Frame: 64, Load: load, Latency: tr.Latency("every packet", 1)})
+		reps = append(reps, &report.Report{Traffic: "forward", Frame: 64, Load: load, Latency: tr.Latency("every packet", 1)})
 	}
 	p := filepath.Join(t.TempDir(), "cdf.png")
 	if err := LatencyCDF(p, reps); err != nil {
@@ -88,7 +88,7 @@ func TestLatencyCDF(t *testing.T) {
 	if b, err := os.ReadFile(p); err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) || len(b) < 5000 {
 		t.Errorf("cdf.png: %d bytes, %v", len(b), err)
 	}
-	if err := LatencyCDF(p, []*bench.Report{{Frame: 64}}); err == nil || !strings.Contains(err.Error(), "--latency") {
+	if err := LatencyCDF(p, []*report.Report{{Frame: 64}}); err == nil || !strings.Contains(err.Error(), "--latency") {
 		t.Errorf("no histogram: %v", err)
 	}
 }
@@ -96,11 +96,11 @@ func TestLatencyCDF(t *testing.T) {
 // TestRFC2544Plot draws throughput and the frame loss rate of two frame
 // sizes.
 func TestRFC2544Plot(t *testing.T) {
-	var rs []*bench.RFC2544Result
+	var rs []*report.RFC2544Result
 	for _, f := range []int{64, 1518} {
-		r := &bench.RFC2544Result{Lab: "fwd", Frame: f, Engine: "userspace", Throughput: bench.RFC2544Throughput{PPS: 1e6 / float64(f)}}
+		r := &report.RFC2544Result{Lab: "fwd", Frame: f, Engine: "userspace", Throughput: report.RFC2544Throughput{PPS: 1e6 / float64(f)}}
 		for pct := 100; pct >= 50; pct -= 10 {
-			r.FrameLoss = append(r.FrameLoss, bench.FrameLossStep{PercentOfTop: float64(pct), LossPct: float64(pct - 50)})
+			r.FrameLoss = append(r.FrameLoss, report.FrameLossStep{PercentOfTop: float64(pct), LossPct: float64(pct - 50)})
 		}
 		rs = append(rs, r)
 	}

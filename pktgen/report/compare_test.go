@@ -2,7 +2,7 @@
 
 // Pure statistics: the VM (emulated CPUs) leaves them out.
 
-package bench
+package report
 
 import (
 	"encoding/json"
@@ -123,7 +123,7 @@ func TestNoiseOf(t *testing.T) {
 	rep := func(steal0, steal1 float64) *Report {
 		return &Report{CPU: []CPUUse{{N: 0, Steal: steal0, Roles: []string{"sender ns1"}}, {N: 1, Steal: steal1, Roles: []string{"router ns2"}}, {N: 2, Steal: 50}}}
 	}
-	n := noiseOf([]MLRTrial{
+	n := NoiseOf([]MLRTrial{
 		{Warmup: true, Report: rep(9, 9)},
 		{LossRatio: 0.1, Report: rep(0, 2)},
 		{LossRatio: 0.1, Report: rep(0, 0)},

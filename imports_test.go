@@ -1,0 +1,69 @@
+// The layering rules of the module, checked on every test run: the lab
+// side (topology) imports nothing of the traffic side (pktgen), no
+// library imports a command, and libraries do not print (they return
+// results and errors; cmd chooses the format and where it goes).
+package nslab_test
+
+import (
+	"bufio"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/nslab/nslab"
+
+func TestImportRules(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		pkg, imports := f[0], f[1:]
+		for _, imp := range imports {
+			if strings.HasPrefix(pkg, module+"/topology") && strings.HasPrefix(imp, module+"/pktgen") {
+				t.Errorf("%s imports %s: topology must not import pktgen (move what both need into a leaf under topology)", pkg, imp)
+			}
+			if !strings.HasPrefix(pkg, module+"/cmd") && strings.HasPrefix(imp, module+"/cmd") {
+				t.Errorf("%s imports %s: a library must not import a command", pkg, imp)
+			}
+		}
+	}
+}
+
+// printing is what a library must not do: write to the process's own
+// standard output or error.
+var printing = regexp.MustCompile(`\bfmt\.Print(f|ln)?\(|\bos\.Std(out|err)\b|(^|[^.\w])print(ln)?\(`)
+
+func TestLibrariesDoNotPrint(t *testing.T) {
+	for _, dir := range []string{"topology", "pktgen"} {
+		err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+				return err
+			}
+			f, err := os.Open(p)
+			if err != nil {
+				return err
+			}
+			defer f.Close()
+			sc := bufio.NewScanner(f)
+			for n := 1; sc.Scan(); n++ {
+				line := sc.Text()
+				if strings.HasPrefix(strings.TrimSpace(line), "//") {
+					continue
+				}
+				if printing.MatchString(line) {
+					t.Errorf("%s:%d prints: %s (return it, and let cmd print)", p, n, strings.TrimSpace(line))
+				}
+			}
+			return sc.Err()
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,301 @@
+package report
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"math"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/nslab/nslab/pktgen/stats"
+)
+
+// Significance is the p-value below which a difference is called
+// significant (benchstat's alpha).
+const Significance = 0.05
+
+// ResultsFile is what one results file holds: its figures by traffic run,
+// frame and figure, and the environment of its runs.
+type ResultsFile struct {
+	Path    string
+	Figures map[FigureKey][]float64
+	Env     map[string]string // what must match between files: lab sha256, kernel, engine, placement, nslab
+}
+
+// FigureKey names one figure of one traffic run at one frame size.
+type FigureKey struct {
+	Traffic, Figure string
+	Frame           int
+}
+
+// ReadResults reads a results file: one JSON result per line (a run, an
+// MLRsearch or a binary search), as bench --out writes them.
+func ReadResults(path string) (*ResultsFile, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read results: %w", err)
+	}
+	defer f.Close()
+	rf := &ResultsFile{Path: path, Figures: map[FigureKey][]float64{}, Env: map[string]string{}}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 1<<20), 1<<28)
+	for n := 1; sc.Scan(); n++ {
+		if strings.TrimSpace(sc.Text()) == "" {
+			continue
+		}
+		if err := rf.AddLine(sc.Bytes()); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, n, err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	if len(rf.Figures) == 0 {
+		return nil, fmt.Errorf("%s holds no results (write them with nslab bench --out FILE)", path)
+	}
+	return rf, nil
+}
+
+// AddLine adds one result.
+func (rf *ResultsFile) AddLine(line []byte) error {
+	var probe map[string]json.RawMessage
+	if err := json.Unmarshal(line, &probe); err != nil {
+		return fmt.Errorf("not a JSON result: %w", err)
+	}
+	add := func(traffic string, frame int, f figures) {
+		for name, v := range f {
+			k := FigureKey{Traffic: traffic, Frame: frame, Figure: name}
+			rf.Figures[k] = append(rf.Figures[k], v)
+		}
+	}
+	switch {
+	case probe["back_to_back"] != nil:
+		var r RFC2544Result
+		if err := json.Unmarshal(line, &r); err != nil {
+			return err
+		}
+		add(r.Traffic+" (RFC 2544)", r.Frame, rfc2544Figures(&r))
+		if r.Latency != nil {
+			rf.noteEnv(r.Latency.Env)
+		}
+	case probe["draft"] != nil:
+		var m MLRResult
+		if err := json.Unmarshal(line, &m); err != nil {
+			return err
+		}
+		add(m.Traffic, m.Frame, mlrFigures(&m))
+		if len(m.Trials) > 0 && m.Trials[0].Report != nil {
+			rf.noteEnv(m.Trials[0].Report.Env)
+		}
+	case probe["hops"] != nil:
+		var r Report
+		if err := json.Unmarshal(line, &r); err != nil {
+			return err
+		}
+		add(r.Traffic+r.loadSuffix(), r.Frame, runFigures(&r))
+		rf.noteEnv(r.Env)
+	case probe["throughput_pps"] != nil:
+		var s SearchResult
+		if err := json.Unmarshal(line, &s); err != nil {
+			return err
+		}
+		add(s.Traffic, s.Frame, figures{"throughput_pps": s.ThroughputPPS})
+		rf.Env["engine"] = s.Engine
+	default:
+		return errors.New("neither a run, an MLRsearch, a search nor RFC 2544 benchmarks")
+	}
+	return nil
+}
+
+// noteEnv records what must match, first seen wins; a second value is
+// kept too, so that a file that mixes them is reported.
+func (rf *ResultsFile) noteEnv(e Env) {
+	for k, v := range map[string]string{"lab sha256": e.LabHash, "kernel": e.Kernel, "engine": e.Engine, "placement": strings.Join(e.Placement, "; "), "nslab version": e.NSLab} {
+		if old, ok := rf.Env[k]; !ok {
+			rf.Env[k] = v
+		} else if old != v && !strings.Contains(old, " | ") {
+			rf.Env[k] = old + " | " + v
+		}
+	}
+}
+
+// Differences names what differs between two files' environments.
+func Differences(a, b *ResultsFile) []string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(a.Env)) {
+		if a.Env[k] != b.Env[k] {
+			out = append(out, fmt.Sprintf("%s: %q in %s, %q in %s", k, a.Env[k], a.Path, b.Env[k], b.Path))
+		}
+	}
+	return out
+}
+
+// Change is one figure compared.
+type Change struct {
+	Traffic string  `json:"traffic"`
+	Frame   int     `json:"frame"`
+	Figure  string  `json:"figure"`
+	OldN    int     `json:"old_n"`
+	NewN    int     `json:"new_n"`
+	Old     float64 `json:"old_median"`
+	New     float64 `json:"new_median"`
+	// ChangePct is the new median against the old, in percent; its
+	// interval is the bootstrap's 95% percentile interval of that ratio.
+	ChangePct  float64 `json:"change_pct"`
+	ChangeLow  float64 `json:"change_ci_low_pct"`
+	ChangeHigh float64 `json:"change_ci_high_pct"`
+	// Undefined: the old median is 0 and the new is not (no ratio).
+	Undefined   bool    `json:"change_undefined,omitempty"`
+	P           float64 `json:"p_value"`
+	Significant bool    `json:"significant"`
+}
+
+// Comparison is every figure two files share, compared.
+type Comparison struct {
+	Old, New string
+	Method   string   `json:"method"`
+	Changes  []Change `json:"changes"`
+	Ignored  []string `json:"environment_differences,omitempty"` // differences the caller chose to ignore
+}
+
+// Compare compares b against a, figure by figure. It refuses files whose
+// environments differ (lab, kernel, engine, placement, nslab), naming
+// what differs, unless force.
+func Compare(a, b *ResultsFile, force bool) (*Comparison, error) {
+	diff := Differences(a, b)
+	if len(diff) > 0 && !force {
+		return nil, fmt.Errorf("the results were measured differently, so their difference would not be the change alone:\n  %s\n(compare them anyway with --force)", strings.Join(diff, "\n  "))
+	}
+	c := &Comparison{Old: a.Path, New: b.Path, Ignored: diff,
+		Method: "medians; change interval: bootstrap (10000 resamples) percentile 95% of the ratio of medians; p: two-sided Mann-Whitney U"}
+	for k, old := range a.Figures {
+		cur, ok := b.Figures[k]
+		if !ok {
+			continue
+		}
+		ch := Change{Traffic: k.Traffic, Frame: k.Frame, Figure: k.Figure, OldN: len(old), NewN: len(cur),
+			Old: stats.Median(old), New: stats.Median(cur)}
+		ch.ChangePct = pct(ch.New, ch.Old)
+		ch.ChangeLow, ch.ChangeHigh = bootstrapChange(old, cur)
+		if math.IsNaN(ch.ChangePct) {
+			ch.ChangePct, ch.Undefined = 0, ch.New != 0
+		}
+		if math.IsNaN(ch.ChangeLow) || math.IsNaN(ch.ChangeHigh) {
+			ch.ChangeLow, ch.ChangeHigh = ch.ChangePct, ch.ChangePct
+		}
+		_, ch.P = stats.MannWhitney(old, cur)
+		ch.Significant = ch.P < Significance
+		c.Changes = append(c.Changes, ch)
+	}
+	sort.Slice(c.Changes, func(i, j int) bool {
+		x, y := c.Changes[i], c.Changes[j]
+		if x.Traffic != y.Traffic {
+			return x.Traffic < y.Traffic
+		}
+		if x.Frame != y.Frame {
+			return x.Frame < y.Frame
+		}
+		return x.Figure < y.Figure
+	})
+	if len(c.Changes) == 0 {
+		return nil, fmt.Errorf("%s and %s share no traffic run, frame size and figure", a.Path, b.Path)
+	}
+	return c, nil
+}
+
+// pct is new against old in percent; NaN when old is 0 (0 against 0
+// included: the callers say so).
+func pct(new, old float64) float64 {
+	if old == 0 {
+		return math.NaN()
+	}
+	return 100 * (new/old - 1)
+}
+
+// bootstrapChange is the 95% percentile interval of the change of the
+// median, from 10000 resamples of both (a fixed seed: the same files give
+// the same interval).
+func bootstrapChange(old, cur []float64) (float64, float64) {
+	rng := rand.New(rand.NewPCG(1, 1))
+	const n = 10000
+	changes := make([]float64, 0, n)
+	resample := func(x []float64) float64 {
+		s := make([]float64, len(x))
+		for i := range s {
+			s[i] = x[rng.IntN(len(x))]
+		}
+		return stats.Median(s)
+	}
+	for range n {
+		if c := pct(resample(cur), resample(old)); !math.IsNaN(c) && !math.IsInf(c, 0) {
+			changes = append(changes, c)
+		}
+	}
+	if len(changes) == 0 {
+		return math.NaN(), math.NaN()
+	}
+	sort.Float64s(changes)
+	return changes[len(changes)*25/1000], changes[len(changes)*975/1000-1]
+}
+
+// write is Write after a line that says what is compared (bench
+// --variants prints each comparison so).
+func (c *Comparison) write(w io.Writer, format string) error {
+	if format != "csv" {
+		if _, err := fmt.Fprintf(w, "\n%s against %s:\n", c.New, c.Old); err != nil {
+			return err
+		}
+	}
+	return c.Write(w, format)
+}
+
+// Write writes the comparison as a table, JSON, CSV or markdown.
+func (c *Comparison) Write(w io.Writer, format string) error {
+	switch format {
+	case "csv":
+		ew := &errWriter{w: w}
+		ew.printf("old,new,traffic,frame,figure,old_n,new_n,old_median,new_median,change_pct,change_ci_low_pct,change_ci_high_pct,p_value,significant\n")
+		for _, x := range c.Changes {
+			ew.printf("%q,%q,%q,%d,%q,%d,%d,%g,%g,%.4f,%.4f,%.4f,%.4g,%v\n", c.Old, c.New, x.Traffic, x.Frame, x.Figure, x.OldN, x.NewN, x.Old, x.New, x.ChangePct, x.ChangeLow, x.ChangeHigh, x.P, x.Significant)
+		}
+		return ew.err
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(c)
+	case "markdown":
+		ew := &errWriter{w: w}
+		ew.printf("| traffic | frame | figure | old | new | change | 95%% interval | p | significant |\n|---|---|---|---|---|---|---|---|---|\n")
+		for _, x := range c.Changes {
+			ew.printf("| %s | %d | %s | %.6g | %.6g | %+.2f%% | %+.2f%% .. %+.2f%% | %.3g | %v |\n", x.Traffic, x.Frame, x.Figure, x.Old, x.New, x.ChangePct, x.ChangeLow, x.ChangeHigh, x.P, x.Significant)
+		}
+		return ew.err
+	case "table", "":
+		ew := &errWriter{w: w}
+		ew.printf("old: %s\nnew: %s\n%s; significant: p < %g\n", c.Old, c.New, c.Method, Significance)
+		for _, d := range c.Ignored {
+			ew.printf("ignored (--force): %s\n", d)
+		}
+		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "\ntraffic\tframe\tfigure\told\tnew\tchange\t95% interval\tp\t\t")
+		for _, x := range c.Changes {
+			verdict := "~ (no significant change)"
+			if x.Significant {
+				verdict = "significant"
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%.6g (n=%d)\t%.6g (n=%d)\t%+.2f%%\t%+.2f%% .. %+.2f%%\t%.3g\t%s\t\n", x.Traffic, x.Frame, x.Figure,
+				x.Old, x.OldN, x.New, x.NewN, x.ChangePct, x.ChangeLow, x.ChangeHigh, x.P, verdict)
+		}
+		tw.Flush()
+		return ew.err
+	}
+	return CheckFormat(format)
+}

@@ -1,0 +1,23 @@
+package report
+
+import "github.com/nslab/nslab/pktgen/sample"
+
+// Rates fills the receiver's rates from the counts and the samples.
+func (r *Report) Rates() {
+	switch {
+	case r.ReceiveWindow > 0:
+		r.PPS = float64(r.Received) / r.ReceiveWindow.Seconds()
+	case r.Elapsed > 0:
+		r.PPS = float64(r.Received) / r.Elapsed.Seconds()
+	}
+	r.MbpsL2, r.MbpsL1 = Mbps(r.PPS, r.frameBytes())
+	if a, b, ok := sample.Steady(r.Samples); ok {
+		last := len(r.Hops) - 1
+		r.SteadyPPS = sample.Rates(a, b)[last].RxPPS
+		r.SteadyL2, _ = Mbps(r.SteadyPPS, r.frameBytes())
+	}
+}
+
+func Mbps(pps float64, frame float64) (l2, l1 float64) {
+	return pps * float64(frame) * 8 / 1e6, pps * float64(frame+20) * 8 / 1e6
+}

@@ -1,0 +1,222 @@
+package report
+
+import (
+	"time"
+
+	"github.com/nslab/nslab/pktgen/engine"
+	"github.com/nslab/nslab/pktgen/receive"
+	"github.com/nslab/nslab/pktgen/sample"
+	"github.com/nslab/nslab/pktgen/stall"
+	"github.com/nslab/nslab/topology/spec"
+)
+
+// Report is one measured run. Its figures balance: Sent + NamedAdded =
+// Received + NamedDrops + Unaccounted, every drop named by its place, and
+// every packet the path added (an impairment's duplicates) too; on veth
+// Unaccounted is 0 (a test provokes overload and checks it).
+type Report struct {
+	Lab     string `json:"lab"`
+	Traffic string `json:"traffic"`
+	// Variant is the lab variant it was measured under (bench
+	// --variants); "": the lab as deployed, no variants run.
+	Variant string `json:"variant,omitempty"`
+	From    string `json:"from"`
+	To      string `json:"to"`
+	Frame   int    `json:"frame"` // L2 frame including FCS (with a mix: its largest)
+	// Mix is the run's frame mix as SIZE:WEIGHT words, and MeanFrame its
+	// mean size, from which its Mb/s are computed; empty for one size.
+	Mix string `json:"mix,omitempty"`
+	// Load says, for runs measured at fractions of a rate (LatencyAt),
+	// which fraction of which rate this one was.
+	Load      string  `json:"load,omitempty"`
+	MeanFrame float64 `json:"mean_frame,omitempty"`
+	Engine    string  `json:"engine"`
+	Reason    string  `json:"reason,omitempty"`
+	// OfferedPPS is the rate the run asked for per thread (0: as fast
+	// as the engine goes).
+	OfferedPPS uint64        `json:"offered_pps,omitempty"`
+	Elapsed    time.Duration `json:"elapsed_ns"`
+	// Started and Ended are when the engine started and returned (wall
+	// clock): runs measured together overlap by them.
+	Started time.Time `json:"started"`
+	Ended   time.Time `json:"ended"`
+	// CountedBy says how the receiver counted the run (set when runs are
+	// measured together); Shared lists the counters of its path that
+	// other runs measured with it cross too.
+	CountedBy string   `json:"counted_by,omitempty"`
+	Shared    []string `json:"shared,omitempty"`
+	// ReceiveWindow is, on a path with impairments, the time the receiver
+	// received in (its queues and delays keep delivering after the sender
+	// stops): from the first to the last rise of its counter, read every
+	// 10 ms. The receiver's rate is over it. 0 on other paths.
+	ReceiveWindow time.Duration `json:"receive_window_ns,omitempty"`
+	// Sent is what the sender interface took: its tx_packets plus its
+	// tx_dropped over the run (the engine's own count, when no sender
+	// interface is measured). SenderCheck compares it with the engine.
+	Sent      uint64  `json:"sent"`
+	Received  uint64  `json:"received"` // the receiver's rx, less neighbour frames
+	Loss      int64   `json:"loss"`
+	LossPct   float64 `json:"loss_pct"`
+	PPS       float64 `json:"pps"`        // received / elapsed (or receive window)
+	SteadyPPS float64 `json:"steady_pps"` // receiver, steady window
+	MbpsL2    float64 `json:"mbps_l2"`    // with FCS
+	MbpsL1    float64 `json:"mbps_l1"`    // + preamble and gap (20 bytes)
+	SteadyL2  float64 `json:"steady_mbps_l2"`
+
+	// Latency and Sequence are what the receiver's reader measured
+	// (Options.Latency); nil without it. SequenceNote says why there is
+	// no Sequence when there is a Latency; ReaderMissed counts packets
+	// the reader's ring had no room for.
+	Latency      *receive.Latency  `json:"latency,omitempty"`
+	Sequence     *receive.Sequence `json:"sequence,omitempty"`
+	SequenceNote string            `json:"sequence_note,omitempty"`
+	ReaderMissed uint64            `json:"reader_missed,omitempty"`
+	// ReceivedSizes counts the frames the reader read by size (with
+	// FCS), for runs with a frame mix.
+	ReceivedSizes map[int]uint64 `json:"received_sizes,omitempty"`
+
+	Hops       []HopCounters `json:"hops"`
+	Drops      []Drop        `json:"drops"` // by place, each packet once
+	NamedDrops uint64        `json:"named_drops"`
+	// Added is the packets the path made on its way, by place: copies an
+	// impairment sent (netem duplicate). They reach the receiver as well.
+	Added       []Drop         `json:"added,omitempty"`
+	NamedAdded  uint64         `json:"named_added,omitempty"`
+	Unaccount   int64          `json:"unaccounted"` // Loss + NamedAdded - NamedDrops
+	SenderCheck SenderCheck    `json:"sender_check"`
+	Routers     []RouterCounts `json:"routers"`
+	// Conntrack is each router's connection tracking over the run, for
+	// routers whose conntrack saw the run.
+	Conntrack []ConntrackCounts `json:"conntrack,omitempty"`
+	Softnet   []SoftnetCPU      `json:"softnet"` // machine-wide, per CPU
+	CPU       []CPUUse          `json:"cpu"`
+	// Stalls are the stalls of the run's CPUs while the engine ran
+	// (package stall), the first of them listed; nil when there was no
+	// probe, and StallNote says why.
+	Stalls    *stall.Summary `json:"stalls,omitempty"`
+	StallList []stall.Stall  `json:"stall_list,omitempty"`
+	StallNote string         `json:"stall_note,omitempty"`
+	// Bottleneck is the verdict in a line; Verdict has its parts.
+	Bottleneck string  `json:"bottleneck"`
+	Verdict    Verdict `json:"verdict"`
+
+	Path       []spec.Hop     `json:"path"`
+	NextHop    string         `json:"next_hop"`
+	NextHopMAC string         `json:"next_hop_mac"`
+	Env        Env            `json:"environment"`
+	Result     *engine.Result `json:"engine_result"`
+
+	Targets  []sample.Target `json:"-"`
+	Samples  []sample.Sample `json:"-"`
+	HopRoles []string        `json:"-"` // the role of each of Targets
+}
+
+// HopCounters is one sampled interface's change over the run.
+type HopCounters struct {
+	sample.Target
+	Role string `json:"role"` // sender, ingress, egress, receiver, switch in/out, measured
+	sample.Counters
+	// Neighbour frames (ARP, IPv6 neighbour discovery) it received in
+	// the run: counted in RxPackets, and in the previous hop's TxPackets,
+	// but not the run's.
+	Neighbour uint64 `json:"neighbour_frames,omitempty"`
+	// SentControl: the control frames it sent, counted on their way out
+	// where its peer is on another host.
+	SentControl uint64 `json:"control_frames_sent,omitempty"`
+	// After names the hops on other hosts before this one (a lab that
+	// spans hosts): their counters are there, not sampled from here.
+	After string `json:"after_other_hosts,omitempty"`
+	// Duplicates is its impairment, when that sends copies of what it is
+	// handed (netem duplicate): its tx then counts more than it took in.
+	Duplicates string `json:"duplicates,omitempty"`
+}
+
+// Drop is packets lost at one place of the path.
+type Drop struct {
+	Place   string `json:"place"`   // "link ns1:veth1 -> ns2:veth1-peer", "inside router ns2"
+	Packets uint64 `json:"packets"` // each lost packet once
+	// Counted says which counters saw them ("ns1:veth1 tx_dropped and
+	// ns2:veth1-peer rx_dropped (the same packets)").
+	Counted string `json:"counted"`
+	// Cause is what the machine's counters say about why, "" when they
+	// say nothing.
+	Cause string `json:"cause,omitempty"`
+	Node  string `json:"node"` // the node the packets were entering or crossing
+}
+
+// SenderCheck reconciles the engine's count with the sender interface's.
+type SenderCheck struct {
+	EngineHanded uint64 `json:"engine_handed"` // sent + dropped by the device, as the engine counted
+	EngineSent   uint64 `json:"engine_sent"`
+	EngineErrors uint64 `json:"engine_errors"`
+	Interface    uint64 `json:"interface"`  // tx_packets + tx_dropped of the sender interface
+	Difference   int64  `json:"difference"` // Interface - EngineHanded
+	Cause        string `json:"cause,omitempty"`
+}
+
+// RouterCounts is what one router on the path did with the run's packets.
+type RouterCounts struct {
+	Node    string `json:"node"`
+	Entered uint64 `json:"entered"` // ingress rx (run packets)
+	// Forwarded is what left the router: egress tx (run packets).
+	Forwarded uint64 `json:"forwarded"`
+	// DroppedAtEgress is what its egress took but could not hand on
+	// (tx_dropped: the next node's backlog was full).
+	DroppedAtEgress uint64 `json:"dropped_at_egress"`
+	// Inside is what entered and never reached the egress (the IP layer
+	// dropped it: see Discards).
+	Inside int64 `json:"inside"`
+	// DuplicatedAtEgress is the copies its egress's impairment sent
+	// (netem duplicate): what left beyond what entered.
+	DuplicatedAtEgress uint64            `json:"duplicated_at_egress,omitempty"`
+	ForwDatagrams      uint64            `json:"ip_forw_datagrams"` // IP MIB: handed to output
+	Discards           map[string]uint64 `json:"ip_discards"`       // IP MIB counters that count drops
+}
+
+// SoftnetCPU is one CPU's /proc/net/softnet_stat change over the run. The
+// file is machine-wide: it counts every namespace's packets on that CPU.
+type SoftnetCPU struct {
+	CPU         int    `json:"cpu"`
+	Processed   uint64 `json:"processed"`
+	Dropped     uint64 `json:"dropped"`      // backlog full
+	TimeSqueeze uint64 `json:"time_squeeze"` // NAPI budget ran out
+	ReceivedRPS uint64 `json:"received_rps"` // packets steered here by RPS
+}
+
+// CPUUse is one CPU's time during a run, in percent, and what the
+// placement put there.
+type CPUUse struct {
+	CPU     string   `json:"cpu"`
+	N       int      `json:"n"`
+	User    float64  `json:"usr"`
+	System  float64  `json:"sys"`
+	IRQ     float64  `json:"irq"`
+	SoftIRQ float64  `json:"soft"`
+	Steal   float64  `json:"steal"` // taken by the hypervisor, on a VM
+	Idle    float64  `json:"idle"`
+	Roles   []string `json:"roles,omitempty"` // "sender ns1", "router ns2", "nslab sampler"
+}
+
+// Busy is the CPU's non-idle share.
+func (c CPUUse) Busy() float64 { return 100 - c.Idle }
+
+// Verdict is what limited a run, with the measurements that say so.
+type Verdict struct {
+	// Limit is sender, router, receiver, switch, link, offered rate, or
+	// unknown.
+	Limit    string   `json:"limit"`
+	Node     string   `json:"node,omitempty"`
+	CPUs     []int    `json:"cpus,omitempty"`
+	Evidence []string `json:"evidence"`
+	// Bursts: the CPUs that dropped were under 60% busy, so the drops
+	// came from stalls, not from load.
+	Bursts bool `json:"bursts,omitempty"`
+}
+
+// frameBytes is the mean size of the run's frames, with FCS.
+func (r *Report) frameBytes() float64 {
+	if r.MeanFrame > 0 {
+		return r.MeanFrame
+	}
+	return float64(r.Frame)
+}

@@ -1,0 +1,288 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/nslab/nslab/pktgen/kstat"
+)
+
+// Formats a report can be written in.
+var Formats = []string{"table", "json", "csv", "markdown"}
+
+// CheckFormat checks a format name.
+func CheckFormat(f string) error {
+	for _, x := range Formats {
+		if f == x {
+			return nil
+		}
+	}
+	return fmt.Errorf("format %q: use %s", f, strings.Join(Formats, ", "))
+}
+
+// Write writes reports in a format. Every format carries the balance
+// (sent = received + named drops + unaccounted) and the verdict.
+func Write(w io.Writer, format string, reps []*Report) error {
+	switch format {
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		if len(reps) == 1 {
+			return enc.Encode(reps[0])
+		}
+		return enc.Encode(reps)
+	case "csv":
+		return writeCSV(w, reps)
+	case "markdown":
+		return writeMarkdown(w, reps)
+	case "table", "":
+		for _, r := range reps {
+			if err := r.table(w); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return CheckFormat(format)
+}
+
+func writeCSV(w io.Writer, reps []*Report) error {
+	ew := &errWriter{w: w}
+	ew.printf("frame,sent,received,loss,loss_pct,named_drops,unaccounted,pps,mbps_l2,mbps_l1,steady_pps,engine,bottleneck,added,%s\n", latencyCSVHead)
+	for _, r := range reps {
+		ew.printf("%d,%d,%d,%d,%.4f,%d,%d,%.0f,%.2f,%.2f,%.0f,%s,%q,%d,%s\n", r.Frame, r.Sent, r.Received, r.Loss, r.LossPct,
+			r.NamedDrops, r.Unaccount, r.PPS, r.MbpsL2, r.MbpsL1, r.SteadyPPS, r.Engine, r.Bottleneck, r.NamedAdded, r.latencyCSV())
+	}
+	return ew.err
+}
+
+func writeMarkdown(w io.Writer, reps []*Report) error {
+	ew := &errWriter{w: w}
+	ew.printf("| frame (B) | pps | Mb/s L2 | Mb/s L1 | sent | received | loss %% | named drops | added | unaccounted | latency p50 / p99 / max | lost / dup / reordered by sequence | bottleneck |\n")
+	ew.printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	for _, r := range reps {
+		ew.printf("| %d | %.0f | %.1f | %.1f | %d | %d | %.3f | %d | %d | %d | %s | %s | %s |\n", r.Frame, r.PPS, r.MbpsL2, r.MbpsL1,
+			r.Sent, r.Received, r.LossPct, r.NamedDrops, r.NamedAdded, r.Unaccount, r.LatencyCell(), r.sequenceCell(), strings.ReplaceAll(r.Bottleneck, "|", "/"))
+	}
+	return ew.err
+}
+
+// errWriter keeps the first write error, so a report is written whole or
+// its error returned.
+type errWriter struct {
+	w   io.Writer
+	err error
+}
+
+func (e *errWriter) printf(format string, args ...any) {
+	if e.err == nil {
+		_, e.err = fmt.Fprintf(e.w, format, args...)
+	}
+}
+
+// table writes one report for a terminal.
+func (r *Report) table(w io.Writer) error {
+	ew := &errWriter{w: w}
+	r.tableHead(ew)
+	r.latencyLines(ew)
+	r.tableHops(ew)
+	r.tableBalance(ew)
+	r.tableCPUs(ew)
+	r.tableEnv(ew)
+	return ew.err
+}
+
+func (r *Report) tableHead(ew *errWriter) {
+	ew.printf("lab %s%s, traffic %s: %s -> %s, next hop %s (%s)\n", r.Lab, variantSuffix(r.Variant), r.Traffic, r.From, r.To, r.NextHop, r.NextHopMAC)
+	ew.printf("engine: %s", r.Engine)
+	if r.Reason != "" {
+		ew.printf(" (%s)", r.Reason)
+	}
+	offered := "as fast as the engine goes"
+	if r.OfferedPPS > 0 {
+		offered = fmt.Sprintf("%d pps per thread offered", r.OfferedPPS)
+	}
+	frames := fmt.Sprintf("frame %d bytes (with FCS)", r.Frame)
+	if r.Mix != "" {
+		frames = fmt.Sprintf("frames mixed %s (size:weight; mean %.1f bytes with FCS)", r.Mix, r.MeanFrame)
+	}
+	ew.printf("\n%s, %.3f s, %s\n", frames, r.Elapsed.Seconds(), offered)
+	if r.Load != "" {
+		ew.printf("load: %s\n", r.Load)
+	}
+	ew.printf("\nbottleneck: %s\n", r.Bottleneck)
+	r.stallLine(ew)
+	ew.printf("\n")
+	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "sent\treceived\tloss\tloss %\t")
+	fmt.Fprintf(tw, "%d\t%d\t%d\t%.3f\t\n", r.Sent, r.Received, r.Loss, r.LossPct)
+	tw.Flush()
+	ew.printf("\n")
+	tw = tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "at the receiver\tpps\tMb/s L2\tMb/s L1\t")
+	if r.ReceiveWindow > 0 {
+		fmt.Fprintf(tw, "counts / %.3f s received in\t%.0f\t%.1f\t%.1f\t\n", r.ReceiveWindow.Seconds(), r.PPS, r.MbpsL2, r.MbpsL1)
+	} else {
+		fmt.Fprintf(tw, "counts / elapsed\t%.0f\t%.1f\t%.1f\t\n", r.PPS, r.MbpsL2, r.MbpsL1)
+	}
+	if r.SteadyPPS > 0 {
+		_, l1 := Mbps(r.SteadyPPS, r.frameBytes())
+		fmt.Fprintf(tw, "steady window\t%.0f\t%.1f\t%.1f\t\n", r.SteadyPPS, r.SteadyL2, l1)
+	}
+	tw.Flush()
+	ew.printf("\n")
+}
+
+func (r *Report) tableHops(ew *errWriter) {
+	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "HOP\tINTERFACE\tRX\tTX\tRX DROP\tTX DROP\tNEIGH")
+	for _, h := range r.Hops {
+		if h.After != "" {
+			fmt.Fprintf(tw, "(other host)\t%s: counted there\t\t\t\t\t\n", h.After)
+		}
+		neigh := "-"
+		if h.Neighbour > 0 {
+			neigh = fmt.Sprint(h.Neighbour)
+		}
+		if h.SentControl > 0 {
+			neigh += fmt.Sprintf(" (sent %d)", h.SentControl)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\n", h.Role, h.Target, h.RxPackets, h.TxPackets, h.RxDropped+h.RxMissed, h.TxDropped, neigh)
+	}
+	tw.Flush()
+	for _, rt := range r.Routers {
+		ew.printf("router %s: entered %d, forwarded (left it) %d, dropped at its egress %d", rt.Node, rt.Entered, rt.Forwarded, rt.DroppedAtEgress)
+		if rt.DuplicatedAtEgress > 0 {
+			ew.printf(", copies its egress added %d", rt.DuplicatedAtEgress)
+		}
+		ew.printf(", lost inside %d; IP MIB: forwarded %d", rt.Inside, rt.ForwDatagrams)
+		for _, k := range kstat.IPDiscards {
+			if d := rt.Discards[k]; d > 0 {
+				ew.printf(", %s %d", k, d)
+			}
+		}
+		ew.printf("\n")
+	}
+	for _, ct := range r.Conntrack {
+		ew.printf("%s\n", ct)
+	}
+	ew.printf("\n")
+}
+
+func (r *Report) tableBalance(ew *errWriter) {
+	if len(r.Drops) > 0 {
+		what, n := "lost", r.Loss
+		if len(r.Added) > 0 { // copies make up for some of the loss: name the drops
+			what, n = "dropped", int64(r.NamedDrops)
+		}
+		ew.printf("where the %d %s packets went:\n", n, what)
+		places(ew, r.Drops)
+	}
+	if len(r.Added) > 0 {
+		ew.printf("where the %d added packets came from (they arrive too: received counts them):\n", r.NamedAdded)
+		places(ew, r.Added)
+	}
+	if r.CountedBy != "" {
+		ew.printf("counted at the receiver: %s\n", r.CountedBy)
+	}
+	if len(r.Shared) > 0 {
+		ew.printf("counters that runs measured with it cross too (their hop rows above carry those runs as well): %s\n", strings.Join(r.Shared, ", "))
+	}
+	ew.printf("%s\n", BalanceLine(r.Sent, r.NamedAdded, r.Received, r.NamedDrops, r.Unaccount))
+	c := r.SenderCheck
+	ew.printf("engine: handed %d (sent %d, dropped by the device %d); ", c.EngineHanded, c.EngineSent, c.EngineErrors)
+	switch {
+	case c.Interface == 0 && c.Difference == 0:
+		ew.printf("no sender interface measured\n")
+	case c.Difference == 0:
+		ew.printf("the sender interface took %d: they agree\n", c.Interface)
+	default:
+		ew.printf("the sender interface took %d: %s\n", c.Interface, c.Cause)
+	}
+	ew.printf("\n")
+}
+
+// places prints drops or added packets by place, with their cause.
+func places(ew *errWriter, ds []Drop) {
+	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
+	for _, d := range ds {
+		fmt.Fprintf(tw, "  %s\t%d\t%s\n", d.Place, d.Packets, d.Cause)
+	}
+	tw.Flush()
+}
+
+// BalanceLine is the accounting in a line: sent (+ added) = received +
+// named drops + unaccounted.
+func BalanceLine(sent, added, received, drops uint64, unaccounted int64) string {
+	left := fmt.Sprintf("sent %d", sent)
+	if added > 0 {
+		left += fmt.Sprintf(" + added %d", added)
+	}
+	return fmt.Sprintf("%s = received %d + named drops %d + unaccounted %d", left, received, drops, unaccounted)
+}
+
+func (r *Report) tableCPUs(ew *errWriter) {
+	if len(r.Softnet) > 0 {
+		ew.printf("softnet_stat (machine-wide: every namespace's packets on each CPU)\n")
+		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "CPU\tprocessed\tbacklog drops\tsqueezed\tRPS in\t")
+		for _, s := range r.Softnet {
+			fmt.Fprintf(tw, "cpu%d\t%d\t%d\t%d\t%d\t\n", s.CPU, s.Processed, s.Dropped, s.TimeSqueeze, s.ReceivedRPS)
+		}
+		tw.Flush()
+		ew.printf("\n")
+	}
+	if len(r.CPU) > 0 {
+		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
+		_, _ = io.WriteString(tw, "CPU\t%usr\t%sys\t%irq\t%soft\t%steal\t%idle\t  PLACED THERE\n") // errors reach ew
+		for _, c := range r.CPU {
+			roles := strings.Join(c.Roles, ", ")
+			if roles == "" {
+				roles = "-"
+			}
+			fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t%.1f\t  %s\n", c.CPU, c.User, c.System, c.IRQ, c.SoftIRQ, c.Steal, c.Idle, roles)
+		}
+		tw.Flush()
+		ew.printf("\n")
+	}
+}
+
+func (r *Report) tableEnv(ew *errWriter) {
+	e := r.Env
+	ew.printf("kernel %s; %s\n", e.Kernel, e.CPUModel)
+	ew.printf("machine: %d CPUs online (%s); this process may use %s\n", e.CPUs, e.OnlineCPUs, e.AllowedCPUs)
+	ew.printf("placement: %s\n%s\n", strings.Join(e.Placement, "; "), e.Sampler)
+	if len(e.Impairments) > 0 {
+		var parts []string
+		for _, t := range r.Targets {
+			if q, ok := e.Impairments[t.String()]; ok {
+				parts = append(parts, t.String()+" "+q)
+			}
+		}
+		ew.printf("impairments (what each interface does to what it sends): %s\n", strings.Join(parts, "; "))
+	}
+	var sys []string
+	for _, k := range GlobalSysctls {
+		if v, ok := e.Sysctls[k]; ok {
+			sys = append(sys, k+"="+v)
+		}
+	}
+	ew.printf("%s\n", strings.Join(sys, " "))
+	if e.LabHash != "" {
+		ew.printf("lab file sha256 %s, nslab %s, engine %s\n", e.LabHash, e.NSLab, e.EngineV)
+	}
+	ew.printf("\n")
+}
+
+// Write lets tabwriters write through e.
+func (e *errWriter) Write(p []byte) (int, error) {
+	if e.err != nil {
+		return 0, e.err
+	}
+	n, err := e.w.Write(p)
+	e.err = err
+	return n, err
+}
