@@ -19,7 +19,7 @@ func compareCommand() *cli.Command {
 			"Examples:\n  nslab bench --repeat 5 --out a.jsonl lab.yaml    # then change something\n" +
 			"  nslab bench --repeat 5 --out b.jsonl lab.yaml\n  nslab compare a.jsonl b.jsonl",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "format", Value: "table", Usage: "table, json or markdown"},
+			&cli.StringFlag{Name: "format", Value: "table", Usage: "table, json, csv or markdown"},
 			&cli.BoolFlag{Name: "force", Usage: "compare files whose environments differ (the differences are printed)"},
 		},
 		Action: runCompare,

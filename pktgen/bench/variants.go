@@ -74,18 +74,28 @@ func (req Request) underVariant(ctx context.Context, r *lab.Running, name string
 			return err
 		}
 	}
+	// Each variant's own results file: the variant is what the files
+	// differ by, so it is not in their figures' names.
 	var results []any
 	for _, x := range out.Reports[nr:] {
-		results = append(results, x)
+		c := *x
+		c.Variant = ""
+		results = append(results, &c)
 	}
 	for _, x := range out.MLR[nm:] {
-		results = append(results, x)
+		c := *x
+		c.Variant = ""
+		results = append(results, &c)
 	}
 	for _, x := range out.Searches[ns:] {
-		results = append(results, x)
+		c := *x
+		c.Variant = ""
+		results = append(results, &c)
 	}
 	for _, x := range out.RFC2544[nf:] {
-		results = append(results, x)
+		c := *x
+		c.Variant = ""
+		results = append(results, &c)
 	}
 	for _, x := range results {
 		line, err := json.Marshal(x)

@@ -82,7 +82,7 @@ func (rf *ResultsFile) AddLine(line []byte) error {
 		if err := json.Unmarshal(line, &r); err != nil {
 			return err
 		}
-		add(r.Traffic+" (RFC 2544)", r.Frame, rfc2544Figures(&r))
+		add(r.Traffic+variantSuffix(r.Variant)+" (RFC 2544)", r.Frame, rfc2544Figures(&r))
 		if r.Latency != nil {
 			rf.noteEnv(r.Latency.Env)
 		}
@@ -91,7 +91,7 @@ func (rf *ResultsFile) AddLine(line []byte) error {
 		if err := json.Unmarshal(line, &m); err != nil {
 			return err
 		}
-		add(m.Traffic, m.Frame, mlrFigures(&m))
+		add(m.Traffic+variantSuffix(m.Variant), m.Frame, mlrFigures(&m))
 		if len(m.Trials) > 0 && m.Trials[0].Report != nil {
 			rf.noteEnv(m.Trials[0].Report.Env)
 		}
@@ -100,14 +100,14 @@ func (rf *ResultsFile) AddLine(line []byte) error {
 		if err := json.Unmarshal(line, &r); err != nil {
 			return err
 		}
-		add(r.Traffic+r.loadSuffix(), r.Frame, runFigures(&r))
+		add(r.Traffic+variantSuffix(r.Variant)+r.loadSuffix(), r.Frame, runFigures(&r))
 		rf.noteEnv(r.Env)
 	case probe["throughput_pps"] != nil:
 		var s SearchResult
 		if err := json.Unmarshal(line, &s); err != nil {
 			return err
 		}
-		add(s.Traffic, s.Frame, figures{"throughput_pps": s.ThroughputPPS})
+		add(s.Traffic+variantSuffix(s.Variant), s.Frame, figures{"throughput_pps": s.ThroughputPPS})
 		rf.Env["engine"] = s.Engine
 	default:
 		return errors.New("neither a run, an MLRsearch, a search nor RFC 2544 benchmarks")

@@ -133,3 +133,25 @@ func TestNoiseOf(t *testing.T) {
 		t.Errorf("noise %+v", n)
 	}
 }
+
+// TestReadResultsKeepsVariantsApart: a variant run's results file holds
+// each variant's runs under its own name.
+func TestReadResultsKeepsVariantsApart(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "v.jsonl")
+	var lines []byte
+	for _, v := range []string{"nat", "plain", "nat"} {
+		b, _ := json.Marshal(&Report{Traffic: "lan-wan", Variant: v, Frame: 64, PPS: 1, Hops: []HopCounters{}})
+		lines = append(append(lines, b...), '\n')
+	}
+	if err := os.WriteFile(p, lines, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rf, err := ReadResults(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nat, plain := rf.Figures[FigureKey{Traffic: "lan-wan (variant nat)", Frame: 64, Figure: "pps"}], rf.Figures[FigureKey{Traffic: "lan-wan (variant plain)", Frame: 64, Figure: "pps"}]
+	if len(nat) != 2 || len(plain) != 1 {
+		t.Errorf("figures %v", rf.Figures)
+	}
+}
