@@ -99,8 +99,8 @@ func recheck(m *lab.Manager, l *spec.Lab, s *report.MLRResult) int {
 		if i >= 3 {
 			where = "10% above its upper bound"
 		}
-		lossPct := 100 * r.PathLossRatio()
-		fmt.Printf("  %8.0f pps (%s): sent %d, received %d, lost %.3f%%\n", load, where, r.Sent, r.Received, lossPct)
+		lossPct := 100 * r.LossAgainst(load) // what was not sent of the load counts as lost
+		fmt.Printf("  %8.0f pps (%s): sent %d (%.0f pps), received %d, lost %.3f%% of the load\n", load, where, r.Sent, r.SentPPS(), r.Received, lossPct)
 		if i < 3 && lossPct <= 0.5 {
 			held++
 		}

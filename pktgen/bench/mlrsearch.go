@@ -57,7 +57,9 @@ func (b *Bench) MLRSearch(ctx context.Context, frame int, o MLROptions) (*report
 		if err != nil {
 			return mlr.Trial{}, err
 		}
-		tr := mlr.Trial{Effective: rep.Elapsed, LossRatio: rep.PathLossRatio()}
+		// Judged against the load asked for: frames the sender did not
+		// send count as lost (report.LossAgainst).
+		tr := mlr.Trial{Effective: rep.Elapsed, LossRatio: rep.LossAgainst(load)}
 		res.Trials = append(res.Trials, report.MLRTrial{LoadPPS: load, DurationS: d.Seconds(), LossRatio: tr.LossRatio, Report: rep})
 		return tr, nil
 	}

@@ -6,11 +6,13 @@ package report
 
 import (
 	"encoding/json"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // writeResults writes a synthetic results file: n runs whose pps are
@@ -153,5 +155,22 @@ func TestReadResultsKeepsVariantsApart(t *testing.T) {
 	nat, plain := rf.Figures[FigureKey{Traffic: "lan-wan (variant nat)", Frame: 64, Figure: "pps"}], rf.Figures[FigureKey{Traffic: "lan-wan (variant plain)", Frame: 64, Figure: "pps"}]
 	if len(nat) != 2 || len(plain) != 1 {
 		t.Errorf("figures %v", rf.Figures)
+	}
+}
+
+// TestLossAgainst: a run that sent its load is judged on the path's
+// loss; one that sent 10% short has those 10% lost too; a run as fast as
+// the engine goes is judged on what it sent.
+func TestLossAgainst(t *testing.T) {
+	r := &Report{Sent: 99500, Received: 99500, Elapsed: time.Second}
+	if got := r.LossAgainst(100000); got != 0 {
+		t.Errorf("sent 99.5%% of the load, lost nothing: %v", got)
+	}
+	r = &Report{Sent: 90000, Received: 89100, Loss: 900, Elapsed: time.Second}
+	if got := r.LossAgainst(100000); math.Abs(got-0.109) > 1e-9 {
+		t.Errorf("sent 90%%, 1%% of that lost: %v, want 0.109", got)
+	}
+	if got := r.LossAgainst(0); math.Abs(got-0.01) > 1e-9 {
+		t.Errorf("as fast as it goes: %v, want the path's 0.01", got)
 	}
 }

@@ -58,6 +58,33 @@ func (r *Report) PathLossRatio() float64 {
 	return 0
 }
 
+// ShortfallTolerance is how far below its intended load a run may send
+// before the frames it did not send count as lost (see LossAgainst).
+const ShortfallTolerance = 0.01
+
+// LossAgainst is the run's loss ratio against an intended load (pps):
+// the path's loss, or, when the engine sent more than ShortfallTolerance
+// below that load, the share of the intended frames that did not arrive,
+// the unsent ones included. A trial at a load the sender did not offer
+// cannot show that the path forwards it. load 0 (as fast as the engine
+// goes) is judged on what was sent.
+func (r *Report) LossAgainst(load float64) float64 {
+	path := r.PathLossRatio()
+	intended := load * r.Elapsed.Seconds()
+	if load <= 0 || intended <= 0 || float64(r.Sent) >= intended*(1-ShortfallTolerance) {
+		return path
+	}
+	return max(path, 1-(1-path)*float64(r.Sent)/intended)
+}
+
+// SentPPS is the rate the engine sent at.
+func (r *Report) SentPPS() float64 {
+	if r.Elapsed <= 0 {
+		return 0
+	}
+	return float64(r.Sent) / r.Elapsed.Seconds()
+}
+
 // writeMLR renders MLRsearch results (table or markdown): each goal's
 // bounds and conditional throughput per frame size, the noise, then
 // every trial.
@@ -81,13 +108,13 @@ func writeMLR(w io.Writer, format string, rs []*MLRResult) error {
 				fmt.Sprintf("%gs", g.DurationSumS), fmt.Sprintf("%g%%", 100*g.Width), f0(g.LowerBoundPPS), upper, f0(g.ConditionalThroughputPPS))
 		}
 		t.section(r.Noise.lines())
-		t.header("load pps", "duration", "sent", "received", "loss %", "steal %", "stalls (longest)", "bottleneck")
+		t.header("load pps", "duration", "sent pps", "sent", "received", "loss %", "steal %", "stalls (longest)", "bottleneck")
 		for _, tr := range r.Trials {
 			load := f0(tr.LoadPPS)
 			if tr.Warmup {
 				load = "max (warm-up)"
 			}
-			t.row(load, fmt.Sprintf("%gs", tr.DurationS), fmt.Sprint(tr.Report.Sent), fmt.Sprint(tr.Report.Received), fmt.Sprintf("%.3f", 100*tr.LossRatio),
+			t.row(load, fmt.Sprintf("%gs", tr.DurationS), f0(tr.Report.SentPPS()), fmt.Sprint(tr.Report.Sent), fmt.Sprint(tr.Report.Received), fmt.Sprintf("%.3f", 100*tr.LossRatio),
 				fmt.Sprintf("%.1f", runSteal(tr.Report)), stallCell(tr.Report), tr.Report.Bottleneck)
 		}
 	}
