@@ -58,14 +58,18 @@ type Watcher struct {
 	stop      chan struct{}
 	wg        sync.WaitGroup
 	mono      monoClock
+	procs     int        // GOMAXPROCS before the watch
 	mu        sync.Mutex // guards what read collects
 	events    []event
 	readErr   error
 }
 
-// Start watches cpus (threshold 0: DefaultThreshold). It needs BPF
-// (raw tracepoints and kernel reads) and BTF; it says what is missing.
-func Start(cpus []int, threshold time.Duration) (*Watcher, error) {
+// Start watches cpus (threshold 0: DefaultThreshold), with a ticker
+// thread on each of tick (a subset: a CPU kept busy has the kernel's own
+// scheduler tick, a hard timer every 4 ms at HZ=250, and a thread there
+// would take time from what keeps it busy). It needs BPF (raw
+// tracepoints and kernel reads) and BTF; it says what is missing.
+func Start(cpus, tick []int, threshold time.Duration) (*Watcher, error) {
 	if threshold <= 0 {
 		threshold = DefaultThreshold
 	}
@@ -78,17 +82,23 @@ func Start(cpus []int, threshold time.Duration) (*Watcher, error) {
 		prog.close()
 		return nil, fmt.Errorf("stall watch: ring buffer: %w", err)
 	}
-	w := &Watcher{threshold: threshold, cpus: map[int]bool{}, prog: prog, rd: rd, stop: make(chan struct{}), mono: newMonoClock()}
+	// Each ticker thread needs a P of the Go runtime every millisecond,
+	// when it returns from its sleep; with no idle P it would take one
+	// from a goroutine that needs it (the engine's pinned sender, which
+	// then misses its schedule by milliseconds). Room for them.
+	procs := runtime.GOMAXPROCS(0)
+	runtime.GOMAXPROCS(procs + len(tick))
+	w := &Watcher{threshold: threshold, cpus: map[int]bool{}, prog: prog, rd: rd, stop: make(chan struct{}), mono: newMonoClock(), procs: procs}
 	for _, c := range cpus {
 		w.cpus[c] = true
 	}
-	ready := make(chan error, len(cpus))
-	for _, c := range cpus {
+	ready := make(chan error, len(tick))
+	for _, c := range tick {
 		w.wg.Add(1)
 		go w.ticker(c, ready)
 	}
 	var errs []error
-	for range cpus {
+	for range tick {
 		errs = append(errs, <-ready)
 	}
 	w.wg.Add(1)
@@ -160,6 +170,7 @@ func (w *Watcher) Stop() ([]Stall, uint64, error) {
 	err := w.rd.Close()
 	w.wg.Wait()
 	w.prog.close()
+	runtime.GOMAXPROCS(w.procs)
 	return w.mono.stalls(merge(w.events)), seen, errors.Join(err, w.readErr)
 }
 

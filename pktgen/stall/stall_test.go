@@ -40,7 +40,7 @@ func TestMerge(t *testing.T) {
 // timer interrupt on this idle machine is small: most under 100 µs.
 func TestPrivilegedWatcherSeesItsTimers(t *testing.T) {
 	labtest.SkipUnlessRoot(t)
-	w, err := Start([]int{0, 1}, time.Nanosecond)
+	w, err := Start([]int{0, 1}, []int{0, 1}, time.Nanosecond)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestPrivilegedWatcherSeesItsTimers(t *testing.T) {
 func TestPrivilegedWatcherQuiet(t *testing.T) {
 	labtest.SkipUnlessRoot(t)
 	t0 := time.Now()
-	w, err := Start([]int{0, 1}, 0)
+	w, err := Start([]int{0, 1}, []int{0, 1}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
