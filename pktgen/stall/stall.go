@@ -58,7 +58,10 @@ type Watcher struct {
 	stop      chan struct{}
 	wg        sync.WaitGroup
 	mono      monoClock
-	procs     int        // GOMAXPROCS before the watch
+	procs     int       // the Ps it added to GOMAXPROCS
+	once      sync.Once // Stop's teardown
+	seen      uint64    // expiries counted, at Stop
+	closeErr  error
 	mu        sync.Mutex // guards what read collects
 	events    []event
 	readErr   error
@@ -86,9 +89,8 @@ func Start(cpus, tick []int, threshold time.Duration) (*Watcher, error) {
 	// when it returns from its sleep; with no idle P it would take one
 	// from a goroutine that needs it (the engine's pinned sender, which
 	// then misses its schedule by milliseconds). Room for them.
-	procs := runtime.GOMAXPROCS(0)
-	runtime.GOMAXPROCS(procs + len(tick))
-	w := &Watcher{threshold: threshold, cpus: map[int]bool{}, prog: prog, rd: rd, stop: make(chan struct{}), mono: newMonoClock(), procs: procs}
+	addProcs(len(tick))
+	w := &Watcher{threshold: threshold, cpus: map[int]bool{}, prog: prog, rd: rd, stop: make(chan struct{}), mono: newMonoClock(), procs: len(tick)}
 	for _, c := range cpus {
 		w.cpus[c] = true
 	}
@@ -160,18 +162,18 @@ func (w *Watcher) read() {
 // timers), in time order, and how many timer expiries of all CPUs the
 // program saw.
 func (w *Watcher) Stop() ([]Stall, uint64, error) {
-	select {
-	case <-w.stop:
-	default:
+	w.once.Do(func() {
 		close(w.stop)
-	}
-	seen := w.prog.seen()
-	// The reader returns what is left before it reports ErrClosed.
-	err := w.rd.Close()
-	w.wg.Wait()
-	w.prog.close()
-	runtime.GOMAXPROCS(w.procs)
-	return w.mono.stalls(merge(w.events)), seen, errors.Join(err, w.readErr)
+		w.seen = w.prog.seen()
+		// The reader returns what is left before it reports ErrClosed.
+		w.closeErr = w.rd.Close()
+		w.wg.Wait()
+		w.prog.close()
+		addProcs(-w.procs)
+	})
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.mono.stalls(merge(w.events)), w.seen, errors.Join(w.closeErr, w.readErr)
 }
 
 // Window returns the stalls so far that ended from start to end, merged,
@@ -272,4 +274,15 @@ func Summarize(cpus []int, stalls []Stall, threshold time.Duration) Summary {
 		s.TotalNs += x.Late
 	}
 	return s
+}
+
+// procsMu serializes changes of GOMAXPROCS by watchers: several run at
+// once (one per run measured together), each adding and taking back its
+// own.
+var procsMu sync.Mutex
+
+func addProcs(n int) {
+	procsMu.Lock()
+	defer procsMu.Unlock()
+	runtime.GOMAXPROCS(runtime.GOMAXPROCS(0) + n)
 }
