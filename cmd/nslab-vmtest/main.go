@@ -49,7 +49,7 @@ func main() {
 	cache := flag.String("cache", ".cache/vm", "cache directory (kernel, initramfs)")
 	pkgs := flag.String("pkg", "./pktgen/kernel/,./pktgen/auto/,./pktgen/bench/,./topology/lab/,./topology/check/,./topology/qdisc/", "packages whose tests (with the vmtest tag) run in the VM, comma-separated")
 	run := flag.String("run", "", "only tests matching this regexp (go test -run)")
-	timeout := flag.Duration("timeout", 5*time.Minute, "give up on the VM after this long")
+	timeout := flag.Duration("timeout", 7*time.Minute, "give up on the VM after this long (its tests take about 4 minutes of emulated CPUs here; a noisy host has stretched one run past 5)")
 	kvm := flag.Bool("kvm", false, "use KVM instead of TCG (only if it works here)")
 	cpus := flag.Int("smp", 2, "virtual CPUs (pktgen runs one thread per CPU)")
 	verbose := flag.Bool("v", false, "show the whole console")

@@ -19,6 +19,10 @@ const maxStallList = 100
 // startWatch starts the bench's stall watch; the note says why there is
 // none when it cannot start (the bench goes on without).
 func (b *Bench) startWatch() {
+	if !watchStalls {
+		b.watchNote = "stalls not watched: emulated CPUs (the VM harness)"
+		return
+	}
 	var cpus, tick []int
 	for c := range b.place.roles {
 		cpus = append(cpus, c)

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -35,8 +36,15 @@ type hrtimerLayout struct {
 	softMask int32 // its bit in that byte (0xff: a whole byte)
 }
 
-// layout reads struct hrtimer from the kernel's BTF.
-func layout() (hrtimerLayout, error) {
+// layoutOnce reads the layout once per process: the kernel's BTF is
+// megabytes, and every bench starts a watch.
+var layoutOnce = sync.OnceValues(readLayout)
+
+// layout is struct hrtimer's layout in the running kernel.
+func layout() (hrtimerLayout, error) { return layoutOnce() }
+
+// readLayout reads struct hrtimer from the kernel's BTF.
+func readLayout() (hrtimerLayout, error) {
 	spec, err := btf.LoadKernelSpec()
 	if err != nil {
 		return hrtimerLayout{}, fmt.Errorf("kernel BTF: %w", err)
