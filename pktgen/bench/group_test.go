@@ -52,12 +52,18 @@ func runTogether(t *testing.T, l *spec.Lab, names ...string) *report.GroupReport
 // runSelected is runTogether with the selection's changes to the runs.
 func runSelected(t *testing.T, l *spec.Lab, sel Selection, names ...string) *report.GroupReport {
 	t.Helper()
+	return runGroup(t, l, sel, Options{Interval: 100 * time.Millisecond}, names...)
+}
+
+// runGroup is runSelected with the bench's options.
+func runGroup(t *testing.T, l *spec.Lab, sel Selection, o Options, names ...string) *report.GroupReport {
+	t.Helper()
 	ts, err := Streams(l, names, sel)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := labdeploy.Open(t, l)
-	g, err := NewGroup(r, ts, Options{Interval: 100 * time.Millisecond})
+	g, err := NewGroup(r, ts, o)
 	if err != nil {
 		t.Fatal(err)
 	}

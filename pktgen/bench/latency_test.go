@@ -206,19 +206,7 @@ func TestPrivilegedLatencySampledWhenPlaced(t *testing.T) {
 // each run's latency and sequence accounting.
 func TestPrivilegedLatencyPerStreamInGroup(t *testing.T) {
 	l := labdeploy.Deploy(t, labtest.Rename(twoWays(t), labtest.Name("g")))
-	ts, err := Streams(l, []string{"both"}, Selection{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	g, err := NewGroup(labdeploy.Open(t, l), ts, Options{Interval: 100 * time.Millisecond, Latency: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(g.Close)
-	rep, err := g.Run(context.Background(), 64)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep := runGroup(t, l, Selection{}, Options{Interval: 100 * time.Millisecond, Latency: true}, "both")
 	for _, r := range rep.Streams {
 		lat, s := r.Latency, r.Sequence
 		if lat == nil || s == nil {

@@ -4,10 +4,10 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/nslab/nslab/pktgen/report"
-	"github.com/nslab/nslab/pktgen/stats"
 )
 
 // RFC 2544's benchmarks of one frame size, in one call (bench --rfc2544):
@@ -151,8 +151,7 @@ func (b *Bench) backToBack(ctx context.Context, res *report.RFC2544Result, frame
 		found = append(found, float64(s.LongestFrames))
 		bb.Censored = bb.Censored || s.LongestFrames >= most
 	}
-	sum := stats.Summarize(found, report.SummaryLevel)
-	bb.MeanFrames, bb.MinFrames, bb.MaxFrames = mean(found), int64(sum.Min), int64(sum.Max)
+	bb.MeanFrames, bb.MinFrames, bb.MaxFrames = mean(found), int64(slices.Min(found)), int64(slices.Max(found))
 	b2bCorrection(bb, res.Throughput.PPS)
 	return bb, nil
 }

@@ -29,7 +29,7 @@ func (req Request) eachVariant(ctx context.Context, m *lab.Manager, r *lab.Runni
 	}()
 	files := map[string]*report.ResultsFile{}
 	for _, name := range req.Variants {
-		files[name] = &report.ResultsFile{Path: "variant " + name, Figures: map[report.FigureKey][]float64{}, Env: map[string]string{}}
+		files[name] = &report.ResultsFile{Path: "variant " + name, Figures: map[report.FigureKey][]float64{}, Env: map[string]string{}, OneVariant: true}
 	}
 	rounds := req.Repeat
 	if rounds < 2 {
@@ -74,29 +74,8 @@ func (req Request) underVariant(ctx context.Context, r *lab.Running, name string
 			return err
 		}
 	}
-	// Each variant's own results file: the variant is what the files
-	// differ by, so it is not in their figures' names.
-	var results []any
-	for _, x := range out.Reports[nr:] {
-		c := *x
-		c.Variant = ""
-		results = append(results, &c)
-	}
-	for _, x := range out.MLR[nm:] {
-		c := *x
-		c.Variant = ""
-		results = append(results, &c)
-	}
-	for _, x := range out.Searches[ns:] {
-		c := *x
-		c.Variant = ""
-		results = append(results, &c)
-	}
-	for _, x := range out.RFC2544[nf:] {
-		c := *x
-		c.Variant = ""
-		results = append(results, &c)
-	}
+	results := append(anys(out.Reports[nr:]), anys(out.MLR[nm:])...)
+	results = append(append(results, anys(out.Searches[ns:])...), anys(out.RFC2544[nf:])...)
 	for _, x := range results {
 		line, err := json.Marshal(x)
 		if err != nil {
@@ -139,4 +118,13 @@ func joinOr(s []string, none string) string {
 		return none
 	}
 	return fmt.Sprint(s)
+}
+
+// anys is xs as values of any.
+func anys[T any](xs []T) []any {
+	out := make([]any, len(xs))
+	for i, x := range xs {
+		out[i] = x
+	}
+	return out
 }

@@ -28,6 +28,10 @@ type ResultsFile struct {
 	Path    string
 	Figures map[FigureKey][]float64
 	Env     map[string]string // what must match between files: lab sha256, kernel, engine, placement, nslab
+	// OneVariant: the file holds one variant's results (bench
+	// --variants compares such files), so its figures are named without
+	// the variant; otherwise each variant's are apart.
+	OneVariant bool
 }
 
 // FigureKey names one figure of one traffic run at one frame size.
@@ -82,7 +86,7 @@ func (rf *ResultsFile) AddLine(line []byte) error {
 		if err := json.Unmarshal(line, &r); err != nil {
 			return err
 		}
-		add(r.Traffic+variantSuffix(r.Variant)+" (RFC 2544)", r.Frame, rfc2544Figures(&r))
+		add(r.Traffic+rf.variant(r.Variant)+" (RFC 2544)", r.Frame, rfc2544Figures(&r))
 		if r.Latency != nil {
 			rf.noteEnv(r.Latency.Env)
 		}
@@ -91,7 +95,7 @@ func (rf *ResultsFile) AddLine(line []byte) error {
 		if err := json.Unmarshal(line, &m); err != nil {
 			return err
 		}
-		add(m.Traffic+variantSuffix(m.Variant), m.Frame, mlrFigures(&m))
+		add(m.Traffic+rf.variant(m.Variant), m.Frame, mlrFigures(&m))
 		if len(m.Trials) > 0 && m.Trials[0].Report != nil {
 			rf.noteEnv(m.Trials[0].Report.Env)
 		}
@@ -100,19 +104,28 @@ func (rf *ResultsFile) AddLine(line []byte) error {
 		if err := json.Unmarshal(line, &r); err != nil {
 			return err
 		}
-		add(r.Traffic+variantSuffix(r.Variant)+r.loadSuffix(), r.Frame, runFigures(&r))
+		add(r.Traffic+rf.variant(r.Variant)+r.loadSuffix(), r.Frame, runFigures(&r))
 		rf.noteEnv(r.Env)
 	case probe["throughput_pps"] != nil:
 		var s SearchResult
 		if err := json.Unmarshal(line, &s); err != nil {
 			return err
 		}
-		add(s.Traffic+variantSuffix(s.Variant), s.Frame, figures{"throughput_pps": s.ThroughputPPS})
+		add(s.Traffic+rf.variant(s.Variant), s.Frame, figures{"throughput_pps": s.ThroughputPPS})
 		rf.Env["engine"] = s.Engine
 	default:
 		return errors.New("neither a run, an MLRsearch, a search nor RFC 2544 benchmarks")
 	}
 	return nil
+}
+
+// variant is how a figure's name says its variant (nothing in a file of
+// one variant's results).
+func (rf *ResultsFile) variant(v string) string {
+	if rf.OneVariant {
+		return ""
+	}
+	return variantSuffix(v)
 }
 
 // noteEnv records what must match, first seen wins; a second value is

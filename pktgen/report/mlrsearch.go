@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"io"
 	"time"
+
+	"github.com/nslab/nslab/pktgen/stall"
 )
 
 // GoalOutcome is one goal's result; its JSON names are the interface.
@@ -132,7 +134,7 @@ type Noise struct {
 	LossyWithSteal int     `json:"lossy_trials_with_steal"` // lossy trials that had steal: losses that may be the machine's
 	MaxStealPct    float64 `json:"max_steal_pct"`           // the most of one CPU's time a trial lost to steal
 	MeanStealPct   float64 `json:"mean_steal_pct"`
-	// From the stall probe (see Report.Stalls): trials in which a CPU of
+	// From the stall watch (see Report.Stalls): trials in which a CPU of
 	// the run stalled, lossy trials that had a stall (losses that
 	// coincide with one), lossless trials that had one, and the longest
 	// and total stall time over the search's trials.
@@ -142,7 +144,7 @@ type Noise struct {
 	LosslessWithStall int           `json:"lossless_trials_with_stall"`
 	LongestStall      time.Duration `json:"longest_stall_ns"`
 	StallTime         time.Duration `json:"stall_time_ns"`
-	ProbedTime        time.Duration `json:"probed_time_ns"` // the trials' engine time the probe watched
+	ProbedTime        time.Duration `json:"probed_time_ns"` // the trials' engine time the watch covered
 }
 
 // NoiseOf sums the steal of a search's trials.
@@ -220,8 +222,8 @@ func (nz Noise) lines() string {
 	if nz.Probed == 0 {
 		return s
 	}
-	return s + fmt.Sprintf("\nnoise: the run's CPUs stalled (taken away: a hard timer's interrupt came 1 ms late or more) in %d of %d trials, %v in %v of trials (longest %v); %d of the %d lossy trials had a stall, and %d lossless ones",
-		nz.WithStall, nz.Probed, nz.StallTime.Round(time.Millisecond), nz.ProbedTime.Round(time.Millisecond), nz.LongestStall.Round(100*time.Microsecond),
+	return s + fmt.Sprintf("\nnoise: the run's CPUs stalled (taken away: a hard timer's interrupt came %v late or more) in %d of %d trials, %v in %v of trials (longest %v); %d of the %d lossy trials had a stall, and %d lossless ones",
+		stall.DefaultThreshold, nz.WithStall, nz.Probed, nz.StallTime.Round(time.Millisecond), nz.ProbedTime.Round(time.Millisecond), nz.LongestStall.Round(100*time.Microsecond),
 		nz.LossyWithStall, nz.Lossy, nz.LosslessWithStall)
 }
 

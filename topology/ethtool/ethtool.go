@@ -56,22 +56,10 @@ func value(ifc string, cmd, data uint32) (uint32, error) {
 	return val.data, err
 }
 
-func onOff(on bool) uint32 {
-	if on {
-		return 1
-	}
-	return 0
-}
-
 // SetTSO turns TCP segmentation offload on or off.
 //
 // Equivalent to: ethtool -K IF tso on|off
-func SetTSO(ifc string, on bool) error {
-	if _, err := value(ifc, cmdSTSO, onOff(on)); err != nil {
-		return fmt.Errorf("ethtool -K %s tso %v: %w", ifc, on, err)
-	}
-	return nil
-}
+func SetTSO(ifc string, on bool) error { return setFeature(ifc, cmdSTSO, "tso", on) }
 
 // TSO reads whether TCP segmentation offload is on.
 func TSO(ifc string) (bool, error) {
@@ -82,9 +70,17 @@ func TSO(ifc string) (bool, error) {
 // SetGRO turns generic receive offload on or off.
 //
 // Equivalent to: ethtool -K IF gro on|off
-func SetGRO(ifc string, on bool) error {
-	if _, err := value(ifc, cmdSGRO, onOff(on)); err != nil {
-		return fmt.Errorf("ethtool -K %s gro %v: %w", ifc, on, err)
+func SetGRO(ifc string, on bool) error { return setFeature(ifc, cmdSGRO, "gro", on) }
+
+// setFeature turns the feature that cmd sets (named what, as ethtool -K
+// names it) on or off.
+func setFeature(ifc string, cmd uint32, what string, on bool) error {
+	v := uint32(0)
+	if on {
+		v = 1
+	}
+	if _, err := value(ifc, cmd, v); err != nil {
+		return fmt.Errorf("ethtool -K %s %s %v: %w", ifc, what, on, err)
 	}
 	return nil
 }
