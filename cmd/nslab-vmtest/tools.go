@@ -11,11 +11,11 @@ import (
 
 // hostTools are the host's own programs the VM gets, with the shared
 // libraries they load: the shell and iproute2/procps/ethtool commands the
-// dry-run scripts use (so the script equivalence test runs on the VM's
+// dry-run scripts use (bridge for VLAN filtering; so the script equivalence test runs on the VM's
 // kernel too, netem and nftables included), and tcpdump, which reads
 // captures back. A
 // program the host lacks is left out; the tests that need it skip.
-var hostTools = []string{"bash", "ip", "tc", "sysctl", "ethtool", "pgrep", "comm", "tcpdump", "nft"}
+var hostTools = []string{"bash", "ip", "tc", "bridge", "sysctl", "ethtool", "pgrep", "comm", "tcpdump", "nft"}
 
 // toolsDir is where they go in the VM: first on /init's PATH, before
 // busybox's applets of the same names.

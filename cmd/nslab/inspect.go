@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -112,14 +113,42 @@ func printLab(w io.Writer, info *lab.LabInfo) {
 	printNetfilter(w, info)
 	printServices(w, info)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tFORWARDING\tROUTE\tVIA\tDEV\tMETRIC\tPROTO")
+	fmt.Fprintln(tw, "NODE\tFORWARDING\tTABLE\tROUTE\tVIA\tDEV\tMETRIC\tPROTO")
 	for _, n := range info.Nodes {
 		fw := forwarding(n)
 		for _, r := range n.Routes {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.Node, fw, r.To, dash(r.Via), dash(r.Dev), dash(metric(r.Metric)), r.Proto)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.Node, fw, tableName(r.Table), r.To, dash(r.Via), dash(r.Dev), dash(metric(r.Metric)), r.Proto)
 		}
 	}
 	tw.Flush()
+	printRules(w, info)
+}
+
+// printRules lists the nodes' policy routing rules, when any has some.
+func printRules(w io.Writer, info *lab.LabInfo) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	header := false
+	for _, n := range info.Nodes {
+		for _, r := range n.Rules {
+			if !header {
+				fmt.Fprintln(w)
+				fmt.Fprintln(tw, "NODE\tPRIORITY\tFROM\tTO\tIIF\tOIF\tTABLE")
+				header = true
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", n.Node, r.Priority, cmp.Or(r.From, "all"), dash(r.To), dash(r.IIF), dash(r.OIF), tableName(r.Table))
+		}
+	}
+	tw.Flush()
+}
+
+func tableName(t int) string {
+	switch t {
+	case 254:
+		return "main"
+	case 253:
+		return "default"
+	}
+	return strconv.Itoa(t)
 }
 
 func forwarding(n lab.NodeInfo) string {

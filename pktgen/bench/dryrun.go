@@ -34,10 +34,7 @@ func DryRun(l *spec.Lab, r *lab.Running, t *spec.Traffic) (string, error) {
 		return "", fmt.Errorf("traffic %s: the MAC of %s (a VF) is known only once the lab is deployed", t.Name, tp.NextHop)
 	}
 	from := l.Node(t.From.Node).Interface(t.From.Interface)
-	kind, mtu := "veth", from.MTU
-	if from.VF {
-		kind = "vf"
-	}
+	kind, mtu := from.Kind.String(), from.MTU
 	if mtu == 0 {
 		mtu = 1500
 	}

@@ -101,7 +101,7 @@ func leftOut(l *spec.Lab) []string {
 			placed = append(placed, n.Name)
 		}
 		for _, i := range n.Interfaces {
-			if i.VF {
+			if i.Kind == spec.KindVF {
 				vfs = append(vfs, n.Name+":"+i.Name)
 			}
 		}

@@ -134,7 +134,7 @@ func nodeBox(l *spec.Lab, n *spec.Node, bi int, rowOf map[string]End) *Box {
 		}
 	}
 	for _, i := range n.Interfaces {
-		if inBridge[i.Name] || (i.Name == "lo" && len(i.Addresses) == 0) {
+		if inBridge[i.Name] || (i.Kind == spec.KindLoopback && len(i.Addresses) == 0) {
 			continue
 		}
 		text := ifaceText(i.Name, i.MTU, i.Addresses)
@@ -142,6 +142,9 @@ func nodeBox(l *spec.Lab, n *spec.Node, bi int, rowOf map[string]End) *Box {
 		more(text[1:])
 		if pf, vf := l.VFOf(n.Name, i.Name); pf != nil {
 			more([]string{fmt.Sprintf("  VF %d of %s", vf.Index, pf.Name)})
+		}
+		if k := kindText(i); k != "" {
+			more([]string{"  " + k})
 		}
 	}
 	for _, br := range n.Bridges {
@@ -158,6 +161,9 @@ func nodeBox(l *spec.Lab, n *spec.Node, bi int, rowOf map[string]End) *Box {
 	}
 	for _, r := range n.Routes {
 		b.Rows = append(b.Rows, Row{Text: r.String(), Route: true})
+	}
+	for _, r := range n.Rules {
+		b.Rows = append(b.Rows, Row{Text: "rule " + r.String(), Route: true})
 	}
 	if len(b.Rows) == 0 {
 		b.Rows = append(b.Rows, Row{Text: "(no interfaces)"})
@@ -254,4 +260,21 @@ func impairLabel(l *spec.Lab, lk *spec.Link) string {
 		}
 	}
 	return strings.Join(parts, "; ")
+}
+
+// kindText says what a made interface is made of ("macvlan bridge of
+// e0"), "" for the kinds a link or the lab's SR-IOV already show.
+func kindText(i *spec.Interface) string {
+	switch i.Kind {
+	case spec.KindMacvlan:
+		return fmt.Sprintf("macvlan %s of %s", i.Macvlan.Mode, i.Macvlan.Parent)
+	case spec.KindVLAN:
+		return fmt.Sprintf("VLAN %d of %s", i.VLAN.ID, i.VLAN.Parent)
+	case spec.KindBond:
+		return fmt.Sprintf("bond %s of %s", i.Bond.Mode, strings.Join(i.Bond.Ports, ", "))
+	case spec.KindVRF:
+		return fmt.Sprintf("VRF table %d of %s", i.VRF.Table, strings.Join(i.VRF.Ports, ", "))
+	case spec.KindVeth, spec.KindLoopback, spec.KindVF:
+	}
+	return ""
 }

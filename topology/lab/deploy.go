@@ -152,6 +152,7 @@ func (m *Manager) preflight(lab *spec.Lab) error {
 	problems = append(problems, m.checkPFs(lab)...)
 	problems = append(problems, m.checkPlacement(lab)...)
 	problems = append(problems, checkQdiscs(lab)...)
+	problems = append(problems, checkKinds(lab)...)
 	problems = append(problems, checkNetfilter(lab)...)
 	problems = append(problems, checkTunnels(lab)...)
 	if p := ensureFiles(len(lab.Nodes)); p != "" {

@@ -7,9 +7,10 @@ import (
 )
 
 // insideKinds are the deploy steps that change a node from inside its
-// namespace: its sysctls, bridges, addresses, impairments, routes, NAT and
-// firewall rules and one-shot commands.
-var insideKinds = []stepKind{namespaceSteps, bridgeSteps, nodeSettingSteps, addressSteps, impairSteps, routeSteps, netfilterSteps, execSteps}
+// namespace: its made interfaces (macvlan, VLAN, bond, VRF), sysctls,
+// bridges, addresses, impairments, routes and rules, NAT and firewall
+// rules and one-shot commands.
+var insideKinds = []stepKind{namespaceSteps, madeSteps, bridgeSteps, nodeSettingSteps, addressSteps, impairSteps, routeSteps, ruleSteps, netfilterSteps, execSteps}
 
 // InsideCommands returns, node by node, the shell lines of the deploy
 // steps that change a node from the inside, rewritten to run inside the
@@ -47,7 +48,7 @@ func inside(line string) (ns, cmd string, ok bool) {
 	switch {
 	case len(f) >= 4 && f[0] == "ip" && f[1] == "netns" && f[2] == "exec":
 		return f[3], strings.Join(f[4:], " "), true
-	case len(f) >= 4 && (f[0] == "ip" || f[0] == "tc") && f[1] == "-n":
+	case len(f) >= 4 && (f[0] == "ip" || f[0] == "tc" || f[0] == "bridge") && f[1] == "-n":
 		return f[2], f[0] + " " + strings.Join(f[3:], " "), true
 	}
 	return "", "", false

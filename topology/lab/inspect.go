@@ -82,7 +82,8 @@ type NodeInfo struct {
 	Error      string          `json:"error,omitempty"`
 	Forwarding spec.Forwarding `json:"forwarding"`
 	Interfaces []IfInfo        `json:"interfaces"`
-	Routes     []RouteInfo     `json:"routes"`
+	Routes     []RouteInfo     `json:"routes"` // of every table but local
+	Rules      []PolicyRule    `json:"rules,omitempty"`
 	// Placement is the CPU placement nslab recorded for the node (nil:
 	// none); each interface's Queues say what the kernel has now.
 	Placement *PlacementRecord `json:"placement,omitempty"`
@@ -146,6 +147,7 @@ type RouteInfo struct {
 	Dev    string `json:"dev,omitempty"`
 	Metric int    `json:"metric,omitempty"`
 	Proto  string `json:"proto"`
+	Table  int    `json:"table"`
 }
 
 // Inspect reads a deployed lab back from the kernel: each node's interfaces
@@ -236,15 +238,84 @@ func (m *Manager) inspectNode(ni *NodeInfo, l *spec.Lab, indexes map[spec.Endpoi
 	if err := readNetfilter(node, l, ni); err != nil {
 		return err
 	}
-	routes, err := nlsafe.RouteListFiltered(h, netlink.FAMILY_ALL, &netlink.Route{Table: unix.RT_TABLE_MAIN}, netlink.RT_FILTER_TABLE)
+	return readRouting(h, ni, names)
+}
+
+// readRouting reads a node's routes of every table but the kernel's local
+// one (and but its routes for the node's own addresses), and its policy routing rules but the kernel's own three.
+func readRouting(h *netlink.Handle, ni *NodeInfo, names map[int]string) error {
+	routes, err := nlsafe.RouteListFiltered(h, netlink.FAMILY_ALL, &netlink.Route{Table: unix.RT_TABLE_UNSPEC}, netlink.RT_FILTER_TABLE)
 	if err != nil {
 		return fmt.Errorf("list routes in %s: %w", ni.Namespace, err)
 	}
 	for _, r := range routes {
-		ni.Routes = append(ni.Routes, routeInfo(r, names))
+		if r.Table != unix.RT_TABLE_LOCAL && !kernelRoute(r) {
+			ni.Routes = append(ni.Routes, routeInfo(r, names))
+		}
 	}
-	sort.SliceStable(ni.Routes, func(i, j int) bool { return ni.Routes[i].To < ni.Routes[j].To })
+	sort.SliceStable(ni.Routes, func(i, j int) bool {
+		a, b := ni.Routes[i], ni.Routes[j]
+		return a.Table < b.Table || (a.Table == b.Table && a.To < b.To)
+	})
+	for _, fam := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} { // not the multicast routing families
+		rules, err := nlsafe.RuleList(h, fam)
+		if err != nil {
+			return fmt.Errorf("list rules in %s: %w", ni.Namespace, err)
+		}
+		for _, r := range rules {
+			if !kernelRule(r) {
+				ni.Rules = append(ni.Rules, policyRule(r))
+			}
+		}
+	}
 	return nil
+}
+
+// kernelRoute reports whether r is a route the kernel keeps for an address
+// of the node itself (local, broadcast, multicast, anycast), as it does in
+// a VRF's table.
+func kernelRoute(r netlink.Route) bool {
+	switch r.Type {
+	case unix.RTN_LOCAL, unix.RTN_BROADCAST, unix.RTN_MULTICAST, unix.RTN_ANYCAST:
+		return true
+	}
+	return false
+}
+
+// PolicyRule is one policy routing rule of a node, as the kernel has it.
+type PolicyRule struct {
+	Priority int    `json:"priority"`
+	From     string `json:"from,omitempty"`
+	To       string `json:"to,omitempty"`
+	IIF      string `json:"iif,omitempty"`
+	OIF      string `json:"oif,omitempty"`
+	Table    int    `json:"table"`
+}
+
+func policyRule(r netlink.Rule) PolicyRule {
+	p := PolicyRule{Priority: r.Priority, IIF: r.IifName, OIF: r.OifName, Table: r.Table}
+	if r.Src != nil {
+		p.From = r.Src.String()
+	}
+	if r.Dst != nil {
+		p.To = r.Dst.String()
+	}
+	return p
+}
+
+// kernelRule reports whether r is one of the rules every namespace starts
+// with (local at 0, main at 32766, default at 32767) or a VRF's l3mdev rule.
+func kernelRule(r netlink.Rule) bool {
+	plain := r.Src == nil && r.Dst == nil && r.IifName == "" && r.OifName == ""
+	switch {
+	case !plain:
+		return false
+	case r.Priority == 0 && r.Table == unix.RT_TABLE_LOCAL,
+		r.Priority == 32766 && r.Table == unix.RT_TABLE_MAIN,
+		r.Priority == 32767 && r.Table == unix.RT_TABLE_DEFAULT:
+		return true
+	}
+	return r.Priority == 1000 && r.Table == 0 // l3mdev: its table is the packet's VRF's
 }
 
 // readNetfilter reads the node's nslab table when the file gives it rules.
@@ -363,7 +434,7 @@ func peerIndex(ifc *IfInfo) int {
 }
 
 func routeInfo(r netlink.Route, names map[int]string) RouteInfo {
-	ri := RouteInfo{Dev: names[r.LinkIndex], Metric: r.Priority, Proto: r.Protocol.String()}
+	ri := RouteInfo{Dev: names[r.LinkIndex], Metric: r.Priority, Proto: r.Protocol.String(), Table: r.Table}
 	switch {
 	case r.Dst == nil || isDefault(r.Dst):
 		ri.To = "default"

@@ -23,11 +23,11 @@ func (s Step) Shell() []string { return s.shell() }
 type stepKind func(l *spec.Lab, sysfs string) []Step
 
 // kinds is the order of a deploy: namespaces, VFs, veth pairs, VXLAN
-// interfaces of links to other hosts, bridges,
-// per-node settings, addresses, the wait for links to be up, CPU
-// placement, impairments, routes, NAT and firewall, one-shot commands,
-// services.
-var kinds = []stepKind{namespaceSteps, sriovSteps, vethSteps, tunnelSteps, bridgeSteps, nodeSettingSteps, addressSteps, waitSteps, placementSteps, impairSteps, routeSteps, netfilterSteps, execSteps, serviceSteps}
+// interfaces of links to other hosts, interfaces made over those
+// (macvlan, VLAN, bond, VRF), bridges, per-node settings, addresses, the
+// wait for links to be up, CPU placement, impairments, routes, policy
+// routing rules, NAT and firewall, one-shot commands, services.
+var kinds = []stepKind{namespaceSteps, sriovSteps, vethSteps, tunnelSteps, madeSteps, bridgeSteps, nodeSettingSteps, addressSteps, waitSteps, placementSteps, impairSteps, routeSteps, ruleSteps, netfilterSteps, execSteps, serviceSteps}
 
 // Plan returns the steps that deploy lab, in order.
 func Plan(lab *spec.Lab) []Step { return planFor(lab, "") }

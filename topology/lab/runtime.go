@@ -19,10 +19,10 @@ func (r *Running) labInterface(ep spec.Endpoint) (*spec.Interface, error) {
 		return nil, fmt.Errorf("lab %s has no node %s", r.Lab.Name, ep.Node)
 	}
 	i := n.Interface(ep.Interface)
-	if i == nil || i.Name == "lo" {
+	if i == nil || i.Kind == spec.KindLoopback {
 		var names []string
 		for _, x := range n.Interfaces {
-			if x.Name != "lo" {
+			if x.Kind != spec.KindLoopback {
 				names = append(names, x.Name)
 			}
 		}

@@ -22,7 +22,8 @@ import (
 // derived, MTUs, queues, IPv6, lo addresses, a bridge with an address and
 // an MTU, namespace-wide and per-interface sysctls (one with spaces in its
 // value), forwarding, CPU placement by RPS (with XPS over several queues)
-// and by threaded NAPI, routes with via, dev, metric, on-link and IPv6, and
+// and by threaded NAPI, routes with via, dev, metric, on-link, IPv6 and in
+// another table, policy routing rules, a macvlan, and
 // impairments: a rate (tbf), and on a kernel with netem a netem one (see
 // richLabFor); NAT of every kind and a firewall with prefixes of every
 // shape (whole bytes, masked, one address), ports, protocols and states.
@@ -34,6 +35,7 @@ nodes:
     interfaces:
       e0: {addresses: [10.0.1.1/24, "fd00:1::1/64"], mac: "02:00:00:00:00:01", mtu: 9000, queues: 3}
       lo: {addresses: [10.9.9.9/32]}
+      m0: {macvlan: {parent: e0, mode: private}, addresses: [10.0.1.7/24]}
     routes:
       - {to: default, via: 10.0.1.254}
       - {to: "::/0", via: "fd00:1::fe"}
@@ -47,6 +49,11 @@ nodes:
       e2: {mtu: 1400}
     bridges:
       br0: {ports: [e1, e2], addresses: [10.0.2.254/24, 10.0.3.1/31], mtu: 1400}
+    routes:
+      - {to: 10.50.0.0/16, via: 10.0.2.1, table: 100}
+    rules:
+      - {from: 10.0.1.0/24, to: 10.50.0.0/16, iif: e0, table: 100, priority: 100}
+      - {to: 10.60.0.0/16, table: 100}
     nat:
       - masquerade: {out: br0, from: 10.0.1.0/24}
       - snat: {out: e0, to: "fd00:1::fe"}
@@ -91,9 +98,18 @@ variants:               # b:e0 is created with the 4 queues this variant uses, a
 // script must then leave nothing.
 func TestPrivilegedScriptBuildsTheSameLab(t *testing.T) {
 	skipWithoutShellTools(t)
-	for _, topo := range []string{"client-router-server.yaml", "pair.yaml", "switch.yaml", richLabFor(t)} {
+	topos := []string{"client-router-server.yaml", "pair.yaml", "switch.yaml", "policy-routing.yaml", richLabFor(t)}
+	if probeKind(spec.KindVLAN) == nil && probeKind(spec.KindBond) == nil && probeKind(spec.KindVRF) == nil && probeVLANFiltering() == nil {
+		topos = append(topos, kindsLab)
+	} else {
+		t.Log("no VLAN, bond, VRF and VLAN-filtering lab here: this kernel lacks one of them (the VM has them)")
+	}
+	for _, topo := range topos {
 		name := topo
-		if !strings.HasSuffix(topo, ".yaml") {
+		switch {
+		case topo == kindsLab:
+			name = "kinds"
+		case !strings.HasSuffix(topo, ".yaml"):
 			name = "rich"
 		}
 		t.Run(name, func(t *testing.T) {
@@ -115,6 +131,10 @@ func TestPrivilegedScriptBuildsTheSameLab(t *testing.T) {
 			}
 			if tbf := want["b/qdisc/e0/10000/ffffffff"]; name == "rich" && !strings.HasPrefix(tbf, "tbf rate=2500000 limit=75700 ") {
 				t.Fatalf("b:e0's impairment is not in the snapshot: %q", tbf)
+			}
+			if name == "rich" && (!strings.Contains(want["a/link/m0"], "macvlan-mode=1 parent=e0") || want["r/rule/2/100/10.0.1.0/24/10.50.0.0/16/e0"] != "table=100 oif= type=0" ||
+				!strings.HasPrefix(want["r/route/100/10.50.0.0/16/br0/2"], "gw=10.0.2.1 ")) {
+				t.Fatalf("the macvlan, rule or table-100 route is not in the snapshot: %q / %q / %q", want["a/link/m0"], want["r/rule/2/100/10.0.1.0/24/10.50.0.0/16/e0"], want["r/route/100/10.50.0.0/16/br0/2"])
 			}
 			if keys := nftKeys(want); name == "rich" && len(keys) != 1+3+10 {
 				t.Fatalf("r's nftables table is not in the snapshot: %q", keys)
@@ -296,6 +316,7 @@ func snapshot(t *testing.T, f *fixture) map[string]string {
 				desc += fmt.Sprintf(" stp-hello=%v ageing=%v vlan-filtering=%v mcast-snooping=%v",
 					deref(br.HelloTime), deref(br.AgeingTime), deref(br.VlanFiltering), deref(br.MulticastSnooping))
 			}
+			desc += kindSnapshot(l, name)
 			out[n.Name+"/link/"+a.Name] = desc
 			addrs, err := h.AddrList(l, netlink.FAMILY_ALL)
 			if err != nil {
@@ -313,6 +334,12 @@ func snapshot(t *testing.T, f *fixture) map[string]string {
 		for _, r := range routes {
 			key := fmt.Sprintf("%s/route/%d/%v/%s/%d", n.Name, r.Table, r.Dst, name(r.LinkIndex), r.Family)
 			out[key] = fmt.Sprintf("gw=%v src=%v scope=%d proto=%d metric=%d type=%d flags=%d", r.Gw, r.Src, r.Scope, r.Protocol, r.Priority, r.Type, r.Flags)
+		}
+		for k, v := range rulesSnapshot(t, h, name) {
+			out[n.Name+"/rule/"+k] = v
+		}
+		for k, v := range bridgeVLANs(t, h, name) {
+			out[n.Name+"/vlans/"+k] = v
 		}
 		for k, v := range labtest.Sysctls(t, f.m.netnsDir(), f.ns(n.Name)) {
 			out[n.Name+"/sysctl/"+k] = v
@@ -432,4 +459,56 @@ func compareSnapshots(t *testing.T, want, got map[string]string) {
 		}
 	}
 	t.Logf("compared %d objects", len(keys))
+}
+
+// kindSnapshot is what a made interface's kind adds to its description:
+// a macvlan's mode, a VLAN's ID and protocol, a bond's mode and link
+// monitoring, a VRF's table, and what each is made over.
+func kindSnapshot(l netlink.Link, name func(int) string) string {
+	switch k := l.(type) {
+	case *netlink.Macvlan:
+		return fmt.Sprintf(" macvlan-mode=%v parent=%s", k.Mode, name(k.ParentIndex))
+	case *netlink.Vlan:
+		return fmt.Sprintf(" vlan-id=%d proto=%v parent=%s", k.VlanId, k.VlanProtocol, name(k.ParentIndex))
+	case *netlink.Bond:
+		return fmt.Sprintf(" bond-mode=%v miimon=%d", k.Mode, k.Miimon)
+	case *netlink.Vrf:
+		return fmt.Sprintf(" vrf-table=%d", k.Table)
+	}
+	return ""
+}
+
+// rulesSnapshot is a node's policy routing rules of both IP families.
+func rulesSnapshot(t *testing.T, h *netlink.Handle, name func(int) string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, fam := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
+		rules, err := h.RuleList(fam)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rules {
+			out[fmt.Sprintf("%d/%d/%v/%v/%s", fam, r.Priority, r.Src, r.Dst, r.IifName)] = fmt.Sprintf("table=%d oif=%s type=%d", r.Table, r.OifName, r.Type)
+		}
+	}
+	return out
+}
+
+// bridgeVLANs is the VLANs of every bridge port of a node (none where the
+// kernel has no bridge VLAN filtering).
+func bridgeVLANs(t *testing.T, h *netlink.Handle, name func(int) string) map[string]string {
+	t.Helper()
+	vlans, err := h.BridgeVlanList()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for idx, vs := range vlans {
+		var s []string
+		for _, v := range vs {
+			s = append(s, fmt.Sprintf("%d:%#x", v.Vid, v.Flags))
+		}
+		out[name(int(idx))] = strings.Join(s, " ")
+	}
+	return out
 }

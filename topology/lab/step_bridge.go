@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -8,6 +9,7 @@ import (
 
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 )
 
 // Bridges inside nodes, with some of the node's veth ends as ports.
@@ -35,8 +37,14 @@ func (d *deployer) createBridge(n *spec.Node, b *spec.Bridge) error {
 	attrs := netlink.NewLinkAttrs()
 	attrs.Name, attrs.HardwareAddr, attrs.Flags = b.Name, b.MAC, net.FlagUp
 	br := &netlink.Bridge{LinkAttrs: attrs}
+	if b.VLANFiltering {
+		br.VlanFiltering = &b.VLANFiltering
+	}
 	if err := h.LinkAdd(br); err != nil {
-		return fmt.Errorf("create bridge %s:%s: %w%s", n.Name, b.Name, err, missingKind(err, "bridge", "CONFIG_BRIDGE"))
+		if b.VLANFiltering && errors.Is(err, unix.EOPNOTSUPP) {
+			return fmt.Errorf("create bridge %s:%s with vlan_filtering: %w (this kernel's bridges do not filter VLANs: it needs CONFIG_BRIDGE_VLAN_FILTERING)", n.Name, b.Name, err)
+		}
+		return fmt.Errorf("create bridge %s:%s: %w%s", n.Name, b.Name, err, missingKind(err, "bridge", "CONFIG_BRIDGE", "bridge"))
 	}
 	d.index[spec.Endpoint{Node: n.Name, Interface: b.Name}] = br.Index
 	if err := h.LinkSetAlias(br, linkMarker(d.lab.Name)); err != nil {
@@ -55,6 +63,11 @@ func (d *deployer) createBridge(n *spec.Node, b *spec.Bridge) error {
 			return fmt.Errorf("add port %s:%s to bridge %s: %w", n.Name, p, b.Name, err)
 		}
 	}
+	for _, v := range b.VLANs {
+		if err := setPortVLANs(h, d.link(n.Name, v.Port), v); err != nil {
+			return fmt.Errorf("VLANs of port %s:%s of bridge %s: %w", n.Name, v.Port, b.Name, err)
+		}
+	}
 	if b.MTU != 0 {
 		if err := h.LinkSetMTU(br, b.MTU); err != nil {
 			return fmt.Errorf("set mtu %d on bridge %s:%s: %w", b.MTU, n.Name, b.Name, err)
@@ -69,8 +82,12 @@ func shBridge(l *spec.Lab, n *spec.Node, br *spec.Bridge) []string {
 	if br.MAC != nil {
 		mac = " address " + br.MAC.String()
 	}
+	filtering := ""
+	if br.VLANFiltering {
+		filtering = " vlan_filtering 1"
+	}
 	out := []string{
-		fmt.Sprintf("ip -n %s link add %s%s up type bridge", name, br.Name, mac),
+		fmt.Sprintf("ip -n %s link add %s%s up type bridge%s", name, br.Name, mac, filtering),
 		fmt.Sprintf("ip -n %s link set dev %s alias %s", name, br.Name, linkMarker(l.Name)),
 	}
 	for _, p := range br.Ports {
@@ -78,8 +95,44 @@ func shBridge(l *spec.Lab, n *spec.Node, br *spec.Bridge) []string {
 			fmt.Sprintf("wait_up %s %s", name, p),
 			fmt.Sprintf("ip -n %s link set dev %s master %s", name, p, br.Name))
 	}
+	for _, v := range br.VLANs {
+		out = append(out, shPortVLANs(name, v)...)
+	}
 	if br.MTU != 0 {
 		out = append(out, fmt.Sprintf("ip -n %s link set dev %s mtu %d", name, br.Name, br.MTU))
+	}
+	return out
+}
+
+// setPortVLANs makes a port of a VLAN-filtering bridge a member of v's
+// VLANs alone: out of the default VLAN 1, into the tagged ones, and into
+// its PVID untagged.
+//
+// Equivalent to the lines of shPortVLANs.
+func setPortVLANs(h *netlink.Handle, port netlink.Link, v spec.PortVLANs) error {
+	if err := h.BridgeVlanDel(port, 1, false, false, false, true); err != nil {
+		return fmt.Errorf("leave VLAN 1: %w", err)
+	}
+	for _, vid := range v.Tagged {
+		if err := h.BridgeVlanAdd(port, uint16(vid), false, false, false, true); err != nil {
+			return fmt.Errorf("join VLAN %d: %w", vid, err)
+		}
+	}
+	if v.PVID != 0 {
+		if err := h.BridgeVlanAdd(port, uint16(v.PVID), true, true, false, true); err != nil {
+			return fmt.Errorf("join VLAN %d untagged: %w", v.PVID, err)
+		}
+	}
+	return nil
+}
+
+func shPortVLANs(nsName string, v spec.PortVLANs) []string {
+	out := []string{fmt.Sprintf("bridge -n %s vlan del dev %s vid 1", nsName, v.Port)}
+	for _, vid := range v.Tagged {
+		out = append(out, fmt.Sprintf("bridge -n %s vlan add dev %s vid %d", nsName, v.Port, vid))
+	}
+	if v.PVID != 0 {
+		out = append(out, fmt.Sprintf("bridge -n %s vlan add dev %s vid %d pvid untagged", nsName, v.Port, v.PVID))
 	}
 	return out
 }

@@ -53,7 +53,7 @@ func interfaceSysctls(n *spec.Node) []spec.Sysctl {
 func ipv6Interfaces(n *spec.Node) []string {
 	var out []string
 	for _, i := range n.Interfaces {
-		if i.Name != "lo" && i.HasIPv6() {
+		if i.Kind != spec.KindLoopback && i.HasIPv6() {
 			out = append(out, i.Name)
 		}
 	}

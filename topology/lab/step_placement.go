@@ -55,17 +55,8 @@ func receiveMode(n *spec.Node) string {
 }
 
 // placedInterfaces lists the interfaces whose receive work a placement
-// moves: the node's veth ends and VFs (not lo; a bridge receives through
-// its ports).
-func placedInterfaces(n *spec.Node) []string {
-	var out []string
-	for _, i := range n.Interfaces {
-		if i.Name != "lo" {
-			out = append(out, i.Name)
-		}
-	}
-	return out
-}
+// moves (see spec.Node.Placeable).
+func placedInterfaces(n *spec.Node) []string { return n.Placeable() }
 
 // xpsMasks spreads cpus over nq tx queues: queue q gets the CPUs at
 // positions q, q+nq, ... of the list, and at least one. Nil when there is
@@ -90,7 +81,7 @@ func xpsMasks(cpus spec.CPUSet, nq int) []spec.CPUSet {
 // for a VF).
 func txQueues(n *spec.Node, name string) int {
 	i := n.Interface(name)
-	if i == nil || i.VF {
+	if i == nil || i.Kind == spec.KindVF {
 		return 0
 	}
 	return max(i.Queues, 1)
@@ -110,7 +101,7 @@ func (d *deployer) placeNode(n *spec.Node, ifaces []string) error {
 			var err error
 			if rec.Receive == spec.ReceiveNAPI {
 				var pids []int
-				pids, err = threadedNAPI(ifc, n.CPUs, !n.Interface(ifc).VF)
+				pids, err = threadedNAPI(ifc, n.CPUs, n.Interface(ifc).Kind == spec.KindVeth)
 				rec.NAPIThreads = append(rec.NAPIThreads, pids...)
 			} else {
 				err = rps(ifc, n.CPUs, txQueues(n, ifc))
@@ -185,7 +176,7 @@ func shPlacement(l *spec.Lab, n *spec.Node, ifaces []string) []string {
 	for _, ifc := range ifaces {
 		if receiveMode(n) == spec.ReceiveNAPI {
 			i := n.Interface(ifc)
-			if !i.VF {
+			if i.Kind == spec.KindVeth {
 				out = append(out, fmt.Sprintf("ip netns exec %s ethtool -K %s gro on", name, ifc))
 			}
 			out = append(out, fmt.Sprintf("napi_pin %s %s %s", name, ifc, n.CPUs.Mask()))

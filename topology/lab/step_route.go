@@ -24,9 +24,9 @@ func routeSteps(l *spec.Lab, _ string) []Step {
 	return steps
 }
 
-// addRoute adds a static route in node n's main table.
+// addRoute adds a static route in node n's main table (or the route's).
 //
-// Equivalent to: ip -n NS route add TO [via GW] [dev IF] [metric M]
+// Equivalent to: ip -n NS route add TO [via GW] [dev IF] [metric M] [table T]
 func (d *deployer) addRoute(n *spec.Node, r *spec.Route) error {
 	route := netlinkRoute(r, d.index[spec.Endpoint{Node: n.Name, Interface: r.Dev}])
 	if err := d.handles[n.Name].RouteAdd(route); err != nil {
@@ -38,7 +38,7 @@ func (d *deployer) addRoute(n *spec.Node, r *spec.Route) error {
 // netlinkRoute is route r as netlink takes it; devIndex is the ifindex of
 // r.Dev (unused without one).
 func netlinkRoute(r *spec.Route, devIndex int) *netlink.Route {
-	route := &netlink.Route{Dst: ipNet(r.To), Priority: r.Metric}
+	route := &netlink.Route{Dst: ipNet(r.To), Priority: r.Metric, Table: r.Table}
 	if r.Via.IsValid() {
 		route.Gw = net.IP(r.Via.AsSlice())
 	} else {
@@ -68,5 +68,59 @@ func shRoute(l *spec.Lab, n *spec.Node, r *spec.Route) string {
 	if r.Metric != 0 {
 		s += fmt.Sprintf(" metric %d", r.Metric)
 	}
+	if r.Table != 0 {
+		s += fmt.Sprintf(" table %d", r.Table)
+	}
 	return s
+}
+
+// Policy routing rules, after the routes of the tables they name.
+
+func ruleSteps(l *spec.Lab, _ string) []Step {
+	var steps []Step
+	for _, n := range l.Nodes {
+		for _, r := range n.Rules {
+			steps = append(steps, Step{
+				Name:  fmt.Sprintf("add rule %s in %s", r, n.Name),
+				shell: func() []string { return []string{shRule(l, n, r)} },
+				do:    func(d *deployer) error { return d.addRule(n, r) },
+			})
+		}
+	}
+	return steps
+}
+
+// addRule adds a policy routing rule in node n.
+//
+// Equivalent to: ip -n NS rule add [from P] [to P] [iif I] [oif O] table T priority N
+func (d *deployer) addRule(n *spec.Node, r *spec.Rule) error {
+	if err := d.handles[n.Name].RuleAdd(netlinkRule(r)); err != nil {
+		return fmt.Errorf("add rule %s in %s: %w", r, n.Name, err)
+	}
+	return nil
+}
+
+// netlinkRule is rule r as netlink takes it.
+func netlinkRule(r *spec.Rule) *netlink.Rule {
+	rule := netlink.NewRule()
+	rule.Family, rule.Table, rule.Priority = netlink.FAMILY_V4, r.Table, r.Priority
+	if r.Is6() {
+		rule.Family = netlink.FAMILY_V6
+	}
+	if r.From.IsValid() {
+		rule.Src = ipNet(r.From)
+	}
+	if r.To.IsValid() {
+		rule.Dst = ipNet(r.To)
+	}
+	rule.IifName, rule.OifName = r.IIF, r.OIF
+	return rule
+}
+
+func shRule(l *spec.Lab, n *spec.Node, r *spec.Rule) string {
+	fam := ""
+	if r.Is6() {
+		fam = " -6"
+	}
+	return fmt.Sprintf("ip -n %s%s rule add %s", l.Namespace(n.Name), fam, r)
 }

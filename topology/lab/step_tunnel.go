@@ -72,7 +72,7 @@ func (d *deployer) createTunnel(t *spec.Tunnel) error {
 	attrs.Name, attrs.MTU, attrs.HardwareAddr = tunnelName(t.VNI), i.MTU, i.MAC
 	vx := &netlink.Vxlan{LinkAttrs: attrs, VxlanId: t.VNI, SrcAddr: ip(t.LocalIP), Group: ip(t.RemoteIP), Port: t.Port, Learning: true}
 	if err := netlink.LinkAdd(vx); err != nil {
-		return fmt.Errorf("create VXLAN %s in the host namespace: %w%s", attrs.Name, err, missingKind(err, "vxlan", "CONFIG_VXLAN"))
+		return fmt.Errorf("create VXLAN %s in the host namespace: %w%s", attrs.Name, err, missingKind(err, "vxlan", "CONFIG_VXLAN", "vxlan"))
 	}
 	// Marked at once (the kernel takes no alias in a create message), so
 	// that a destroy without a state file can prove it is the lab's.

@@ -68,7 +68,7 @@ func (d *deployer) createVeth(l *spec.Link) error {
 		return ha.LinkAdd(veth)
 	})
 	if err != nil {
-		return fmt.Errorf("create veth %s <-> %s: %w%s", l.A, l.B, err, missingKind(err, "veth", "CONFIG_VETH"))
+		return fmt.Errorf("create veth %s <-> %s: %w%s", l.A, l.B, err, missingKind(err, "veth", "CONFIG_VETH", "veth"))
 	}
 	if veth.Index == 0 {
 		return fmt.Errorf("create veth %s: kernel reported no index", l.A)
@@ -180,9 +180,9 @@ func linkOpts(mac string, mtu, queues int) string {
 
 // missingKind explains EOPNOTSUPP from a link create: the kernel has no
 // driver for the kind (not built, or the module could not be loaded).
-func missingKind(err error, kind, config string) string {
+func missingKind(err error, kind, config, module string) string {
 	if !errors.Is(err, unix.EOPNOTSUPP) {
 		return ""
 	}
-	return fmt.Sprintf(" (this kernel has no %s devices: it needs %s, or `modprobe %s` if it is a module)", kind, config, kind)
+	return fmt.Sprintf(" (this kernel has no %s devices: it needs %s, or `modprobe %s` if it is a module)", kind, config, module)
 }

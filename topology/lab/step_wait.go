@@ -40,7 +40,7 @@ func (d *deployer) waitLinksUp() error {
 		if ep.Interface == "lo" {
 			continue
 		}
-		if i := d.lab.Node(ep.Node).Interface(ep.Interface); i != nil && i.VF {
+		if i := d.lab.Node(ep.Node).Interface(ep.Interface); i != nil && i.Kind == spec.KindVF {
 			continue // a VF's link follows the PF's wire, not the lab
 		}
 		if tunnels[ep] {
@@ -59,7 +59,7 @@ func shWaitUp(l *spec.Lab) []string {
 	for _, n := range l.Nodes {
 		var devs []string
 		for _, i := range n.Interfaces {
-			if i.Name != "lo" && !i.VF && !tunnels[spec.Endpoint{Node: n.Name, Interface: i.Name}] {
+			if i.Kind != spec.KindLoopback && i.Kind != spec.KindVF && i.Kind != spec.KindVRF && !tunnels[spec.Endpoint{Node: n.Name, Interface: i.Name}] {
 				devs = append(devs, i.Name)
 			}
 		}

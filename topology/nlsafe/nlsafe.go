@@ -83,3 +83,10 @@ func QdiscList(h *netlink.Handle, link netlink.Link) ([]netlink.Qdisc, error) {
 // Caller is a zero handle: each request opens a socket in the namespace of
 // the thread that makes it (the package-level functions of netlink).
 var Caller = &netlink.Handle{}
+
+// RuleList lists the policy routing rules of one family.
+//
+// Equivalent to: ip [-6] rule show
+func RuleList(h *netlink.Handle, family int) ([]netlink.Rule, error) {
+	return retry("list rules", func() ([]netlink.Rule, error) { return h.RuleList(family) })
+}

@@ -11,7 +11,7 @@ import (
 // script printed before deploying names the MACs the kernel will show, a
 // redeployed lab needs no new ARP entries in anyone's notes, and reports of
 // two runs compare. Bridges keep the kernel's choice (the lowest port MAC,
-// itself derived), VFs keep the NIC's. A derived MAC never repeats one the
+// itself derived), VFs keep the NIC's; made interfaces: see derivesMAC. A derived MAC never repeats one the
 // file declares.
 func assignMACs(lab *Lab) {
 	used := map[string]bool{}
@@ -27,22 +27,45 @@ func assignMACs(lab *Lab) {
 			}
 		}
 	}
-	for _, l := range lab.Links {
-		for _, ep := range []Endpoint{l.A, l.B} {
-			i := lab.Node(ep.Node).Interface(ep.Interface)
-			if i.MAC != nil {
-				continue
-			}
-			for salt := byte(0); ; salt++ {
-				mac := DerivedMAC(lab.Name, ep, salt)
-				if !used[mac.String()] {
-					i.MAC, i.MACDerived = mac, true
-					used[mac.String()] = true
-					break
-				}
+	derive := func(ep Endpoint, i *Interface) {
+		if i.MAC != nil {
+			return
+		}
+		for salt := byte(0); ; salt++ {
+			mac := DerivedMAC(lab.Name, ep, salt)
+			if !used[mac.String()] {
+				i.MAC, i.MACDerived = mac, true
+				used[mac.String()] = true
+				return
 			}
 		}
 	}
+	for _, l := range lab.Links {
+		for _, ep := range []Endpoint{l.A, l.B} {
+			derive(ep, lab.Node(ep.Node).Interface(ep.Interface))
+		}
+	}
+	for _, n := range lab.Nodes {
+		for _, i := range n.Interfaces {
+			if derivesMAC(i) {
+				derive(Endpoint{n.Name, i.Name}, i)
+			}
+		}
+	}
+}
+
+// derivesMAC reports whether a made interface gets a derived MAC: a macvlan
+// (but passthru, which takes its parent's) and a VRF would get a random one
+// from the kernel; a VLAN keeps its parent's and a bond its first port's.
+func derivesMAC(i *Interface) bool {
+	switch i.Kind {
+	case KindMacvlan:
+		return i.Macvlan.Mode != "passthru"
+	case KindVRF:
+		return true
+	case KindVeth, KindLoopback, KindVF, KindVLAN, KindBond:
+	}
+	return false
 }
 
 // DerivedMAC is the MAC nslab gives interface ep of lab when the file names

@@ -68,7 +68,7 @@ func checkRuleDevice(r *reporter, n *Node, path, dev string) {
 	}
 	var names []string
 	for _, i := range n.Interfaces {
-		if i.Name != "lo" {
+		if i.Kind != KindLoopback {
 			names = append(names, i.Name)
 		}
 	}

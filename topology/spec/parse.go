@@ -120,7 +120,7 @@ func (r *reporter) parseLab(root *yaml.Node, lab *Lab) *extra {
 	return ex
 }
 
-var nodeKeys = []string{"host", "interfaces", "bridges", "routes", "forwarding", "sysctls", "cpus", "receive", "exec", "run", "nat", "firewall"}
+var nodeKeys = []string{"host", "interfaces", "bridges", "routes", "rules", "forwarding", "sysctls", "cpus", "receive", "exec", "run", "nat", "firewall"}
 
 func (r *reporter) parseNode(name string, v *yaml.Node, path string) *Node {
 	n := &Node{Name: name}
@@ -147,6 +147,14 @@ func (r *reporter) parseNode(name string, v *yaml.Node, path string) *Node {
 		for i, item := range items {
 			if rt := r.parseRoute(item, fmt.Sprintf("%s[%d]", e.path, i)); rt != nil {
 				n.Routes = append(n.Routes, rt)
+			}
+		}
+	}
+	if e, ok := f["rules"]; ok {
+		items, _ := r.list(e.v, e.path, "[{from: 10.0.2.0/24, table: 100}]")
+		for i, item := range items {
+			if rl := r.parseRule(item, fmt.Sprintf("%s[%d]", e.path, i)); rl != nil {
+				n.Rules = append(n.Rules, rl)
 			}
 		}
 	}
@@ -230,12 +238,24 @@ func (r *reporter) cpus(v *yaml.Node, path string) CPUSet {
 	return set
 }
 
-var ifaceKeys = []string{"addresses", "mac", "mtu", "queues", "impair"}
+var ifaceKeys = []string{"addresses", "mac", "mtu", "queues", "impair", "macvlan", "vlan", "bond", "vrf"}
 
 func (r *reporter) parseInterface(name string, v *yaml.Node, path string) *Interface {
 	i := &Interface{Name: name}
+	if name == "lo" {
+		i.Kind = KindLoopback
+	}
 	f := r.fields(v, path, "an interface", ifaceKeys...)
 	i.Addresses, i.MAC, i.MTU = r.parseL3(f)
+	if name == "lo" {
+		for key := range kindKeys {
+			if e, ok := f[key]; ok {
+				r.errf(e.path, "lo is the node's loopback: make the %s under another name", key)
+			}
+		}
+	} else {
+		r.parseKind(i, f, path)
+	}
 	if e, ok := f["queues"]; ok {
 		i.Queues, _ = r.integer(e.v, e.path, "the number of rx and tx queues", 1, MaxQueues)
 	}
@@ -248,12 +268,18 @@ func (r *reporter) parseInterface(name string, v *yaml.Node, path string) *Inter
 // MaxQueues bounds an interface's queue count in a lab file.
 const MaxQueues = 256
 
-var bridgeKeys = []string{"ports", "addresses", "mac", "mtu"}
+var bridgeKeys = []string{"ports", "addresses", "mac", "mtu", "vlan_filtering", "vlans"}
 
 func (r *reporter) parseBridge(name string, v *yaml.Node, path string) *Bridge {
 	b := &Bridge{Name: name}
 	f := r.fields(v, path, "a bridge", bridgeKeys...)
 	b.Addresses, b.MAC, b.MTU = r.parseL3(f)
+	if e, ok := f["vlan_filtering"]; ok {
+		b.VLANFiltering, _ = r.boolean(e.v, e.path, "vlan_filtering")
+	}
+	if e, ok := f["vlans"]; ok {
+		b.VLANs = r.parseBridgeVLANs(e)
+	}
 	if e, ok := f["ports"]; ok {
 		items, _ := r.list(e.v, e.path, "[p1, p2]")
 		for i, item := range items {
@@ -321,7 +347,7 @@ func isZero(b []byte) bool {
 	return true
 }
 
-var routeKeys = []string{"to", "via", "dev", "metric"}
+var routeKeys = []string{"to", "via", "dev", "metric", "table"}
 
 func (r *reporter) parseRoute(v *yaml.Node, path string) *Route {
 	r.at(path, v.Line, v.Column)
@@ -357,6 +383,9 @@ func (r *reporter) parseRoute(v *yaml.Node, path string) *Route {
 	}
 	if e, has := f["metric"]; has {
 		rt.Metric, _ = r.integer(e.v, e.path, "the route metric", 0, 1<<31-1)
+	}
+	if e, has := f["table"]; has {
+		rt.Table, _ = r.routingTable(e.v, e.path)
 	}
 	if !ok {
 		return nil

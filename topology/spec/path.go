@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -146,7 +147,7 @@ func (l *Lab) TraceFlow(from Endpoint, to netip.Addr, f Flow) (*Path, error) {
 	if dst.Node == from.Node {
 		return &Path{Hops: []Hop{{Node: from.Node, In: dst.Interface}}, Dest: dst, Local: true}, nil
 	}
-	gw, egress, err := l.lookup(n, to)
+	gw, egress, err := l.lookup(n, netip.Addr{}, to, "")
 	if err != nil {
 		return nil, err
 	}
@@ -190,7 +191,7 @@ func (l *Lab) walk(p *Path, at Endpoint, gw netip.Addr, pkt *Packet, f Flow, own
 			p.Hops = append(p.Hops, hop)
 			return nil
 		}
-		if gw, hop.Out, err = l.forward(p, next, pkt.Dst); err != nil {
+		if gw, hop.Out, err = l.forward(p, next, pkt.Src, pkt.Dst); err != nil {
 			return err
 		}
 		pkt.Out = hop.Out
@@ -294,12 +295,12 @@ func (p *Path) SourceAtDest(src netip.Addr) netip.Addr {
 
 // forward is a transit node's routing decision for to: its next hop and
 // egress. The node must forward, and must not be on the path already.
-func (l *Lab) forward(p *Path, at Endpoint, to netip.Addr) (netip.Addr, string, error) {
+func (l *Lab) forward(p *Path, at Endpoint, src, to netip.Addr) (netip.Addr, string, error) {
 	node := l.Node(at.Node)
 	if (to.Is4() && !node.Forwarding.IPv4) || (to.Is6() && !node.Forwarding.IPv6) {
 		return netip.Addr{}, "", fmt.Errorf("the path to %s crosses node %s, which does not forward %s: set forwarding: true there", to, at.Node, family(to))
 	}
-	gw, egress, err := l.lookup(node, to)
+	gw, egress, err := l.lookup(node, src, to, at.Interface)
 	if err != nil {
 		return netip.Addr{}, "", err
 	}
@@ -339,10 +340,23 @@ func (l *Lab) addressOwners() map[netip.Addr]Endpoint {
 	return m
 }
 
-// lookup does node n's route lookup for dst, longest prefix first,
-// connected subnets before routes of the same length, then lower metric. It
+// lookup does node n's route lookup for a packet from src (invalid: one
+// the node sends itself, before it chose a source) to dst that arrived on
+// iif ("": sent by the node): the tables its rules give, in order (see
+// Node.tables), and in each the longest prefix first, connected subnets
+// (main table) before routes of the same length, then lower metric. It
 // returns the next hop's address (dst itself when on-link) and the egress.
-func (l *Lab) lookup(n *Node, dst netip.Addr) (netip.Addr, string, error) {
+func (l *Lab) lookup(n *Node, src, dst netip.Addr, iif string) (netip.Addr, string, error) {
+	for _, t := range n.tables(src, dst, iif) {
+		if gw, dev, ok := l.lookupTable(n, t, dst); ok {
+			return gw, dev, nil
+		}
+	}
+	return netip.Addr{}, "", fmt.Errorf("node %s has no route to %s: add one under nodes.%s.routes", n.Name, dst, n.Name)
+}
+
+// lookupTable is lookup in routing table t alone.
+func (l *Lab) lookupTable(n *Node, t int, dst netip.Addr) (netip.Addr, string, bool) {
 	bestBits, bestMetric, connected := -1, 0, false
 	var gw netip.Addr
 	var dev string
@@ -358,19 +372,13 @@ func (l *Lab) lookup(n *Node, dst netip.Addr) (netip.Addr, string, error) {
 			bestBits, bestMetric, connected, gw, dev = p.Bits(), metric, isConnected, via, out
 		}
 	}
-	for _, i := range n.Interfaces {
-		for _, a := range i.Addresses {
-			if i.Name != "lo" {
-				consider(a, true, 0, dst, i.Name)
-			}
-		}
-	}
-	for _, b := range n.Bridges {
-		for _, a := range b.Addresses {
-			consider(a, true, 0, dst, b.Name)
-		}
+	for _, c := range n.connected(t) {
+		consider(c.Prefix, true, 0, dst, c.Dev)
 	}
 	for _, r := range n.Routes {
+		if table := cmp.Or(r.Table, TableMain); table != t {
+			continue
+		}
 		via := dst
 		if r.Via.IsValid() {
 			via = r.Via
@@ -381,17 +389,14 @@ func (l *Lab) lookup(n *Node, dst netip.Addr) (netip.Addr, string, error) {
 		}
 		consider(r.To, false, r.Metric, via, out)
 	}
-	if bestBits < 0 || dev == "" {
-		return netip.Addr{}, "", fmt.Errorf("node %s has no route to %s: add one under nodes.%s.routes", n.Name, dst, n.Name)
-	}
-	return gw, dev, nil
+	return gw, dev, bestBits >= 0 && dev != ""
 }
 
 // connectedTo finds the interface of n whose subnet holds a.
 func (l *Lab) connectedTo(n *Node, a netip.Addr) (netip.Prefix, string, bool) {
 	for _, i := range n.Interfaces {
 		for _, p := range i.Addresses {
-			if i.Name != "lo" && p.Masked().Contains(a) {
+			if i.Kind != KindLoopback && p.Masked().Contains(a) {
 				return p, i.Name, true
 			}
 		}
@@ -406,7 +411,8 @@ func (l *Lab) connectedTo(n *Node, a netip.Addr) (netip.Prefix, string, bool) {
 	return netip.Prefix{}, "", false
 }
 
-// resolve follows the wire out of egress (a veth end, or a bridge) to the
+// resolve follows the wire out of egress (a veth end, an interface made
+// over veth ends, or a bridge) to the
 // interface that holds address gw, crossing at most one switch (a bridge in
 // another node). It returns that interface and any switch hops crossed.
 func (l *Lab) resolve(egress Endpoint, gw netip.Addr, owner map[netip.Addr]Endpoint) (Endpoint, []Hop, error) {
@@ -422,16 +428,14 @@ func (l *Lab) resolve(egress Endpoint, gw netip.Addr, owner map[netip.Addr]Endpo
 		}
 		return Endpoint{}, nil, fmt.Errorf("%s is a VF of %s; %s (%s) is not on that PF's switch", egress, pf.Name, gw, want)
 	}
-	var ports []string // the veth ends the frame leaves on
-	if b := n.Bridge(egress.Interface); b != nil {
-		ports = b.Ports
-	} else {
-		ports = []string{egress.Interface}
-	}
+	ports, tag := n.wireEnds(egress.Interface), n.tagOf(egress.Interface) // the veth ends the frame leaves on, and its VLAN tag
 	for _, out := range ports {
 		peer := n.Interface(out).Peer
-		if peer == want {
+		if peer == want && tag == 0 {
 			return peer, nil, nil
+		}
+		if l.landsOn(peer, want, tag) {
+			return want, nil, nil
 		}
 		pn := l.Node(peer.Node)
 		if pn == nil {
@@ -441,13 +445,11 @@ func (l *Lab) resolve(egress Endpoint, gw netip.Addr, owner map[netip.Addr]Endpo
 			if !contains(b.Ports, peer.Interface) {
 				continue
 			}
-			if (Endpoint{pn.Name, b.Name}) == want {
-				return want, nil, nil
-			}
-			for _, q := range b.Ports {
-				if q != peer.Interface && pn.Interface(q).Peer == want {
-					return want, []Hop{{Node: pn.Name, In: peer.Interface, Out: q, L2: true}}, nil
+			if q, ok := l.crossBridge(pn, b, peer.Interface, tag, want); ok {
+				if q == "" {
+					return want, nil, nil
 				}
+				return want, []Hop{{Node: pn.Name, In: peer.Interface, Out: q, L2: true}}, nil
 			}
 		}
 	}

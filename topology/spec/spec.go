@@ -6,6 +6,7 @@
 package spec
 
 import (
+	"fmt"
 	"net"
 	"net/netip"
 	"slices"
@@ -83,6 +84,7 @@ type Node struct {
 	Interfaces []*Interface // in file order; "lo" may appear (addresses only)
 	Bridges    []*Bridge
 	Routes     []*Route
+	Rules      []*Rule // policy routing rules, in file order
 	// CPUs are where the node's receive work runs (placement); empty:
 	// wherever the kernel runs it (on veth, the sender's CPU).
 	CPUs CPUSet
@@ -148,10 +150,12 @@ func (s Sysctl) ProcPath() string {
 	return "/proc/sys/" + strings.Join(parts, "/")
 }
 
-// Interface is a network interface of a node: a veth end (named in a link)
-// or the node's loopback "lo".
+// Interface is a network interface of a node: a veth end (named in a
+// link), the node's loopback "lo", a VF, or an interface nslab makes in the
+// node over others (macvlan, VLAN, bond, VRF): see Kind.
 type Interface struct {
 	Name      string
+	Kind      Kind
 	Addresses []netip.Prefix
 	// MAC of a veth end: from the file or derived (see DerivedMAC). Nil
 	// for lo, and for a VF whose entry sets none (it keeps the NIC's).
@@ -162,10 +166,15 @@ type Interface struct {
 	// (0: none sets more than Queues): the veth end is created with that
 	// many and set to use Queues (see spec.Variant).
 	MaxQueues  int
-	Peer       Endpoint // the other end of its link; zero for lo and VFs
-	VF         bool     // an SR-IOV VF handed to the node (see Lab.SRIOV)
+	Peer       Endpoint // the other end of its link; zero for all but veth ends
 	MACDerived bool     // MAC was not in the file: nslab derived it
 	Impair     *Impair  // what the link does to what it sends; nil: nothing
+	// What a made interface is made of: the one of these its Kind names
+	// is set, the others are nil.
+	Macvlan *Macvlan
+	VLAN    *VLAN
+	Bond    *Bond
+	VRF     *VRF
 }
 
 // HasIPv6 reports whether any address is IPv6.
@@ -179,6 +188,10 @@ type Bridge struct {
 	Addresses []netip.Prefix
 	MAC       net.HardwareAddr
 	MTU       int
+	// VLANFiltering makes the bridge forward by 802.1Q VLAN, each port in
+	// the VLANs VLANs gives it (see PortVLAN).
+	VLANFiltering bool
+	VLANs         []PortVLANs
 }
 
 // HasIPv6 reports whether any address is IPv6.
@@ -190,6 +203,19 @@ type Route struct {
 	Via    netip.Addr // invalid when the route has only a device
 	Dev    string
 	Metric int
+	Table  int // routing table; 0: main
+}
+
+// Rule is a policy routing rule of a node (ip rule): packets that match
+// every field set are looked up in Table.
+type Rule struct {
+	From, To netip.Prefix // invalid: any
+	IIF, OIF string       // "": any
+	Table    int
+	// Priority orders the rules, lowest first. When the file gives none,
+	// it is what the kernel would give (see Node.Rules): one below the
+	// lowest priority above 0 so far.
+	Priority int
 }
 
 // String renders the route as iproute2 would take it.
@@ -212,7 +238,37 @@ func (r *Route) String() string {
 	if r.Metric != 0 {
 		b.WriteString(" metric " + strconv.Itoa(r.Metric))
 	}
+	if r.Table != 0 && r.Table != TableMain {
+		b.WriteString(" table " + strconv.Itoa(r.Table))
+	}
 	return b.String()
+}
+
+// String renders the rule as iproute2 would take it.
+func (r *Rule) String() string {
+	var b strings.Builder
+	if r.From.IsValid() {
+		b.WriteString("from " + r.From.String() + " ")
+	} else {
+		b.WriteString("from all ")
+	}
+	if r.To.IsValid() {
+		b.WriteString("to " + r.To.String() + " ")
+	}
+	if r.IIF != "" {
+		b.WriteString("iif " + r.IIF + " ")
+	}
+	if r.OIF != "" {
+		b.WriteString("oif " + r.OIF + " ")
+	}
+	fmt.Fprintf(&b, "table %d priority %d", r.Table, r.Priority)
+	return b.String()
+}
+
+// Is6 reports whether the rule is an IPv6 one (by its prefixes; IPv4
+// when it names none).
+func (r *Rule) Is6() bool {
+	return (r.From.IsValid() && r.From.Addr().Is6()) || (r.To.IsValid() && r.To.Addr().Is6())
 }
 
 // Link is a veth pair between two node interfaces.

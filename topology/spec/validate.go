@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"cmp"
 	"fmt"
 	"net/netip"
 	"sort"
@@ -61,7 +62,9 @@ func validate(r *reporter, lab *Lab, ex *extra) {
 	}
 	for _, n := range lab.Nodes {
 		validateBridges(r, n)
+		validateKinds(r, n)
 		validateRoutes(r, n)
+		validateRules(r, n)
 		validateSysctls(r, n)
 		validatePlacement(r, n)
 		validateNetfilter(r, lab, n, ownersOnce)
@@ -107,10 +110,10 @@ func validateNodes(r *reporter, lab *Lab) map[string]*Node {
 			ipath := path + ".interfaces." + i.Name
 			checkIfName(r, ipath, i.Name)
 			names[i.Name] = ipath
-			if i.Name == "lo" && (i.MAC != nil || i.MTU != 0) {
+			if i.Kind == KindLoopback && (i.MAC != nil || i.MTU != 0) {
 				r.errf(ipath, "lo takes addresses only: remove mac and mtu")
 			}
-			if i.Name == "lo" && i.Impair != nil {
+			if i.Kind == KindLoopback && i.Impair != nil {
 				r.errf(ipath+".impair", "lo carries no lab link: put the impairment on an interface of a link")
 			}
 		}
@@ -221,7 +224,7 @@ func checkUnlinked(r *reporter, n *Node, mentioned, undeclared map[Endpoint]bool
 	}
 	sort.Strings(linked)
 	for _, i := range n.Interfaces {
-		if i.Name == "lo" || i.Peer.Node != "" || i.VF || mentioned[Endpoint{n.Name, i.Name}] {
+		if i.Kind != KindVeth || i.Peer.Node != "" || mentioned[Endpoint{n.Name, i.Name}] {
 			continue
 		}
 		hint := ""
@@ -246,7 +249,7 @@ func markVFs(lab *Lab, nodes map[string]*Node) {
 				i = &Interface{Name: vf.Name}
 				n.Interfaces = append(n.Interfaces, i)
 			}
-			i.VF = true
+			i.Kind = KindVF
 		}
 	}
 }
@@ -330,6 +333,7 @@ func validateBridges(r *reporter, n *Node) {
 				owner[p] = b.Name
 			}
 		}
+		validateBridgeVLANs(r, n, b)
 	}
 }
 
@@ -337,16 +341,17 @@ func validateBridges(r *reporter, n *Node) {
 // subnet the node is connected to.
 func validateRoutes(r *reporter, n *Node) {
 	type key struct {
-		to     netip.Prefix
-		metric int
+		to            netip.Prefix
+		metric, table int
 	}
 	seen := map[key]int{}
 	for k, rt := range n.Routes {
 		path := fmt.Sprintf("nodes.%s.routes[%d]", n.Name, k)
-		if first, dup := seen[key{rt.To, rt.Metric}]; dup {
-			r.errf(path, "route to %s with metric %d is already defined at routes[%d]: give one a different metric or remove it", rt.To, rt.Metric, first)
+		rk := key{rt.To, rt.Metric, cmp.Or(rt.Table, TableMain)}
+		if first, dup := seen[rk]; dup {
+			r.errf(path, "route to %s with metric %d is already defined in its table at routes[%d]: give one a different metric or table, or remove it", rt.To, rt.Metric, first)
 		}
-		seen[key{rt.To, rt.Metric}] = k
+		seen[rk] = k
 		var devAddrs []netip.Prefix
 		if rt.Dev != "" {
 			if i := n.Interface(rt.Dev); i != nil {
@@ -391,7 +396,7 @@ func validateRoutes(r *reporter, n *Node) {
 func nodePrefixes(n *Node) []netip.Prefix {
 	var out []netip.Prefix
 	for _, i := range n.Interfaces {
-		if i.Name != "lo" {
+		if i.Kind != KindLoopback {
 			out = append(out, i.Addresses...)
 		}
 	}
@@ -449,7 +454,7 @@ func validatePlacement(r *reporter, n *Node) {
 	case n.Receive != "" && !n.Placed():
 		r.errf(path+".receive", "receive: says how the node's receive work is put on its CPUs: give cpus: too, e.g. cpus: [1]")
 	}
-	if n.Placed() && len(placeable(n)) == 0 {
+	if n.Placed() && len(n.Placeable()) == 0 {
 		r.errf(path+".cpus", "node %s has no interface whose receive work could be placed: link one, or remove cpus:", n.Name)
 	}
 	for _, i := range n.Interfaces {
@@ -457,21 +462,28 @@ func validatePlacement(r *reporter, n *Node) {
 			continue
 		}
 		ipath := path + ".interfaces." + i.Name + ".queues"
-		switch {
-		case i.Name == "lo":
+		switch i.Kind {
+		case KindLoopback:
 			r.errf(ipath, "lo has no queues to set: remove queues")
-		case i.VF:
+		case KindVF:
 			r.errf(ipath, "a VF's queues are the NIC's: set them on the host with ethtool -L, and remove queues here")
+		case KindVeth:
+		case KindMacvlan, KindVLAN, KindBond, KindVRF:
+			// refused with the made interface's other rules (validateMade)
 		}
 	}
 }
 
-// placeable is the interfaces a placement acts on: not lo.
-func placeable(n *Node) []string {
+// Placeable is the interfaces a placement of the node's receive work
+// acts on: the veth ends and VFs (not lo; a bridge or a made interface
+// receives through the interfaces it is made of).
+func (n *Node) Placeable() []string {
 	var out []string
 	for _, i := range n.Interfaces {
-		if i.Name != "lo" {
+		switch i.Kind {
+		case KindVeth, KindVF:
 			out = append(out, i.Name)
+		case KindLoopback, KindMacvlan, KindVLAN, KindBond, KindVRF:
 		}
 	}
 	return out

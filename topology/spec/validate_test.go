@@ -211,7 +211,7 @@ func TestSRIOVRules(t *testing.T) {
 		}
 	}
 	l, _ := Parse("s.yaml", []byte(base))
-	if i := l.Node("b").Interface("vf1"); i == nil || !i.VF {
+	if i := l.Node("b").Interface("vf1"); i == nil || i.Kind != KindVF {
 		t.Errorf("undeclared VF interface not added to its node")
 	}
 	linked := strings.Replace(base, "b: {}", "b: {interfaces: {vf1: {}}}\n  c: {interfaces: {e0: {}}}\nlinks: [{endpoints: [b:vf1, c:e0]}]", 1)
