@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"time"
 
@@ -11,6 +10,7 @@ import (
 	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/spec"
+	"github.com/nslab/nslab/topology/units"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
 )
@@ -30,7 +30,7 @@ func benchCommand() *cli.Command {
 			&cli.StringFlag{Name: "engine", Usage: "auto, pktgen or userspace"},
 			&cli.StringFlag{Name: "from", Usage: "sender `NODE:IF` (a run without a traffic: section)"},
 			&cli.StringFlag{Name: "to", Usage: "destination `ADDRESS` (with --from)"},
-			&cli.StringFlag{Name: "rate", Usage: "max, or e.g. 200kpps, 500Mbps"},
+			&cli.StringFlag{Name: "rate", Usage: "max, or e.g. 200kpps, 500Mbit"},
 			&cli.IntFlag{Name: "threads", Usage: "sending threads"},
 			&cli.StringFlag{Name: "cpus", Usage: "pin the sending threads to these `CPUS`, one thread each (e.g. 0 or 0-1)"},
 			&cli.StringFlag{Name: "placement", Value: "on", Usage: "the file's CPU placement: on, auto (left out, and said why, where the machine lacks the CPUs) or off"},
@@ -220,20 +220,17 @@ func termWidth(f *os.File) int {
 	return int(ws.Col)
 }
 
-// parsePercent reads "0.5%" or "0.005" as a ratio.
+// parsePercent reads a percentage below 100% (units.ParsePercent, the
+// lab file's syntax) as a ratio: "0.5%" is 0.005.
 func parsePercent(s string) (float64, error) {
-	pct := strings.HasSuffix(s, "%")
-	v, err := strconv.ParseFloat(strings.TrimSuffix(s, "%"), 64)
-	if err != nil || v < 0 {
-		return 0, fmt.Errorf("%q: a ratio such as 0.005 or a percentage such as 0.5%%", s)
+	p, err := units.ParsePercent(s)
+	if err != nil {
+		return 0, err
 	}
-	if pct {
-		v /= 100
-	}
-	if v >= 1 {
+	if p >= 100 {
 		return 0, fmt.Errorf("%q: below 100%%", s)
 	}
-	return v, nil
+	return p / 100, nil
 }
 
 // searchRequest reads the flags of --latency-at, --repeat and the

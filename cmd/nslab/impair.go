@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/nslab/nslab/topology/units"
+
 	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/urfave/cli/v2"
@@ -91,11 +93,11 @@ func impairFlags(c *cli.Context) (*spec.Impair, error) {
 	}
 	parse("delay", func(s string) (err error) { m.Delay, err = spec.ParseDelay(s); return })
 	parse("jitter", func(s string) (err error) { m.Jitter, err = spec.ParseDelay(s); return })
-	parse("loss", func(s string) (err error) { m.Loss, err = spec.ParsePercent(s); return })
-	parse("duplicate", func(s string) (err error) { m.Duplicate, err = spec.ParsePercent(s); return })
-	parse("reorder", func(s string) (err error) { m.Reorder, err = spec.ParsePercent(s); return })
-	parse("corrupt", func(s string) (err error) { m.Corrupt, err = spec.ParsePercent(s); return })
-	parse("rate", func(s string) (err error) { m.Rate, err = spec.ParseBitRate(s); return })
+	parse("loss", func(s string) (err error) { m.Loss, err = units.ParsePercent(s); return })
+	parse("duplicate", func(s string) (err error) { m.Duplicate, err = units.ParsePercent(s); return })
+	parse("reorder", func(s string) (err error) { m.Reorder, err = units.ParsePercent(s); return })
+	parse("corrupt", func(s string) (err error) { m.Corrupt, err = units.ParsePercent(s); return })
+	parse("rate", func(s string) (err error) { m.Rate, err = units.ParseBitRate(s); return })
 	if c.IsSet("limit") && m.Limit < 1 {
 		errs = append(errs, "--limit: at least 1 packet")
 	}

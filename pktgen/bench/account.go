@@ -5,12 +5,13 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/nslab/nslab/topology/units"
+
 	"github.com/nslab/nslab/pktgen/engine"
 	"github.com/nslab/nslab/pktgen/kstat"
 	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/pktgen/sample"
 	"github.com/nslab/nslab/topology/qdisc"
-	"github.com/nslab/nslab/topology/spec"
 )
 
 // Accounting: every packet the sender interface took is either counted by
@@ -332,10 +333,10 @@ func qdiscCause(q *qdisc.State) string {
 	m := q.Impair
 	var why []string
 	if m.Loss > 0 {
-		why = append(why, "its loss of "+spec.FormatPercent(m.Loss))
+		why = append(why, "its loss of "+units.FormatPercent(m.Loss))
 	}
 	if m.Rate > 0 {
-		why = append(why, fmt.Sprintf("its queue of %d packets was full, as the run offered more than its rate of %s", m.QueueLimit(), spec.FormatBitRate(m.Rate)))
+		why = append(why, fmt.Sprintf("its queue of %d packets was full, as the run offered more than its rate of %s", m.QueueLimit(), units.FormatBitRate(m.Rate)))
 	} else {
 		why = append(why, fmt.Sprintf("or its queue of %d packets was full", m.QueueLimit()))
 	}

@@ -5,6 +5,8 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/nslab/nslab/topology/units"
+
 	"github.com/nslab/nslab/topology/spec"
 )
 
@@ -17,7 +19,7 @@ type Selection struct {
 	Duration time.Duration
 	Count    uint64
 	Frames   []int
-	Rate     string // max, 200kpps, 500Mbps
+	Rate     string // max, 200kpps, 500Mbit (see units.ParseRate)
 	Threads  int
 	CPUs     string // the sender threads' CPUs, e.g. "0" or "0-1"
 	Engine   string
@@ -112,7 +114,7 @@ func pick(l *spec.Lab, sel Selection) (*spec.Traffic, error) {
 // apply makes the selection's changes to t.
 func (sel Selection) apply(t *spec.Traffic) error {
 	if sel.Rate != "" {
-		pps, mbps, err := spec.ParseRate(sel.Rate)
+		pps, mbps, err := units.ParseRate(sel.Rate)
 		if err != nil {
 			return fmt.Errorf("--rate: %w", err)
 		}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/nslab/nslab/topology/units"
+
 	"github.com/nslab/nslab/topology/spec"
 )
 
@@ -14,7 +16,7 @@ func Shell(nsName, ifname string, m *spec.Impair, mtu int) string {
 	head := fmt.Sprintf("tc -n %s qdisc replace dev %s root handle 1: ", nsName, ifname)
 	if !m.NeedsNetem() {
 		rate := m.Rate / 8
-		return head + fmt.Sprintf("tbf rate %s burst %d limit %d", spec.FormatBitRate(m.Rate), tbfBurst(rate, mtu), m.QueueLimit()*(mtu+frameOverhead))
+		return head + fmt.Sprintf("tbf rate %s burst %d limit %d", units.FormatBitRate(m.Rate), tbfBurst(rate, mtu), m.QueueLimit()*(mtu+frameOverhead))
 	}
 	w := []string{"netem"}
 	if m.Delay > 0 {
@@ -28,11 +30,11 @@ func Shell(nsName, ifname string, m *spec.Impair, mtu int) string {
 		v    float64
 	}{{"loss", m.Loss}, {"duplicate", m.Duplicate}, {"reorder", m.Reorder}, {"corrupt", m.Corrupt}} {
 		if p.v > 0 {
-			w = append(w, p.name, spec.FormatPercent(p.v))
+			w = append(w, p.name, units.FormatPercent(p.v))
 		}
 	}
 	if m.Rate > 0 {
-		w = append(w, "rate", spec.FormatBitRate(m.Rate))
+		w = append(w, "rate", units.FormatBitRate(m.Rate))
 	}
 	w = append(w, "limit", fmt.Sprint(m.QueueLimit()))
 	return head + strings.Join(w, " ")

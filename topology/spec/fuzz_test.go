@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nslab/nslab/topology/units"
 )
 
 // The fuzz targets of the file's parsers. Their seeds run as ordinary
@@ -124,11 +126,11 @@ func FuzzCPUMask(f *testing.F) {
 // FuzzValues: rates, bit rates, percentages and delays parse or refuse,
 // never panic, and what parses is in range.
 func FuzzValues(f *testing.F) {
-	for _, s := range []string{"max", "500Mbps", "1Gbps", "100000pps", "10Mbit", "1.5Gbit", "20ms", "1s", "250us", "0.5%", "100%", "50", "-1", "1e309", "NaN", "", "0x10pps", "9999999999999999999pps"} {
+	for _, s := range []string{"max", "500Mbit", "500Mbps", "1Gbit", "100000pps", "10Mbit", "1.5Gbit", "20ms", "1s", "250us", "0.5%", "100%", "50", "-1", "1e309", "NaN", "", "0x10pps", "9999999999999999999pps"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		if p, err := ParsePercent(s); err == nil && (p < 0 || p > 100 || p != p) {
+		if p, err := units.ParsePercent(s); err == nil && (p < 0 || p > 100 || p != p) {
 			t.Fatalf("percent %q = %v", s, p)
 		}
 		if d, err := ParseDelay(s); err == nil && d < 0 {
@@ -137,8 +139,8 @@ func FuzzValues(f *testing.F) {
 		if d, err := time.ParseDuration(s); err == nil && d < 0 {
 			return // the file's durations refuse negatives in validation
 		}
-		_, _ = ParseBitRate(s)
-		_, _, _ = ParseRate(s)
+		_, _ = units.ParseBitRate(s)
+		_, _, _ = units.ParseRate(s)
 		if p, err := ParsePorts(s); err == nil && (p[0] < 1 || p[1] > 65535 || p[0] > p[1]) {
 			t.Fatalf("ports %q = %v", s, p)
 		}

@@ -2,10 +2,10 @@ package spec
 
 import (
 	"fmt"
-	"math"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/nslab/nslab/topology/units"
 
 	"gopkg.in/yaml.v3"
 )
@@ -64,11 +64,11 @@ func (m *Impair) String() string {
 		v    float64
 	}{{"loss", m.Loss}, {"duplicate", m.Duplicate}, {"reorder", m.Reorder}, {"corrupt", m.Corrupt}} {
 		if p.v > 0 {
-			w = append(w, p.name+" "+FormatPercent(p.v))
+			w = append(w, p.name+" "+units.FormatPercent(p.v))
 		}
 	}
 	if m.Rate > 0 {
-		w = append(w, "rate "+FormatBitRate(m.Rate))
+		w = append(w, "rate "+units.FormatBitRate(m.Rate))
 	}
 	if m.Limit > 0 {
 		w = append(w, fmt.Sprintf("limit %d", m.Limit))
@@ -83,54 +83,6 @@ func FormatDelay(d time.Duration) string {
 		return fmt.Sprintf("%dms", d/time.Millisecond)
 	}
 	return fmt.Sprintf("%dus", d/time.Microsecond)
-}
-
-// FormatPercent writes p as tc reads it ("1%", "0.1%").
-func FormatPercent(p float64) string { return strconv.FormatFloat(p, 'f', -1, 64) + "%" }
-
-// FormatBitRate writes bits per second in the largest unit tc reads that
-// keeps it whole ("10Mbit", "1500kbit").
-func FormatBitRate(bps uint64) string {
-	for _, u := range []struct {
-		name  string
-		scale uint64
-	}{{"Gbit", 1e9}, {"Mbit", 1e6}, {"kbit", 1e3}} {
-		if bps%u.scale == 0 {
-			return fmt.Sprintf("%d%s", bps/u.scale, u.name)
-		}
-	}
-	return fmt.Sprintf("%dbit", bps)
-}
-
-var bitRateRE = lazyRE(`^([0-9]+(?:\.[0-9]+)?)\s*([kKmMgG]?)(bit|bps)$`)
-
-// ParseBitRate reads a link rate in bits per second: "10Mbit", "512kbit",
-// "1Gbit", "100000bit". tc's "mbps" means megabytes per second, ours would
-// mean megabits: to spare the reader that trap, "bps" forms are refused.
-func ParseBitRate(s string) (uint64, error) {
-	m := bitRateRE().FindStringSubmatch(s)
-	if m == nil {
-		return 0, fmt.Errorf("rate %q: write bits per second with a unit, such as 10Mbit, 512kbit or 1Gbit", s)
-	}
-	if m[3] == "bps" {
-		return 0, fmt.Errorf("rate %q: write %s%sbit for bits per second (tc reads \"bps\" as bytes per second, so nslab does not take it)", s, m[1], m[2])
-	}
-	v, _ := strconv.ParseFloat(m[1], 64)
-	v *= map[string]float64{"": 1, "k": 1e3, "m": 1e6, "g": 1e9}[strings.ToLower(m[2])]
-	if v < 8 || v > 1e12 {
-		return 0, fmt.Errorf("rate %q: between 8bit and 1000Gbit", s)
-	}
-	return uint64(math.Round(v)), nil
-}
-
-// ParsePercent reads "1%" or "0.5%" (0..100).
-func ParsePercent(s string) (float64, error) {
-	num, ok := strings.CutSuffix(strings.TrimSpace(s), "%")
-	v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
-	if !ok || err != nil || v < 0 || v > 100 || math.IsNaN(v) {
-		return 0, fmt.Errorf("%q: write a percentage between 0%% and 100%%, such as 1%% or 0.5%%", s)
-	}
-	return v, nil
 }
 
 // ParseDelay reads a delay such as "20ms" or "500us" (0 to 1 hour).
@@ -169,7 +121,7 @@ func (r *reporter) parseImpair(v *yaml.Node, path string) *Impair {
 	}{{"loss", &m.Loss}, {"duplicate", &m.Duplicate}, {"reorder", &m.Reorder}, {"corrupt", &m.Corrupt}} {
 		if e, ok := f[key.name]; ok {
 			if s, ok := r.str(e.v, e.path, "a percentage such as 1%"); ok {
-				p, err := ParsePercent(s)
+				p, err := units.ParsePercent(s)
 				if err != nil {
 					r.errf(e.path, "%v", err)
 				}
@@ -179,7 +131,7 @@ func (r *reporter) parseImpair(v *yaml.Node, path string) *Impair {
 	}
 	if e, ok := f["rate"]; ok {
 		if s, ok := r.str(e.v, e.path, "a rate such as 10Mbit"); ok {
-			rate, err := ParseBitRate(s)
+			rate, err := units.ParseBitRate(s)
 			if err != nil {
 				r.errf(e.path, "%v", err)
 			}

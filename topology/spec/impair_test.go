@@ -62,19 +62,6 @@ var impairCases = []struct {
 	{"type", "impair: {rate: 20Mbit}", "impair: 20Mbit", "x.yaml:8:46: nodes.b.interfaces.e0.impair", "must be a mapping"},
 }
 
-func TestBitRates(t *testing.T) {
-	for in, want := range map[string]uint64{"10Mbit": 10e6, "512kbit": 512e3, "1Gbit": 1e9, "1.5mbit": 1.5e6, "100000bit": 1e5} {
-		if got, err := ParseBitRate(in); err != nil || got != want {
-			t.Errorf("%q: %d %v", in, got, err)
-		}
-	}
-	for in, want := range map[uint64]string{10e6: "10Mbit", 1500e3: "1500kbit", 1e9: "1Gbit", 1234: "1234bit"} {
-		if got := FormatBitRate(in); got != want {
-			t.Errorf("%d: %q", in, got)
-		}
-	}
-}
-
 // TestProgramRules: a node's exec: and run: are lists of command lines,
 // with their place when they are not.
 func TestProgramRules(t *testing.T) {

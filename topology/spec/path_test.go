@@ -155,20 +155,6 @@ func mustSource(t *testing.T) []byte {
 	return data
 }
 
-func TestParseRate(t *testing.T) {
-	for s, want := range map[string][2]uint64{"max": {0, 0}, "200kpps": {200000, 0}, "1.5Mpps": {1500000, 0}, "500Mbps": {0, 500}, "1Gbps": {0, 1000}, "77pps": {77, 0}} {
-		pps, mbps, err := ParseRate(s)
-		if err != nil || pps != want[0] || mbps != want[1] {
-			t.Errorf("%s: %d pps %d Mbps %v", s, pps, mbps, err)
-		}
-	}
-	for _, s := range []string{"fast", "10", "0pps", "5 kb"} {
-		if _, _, err := ParseRate(s); err == nil {
-			t.Errorf("%s accepted", s)
-		}
-	}
-}
-
 // TestTraceHops checks what nslab path prints: per routing hop the
 // next-hop address (gateway or the destination on-link) and the interface
 // holding it; a node without interface picks its egress; a local address.

@@ -9,6 +9,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nslab/nslab/topology/units"
+
 	"github.com/nslab/nslab/topology/frame"
 	"gopkg.in/yaml.v3"
 )
@@ -21,7 +23,7 @@ import (
 //	    to: 10.0.2.1        # destination address
 //	    frame: 64           # or frames: [64, 128, ...] for a sweep
 //	    duration: 10s       # or count: 1000000
-//	    rate: max           # or 200kpps, 500Mbps
+//	    rate: max           # or 200kpps, 500Mbit
 //	    threads: 1
 type Traffic struct {
 	Name   string
@@ -153,9 +155,9 @@ func (r *reporter) trafficLength(f map[string]kv, t *Traffic) {
 		}
 	}
 	if e, ok := f["rate"]; ok {
-		if s, ok := r.str(e.v, e.path, "max, or a rate such as 200kpps or 500Mbps"); ok {
+		if s, ok := r.str(e.v, e.path, "max, or a rate such as 200kpps or 500Mbit"); ok {
 			var err error
-			if t.RatePPS, t.RateMbps, err = ParseRate(s); err != nil {
+			if t.RatePPS, t.RateMbps, err = units.ParseRate(s); err != nil {
 				r.errf(e.path, "%v", err)
 			}
 		}
@@ -241,31 +243,6 @@ func CheckEngine(name string) error {
 		return fmt.Errorf("engine %q: use auto, pktgen or userspace", name)
 	}
 	return nil
-}
-
-var rateRE = lazyRE(`^(\d+(?:\.\d+)?)\s*(pps|kpps|Mpps|bps|kbps|Mbps|Gbps)$`)
-
-// ParseRate reads "max", "200kpps", "1.5Mpps", "500Mbps" or "1Gbps" into a
-// packet rate or a bit rate (Mbps, counting frames without FCS as pktgen
-// does). Both are zero for "max".
-func ParseRate(s string) (pps, mbps uint64, err error) {
-	if s == "max" {
-		return 0, 0, nil
-	}
-	m := rateRE().FindStringSubmatch(s)
-	if m == nil {
-		return 0, 0, fmt.Errorf("rate %q: use max, or a number with pps, kpps, Mpps, kbps, Mbps or Gbps, e.g. 200kpps", s)
-	}
-	v, _ := strconv.ParseFloat(m[1], 64)
-	scale := map[string]float64{"pps": 1, "kpps": 1e3, "Mpps": 1e6, "bps": 1e-6, "kbps": 1e-3, "Mbps": 1, "Gbps": 1e3}[m[2]]
-	v *= scale
-	if v < 1 {
-		return 0, 0, fmt.Errorf("rate %q is below 1 pps or 1 Mbps", s)
-	}
-	if strings.HasSuffix(m[2], "pps") {
-		return uint64(v), 0, nil
-	}
-	return 0, uint64(v), nil
 }
 
 // DefaultPort is the UDP destination port of a run that gives none.
