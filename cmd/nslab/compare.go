@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/nslab/nslab/pktgen/report"
@@ -41,6 +42,10 @@ func runCompare(c *cli.Context) error {
 			return cli.Exit(err.Error(), 1)
 		}
 		cmp, err := report.Compare(base, other, c.Bool("force"))
+		var mm *report.MismatchError
+		if errors.As(err, &mm) {
+			return cli.Exit(err.Error()+"\n(compare them anyway with --force)", 1)
+		}
 		if err != nil {
 			return cli.Exit(err.Error(), 1)
 		}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/nslab/nslab/pktgen/bench"
 	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/urfave/cli/v2"
@@ -61,7 +62,7 @@ func run(args []string) int {
 	if errors.As(err, &ps) {
 		fmt.Fprintf(os.Stderr, "nslab: the topology file has %d problem(s); nothing was changed:\n%v\n", len(ps), ps)
 	} else if err.Error() != "" { // a helper program has said why already
-		fmt.Fprintln(os.Stderr, "nslab:", err)
+		fmt.Fprintln(os.Stderr, "nslab:", flagWords(err))
 	}
 	var ec cli.ExitCoder
 	switch {
@@ -71,6 +72,17 @@ func run(args []string) int {
 		return ec.ExitCode()
 	}
 	return 1
+}
+
+// flagWords is err's message with the request field a library names
+// (bench.FieldError: "rate: ...") named as the flag the user gave it
+// ("--rate: ...").
+func flagWords(err error) string {
+	var fe *bench.FieldError
+	if !errors.As(err, &fe) {
+		return err.Error()
+	}
+	return strings.Replace(err.Error(), fe.Error(), "--"+fe.Error(), 1)
 }
 
 // operandsFirst are the verbs whose operands may come before their

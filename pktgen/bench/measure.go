@@ -38,7 +38,7 @@ func newMeasurement(r *lab.Running, path *spec.Path, measure []spec.Endpoint, ip
 	if len(measure) > 0 {
 		for i, ep := range measure {
 			if r.Node(ep.Node) == nil {
-				return nil, fmt.Errorf("--measure %s: no node %s in the lab", ep, ep.Node)
+				return nil, &FieldError{"measure", fmt.Errorf("%s: no node %s in the lab", ep, ep.Node)}
 			}
 			m.targets = append(m.targets, sample.TargetOf(r, ep))
 			m.roles = append(m.roles, map[bool]string{true: "receiver", false: "measured"}[i == len(measure)-1])

@@ -80,7 +80,7 @@ type Outcome struct {
 func Sweep(ctx context.Context, m *lab.Manager, req Request) (out *Outcome, err error) {
 	out = &Outcome{}
 	if len(req.Streams) > 1 && (req.Search != nil || req.MLR != nil || req.RFC2544 != nil || len(req.Measure) > 0) {
-		return out, fmt.Errorf("--search, --rfc2544 and --measure take one traffic run; %d were named", len(req.Streams))
+		return out, fmt.Errorf("a search, an RFC 2544 run and measured hops take one traffic run; %d were named", len(req.Streams))
 	}
 	if err := req.checkVariants(); err != nil {
 		return out, err
@@ -303,12 +303,12 @@ func settlePlacement(req *Request) error {
 			t.CPUs = nil
 		}
 		if placed {
-			l.Unplace("--placement off")
+			l.Unplace("placement off")
 		}
 		return nil
 	case "", "on", "auto":
 	default:
-		return fmt.Errorf("--placement %q: use on, auto or off", req.Placement)
+		return &FieldError{"placement", fmt.Errorf("%q: use on, auto or off", req.Placement)}
 	}
 	for _, t := range runs {
 		if !l.Placed() && len(t.CPUs) == 0 {
@@ -322,7 +322,7 @@ func settlePlacement(req *Request) error {
 			continue
 		}
 		if req.Placement != "auto" {
-			return fmt.Errorf("the lab's CPU placement cannot apply here: %s (--placement auto runs without it and says so)", why)
+			return fmt.Errorf("the lab's CPU placement cannot apply here: %s (placement auto runs without it and says so)", why)
 		}
 		l.Unplace(why)
 		for _, t := range runs {

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"time"
@@ -32,7 +33,7 @@ type Selection struct {
 func Streams(l *spec.Lab, names []string, sel Selection) ([]*spec.Traffic, error) {
 	if len(names) == 0 || sel.From != "" {
 		if len(names) > 1 {
-			return nil, fmt.Errorf("--from and --to give one run: name no --traffic, or leave them out")
+			return nil, errors.New("a run given by its from and to is one run: name no traffic runs with it, or leave from and to out")
 		}
 		t, err := Traffic(l, sel)
 		return []*spec.Traffic{t}, err
@@ -56,7 +57,7 @@ func Streams(l *spec.Lab, names []string, sel Selection) ([]*spec.Traffic, error
 				return nil, err
 			}
 			if len(out) > 0 && fmt.Sprint(t.Frames) != fmt.Sprint(out[0].Frames) {
-				return nil, fmt.Errorf("runs measured together sweep the same frame sizes: %s has %v, %s %v; give --frame", out[0].Name, out[0].Frames, t.Name, t.Frames)
+				return nil, fmt.Errorf("runs measured together sweep the same frame sizes: %s has %v, %s %v; give one frame size for all", out[0].Name, out[0].Frames, t.Name, t.Frames)
 			}
 			out = append(out, t)
 		}
@@ -89,17 +90,17 @@ func pick(l *spec.Lab, sel Selection) (*spec.Traffic, error) {
 	if sel.From != "" || sel.To != "" {
 		from, err := spec.ParseInterface(sel.From)
 		if err != nil {
-			return nil, fmt.Errorf("--from: %w", err)
+			return nil, &FieldError{"from", err}
 		}
 		to, err := netip.ParseAddr(sel.To)
 		if err != nil {
-			return nil, fmt.Errorf("--to %q: want the destination address, e.g. 10.0.2.1", sel.To)
+			return nil, &FieldError{"to", fmt.Errorf("%q: want the destination address, e.g. 10.0.2.1", sel.To)}
 		}
 		return &spec.Traffic{Name: "command-line", From: from, To: to, Frames: []int{spec.DefaultFrame}, Threads: 1,
 			Engine: spec.DefaultEngine, Duration: DefaultDuration}, nil
 	}
 	if len(l.Traffic) == 0 {
-		return nil, fmt.Errorf("%s has no traffic: section: add a run (see examples/client-router-server.yaml) or give --from and --to", l.File)
+		return nil, fmt.Errorf("%s has no traffic: section: add a run (see examples/client-router-server.yaml) or give a run's from and to", l.File)
 	}
 	t := l.Traffic[0]
 	if sel.Name != "" {
@@ -116,7 +117,7 @@ func (sel Selection) apply(t *spec.Traffic) error {
 	if sel.Rate != "" {
 		pps, mbps, err := units.ParseRate(sel.Rate)
 		if err != nil {
-			return fmt.Errorf("--rate: %w", err)
+			return &FieldError{"rate", err}
 		}
 		t.RatePPS, t.RateMbps = pps, mbps
 	}
@@ -126,10 +127,10 @@ func (sel Selection) apply(t *spec.Traffic) error {
 	if sel.CPUs != "" {
 		set, err := spec.ParseCPUList(sel.CPUs)
 		if err != nil {
-			return fmt.Errorf("--cpus: %w", err)
+			return &FieldError{"cpus", err}
 		}
 		if sel.Threads > 0 && sel.Threads != len(set) {
-			return fmt.Errorf("--cpus %s names %d CPU(s) but --threads is %d: one thread runs per CPU", set, len(set), sel.Threads)
+			return &FieldError{"cpus", fmt.Errorf("%s names %d CPU(s) but threads is %d: one thread runs per CPU", set, len(set), sel.Threads)}
 		}
 		t.CPUs, t.Threads = set, len(set)
 	}

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -44,10 +45,15 @@ func TestTrafficSelection(t *testing.T) {
 		{Selection{From: "client", To: "10.0.2.1"}, "must be node:interface"},
 		{Selection{From: "client:eth0", To: "10.9.9.9"}, "no interface of the lab has address 10.9.9.9"},
 		{Selection{CPUs: "0,1", Threads: 3}, "one thread runs per CPU"},
-		{Selection{Rate: "fast"}, "--rate"},
+		{Selection{Rate: "fast"}, `rate: rate "fast": use max`},
 	} {
 		if _, err := Traffic(l, c.sel); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%+v: got %v, want %q", c.sel, err, c.want)
 		}
+	}
+	// The library names the field, never a flag: cmd names the flag.
+	var fe *FieldError
+	if _, err := Traffic(l, Selection{Rate: "fast"}); !errors.As(err, &fe) || fe.Field != "rate" || strings.Contains(err.Error(), "--") {
+		t.Errorf("a bad rate gives %v; want a FieldError of rate that names no flag", err)
 	}
 }

@@ -95,18 +95,18 @@ func (req Request) checkVariants() error {
 		return nil
 	}
 	if len(req.Streams) > 1 {
-		return fmt.Errorf("--variants takes one traffic run; %d were named", len(req.Streams))
+		return &FieldError{"variants", fmt.Errorf("variants take one traffic run; %d were named", len(req.Streams))}
 	}
 	if len(req.Variants) < 2 {
-		return fmt.Errorf("--variants %s: name two or more, comma-separated, to compare them (%s is the lab as deployed)", req.Variants[0], spec.BaseVariant)
+		return &FieldError{"variants", fmt.Errorf("%s: name two or more to compare them (%s is the lab as deployed)", req.Variants[0], spec.BaseVariant)}
 	}
 	seen := map[string]bool{}
 	for _, v := range req.Variants {
 		if req.Lab.Variant(v) == nil {
-			return fmt.Errorf("--variants: lab %s has no variant %q (its variants: %s, and %s, the lab as deployed)", req.Lab.Name, v, joinOr(req.Lab.VariantNames(), "none"), spec.BaseVariant)
+			return &FieldError{"variants", fmt.Errorf("lab %s has no variant %q (its variants: %s, and %s, the lab as deployed)", req.Lab.Name, v, joinOr(req.Lab.VariantNames(), "none"), spec.BaseVariant)}
 		}
 		if seen[v] {
-			return fmt.Errorf("--variants: %s is named twice", v)
+			return &FieldError{"variants", fmt.Errorf("%s is named twice", v)}
 		}
 		seen[v] = true
 	}

@@ -63,7 +63,7 @@ func ReadResults(path string) (*ResultsFile, error) {
 		return nil, fmt.Errorf("read %s: %w", path, err)
 	}
 	if len(rf.Figures) == 0 {
-		return nil, fmt.Errorf("%s holds no results (write them with nslab bench --out FILE)", path)
+		return nil, fmt.Errorf("%s holds no results (a results file is the JSON lines of bench's output)", path)
 	}
 	return rf, nil
 }
@@ -179,13 +179,21 @@ type Comparison struct {
 	Ignored  []string `json:"environment_differences,omitempty"` // differences the caller chose to ignore
 }
 
+// MismatchError says that two results files were measured differently
+// (see Differences), so Compare refused them.
+type MismatchError struct{ Differences []string }
+
+func (e *MismatchError) Error() string {
+	return "the results were measured differently, so their difference would not be the change alone:\n  " + strings.Join(e.Differences, "\n  ")
+}
+
 // Compare compares b against a, figure by figure. It refuses files whose
 // environments differ (lab, kernel, engine, placement, nslab), naming
 // what differs, unless force.
 func Compare(a, b *ResultsFile, force bool) (*Comparison, error) {
 	diff := Differences(a, b)
 	if len(diff) > 0 && !force {
-		return nil, fmt.Errorf("the results were measured differently, so their difference would not be the change alone:\n  %s\n(compare them anyway with --force)", strings.Join(diff, "\n  "))
+		return nil, &MismatchError{Differences: diff}
 	}
 	c := &Comparison{Old: a.Path, New: b.Path, Ignored: diff,
 		Method: "medians; change interval: bootstrap (10000 resamples) percentile 95% of the ratio of medians; p: two-sided Mann-Whitney U"}

@@ -114,7 +114,7 @@ func family(a netip.Addr) string {
 // Run probes every pair of Expected on the running lab, all at once, and
 // returns them in the same order. It runs in the caller's namespace; each
 // probe opens its socket inside the sending node's namespace.
-func Run(ctx context.Context, r *lab.Running, o Options) ([]Pair, error) {
+func Run(ctx context.Context, r *lab.Running, o Options) (Pairs, error) {
 	if o.Timeout <= 0 {
 		o.Timeout = time.Second
 	}

@@ -45,7 +45,7 @@ func Lab(o Options) (string, error) {
 		o.Spines = 2
 	}
 	if o.N < 1 {
-		return "", fmt.Errorf("--n %d: give at least 1", o.N)
+		return "", fmt.Errorf("%d nodes: give at least 1", o.N)
 	}
 	var g *lab
 	switch o.Kind {

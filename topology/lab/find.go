@@ -56,5 +56,5 @@ func (m *Manager) LocateNode(labName, node string) (foundLab, foundNode, nsName 
 		return foundLab, foundNode, nsName, nil
 	}
 	sort.Strings(matches)
-	return "", "", "", fmt.Errorf("node %s is in several labs (%s): name one as LAB:NODE or with --name", node, strings.Join(matches, ", "))
+	return "", "", "", fmt.Errorf("node %s is in several labs (%s): name one as LAB:NODE", node, strings.Join(matches, ", "))
 }

@@ -235,7 +235,7 @@ func (l *Lab) Part(host string) (*Lab, error) {
 	h := l.Host(host)
 	if h == nil {
 		if len(l.Hosts) == 0 {
-			return nil, fmt.Errorf("lab %s has no hosts: section: deploy it without --host", l.Name)
+			return nil, fmt.Errorf("lab %s has no hosts: section: it is one part, for this machine, and has no part for a host of its own", l.Name)
 		}
 		return nil, fmt.Errorf("lab %s has no host %q: its hosts are %s", l.Name, host, strings.Join(l.HostNames(), ", "))
 	}

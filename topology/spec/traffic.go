@@ -288,7 +288,7 @@ func validateTraffic(r *reporter, lab *Lab) {
 	}
 	for k, t := range lab.Traffic {
 		if first, clash := names[t.Group]; clash && t.Group != "" {
-			r.errf(fmt.Sprintf("traffic[%d].group", k), "group %q has the name of traffic[%d]: --traffic %s must name one or the other; rename the group", t.Group, first, t.Group)
+			r.errf(fmt.Sprintf("traffic[%d].group", k), "group %q has the name of traffic[%d]: runs and groups are chosen by name, so the names must differ; rename the group", t.Group, first)
 		}
 	}
 }

@@ -263,7 +263,7 @@ func LatencyCDF(path string, reps []*report.Report) error {
 		n++
 	}
 	if n == 0 {
-		return fmt.Errorf("plot: no report carries a latency histogram (measure with nslab bench --latency)")
+		return fmt.Errorf("plot: no report carries a latency histogram (measure with the latency reader on)")
 	}
 	p.Legend.Top, p.Legend.Left = false, false
 	return save(path, p)

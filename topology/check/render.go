@@ -1,0 +1,137 @@
+package check
+
+// What check prints: the pairs as a matrix or a list, the problems, and a
+// summary.
+
+import (
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/nslab/nslab/topology/spec"
+)
+
+// Pairs are the results of a check, one per pair of node and address;
+// they render themselves (cmd chooses which form).
+type Pairs []Pair
+
+// cell is a pair in the matrix: the RTT when it answered as expected,
+// "-" when it did not answer as expected, and BROKEN / UNEXPECTED.
+func cell(p Pair) string {
+	switch {
+	case p.Local:
+		return "local"
+	case p.Broken():
+		return "BROKEN"
+	case p.Unexpected():
+		return "UNEXPECTED " + rtt(p.RTT)
+	case p.Answered:
+		return rtt(p.RTT)
+	case p.Filtered:
+		return "filtered"
+	}
+	return "-"
+}
+
+func rtt(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/1e6) }
+
+// WriteMatrix writes a row per node and a column per address.
+func (pairs Pairs) WriteMatrix(w io.Writer, l *spec.Lab) {
+	addrs := l.Model().Addresses()
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	head, owners := []string{"FROM \\ TO"}, []string{""}
+	for _, a := range addrs {
+		head, owners = append(head, a.Addr.String()), append(owners, a.By.String())
+	}
+	fmt.Fprintln(tw, strings.Join(head, "\t"))
+	fmt.Fprintln(tw, strings.Join(owners, "\t"))
+	for i, n := range l.Nodes {
+		row := []string{n.Name}
+		for j := range addrs {
+			row = append(row, cell(pairs[i*len(addrs)+j]))
+		}
+		fmt.Fprintln(tw, strings.Join(row, "\t"))
+	}
+	tw.Flush()
+	fmt.Fprintln(w, "\n(round-trip time of the first echo reply; - : no reply, and the routes say none can come; filtered: no reply, and a firewall on the way drops it)")
+}
+
+// WriteList writes one line per pair.
+func (pairs Pairs) WriteList(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "FROM\tTO\tHELD BY\tROUTES SAY\tRESULT")
+	for _, p := range pairs {
+		say := "reachable"
+		switch {
+		case p.Filtered:
+			say = "filtered"
+		case !p.Expect:
+			say = "unreachable"
+		}
+		got := "no reply"
+		if p.Answered {
+			got = "reply in " + rtt(p.RTT)
+		}
+		if p.Local {
+			got += " (local)"
+		}
+		mark := ""
+		if !p.OK() {
+			mark = "  <- " + map[bool]string{true: "BROKEN", false: "UNEXPECTED"}[p.Broken()]
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s%s\n", p.From, p.To, p.Owner, say, got, mark)
+	}
+	tw.Flush()
+}
+
+// WriteProblems explains every pair that did not behave as the
+// routes say.
+func (pairs Pairs) WriteProblems(w io.Writer) {
+	first := true
+	for _, p := range pairs {
+		if p.OK() {
+			continue
+		}
+		if first {
+			fmt.Fprintln(w)
+			first = false
+		}
+		if p.Broken() {
+			why := "no reply"
+			if p.SendErr != "" {
+				why = "the kernel refused to send: " + p.SendErr
+			}
+			fmt.Fprintf(w, "BROKEN      %s -> %s (%s): %s, but the lab's routes and rules say it answers\n", p.From, p.To, p.Owner, why)
+		} else {
+			fmt.Fprintf(w, "UNEXPECTED  %s -> %s (%s): replied in %s, but the lab's routes and rules say: %s\n", p.From, p.To, p.Owner, rtt(p.RTT), p.Why)
+		}
+	}
+}
+
+// Summary counts the pairs by outcome in one sentence, and reports
+// whether any is broken or unexpectedly reachable.
+func (pairs Pairs) Summary() (string, bool) {
+	var reach, unreach, filtered, broken, unexpected int
+	for _, p := range pairs {
+		switch {
+		case p.Broken():
+			broken++
+		case p.Unexpected():
+			unexpected++
+		case p.Answered:
+			reach++
+		case p.Filtered:
+			filtered++
+		default:
+			unreach++
+		}
+	}
+	s := fmt.Sprintf("%d pairs: %d answered and %d stayed silent as the routes say", len(pairs), reach, unreach)
+	if filtered > 0 {
+		s += fmt.Sprintf(", %d were dropped by a firewall as its rules say", filtered)
+	}
+	s += fmt.Sprintf("; %d broken, %d unexpectedly reachable", broken, unexpected)
+	return s, broken+unexpected > 0
+}

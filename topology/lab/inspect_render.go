@@ -1,0 +1,253 @@
+package lab
+
+// What inspect prints: a deployed lab as tables, and the list of labs.
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// WriteSummaries writes the list of labs as a table (inspect without a lab).
+func WriteSummaries(w io.Writer, labs []Summary) {
+	if len(labs) == 0 {
+		fmt.Fprintln(w, "no labs deployed")
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "LAB\tPHASE\tNODES\tDEPLOYED\tFILE")
+	for _, l := range labs {
+		when := "-"
+		if !l.Deployed.IsZero() {
+			when = l.Deployed.Local().Format(time.DateTime)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", l.Lab, l.Phase, l.Nodes, when, l.File)
+	}
+	tw.Flush()
+}
+
+// WriteTable writes a deployed lab as inspect prints it: its interfaces,
+// queues, impairments, netfilter rules, services, routes and rules.
+func (info *LabInfo) WriteTable(w io.Writer) {
+	fmt.Fprintf(w, "lab %s (%s", info.Lab, info.Phase)
+	if !info.Deployed.IsZero() {
+		fmt.Fprintf(w, " %s", info.Deployed.Local().Format(time.DateTime))
+	}
+	fmt.Fprintf(w, ", from %s)\n\n", info.File)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tNAMESPACE\tINTERFACE\tKIND\tPEER\tMAC\tMTU\tSTATE\tADDRESSES")
+	for _, n := range info.Nodes {
+		if !n.Present || n.Error != "" {
+			fmt.Fprintf(tw, "%s\t%s\t-\t-\t-\t-\t-\tMISSING\t%s\n", n.Node, n.Namespace, n.Error)
+			continue
+		}
+		for _, i := range n.Interfaces {
+			kind := i.Kind
+			if i.Master != "" {
+				kind += " (port of " + i.Master + ")"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\n", n.Node, n.Namespace, i.Name, kind,
+				dash(i.Peer), i.MAC, i.MTU, i.State, dash(strings.Join(i.Addresses, ", ")))
+		}
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	printQueues(w, info)
+	printImpairments(w, info)
+	printNetfilter(w, info)
+	printServices(w, info)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tFORWARDING\tTABLE\tROUTE\tVIA\tDEV\tMETRIC\tPROTO")
+	for _, n := range info.Nodes {
+		fw := forwarding(n)
+		for _, r := range n.Routes {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.Node, fw, tableName(r.Table), r.To, dash(r.Via), dash(r.Dev), dash(metric(r.Metric)), r.Proto)
+		}
+	}
+	tw.Flush()
+	printRules(w, info)
+}
+
+// printRules lists the nodes' policy routing rules, when any has some.
+func printRules(w io.Writer, info *LabInfo) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	header := false
+	for _, n := range info.Nodes {
+		for _, r := range n.Rules {
+			if !header {
+				fmt.Fprintln(w)
+				fmt.Fprintln(tw, "NODE\tPRIORITY\tFROM\tTO\tIIF\tOIF\tTABLE")
+				header = true
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", n.Node, r.Priority, cmp.Or(r.From, "all"), dash(r.To), dash(r.IIF), dash(r.OIF), tableName(r.Table))
+		}
+	}
+	tw.Flush()
+}
+
+func tableName(t int) string {
+	switch t {
+	case 254:
+		return "main"
+	case 253:
+		return "default"
+	}
+	return strconv.Itoa(t)
+}
+
+func forwarding(n NodeInfo) string {
+	switch {
+	case n.Forwarding.IPv4 && n.Forwarding.IPv6:
+		return "ipv4+ipv6"
+	case n.Forwarding.IPv4:
+		return "ipv4"
+	case n.Forwarding.IPv6:
+		return "ipv6"
+	}
+	return "off"
+}
+
+func metric(m int) string {
+	if m == 0 {
+		return ""
+	}
+	return strconv.Itoa(m)
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// printQueues shows each interface's queues as the kernel has them, with
+// the node's CPU placement, when anything is placed or has several queues.
+func printQueues(w io.Writer, info *LabInfo) {
+	if !anyQueues(info) {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tPLACEMENT\tINTERFACE\tQUEUES RX/TX\tRPS CPUS\tXPS CPUS\tNAPI")
+	for _, n := range info.Nodes {
+		place := "-"
+		if p := n.Placement; p != nil {
+			place = "cpu " + p.CPUs + " (" + p.Receive + ")"
+		}
+		for _, i := range n.Interfaces {
+			if q := i.Queues; q != nil {
+				napi := "-"
+				if q.Threaded {
+					napi = "threaded"
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", n.Node, place, i.Name, q.Rx, q.Tx, cpuLists(q.RPS), cpuLists(q.XPS), napi)
+			}
+		}
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+}
+
+func anyQueues(info *LabInfo) bool {
+	for _, n := range info.Nodes {
+		if n.Placement != nil {
+			return true
+		}
+		for _, i := range n.Interfaces {
+			if i.Queues != nil && (i.Queues.Rx > 1 || i.Queues.Tx > 1 || i.Queues.Threaded) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// cpuLists shows a CPU list per queue ("1 | 1"), "-" for none.
+func cpuLists(per []string) string {
+	out := make([]string, len(per))
+	for i, c := range per {
+		out[i] = dash(c)
+	}
+	if len(out) == 0 {
+		return "-"
+	}
+	return strings.Join(out, " | ")
+}
+
+// printImpairments lists the interfaces whose egress has a qdisc of its own
+// (an impairment), as the kernel has it now.
+func printImpairments(w io.Writer, info *LabInfo) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	shown := false
+	for _, n := range info.Nodes {
+		for _, i := range n.Interfaces {
+			if i.Impairment == "" {
+				continue
+			}
+			if !shown {
+				fmt.Fprintln(tw, "NODE\tINTERFACE\tIMPAIRMENT (what it sends)")
+				shown = true
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\n", n.Node, i.Name, i.Impairment)
+		}
+	}
+	tw.Flush()
+	if shown {
+		fmt.Fprintln(w)
+	}
+}
+
+// printNetfilter lists each node's NAT and firewall rules as the kernel
+// has them now, with their counters.
+func printNetfilter(w io.Writer, info *LabInfo) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	shown := false
+	for _, n := range info.Nodes {
+		nf := n.Netfilter
+		if nf == nil {
+			continue
+		}
+		if !shown {
+			fmt.Fprintln(tw, "NODE\tCHAIN\tRULE\tPACKETS\tBYTES\tFROM THE FILE")
+			shown = true
+		}
+		if nf.Missing {
+			fmt.Fprintf(tw, "%s\t-\tMISSING: no table %s\t-\t-\t-\n", n.Node, nf.Table)
+			continue
+		}
+		for _, c := range nf.Chains {
+			if c.Hook == "forward" {
+				fmt.Fprintf(tw, "%s\t%s\tpolicy %s\t-\t-\t-\n", n.Node, c.Name, c.Policy)
+			}
+		}
+		for _, r := range nf.Rules {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", n.Node, r.Chain, dash(r.Rule), r.Packets, r.Bytes, dash(r.Path))
+		}
+	}
+	tw.Flush()
+	if shown {
+		fmt.Fprintln(w)
+	}
+}
+
+// printServices lists the lab's services and whether each still runs.
+func printServices(w io.Writer, info *LabInfo) {
+	if len(info.Services) == 0 {
+		return
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tSERVICE\tPID\tSTATE\tLOG")
+	for _, s := range info.Services {
+		state := "running"
+		if !s.Running {
+			state = "exited"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", s.Node, s.Command, s.PID, state, s.Log)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+}
