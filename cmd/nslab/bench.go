@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -15,7 +17,21 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-func benchCommand() *cli.Command {
+// benchOptions is nslab bench: the checked request (lab, runs, searches,
+// variants) and what the command does around it: print the pktgen script
+// instead, append each result to a results file, draw a plot, and the
+// format of the report.
+type benchOptions struct {
+	Request     bench.Request
+	Manager     *lab.Manager
+	DryRun      bool
+	ResultsFile string // --out; "": none
+	Plot        string // --plot FILE; "": none
+	Format      string
+	Out         io.Writer
+}
+
+func benchCommand(run func(context.Context, *benchOptions) error) *cli.Command {
 	return &cli.Command{
 		Name:      "bench",
 		Usage:     "run a traffic run of the file through the lab and report pps, Mbps, loss hop by hop and what limited it",
@@ -56,28 +72,29 @@ func benchCommand() *cli.Command {
 			&cli.IntFlag{Name: "confirm", Value: 1, Usage: "with --search-binary: trials in a row the rate found must pass"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "print the equivalent kernel pktgen shell script (destination MAC resolved) and change nothing"},
 		},
-		Action: runBench,
+		Action: action(func(c *cli.Context) (*benchOptions, error) {
+			req, err := benchRequest(c)
+			return &benchOptions{Request: req, Manager: manager(c), DryRun: c.Bool("dry-run"), ResultsFile: c.String("out"),
+				Plot: c.String("plot"), Format: c.String("format"), Out: c.App.Writer}, err
+		}, or(run, runBench)),
 	}
 }
 
-// runBench is flags in, one library call, output. Everything is checked
+// runBench is one library call and its output. Everything was checked
 // before anything is deployed.
-func runBench(c *cli.Context) error {
-	req, err := benchRequest(c)
-	if err != nil {
-		return err
-	}
-	if c.Bool("dry-run") {
-		return benchDryRun(c, req)
+func runBench(ctx context.Context, o *benchOptions) error {
+	req := o.Request
+	if o.DryRun {
+		return benchDryRun(o)
 	}
 	if err := lab.CheckPrivileges(); err != nil {
 		return err
 	}
-	plotter, err := plotHelper(c.String("plot"))
+	plotter, err := plotHelper(o.Plot)
 	if err != nil {
 		return err
 	}
-	if p := c.String("out"); p != "" {
+	if p := o.ResultsFile; p != "" {
 		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 		if err != nil {
 			return fmt.Errorf("results file: %w", err)
@@ -85,12 +102,12 @@ func runBench(c *cli.Context) error {
 		defer f.Close()
 		req.Results = f
 	}
-	out, err := bench.Sweep(c.Context, manager(c), req)
-	if werr := writeOutcome(c, out); werr != nil && err == nil {
+	out, err := bench.Sweep(ctx, o.Manager, req)
+	if werr := writeOutcome(o, out); werr != nil && err == nil {
 		err = werr
 	}
 	if err == nil && plotter != "" {
-		err = runPlot(plotter, c.String("plot"), out)
+		err = runPlot(plotter, o.Plot, out)
 	}
 	return err
 }
@@ -150,23 +167,24 @@ func benchRequest(c *cli.Context) (bench.Request, error) {
 
 // benchDryRun prints the run's pktgen script, with the MAC from the kernel
 // when the lab is deployed here.
-func benchDryRun(c *cli.Context, req bench.Request) error {
+func benchDryRun(o *benchOptions) error {
+	req, w := o.Request, o.Out
 	var r *lab.Running
 	if lab.CheckPrivileges() == nil {
-		if run, err := manager(c).Open(req.Lab); err == nil {
+		if run, err := o.Manager.Open(req.Lab); err == nil {
 			defer run.Close()
 			r = run
 		}
 	}
 	for i, t := range req.Streams {
 		if i == 0 {
-			fmt.Fprintf(c.App.Writer, "# %d runs, started together (one script each, run at the same time):\n", len(req.Streams))
+			fmt.Fprintf(w, "# %d runs, started together (one script each, run at the same time):\n", len(req.Streams))
 		}
 		script, err := bench.DryRun(req.Lab, r, t)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(c.App.Writer, "\n# --- run %s ---\n%s", t.Name, script)
+		fmt.Fprintf(w, "\n# --- run %s ---\n%s", t.Name, script)
 	}
 	if len(req.Streams) > 0 {
 		return nil
@@ -175,16 +193,15 @@ func benchDryRun(c *cli.Context, req bench.Request) error {
 	if err != nil {
 		return err
 	}
-	if _, err = fmt.Fprint(c.App.Writer, script); err != nil {
+	if _, err = fmt.Fprint(w, script); err != nil {
 		return err
 	}
-	return variantsDryRun(c, req)
+	return variantsDryRun(w, req)
 }
 
 // variantsDryRun prints, for --variants, the steps that apply each
 // variant and undo it.
-func variantsDryRun(c *cli.Context, req bench.Request) error {
-	w := c.App.Writer
+func variantsDryRun(w io.Writer, req bench.Request) error {
 	for _, name := range req.Variants {
 		apply, undo, err := lab.VariantPlan(req.Lab, name)
 		if err != nil {
@@ -204,11 +221,11 @@ func variantsDryRun(c *cli.Context, req bench.Request) error {
 
 // writeOutcome prints what finished in the chosen format, through the
 // report package's one writer.
-func writeOutcome(c *cli.Context, out *bench.Outcome) error {
+func writeOutcome(o *benchOptions, out *bench.Outcome) error {
 	if out == nil {
 		return nil
 	}
-	return report.WriteOutput(c.App.Writer, c.String("format"), &report.Output{Results: out.Results, Summaries: out.Summaries, Comparisons: out.Comparisons})
+	return report.WriteOutput(o.Out, o.Format, &report.Output{Results: out.Results, Summaries: out.Summaries, Comparisons: out.Comparisons})
 }
 
 // termWidth is the width of the terminal f is, or 0 when it is none.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -17,7 +18,19 @@ import (
 // the socket inside the node and hands it over.
 const captureHelperName = "nslab-capture"
 
-func captureCommand() *cli.Command {
+// captureOptions is nslab capture: an interface of a deployed lab (as
+// in impairOptions), the pcap file to write (- for standard output), the
+// frames to stop after (0: until Ctrl-C) and the bytes kept of each.
+type captureOptions struct {
+	Manager   *lab.Manager
+	Lab       string
+	Interface string
+	File      string
+	Count     int
+	Snaplen   int
+}
+
+func captureCommand(run func(context.Context, *captureOptions) error) *cli.Command {
 	return &cli.Command{
 		Name:      "capture",
 		Usage:     "write the frames a lab interface sends and receives as pcap, until Ctrl-C or -c N",
@@ -31,41 +44,49 @@ func captureCommand() *cli.Command {
 			&cli.IntFlag{Name: "c", Usage: "stop after `N` frames (default: until Ctrl-C)"},
 			&cli.IntFlag{Name: "snaplen", Value: 262144, Usage: "bytes kept of each frame"},
 		},
-		Action: func(c *cli.Context) error {
-			if c.NArg() != 1 {
-				return cli.Exit("usage: nslab capture NODE:IF -w FILE|- [-c N] [--snaplen N]", 2)
-			}
-			out := c.String("w")
-			if _, err := unix.IoctlGetTermios(int(os.Stdout.Fd()), unix.TCGETS); out == "" && err != nil { // not a terminal
-				out = "-"
-			}
-			if out == "" {
-				return cli.Exit("nslab capture writes pcap: give -w FILE, or -w - and a reader (| tcpdump -nr -, | wireshark -k -i -)", 2)
-			}
-			if c.Int("snaplen") < 1 || c.Int("c") < 0 {
-				return cli.Exit("--snaplen is at least 1 and -c at least 0", 2)
-			}
-			helper, err := helperPath(captureHelperName)
-			if err != nil {
-				return err
-			}
-			if err := lab.CheckPrivileges(); err != nil {
-				return err
-			}
-			sock, what, err := openCapture(c, c.Args().First())
-			if err != nil {
-				return err
-			}
-			defer sock.Close()
-			return runCapture(c, helper, sock, what, out)
-		},
+		Action: action(readCapture, or(run, runCaptureVerb)),
 	}
+}
+
+func readCapture(c *cli.Context) (*captureOptions, error) {
+	if c.NArg() != 1 {
+		return nil, cli.Exit("usage: nslab capture NODE:IF -w FILE|- [-c N] [--snaplen N]", 2)
+	}
+	out := c.String("w")
+	if _, err := unix.IoctlGetTermios(int(os.Stdout.Fd()), unix.TCGETS); out == "" && err != nil { // not a terminal
+		out = "-"
+	}
+	if out == "" {
+		return nil, cli.Exit("nslab capture writes pcap: give -w FILE, or -w - and a reader (| tcpdump -nr -, | wireshark -k -i -)", 2)
+	}
+	if c.Int("snaplen") < 1 || c.Int("c") < 0 {
+		return nil, cli.Exit("--snaplen is at least 1 and -c at least 0", 2)
+	}
+	return &captureOptions{Manager: manager(c), Lab: c.String("name"), Interface: c.Args().First(), File: out, Count: c.Int("c"), Snaplen: c.Int("snaplen")}, nil
+}
+
+// runCaptureVerb opens the packet socket in the node and hands it to the
+// helper that writes the pcap.
+func runCaptureVerb(ctx context.Context, o *captureOptions) error {
+	helper, err := helperPath(captureHelperName)
+	if err != nil {
+		return err
+	}
+	if err := lab.CheckPrivileges(); err != nil {
+		return err
+	}
+	sock, what, err := openCapture(o.Manager, o.Lab, o.Interface)
+	if err != nil {
+		return err
+	}
+	defer sock.Close()
+	return runCapture(ctx, helper, sock, what, o)
 }
 
 // openCapture opens the packet socket on the interface arg names, inside
 // its node.
-func openCapture(c *cli.Context, arg string) (*os.File, string, error) {
-	r, ep, err := openInterface(c, arg)
+func openCapture(m *lab.Manager, labName, arg string) (*os.File, string, error) {
+	r, ep, err := openInterface(m, labName, arg)
 	if err != nil {
 		return nil, "", err
 	}
@@ -80,8 +101,8 @@ func openCapture(c *cli.Context, arg string) (*os.File, string, error) {
 // runCapture runs the helper on the socket until it stops (at -c N, or on
 // Ctrl-C, which reaches it too; a SIGINT or SIGTERM to nslab alone is
 // passed on).
-func runCapture(c *cli.Context, helper string, sock *os.File, what, out string) error {
-	cmd := exec.Command(helper, "-w", out, "-c", strconv.Itoa(c.Int("c")), "-snaplen", strconv.Itoa(c.Int("snaplen")), "-what", what)
+func runCapture(ctx context.Context, helper string, sock *os.File, what string, o *captureOptions) error {
+	cmd := exec.Command(helper, "-w", o.File, "-c", strconv.Itoa(o.Count), "-snaplen", strconv.Itoa(o.Snaplen), "-what", what)
 	cmd.Stdout, cmd.Stderr, cmd.ExtraFiles = os.Stdout, os.Stderr, []*os.File{sock}
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("run %s: %w", helper, err)
@@ -91,7 +112,7 @@ func runCapture(c *cli.Context, helper string, sock *os.File, what, out string) 
 	select {
 	case err := <-done:
 		return helperExit(err)
-	case <-c.Done():
+	case <-ctx.Done():
 		_ = cmd.Process.Signal(os.Interrupt) // it stops, writes its count and exits
 		return helperExit(<-done)
 	}

@@ -1,16 +1,28 @@
 package main
 
 import (
-	"encoding/json"
+	"context"
 	"fmt"
+	"io"
 	"time"
 
 	"github.com/nslab/nslab/topology/check"
 	"github.com/nslab/nslab/topology/lab"
+	"github.com/nslab/nslab/topology/spec"
 	"github.com/urfave/cli/v2"
 )
 
-func checkCommand() *cli.Command {
+// checkOptions is nslab check: this host's part of a deployed lab, how
+// long to wait per echo and how often to try, and the format.
+type checkOptions struct {
+	Lab     *spec.Lab
+	Manager *lab.Manager
+	check.Options
+	Format string // matrix, list or json
+	Out    io.Writer
+}
+
+func checkCommand(run func(context.Context, *checkOptions) error) *cli.Command {
 	return &cli.Command{
 		Name:      "check",
 		Usage:     "ping every address of a deployed lab from every node and compare with what its routes, NAT and firewalls say",
@@ -22,51 +34,53 @@ func checkCommand() *cli.Command {
 			&cli.IntFlag{Name: "tries", Value: 2, Usage: "echoes per pair until one answers"},
 			&cli.StringFlag{Name: "format", Value: "matrix", Usage: "matrix, list or json"},
 		},
-		Action: func(c *cli.Context) error {
-			l, err := readPart(c)
-			if err != nil {
-				return err
-			}
-			if err := lab.CheckPrivileges(); err != nil {
-				return err
-			}
-			r, err := manager(c).Open(l)
-			if err != nil {
-				return fmt.Errorf("lab %s is not deployed (or not completely): nslab deploy -t %s first: %w", l.Name, l.File, err)
-			}
-			defer r.Close()
-			pairs, err := check.Run(c.Context, r, check.Options{Timeout: c.Duration("timeout"), Tries: c.Int("tries")})
-			if err != nil {
-				return err
-			}
-			w := c.App.Writer
+		Action: action(func(c *cli.Context) (*checkOptions, error) {
 			switch c.String("format") {
-			case "json":
-				enc := json.NewEncoder(w)
-				enc.SetIndent("", "  ")
-				if err := enc.Encode(pairs); err != nil {
-					return err
-				}
-			case "list":
-				pairs.WriteList(w)
-			case "matrix":
-				pairs.WriteMatrix(w, l)
+			case "matrix", "list", "json":
 			default:
-				return cli.Exit("--format is matrix, list or json", 2)
+				return nil, cli.Exit("--format is matrix, list or json", 2)
 			}
-			summary, bad := pairs.Summary()
-			if c.String("format") == "json" {
-				if bad { // the summary goes where the JSON does not
-					return cli.Exit("check failed: "+summary, 1)
-				}
-				return nil
-			}
-			pairs.WriteProblems(w)
-			fmt.Fprintln(w, summary)
-			if bad {
-				return cli.Exit("", 1) // said above, once
-			}
-			return nil
-		},
+			l, err := readPart(c)
+			return &checkOptions{Lab: l, Manager: manager(c), Options: check.Options{Timeout: c.Duration("timeout"), Tries: c.Int("tries")},
+				Format: c.String("format"), Out: c.App.Writer}, err
+		}, or(run, runCheck)),
 	}
+}
+
+// runCheck pings every pair and writes the results; it fails (exit 1)
+// when a pair is broken or unexpectedly reachable.
+func runCheck(ctx context.Context, o *checkOptions) error {
+	if err := lab.CheckPrivileges(); err != nil {
+		return err
+	}
+	r, err := o.Manager.Open(o.Lab)
+	if err != nil {
+		return fmt.Errorf("lab %s is not deployed (or not completely): nslab deploy -t %s first: %w", o.Lab.Name, o.Lab.File, err)
+	}
+	defer r.Close()
+	pairs, err := check.Run(ctx, r, o.Options)
+	if err != nil {
+		return err
+	}
+	summary, bad := pairs.Summary()
+	switch o.Format {
+	case "json":
+		if err := writeJSON(o.Out, pairs); err != nil {
+			return err
+		}
+		if bad { // the summary goes where the JSON does not
+			return cli.Exit("check failed: "+summary, 1)
+		}
+		return nil
+	case "list":
+		pairs.WriteList(o.Out)
+	default:
+		pairs.WriteMatrix(o.Out, o.Lab)
+	}
+	pairs.WriteProblems(o.Out)
+	fmt.Fprintln(o.Out, summary)
+	if bad {
+		return cli.Exit("", 1) // said above, once
+	}
+	return nil
 }

@@ -1,14 +1,25 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 
 	"github.com/nslab/nslab/pktgen/report"
 	"github.com/urfave/cli/v2"
 )
 
-func compareCommand() *cli.Command {
+// compareOptions is nslab compare: the results files (each after the
+// first is compared with the first), the format, and --force.
+type compareOptions struct {
+	Files  []string
+	Format string
+	Force  bool
+	Out    io.Writer
+}
+
+func compareCommand(run func(context.Context, *compareOptions) error) *cli.Command {
 	return &cli.Command{
 		Name:      "compare",
 		Usage:     "is B faster than A: compare results files of nslab bench --out, figure by figure",
@@ -23,25 +34,27 @@ func compareCommand() *cli.Command {
 			&cli.StringFlag{Name: "format", Value: "table", Usage: "table, json, csv or markdown"},
 			&cli.BoolFlag{Name: "force", Usage: "compare files whose environments differ (the differences are printed)"},
 		},
-		Action: runCompare,
+		Action: action(func(c *cli.Context) (*compareOptions, error) {
+			if c.NArg() < 2 {
+				return nil, cli.Exit("compare needs two results files or more: nslab compare A.jsonl B.jsonl", 2)
+			}
+			return &compareOptions{Files: c.Args().Slice(), Format: c.String("format"), Force: c.Bool("force"), Out: c.App.Writer}, nil
+		}, or(run, runCompare)),
 	}
 }
 
 // runCompare reads the files and compares each with the first.
-func runCompare(c *cli.Context) error {
-	if c.NArg() < 2 {
-		return cli.Exit("compare needs two results files or more: nslab compare A.jsonl B.jsonl", 2)
-	}
-	base, err := report.ReadResults(c.Args().Get(0))
+func runCompare(_ context.Context, o *compareOptions) error {
+	base, err := report.ReadResults(o.Files[0])
 	if err != nil {
 		return cli.Exit(err.Error(), 1)
 	}
-	for i := 1; i < c.NArg(); i++ {
-		other, err := report.ReadResults(c.Args().Get(i))
+	for i, f := range o.Files[1:] {
+		other, err := report.ReadResults(f)
 		if err != nil {
 			return cli.Exit(err.Error(), 1)
 		}
-		cmp, err := report.Compare(base, other, c.Bool("force"))
+		cmp, err := report.Compare(base, other, o.Force)
 		var mm *report.MismatchError
 		if errors.As(err, &mm) {
 			return cli.Exit(err.Error()+"\n(compare them anyway with --force)", 1)
@@ -49,10 +62,10 @@ func runCompare(c *cli.Context) error {
 		if err != nil {
 			return cli.Exit(err.Error(), 1)
 		}
-		if i > 1 {
-			fmt.Fprintln(c.App.Writer)
+		if i > 0 {
+			fmt.Fprintln(o.Out)
 		}
-		if err := cmp.Write(c.App.Writer, c.String("format")); err != nil {
+		if err := cmp.Write(o.Out, o.Format); err != nil {
 			return err
 		}
 	}

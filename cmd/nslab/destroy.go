@@ -15,7 +15,20 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-func destroyCommand() *cli.Command {
+// destroyOptions is nslab destroy: one lab (by name) or every lab, and
+// whether to print the script instead (File is the lab's file then, nil
+// with --name: the script comes from the state) or wait for the kernel.
+type destroyOptions struct {
+	Manager *lab.Manager
+	All     bool
+	Lab     string
+	File    *spec.Lab
+	DryRun  bool
+	Wait    bool
+	Out     io.Writer
+}
+
+func destroyCommand(run func(context.Context, *destroyOptions) error) *cli.Command {
 	return &cli.Command{
 		Name:      "destroy",
 		Usage:     "remove a lab completely (re-runnable; works when the file changed or is gone)",
@@ -27,44 +40,72 @@ func destroyCommand() *cli.Command {
 			&cli.BoolFlag{Name: "dry-run", Usage: "print the equivalent iproute2 shell script and change nothing"},
 			&cli.BoolFlag{Name: "wait", Usage: "return only once the kernel has torn the namespaces down (it does that in the background, after destroy)"},
 		},
-		Action: func(c *cli.Context) error {
-			if c.Bool("dry-run") {
-				return destroyDryRun(c)
-			}
-			if err := lab.CheckPrivileges(); err != nil {
-				return err
-			}
-			t0 := time.Now()
-			if err := destroy(c, manager(c)); err != nil {
-				return err
-			}
-			if c.Bool("wait") {
-				return waitTeardown(c.Context, c.App.Writer, t0)
-			}
-			return nil
-		},
+		Action: action(readDestroy, or(run, runDestroy)),
 	}
 }
 
-// destroy destroys the lab named on the command line, or every lab.
-func destroy(c *cli.Context, m *lab.Manager) error {
-	if c.Bool("all") {
-		reps, err := m.DestroyAll()
+func readDestroy(c *cli.Context) (*destroyOptions, error) {
+	o := &destroyOptions{Manager: manager(c), All: c.Bool("all"), DryRun: c.Bool("dry-run"), Wait: c.Bool("wait"), Out: c.App.Writer}
+	if o.All {
+		if o.DryRun {
+			return nil, cli.Exit("--dry-run takes one lab: -t FILE or --name LAB", 2)
+		}
+		return o, nil
+	}
+	var err error
+	if o.Lab, err = labName(c); err != nil {
+		return nil, err
+	}
+	if o.DryRun && c.String("name") == "" {
+		path, _ := topoPath(c)
+		if o.File, err = spec.ReadFile(path); err != nil {
+			return nil, err
+		}
+		if o.File, err = partOf(c, o.File); err != nil { // a host removes its own part
+			return nil, err
+		}
+	}
+	return o, nil
+}
+
+// runDestroy destroys the lab (or every lab), or prints its script.
+func runDestroy(ctx context.Context, o *destroyOptions) error {
+	if o.DryRun {
+		script, err := o.Manager.DestroyScript(o.Lab, o.File)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprint(o.Out, script)
+		return err
+	}
+	if err := lab.CheckPrivileges(); err != nil {
+		return err
+	}
+	t0 := time.Now()
+	if err := destroy(o); err != nil {
+		return err
+	}
+	if o.Wait {
+		return waitTeardown(ctx, o.Out, t0)
+	}
+	return nil
+}
+
+// destroy destroys the lab the options name, or every lab.
+func destroy(o *destroyOptions) error {
+	if o.All {
+		reps, err := o.Manager.DestroyAll()
 		for _, r := range reps {
-			printDestroy(c.App.Writer, r)
+			r.WriteText(o.Out)
 		}
 		if len(reps) == 0 && err == nil {
-			fmt.Fprintln(c.App.Writer, "no labs deployed")
+			fmt.Fprintln(o.Out, "no labs deployed")
 		}
 		return err
 	}
-	name, err := labName(c)
-	if err != nil {
-		return err
-	}
-	rep, err := m.Destroy(name)
+	rep, err := o.Manager.Destroy(o.Lab)
 	if rep != nil {
-		printDestroy(c.App.Writer, rep)
+		rep.WriteText(o.Out)
 	}
 	return err
 }
@@ -77,30 +118,6 @@ func waitTeardown(ctx context.Context, w io.Writer, t0 time.Time) error {
 	}
 	fmt.Fprintf(w, "the kernel finished tearing the namespaces down %s after destroy began\n", time.Since(t0).Round(time.Millisecond))
 	return nil
-}
-
-func printDestroy(w io.Writer, r *lab.DestroyReport) {
-	if !r.Found {
-		fmt.Fprintf(w, "lab %s: nothing to destroy\n", r.Lab)
-		return
-	}
-	if r.Damaged != "" {
-		fmt.Fprintf(w, "lab %s: its state file was damaged (%s); removing what carries the lab's marker\n", r.Lab, r.Damaged)
-	}
-	fmt.Fprintf(w, "destroyed lab %s: %d namespaces removed", r.Lab, len(r.Removed))
-	if len(r.Gone) > 0 {
-		fmt.Fprintf(w, ", %d already gone", len(r.Gone))
-	}
-	if r.Stopped > 0 {
-		fmt.Fprintf(w, ", %d service process(es) stopped", r.Stopped)
-	}
-	fmt.Fprintln(w)
-	for _, s := range r.Skipped {
-		fmt.Fprintf(w, "  left alone: %s\n", s)
-	}
-	for _, s := range r.Unproven {
-		fmt.Fprintf(w, "  not given back without the state file: %s\n", s)
-	}
 }
 
 // labName finds the lab a command is about: --name, or the name: in -t FILE.
@@ -128,32 +145,4 @@ func labName(c *cli.Context) (string, error) {
 		return "", fmt.Errorf("%s has no readable name: (use --name LAB)", path)
 	}
 	return top.Name, nil
-}
-
-// destroyDryRun prints the destroy script of the lab named by --name or
-// -t FILE: from its state when deployed, else from the file.
-func destroyDryRun(c *cli.Context) error {
-	if c.Bool("all") {
-		return cli.Exit("--dry-run takes one lab: -t FILE or --name LAB", 2)
-	}
-	name, err := labName(c)
-	if err != nil {
-		return err
-	}
-	var file *spec.Lab
-	if c.String("name") == "" {
-		path, _ := topoPath(c)
-		if file, err = spec.ReadFile(path); err != nil {
-			return err
-		}
-		if file, err = partOf(c, file); err != nil { // a host removes its own part
-			return err
-		}
-	}
-	script, err := manager(c).DestroyScript(name, file)
-	if err != nil {
-		return err
-	}
-	_, err = fmt.Fprint(c.App.Writer, script)
-	return err
 }

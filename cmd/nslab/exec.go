@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"os"
 
 	"github.com/nslab/nslab/topology/lab"
@@ -8,34 +9,48 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func execCommand() *cli.Command {
+// execOptions is nslab exec: the node (in the lab Lab names, when its
+// name is in several) and the command line to run in it.
+type execOptions struct {
+	Manager *lab.Manager
+	Lab     string // "": the one lab that has Node
+	Node    string
+	Command []string
+}
+
+func execCommand(run func(context.Context, *execOptions) error) *cli.Command {
 	return &cli.Command{
 		Name:      "exec",
 		Usage:     "run a command inside a node's namespace (as ip netns exec; exit code passed through)",
 		ArgsUsage: "NODE -- CMD [ARGS...]",
 		Flags:     []cli.Flag{&cli.StringFlag{Name: "name", Usage: "lab `NAME`, when the node name is in several labs"}},
-		Action: func(c *cli.Context) error {
+		Action: action(func(c *cli.Context) (*execOptions, error) {
 			args := c.Args().Slice()
 			if len(args) > 1 && args[1] == "--" {
 				args = append(args[:1], args[2:]...)
 			}
 			if len(args) < 2 {
-				return cli.Exit("usage: nslab exec NODE -- CMD [ARGS...]", 2)
+				return nil, cli.Exit("usage: nslab exec NODE -- CMD [ARGS...]", 2)
 			}
-			if err := lab.CheckPrivileges(); err != nil {
-				return err
-			}
-			m := manager(c)
-			name, err := m.FindNode(c.String("name"), args[0])
-			if err != nil {
-				return err
-			}
-			n, err := ns.Open(m.NetnsDirOrDefault(), name)
-			if err != nil {
-				return err
-			}
-			// Only returns on failure; the command's exit code is ours.
-			return n.Exec(args[1:], os.Environ())
-		},
+			return &execOptions{Manager: manager(c), Lab: c.String("name"), Node: args[0], Command: args[1:]}, nil
+		}, or(run, runExec)),
 	}
+}
+
+// runExec replaces this process with the command, in the node's
+// namespace; it returns only when that fails.
+func runExec(_ context.Context, o *execOptions) error {
+	if err := lab.CheckPrivileges(); err != nil {
+		return err
+	}
+	name, err := o.Manager.FindNode(o.Lab, o.Node)
+	if err != nil {
+		return err
+	}
+	n, err := ns.Open(o.Manager.NetnsDirOrDefault(), name)
+	if err != nil {
+		return err
+	}
+	// Only returns on failure; the command's exit code is ours.
+	return n.Exec(o.Command, os.Environ())
 }

@@ -1,13 +1,25 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 
 	"github.com/nslab/nslab/topology/export"
+	"github.com/nslab/nslab/topology/spec"
 	"github.com/urfave/cli/v2"
 )
 
-func exportCommand() *cli.Command {
+// exportOptions is nslab export: the lab, the format (containerlab) and
+// its nodes' image; what cannot be exported is said on Err.
+type exportOptions struct {
+	Lab      *spec.Lab
+	Format   string
+	Image    string
+	Out, Err io.Writer
+}
+
+func exportCommand(run func(context.Context, *exportOptions) error) *cli.Command {
 	return &cli.Command{
 		Name:      "export",
 		Usage:     "write the lab in another tool's format (no deploy needed): containerlab, for many machines or Kubernetes",
@@ -20,24 +32,25 @@ func exportCommand() *cli.Command {
 			&cli.StringFlag{Name: "format", Value: "containerlab", Usage: "containerlab"},
 			&cli.StringFlag{Name: "image", Value: export.DefaultImage, Usage: "container `IMAGE` of every node (it needs iproute2, and tc and nft where the lab uses them)"},
 		},
-		Action: func(c *cli.Context) error {
+		Action: action(func(c *cli.Context) (*exportOptions, error) {
 			if c.String("format") != "containerlab" {
-				return cli.Exit("--format is containerlab", 2)
+				return nil, cli.Exit("--format is containerlab", 2)
 			}
 			l, err := readLab(c)
-			if err != nil {
-				return err
-			}
-			topo, left := export.ToContainerlab(l, c.String("image"))
-			out, err := topo.Marshal()
-			if err != nil {
-				return err
-			}
-			for _, s := range left {
-				fmt.Fprintf(c.App.ErrWriter, "nslab export: not exported: %s\n", s)
-			}
-			_, err = c.App.Writer.Write(out)
-			return err
-		},
+			return &exportOptions{Lab: l, Format: c.String("format"), Image: c.String("image"), Out: c.App.Writer, Err: c.App.ErrWriter}, err
+		}, or(run, runExport)),
 	}
+}
+
+func runExport(_ context.Context, o *exportOptions) error {
+	topo, left := export.ToContainerlab(o.Lab, o.Image)
+	out, err := topo.Marshal()
+	if err != nil {
+		return err
+	}
+	for _, s := range left {
+		fmt.Fprintf(o.Err, "nslab export: not exported: %s\n", s)
+	}
+	_, err = o.Out.Write(out)
+	return err
 }

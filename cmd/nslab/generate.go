@@ -1,14 +1,22 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/nslab/nslab/topology/generate"
 	"github.com/urfave/cli/v2"
 )
 
-func generateCommand() *cli.Command {
+// generateOptions is nslab generate: the shape and size of the lab file.
+type generateOptions struct {
+	generate.Options
+	Out io.Writer
+}
+
+func generateCommand(run func(context.Context, *generateOptions) error) *cli.Command {
 	return &cli.Command{
 		Name:      "generate",
 		Usage:     "write a lab file of a common shape and any size to standard output",
@@ -19,16 +27,20 @@ func generateCommand() *cli.Command {
 			&cli.BoolFlag{Name: "routes", Usage: "add the routes and forwarding that make every address reachable from every node"},
 			&cli.StringFlag{Name: "name", Usage: "lab name (default: the shape)"},
 		},
-		Action: func(c *cli.Context) error {
+		Action: action(func(c *cli.Context) (*generateOptions, error) {
 			if c.NArg() != 1 {
-				return cli.Exit(fmt.Sprintf("usage: nslab generate %s --n N [--routes] > lab.yaml", strings.Join(generate.Kinds, "|")), 2)
+				return nil, cli.Exit(fmt.Sprintf("usage: nslab generate %s --n N [--routes] > lab.yaml", strings.Join(generate.Kinds, "|")), 2)
 			}
-			src, err := generate.Lab(generate.Options{Kind: c.Args().First(), N: c.Int("n"), Spines: c.Int("spines"), Routes: c.Bool("routes"), Name: c.String("name")})
-			if err != nil {
-				return cli.Exit(err.Error(), 2)
-			}
-			_, err = fmt.Fprint(c.App.Writer, src)
-			return err
-		},
+			return &generateOptions{Options: generate.Options{Kind: c.Args().First(), N: c.Int("n"), Spines: c.Int("spines"), Routes: c.Bool("routes"), Name: c.String("name")}, Out: c.App.Writer}, nil
+		}, or(run, runGenerate)),
 	}
+}
+
+func runGenerate(_ context.Context, o *generateOptions) error {
+	src, err := generate.Lab(o.Options)
+	if err != nil {
+		return cli.Exit(err.Error(), 2)
+	}
+	_, err = fmt.Fprint(o.Out, src)
+	return err
 }

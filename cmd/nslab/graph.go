@@ -1,13 +1,23 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 
 	"github.com/nslab/nslab/topology/graph"
+	"github.com/nslab/nslab/topology/spec"
 	"github.com/urfave/cli/v2"
 )
 
-func graphCommand() *cli.Command {
+// graphOptions is nslab graph: the lab and the drawing's format.
+type graphOptions struct {
+	Lab    *spec.Lab
+	Format string // text, dot or mermaid
+	Out    io.Writer
+}
+
+func graphCommand(run func(context.Context, *graphOptions) error) *cli.Command {
 	return &cli.Command{
 		Name:      "graph",
 		Usage:     "draw a lab from its file (no deploy needed): text for the terminal, Graphviz dot, or Mermaid",
@@ -16,25 +26,26 @@ func graphCommand() *cli.Command {
 			topoFlag(),
 			&cli.StringFlag{Name: "format", Value: "text", Usage: "text, dot or mermaid"},
 		},
-		Action: func(c *cli.Context) error {
+		Action: action(func(c *cli.Context) (*graphOptions, error) {
 			l, err := readLab(c)
-			if err != nil {
-				return err
-			}
-			g := graph.Build(l)
-			var out string
-			switch c.String("format") {
-			case "text":
-				out = fmt.Sprintf("lab %s: %d nodes, %d links\n\n", l.Name, len(l.Nodes), len(l.Links)) + graph.Text(g)
-			case "dot":
-				out = graph.Dot(g)
-			case "mermaid":
-				out = graph.Mermaid(g)
-			default:
-				return cli.Exit("--format is text, dot or mermaid", 2)
-			}
-			_, err = fmt.Fprint(c.App.Writer, out)
-			return err
-		},
+			return &graphOptions{Lab: l, Format: c.String("format"), Out: c.App.Writer}, err
+		}, or(run, runGraph)),
 	}
+}
+
+func runGraph(_ context.Context, o *graphOptions) error {
+	g := graph.Build(o.Lab)
+	var out string
+	switch o.Format {
+	case "text":
+		out = fmt.Sprintf("lab %s: %d nodes, %d links\n\n", o.Lab.Name, len(o.Lab.Nodes), len(o.Lab.Links)) + graph.Text(g)
+	case "dot":
+		out = graph.Dot(g)
+	case "mermaid":
+		out = graph.Mermaid(g)
+	default:
+		return cli.Exit("--format is text, dot or mermaid", 2)
+	}
+	_, err := fmt.Fprint(o.Out, out)
+	return err
 }

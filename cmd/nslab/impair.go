@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/nslab/nslab/topology/units"
@@ -11,7 +13,18 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func impairCommand() *cli.Command {
+// impairOptions is nslab impair: an interface of a deployed lab (Lab
+// names the lab when the node is in several; Interface is NODE:IF or
+// LAB:NODE:IF) and the impairment to set, nil to clear it.
+type impairOptions struct {
+	Manager   *lab.Manager
+	Lab       string
+	Interface string
+	Impair    *spec.Impair
+	Out       io.Writer
+}
+
+func impairCommand(run func(context.Context, *impairOptions) error) *cli.Command {
 	return &cli.Command{
 		Name:      "impair",
 		Usage:     "set (or --clear) what a deployed lab's link does to what an interface sends: delay, loss, rate...",
@@ -28,41 +41,45 @@ func impairCommand() *cli.Command {
 			&cli.IntFlag{Name: "limit", Usage: "packets queued at most (default 1000)"},
 			&cli.BoolFlag{Name: "clear", Usage: "remove the impairment"},
 		},
-		Action: func(c *cli.Context) error {
+		Action: action(func(c *cli.Context) (*impairOptions, error) {
 			if c.NArg() != 1 {
-				return cli.Exit("usage: nslab impair NODE:IF --delay 20ms --loss 1% ... | --clear", 2)
+				return nil, cli.Exit("usage: nslab impair NODE:IF --delay 20ms --loss 1% ... | --clear", 2)
 			}
 			m, err := impairFlags(c)
 			if err != nil {
-				return cli.Exit(err.Error(), 2)
+				return nil, cli.Exit(err.Error(), 2)
 			}
-			if err := lab.CheckPrivileges(); err != nil {
-				return err
-			}
-			r, ep, err := openInterface(c, c.Args().First())
-			if err != nil {
-				return err
-			}
-			defer r.Close()
-			if m == nil {
-				had, err := r.ClearImpair(ep)
-				if err != nil {
-					return err
-				}
-				fmt.Fprintf(c.App.Writer, "%s: %s\n", ep, map[bool]string{true: "impairment removed", false: "had no impairment"}[had])
-				return nil
-			}
-			if err := r.Impair(ep, m); err != nil {
-				return err
-			}
-			st, err := r.Impairment(ep)
-			if err != nil {
-				return err
-			}
-			fmt.Fprintf(c.App.Writer, "%s: %s (as the kernel has it)\n", ep, st)
-			return nil
-		},
+			return &impairOptions{Manager: manager(c), Lab: c.String("name"), Interface: c.Args().First(), Impair: m, Out: c.App.Writer}, nil
+		}, or(run, runImpair)),
 	}
+}
+
+func runImpair(_ context.Context, o *impairOptions) error {
+	if err := lab.CheckPrivileges(); err != nil {
+		return err
+	}
+	r, ep, err := openInterface(o.Manager, o.Lab, o.Interface)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if o.Impair == nil {
+		had, err := r.ClearImpair(ep)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(o.Out, "%s: %s\n", ep, map[bool]string{true: "impairment removed", false: "had no impairment"}[had])
+		return nil
+	}
+	if err := r.Impair(ep, o.Impair); err != nil {
+		return err
+	}
+	st, err := r.Impairment(ep)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Out, "%s: %s (as the kernel has it)\n", ep, st)
+	return nil
 }
 
 // impairFlags reads the impairment the flags describe; nil with --clear.
@@ -110,38 +127,52 @@ func impairFlags(c *cli.Context) (*spec.Impair, error) {
 	return m, nil
 }
 
-func linkCommand() *cli.Command {
+// linkOptions is nslab link: an interface of a deployed lab (as in
+// impairOptions) and whether it goes up or down.
+type linkOptions struct {
+	Manager   *lab.Manager
+	Lab       string
+	Interface string
+	Up        bool
+	Out       io.Writer
+}
+
+func linkCommand(run func(context.Context, *linkOptions) error) *cli.Command {
 	return &cli.Command{
 		Name:      "link",
 		Usage:     "take a deployed lab's interface down (the link fails) or bring it up",
 		ArgsUsage: "down|up NODE:IF   (or LAB:NODE:IF)",
 		Flags:     []cli.Flag{&cli.StringFlag{Name: "name", Usage: "lab `NAME` (when several labs have the node)"}},
-		Action: func(c *cli.Context) error {
+		Action: action(func(c *cli.Context) (*linkOptions, error) {
 			args := c.Args().Slice()
 			if len(args) != 2 || args[0] != "down" && args[0] != "up" {
-				return cli.Exit("usage: nslab link down|up NODE:IF", 2)
+				return nil, cli.Exit("usage: nslab link down|up NODE:IF", 2)
 			}
-			if err := lab.CheckPrivileges(); err != nil {
-				return err
-			}
-			r, ep, err := openInterface(c, args[1])
-			if err != nil {
-				return err
-			}
-			defer r.Close()
-			if err := r.SetLink(ep, args[0] == "up"); err != nil {
-				return err
-			}
-			fmt.Fprintf(c.App.Writer, "%s: %s\n", ep, args[0])
-			return nil
-		},
+			return &linkOptions{Manager: manager(c), Lab: c.String("name"), Interface: args[1], Up: args[0] == "up", Out: c.App.Writer}, nil
+		}, or(run, runLink)),
 	}
 }
 
+func runLink(_ context.Context, o *linkOptions) error {
+	if err := lab.CheckPrivileges(); err != nil {
+		return err
+	}
+	r, ep, err := openInterface(o.Manager, o.Lab, o.Interface)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	if err := r.SetLink(ep, o.Up); err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Out, "%s: %s\n", ep, map[bool]string{true: "up", false: "down"}[o.Up])
+	return nil
+}
+
 // openInterface opens the deployed lab that has the interface arg names
-// (NODE:IF, or LAB:NODE:IF; --name picks the lab), as it was deployed.
-func openInterface(c *cli.Context, arg string) (*lab.Running, spec.Endpoint, error) {
-	labName := c.String("name")
+// (NODE:IF, or LAB:NODE:IF; labName, when not "", picks the lab), as it
+// was deployed.
+func openInterface(m *lab.Manager, labName, arg string) (*lab.Running, spec.Endpoint, error) {
 	if parts := strings.Split(arg, ":"); len(parts) == 3 {
 		labName, arg = parts[0], parts[1]+":"+parts[2]
 	}
@@ -149,7 +180,6 @@ func openInterface(c *cli.Context, arg string) (*lab.Running, spec.Endpoint, err
 	if err != nil {
 		return nil, ep, cli.Exit(err.Error(), 2)
 	}
-	m := manager(c)
 	found, node, _, err := m.LocateNode(labName, ep.Node)
 	if err != nil {
 		return nil, ep, err

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,7 +10,16 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func inspectCommand() *cli.Command {
+// inspectOptions is nslab inspect: one lab as the kernel has it, or (Lab
+// "") the list of labs, as a table or JSON.
+type inspectOptions struct {
+	Manager *lab.Manager
+	Lab     string
+	Format  string // table or json
+	Out     io.Writer
+}
+
+func inspectCommand(run func(context.Context, *inspectOptions) error) *cli.Command {
 	return &cli.Command{
 		Name:      "inspect",
 		Usage:     "show a deployed lab as the kernel sees it, or list deployed labs",
@@ -19,41 +29,45 @@ func inspectCommand() *cli.Command {
 			&cli.StringFlag{Name: "name", Usage: "lab `NAME`"},
 			&cli.StringFlag{Name: "format", Value: "table", Usage: "table or json"},
 		},
-		Action: func(c *cli.Context) error {
-			format := c.String("format")
-			if format != "table" && format != "json" {
-				return cli.Exit(fmt.Sprintf("--format %s: use table or json", format), 2)
+		Action: action(func(c *cli.Context) (*inspectOptions, error) {
+			o := &inspectOptions{Manager: manager(c), Format: c.String("format"), Out: c.App.Writer}
+			if o.Format != "table" && o.Format != "json" {
+				return nil, cli.Exit(fmt.Sprintf("--format %s: use table or json", o.Format), 2)
 			}
-			if err := lab.CheckPrivileges(); err != nil {
-				return err
-			}
-			m := manager(c)
 			if c.String("name") == "" && c.String("topo") == "" && c.NArg() == 0 {
-				labs, err := m.List()
-				if err != nil {
-					return err
-				}
-				if format == "json" {
-					return writeJSON(c.App.Writer, labs)
-				}
-				lab.WriteSummaries(c.App.Writer, labs)
-				return nil
+				return o, nil
 			}
-			name, err := labName(c)
-			if err != nil {
-				return err
-			}
-			info, err := m.Inspect(name)
-			if err != nil {
-				return err
-			}
-			if format == "json" {
-				return writeJSON(c.App.Writer, info)
-			}
-			info.WriteTable(c.App.Writer)
-			return nil
-		},
+			var err error
+			o.Lab, err = labName(c)
+			return o, err
+		}, or(run, runInspect)),
 	}
+}
+
+func runInspect(_ context.Context, o *inspectOptions) error {
+	if err := lab.CheckPrivileges(); err != nil {
+		return err
+	}
+	if o.Lab == "" {
+		labs, err := o.Manager.List()
+		if err != nil {
+			return err
+		}
+		if o.Format == "json" {
+			return writeJSON(o.Out, labs)
+		}
+		lab.WriteSummaries(o.Out, labs)
+		return nil
+	}
+	info, err := o.Manager.Inspect(o.Lab)
+	if err != nil {
+		return err
+	}
+	if o.Format == "json" {
+		return writeJSON(o.Out, info)
+	}
+	info.WriteTable(o.Out)
+	return nil
 }
 
 func writeJSON(w io.Writer, v any) error {

@@ -31,22 +31,8 @@ func main() {
 func run(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	app := &cli.App{
-		Name:    "nslab",
-		Usage:   "build network labs of namespaces and measure forwarding in them",
-		Version: version,
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "netns-dir", Value: "", Usage: "directory of named namespaces (default /run/netns)", Hidden: true, EnvVars: []string{"NSLAB_NETNS_DIR"}},
-			&cli.StringFlag{Name: "state-dir", Value: "", Usage: "`DIR` of lab state files and service logs (default /run/nslab): two nslab runs with their own state dirs keep their labs apart", EnvVars: []string{"NSLAB_STATE_DIR"}},
-			&cli.StringFlag{Name: "host", Value: "", Usage: "the `HOST` this machine is, for a lab that spans hosts (its hosts: section): deploy, check, path and bench work on that host's part", EnvVars: []string{"NSLAB_HOST"}},
-			&cli.StringFlag{Name: "sysfs", Value: "", Usage: "where sysfs is, for SR-IOV (default /sys)", Hidden: true, EnvVars: []string{"NSLAB_SYSFS"}},
-		},
-		Commands: []*cli.Command{
-			deployCommand(), destroyCommand(), inspectCommand(), execCommand(), validateCommand(), benchCommand(), compareCommand(),
-			graphCommand(), pathCommand(), checkCommand(), impairCommand(), linkCommand(), captureCommand(), generateCommand(), exportCommand(),
-		},
-		ExitErrHandler: func(*cli.Context, error) {}, // run() prints and maps errors
-	}
+	app := newApp(deployCommand(nil), destroyCommand(nil), inspectCommand(nil), execCommand(nil), validateCommand(nil), benchCommand(nil), compareCommand(nil),
+		graphCommand(nil), pathCommand(nil), checkCommand(nil), impairCommand(nil), linkCommand(nil), captureCommand(nil), generateCommand(nil), exportCommand(nil))
 	if at := commandAt(args, app); at > 0 && operandsFirst[args[at]] {
 		for _, cmd := range app.Commands {
 			if cmd.Name == args[at] {
@@ -72,6 +58,24 @@ func run(args []string) int {
 		return ec.ExitCode()
 	}
 	return 1
+}
+
+// newApp is nslab with its global options and these verbs (tests build
+// it with one verb whose run function they give).
+func newApp(commands ...*cli.Command) *cli.App {
+	return &cli.App{
+		Name:    "nslab",
+		Usage:   "build network labs of namespaces and measure forwarding in them",
+		Version: version,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "netns-dir", Value: "", Usage: "directory of named namespaces (default /run/netns)", Hidden: true, EnvVars: []string{"NSLAB_NETNS_DIR"}},
+			&cli.StringFlag{Name: "state-dir", Value: "", Usage: "`DIR` of lab state files and service logs (default /run/nslab): two nslab runs with their own state dirs keep their labs apart", EnvVars: []string{"NSLAB_STATE_DIR"}},
+			&cli.StringFlag{Name: "host", Value: "", Usage: "the `HOST` this machine is, for a lab that spans hosts (its hosts: section): deploy, check, path and bench work on that host's part", EnvVars: []string{"NSLAB_HOST"}},
+			&cli.StringFlag{Name: "sysfs", Value: "", Usage: "where sysfs is, for SR-IOV (default /sys)", Hidden: true, EnvVars: []string{"NSLAB_SYSFS"}},
+		},
+		Commands:       commands,
+		ExitErrHandler: func(*cli.Context, error) {}, // run() prints and maps errors
+	}
 }
 
 // flagWords is err's message with the request field a library names

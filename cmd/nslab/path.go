@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"strings"
 
@@ -11,7 +13,20 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-func pathCommand() *cli.Command {
+// pathOptions is nslab path: this host's part of the lab, the sender
+// and the destination, and the packet (an ICMP echo, or Flow).
+type pathOptions struct {
+	Lab     *spec.Lab
+	Manager *lab.Manager
+	From    spec.Endpoint
+	FromArg string // as given, for messages
+	To      netip.Addr
+	Flow    spec.Flow
+	Format  string // table or json
+	Out     io.Writer
+}
+
+func pathCommand(run func(context.Context, *pathOptions) error) *cli.Command {
 	return &cli.Command{
 		Name:      "path",
 		Usage:     "show the hops a packet takes from a node to an address (confirmed by the kernel when deployed)",
@@ -23,50 +38,57 @@ func pathCommand() *cli.Command {
 			&cli.StringFlag{Name: "proto", Usage: "the packet's protocol, for the NAT and firewall rules on the way: icmp, tcp or udp (default: an ICMP echo)"},
 			&cli.IntFlag{Name: "port", Usage: "its destination port (tcp, udp)"},
 		},
-		Action: func(c *cli.Context) error {
-			args := c.Args().Slice()
-			path := c.String("topo")
-			if path == "" && len(args) == 3 {
-				path, args = args[0], args[1:]
-			}
-			if path == "" || len(args) != 2 {
-				return cli.Exit("usage: nslab path -t FILE FROM TO (e.g. nslab path -t lab.yaml ns1 10.0.2.1)", 2)
-			}
-			whole, err := spec.ReadFile(path)
-			if err != nil {
-				return err
-			}
-			l, err := partOf(c, whole)
-			if err != nil {
-				return err
-			}
-			from, to, err := pathEnds(l.Model(), args[0], args[1])
-			if err != nil {
-				return cli.Exit(err.Error(), 2)
-			}
-			flow, err := pathFlow(c.String("proto"), c.Int("port"))
-			if err != nil {
-				return cli.Exit(err.Error(), 2)
-			}
-			tp, err := manager(c).Trace(l, from, to, flow)
-			var kd *lab.KernelDisagrees
-			if errors.As(err, &kd) {
-				kd.Path.WriteTable(c.App.Writer, l.Model())
-				return err
-			}
-			if err != nil {
-				return fmt.Errorf("%s cannot reach %s: %w", args[0], to, err)
-			}
-			switch c.String("format") {
-			case "json":
-				return writeJSON(c.App.Writer, tp)
-			case "table":
-				tp.WriteTable(c.App.Writer, l.Model())
-				return nil
-			}
-			return cli.Exit("--format is table or json", 2)
-		},
+		Action: action(readPath, or(run, runPath)),
 	}
+}
+
+func readPath(c *cli.Context) (*pathOptions, error) {
+	args := c.Args().Slice()
+	path := c.String("topo")
+	if path == "" && len(args) == 3 {
+		path, args = args[0], args[1:]
+	}
+	if path == "" || len(args) != 2 {
+		return nil, cli.Exit("usage: nslab path -t FILE FROM TO (e.g. nslab path -t lab.yaml ns1 10.0.2.1)", 2)
+	}
+	if f := c.String("format"); f != "table" && f != "json" {
+		return nil, cli.Exit("--format is table or json", 2)
+	}
+	whole, err := spec.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	l, err := partOf(c, whole)
+	if err != nil {
+		return nil, err
+	}
+	o := &pathOptions{Lab: l, Manager: manager(c), FromArg: args[0], Format: c.String("format"), Out: c.App.Writer}
+	if o.From, o.To, err = pathEnds(l.Model(), args[0], args[1]); err != nil {
+		return nil, cli.Exit(err.Error(), 2)
+	}
+	if o.Flow, err = pathFlow(c.String("proto"), c.Int("port")); err != nil {
+		return nil, cli.Exit(err.Error(), 2)
+	}
+	return o, nil
+}
+
+// runPath traces the path (asking the kernel where the lab is deployed)
+// and writes it.
+func runPath(_ context.Context, o *pathOptions) error {
+	tp, err := o.Manager.Trace(o.Lab, o.From, o.To, o.Flow)
+	var kd *lab.KernelDisagrees
+	if errors.As(err, &kd) {
+		kd.Path.WriteTable(o.Out, o.Lab.Model())
+		return err
+	}
+	if err != nil {
+		return fmt.Errorf("%s cannot reach %s: %w", o.FromArg, o.To, err)
+	}
+	if o.Format == "json" {
+		return writeJSON(o.Out, tp)
+	}
+	tp.WriteTable(o.Out, o.Lab.Model())
+	return nil
 }
 
 // pathFlow is the packet --proto and --port describe.

@@ -1,0 +1,39 @@
+package main
+
+import (
+	"context"
+
+	"github.com/urfave/cli/v2"
+)
+
+// Each verb is three things, in its own file:
+//
+//   - an options type (deployOptions, ...): everything the verb does,
+//     read from the command line once: the lab, the manager, the writers;
+//   - a function that reads the flags and arguments into it (the only
+//     code that sees the cli.Context), and one that runs it (runDeploy,
+//     ...), which tests call directly, with no binary and no flags;
+//   - a constructor (deployCommand) that takes the run function, so that a
+//     test can check how flags become options (nil: the real one).
+//
+// The libraries return typed results and errors; the run function picks
+// the format the options ask for and where it goes.
+
+// action is a verb's cli.Action: read the options, then run them.
+func action[O any](read func(*cli.Context) (*O, error), run func(context.Context, *O) error) cli.ActionFunc {
+	return func(c *cli.Context) error {
+		o, err := read(c)
+		if err != nil {
+			return err
+		}
+		return run(c.Context, o)
+	}
+}
+
+// or is run, or def when a test gave no run function.
+func or[O any](run, def func(context.Context, *O) error) func(context.Context, *O) error {
+	if run == nil {
+		return def
+	}
+	return run
+}
