@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/nslab/nslab/topology/sriov"
+
 	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/labtest"
 	"github.com/nslab/nslab/topology/labtest/labdeploy"
@@ -79,7 +81,7 @@ func TestPrivilegedCheckExamples(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		m := &lab.Manager{StateDir: t.TempDir(), Sysfs: pf.Root, VFs: &memVFs{s: map[int]lab.VFSettings{}}}
+		m := &lab.Manager{StateDir: t.TempDir(), Sysfs: pf.Root, VFs: &memVFs{s: map[int]sriov.VFSettings{}}}
 		if _, err := m.Deploy(context.Background(), l); err != nil {
 			t.Fatal(err)
 		}
@@ -111,16 +113,16 @@ func assertAllOK(t *testing.T, l *spec.Lab) {
 // memVFs stands in for the PF-side VF settings of the fake PF.
 type memVFs struct {
 	mu sync.Mutex
-	s  map[int]lab.VFSettings
+	s  map[int]sriov.VFSettings
 }
 
-func (m *memVFs) Get(pf string, vf int) (lab.VFSettings, error) {
+func (m *memVFs) Get(pf string, vf int) (sriov.VFSettings, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	return m.s[vf], nil
 }
 
-func (m *memVFs) Set(pf string, vf int, s lab.VFSettings) error {
+func (m *memVFs) Set(pf string, vf int, s sriov.VFSettings) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.s[vf] = s

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/nslab/nslab/topology/sriov"
+
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 	"golang.org/x/sys/unix"
@@ -241,7 +243,7 @@ func stopRemoval(labName string, st *State, records []NSRecord, l *spec.Lab) rem
 // vfRemovals gives every recorded VF back, newest first, and restores
 // each PF's sriov_numvfs.
 func (m *Manager) vfRemovals(st *State) []removal {
-	s := sysfs{m.sysfsRoot()}
+	s := sriov.Sysfs{Root: m.sysfsRoot()}
 	var plan []removal
 	for i := len(st.SRIOV) - 1; i >= 0; i-- {
 		pr := st.SRIOV[i]

@@ -20,6 +20,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/nslab/nslab/topology/sriov"
+
 	"github.com/nslab/nslab/topology/ns"
 	"golang.org/x/sys/unix"
 )
@@ -30,10 +32,10 @@ const DefaultStateDir = "/run/nslab"
 // Manager deploys, destroys and inspects labs. The zero value uses the
 // system directories; tests point the fields at private ones.
 type Manager struct {
-	NetnsDir string    // named namespaces; default ns.DefaultDir (/run/netns)
-	StateDir string    // state files; default DefaultStateDir
-	Sysfs    string    // where sysfs is, for SR-IOV; default /sys
-	VFs      VFControl // PF-side VF settings; default netlink on the PF
+	NetnsDir string        // named namespaces; default ns.DefaultDir (/run/netns)
+	StateDir string        // state files; default DefaultStateDir
+	Sysfs    string        // where sysfs is, for SR-IOV; default /sys
+	VFs      sriov.Control // PF-side VF settings; default netlink on the PF
 
 	// BeforeStep, when set, runs before plan step i (0-based); an error
 	// fails that step. It is a test seam (rollback at every position, a
@@ -55,11 +57,11 @@ func (m *Manager) sysfsRoot() string {
 	return "/sys"
 }
 
-func (m *Manager) vfControl() VFControl {
+func (m *Manager) vfControl() sriov.Control {
 	if m.VFs != nil {
 		return m.VFs
 	}
-	return netlinkVFs{}
+	return sriov.Netlink{}
 }
 
 func (m *Manager) stateDir() string {

@@ -6,8 +6,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
+
+	"github.com/nslab/nslab/topology/sriov"
 
 	"github.com/nslab/nslab/topology/nlsafe"
 	"github.com/nslab/nslab/topology/ns"
@@ -22,75 +23,6 @@ import (
 // and destroy undoes it, VFs first (a namespace deleted with a physical
 // device in it hands the device back under a dev%d name).
 
-// VFSettings are the PF-side settings of one VF.
-type VFSettings struct {
-	MAC       string `json:"mac,omitempty"`
-	VLAN      int    `json:"vlan"`
-	QoS       int    `json:"qos"`
-	SpoofChk  bool   `json:"spoofchk"`
-	Trust     bool   `json:"trust"`
-	LinkState uint32 `json:"link_state"`
-	MinTxRate uint32 `json:"min_tx_rate"`
-	MaxTxRate uint32 `json:"max_tx_rate"`
-}
-
-// VFControl sets VF settings through their PF. The real one uses netlink
-// in the host namespace; tests replace it and check the calls.
-type VFControl interface {
-	Get(pf string, vf int) (VFSettings, error)
-	Set(pf string, vf int, s VFSettings) error
-}
-
-// netlinkVFs is VFControl through rtnetlink on the PF.
-//
-// Equivalent to: ip link set PF vf N mac M vlan V qos Q spoofchk on|off
-// trust on|off state auto|enable|disable min_tx_rate A max_tx_rate B
-type netlinkVFs struct{}
-
-var _ VFControl = netlinkVFs{}
-
-func (netlinkVFs) Get(pf string, vf int) (VFSettings, error) {
-	l, err := nlsafe.LinkByName(nlsafe.Caller, pf)
-	if err != nil {
-		return VFSettings{}, fmt.Errorf("PF %s: %w", pf, err)
-	}
-	for _, v := range l.Attrs().Vfs {
-		if v.ID == vf {
-			return VFSettings{MAC: v.Mac.String(), VLAN: v.Vlan, QoS: v.Qos, SpoofChk: v.Spoofchk, Trust: v.Trust != 0,
-				LinkState: v.LinkState, MinTxRate: v.MinTxRate, MaxTxRate: v.MaxTxRate}, nil
-		}
-	}
-	return VFSettings{}, fmt.Errorf("PF %s reports no VF %d", pf, vf)
-}
-
-func (netlinkVFs) Set(pf string, vf int, s VFSettings) error {
-	l, err := nlsafe.LinkByName(nlsafe.Caller, pf)
-	if err != nil {
-		return fmt.Errorf("PF %s: %w", pf, err)
-	}
-	if mac, err := net.ParseMAC(s.MAC); err == nil {
-		if err := netlink.LinkSetVfHardwareAddr(l, vf, mac); err != nil {
-			return fmt.Errorf("PF %s VF %d mac %s: %w", pf, vf, mac, err)
-		}
-	}
-	steps := []struct {
-		what string
-		do   func() error
-	}{
-		{"vlan", func() error { return netlink.LinkSetVfVlanQos(l, vf, s.VLAN, s.QoS) }},
-		{"spoofchk", func() error { return netlink.LinkSetVfSpoofchk(l, vf, s.SpoofChk) }},
-		{"trust", func() error { return netlink.LinkSetVfTrust(l, vf, s.Trust) }},
-		{"state", func() error { return netlink.LinkSetVfState(l, vf, s.LinkState) }},
-		{"rate", func() error { return netlink.LinkSetVfRate(l, vf, int(s.MinTxRate), int(s.MaxTxRate)) }},
-	}
-	for _, st := range steps {
-		if err := st.do(); err != nil {
-			return fmt.Errorf("PF %s VF %d %s: %w", pf, vf, st.what, err)
-		}
-	}
-	return nil
-}
-
 // PFRecord is what a deploy changed on one PF, written before the change.
 type PFRecord struct {
 	PF         string     `json:"pf"`
@@ -101,61 +33,30 @@ type PFRecord struct {
 
 // VFRecord is one VF handed to a node.
 type VFRecord struct {
-	Index    int        `json:"index"`
-	PCI      string     `json:"pci"`       // finds the netdev whatever its name
-	OrigName string     `json:"orig_name"` // its name in the host
-	Node     string     `json:"node"`
-	NS       string     `json:"namespace"`
-	Name     string     `json:"name"` // its name in the node
-	OrigMTU  int        `json:"orig_mtu,omitempty"`
-	OrigAddr string     `json:"orig_hwaddr,omitempty"` // the netdev's own MAC
-	Orig     VFSettings `json:"orig"`
-	Set      bool       `json:"set,omitempty"`   // PF-side settings were (about to be) changed
-	Moved    bool       `json:"moved,omitempty"` // the netdev was (about to be) moved into the node
-}
-
-// sysfs reads the SR-IOV parts of /sys (a field, so tests use a fake tree).
-type sysfs struct{ root string }
-
-func (s sysfs) device(pf string) string { return filepath.Join(s.root, "class/net", pf, "device") }
-
-func (s sysfs) readInt(pf, file string) (int, error) {
-	b, err := os.ReadFile(filepath.Join(s.device(pf), file))
-	if err != nil {
-		return 0, err
-	}
-	return strconv.Atoi(strings.TrimSpace(string(b)))
-}
-
-// vfPCI returns the PCI address of VF i of pf (the target of virtfnI).
-func (s sysfs) vfPCI(pf string, i int) (string, error) {
-	p, err := filepath.EvalSymlinks(filepath.Join(s.device(pf), fmt.Sprintf("virtfn%d", i)))
-	if err != nil {
-		return "", err
-	}
-	return filepath.Base(p), nil
-}
-
-// netdevOf returns the name of the host netdev of a PCI function, or "".
-func (s sysfs) netdevOf(pci string) string {
-	ents, err := os.ReadDir(filepath.Join(s.root, "bus/pci/devices", pci, "net"))
-	if err != nil || len(ents) != 1 {
-		return ""
-	}
-	return ents[0].Name()
+	Index    int              `json:"index"`
+	PCI      string           `json:"pci"`       // finds the netdev whatever its name
+	OrigName string           `json:"orig_name"` // its name in the host
+	Node     string           `json:"node"`
+	NS       string           `json:"namespace"`
+	Name     string           `json:"name"` // its name in the node
+	OrigMTU  int              `json:"orig_mtu,omitempty"`
+	OrigAddr string           `json:"orig_hwaddr,omitempty"` // the netdev's own MAC
+	Orig     sriov.VFSettings `json:"orig"`
+	Set      bool             `json:"set,omitempty"`   // PF-side settings were (about to be) changed
+	Moved    bool             `json:"moved,omitempty"` // the netdev was (about to be) moved into the node
 }
 
 // checkPFs checks, without changing anything, that each PF of the lab is
 // on this machine and can have the VFs asked for.
 func (m *Manager) checkPFs(l *spec.Lab) []string {
-	s := sysfs{m.sysfsRoot()}
+	s := sriov.Sysfs{Root: m.sysfsRoot()}
 	var problems []string
 	for _, pf := range l.SRIOV {
-		if _, err := os.Stat(filepath.Join(s.root, "class/net", pf.Name)); err != nil {
-			problems = append(problems, fmt.Sprintf("PF %s does not exist on this machine (no %s): check the interface name, or run where the NIC is", pf.Name, filepath.Join(s.root, "class/net", pf.Name)))
+		if _, err := os.Stat(filepath.Join(s.Root, "class/net", pf.Name)); err != nil {
+			problems = append(problems, fmt.Sprintf("PF %s does not exist on this machine (no %s): check the interface name, or run where the NIC is", pf.Name, filepath.Join(s.Root, "class/net", pf.Name)))
 			continue
 		}
-		total, err := s.readInt(pf.Name, "sriov_totalvfs")
+		total, err := s.ReadInt(pf.Name, "sriov_totalvfs")
 		if err != nil {
 			problems = append(problems, fmt.Sprintf("%s is not SR-IOV capable (no sriov_totalvfs): enable SR-IOV in the BIOS and the driver, or use another PF", pf.Name))
 			continue
@@ -163,7 +64,7 @@ func (m *Manager) checkPFs(l *spec.Lab) []string {
 		if pf.NumVFs > total {
 			problems = append(problems, fmt.Sprintf("%s supports at most %d VFs (sriov_totalvfs), not %d: lower numvfs", pf.Name, total, pf.NumVFs))
 		}
-		cur, _ := s.readInt(pf.Name, "sriov_numvfs")
+		cur, _ := s.ReadInt(pf.Name, "sriov_numvfs")
 		if cur != 0 && cur < pf.NumVFs {
 			if busy := m.vfsInUse(s, pf.Name, cur); busy != "" {
 				problems = append(problems, fmt.Sprintf("%s has %d VFs and changing that needs writing 0 first, but %s is in use: free it, or ask for at most %d VFs", pf.Name, cur, busy, cur))
@@ -175,13 +76,13 @@ func (m *Manager) checkPFs(l *spec.Lab) []string {
 
 // vfsInUse names a VF of pf that is in use (its netdev up, or not in the
 // host namespace), or "".
-func (m *Manager) vfsInUse(s sysfs, pf string, n int) string {
+func (m *Manager) vfsInUse(s sriov.Sysfs, pf string, n int) string {
 	for i := 0; i < n; i++ {
-		pci, err := s.vfPCI(pf, i)
+		pci, err := s.VFPCI(pf, i)
 		if err != nil {
 			continue
 		}
-		name := s.netdevOf(pci)
+		name := s.NetdevOf(pci)
 		if name == "" {
 			return fmt.Sprintf("VF %d (%s, not in the host namespace)", i, pci)
 		}
@@ -190,21 +91,6 @@ func (m *Manager) vfsInUse(s sysfs, pf string, n int) string {
 		}
 	}
 	return ""
-}
-
-// writeNumVFs changes sriov_numvfs from cur to n, through 0 as drivers
-// require when both are non-zero.
-func writeNumVFs(s sysfs, pf string, cur, n int) error {
-	p := filepath.Join(s.device(pf), "sriov_numvfs")
-	if cur != 0 && n != 0 {
-		if err := os.WriteFile(p, []byte("0"), 0); err != nil {
-			return fmt.Errorf("write 0 to %s: %w", p, err)
-		}
-	}
-	if err := os.WriteFile(p, []byte(strconv.Itoa(n)), 0); err != nil {
-		return fmt.Errorf("write %d to %s: %w", n, p, err)
-	}
-	return nil
 }
 
 // restoreSRIOV gives every recorded VF back to the host under its original
@@ -220,10 +106,10 @@ func (m *Manager) restoreSRIOV(st *State) error {
 }
 
 // restoreNumVFs puts a PF's sriov_numvfs back to what it was before.
-func restoreNumVFs(s sysfs, pr PFRecord) error {
-	cur, err := s.readInt(pr.PF, "sriov_numvfs")
+func restoreNumVFs(s sriov.Sysfs, pr PFRecord) error {
+	cur, err := s.ReadInt(pr.PF, "sriov_numvfs")
 	if err == nil && cur != pr.OrigNumVFs {
-		err = writeNumVFs(s, pr.PF, cur, pr.OrigNumVFs)
+		err = s.WriteNumVFs(pr.PF, cur, pr.OrigNumVFs)
 	}
 	return err
 }
@@ -240,12 +126,12 @@ func shNumVFsBack(sysfsRoot string, pr PFRecord) []string {
 // restoreVF gives one recorded VF back to the host: moved home if still in
 // its node, found by PCI address (the kernel may have returned it as
 // devN), renamed, its MTU and MAC and PF-side settings restored.
-func (m *Manager) restoreVF(s sysfs, labName, pf string, r VFRecord) error {
+func (m *Manager) restoreVF(s sriov.Sysfs, labName, pf string, r VFRecord) error {
 	if r.Moved {
 		if err := m.vfHome(r, labName); err != nil {
 			return err
 		}
-		cur := s.netdevOf(r.PCI)
+		cur := s.NetdevOf(r.PCI)
 		if cur == "" {
 			return fmt.Errorf("VF %d of %s (%s) is not in the host namespace and not in %s", r.Index, pf, r.PCI, r.NS)
 		}

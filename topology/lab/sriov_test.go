@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nslab/nslab/topology/sriov"
+
 	"github.com/nslab/nslab/topology/labtest"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/vishvananda/netlink"
@@ -23,28 +25,28 @@ import (
 // addresses, rollback and move-back run for real through netlink; the
 // PF-side settings go through recordVFs, which checks the exact calls.
 
-// recordVFs is a VFControl that remembers settings and every Set.
+// recordVFs is a sriov.Control that remembers settings and every Set.
 type recordVFs struct {
 	mu    sync.Mutex
-	state map[int]VFSettings
+	state map[int]sriov.VFSettings
 	calls []string
 }
 
 func newRecordVFs() *recordVFs {
-	r := &recordVFs{state: map[int]VFSettings{}}
+	r := &recordVFs{state: map[int]sriov.VFSettings{}}
 	for i := 0; i < 4; i++ {
-		r.state[i] = VFSettings{MAC: fmt.Sprintf("02:00:00:00:00:%02x", i), SpoofChk: true, LinkState: netlink.VF_LINK_STATE_AUTO}
+		r.state[i] = sriov.VFSettings{MAC: fmt.Sprintf("02:00:00:00:00:%02x", i), SpoofChk: true, LinkState: netlink.VF_LINK_STATE_AUTO}
 	}
 	return r
 }
 
-func (r *recordVFs) Get(pf string, vf int) (VFSettings, error) {
+func (r *recordVFs) Get(pf string, vf int) (sriov.VFSettings, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.state[vf], nil
 }
 
-func (r *recordVFs) Set(pf string, vf int, s VFSettings) error {
+func (r *recordVFs) Set(pf string, vf int, s sriov.VFSettings) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.state[vf] = s

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nslab/nslab/topology/sriov"
+
 	"github.com/nslab/nslab/topology/nlsafe"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
@@ -43,8 +45,8 @@ var vfWait = 10 * time.Second // a variable so tests can shorten it
 //
 // Equivalent to: echo 0 > .../sriov_numvfs; echo N > .../sriov_numvfs
 func (d *deployer) preparePF(pf *spec.PF) error {
-	s := sysfs{d.m.sysfsRoot()}
-	cur, err := s.readInt(pf.Name, "sriov_numvfs")
+	s := sriov.Sysfs{Root: d.m.sysfsRoot()}
+	cur, err := s.ReadInt(pf.Name, "sriov_numvfs")
 	if err != nil {
 		return fmt.Errorf("read %s sriov_numvfs: %w", pf.Name, err)
 	}
@@ -57,15 +59,15 @@ func (d *deployer) preparePF(pf *spec.PF) error {
 		return err
 	}
 	if rec.SetNumVFs != 0 {
-		if err := writeNumVFs(s, pf.Name, cur, pf.NumVFs); err != nil {
+		if err := s.WriteNumVFs(pf.Name, cur, pf.NumVFs); err != nil {
 			return err
 		}
 	}
 	deadline := time.Now().Add(vfWait)
 	for _, vf := range pf.VFs {
 		for {
-			pci, err := s.vfPCI(pf.Name, vf.Index)
-			if err == nil && s.netdevOf(pci) != "" {
+			pci, err := s.VFPCI(pf.Name, vf.Index)
+			if err == nil && s.NetdevOf(pci) != "" {
 				break
 			}
 			if time.Now().After(deadline) {
@@ -83,12 +85,12 @@ func (d *deployer) preparePF(pf *spec.PF) error {
 // Equivalent to: ip link set PF vf N ...; ip link set VFDEV netns NS;
 // ip -n NS link set VFDEV name NAME up
 func (d *deployer) handVF(pf *spec.PF, vf *spec.VF) error {
-	s := sysfs{d.m.sysfsRoot()}
-	pci, err := s.vfPCI(pf.Name, vf.Index)
+	s := sriov.Sysfs{Root: d.m.sysfsRoot()}
+	pci, err := s.VFPCI(pf.Name, vf.Index)
 	if err != nil {
 		return fmt.Errorf("VF %d of %s: %w", vf.Index, pf.Name, err)
 	}
-	host := s.netdevOf(pci)
+	host := s.NetdevOf(pci)
 	link, err := nlsafe.LinkByName(nlsafe.Caller, host)
 	if err != nil {
 		return fmt.Errorf("VF netdev %s: %w", host, err)
@@ -97,7 +99,7 @@ func (d *deployer) handVF(pf *spec.PF, vf *spec.VF) error {
 		OrigMTU: link.Attrs().MTU, OrigAddr: link.Attrs().HardwareAddr.String()}
 	// PF-side settings are read (to restore them) and written only when
 	// the lab asks for some.
-	var want VFSettings
+	var want sriov.VFSettings
 	changed := false
 	if hasSettings(vf) {
 		orig, err := d.m.vfControl().Get(pf.Name, vf.Index)
@@ -159,7 +161,7 @@ func hasSettings(vf *spec.VF) bool {
 
 // applyVF returns the settings a VF gets: its original ones with the
 // lab's on top, and whether they differ.
-func applyVF(orig VFSettings, vf *spec.VF) (VFSettings, bool) {
+func applyVF(orig sriov.VFSettings, vf *spec.VF) (sriov.VFSettings, bool) {
 	s := orig
 	if vf.MAC != nil {
 		s.MAC = vf.MAC.String()
