@@ -51,8 +51,8 @@ func runDeploy(ctx context.Context, o *deployOptions) error {
 		return fmt.Errorf("deploy lab %s: %w", l.Name, err)
 	}
 	part := ""
-	if l.HostName != "" {
-		part = fmt.Sprintf(" (host %s's part), %d VXLAN links to other hosts", l.HostName, len(l.Tunnels))
+	if l.OnHost() != "" {
+		part = fmt.Sprintf(" (host %s's part), %d VXLAN links to other hosts", l.OnHost(), len(l.Tunnels()))
 	}
 	fmt.Fprintf(o.Out, "deployed lab %s: %d nodes, %d links%s, %d steps in %s\n",
 		l.Name, len(l.Nodes), len(l.Links), part, res.Steps, res.Duration.Round(10_000))

@@ -187,7 +187,7 @@ func partOf(c *cli.Context, l *spec.Lab) (*spec.Lab, error) {
 	case host == "":
 		return nil, cli.Exit(fmt.Sprintf("lab %s spans hosts %s: say which one this machine is with --host NAME (one command per host)", l.Name, strings.Join(l.HostNames(), ", ")), 2)
 	}
-	p, err := l.Part(host)
+	p, err := l.PartOf(host)
 	if err != nil {
 		return nil, cli.Exit(err.Error(), 2)
 	}

@@ -104,7 +104,7 @@ func (b *Bench) prepare() error {
 	for _, end := range []string{b.t.From.Node, receiver} {
 		if l := b.run.Lab; !l.Local(end) {
 			return fmt.Errorf("%s is on host %s: bench counts what the sender sends and the receiver receives on the host it runs on; run it there, or choose a run whose sender and receiver are both on host %s (the path between may cross other hosts)",
-				end, l.Model().Node(end).Host, l.HostName)
+				end, l.Model().Node(end).Host, l.OnHost())
 		}
 	}
 	sender := b.run.Node(b.t.From.Node).NS

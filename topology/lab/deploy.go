@@ -82,7 +82,7 @@ func (m *Manager) Deploy(ctx context.Context, lab *spec.Lab) (*DeployResult, err
 	st := &State{
 		Version: stateVersion, Lab: lab.Name, File: abs, SHA256: lab.SHA256,
 		Source: string(lab.Source), Phase: PhaseDeploying, PID: os.Getpid(), Started: start,
-		Unplaced: lab.Unplaced, Host: lab.HostName, Tunnels: tunnelRecords(lab),
+		Unplaced: lab.Unplaced, Host: lab.OnHost(), Tunnels: tunnelRecords(lab),
 	}
 	for _, n := range lab.Nodes {
 		st.Namespaces = append(st.Namespaces, NSRecord{Node: n.Name, Name: lab.Namespace(n.Name)})

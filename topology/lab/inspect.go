@@ -416,7 +416,7 @@ func readSysctl(path string) string {
 // tunnelPeer names the far end of the VXLAN interface ep when the
 // kernel's VNI (as "vniN") is the file's for it, else "".
 func tunnelPeer(l *spec.Lab, ep spec.Endpoint, kernel string) string {
-	for _, t := range l.Tunnels {
+	for _, t := range l.Tunnels() {
 		if t.Local == ep && kernel == fmt.Sprintf("vni%d", t.VNI) {
 			return fmt.Sprintf("%s on host %s (VNI %d)", t.Remote, t.RemoteHost, t.VNI)
 		}

@@ -94,7 +94,7 @@ func TraceFileFlow(l *spec.Lab, from spec.Endpoint, to netip.Addr, f spec.Flow) 
 
 // elsewhere names the hops of p on other hosts than l's part, by host.
 func elsewhere(l *spec.Lab, p *spec.Path) string {
-	if l.Whole == nil {
+	if l.Part == nil {
 		return ""
 	}
 	var out []string

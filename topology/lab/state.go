@@ -214,7 +214,7 @@ func (st *State) Spec() (*spec.Lab, error) {
 		return nil, fmt.Errorf("recorded topology of lab %s: %w", st.Lab, err)
 	}
 	if st.Host != "" {
-		return l.Part(st.Host)
+		return l.PartOf(st.Host)
 	}
 	return l, nil
 }

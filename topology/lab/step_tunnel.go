@@ -36,7 +36,7 @@ func tunnelName(vni int) string { return fmt.Sprintf("nslx%d", vni) }
 
 func tunnelRecords(l *spec.Lab) []TunnelRecord {
 	var out []TunnelRecord
-	for _, t := range l.Tunnels {
+	for _, t := range l.Tunnels() {
 		out = append(out, TunnelRecord{Node: t.Local.Node, Interface: t.Local.Interface, HostName: tunnelName(t.VNI), VNI: t.VNI})
 	}
 	return out
@@ -44,7 +44,7 @@ func tunnelRecords(l *spec.Lab) []TunnelRecord {
 
 func tunnelSteps(l *spec.Lab, _ string) []Step {
 	var steps []Step
-	for _, t := range l.Tunnels {
+	for _, t := range l.Tunnels() {
 		name := tunnelName(t.VNI)
 		steps = append(steps, Step{
 			Name:  fmt.Sprintf("create VXLAN %s in the host namespace for %s", name, t),
@@ -116,8 +116,8 @@ func (d *deployer) moveTunnel(t *spec.Tunnel) error {
 
 // tunnelEnds is the set of the part's local ends of links to other hosts.
 func tunnelEnds(l *spec.Lab) map[spec.Endpoint]bool {
-	out := make(map[spec.Endpoint]bool, len(l.Tunnels))
-	for _, t := range l.Tunnels {
+	out := make(map[spec.Endpoint]bool, len(l.Tunnels()))
+	for _, t := range l.Tunnels() {
 		out[t.Local] = true
 	}
 	return out
@@ -142,11 +142,11 @@ func shTunnel(l *spec.Lab, t *spec.Tunnel) []string {
 // no device may have a tunnel's name in the host namespace. It runs in
 // the host namespace.
 func checkTunnels(l *spec.Lab) []string {
-	if len(l.Tunnels) == 0 {
+	if len(l.Tunnels()) == 0 {
 		return nil
 	}
 	var problems []string
-	local := l.Tunnels[0].LocalIP
+	local := l.Tunnels()[0].LocalIP
 	addrs, err := nlsafe.AddrList(nlsafe.Caller, nil, netlink.FAMILY_ALL)
 	if err != nil {
 		return []string{fmt.Sprintf("list this host's addresses: %v", err)}
@@ -158,9 +158,9 @@ func checkTunnels(l *spec.Lab) []string {
 		}
 	}
 	if !held {
-		problems = append(problems, fmt.Sprintf("host %s's underlay address %s is not on this machine: run this part on host %s, or fix hosts.%s.underlay", l.HostName, local, l.HostName, l.HostName))
+		problems = append(problems, fmt.Sprintf("host %s's underlay address %s is not on this machine: run this part on host %s, or fix hosts.%s.underlay", l.OnHost(), local, l.OnHost(), l.OnHost()))
 	}
-	for _, t := range l.Tunnels {
+	for _, t := range l.Tunnels() {
 		if _, err := nlsafe.LinkByName(nlsafe.Caller, tunnelName(t.VNI)); err == nil {
 			problems = append(problems, fmt.Sprintf("a device %s already exists in the host namespace (VNI %d of %s): another lab uses that VNI; give the link another vni:", tunnelName(t.VNI), t.VNI, t.Local))
 		}

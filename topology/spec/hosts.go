@@ -12,7 +12,7 @@ import (
 // A lab can span several machines (hosts). Each node names its host; a
 // link whose ends are on different hosts becomes a VXLAN interface at each
 // end, carried over the hosts' underlay. Every host deploys its own part
-// (Lab.Part) from the same file.
+// (Lab.PartOf) from the same file.
 
 // Host is one machine of a lab that spans several.
 type Host struct {
@@ -41,6 +41,32 @@ func VXLANOverhead(underlay netip.Addr) int {
 
 // Tunnel is one end of a link between hosts, as the part of the lab on
 // the host of Local sees it: a VXLAN interface in Local's node.
+// Part is what makes a Lab one host's part of a lab that spans hosts:
+// the host, the links from its nodes to nodes on other hosts (each a
+// VXLAN interface at either end), and the whole lab, for paths across
+// hosts.
+type Part struct {
+	Host    string
+	Tunnels []*Tunnel
+	Whole   *Lab
+}
+
+// OnHost is the host the lab is the part of, "" for a whole lab.
+func (l *Lab) OnHost() string {
+	if l.Part == nil {
+		return ""
+	}
+	return l.Part.Host
+}
+
+// Tunnels are the part's links to other hosts; none for a whole lab.
+func (l *Lab) Tunnels() []*Tunnel {
+	if l.Part == nil {
+		return nil
+	}
+	return l.Part.Tunnels
+}
+
 type Tunnel struct {
 	Local, Remote     Endpoint
 	RemoteHost        string
@@ -227,11 +253,11 @@ func deriveVNI(lab string, k *Link, taken map[int]string) int {
 	return v
 }
 
-// Part is the part of the lab on host: its nodes, the links between them,
+// PartOf is the part of the lab on host: its nodes, the links between them,
 // and a Tunnel for each link to a node elsewhere, whose interface's peer
 // stays the remote end. Traffic runs are those sent from its nodes; the
 // whole lab stays in Whole, for tracing paths across hosts.
-func (l *Lab) Part(host string) (*Lab, error) {
+func (l *Lab) PartOf(host string) (*Lab, error) {
 	h := l.Host(host)
 	if h == nil {
 		if len(l.Hosts) == 0 {
@@ -240,7 +266,7 @@ func (l *Lab) Part(host string) (*Lab, error) {
 		return nil, fmt.Errorf("lab %s has no host %q: its hosts are %s", l.Name, host, strings.Join(l.HostNames(), ", "))
 	}
 	p := &Lab{File: l.File, Source: l.Source, SHA256: l.SHA256, Name: l.Name, Prefix: l.Prefix, Hosts: l.Hosts,
-		Unplaced: l.Unplaced, HostName: host, Whole: l}
+		Unplaced: l.Unplaced, Part: &Part{Host: host, Whole: l}}
 	for _, n := range l.Nodes {
 		if n.Host == host {
 			p.Nodes = append(p.Nodes, n)
@@ -257,7 +283,7 @@ func (l *Lab) Part(host string) (*Lab, error) {
 				local, remote = k.B, k.A
 			}
 			rh := l.Host(l.Node(remote.Node).Host)
-			p.Tunnels = append(p.Tunnels, &Tunnel{Local: local, Remote: remote, RemoteHost: rh.Name, VNI: k.VNI, Port: k.Port,
+			p.Part.Tunnels = append(p.Part.Tunnels, &Tunnel{Local: local, Remote: remote, RemoteHost: rh.Name, VNI: k.VNI, Port: k.Port,
 				LocalIP: h.Underlay, RemoteIP: rh.Underlay, Link: k})
 		}
 	}
@@ -277,8 +303,8 @@ func (l *Lab) Part(host string) (*Lab, error) {
 // Model is the lab that paths are traced in: the whole lab for a part of
 // one that spans hosts, else l itself.
 func (l *Lab) Model() *Lab {
-	if l.Whole != nil {
-		return l.Whole
+	if l.Part != nil {
+		return l.Part.Whole
 	}
 	return l
 }
@@ -298,9 +324,9 @@ func (l *Lab) Elsewhere(name string) string {
 // Local reports whether node name runs on this part's host (always, for a
 // lab on one machine).
 func (l *Lab) Local(name string) bool {
-	if l.HostName == "" {
+	if l.Part == nil {
 		return l.Node(name) != nil
 	}
-	n := l.Whole.Node(name)
-	return n != nil && n.Host == l.HostName
+	n := l.Part.Whole.Node(name)
+	return n != nil && n.Host == l.Part.Host
 }

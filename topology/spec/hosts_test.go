@@ -55,16 +55,16 @@ func TestPart(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pa, err := l.Part("a")
+	pa, err := l.PartOf("a")
 	if err != nil {
 		t.Fatal(err)
 	}
-	pb, _ := l.Part("b")
-	if len(pa.Nodes) != 2 || len(pb.Nodes) != 1 || len(pa.Links)+len(pb.Links) != 0 || len(pa.Tunnels) != 2 || len(pb.Tunnels) != 2 {
-		t.Fatalf("parts: a %d nodes %d tunnels, b %d nodes %d tunnels", len(pa.Nodes), len(pa.Tunnels), len(pb.Nodes), len(pb.Tunnels))
+	pb, _ := l.PartOf("b")
+	if len(pa.Nodes) != 2 || len(pb.Nodes) != 1 || len(pa.Links)+len(pb.Links) != 0 || len(pa.Tunnels()) != 2 || len(pb.Tunnels()) != 2 {
+		t.Fatalf("parts: a %d nodes %d tunnels, b %d nodes %d tunnels", len(pa.Nodes), len(pa.Tunnels()), len(pb.Nodes), len(pb.Tunnels()))
 	}
-	for i, ta := range pa.Tunnels {
-		tb := pb.Tunnels[i]
+	for i, ta := range pa.Tunnels() {
+		tb := pb.Tunnels()[i]
 		if ta.VNI != tb.VNI || ta.Local != tb.Remote || ta.LocalIP != tb.RemoteIP || ta.RemoteHost != "b" || tb.RemoteHost != "a" {
 			t.Errorf("tunnel %d: a %v, b %v", i, ta, tb)
 		}
@@ -72,7 +72,7 @@ func TestPart(t *testing.T) {
 	if len(pa.Traffic) != 1 || len(pb.Traffic) != 0 || !pa.Local("client") || pa.Local("router") || pa.Model() != l {
 		t.Errorf("part a: traffic %d, b %d", len(pa.Traffic), len(pb.Traffic))
 	}
-	if _, err := l.Part("c"); err == nil || !strings.Contains(err.Error(), "its hosts are a, b") {
+	if _, err := l.PartOf("c"); err == nil || !strings.Contains(err.Error(), "its hosts are a, b") {
 		t.Errorf("unknown host: %v", err)
 	}
 }

@@ -29,11 +29,9 @@ type Lab struct {
 	// Variants are the file's named changes to the deployed lab (see
 	// Variant), in file order.
 	Variants []*Variant
-	// A part of a lab that spans hosts (see Part): the host it is on, the
-	// links from it to other hosts, and the whole lab.
-	HostName string
-	Tunnels  []*Tunnel
-	Whole    *Lab
+	// Part is set when the Lab is one host's part of a lab that spans
+	// hosts (see Lab.PartOf); nil for a whole lab.
+	Part *Part
 	// Unplaced says why the file's CPU placement was taken out (see
 	// Unplace); empty when the lab is as the file says.
 	Unplaced string
