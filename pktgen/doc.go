@@ -11,5 +11,14 @@
 //   - sample: the counter sampler (IFLA_STATS64 through per-namespace
 //     netlink handles), which only bench uses;
 //   - bench: measured runs through a deployed lab, sweeps, throughput
-//     searches, per-hop accounting and the verdict on what limited a run.
+//     searches, per-hop accounting and the verdict on what limited a run;
+//     it renders nothing;
+//   - report: every result type and how it renders, through one writer
+//     per format (WriteOutput);
+//   - kstat: the kernel's statistics (CPU times, softnet, IP MIB,
+//     conntrack, link speed), exported for bench and for live views.
+//
+// It keeps the rules stated in package topology's documentation: typed
+// results and errors that name no flag, results that render themselves,
+// the format chosen by cmd.
 package pktgen
