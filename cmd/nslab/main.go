@@ -32,7 +32,7 @@ func run(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	app := newApp(deployCommand(nil), destroyCommand(nil), inspectCommand(nil), execCommand(nil), validateCommand(nil), benchCommand(nil), compareCommand(nil),
-		graphCommand(nil), pathCommand(nil), checkCommand(nil), impairCommand(nil), linkCommand(nil), captureCommand(nil), generateCommand(nil), exportCommand(nil))
+		graphCommand(nil), pathCommand(nil), checkCommand(nil), impairCommand(nil), linkCommand(nil), captureCommand(nil), generateCommand(nil), exportCommand(nil), schemaCommand(nil))
 	if at := commandAt(args, app); at > 0 && operandsFirst[args[at]] {
 		for _, cmd := range app.Commands {
 			if cmd.Name == args[at] {

@@ -79,6 +79,10 @@ func TestRunVerbsDirectly(t *testing.T) {
 		t.Errorf("deploy --dry-run: %v, the script has no rule line", err)
 	}
 	out.Reset()
+	if err := runSchema(context.Background(), &schemaOptions{Out: &out}); err != nil || !bytes.Equal(out.Bytes(), spec.Schema()) {
+		t.Errorf("schema: %v, %d bytes", err, out.Len())
+	}
+	out.Reset()
 	if err := runGraph(context.Background(), &graphOptions{Lab: l, Format: "mermaid", Out: &out}); err != nil || !strings.Contains(out.String(), "\nflowchart LR\n") {
 		t.Errorf("graph mermaid: %v %q", err, out.String())
 	}

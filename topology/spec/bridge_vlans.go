@@ -46,7 +46,7 @@ func (r *reporter) parseBridgeVLANs(e kv) []PortVLANs {
 		case yaml.SequenceNode:
 			pv.Tagged = r.vids(pe.v, path)
 		case yaml.MappingNode:
-			f := r.fields(pe.v, path, "a port's VLANs", "tagged", "pvid")
+			f := r.fields(pe.v, path, "a port's VLANs", keysOf(portVLANsDef)...)
 			if te, ok := f["tagged"]; ok {
 				pv.Tagged = r.vids(te.v, te.path)
 			}

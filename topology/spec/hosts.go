@@ -103,7 +103,7 @@ func (l *Lab) CrossesHosts(k *Link) bool {
 	return l.Node(k.A.Node).Host != l.Node(k.B.Node).Host
 }
 
-var hostKeys = []string{"underlay", "mtu"}
+var hostKeys = keysOf(hostDef)
 
 // parseHosts reads hosts: {name: {underlay: ADDR, mtu: N}}.
 func (r *reporter) parseHosts(e kv) []*Host {

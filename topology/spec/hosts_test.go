@@ -85,18 +85,18 @@ func TestHostRules(t *testing.T) {
 		problemAfterEdit(t, src, c.from, c.to, c.where, c.msg)
 	}
 	noHosts := strings.Replace(src, "hosts:\n  a: {underlay: 192.168.77.1}\n  b: {underlay: 192.168.77.2}\n", "", 1)
-	problemAfterEdit(t, noHosts, "name: hosts2", "name: hosts3", "x.yaml:20:11: nodes.router.host", `host "b", but the lab has no hosts: section`)
-	problemAfterEdit(t, noHosts, "name: hosts2", "name: hosts3", "x.yaml:33:5: links[1]", "vni: and port: are for links between hosts (VXLAN), and this lab has no hosts")
+	problemAfterEdit(t, noHosts, "name: hosts2", "name: hosts3", "x.yaml:21:11: nodes.router.host", `host "b", but the lab has no hosts: section`)
+	problemAfterEdit(t, noHosts, "name: hosts2", "name: hosts3", "x.yaml:34:5: links[1]", "vni: and port: are for links between hosts (VXLAN), and this lab has no hosts")
 }
 
 var hostCases = []struct{ from, to, where, msg string }{
-	{"  server:\n    host: a", "  server:\n    host: c", "x.yaml:29:11: nodes.server.host", `host "c" is not under hosts: (did you mean "a"?)`},
-	{"  server:\n    host: a\n", "  server:\n", "x.yaml:28:3: nodes.server", "missing host: the lab spans hosts a, b"},
-	{"      eth0: {addresses: [10.1.2.1/24]}", "      eth0: {addresses: [10.1.2.1/24], mtu: 1500}", "x.yaml:36:5: links[1]", "set mtu: 1450 or less"},
-	{"  b: {underlay: 192.168.77.2}", "  b: {underlay: 192.168.77.1}", "x.yaml:14:17: hosts.b.underlay", "is host a's already"},
-	{"  b: {underlay: 192.168.77.2}", "  b: {underlay: \"fd00::2\"}", "x.yaml:14:17: hosts.b.underlay", "not of the same family"},
-	{"  b: {underlay: 192.168.77.2}", "  b: {underlay: 192.168.77.2/24}", "x.yaml:14:17: hosts.b.underlay", "no prefix length"},
-	{"  b: {underlay: 192.168.77.2}", "  b: {mtu: 9000}", "x.yaml:14:3: hosts.b", "missing underlay"},
-	{"    vni: 4242", "    vni: 16777216", "x.yaml:37:10: links[1].vni", "a VXLAN network identifier"},
-	{"  - endpoints: [client:eth0, router:eth0]", "  - endpoints: [client:eth0, router:eth0]\n    vni: 4242", "x.yaml:38:10: links[1].vni", "VNI 4242 is links[0]'s already"},
+	{"  server:\n    host: a", "  server:\n    host: c", "x.yaml:30:11: nodes.server.host", `host "c" is not under hosts: (did you mean "a"?)`},
+	{"  server:\n    host: a\n", "  server:\n", "x.yaml:29:3: nodes.server", "missing host: the lab spans hosts a, b"},
+	{"      eth0: {addresses: [10.1.2.1/24]}", "      eth0: {addresses: [10.1.2.1/24], mtu: 1500}", "x.yaml:37:5: links[1]", "set mtu: 1450 or less"},
+	{"  b: {underlay: 192.168.77.2}", "  b: {underlay: 192.168.77.1}", "x.yaml:15:17: hosts.b.underlay", "is host a's already"},
+	{"  b: {underlay: 192.168.77.2}", "  b: {underlay: \"fd00::2\"}", "x.yaml:15:17: hosts.b.underlay", "not of the same family"},
+	{"  b: {underlay: 192.168.77.2}", "  b: {underlay: 192.168.77.2/24}", "x.yaml:15:17: hosts.b.underlay", "no prefix length"},
+	{"  b: {underlay: 192.168.77.2}", "  b: {mtu: 9000}", "x.yaml:15:3: hosts.b", "missing underlay"},
+	{"    vni: 4242", "    vni: 16777216", "x.yaml:38:10: links[1].vni", "a VXLAN network identifier"},
+	{"  - endpoints: [client:eth0, router:eth0]", "  - endpoints: [client:eth0, router:eth0]\n    vni: 4242", "x.yaml:39:10: links[1].vni", "VNI 4242 is links[0]'s already"},
 }

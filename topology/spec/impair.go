@@ -94,7 +94,7 @@ func ParseDelay(s string) (time.Duration, error) {
 	return d, nil
 }
 
-var impairKeys = []string{"delay", "jitter", "loss", "duplicate", "reorder", "corrupt", "rate", "limit"}
+var impairKeys = keysOf(impairDef)
 
 // parseImpair reads an interface's impair: mapping.
 func (r *reporter) parseImpair(v *yaml.Node, path string) *Impair {

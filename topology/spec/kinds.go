@@ -195,7 +195,7 @@ func (r *reporter) parseKind(i *Interface, f map[string]kv, path string) {
 
 func (r *reporter) parseMacvlan(e kv) *Macvlan {
 	m := &Macvlan{Mode: "bridge"}
-	f := r.fields(e.v, e.path, "a macvlan", "parent", "mode")
+	f := r.fields(e.v, e.path, "a macvlan", keysOf(macvlanDef)...)
 	m.Parent = r.required(f, e.path, "parent", "the interface it is over, e.g. parent: eth0")
 	if me, ok := f["mode"]; ok {
 		m.Mode = r.choice(me, "a macvlan mode", MacvlanModes)
@@ -205,7 +205,7 @@ func (r *reporter) parseMacvlan(e kv) *Macvlan {
 
 func (r *reporter) parseVLAN(e kv) *VLAN {
 	v := &VLAN{}
-	f := r.fields(e.v, e.path, "a VLAN", "parent", "id")
+	f := r.fields(e.v, e.path, "a VLAN", keysOf(vlanDef)...)
 	v.Parent = r.required(f, e.path, "parent", "the interface it tags on, e.g. parent: eth0")
 	if ie, ok := f["id"]; ok {
 		v.ID, _ = r.integer(ie.v, ie.path, "the VLAN ID", 1, 4094)
@@ -217,7 +217,7 @@ func (r *reporter) parseVLAN(e kv) *VLAN {
 
 func (r *reporter) parseBond(e kv) *Bond {
 	b := &Bond{Mode: "balance-rr", MIIMon: DefaultMIIMon}
-	f := r.fields(e.v, e.path, "a bond", "ports", "mode", "miimon")
+	f := r.fields(e.v, e.path, "a bond", keysOf(bondDef)...)
 	b.Ports = r.names(f, e.path, "ports", "[eth0, eth1]")
 	if me, ok := f["mode"]; ok {
 		b.Mode = r.choice(me, "a bonding mode", BondModes)
@@ -230,7 +230,7 @@ func (r *reporter) parseBond(e kv) *Bond {
 
 func (r *reporter) parseVRF(e kv) *VRF {
 	v := &VRF{}
-	f := r.fields(e.v, e.path, "a VRF", "table", "ports")
+	f := r.fields(e.v, e.path, "a VRF", keysOf(vrfDef)...)
 	if te, ok := f["table"]; ok {
 		v.Table, _ = r.routingTable(te.v, te.path)
 	} else {

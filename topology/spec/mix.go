@@ -75,7 +75,7 @@ func (r *reporter) trafficMix(f map[string]kv, t *Traffic) {
 	items, _ := r.list(e.v, e.path, "[{size: 64, weight: 7}, {size: 594, weight: 4}, {size: 1518, weight: 1}]")
 	for i, it := range items {
 		p := fmt.Sprintf("%s[%d]", e.path, i)
-		pf := r.fields(it, p, "a mix part", "size", "weight")
+		pf := r.fields(it, p, "a mix part", keysOf(mixPartDef)...)
 		var part MixPart
 		if s, ok := pf["size"]; ok {
 			part.Size, _ = r.integer(s.v, s.path, "the frame size in bytes", 1, 65535)

@@ -31,13 +31,13 @@ func TestMix(t *testing.T) {
 
 // mixCases are the rules of a mix, each with its place in the file.
 var mixCases = []struct{ name, from, to, where, msg string }{
-	{"frames word", "    frame: 64\n", "    frames: lots\n", "x.yaml:37:13: traffic[0].frames", `frames "lots": give a list of sizes`},
-	{"mix and frame", "    frame: 64\n", "    frame: 64\n    imix: [{size: 64}]\n", "x.yaml:38:11: traffic[0].imix", "give imix: or frame:/frames:, not both"},
-	{"mix size", "    frame: 64\n", "    imix: [{size: 40, weight: 1}]\n", "x.yaml:37:19: traffic[0].imix[0].size", "frame 40 bytes"},
-	{"mix weight", "    frame: 64\n", "    imix: [{size: 64, weight: 0}]\n", "x.yaml:37:31: traffic[0].imix[0].weight", "between 1 and 1000"},
-	{"mix no size", "    frame: 64\n", "    imix: [{weight: 2}]\n", "x.yaml:37:12: traffic[0].imix[0]", "missing size:"},
-	{"mix unknown key", "    frame: 64\n", "    imix: [{size: 64, wieght: 2}]\n", "x.yaml:37:23: traffic[0].imix[0].wieght", `did you mean "weight"`},
-	{"mix empty", "    frame: 64\n", "    imix: []\n", "x.yaml:37:11: traffic[0].imix", "an empty mix"},
+	{"frames word", "    frame: 64\n", "    frames: lots\n", "x.yaml:38:13: traffic[0].frames", `frames "lots": give a list of sizes`},
+	{"mix and frame", "    frame: 64\n", "    frame: 64\n    imix: [{size: 64}]\n", "x.yaml:39:11: traffic[0].imix", "give imix: or frame:/frames:, not both"},
+	{"mix size", "    frame: 64\n", "    imix: [{size: 40, weight: 1}]\n", "x.yaml:38:19: traffic[0].imix[0].size", "frame 40 bytes"},
+	{"mix weight", "    frame: 64\n", "    imix: [{size: 64, weight: 0}]\n", "x.yaml:38:31: traffic[0].imix[0].weight", "between 1 and 1000"},
+	{"mix no size", "    frame: 64\n", "    imix: [{weight: 2}]\n", "x.yaml:38:12: traffic[0].imix[0]", "missing size:"},
+	{"mix unknown key", "    frame: 64\n", "    imix: [{size: 64, wieght: 2}]\n", "x.yaml:38:23: traffic[0].imix[0].wieght", `did you mean "weight"`},
+	{"mix empty", "    frame: 64\n", "    imix: []\n", "x.yaml:38:11: traffic[0].imix", "an empty mix"},
 }
 
 func TestMixRules(t *testing.T) {

@@ -11,9 +11,9 @@ import (
 // Keys of each NAT rule kind and of a firewall rule.
 var (
 	natKinds      = []string{NATMasquerade, NATSNAT, NATDNAT}
-	natKeys       = map[string][]string{NATMasquerade: {"out", "from"}, NATSNAT: {"out", "from", "to"}, NATDNAT: {"in", "from", "proto", "port", "to"}}
-	filterKeys    = []string{"in", "out", "from", "to", "proto", "port", "state"}
-	firewallKeys  = []string{"policy", "rules"}
+	natKeys       = map[string][]string{NATMasquerade: keysOf(masqueradeDef), NATSNAT: keysOf(snatDef), NATDNAT: keysOf(dnatDef)}
+	filterKeys    = keysOf(filterDef)
+	firewallKeys  = keysOf(firewallDef)
 	natExample    = "[{masquerade: wan0}, {snat: {out: wan0, to: 172.30.0.1}}, {dnat: {in: wan0, port: 8080, to: \"192.168.10.2:80\"}}]"
 	filterExample = "[{drop: {in: lan0, to: 10.0.0.0/8}}, {accept: {state: established}}]"
 )

@@ -72,7 +72,7 @@ type rawEndpoint struct {
 	Endpoint
 }
 
-var topKeys = []string{"name", "prefix", "hosts", "nodes", "links", "traffic", "sriov", "variants"}
+var topKeys = keysOf(labDef)
 
 func (r *reporter) parseLab(root *yaml.Node, lab *Lab) *extra {
 	ex := &extra{}
@@ -120,7 +120,7 @@ func (r *reporter) parseLab(root *yaml.Node, lab *Lab) *extra {
 	return ex
 }
 
-var nodeKeys = []string{"host", "interfaces", "bridges", "routes", "rules", "forwarding", "sysctls", "cpus", "receive", "exec", "run", "nat", "firewall"}
+var nodeKeys = keysOf(nodeDef)
 
 func (r *reporter) parseNode(name string, v *yaml.Node, path string) *Node {
 	n := &Node{Name: name}
@@ -238,7 +238,7 @@ func (r *reporter) cpus(v *yaml.Node, path string) CPUSet {
 	return set
 }
 
-var ifaceKeys = []string{"addresses", "mac", "mtu", "queues", "impair", "macvlan", "vlan", "bond", "vrf"}
+var ifaceKeys = keysOf(ifaceDef)
 
 func (r *reporter) parseInterface(name string, v *yaml.Node, path string) *Interface {
 	i := &Interface{Name: name}
@@ -268,7 +268,7 @@ func (r *reporter) parseInterface(name string, v *yaml.Node, path string) *Inter
 // MaxQueues bounds an interface's queue count in a lab file.
 const MaxQueues = 256
 
-var bridgeKeys = []string{"ports", "addresses", "mac", "mtu", "vlan_filtering", "vlans"}
+var bridgeKeys = keysOf(bridgeDef)
 
 func (r *reporter) parseBridge(name string, v *yaml.Node, path string) *Bridge {
 	b := &Bridge{Name: name}
@@ -347,7 +347,7 @@ func isZero(b []byte) bool {
 	return true
 }
 
-var routeKeys = []string{"to", "via", "dev", "metric", "table"}
+var routeKeys = keysOf(routeDef)
 
 func (r *reporter) parseRoute(v *yaml.Node, path string) *Route {
 	r.at(path, v.Line, v.Column)
@@ -422,7 +422,7 @@ func (r *reporter) parseForwarding(v *yaml.Node, path string) Forwarding {
 		return Forwarding{}
 	}
 	var fw Forwarding
-	f := r.fields(v, path, "forwarding", "ipv4", "ipv6")
+	f := r.fields(v, path, "forwarding", keysOf(forwardingDef)...)
 	if e, ok := f["ipv4"]; ok {
 		fw.IPv4, _ = r.boolean(e.v, e.path, "ipv4 forwarding")
 	}
@@ -439,7 +439,7 @@ func (r *reporter) parseLink(v *yaml.Node, path string) rawLink {
 		r.errf(path, "a link must be a mapping such as {endpoints: [ns1:veth1, ns2:veth1-peer]}, not %s", describe(v))
 		return rl
 	}
-	f := r.fields(v, path, "a link", "endpoints", "vni", "port")
+	f := r.fields(v, path, "a link", keysOf(linkDef)...)
 	if e, ok := f["vni"]; ok {
 		rl.vni, _ = r.integer(e.v, e.path, "a VXLAN network identifier", 1, MaxVNI)
 	}

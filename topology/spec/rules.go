@@ -8,7 +8,7 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-var ruleKeys = []string{"from", "to", "iif", "oif", "table", "priority"}
+var ruleKeys = keysOf(ruleDef)
 
 // parseRule reads one entry of a node's rules:.
 func (r *reporter) parseRule(v *yaml.Node, path string) *Rule {

@@ -38,8 +38,8 @@ type VF struct {
 	MaxTxRate int    // Mb/s
 }
 
-var pfKeys = []string{"pf", "numvfs", "vfs"}
-var vfKeys = []string{"index", "node", "name", "mac", "vlan", "qos", "trust", "spoofchk", "link_state", "min_tx_rate", "max_tx_rate"}
+var pfKeys = keysOf(pfDef)
+var vfKeys = keysOf(vfDef)
 
 func (r *reporter) parsePF(v *yaml.Node, path string) *PF {
 	r.at(path, v.Line, v.Column)

@@ -53,8 +53,7 @@ type Traffic struct {
 // Engines a traffic run can ask for.
 var Engines = []string{"auto", "pktgen", "userspace"}
 
-var trafficKeys = []string{"name", "from", "to", "frame", "frames", "imix", "count", "duration", "rate", "threads", "cpus",
-	"engine", "src_ports", "dst_ports", "flows", "flowlen", "options", "group"}
+var trafficKeys = keysOf(trafficDef)
 
 // Defaults of a traffic run.
 const (

@@ -35,10 +35,10 @@ type Variant struct {
 const BaseVariant = "base"
 
 // variantNodeKeys are what a variant may change in a node.
-var variantNodeKeys = []string{"sysctls", "interfaces", "cpus", "receive", "nat", "firewall", "before", "after"}
+var variantNodeKeys = keysOf(variantNodeDef)
 
 // variantIfaceKeys are what a variant may change in an interface.
-var variantIfaceKeys = []string{"impair", "queues"}
+var variantIfaceKeys = keysOf(variantIfaceDef)
 
 // Variant returns the named variant ("base": the lab as deployed, unless
 // the file defines one of that name), or nil.

@@ -88,7 +88,7 @@ func TestLatencyCDF(t *testing.T) {
 	if b, err := os.ReadFile(p); err != nil || !bytes.HasPrefix(b, []byte("\x89PNG")) || len(b) < 5000 {
 		t.Errorf("cdf.png: %d bytes, %v", len(b), err)
 	}
-	if err := LatencyCDF(p, []*report.Report{{Frame: 64}}); err == nil || !strings.Contains(err.Error(), "--latency") {
+	if err := LatencyCDF(p, []*report.Report{{Frame: 64}}); err == nil || !strings.Contains(err.Error(), "latency histogram") {
 		t.Errorf("no histogram: %v", err)
 	}
 }

@@ -1,0 +1,364 @@
+package spec
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+)
+
+// The lab file's mappings, each with its keys in the order the parser
+// lists them in messages, every key with its JSON Schema and a line of
+// documentation. The parser takes its key lists from here (see keysOf),
+// Schema builds the JSON Schema from here, and docs/lab-file.md is
+// written from here (LabFileDoc), so the three cannot drift.
+
+// mapping is one mapping of the file.
+type mapping struct {
+	def   string // its name under $defs
+	title string
+	keys  []key
+	// required keys; nullable: an empty entry (e0:) is allowed.
+	required []string
+	nullable bool
+}
+
+// key is one key of a mapping.
+type key struct {
+	name   string
+	doc    string // type, default, allowed values, example
+	schema map[string]any
+}
+
+// Schema fragments for the value shapes the parser reads.
+var (
+	// text is what the parser reads as text: a string, or a number as
+	// written (a node named 1).
+	text    = map[string]any{"type": []string{"string", "number"}}
+	boolean = map[string]any{"type": "boolean"}
+	texts   = map[string]any{"type": "array", "items": text}
+	cpuSet  = map[string]any{"oneOf": []any{
+		map[string]any{"type": "array", "items": intRange(0, MaxCPU), "minItems": 1},
+		intRange(0, MaxCPU),
+		map[string]any{"type": "string"},
+	}}
+	tableRef = map[string]any{"oneOf": []any{intRange(1, 1<<32-1), map[string]any{"enum": []string{"main", "default", "local"}}}}
+)
+
+func intRange(lo, hi int) map[string]any {
+	return map[string]any{"type": "integer", "minimum": lo, "maximum": hi}
+}
+
+func enum(values ...string) map[string]any { return map[string]any{"enum": values} }
+
+func ref(def string) map[string]any { return map[string]any{"$ref": "#/$defs/" + def} }
+
+func listOf(s map[string]any) map[string]any { return map[string]any{"type": "array", "items": s} }
+
+func mapOf(s map[string]any) map[string]any {
+	return map[string]any{"type": []string{"object", "null"}, "additionalProperties": s}
+}
+
+func nullable(s map[string]any) map[string]any {
+	return map[string]any{"oneOf": []any{s, map[string]any{"type": "null"}}}
+}
+
+var labDef = mapping{def: "lab", title: "an nslab lab file", required: []string{"name", "nodes"}, keys: []key{
+	{"name", "text, required: the lab's name, lowercase letters, digits and -, at most 12 characters (crs)", map[string]any{"type": "string", "pattern": "^[a-z0-9][a-z0-9-]*$", "maxLength": MaxLabName}},
+	{"prefix", "text, default none: prepended to node names to form namespace names (lab1-)", text},
+	{"hosts", "mapping of host name to host: the machines a lab spans (see hosts)", mapOf(ref("host"))},
+	{"nodes", "mapping of node name to node, required: each node is a network namespace", mapOf(nullable(ref("node")))},
+	{"links", "list of links: each a veth pair, or a VXLAN link between hosts", listOf(ref("link"))},
+	{"traffic", "list of traffic runs bench can send", listOf(ref("traffic"))},
+	{"sriov", "list of SR-IOV PFs whose VFs are handed to nodes", listOf(ref("pf"))},
+	{"variants", "mapping of variant name to a mapping of node name to what the variant changes (bench --variants)", mapOf(mapOf(ref("variantNode")))},
+}}
+
+var hostDef = mapping{def: "host", title: "a host of a lab that spans hosts", required: []string{"underlay"}, keys: []key{
+	{"underlay", "address, required: the host's address on the network between the hosts (192.0.2.1)", text},
+	{"mtu", "integer 1280-65535, default 1500: the underlay's MTU (a VXLAN link's interfaces may have 50 less over IPv4, 70 over IPv6)", intRange(1280, 65535)},
+}}
+
+var nodeDef = mapping{def: "node", title: "a node (a network namespace)", keys: []key{
+	{"host", "text: the host the node runs on (a name under hosts:)", text},
+	{"interfaces", "mapping of interface name to interface; an interface a link names needs no entry unless it has settings", mapOf(nullable(ref("interface")))},
+	{"bridges", "mapping of bridge name to bridge, inside the node", mapOf(nullable(ref("bridge")))},
+	{"routes", "list of static routes", listOf(ref("route"))},
+	{"rules", "list of policy routing rules (ip rule)", listOf(ref("rule"))},
+	{"forwarding", "true, false or {ipv4: B, ipv6: B}, default false: whether the node routes", map[string]any{"oneOf": []any{boolean, ref("forwarding")}}},
+	{"sysctls", "mapping of namespace-scoped net.* key to value (net.ipv4.conf.all.rp_filter: 0)", mapOf(map[string]any{"type": []string{"string", "number", "boolean"}})},
+	{"cpus", "CPU set ([1], 1 or \"0-3\"), default none: where the node's receive work runs", cpuSet},
+	{"receive", "rps or napi, default rps with cpus: how the receive work is put on the CPUs", enum(ReceiveRPS, ReceiveNAPI)},
+	{"exec", "list of command lines, run once in the node at deploy; each must exit 0", texts},
+	{"run", "list of command lines, services started in the node and kept running until destroy", texts},
+	{"nat", "list of NAT rules, each one of {masquerade: ...}, {snat: ...}, {dnat: ...}; first match wins", listOf(ref("natRule"))},
+	{"firewall", "a list of firewall rules (policy accept), or {policy: accept|drop, rules: [...]}: what the node forwards", ref("firewall")},
+}}
+
+var forwardingDef = mapping{def: "forwarding", title: "forwarding per IP version", keys: []key{
+	{"ipv4", "true or false, default false", boolean},
+	{"ipv6", "true or false, default false", boolean},
+}}
+
+var ifaceDef = mapping{def: "interface", title: "an interface of a node", nullable: true, keys: []key{
+	{"addresses", "list of address/prefix-length (10.0.1.1/24, \"fd00::1/64\")", texts},
+	{"mac", "MAC address, default derived from the lab, node and interface names (\"02:00:00:00:01:01\")", text},
+	{"mtu", "integer 68-65535, default the kernel's (1500)", intRange(68, 65535)},
+	{"queues", "integer 1-256, default 1: rx and tx queues of a veth end", intRange(1, MaxQueues)},
+	{"impair", "impairment: what the link does to what this interface sends", ref("impair")},
+	{"macvlan", "{parent: IF, mode: bridge|private|vepa|passthru}: a macvlan over another interface of the node (mode default bridge)", ref("macvlan")},
+	{"vlan", "{parent: IF, id: 1-4094}: an 802.1Q sub-interface", ref("vlan")},
+	{"bond", "{ports: [IF, ...], mode: MODE, miimon: MS}: a bond (mode default balance-rr, miimon default 100)", ref("bond")},
+	{"vrf", "{table: N, ports: [IF, ...]}: a VRF whose table is N (not 253-255)", ref("vrf")},
+}}
+
+var macvlanDef = mapping{def: "macvlan", title: "a macvlan", required: []string{"parent"}, keys: []key{
+	{"parent", "interface, required: the interface of the node it is over", text},
+	{"mode", "bridge, private, vepa or passthru, default bridge", enum(MacvlanModes...)},
+}}
+
+var vlanDef = mapping{def: "vlan", title: "an 802.1Q VLAN sub-interface", required: []string{"parent", "id"}, keys: []key{
+	{"parent", "interface, required: the interface it tags on", text},
+	{"id", "integer 1-4094, required: the VLAN ID", intRange(1, 4094)},
+}}
+
+var bondDef = mapping{def: "bond", title: "a bond", required: []string{"ports"}, keys: []key{
+	{"ports", "list of interfaces of the node, required; they carry no addresses", texts},
+	{"mode", "balance-rr, active-backup, balance-xor, broadcast, 802.3ad, balance-tlb or balance-alb; default balance-rr", enum(BondModes...)},
+	{"miimon", "integer ms, default 100: link monitoring (0: none, and a port going down goes unnoticed)", intRange(0, 1<<31-1)},
+}}
+
+var vrfDef = mapping{def: "vrf", title: "a VRF", required: []string{"table", "ports"}, keys: []key{
+	{"table", "routing table, required: a number 1-4294967295 of its own", tableRef},
+	{"ports", "list of interfaces of the node, required: enslaved to the VRF", texts},
+}}
+
+var bridgeDef = mapping{def: "bridge", title: "a bridge inside a node", nullable: true, keys: []key{
+	{"ports", "list of interfaces of the node (linked, or made)", texts},
+	{"addresses", "list of address/prefix-length", texts},
+	{"mac", "MAC address, default the kernel's (the lowest port MAC)", text},
+	{"mtu", "integer 68-65535", intRange(68, 65535)},
+	{"vlan_filtering", "true or false, default false: forward by 802.1Q VLAN", boolean},
+	{"vlans", "mapping of port to its VLANs: [10, 20] (tagged) or {tagged: [...], pvid: N}; needs vlan_filtering", mapOf(map[string]any{"oneOf": []any{listOf(intRange(1, 4094)), ref("portVLANs")}})},
+}}
+
+var portVLANsDef = mapping{def: "portVLANs", title: "a bridge port's VLANs", keys: []key{
+	{"tagged", "list of VLAN IDs the port carries tagged", listOf(intRange(1, 4094))},
+	{"pvid", "integer 1-4094: the VLAN of the port's untagged frames", intRange(1, 4094)},
+}}
+
+var routeDef = mapping{def: "route", title: "a static route", required: []string{"to"}, keys: []key{
+	{"to", "default, ::/0 or a prefix, required (10.0.2.0/24)", text},
+	{"via", "gateway address, on a subnet the node is connected to", text},
+	{"dev", "interface or bridge of the node", text},
+	{"metric", "integer, default 0", intRange(0, 1<<31-1)},
+	{"table", "routing table, default main: a number, or main", tableRef},
+}}
+
+var ruleDef = mapping{def: "rule", title: "a policy routing rule", required: []string{"table"}, keys: []key{
+	{"from", "address or prefix, default any: the packet's source", text},
+	{"to", "address or prefix, default any: its destination", text},
+	{"iif", "interface of the node it arrived on, default any", text},
+	{"oif", "interface of the node it leaves by (sockets bound to it), default any", text},
+	{"table", "routing table, required: where matching packets are looked up", tableRef},
+	{"priority", "integer, default the kernel's choice (32765 for the first rule): lower first", intRange(1, 1<<32-1)},
+}}
+
+var impairDef = mapping{def: "impair", title: "an impairment (netem, or tbf for a rate alone)", keys: []key{
+	{"delay", "duration (20ms, 500us)", text},
+	{"jitter", "duration, not above delay", text},
+	{"loss", "percentage (1%)", text},
+	{"duplicate", "percentage", text},
+	{"reorder", "percentage; needs a delay", text},
+	{"corrupt", "percentage", text},
+	{"rate", "bit rate (10Mbit, 512kbit; bps spellings are refused)", text},
+	{"limit", "integer, default 1000: packets queued at most", intRange(1, 1<<31-1)},
+}}
+
+var linkDef = mapping{def: "link", title: "a link", required: []string{"endpoints"}, keys: []key{
+	{"endpoints", "list of two node:interface, required", map[string]any{"type": "array", "items": text, "minItems": 2, "maxItems": 2}},
+	{"vni", "integer 1-16777215, default derived: the VXLAN network identifier of a link between hosts", intRange(1, MaxVNI)},
+	{"port", "integer 1-65535, default 4789: the VXLAN UDP port", intRange(1, 65535)},
+}}
+
+var trafficDef = mapping{def: "traffic", title: "a traffic run", required: []string{"name", "from", "to"}, keys: []key{
+	{"name", "text, required: bench --traffic NAME chooses it", text},
+	{"from", "node:interface, required: the sender interface", text},
+	{"to", "address, required: an address of the lab", text},
+	{"frame", "integer, default 64: the frame size in bytes with FCS", intRange(1, 65535)},
+	{"frames", "list of frame sizes (a sweep), or imix (7:4:1 of 64, 594, 1518)", map[string]any{"oneOf": []any{listOf(intRange(1, 65535)), enum("imix")}}},
+	{"imix", "list of {size, weight}: a mix of frame sizes", listOf(ref("mixPart"))},
+	{"count", "integer: packets per thread", intRange(1, 1<<62)},
+	{"duration", "duration (10s)", text},
+	{"rate", "max (default), a packet rate (200kpps) or a bit rate in whole Mbit (500Mbit)", text},
+	{"threads", "integer 1-64, default 1: sending threads", intRange(1, 64)},
+	{"cpus", "CPU set: one pinned sending thread per CPU", cpuSet},
+	{"engine", "auto (default), pktgen or userspace", enum(Engines...)},
+	{"src_ports", "port or range (1000-2000): UDP source ports", text},
+	{"dst_ports", "port or range, default 9: UDP destination ports", text},
+	{"flows", "integer 1-65535: concurrent flows, a source port each", intRange(1, 65535)},
+	{"flowlen", "integer: packets per flow", intRange(1, 1<<30)},
+	{"options", "mapping of engine option to value", mapOf(text)},
+	{"group", "text: runs of one group run together (bench --traffic GROUP)", text},
+}}
+
+var mixPartDef = mapping{def: "mixPart", title: "a part of a frame mix", required: []string{"size"}, keys: []key{
+	{"size", "integer, required: frame size in bytes with FCS", intRange(1, 65535)},
+	{"weight", "integer 1-1000, default 1: packets of this size per cycle", intRange(1, 1000)},
+}}
+
+var pfDef = mapping{def: "pf", title: "an SR-IOV physical function", required: []string{"pf", "numvfs"}, keys: []key{
+	{"pf", "interface, required: the PF on the host (ens4f0np0)", text},
+	{"numvfs", "integer 1-4096, required: VFs the PF must have", intRange(1, 4096)},
+	{"vfs", "list of VFs handed to nodes", listOf(ref("vf"))},
+}}
+
+var vfDef = mapping{def: "vf", title: "a VF handed to a node", required: []string{"index", "node"}, keys: []key{
+	{"index", "integer 0-4095, required: the VF number on the PF", intRange(0, 4095)},
+	{"node", "node, required", text},
+	{"name", "interface name in the node, default vfINDEX", text},
+	{"mac", "MAC address the PF gives the VF", text},
+	{"vlan", "integer 0-4094: VLAN the PF tags the VF's frames with", intRange(0, 4094)},
+	{"qos", "integer 0-7: 802.1p priority with vlan", intRange(0, 7)},
+	{"trust", "true or false", boolean},
+	{"spoofchk", "true or false", boolean},
+	{"link_state", "auto, enable or disable", enum("auto", "enable", "disable")},
+	{"min_tx_rate", "integer Mbit/s", intRange(0, 1<<31-1)},
+	{"max_tx_rate", "integer Mbit/s", intRange(0, 1<<31-1)},
+}}
+
+var variantNodeDef = mapping{def: "variantNode", title: "what a variant changes on a node", keys: []key{
+	{"sysctls", "mapping of net.* key to value, merged over the node's", mapOf(map[string]any{"type": []string{"string", "number", "boolean"}})},
+	{"interfaces", "mapping of interface to {impair, queues}", mapOf(ref("variantInterface"))},
+	{"cpus", "CPU set, or null for none", nullable(cpuSet)},
+	{"receive", "rps (a variant cannot change threaded NAPI), or null", nullable(enum(ReceiveRPS, ReceiveNAPI))},
+	{"nat", "list of NAT rules, replacing the node's; null for none", nullable(listOf(ref("natRule")))},
+	{"firewall", "firewall, replacing the node's; null for none", nullable(ref("firewall"))},
+	{"before", "list of command lines run in the node before each round", nullable(texts)},
+	{"after", "list of command lines run in the node after each round", nullable(texts)},
+}}
+
+var variantIfaceDef = mapping{def: "variantInterface", title: "what a variant changes on an interface", nullable: true, keys: []key{
+	{"impair", "impairment, or null for none", nullable(ref("impair"))},
+	{"queues", "integer 1-256, or null for the kernel's", nullable(intRange(1, MaxQueues))},
+}}
+
+// natKeysOf and filterDef are the rules of nat: and firewall:.
+var (
+	masqueradeDef = mapping{def: "masquerade", title: "a masquerade rule", keys: []key{
+		{"out", "interface or bridge it leaves by", text}, {"from", "address or prefix", text}}}
+	snatDef = mapping{def: "snat", title: "an snat rule", required: []string{"to"}, keys: []key{
+		{"out", "interface or bridge it leaves by", text}, {"from", "address or prefix", text}, {"to", "address of the node itself", text}}}
+	dnatDef = mapping{def: "dnat", title: "a dnat rule", required: []string{"to"}, keys: []key{
+		{"in", "interface or bridge it arrives on", text}, {"from", "address or prefix", text}, {"proto", "tcp (default) or udp", enum("tcp", "udp")},
+		{"port", "destination port", intRange(1, 65535)}, {"to", "address or address:port", text}}}
+	filterDef = mapping{def: "match", title: "a firewall rule's match", nullable: true, keys: []key{
+		{"in", "interface or bridge (not a bridge port)", text}, {"out", "interface or bridge", text},
+		{"from", "address or prefix", text}, {"to", "address or prefix", text},
+		{"proto", "tcp, udp, icmp or icmpv6", enum("tcp", "udp", "icmp", "icmpv6")},
+		{"port", "destination port (tcp unless proto says udp)", intRange(1, 65535)},
+		{"state", "new, established, related, invalid, or a list of them", map[string]any{"oneOf": []any{enum("new", "established", "related", "invalid"), listOf(enum("new", "established", "related", "invalid"))}}}}}
+	firewallDef = mapping{def: "firewallPolicy", title: "a firewall with a policy", keys: []key{
+		{"policy", "accept (default) or drop", enum("accept", "drop")},
+		{"rules", "list of rules, each {accept: MATCH} or {drop: MATCH}", listOf(ref("filterRule"))}}}
+)
+
+// mappings are every mapping of the file, the lab first.
+var mappings = []*mapping{&labDef, &hostDef, &nodeDef, &forwardingDef, &ifaceDef, &macvlanDef, &vlanDef, &bondDef, &vrfDef,
+	&bridgeDef, &portVLANsDef, &routeDef, &ruleDef, &impairDef, &linkDef, &trafficDef, &mixPartDef, &pfDef, &vfDef,
+	&variantNodeDef, &variantIfaceDef, &masqueradeDef, &snatDef, &dnatDef, &filterDef, &firewallDef}
+
+// keysOf is a mapping's key names, in order: the parser's key list.
+func keysOf(m mapping) []string {
+	out := make([]string, len(m.keys))
+	for i, k := range m.keys {
+		out[i] = k.name
+	}
+	return out
+}
+
+// object is a mapping's JSON Schema.
+func (m *mapping) object() map[string]any {
+	props := map[string]any{}
+	for _, k := range m.keys {
+		s := map[string]any{"description": k.doc}
+		for n, v := range k.schema {
+			s[n] = v
+		}
+		props[k.name] = s
+	}
+	o := map[string]any{"type": "object", "title": m.title, "properties": props, "additionalProperties": false}
+	if m.nullable {
+		o["type"] = []string{"object", "null"}
+	}
+	if len(m.required) > 0 {
+		o["required"] = m.required
+	}
+	return o
+}
+
+// SchemaID is where the schema is published, and what the examples'
+// yaml-language-server modelines name.
+const SchemaID = "https://raw.githubusercontent.com/nslab/nslab/main/docs/lab.schema.json"
+
+// Schema returns the JSON Schema (draft 2020-12) of the lab file, built
+// from the parser's own key tables. It catches what a schema can: unknown
+// keys, types, ranges, allowed words; the parser's other rules (links to
+// declared nodes, addresses once, routes reachable) are for nslab validate.
+func Schema() []byte {
+	defs := map[string]any{}
+	for _, m := range mappings {
+		defs[m.def] = m.object()
+	}
+	natRule := map[string]any{"type": "object", "minProperties": 1, "maxProperties": 1, "additionalProperties": false, "properties": map[string]any{
+		"masquerade": map[string]any{"oneOf": []any{text, ref("masquerade")}},
+		"snat":       ref("snat"),
+		"dnat":       ref("dnat"),
+	}}
+	defs["natRule"] = natRule
+	defs["filterRule"] = map[string]any{"type": "object", "minProperties": 1, "maxProperties": 1, "additionalProperties": false,
+		"properties": map[string]any{"accept": ref("match"), "drop": ref("match")}}
+	defs["firewall"] = map[string]any{"oneOf": []any{listOf(ref("filterRule")), ref("firewallPolicy")}}
+	doc := map[string]any{
+		"$schema": "https://json-schema.org/draft/2020-12/schema",
+		"$id":     SchemaID,
+		"title":   "nslab lab file",
+		"$ref":    "#/$defs/lab",
+		"$defs":   defs,
+	}
+	out, err := json.MarshalIndent(doc, "", "  ")
+	if err != nil {
+		panic(fmt.Sprintf("the lab file's schema: %v", err)) // built from literals above
+	}
+	return append(out, '\n')
+}
+
+// LabFileDoc is docs/lab-file.md: every mapping of the file with each of
+// its keys, its type, default, allowed values and an example, written
+// from the same tables as the parser's key lists and the schema.
+func LabFileDoc() string {
+	var b strings.Builder
+	b.WriteString("# The lab file\n\n")
+	b.WriteString("<!-- Written by `go test ./topology/spec -run TestLabFileDoc -update` from the parser's own key\n")
+	b.WriteString("tables (topology/spec/schema.go); a test fails when this file and the parser differ. -->\n\n")
+	b.WriteString("A lab file is YAML. Its keys, mapping by mapping, as `nslab validate` reads them; `nslab schema`\n")
+	b.WriteString("prints the same as a JSON Schema (draft 2020-12) for editors (`docs/lab.schema.json`; the\n")
+	b.WriteString("examples name it in their first line). Values the schema cannot check (a link's nodes exist,\n")
+	b.WriteString("an address is used once, a route's gateway is on a subnet) are checked by `nslab validate`.\n")
+	b.WriteString("Units, the same everywhere: percentages `0.5%`, bit rates `10Mbit` (never `bps`), packet\n")
+	b.WriteString("rates `200kpps`, durations `20ms`.\n")
+	for _, m := range mappings {
+		fmt.Fprintf(&b, "\n## %s (`%s`)\n\n", m.title, m.def)
+		if len(m.required) > 0 {
+			fmt.Fprintf(&b, "Required: %s.\n\n", "`"+strings.Join(m.required, "`, `")+"`")
+		}
+		b.WriteString("| key | what it takes |\n|---|---|\n")
+		for _, k := range m.keys {
+			fmt.Fprintf(&b, "| `%s` | %s |\n", k.name, strings.ReplaceAll(k.doc, "|", "\\|"))
+		}
+	}
+	b.WriteString("\n## NAT and firewall rules\n\n")
+	b.WriteString("`nat:` is a list of rules, each one key: `masquerade` (an interface, or a `masquerade`\n")
+	b.WriteString("mapping), `snat` or `dnat`. `firewall:` is a list of rules (policy accept) or a\n")
+	b.WriteString("`firewallPolicy`; each rule is one key, `accept` or `drop`, whose value is a `match`.\n")
+	return b.String()
+}
