@@ -11,6 +11,9 @@
 #   make bench-sampler    the counter sampler's own cost per sample of 10 interfaces
 #   make fuzz             every fuzz target for FUZZTIME (60s; FUZZTIME=1h for a soak)
 #   make soak             SIGKILL nslab at random moments, 50 times each in deploy, destroy and bench
+#   make install          nslab, its helpers, man pages and completions under PREFIX (/usr/local)
+#   make docs             docs/commands/, docs/lab-file.md and docs/lab.schema.json from the definitions
+#   make release          static linux/amd64 and linux/arm64 binaries with SHA256SUMS, under dist/
 
 GO      ?= go
 # urfave_cli_no_docs drops the CLI library's markdown/man page generator,
@@ -24,7 +27,8 @@ export GOFLAGS := -tags=$(TAGS)
 # against libc, and skips the dynamic loader at every start.
 export CGO_ENABLED := 0
 
-.PHONY: fuzz soak bench-latency all build test unit-test lint lint-deps vmtest walkthrough vm-deps run deps go-deps bench-topology bench-forwarding bench-nat bench-engine bench-sampler clean
+PREFIX  ?= /usr/local
+.PHONY: install install-check docs release fuzz soak bench-latency all build test unit-test lint lint-deps vmtest walkthrough vm-deps run deps go-deps bench-topology bench-forwarding bench-nat bench-engine bench-sampler clean
 
 all: build
 
@@ -35,6 +39,37 @@ build: go-deps
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN)/nslab ./cmd/nslab
 	$(GO) build -o $(BIN)/nslab-plot ./cmd/nslab-plot
 	$(GO) build -o $(BIN)/nslab-capture ./cmd/nslab-capture
+
+# install: the three programs (nslab finds its helpers next to itself), the
+# man pages (written from the command definitions) and the completions.
+install: build
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 \
+		$(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions \
+		$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
+	install -m 755 $(BIN)/nslab $(BIN)/nslab-capture $(BIN)/nslab-plot $(DESTDIR)$(PREFIX)/bin/
+	$(BIN)/nslab gendocs --man $(DESTDIR)$(PREFIX)/share/man/man1
+	mv $(DESTDIR)$(PREFIX)/share/man/man1/nslab-lab.5 $(DESTDIR)$(PREFIX)/share/man/man5/
+	$(BIN)/nslab completion bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/nslab
+	$(BIN)/nslab completion zsh > $(DESTDIR)$(PREFIX)/share/zsh/site-functions/_nslab
+	$(BIN)/nslab completion fish > $(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/nslab.fish
+
+# install-check: make install into a new prefix, then use the tool from
+# there as a user would (part of make test).
+install-check:
+	.ci/install-check
+
+docs: build
+	$(BIN)/nslab gendocs --markdown docs/commands
+	$(GO) test ./topology/spec -run TestLabFileDoc -update
+
+# release: static binaries for both architectures, the version stamped
+# in, and their checksums.
+release: go-deps
+	@rm -rf dist; mkdir -p dist
+	@for arch in amd64 arm64; do for p in nslab nslab-capture nslab-plot; do \
+		GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o dist/$$p-linux-$$arch ./cmd/$$p || exit 1; \
+	done; done
+	cd dist && sha256sum * > SHA256SUMS && cat SHA256SUMS
 
 go-deps:
 	@command -v $(GO) >/dev/null || { echo "Go is missing: install Go 1.26 or newer"; exit 1; }
@@ -56,12 +91,16 @@ deps: go-deps
 	command -v ping   >/dev/null || missing="$$missing iputils-ping"; \
 	command -v tcpdump >/dev/null || missing="$$missing tcpdump"; \
 	command -v nft    >/dev/null || missing="$$missing nftables"; \
+	command -v mandoc >/dev/null || missing="$$missing mandoc"; \
+	command -v man    >/dev/null || missing="$$missing man-db"; \
+	command -v zsh    >/dev/null || missing="$$missing zsh"; \
+	command -v fish   >/dev/null || missing="$$missing fish"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
 
-test: lint unit-test vmtest
+test: lint unit-test install-check vmtest
 
 # -p 1: one package at a time. The privileged tests measure this machine
 # (a router's backlog drops, softnet_stat, CPU use, all machine-wide), so

@@ -31,8 +31,7 @@ func main() {
 func run(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	app := newApp(deployCommand(nil), destroyCommand(nil), inspectCommand(nil), execCommand(nil), validateCommand(nil), benchCommand(nil), compareCommand(nil),
-		graphCommand(nil), pathCommand(nil), checkCommand(nil), impairCommand(nil), linkCommand(nil), captureCommand(nil), generateCommand(nil), exportCommand(nil), schemaCommand(nil))
+	app := newApp(commands()...)
 	if at := commandAt(args, app); at > 0 && operandsFirst[args[at]] {
 		for _, cmd := range app.Commands {
 			if cmd.Name == args[at] {
@@ -60,6 +59,13 @@ func run(args []string) int {
 	return 1
 }
 
+// commands are nslab's verbs, each with its real run function.
+func commands() []*cli.Command {
+	return []*cli.Command{deployCommand(nil), destroyCommand(nil), inspectCommand(nil), execCommand(nil), validateCommand(nil), benchCommand(nil),
+		compareCommand(nil), graphCommand(nil), pathCommand(nil), checkCommand(nil), impairCommand(nil), linkCommand(nil), captureCommand(nil),
+		generateCommand(nil), exportCommand(nil), schemaCommand(nil), completionCommand(nil), gendocsCommand(nil), completeCommand(nil)}
+}
+
 // newApp is nslab with its global options and these verbs (tests build
 // it with one verb whose run function they give).
 func newApp(commands ...*cli.Command) *cli.App {
@@ -73,7 +79,7 @@ func newApp(commands ...*cli.Command) *cli.App {
 			&cli.StringFlag{Name: "host", Value: "", Usage: "the `HOST` this machine is, for a lab that spans hosts (its hosts: section): deploy, check, path and bench work on that host's part", EnvVars: []string{"NSLAB_HOST"}},
 			&cli.StringFlag{Name: "sysfs", Value: "", Usage: "where sysfs is, for SR-IOV (default /sys)", Hidden: true, EnvVars: []string{"NSLAB_SYSFS"}},
 		},
-		Commands:       commands,
+		Commands:       withHelp(commands),
 		ExitErrHandler: func(*cli.Context, error) {}, // run() prints and maps errors
 	}
 }

@@ -362,3 +362,24 @@ func LabFileDoc() string {
 	b.WriteString("`firewallPolicy`; each rule is one key, `accept` or `drop`, whose value is a `match`.\n")
 	return b.String()
 }
+
+// MappingDoc is one mapping of the file as the documentation shows it.
+type MappingDoc struct {
+	Name, Title string
+	Required    []string
+	Keys        [][2]string // key, what it takes
+}
+
+// KeyDocs is every mapping of the file with its keys and their lines of
+// documentation (what LabFileDoc and nslab-lab(5) show).
+func KeyDocs() []MappingDoc {
+	var out []MappingDoc
+	for _, m := range mappings {
+		d := MappingDoc{Name: m.def, Title: m.title, Required: m.required}
+		for _, k := range m.keys {
+			d.Keys = append(d.Keys, [2]string{k.name, k.doc})
+		}
+		out = append(out, d)
+	}
+	return out
+}

@@ -78,21 +78,21 @@ func TestExamplesMatchTheSchema(t *testing.T) {
 func TestSchemaRefusesWhatTheParserRefuses(t *testing.T) {
 	s := compiledSchema(t)
 	for name, yml := range map[string]string{
-		"unknown top key":      base + "colour: red\n",
-		"unknown node key":     strings.Replace(base, "  a:\n", "  a:\n    forwarder: true\n", 1),
-		"mtu as text":          strings.Replace(base, "10.0.1.1/24]}", "10.0.1.1/24], mtu: \"1500\"}", 1),
-		"mtu range":            strings.Replace(base, "10.0.1.1/24]}", "10.0.1.1/24], mtu: 10}", 1),
-		"receive word":         strings.Replace(base, "  a:\n", "  a:\n    cpus: [0]\n    receive: xdp\n", 1),
-		"vlan id range":        strings.Replace(base, "      e0: {addresses: [10.0.1.1/24]}\n", "      e0: {addresses: [10.0.1.1/24]}\n      v: {vlan: {parent: e0, id: 5000}}\n", 1),
-		"bond mode":            strings.Replace(base, "      e0: {addresses: [10.0.1.1/24]}\n", "      e0: {}\n      b: {bond: {ports: [e0], mode: fast}}\n", 1),
-		"rule without table":   strings.Replace(base, "  a:\n", "  a:\n    rules: [{from: 10.0.2.0/24}]\n", 1),
-		"link of three":        strings.Replace(base, "[a:e0, b:e0]", "[a:e0, b:e0, a:e1]", 1),
-		"nat of two kinds":     strings.Replace(base, "  a:\n", "  a:\n    nat: [{masquerade: e0, snat: {to: 10.0.1.1}}]\n", 1),
-		"traffic engine":       base + "traffic: [{name: f, from: a:e0, to: 10.0.1.2, engine: dpdk}]\n",
-		"missing name":         strings.Replace(base, "name: t\n", "", 1),
-		"route without to":     strings.Replace(base, "  a:\n", "  a:\n    routes: [{via: 10.0.1.2}]\n", 1),
-		"filter verdict":       strings.Replace(base, "  a:\n", "  a:\n    firewall: [{reject: {in: e0}}]\n", 1),
-		"bridge vlans shape":   strings.Replace(base, "  b:\n", "  b:\n    bridges: {br0: {ports: [e1], vlan_filtering: true, vlans: {e1: 10}}}\n", 1),
+		"unknown top key":    base + "colour: red\n",
+		"unknown node key":   strings.Replace(base, "  a:\n", "  a:\n    forwarder: true\n", 1),
+		"mtu as text":        strings.Replace(base, "10.0.1.1/24]}", "10.0.1.1/24], mtu: \"1500\"}", 1),
+		"mtu range":          strings.Replace(base, "10.0.1.1/24]}", "10.0.1.1/24], mtu: 10}", 1),
+		"receive word":       strings.Replace(base, "  a:\n", "  a:\n    cpus: [0]\n    receive: xdp\n", 1),
+		"vlan id range":      strings.Replace(base, "      e0: {addresses: [10.0.1.1/24]}\n", "      e0: {addresses: [10.0.1.1/24]}\n      v: {vlan: {parent: e0, id: 5000}}\n", 1),
+		"bond mode":          strings.Replace(base, "      e0: {addresses: [10.0.1.1/24]}\n", "      e0: {}\n      b: {bond: {ports: [e0], mode: fast}}\n", 1),
+		"rule without table": strings.Replace(base, "  a:\n", "  a:\n    rules: [{from: 10.0.2.0/24}]\n", 1),
+		"link of three":      strings.Replace(base, "[a:e0, b:e0]", "[a:e0, b:e0, a:e1]", 1),
+		"nat of two kinds":   strings.Replace(base, "  a:\n", "  a:\n    nat: [{masquerade: e0, snat: {to: 10.0.1.1}}]\n", 1),
+		"traffic engine":     base + "traffic: [{name: f, from: a:e0, to: 10.0.1.2, engine: dpdk}]\n",
+		"missing name":       strings.Replace(base, "name: t\n", "", 1),
+		"route without to":   strings.Replace(base, "  a:\n", "  a:\n    routes: [{via: 10.0.1.2}]\n", 1),
+		"filter verdict":     strings.Replace(base, "  a:\n", "  a:\n    firewall: [{reject: {in: e0}}]\n", 1),
+		"bridge vlans shape": strings.Replace(base, "  b:\n", "  b:\n    bridges: {br0: {ports: [e1], vlan_filtering: true, vlans: {e1: 10}}}\n", 1),
 	} {
 		if _, err := Parse("x.yaml", []byte(yml)); err == nil {
 			t.Errorf("%s: the parser takes it", name)

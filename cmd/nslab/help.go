@@ -1,0 +1,80 @@
+package main
+
+import (
+	"strings"
+
+	"github.com/urfave/cli/v2"
+)
+
+// verbHelp is each verb's description and examples: what --help, the man
+// pages and docs/commands/ say beyond the one-line usage. Every verb has
+// an entry (TestEveryVerbHasHelp).
+var verbHelp = map[string]struct {
+	Description string
+	Examples    []string
+}{
+	"deploy": {"Builds every namespace, link, address, route, rule, impairment, NAT and firewall rule and service of the lab,\n" +
+		"through netlink, in the order the plan gives (--dry-run prints it as an iproute2 script). It is atomic: a step\n" +
+		"that fails, or Ctrl-C, removes everything created so far. Before changing anything it checks that the lab is\n" +
+		"not deployed, that its namespace names are free and that the kernel has every kind of device and qdisc it uses.",
+		[]string{"nslab deploy examples/client-router-server.yaml", "nslab deploy --dry-run examples/policy-routing.yaml > lab.sh", "nslab deploy --host a examples/two-hosts.yaml"}},
+	"destroy": {"Removes everything the lab's state file records, and what carries the lab's marker when the state is\n" +
+		"damaged or gone; it never touches what nslab did not create. Re-running it is harmless.",
+		[]string{"nslab destroy -t examples/client-router-server.yaml", "nslab destroy --name crs", "nslab destroy --all --wait"}},
+	"inspect": {"Reads a deployed lab back from the kernel: each node's interfaces (kind, peer, MAC, MTU, state,\n" +
+		"addresses), queues and CPU placement, impairments, NAT and firewall counters, services, routes of every\n" +
+		"table and policy rules. Without a lab, lists the deployed labs.",
+		[]string{"nslab inspect", "nslab inspect -t examples/client-router-server.yaml", "nslab inspect --name crs --format json"}},
+	"exec": {"Runs a command inside a node's network namespace, as ip netns exec does, with /etc/netns/NS files\n" +
+		"over /etc; the command's exit code is nslab's.",
+		[]string{"nslab exec ns1 -- ping -c 3 10.0.2.1", "nslab exec --name crs ns2 -- ip route"}},
+	"validate": {"Reads the lab file and reports every problem at once, each with its file:line:col and the fix,\n" +
+		"without touching the machine.",
+		[]string{"nslab validate examples/nat-router.yaml"}},
+	"bench": {"Sends a traffic run of the file from its sender through the lab (deploying it first if needed, and\n" +
+		"removing it after unless --keep), samples every hop's counters, and reports pps, Mb/s and loss hop by hop,\n" +
+		"each lost packet where it died, and a verdict on what limited the run. --search finds NDR and PDR by\n" +
+		"MLRsearch, --rfc2544 runs RFC 2544's four benchmarks, --variants compares variants of the lab in\n" +
+		"alternating rounds, --repeat gives every figure with its spread.",
+		[]string{"nslab bench examples/forwarding-benchmark.yaml", "nslab bench --search --repeat 3 examples/forwarding-benchmark.yaml",
+			"nslab bench --latency --rate 100kpps examples/client-router-server.yaml", "nslab bench --variants nat,plain examples/nat-router.yaml",
+			"nslab bench --out a.jsonl --format json examples/pair.yaml"}},
+	"compare": {"", nil},
+	"graph": {"Draws the lab from its file, with addresses, routes and rules: boxes and lines for the terminal,\n" +
+		"Graphviz dot or Mermaid.",
+		[]string{"nslab graph examples/two-routers.yaml", "nslab graph --format dot examples/switch.yaml | dot -Tsvg > lab.svg"}},
+	"path": {"Walks a packet from a node to an address through the file's routes, policy rules, NAT and\n" +
+		"firewalls, hop by hop with each next hop's MAC; on a deployed lab the kernel's route lookup confirms\n" +
+		"every hop.",
+		[]string{"nslab path examples/client-router-server.yaml ns1 10.0.2.1", "nslab path --proto tcp --port 80 examples/nat-router.yaml lan 172.30.0.2"}},
+	"check": {"Pings every address of a deployed lab from every node and compares each answer with what the\n" +
+		"lab's routes, NAT and firewalls say; it fails when a pair that should answer does not, or one that\n" +
+		"should not does.",
+		[]string{"nslab check examples/client-router-server.yaml", "nslab check --format list --tries 3 examples/two-routers.yaml"}},
+	"impair": {"Sets what a deployed lab's link does to what one interface sends (netem delay, jitter, loss,\n" +
+		"duplication, reordering, corruption; a rate as tbf), or clears it.",
+		[]string{"nslab impair ns2:veth2 --delay 20ms --loss 1%", "nslab impair ns2:veth2 --rate 10Mbit", "nslab impair ns2:veth2 --clear"}},
+	"link": {"Takes an interface of a deployed lab down (its link fails) or brings it up.",
+		[]string{"nslab link down r1:eth1", "nslab link up crs:ns2:veth2"}},
+	"capture": {"", nil},
+	"generate": {"Writes a lab file of a common shape (chain, star, tree, mesh, clos) and any size, with the routes\n" +
+		"that make every address reachable when asked.",
+		[]string{"nslab generate chain --n 5 --routes > chain.yaml", "nslab generate clos --n 8 --spines 2 --routes"}},
+	"export": {"", []string{"nslab export examples/two-routers.yaml > two-routers.clab.yml"}},
+	"schema": {"", nil},
+}
+
+// withHelp gives each command its description (kept where the command
+// has its own) and its examples.
+func withHelp(cmds []*cli.Command) []*cli.Command {
+	for _, c := range cmds {
+		h := verbHelp[c.Name]
+		if c.Description == "" {
+			c.Description = h.Description
+		}
+		if len(h.Examples) > 0 && !strings.Contains(c.Description, "Examples") {
+			c.Description += "\n\nExamples:\n  " + strings.Join(h.Examples, "\n  ")
+		}
+	}
+	return cmds
+}
