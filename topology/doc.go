@@ -1,7 +1,7 @@
 // Package topology is nslab's lab side: everything that reads a lab file
 // and builds, inspects, changes and removes the lab on the machine. It
-// holds no code of its own; each sub-package has one job (see the
-// README's Layout section), and none imports anything of pktgen.
+// holds no code of its own; each sub-package has one job (see
+// docs/design/layout.md), and none imports anything of pktgen.
 //
 // The rules every library package here and under pktgen keeps, and cmd
 // relies on:

@@ -1,7 +1,7 @@
 // Package plot draws nslab bench's sweeps and searches as PNG or SVG with
 // gonum/plot. Only the nslab-plot helper imports it: its fonts and LaTeX
 // tables cost milliseconds of start-up that the nslab command does not
-// pay (see the README's layout section).
+// pay (see docs/design/layout.md).
 package plot
 
 import (
