@@ -13,6 +13,7 @@
 #   make soak             SIGKILL nslab at random moments, 50 times each in deploy, destroy and bench
 #   make install          nslab, its helpers, man pages and completions under PREFIX (/usr/local)
 #   make docs             docs/commands/, docs/lab-file.md and docs/lab.schema.json from the definitions
+#   make tutorials        the tutorials' outputs, regenerated from today's code (the laptop lab's in the VM)
 #   make release          static linux/amd64 and linux/arm64 binaries with SHA256SUMS, under dist/
 
 GO      ?= go
@@ -28,7 +29,7 @@ export GOFLAGS := -tags=$(TAGS)
 export CGO_ENABLED := 0
 
 PREFIX  ?= /usr/local
-.PHONY: install install-check docs release fuzz soak bench-latency all build test unit-test lint lint-deps vmtest walkthrough vm-deps run deps go-deps bench-topology bench-forwarding bench-nat bench-engine bench-sampler clean
+.PHONY: tutorials install install-check docs release fuzz soak bench-latency all build test unit-test lint lint-deps vmtest walkthrough vm-deps run deps go-deps bench-topology bench-forwarding bench-nat bench-engine bench-sampler clean
 
 all: build
 
@@ -149,6 +150,16 @@ vm-deps:
 # the pktgen and lab tests inside it; see cmd/nslab-vmtest.
 # The laptop lab walk-through of the README (examples/laptop-lab.sh), in the
 # VM: its WAN link needs netem, which our machines' kernel lacks.
+# tutorials: regenerate the tutorials' outputs from today's code: the tour
+# and the NAT router here, the laptop lab (which needs netem) from its
+# walk-through in the VM.
+tutorials: build vm-deps deps
+	$(GO) build -o $(BIN)/nslab-tutorials ./cmd/nslab-tutorials
+	$(GO) build -o $(BIN)/nslab-vmtest ./cmd/nslab-vmtest
+	$(BIN)/nslab-vmtest -script examples/laptop-lab.sh > $(BIN)/laptop-lab.transcript
+	$(BIN)/nslab-tutorials docs/tutorials/tour.md docs/tutorials/nat-router.md
+	$(BIN)/nslab-tutorials -transcript $(BIN)/laptop-lab.transcript docs/tutorials/laptop-lab.md
+
 walkthrough: go-deps vm-deps deps
 	$(GO) build -o $(BIN)/nslab-vmtest ./cmd/nslab-vmtest
 	$(BIN)/nslab-vmtest -script examples/laptop-lab.sh

@@ -1,0 +1,218 @@
+// Command nslab-tutorials regenerates the outputs in the tutorials
+// (docs/tutorials/*.md) from today's code: every code block of a tutorial
+// whose lines start with "$ " is a transcript, and each command's output
+// is replaced by what running it prints now. A tutorial's commands run in
+// order in one bash (as a reader types them, state carried from one
+// block to the next), from the repository's root with bin/ first on PATH.
+//
+//	nslab-tutorials docs/tutorials/tour.md docs/tutorials/nat-router.md
+//	nslab-tutorials -transcript walk.txt docs/tutorials/laptop-lab.md
+//
+// A block preceded by the line <!-- nslab-tutorials: vm --> is one this
+// machine cannot run (its kernel lacks netem): with -transcript its
+// outputs come from a transcript of the same commands, as
+// examples/laptop-lab.sh prints it in the VM (make walkthrough), and
+// without it the block is left as it is. make tutorials does both.
+package main
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"regexp"
+	"slices"
+	"strings"
+)
+
+func main() {
+	transcript := flag.String("transcript", "", "take the outputs from this transcript (\"$ CMD\" lines, each followed by its output) instead of running the commands")
+	flag.Parse()
+	if flag.NArg() == 0 {
+		fail(fmt.Errorf("usage: nslab-tutorials [-transcript FILE] TUTORIAL.md ..."))
+	}
+	for _, path := range flag.Args() {
+		if err := regen(path, *transcript); err != nil {
+			fail(fmt.Errorf("%s: %w", path, err))
+		}
+		fmt.Printf("nslab-tutorials: %s regenerated\n", path)
+	}
+}
+
+// vmMark marks the next code block as one for the VM's transcript.
+const vmMark = "<!-- nslab-tutorials: vm -->"
+
+// regen rewrites the transcript blocks of one tutorial: those this
+// machine runs, and with a transcript the VM's.
+func regen(path, transcript string) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	lines := strings.Split(string(data), "\n")
+	here, vm := commands(lines)
+	if len(here)+len(vm) == 0 {
+		return fmt.Errorf("no transcript blocks (lines starting with $ inside ``` blocks)")
+	}
+	outs, err := run(lines, here)
+	if err != nil {
+		return err
+	}
+	cmds := here
+	if transcript != "" {
+		vmOuts, err := fromTranscript(transcript, lines, vm)
+		if err != nil {
+			return err
+		}
+		cmds, outs = merge(here, outs, vm, vmOuts)
+	}
+	return os.WriteFile(path, []byte(rewrite(lines, cmds, outs)), 0o644)
+}
+
+// commands are the line numbers of the "$ " lines inside code blocks:
+// those of blocks this machine runs, and those of blocks marked vmMark.
+func commands(lines []string) (here, vm []int) {
+	in, marked := false, false
+	for i, l := range lines {
+		if strings.HasPrefix(l, "```") {
+			in = !in
+			marked = in && i > 0 && strings.TrimSpace(lines[i-1]) == vmMark
+			continue
+		}
+		if in && strings.HasPrefix(l, "$ ") {
+			if marked {
+				vm = append(vm, i)
+			} else {
+				here = append(here, i)
+			}
+		}
+	}
+	return here, vm
+}
+
+// merge puts two sets of commands and their outputs in file order.
+func merge(a []int, ao map[int]string, b []int, bo map[int]string) ([]int, map[int]string) {
+	type c struct {
+		line int
+		out  string
+	}
+	var all []c
+	for k, l := range a {
+		all = append(all, c{l, ao[k]})
+	}
+	for k, l := range b {
+		all = append(all, c{l, bo[k]})
+	}
+	slices.SortFunc(all, func(x, y c) int { return x.line - y.line })
+	lines, outs := make([]int, len(all)), map[int]string{}
+	for k, x := range all {
+		lines[k], outs[k] = x.line, x.out
+	}
+	return lines, outs
+}
+
+// end is the line after command k's output: the next command, or the
+// block's closing fence.
+func end(lines []string, cmds []int, k int) int {
+	for i := cmds[k] + 1; i < len(lines); i++ {
+		if strings.HasPrefix(lines[i], "$ ") || strings.HasPrefix(lines[i], "```") {
+			return i
+		}
+	}
+	return len(lines)
+}
+
+// run runs the commands in one bash and returns each one's output.
+func run(lines []string, cmds []int) (map[int]string, error) {
+	if len(cmds) == 0 {
+		return map[int]string{}, nil
+	}
+	var script strings.Builder
+	script.WriteString("export PATH=\"$PWD/bin:$PATH\"\nexec 2>&1\n")
+	for k, c := range cmds {
+		fmt.Fprintf(&script, "echo '@@nslab-tutorials %d'\n%s\n", k, strings.TrimPrefix(lines[c], "$ "))
+	}
+	script.WriteString("echo '@@nslab-tutorials end'\n")
+	cmd := exec.Command("bash", "--norc", "--noprofile")
+	cmd.Stdin = strings.NewReader(script.String())
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("bash: %w\n%s", err, out.String())
+	}
+	return split(out.String())
+}
+
+var marker = regexp.MustCompile(`(?m)^@@nslab-tutorials (\d+|end)$`)
+
+// split cuts bash's output at the markers.
+func split(s string) (map[int]string, error) {
+	outs := map[int]string{}
+	locs := marker.FindAllStringSubmatchIndex(s, -1)
+	for i, m := range locs {
+		if s[m[2]:m[3]] == "end" {
+			break
+		}
+		var k int
+		fmt.Sscanf(s[m[2]:m[3]], "%d", &k)
+		next := len(s)
+		if i+1 < len(locs) {
+			next = locs[i+1][0]
+		}
+		outs[k] = strings.TrimPrefix(s[m[1]:next], "\n")
+	}
+	return outs, nil
+}
+
+// fromTranscript finds each command's output in a transcript of "$ CMD"
+// lines: the lines after the same command, up to the next "$ " line.
+func fromTranscript(path string, lines []string, cmds []int) (map[int]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	tl := strings.Split(strings.ReplaceAll(string(data), "\r", ""), "\n")
+	outs := map[int]string{}
+	from := 0
+	for k, c := range cmds {
+		found := false
+		for i := from; i < len(tl); i++ {
+			if tl[i] != lines[c] {
+				continue
+			}
+			j := i + 1
+			for j < len(tl) && !strings.HasPrefix(tl[j], "$ ") && !strings.HasPrefix(tl[j], "vmtest: ") {
+				j++ // up to the next command, or the VM harness's own lines
+			}
+			outs[k] = strings.Join(tl[i+1:j], "\n") + "\n"
+			from, found = j, true
+			break
+		}
+		if !found {
+			return nil, fmt.Errorf("the transcript has no %q after the commands before it", lines[c])
+		}
+	}
+	return outs, nil
+}
+
+// rewrite puts each command's new output after it.
+func rewrite(lines []string, cmds []int, outs map[int]string) string {
+	var b strings.Builder
+	at := 0
+	for k, c := range cmds {
+		b.WriteString(strings.Join(lines[at:c+1], "\n") + "\n")
+		out := strings.TrimRight(outs[k], "\n")
+		if out != "" {
+			b.WriteString(out + "\n")
+		}
+		at = end(lines, cmds, k)
+	}
+	b.WriteString(strings.Join(lines[at:], "\n"))
+	return b.String()
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "nslab-tutorials:", err)
+	os.Exit(1)
+}
