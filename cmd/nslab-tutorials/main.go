@@ -23,6 +23,7 @@ import (
 	"os/exec"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -30,7 +31,7 @@ func main() {
 	transcript := flag.String("transcript", "", "take the outputs from this transcript (\"$ CMD\" lines, each followed by its output) instead of running the commands")
 	flag.Parse()
 	if flag.NArg() == 0 {
-		fail(fmt.Errorf("usage: nslab-tutorials [-transcript FILE] TUTORIAL.md ..."))
+		fail(fmt.Errorf("usage: nslab-tutorials [-transcript FILE] TUTORIAL.md [TUTORIAL.md]"))
 	}
 	for _, path := range flag.Args() {
 		if err := regen(path, *transcript); err != nil {
@@ -154,8 +155,10 @@ func split(s string) (map[int]string, error) {
 		if s[m[2]:m[3]] == "end" {
 			break
 		}
-		var k int
-		fmt.Sscanf(s[m[2]:m[3]], "%d", &k)
+		k, err := strconv.Atoi(s[m[2]:m[3]])
+		if err != nil {
+			return nil, err
+		}
 		next := len(s)
 		if i+1 < len(locs) {
 			next = locs[i+1][0]
