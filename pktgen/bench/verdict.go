@@ -46,6 +46,8 @@ func lossVerdict(r *report.Report, p placement) report.Verdict {
 		return report.Verdict{Limit: "link", Node: iface, Evidence: []string{fmt.Sprintf("%d dropped by %s: %s", worst.Packets, what, why)}}
 	}
 	if where, ok := strings.CutPrefix(worst.Place, "on "); ok && worst.Node == "" {
+		// One place, not a list of nodes: no comma, so the limit stays singular.
+		where = strings.Replace(where, ", or ", " or ", 1)
 		return report.Verdict{Limit: "other host", Node: where, Evidence: []string{fmt.Sprintf("%d lost there; its counters are on that host, not read from here", worst.Packets)}}
 	}
 	if strings.HasPrefix(worst.Place, "inside ") {
