@@ -155,6 +155,7 @@ func TestPrivilegedTwoHosts(t *testing.T) {
 	if rep.Sent != 20000 || rep.Received != 20000 || rep.Unaccounted != 0 || len(rep.Hops) != 2 || rep.Hops[1].After != "router on host b" {
 		t.Errorf("bench across host b: %+v", rep)
 	}
+	testShapedOnHostB(t, s)
 	if code, _, errOut := s.onB.run("--host", "b", "bench", "-q", "--traffic", "through-b", s.file); code != 1 || !strings.Contains(errOut, "client is on host a") {
 		t.Errorf("bench on host b of a run sent from host a: %d %s", code, errOut)
 	}
@@ -377,5 +378,37 @@ func TestPrivilegedKilledBetweenMoveAndRename(t *testing.T) {
 	defer hh.Close()
 	if l, err := hh.LinkByName(hostName); err == nil {
 		t.Errorf("%s (VNI %d) is still in the destroyed client namespace, which holds the VNI in host a: %+v", hostName, vx.VxlanId, l.Attrs())
+	}
+}
+
+// testShapedOnHostB shapes host b's router to 10 Mbit/s and sends through
+// it from host a faster than that: the receiver's rate is over the time it
+// received in (the shaper's queue delivers for a second after the sender
+// stops, and this host cannot see that queue), so it is the shaper's
+// rate, and what the queue delivered after the sending is counted as
+// received, not lost. The run is short: a steady window of it would be
+// the draining, and there is none.
+func testShapedOnHostB(t *testing.T, s *simHosts) {
+	t.Helper()
+	if code, out, errOut := s.onB.run("--host", "b", "impair", "router:eth1", "--rate", "10Mbit"); code != 0 {
+		t.Fatalf("impair on host b: %d %s %s", code, out, errOut)
+	}
+	defer s.onB.run("--host", "b", "impair", "router:eth1", "--clear")
+	code, out, errOut := s.onA.run("--host", "a", "bench", "-q", "--traffic", "through-b", "--frame", "1400", "--count", "5000", "--rate", "max", "--format", "json", s.file)
+	var rep struct {
+		Sent, Received, Loss, Unaccounted int64
+		ReceiveWindow                     time.Duration `json:"receive_window_ns"`
+		MbpsL2                            float64       `json:"mbps_l2"`
+		SteadyL2                          float64       `json:"steady_mbps_l2"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || code != 0 {
+		t.Fatalf("shaped bench: %d %v %s %s", code, err, out, errOut)
+	}
+	t.Logf("shaped on host b: sent %d, received %d in %s, %.2f Mb/s", rep.Sent, rep.Received, rep.ReceiveWindow, rep.MbpsL2)
+	// The shaper passes its queue (about a thousand full frames) and its
+	// bucket; a receiver that stopped counting when the sending did would
+	// have taken in the tenth of a second the sending lasted.
+	if rep.ReceiveWindow < 500*time.Millisecond || rep.MbpsL2 < 8 || rep.MbpsL2 > 11 || rep.Unaccounted != 0 || rep.Sent != rep.Received+rep.Loss || rep.SteadyL2 != 0 {
+		t.Errorf("shaped across host b: %+v; want a receive window of the draining (a second or so) at about 10 Mbit/s, no steady window", rep)
 	}
 }

@@ -66,8 +66,8 @@ type Bench struct {
 	allowed spec.CPUSet // the CPUs this process may use
 	// senderQdisc is the sender interface's own root qdisc (nil: none).
 	senderQdisc *qdisc.State
-	// receiver samples the receiver alone, on a path with impairments
-	// (see watchReceiver); nil otherwise.
+	// receiver samples the receiver alone, on a path with impairments or
+	// through another host (see watchReceiver); nil otherwise.
 	receiver *sample.Sampler
 	// watch is the stall watch of the run's CPUs (nil: none, and
 	// watchNote says why).
@@ -125,7 +125,10 @@ func (b *Bench) prepare() error {
 	}
 	b.place = placementOf(b.run.Lab, b.path.Path, b.t, b.allowed)
 	b.env.Placement, b.env.Sampler = placementLines(b.run.Lab, b.t), b.place.note
-	if len(b.meas.qdiscs) > 0 {
+	// A queue on the path keeps delivering after the sender stops: one of
+	// this host's impairments, or any on another host's hops, which this
+	// host cannot see.
+	if len(b.meas.qdiscs) > 0 || b.path.Elsewhere != "" {
 		if b.receiver, err = sample.New(b.run, b.meas.targets[len(b.meas.targets)-1:]); err != nil {
 			return err
 		}
@@ -229,7 +232,7 @@ func (st *running) run(ctx context.Context, eng engine.Engine, job engine.Job) (
 // finish waits for the path to settle, reads the counters and the host
 // state at the end of a run, and makes its report.
 func (b *Bench) finish(t *spec.Traffic, frame int, st *running, res *engine.Result, runErr error) (*report.Report, error) {
-	settle(b.meas.sampler)
+	settle(b.meas.sampler, b.path.Elsewhere != "")
 	window := st.stopWatch()
 	after, err := snapshot(b.meas.routers)
 	all := st.stop()
@@ -379,15 +382,16 @@ func (b *Bench) prime(ctx context.Context, job engine.Job) error {
 	if _, err := b.eng.Run(ctx, job); err != nil {
 		return fmt.Errorf("priming packet: %w", err)
 	}
-	settle(b.meas.sampler)
+	settle(b.meas.sampler, b.path.Elsewhere != "")
 	return nil
 }
 
 // settle waits until the counters stop moving (packets still on the path
 // when the engine returns), at most a second; while a qdisc on the path
-// holds packets (an impairment's queue or delay), until it is empty, giving
-// up after a second without progress or 30 s in all.
-func settle(s *sample.Sampler) {
+// holds packets (an impairment's queue or delay), or on a path through
+// another host (remote: its queues cannot be seen from here), until they
+// stop, giving up after a second without progress or 30 s in all.
+func settle(s *sample.Sampler, remote bool) {
 	const step = 20 * time.Millisecond
 	deadline := time.Now().Add(30 * time.Second)
 	var moving, still time.Duration
@@ -398,7 +402,7 @@ func settle(s *sample.Sampler) {
 		if err2 != nil {
 			return
 		}
-		if queued(now) {
+		if remote || queued(now) {
 			if still += step; !same(now, last) {
 				still = 0
 			}

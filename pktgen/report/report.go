@@ -45,8 +45,9 @@ type Report struct {
 	// other runs measured with it cross too.
 	CountedBy string   `json:"counted_by,omitempty"`
 	Shared    []string `json:"shared,omitempty"`
-	// ReceiveWindow is, on a path with impairments, the time the receiver
-	// received in (its queues and delays keep delivering after the sender
+	// ReceiveWindow is, on a path with impairments or through another
+	// host (whose queues this host cannot see), the time the receiver
+	// received in (queues and delays keep delivering after the sender
 	// stops): from the first to the last rise of its counter, read every
 	// 10 ms. The receiver's rate is over it. 0 on other paths.
 	ReceiveWindow time.Duration `json:"receive_window_ns,omitempty"`
