@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strings"
 	"syscall"
 
@@ -20,6 +21,27 @@ import (
 
 // version is set at build time (-ldflags -X main.version=...).
 var version = "dev"
+
+// init gives a build without the version stamped in (go install) the
+// module's version, or the commit it was built from.
+func init() {
+	if version != "dev" {
+		return
+	}
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return
+	}
+	if v := info.Main.Version; v != "" && v != "(devel)" {
+		version = v
+		return
+	}
+	for _, s := range info.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 7 {
+			version = "dev-" + s.Value[:7]
+		}
+	}
+}
 
 // exitInterrupted is the exit code after Ctrl-C, as shells use (128+SIGINT).
 const exitInterrupted = 130
