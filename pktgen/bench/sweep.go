@@ -322,7 +322,7 @@ func settlePlacement(req *Request) error {
 			continue
 		}
 		if req.Placement != "auto" {
-			return fmt.Errorf("the lab's CPU placement cannot apply here: %s (placement auto runs without it and says so)", why)
+			return &FieldError{"placement", fmt.Errorf("the lab's CPU placement cannot apply here: %s (auto runs without it and says so)", why)}
 		}
 		l.Unplace(why)
 		for _, t := range runs {
