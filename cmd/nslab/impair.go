@@ -55,14 +55,11 @@ func impairCommand(run func(context.Context, *impairOptions) error) *cli.Command
 }
 
 func runImpair(_ context.Context, o *impairOptions) error {
-	if err := lab.CheckPrivileges(); err != nil {
-		return err
-	}
-	r, ep, err := openInterface(o.Manager, o.Lab, o.Interface)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
+	return onInterface(o.Manager, o.Lab, o.Interface, func(r *lab.Running, ep spec.Endpoint) error { return impair(r, ep, o) })
+}
+
+// impair sets (or clears) the impairment on ep of running lab r.
+func impair(r *lab.Running, ep spec.Endpoint, o *impairOptions) error {
 	if o.Impair == nil {
 		had, err := r.ClearImpair(ep)
 		if err != nil {
@@ -154,19 +151,27 @@ func linkCommand(run func(context.Context, *linkOptions) error) *cli.Command {
 }
 
 func runLink(_ context.Context, o *linkOptions) error {
+	return onInterface(o.Manager, o.Lab, o.Interface, func(r *lab.Running, ep spec.Endpoint) error {
+		if err := r.SetLink(ep, o.Up); err != nil {
+			return err
+		}
+		fmt.Fprintf(o.Out, "%s: %s\n", ep, map[bool]string{true: "up", false: "down"}[o.Up])
+		return nil
+	})
+}
+
+// onInterface runs fn on the interface arg names (see openInterface), in
+// its lab opened as deployed, as root.
+func onInterface(m *lab.Manager, labName, arg string, fn func(*lab.Running, spec.Endpoint) error) error {
 	if err := lab.CheckPrivileges(); err != nil {
 		return err
 	}
-	r, ep, err := openInterface(o.Manager, o.Lab, o.Interface)
+	r, ep, err := openInterface(m, labName, arg)
 	if err != nil {
 		return err
 	}
 	defer r.Close()
-	if err := r.SetLink(ep, o.Up); err != nil {
-		return err
-	}
-	fmt.Fprintf(o.Out, "%s: %s\n", ep, map[bool]string{true: "up", false: "down"}[o.Up])
-	return nil
+	return fn(r, ep)
 }
 
 // openInterface opens the deployed lab that has the interface arg names

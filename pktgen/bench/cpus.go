@@ -6,6 +6,8 @@ import (
 	"runtime"
 	"strconv"
 
+	"github.com/nslab/nslab/topology/walk"
+
 	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/topology/spec"
 	"golang.org/x/sys/unix"
@@ -25,7 +27,7 @@ type placement struct {
 // placementOf reads the placement of traffic t along path from the lab,
 // and picks a CPU for the sampler off the CPUs it measures, where the
 // machine has one.
-func placementOf(l *spec.Lab, path *spec.Path, t *spec.Traffic, allowed spec.CPUSet) placement {
+func placementOf(l *spec.Lab, path *walk.Path, t *spec.Traffic, allowed spec.CPUSet) placement {
 	p := placement{roles: map[int][]string{}, byNode: map[string]spec.CPUSet{}, napi: map[string]bool{}, sender: t.CPUs, sampler: -1}
 	for _, c := range t.CPUs {
 		p.roles[c] = append(p.roles[c], "sender "+t.From.Node)

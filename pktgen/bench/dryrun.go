@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/nslab/nslab/topology/walk"
+
 	"github.com/nslab/nslab/pktgen/kernel"
 	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/spec"
@@ -70,7 +72,7 @@ func DryRun(l *spec.Lab, r *lab.Running, t *spec.Traffic) (string, error) {
 	return b.String(), nil
 }
 
-func hopsLine(p *spec.Path) string {
+func hopsLine(p *walk.Path) string {
 	var nodes []string
 	for _, h := range p.Hops {
 		nodes = append(nodes, h.Node)

@@ -5,6 +5,8 @@ import (
 	"io"
 	"strings"
 
+	"github.com/nslab/nslab/topology/walk"
+
 	"github.com/nslab/nslab/pktgen/sample"
 	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/ns"
@@ -33,7 +35,7 @@ type measurement struct {
 
 // newMeasurement sets up the measurement of a path (or of the interfaces
 // given instead, the last being the receiver).
-func newMeasurement(r *lab.Running, path *spec.Path, measure []spec.Endpoint, ipv6 bool) (*measurement, error) {
+func newMeasurement(r *lab.Running, path *walk.Path, measure []spec.Endpoint, ipv6 bool) (*measurement, error) {
 	m := &measurement{routers: map[string]*ns.NS{}, mtu: map[string]int{}, qdiscs: map[string]*qdisc.State{}}
 	if len(measure) > 0 {
 		for i, ep := range measure {
@@ -148,7 +150,7 @@ func (m *measurement) close() {
 // and egress, the receiver's) with their roles. Hops on other hosts of a
 // lab that spans hosts cannot be sampled from here: they are left out, and
 // gaps names them at the interface that receives after them.
-func hopPlan(l *spec.Lab, p *spec.Path) (targets []sample.Target, roles []string, gaps []string) {
+func hopPlan(l *spec.Lab, p *walk.Path) (targets []sample.Target, roles []string, gaps []string) {
 	all := hopRoles(p.Hops)
 	k, gap := 0, []string(nil)
 	for _, h := range p.Hops {
@@ -175,7 +177,7 @@ func hopPlan(l *spec.Lab, p *spec.Path) (targets []sample.Target, roles []string
 }
 
 // hopRoles is the role of each interface of a path, in order.
-func hopRoles(p []spec.Hop) []string {
+func hopRoles(p []walk.Hop) []string {
 	var out []string
 	for i, h := range p {
 		switch {
@@ -193,7 +195,7 @@ func hopRoles(p []spec.Hop) []string {
 }
 
 // routerNodes lists the nodes that route on the path (not switches).
-func routerNodes(p *spec.Path) []string {
+func routerNodes(p *walk.Path) []string {
 	var out []string
 	for i, h := range p.Hops {
 		if i > 0 && i < len(p.Hops)-1 && !h.L2 {

@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nslab/nslab/topology/walk"
+
 	"github.com/nslab/nslab/pktgen/engine"
 	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/pktgen/sample"
@@ -12,7 +14,7 @@ import (
 )
 
 // crsPath is the hops of the client-router-server lab.
-var crsPath = []spec.Hop{{Node: "ns1", Out: "veth1"}, {Node: "ns2", In: "veth1-peer", Out: "veth2"}, {Node: "ns3", In: "veth2-peer"}}
+var crsPath = []walk.Hop{{Node: "ns1", Out: "veth1"}, {Node: "ns2", In: "veth1-peer", Out: "veth2"}, {Node: "ns3", In: "veth2-peer"}}
 
 // verdictOf judges a report made of the given measurements.
 func verdictOf(drops []report.Drop, softnet []report.SoftnetCPU, cpu []report.CPUUse, p placement, offered uint64) report.Verdict {

@@ -3,11 +3,12 @@ package report
 import (
 	"time"
 
+	"github.com/nslab/nslab/topology/walk"
+
 	"github.com/nslab/nslab/pktgen/engine"
 	"github.com/nslab/nslab/pktgen/receive"
 	"github.com/nslab/nslab/pktgen/sample"
 	"github.com/nslab/nslab/pktgen/stall"
-	"github.com/nslab/nslab/topology/spec"
 )
 
 // Report is one measured run. Its figures balance: Sent + NamedAdded =
@@ -101,7 +102,7 @@ type Report struct {
 	Bottleneck string  `json:"bottleneck"`
 	Verdict    Verdict `json:"verdict"`
 
-	Path       []spec.Hop     `json:"path"`
+	Path       []walk.Hop     `json:"path"`
 	NextHop    string         `json:"next_hop"`
 	NextHopMAC string         `json:"next_hop_mac"`
 	Env        Env            `json:"environment"`

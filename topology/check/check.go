@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nslab/nslab/topology/walk"
+
 	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/probe"
 	"github.com/nslab/nslab/topology/spec"
@@ -77,19 +79,19 @@ func Expected(l *spec.Lab) []Pair {
 // address the packet arrives with (the sender's, or the one a NAT on the
 // way gave it, which the NAT gives back on the reply's way).
 func expect(l *spec.Lab, node string, dst netip.Addr) (ok, local bool, why string, filtered bool) {
-	there, err := l.Trace(spec.Endpoint{Node: node}, dst)
+	there, err := walk.Trace(l, spec.Endpoint{Node: node}, dst)
 	if err != nil {
 		return false, false, err.Error(), isFiltered(err)
 	}
 	if there.Local {
 		return true, true, "", false
 	}
-	src := l.SourceOf(spec.Endpoint{Node: node, Interface: there.Hops[0].Out}, dst)
+	src := walk.SourceOf(l, spec.Endpoint{Node: node, Interface: there.Hops[0].Out}, dst)
 	if !src.IsValid() {
 		return false, false, fmt.Sprintf("%s has no %s address to send from", node, family(dst)), false
 	}
 	at := there.SourceAtDest(src)
-	back, err := l.TraceFlow(spec.Endpoint{Node: there.Dest.Node}, at, spec.Flow{Reply: true, Restore: there.Restore(src)})
+	back, err := walk.TraceFlow(l, spec.Endpoint{Node: there.Dest.Node}, at, spec.Flow{Reply: true, Restore: there.Restore(src)})
 	if err != nil {
 		return false, false, fmt.Sprintf("no way back for the reply from %s to %s: %v", there.Dest.Node, at, err), isFiltered(err)
 	}
@@ -100,7 +102,7 @@ func expect(l *spec.Lab, node string, dst netip.Addr) (ok, local bool, why strin
 }
 
 func isFiltered(err error) bool {
-	var fe *spec.FilteredError
+	var fe *walk.FilteredError
 	return errors.As(err, &fe)
 }
 

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nslab/nslab/topology/walk"
+
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/vishvananda/netlink"
 )
@@ -99,7 +101,7 @@ func TestPrivilegedPolicyRouting(t *testing.T) {
 		}
 	}
 	for _, c := range []struct{ host, want string }{{"h2", "u2"}, {"h1", "u1"}} {
-		p, err := f.lab.Trace(spec.Endpoint{Node: c.host}, netip.MustParseAddr("10.9.0.1"))
+		p, err := walk.Trace(f.lab, spec.Endpoint{Node: c.host}, netip.MustParseAddr("10.9.0.1"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -239,7 +241,7 @@ func TestPrivilegedVLANBondVRFFiltering(t *testing.T) {
 	if got, _ := f.pings("h1", "10.2.0.2"); got != 0 {
 		t.Errorf("h1 reached h2 across the VRF %d times of 3; the VRF's table has no route to it", got)
 	}
-	if _, err := f.lab.Trace(spec.Endpoint{Node: "h1"}, netip.MustParseAddr("10.2.0.2")); err == nil {
+	if _, err := walk.Trace(f.lab, spec.Endpoint{Node: "h1"}, netip.MustParseAddr("10.2.0.2")); err == nil {
 		t.Errorf("path finds h1 -> h2 across the VRF; want no route")
 	}
 	routes, err := f.handle("r").RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Table: 10}, netlink.RT_FILTER_TABLE)

@@ -8,6 +8,8 @@ import (
 	"os"
 	"strings"
 
+	"github.com/nslab/nslab/topology/walk"
+
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -19,7 +21,7 @@ import (
 // the way. nslab path prints it; nslab bench takes its destination MAC and
 // measured interfaces from it, so both agree.
 type TracedPath struct {
-	*spec.Path
+	*walk.Path
 	From spec.Endpoint `json:"from"`
 	To   netip.Addr    `json:"to"`
 	// Source is the sender's source address: the kernel's choice when
@@ -79,7 +81,7 @@ func TraceFile(l *spec.Lab, from spec.Endpoint, to netip.Addr) (*TracedPath, err
 
 // TraceFileFlow is TraceFile for the packets of flow f.
 func TraceFileFlow(l *spec.Lab, from spec.Endpoint, to netip.Addr, f spec.Flow) (*TracedPath, error) {
-	p, err := l.Model().TraceFlow(from, to, f)
+	p, err := walk.TraceFlow(l.Model(), from, to, f)
 	if err != nil {
 		return nil, err
 	}
@@ -87,13 +89,13 @@ func TraceFileFlow(l *spec.Lab, from spec.Endpoint, to netip.Addr, f spec.Flow) 
 	if p.Local {
 		tp.From.Interface = p.Dest.Interface
 	}
-	tp.Source = l.Model().SourceOf(tp.From, to)
+	tp.Source = walk.SourceOf(l.Model(), tp.From, to)
 	tp.Elsewhere = elsewhere(l, p)
 	return tp, nil
 }
 
 // elsewhere names the hops of p on other hosts than l's part, by host.
-func elsewhere(l *spec.Lab, p *spec.Path) string {
+func elsewhere(l *spec.Lab, p *walk.Path) string {
 	if l.Part == nil {
 		return ""
 	}
@@ -195,7 +197,7 @@ func (r *Running) askKernel(tp *TracedPath) []string {
 
 // compareHop checks the kernel's route for a hop against the file's:
 // the same egress and the same next-hop address.
-func compareHop(h *netlink.Handle, hop spec.Hop, r netlink.Route) []string {
+func compareHop(h *netlink.Handle, hop walk.Hop, r netlink.Route) []string {
 	var out []string
 	egress := fmt.Sprint(r.LinkIndex)
 	if l, err := h.LinkByIndex(r.LinkIndex); err == nil {

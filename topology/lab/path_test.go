@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nslab/nslab/topology/walk"
+
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/vishvananda/netlink"
@@ -20,7 +22,7 @@ func checkEveryPath(t *testing.T, f *fixture) int {
 	traced := 0
 	for _, n := range f.lab.Nodes {
 		for _, o := range f.lab.Addresses() {
-			if _, err := f.lab.Trace(spec.Endpoint{Node: n.Name}, o.Addr); err != nil {
+			if _, err := walk.Trace(f.lab, spec.Endpoint{Node: n.Name}, o.Addr); err != nil {
 				t.Errorf("%s -> %s: the file gives no path: %v", n.Name, o.Addr, err)
 				continue
 			}
@@ -74,7 +76,7 @@ func TestPrivilegedPathUnreachable(t *testing.T) {
 	y = strings.Replace(y, "      - {to: 10.2.0.0/24, via: 10.12.0.2}\n", "", 1)
 	f := newFixture(t, y)
 	server := netip.MustParseAddr("10.2.0.2")
-	_, err = f.lab.Trace(spec.Endpoint{Node: "client"}, server)
+	_, err = walk.Trace(f.lab, spec.Endpoint{Node: "client"}, server)
 	if err == nil || !strings.Contains(err.Error(), "node r1 has no route to 10.2.0.2") {
 		t.Fatalf("file path: %v, want it to stop at r1", err)
 	}

@@ -1,8 +1,6 @@
 package spec
 
 import (
-	"errors"
-	"net/netip"
 	"strings"
 	"testing"
 )
@@ -77,86 +75,6 @@ var kindCases = []struct {
 // TestKindRules checks each kind case's problem, at its file:line:col.
 func TestKindRules(t *testing.T) {
 	for _, c := range kindCases {
-		t.Run(c.name, func(t *testing.T) {
-			_, err := Parse("x.yaml", []byte(c.yaml))
-			var ps Problems
-			if !errors.As(err, &ps) {
-				t.Fatalf("want Problems, got %v", err)
-			}
-			for _, p := range ps {
-				if s := p.Error(); strings.HasPrefix(s, c.where) && strings.Contains(s, c.msg) {
-					return
-				}
-			}
-			t.Errorf("no problem at %q containing %q; got:\n%v", c.where, c.msg, err)
-		})
-	}
-}
-
-// pathKindsLab has each made kind on a path: macvlans and a VLAN over
-// one wire, a bond over two, a VRF in a router, a VLAN-filtering bridge.
-const pathKindsLab = `name: t
-nodes:
-  a:
-    interfaces:
-      e0: {}
-      m1: {macvlan: {parent: e0}, addresses: [10.0.0.11/24]}
-      v10: {vlan: {parent: e0, id: 10}, addresses: [10.10.0.1/24]}
-      v20: {vlan: {parent: e0, id: 20}, addresses: [10.20.0.1/24]}
-      bd: {bond: {ports: [e1, e2], mode: active-backup}, addresses: [10.30.0.1/24]}
-  b:
-    interfaces:
-      e0: {addresses: [10.0.0.2/24]}
-      v10: {vlan: {parent: e0, id: 10}, addresses: [10.10.0.2/24]}
-      w20: {vlan: {parent: e0, id: 21}, addresses: [10.20.0.2/24]}
-    bridges:
-      br0: {ports: [e1, e2], addresses: [10.30.0.2/24]}
-  r:
-    forwarding: true
-    interfaces:
-      e1: {addresses: [10.1.0.1/24]}
-      e2: {addresses: [10.2.0.1/24]}
-      red: {vrf: {table: 10, ports: [e1]}}
-  h1:
-    interfaces:
-      e0: {addresses: [10.1.0.2/24]}
-    routes: [{to: default, via: 10.1.0.1}]
-  h2:
-    interfaces:
-      e0: {addresses: [10.2.0.2/24]}
-    routes: [{to: default, via: 10.2.0.1}]
-links:
-  - endpoints: [a:e0, b:e0]
-  - endpoints: [a:e1, b:e1]
-  - endpoints: [a:e2, b:e2]
-  - endpoints: [r:e1, h1:e0]
-  - endpoints: [r:e2, h2:e0]
-`
-
-// TestPathThroughKinds walks the packet through each made kind: what the
-// kernel would deliver, and what it would not (another VLAN ID, across
-// a VRF).
-func TestPathThroughKinds(t *testing.T) {
-	l, err := Parse("k.yaml", []byte(pathKindsLab))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, c := range []struct {
-		from, to string
-		ok       bool
-	}{
-		{"b", "10.0.0.11", true},  // to a macvlan over the far end
-		{"a", "10.10.0.2", true},  // VLAN 10 to VLAN 10
-		{"a", "10.20.0.2", false}, // VLAN 20 to VLAN 21
-		{"a", "10.30.0.2", true},  // bond to a bridge of its two wires
-		{"b", "10.30.0.1", true},  // and back
-		{"h1", "10.1.0.1", true},  // to the VRF's port
-		{"h1", "10.2.0.2", false}, // across the VRF: its table has no route
-		{"h2", "10.1.0.2", false}, // r's main table has no route to the VRF's port's subnet
-	} {
-		p, err := l.Trace(Endpoint{Node: c.from}, netip.MustParseAddr(c.to))
-		if (err == nil) != c.ok {
-			t.Errorf("%s -> %s: %v (path %v); want reachable %v", c.from, c.to, err, p, c.ok)
-		}
+		t.Run(c.name, func(t *testing.T) { wantProblem(t, c.yaml, c.where, c.msg) })
 	}
 }

@@ -71,7 +71,7 @@ func (r *reporter) rulePrefix(e kv) netip.Prefix {
 func validateRules(r *reporter, n *Node) {
 	kernel := []int{0, 32766, 32767}
 	if slices.ContainsFunc(n.Interfaces, func(i *Interface) bool { return i.Kind == KindVRF }) {
-		kernel = []int{0, l3mdevPriority, 32766, 32767} // its VRF comes first, with the l3mdev rule
+		kernel = []int{0, L3mdevPriority, 32766, 32767} // its VRF comes first, with the l3mdev rule
 	}
 	prefs := map[bool][]int{false: slices.Clone(kernel), true: slices.Clone(kernel)}
 	for k, rl := range n.Rules {
@@ -97,57 +97,6 @@ func validateRules(r *reporter, n *Node) {
 	}
 }
 
-// l3mdevPriority is the priority of the rule the kernel adds with the
+// L3mdevPriority is the priority of the rule the kernel adds with the
 // first VRF (ip rule: 1000: from all lookup [l3mdev-table]).
-const l3mdevPriority = 1000
-
-// ruleMatches reports whether a packet from src (invalid: the node's own,
-// not yet chosen) to dst, arriving on iif ("": sent by the node) and
-// leaving by oif ("": not yet known), matches rule rl.
-func ruleMatches(rl *Rule, src, dst netip.Addr, iif string) bool {
-	switch {
-	case rl.Is6() != dst.Is6() && (rl.From.IsValid() || rl.To.IsValid()):
-		return false
-	case rl.From.IsValid() && (!src.IsValid() || !rl.From.Contains(src)):
-		return false
-	case rl.To.IsValid() && !rl.To.Contains(dst):
-		return false
-	case rl.IIF != "" && rl.IIF != iif:
-		return false
-	case rl.OIF != "":
-		return false // matches only sockets bound to a device, which the walk does not model
-	}
-	return true
-}
-
-// tables returns the routing tables node n looks up for a packet, in
-// order: its matching rules by priority (with the kernel's l3mdev rule
-// for a packet that arrived on a VRF's port), then main (the kernel's rule
-// 32766). The kernel's local table (rule 0) is the destination check the
-// walk does itself.
-func (n *Node) tables(src, dst netip.Addr, iif string) []int {
-	rules := slices.Clone(n.Rules)
-	if v := n.vrfOf(iif); v != nil {
-		// The kernel's l3mdev rule: what arrives on a VRF's port is
-		// looked up in the VRF's table.
-		rules = append(rules, &Rule{IIF: iif, Table: v.VRF.Table, Priority: l3mdevPriority})
-	}
-	slices.SortStableFunc(rules, func(a, b *Rule) int { return a.Priority - b.Priority })
-	var out []int
-	mainDone := false
-	for _, rl := range rules {
-		if rl.Priority >= 32766 && !mainDone {
-			out, mainDone = append(out, TableMain), true
-		}
-		if ruleMatches(rl, src, dst, iif) {
-			out = append(out, rl.Table)
-			if rl.Priority == l3mdevPriority && rl.IIF == iif && n.vrfOf(iif) != nil {
-				return out // the VRF's table ends in an unreachable default (see VRFUnreachableMetric)
-			}
-		}
-	}
-	if !mainDone {
-		out = append(out, TableMain)
-	}
-	return out
-}
+const L3mdevPriority = 1000

@@ -56,7 +56,7 @@ func validate(r *reporter, lab *Lab, ex *extra) {
 	var owners map[netip.Addr]Endpoint // built once, for the nodes with NAT rules
 	ownersOnce := func() map[netip.Addr]Endpoint {
 		if owners == nil {
-			owners = lab.addressOwners()
+			owners = lab.AddressOwners()
 		}
 		return owners
 	}

@@ -51,20 +51,7 @@ func TestExamplesValidate(t *testing.T) {
 func TestRules(t *testing.T) {
 	cases := ruleCases
 	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			_, err := Parse("x.yaml", []byte(c.yaml))
-			var ps Problems
-			if !errors.As(err, &ps) {
-				t.Fatalf("want Problems, got %v", err)
-			}
-			for _, p := range ps {
-				s := p.Error()
-				if strings.HasPrefix(s, c.where) && strings.Contains(s, c.msg) {
-					return
-				}
-			}
-			t.Errorf("no problem at %q containing %q; got:\n%v", c.where, c.msg, err)
-		})
+		t.Run(c.name, func(t *testing.T) { wantProblem(t, c.yaml, c.where, c.msg) })
 	}
 }
 
@@ -316,7 +303,14 @@ func problemAfterEdit(t *testing.T, src, from, to, where, msg string) {
 	if y == src {
 		t.Fatalf("edit %q did not apply", from)
 	}
-	_, err := Parse("x.yaml", []byte(y))
+	wantProblem(t, y, where, msg)
+}
+
+// wantProblem parses yml as x.yaml and wants a problem at where (file:line:col:
+// path) whose message contains msg.
+func wantProblem(t *testing.T, yml, where, msg string) {
+	t.Helper()
+	_, err := Parse("x.yaml", []byte(yml))
 	var ps Problems
 	if !errors.As(err, &ps) {
 		t.Fatalf("want Problems, got %v", err)

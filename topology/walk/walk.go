@@ -1,4 +1,11 @@
-package spec
+// Package walk traces the path a packet takes through a lab, by the
+// file's addresses, routes, policy rules, bridges (with their VLANs),
+// made interfaces (macvlan, VLAN, bond, VRF), NAT and firewalls: each hop
+// with its next hop and that hop's MAC, and the addresses NAT rewrites on
+// the way. It is pure: it reads the lab's model (topology/spec) and
+// touches nothing; topology/lab asks the kernel to confirm a deployed
+// lab's path.
+package walk
 
 import (
 	"cmp"
@@ -6,6 +13,9 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"slices"
+
+	"github.com/nslab/nslab/topology/spec"
 )
 
 // Hop is one node on the path of a traffic run. At the sender In is empty,
@@ -19,9 +29,9 @@ type Hop struct {
 	// At a hop that routes (Out set, not L2): the address it sends to (a
 	// gateway, or the destination itself when on-link) and the interface
 	// that holds it, whose MAC the frames carry.
-	Via     netip.Addr `json:"via,omitzero"`
-	Gateway bool       `json:"gateway,omitempty"` // Via is a gateway from a route
-	Next    Endpoint   `json:"next,omitzero"`
+	Via     netip.Addr    `json:"via,omitzero"`
+	Gateway bool          `json:"gateway,omitempty"` // Via is a gateway from a route
+	Next    spec.Endpoint `json:"next,omitzero"`
 	// NextMAC is Next's MAC, which the hop's frames carry: from the file
 	// (declared or derived) until the kernel is asked. Nil where the file
 	// cannot know it (a VF keeps the NIC's, a bridge the kernel's choice).
@@ -54,11 +64,11 @@ type Path struct {
 	Hops []Hop `json:"hops"`
 	// NextHop is the interface that receives the sender's frames at the IP
 	// level: its MAC is the destination MAC the engine must use.
-	NextHop Endpoint `json:"next_hop,omitzero"`
+	NextHop spec.Endpoint `json:"next_hop,omitzero"`
 	// Dest is the interface (or bridge) that holds the destination
 	// address; Local says the sender holds it itself (one hop, no wire).
-	Dest  Endpoint `json:"dest"`
-	Local bool     `json:"local,omitempty"`
+	Dest  spec.Endpoint `json:"dest"`
+	Local bool          `json:"local,omitempty"`
 }
 
 // maxHops bounds a path, so a routing loop is an error, not a hang.
@@ -67,11 +77,11 @@ const maxHops = 64
 // PathOf derives the path from a sender interface to an address from the
 // lab's connected subnets, routes and links. It is pure: the next hop's MAC
 // is read from the kernel by the caller.
-func (l *Lab) PathOf(from Endpoint, to netip.Addr, f Flow) (*Path, error) {
+func PathOf(l *spec.Lab, from spec.Endpoint, to netip.Addr, f spec.Flow) (*Path, error) {
 	if n := l.Node(from.Node); n == nil || n.Interface(from.Interface) == nil {
 		return nil, fmt.Errorf("%s is not an interface of the lab", from)
 	}
-	p, err := l.TraceFlow(from, to, f)
+	p, err := TraceFlow(l, from, to, f)
 	if err != nil {
 		return nil, err
 	}
@@ -81,35 +91,8 @@ func (l *Lab) PathOf(from Endpoint, to netip.Addr, f Flow) (*Path, error) {
 	return p, nil
 }
 
-// Flow is what a traced packet is, for the NAT and firewall rules on its
-// way: its protocol and destination port, and whether it answers a
-// packet that went the other way (conntrack's established: no NAT rule
-// applies to it, and the nodes that rewrote the request's source give it
-// its destination back, listed in Restore by node).
-type Flow struct {
-	Proto   string // tcp, udp, icmp; "": an ICMP echo (icmpv6 for IPv6)
-	Port    int    // destination port for tcp and udp
-	Reply   bool
-	Restore map[string]netip.Addr
-}
-
-// packet is the packet a flow starts as.
-func (f Flow) packet(src, dst netip.Addr) Packet {
-	p := Packet{Src: src, Dst: dst, Proto: f.Proto, Port: f.Port, State: "new"}
-	if p.Proto == "" || p.Proto == "icmp" {
-		p.Proto, p.Port = "icmp", 0
-		if dst.Is6() {
-			p.Proto = "icmpv6"
-		}
-	}
-	if f.Reply {
-		p.State = "established"
-	}
-	return p
-}
-
 // FilteredError says that a node's firewall drops the traced packet: by a
-// rule, or by its policy (Rule is then the firewall's place in the file).
+// rule, or by its policy (spec.Rule is then the firewall's place in the file).
 type FilteredError struct {
 	Node  string
 	Rule  string // place in the file
@@ -122,8 +105,8 @@ func (e *FilteredError) Error() string {
 
 // Trace derives the path from a node to an address of the lab, as PathOf,
 // for an ICMP echo (see TraceFlow).
-func (l *Lab) Trace(from Endpoint, to netip.Addr) (*Path, error) {
-	return l.TraceFlow(from, to, Flow{})
+func Trace(l *spec.Lab, from spec.Endpoint, to netip.Addr) (*Path, error) {
+	return TraceFlow(l, from, to, spec.Flow{})
 }
 
 // TraceFlow derives the path a packet of flow f takes from a node to an
@@ -131,8 +114,8 @@ func (l *Lab) Trace(from Endpoint, to netip.Addr) (*Path, error) {
 // from.Interface may be empty: the node's route lookup picks the egress.
 // A destination the node holds itself gives a one-hop path marked Local.
 // A firewall that drops the packet gives a *FilteredError.
-func (l *Lab) TraceFlow(from Endpoint, to netip.Addr, f Flow) (*Path, error) {
-	owner := l.addressOwners()
+func TraceFlow(l *spec.Lab, from spec.Endpoint, to netip.Addr, f spec.Flow) (*Path, error) {
+	owner := l.AddressOwners()
 	dst, ok := owner[to]
 	if !ok {
 		return nil, fmt.Errorf("no interface of the lab has address %s: traffic must stay inside the lab", to)
@@ -147,7 +130,7 @@ func (l *Lab) TraceFlow(from Endpoint, to netip.Addr, f Flow) (*Path, error) {
 	if dst.Node == from.Node {
 		return &Path{Hops: []Hop{{Node: from.Node, In: dst.Interface}}, Dest: dst, Local: true}, nil
 	}
-	gw, egress, err := l.lookup(n, netip.Addr{}, to, "")
+	gw, egress, err := lookup(l, n, netip.Addr{}, to, "")
 	if err != nil {
 		return nil, err
 	}
@@ -157,13 +140,13 @@ func (l *Lab) TraceFlow(from Endpoint, to netip.Addr, f Flow) (*Path, error) {
 	if egress != from.Interface {
 		return nil, fmt.Errorf("%s routes %s out of %s, not %s: send from %s:%s or fix the routes", from.Node, to, egress, from.Interface, from.Node, egress)
 	}
-	pkt := f.packet(l.SourceOf(from, to), to)
+	pkt := f.Packet(SourceOf(l, from, to), to)
 	pkt.Out = from.Interface
 	p := &Path{Hops: []Hop{{Node: from.Node, Out: from.Interface}}, Dest: dst}
 	if !f.Reply {
-		l.sourceNAT(&p.Hops[0], n, &pkt)
+		sourceNAT(l, &p.Hops[0], n, &pkt)
 	}
-	if err := l.walk(p, from, gw, &pkt, f, owner); err != nil {
+	if err := walkPath(l, p, from, gw, &pkt, f, owner); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -172,26 +155,26 @@ func (l *Lab) TraceFlow(from Endpoint, to netip.Addr, f Flow) (*Path, error) {
 // walk follows the path from the sender's egress hop by hop until the node
 // that holds the destination, filling p. pkt is the packet as it is on
 // the wire, rewritten by the NAT rules on the way.
-func (l *Lab) walk(p *Path, at Endpoint, gw netip.Addr, pkt *Packet, f Flow, owner map[netip.Addr]Endpoint) error {
+func walkPath(l *spec.Lab, p *Path, at spec.Endpoint, gw netip.Addr, pkt *spec.Packet, f spec.Flow, owner map[netip.Addr]spec.Endpoint) error {
 	for len(p.Hops) < maxHops {
-		next, l2, err := l.resolve(at, gw, owner)
+		next, l2, err := resolve(l, at, gw, owner)
 		if err != nil {
 			return err
 		}
 		last := &p.Hops[len(p.Hops)-1]
-		last.Via, last.Gateway, last.Next, last.NextMAC = gw, gw != pkt.Dst, next, l.macOf(next)
+		last.Via, last.Gateway, last.Next, last.NextMAC = gw, gw != pkt.Dst, next, macOf(l, next)
 		p.Hops = append(p.Hops, l2...)
 		if len(p.Hops) == 1+len(l2) {
 			p.NextHop = next
 		}
 		hop := Hop{Node: next.Node, In: next.Interface}
 		pkt.In = next.Interface
-		l.arrive(p, &hop, pkt, f, owner)
+		arrive(l, p, &hop, pkt, f, owner)
 		if next.Node == p.Dest.Node {
 			p.Hops = append(p.Hops, hop)
 			return nil
 		}
-		if gw, hop.Out, err = l.forward(p, next, pkt.Src, pkt.Dst); err != nil {
+		if gw, hop.Out, err = forward(l, p, next, pkt.Src, pkt.Dst); err != nil {
 			return err
 		}
 		pkt.Out = hop.Out
@@ -200,10 +183,10 @@ func (l *Lab) walk(p *Path, at Endpoint, gw netip.Addr, pkt *Packet, f Flow, own
 			return err
 		}
 		if !f.Reply {
-			l.sourceNAT(&hop, node, pkt)
+			sourceNAT(l, &hop, node, pkt)
 		}
 		p.Hops = append(p.Hops, hop)
-		at = Endpoint{Node: next.Node, Interface: hop.Out}
+		at = spec.Endpoint{Node: next.Node, Interface: hop.Out}
 	}
 	return fmt.Errorf("the path to %s is longer than %d hops", pkt.Dst, maxHops)
 }
@@ -211,7 +194,7 @@ func (l *Lab) walk(p *Path, at Endpoint, gw netip.Addr, pkt *Packet, f Flow, own
 // arrive applies what a node does to a packet as it arrives (prerouting):
 // a dnat rule gives a new packet a new destination; a reply to a source
 // the node rewrote gets its original destination back.
-func (l *Lab) arrive(p *Path, hop *Hop, pkt *Packet, f Flow, owner map[netip.Addr]Endpoint) {
+func arrive(l *spec.Lab, p *Path, hop *Hop, pkt *spec.Packet, f spec.Flow, owner map[netip.Addr]spec.Endpoint) {
 	n := l.Node(hop.Node)
 	if f.Reply {
 		if orig, ok := f.Restore[hop.Node]; ok && owner[pkt.Dst].Node == hop.Node {
@@ -220,7 +203,7 @@ func (l *Lab) arrive(p *Path, hop *Hop, pkt *Packet, f Flow, owner map[netip.Add
 		return
 	}
 	for _, r := range n.NAT {
-		if r.Kind != NATDNAT || !r.Match.Matches(*pkt) {
+		if r.Kind != spec.NATDNAT || !r.Match.Matches(*pkt) {
 			continue
 		}
 		pkt.Dst, p.Dest = r.To.Addr(), owner[r.To.Addr()]
@@ -233,20 +216,20 @@ func (l *Lab) arrive(p *Path, hop *Hop, pkt *Packet, f Flow, owner map[netip.Add
 }
 
 // filter is a forwarding node's firewall verdict on pkt: nil to pass.
-func filter(n *Node, pkt Packet) error {
+func filter(n *spec.Node, pkt spec.Packet) error {
 	fw := n.Firewall
 	if fw == nil {
 		return nil
 	}
 	for _, r := range fw.Rules {
 		if r.Match.Matches(pkt) {
-			if r.Verdict == Drop {
+			if r.Verdict == spec.Drop {
 				return &FilteredError{Node: n.Name, Rule: r.Path, Words: r.String()}
 			}
 			return nil
 		}
 	}
-	if fw.Policy == Drop {
+	if fw.Policy == spec.Drop {
 		return &FilteredError{Node: n.Name, Rule: fw.Path, Words: "policy drop, and no rule accepts it"}
 	}
 	return nil
@@ -254,14 +237,14 @@ func filter(n *Node, pkt Packet) error {
 
 // sourceNAT applies a node's first matching masquerade or snat rule to a
 // packet leaving it, recording the new source on the hop.
-func (l *Lab) sourceNAT(hop *Hop, n *Node, pkt *Packet) {
+func sourceNAT(l *spec.Lab, hop *Hop, n *spec.Node, pkt *spec.Packet) {
 	for _, r := range n.NAT {
 		if !r.Source() || !r.Match.Matches(*pkt) {
 			continue
 		}
 		src := r.To.Addr()
-		if r.Kind == NATMasquerade {
-			src = l.SourceOf(Endpoint{Node: n.Name, Interface: pkt.Out}, pkt.Dst)
+		if r.Kind == spec.NATMasquerade {
+			src = SourceOf(l, spec.Endpoint{Node: n.Name, Interface: pkt.Out}, pkt.Dst)
 		}
 		pkt.Src, hop.SNAT, hop.SNATBy = src, src, r.Path
 		return
@@ -270,7 +253,7 @@ func (l *Lab) sourceNAT(hop *Hop, n *Node, pkt *Packet) {
 
 // Restore lists the nodes on the path that rewrote the source, with the
 // source they replaced: a reply reaching such a node gets that address
-// as its destination (see Flow).
+// as its destination (see spec.Flow).
 func (p *Path) Restore(src netip.Addr) map[string]netip.Addr {
 	out := map[string]netip.Addr{}
 	for _, h := range p.Hops {
@@ -295,12 +278,12 @@ func (p *Path) SourceAtDest(src netip.Addr) netip.Addr {
 
 // forward is a transit node's routing decision for to: its next hop and
 // egress. The node must forward, and must not be on the path already.
-func (l *Lab) forward(p *Path, at Endpoint, src, to netip.Addr) (netip.Addr, string, error) {
+func forward(l *spec.Lab, p *Path, at spec.Endpoint, src, to netip.Addr) (netip.Addr, string, error) {
 	node := l.Node(at.Node)
 	if (to.Is4() && !node.Forwarding.IPv4) || (to.Is6() && !node.Forwarding.IPv6) {
 		return netip.Addr{}, "", fmt.Errorf("the path to %s crosses node %s, which does not forward %s: set forwarding: true there", to, at.Node, family(to))
 	}
-	gw, egress, err := l.lookup(node, src, to, at.Interface)
+	gw, egress, err := lookup(l, node, src, to, at.Interface)
 	if err != nil {
 		return netip.Addr{}, "", err
 	}
@@ -313,7 +296,7 @@ func (l *Lab) forward(p *Path, at Endpoint, src, to netip.Addr) (netip.Addr, str
 }
 
 // macOf is the MAC the file gives an interface or bridge, or nil.
-func (l *Lab) macOf(ep Endpoint) net.HardwareAddr {
+func macOf(l *spec.Lab, ep spec.Endpoint) net.HardwareAddr {
 	n := l.Node(ep.Node)
 	if i := n.Interface(ep.Interface); i != nil {
 		return i.MAC
@@ -331,24 +314,15 @@ func family(a netip.Addr) string {
 	return "IPv6"
 }
 
-// addressOwners maps every address of the lab to its interface or bridge.
-func (l *Lab) addressOwners() map[netip.Addr]Endpoint {
-	m := map[netip.Addr]Endpoint{}
-	for _, o := range l.Addresses() {
-		m[o.Addr] = o.By
-	}
-	return m
-}
-
 // lookup does node n's route lookup for a packet from src (invalid: one
 // the node sends itself, before it chose a source) to dst that arrived on
 // iif ("": sent by the node): the tables its rules give, in order (see
-// Node.tables), and in each the longest prefix first, connected subnets
+// spec.Node.tables), and in each the longest prefix first, connected subnets
 // (main table) before routes of the same length, then lower metric. It
 // returns the next hop's address (dst itself when on-link) and the egress.
-func (l *Lab) lookup(n *Node, src, dst netip.Addr, iif string) (netip.Addr, string, error) {
-	for _, t := range n.tables(src, dst, iif) {
-		if gw, dev, ok := l.lookupTable(n, t, dst); ok {
+func lookup(l *spec.Lab, n *spec.Node, src, dst netip.Addr, iif string) (netip.Addr, string, error) {
+	for _, t := range tables(n, src, dst, iif) {
+		if gw, dev, ok := lookupTable(l, n, t, dst); ok {
 			return gw, dev, nil
 		}
 	}
@@ -356,7 +330,7 @@ func (l *Lab) lookup(n *Node, src, dst netip.Addr, iif string) (netip.Addr, stri
 }
 
 // lookupTable is lookup in routing table t alone.
-func (l *Lab) lookupTable(n *Node, t int, dst netip.Addr) (netip.Addr, string, bool) {
+func lookupTable(l *spec.Lab, n *spec.Node, t int, dst netip.Addr) (netip.Addr, string, bool) {
 	bestBits, bestMetric, connected := -1, 0, false
 	var gw netip.Addr
 	var dev string
@@ -372,11 +346,11 @@ func (l *Lab) lookupTable(n *Node, t int, dst netip.Addr) (netip.Addr, string, b
 			bestBits, bestMetric, connected, gw, dev = p.Bits(), metric, isConnected, via, out
 		}
 	}
-	for _, c := range n.connected(t) {
+	for _, c := range connectedSubnets(n, t) {
 		consider(c.Prefix, true, 0, dst, c.Dev)
 	}
 	for _, r := range n.Routes {
-		if table := cmp.Or(r.Table, TableMain); table != t {
+		if table := cmp.Or(r.Table, spec.TableMain); table != t {
 			continue
 		}
 		via := dst
@@ -385,7 +359,7 @@ func (l *Lab) lookupTable(n *Node, t int, dst netip.Addr) (netip.Addr, string, b
 		}
 		out := r.Dev
 		if out == "" {
-			_, out, _ = l.connectedTo(n, via)
+			_, out, _ = connectedTo(l, n, via)
 		}
 		consider(r.To, false, r.Metric, via, out)
 	}
@@ -393,10 +367,10 @@ func (l *Lab) lookupTable(n *Node, t int, dst netip.Addr) (netip.Addr, string, b
 }
 
 // connectedTo finds the interface of n whose subnet holds a.
-func (l *Lab) connectedTo(n *Node, a netip.Addr) (netip.Prefix, string, bool) {
+func connectedTo(l *spec.Lab, n *spec.Node, a netip.Addr) (netip.Prefix, string, bool) {
 	for _, i := range n.Interfaces {
 		for _, p := range i.Addresses {
-			if i.Kind != KindLoopback && p.Masked().Contains(a) {
+			if i.Kind != spec.KindLoopback && p.Masked().Contains(a) {
 				return p, i.Name, true
 			}
 		}
@@ -415,10 +389,10 @@ func (l *Lab) connectedTo(n *Node, a netip.Addr) (netip.Prefix, string, bool) {
 // over veth ends, or a bridge) to the
 // interface that holds address gw, crossing at most one switch (a bridge in
 // another node). It returns that interface and any switch hops crossed.
-func (l *Lab) resolve(egress Endpoint, gw netip.Addr, owner map[netip.Addr]Endpoint) (Endpoint, []Hop, error) {
+func resolve(l *spec.Lab, egress spec.Endpoint, gw netip.Addr, owner map[netip.Addr]spec.Endpoint) (spec.Endpoint, []Hop, error) {
 	want, ok := owner[gw]
 	if !ok {
-		return Endpoint{}, nil, fmt.Errorf("gateway %s of %s is no address of the lab", gw, egress.Node)
+		return spec.Endpoint{}, nil, fmt.Errorf("gateway %s of %s is no address of the lab", gw, egress.Node)
 	}
 	n := l.Node(egress.Node)
 	// VFs of one PF reach each other through the NIC's embedded switch.
@@ -426,15 +400,15 @@ func (l *Lab) resolve(egress Endpoint, gw netip.Addr, owner map[netip.Addr]Endpo
 		if other, _ := l.VFOf(want.Node, want.Interface); other == pf {
 			return want, nil, nil
 		}
-		return Endpoint{}, nil, fmt.Errorf("%s is a VF of %s; %s (%s) is not on that PF's switch", egress, pf.Name, gw, want)
+		return spec.Endpoint{}, nil, fmt.Errorf("%s is a VF of %s; %s (%s) is not on that PF's switch", egress, pf.Name, gw, want)
 	}
-	ports, tag := n.wireEnds(egress.Interface), n.tagOf(egress.Interface) // the veth ends the frame leaves on, and its VLAN tag
+	ports, tag := wireEnds(n, egress.Interface), tagOf(n, egress.Interface) // the veth ends the frame leaves on, and its VLAN tag
 	for _, out := range ports {
 		peer := n.Interface(out).Peer
 		if peer == want && tag == 0 {
 			return peer, nil, nil
 		}
-		if l.landsOn(peer, want, tag) {
+		if landsOn(l, peer, want, tag) {
 			return want, nil, nil
 		}
 		pn := l.Node(peer.Node)
@@ -442,10 +416,10 @@ func (l *Lab) resolve(egress Endpoint, gw netip.Addr, owner map[netip.Addr]Endpo
 			continue
 		}
 		for _, b := range pn.Bridges {
-			if !contains(b.Ports, peer.Interface) {
+			if !slices.Contains(b.Ports, peer.Interface) {
 				continue
 			}
-			if q, ok := l.crossBridge(pn, b, peer.Interface, tag, want); ok {
+			if q, ok := crossBridge(l, pn, b, peer.Interface, tag, want); ok {
 				if q == "" {
 					return want, nil, nil
 				}
@@ -453,13 +427,13 @@ func (l *Lab) resolve(egress Endpoint, gw netip.Addr, owner map[netip.Addr]Endpo
 			}
 		}
 	}
-	return Endpoint{}, nil, fmt.Errorf("%s (%s) is not reachable on the wire of %s", gw, want, egress)
+	return spec.Endpoint{}, nil, fmt.Errorf("%s (%s) is not reachable on the wire of %s", gw, want, egress)
 }
 
 // SourceOf is the source address the file implies for packets from ep to
 // dst, as the kernel picks it: the first address of dst's family on the
 // egress, else the node's first such address.
-func (l *Lab) SourceOf(ep Endpoint, dst netip.Addr) netip.Addr {
+func SourceOf(l *spec.Lab, ep spec.Endpoint, dst netip.Addr) netip.Addr {
 	n := l.Node(ep.Node)
 	if n == nil {
 		return netip.Addr{}
@@ -495,27 +469,213 @@ func (l *Lab) SourceOf(ep Endpoint, dst netip.Addr) netip.Addr {
 	return netip.Addr{}
 }
 
-// Addresses lists every address of the lab with the interface or bridge
-// that holds it, in file order.
-func (l *Lab) Addresses() []Owned {
-	var out []Owned
-	for _, n := range l.Nodes {
-		for _, i := range n.Interfaces {
-			for _, a := range i.Addresses {
-				out = append(out, Owned{Addr: a.Addr(), By: Endpoint{n.Name, i.Name}})
+// What the packet walk needs to know of made interfaces (see Kind): which
+// wires their frames leave on, with which VLAN tag, and which VRF's table
+// an interface's packets are routed in.
+
+// wireEnds returns the veth ends (or VFs) the frames node n sends out of
+// interface or bridge name leave on: a bridge's ports, a macvlan's or
+// VLAN's parent's wire, a bond's ports' wires (a bond sends on one of them
+// at a time; the walk takes the first that reaches the next hop).
+func wireEnds(n *spec.Node, name string) []string {
+	if b := n.Bridge(name); b != nil {
+		return b.Ports
+	}
+	i := n.Interface(name)
+	if i == nil {
+		return nil
+	}
+	switch i.Kind {
+	case spec.KindVeth, spec.KindVF:
+		return []string{name}
+	case spec.KindMacvlan, spec.KindVLAN, spec.KindBond:
+		var out []string
+		for _, lo := range i.Lower() {
+			out = append(out, wireEnds(n, lo)...)
+		}
+		return out
+	case spec.KindLoopback, spec.KindVRF:
+	}
+	return nil
+}
+
+// tagOf is the 802.1Q tag of frames sent out of interface name of node n:
+// the ID of the VLAN it is or is made over, 0 for none.
+func tagOf(n *spec.Node, name string) int {
+	i := n.Interface(name)
+	if i == nil {
+		return 0
+	}
+	switch i.Kind {
+	case spec.KindVLAN:
+		return i.VLAN.ID
+	case spec.KindMacvlan:
+		return tagOf(n, i.Macvlan.Parent)
+	case spec.KindVeth, spec.KindVF, spec.KindLoopback, spec.KindBond, spec.KindVRF:
+	}
+	return 0
+}
+
+// landsOn reports whether a frame with VLAN tag tag, arriving at veth end
+// peer, reaches interface want of the same node: a macvlan, VLAN or bond
+// made over peer's wire with that tag.
+func landsOn(l *spec.Lab, peer, want spec.Endpoint, tag int) bool {
+	if peer.Node != want.Node {
+		return false
+	}
+	n := l.Node(want.Node)
+	i := n.Interface(want.Interface)
+	if i == nil || !i.Kind.Made() || i.Kind == spec.KindVRF {
+		return false
+	}
+	return tagOf(n, want.Interface) == tag && slices.Contains(wireEnds(n, want.Interface), peer.Interface)
+}
+
+// vrfOf returns the VRF interface name is a port of in node n, or nil.
+func vrfOf(n *spec.Node, name string) *spec.Interface {
+	for _, i := range n.Interfaces {
+		if i.Kind == spec.KindVRF && slices.Contains(i.VRF.Ports, name) {
+			return i
+		}
+	}
+	return nil
+}
+
+// connectedIn reports whether the subnets of interface i are routes of
+// table t: the table of its VRF, or main for one in no VRF.
+func connectedIn(n *spec.Node, i string, t int) bool {
+	if v := vrfOf(n, i); v != nil {
+		return v.VRF.Table == t
+	}
+	return t == spec.TableMain
+}
+
+// subnet is a connected subnet of a node and the interface it is on.
+type subnet struct {
+	netip.Prefix
+	Dev string
+}
+
+// connectedSubnets returns node n's connected subnets that are routes of table
+// t (see connectedIn): those of its interfaces but lo, and of its bridges.
+func connectedSubnets(n *spec.Node, t int) []subnet {
+	var out []subnet
+	for _, i := range n.Interfaces {
+		for _, a := range i.Addresses {
+			if i.Kind != spec.KindLoopback && connectedIn(n, i.Name, t) {
+				out = append(out, subnet{a, i.Name})
 			}
 		}
-		for _, b := range n.Bridges {
-			for _, a := range b.Addresses {
-				out = append(out, Owned{Addr: a.Addr(), By: Endpoint{n.Name, b.Name}})
+	}
+	for _, b := range n.Bridges {
+		for _, a := range b.Addresses {
+			if connectedIn(n, b.Name, t) {
+				out = append(out, subnet{a, b.Name})
 			}
 		}
 	}
 	return out
 }
 
-// Owned is an address and the interface that holds it.
-type Owned struct {
-	Addr netip.Addr `json:"addr"`
-	By   Endpoint   `json:"by"`
+// crossBridge reports whether a frame tagged tag (0: untagged) that
+// enters bridge b of node pn by port in reaches want: the bridge itself
+// (q is ""), or the interface on the wire of another port q. A
+// VLAN-filtering bridge forwards it only in its VLAN (an untagged frame's
+// is the port's PVID) to ports of that VLAN, untagged out of the port whose
+// PVID it is and tagged out of the others.
+func crossBridge(l *spec.Lab, pn *spec.Node, b *spec.Bridge, in string, tag int, want spec.Endpoint) (q string, ok bool) {
+	vid := 0
+	if b.VLANFiltering {
+		pv := b.PortVLAN(in)
+		vid = tag
+		if tag == 0 {
+			vid = pv.PVID
+		}
+		if vid == 0 || !pv.Member(vid) {
+			return "", false
+		}
+	} else if tag != 0 {
+		vid = tag // a plain bridge carries the tag through
+	}
+	if (spec.Endpoint{Node: pn.Name, Interface: b.Name}) == want {
+		return "", vid == 0 || (b.VLANFiltering && vid == 1 /* the kernel's default PVID */)
+	}
+	for _, q := range b.Ports {
+		if q == in {
+			continue
+		}
+		out := vid
+		if b.VLANFiltering {
+			qv := b.PortVLAN(q)
+			if !qv.Member(vid) {
+				continue
+			}
+			if qv.PVID == vid {
+				out = 0
+			}
+		}
+		peer := pn.Interface(q).Peer
+		if (peer == want && out == 0) || landsOn(l, peer, want, out) {
+			return q, true
+		}
+	}
+	return "", false
+}
+
+// ruleMatches reports whether a packet from src (invalid: the node's own,
+// not yet chosen) to dst, arriving on iif ("": sent by the node) and
+// leaving by oif ("": not yet known), matches rule rl.
+func ruleMatches(rl *spec.Rule, src, dst netip.Addr, iif string) bool {
+	switch {
+	case rl.Is6() != dst.Is6() && (rl.From.IsValid() || rl.To.IsValid()):
+		return false
+	case rl.From.IsValid() && (!src.IsValid() || !rl.From.Contains(src)):
+		return false
+	case rl.To.IsValid() && !rl.To.Contains(dst):
+		return false
+	case rl.IIF != "" && rl.IIF != iif:
+		return false
+	case rl.OIF != "":
+		return false // matches only sockets bound to a device, which the walk does not model
+	}
+	return true
+}
+
+// tables returns the routing tables node n looks up for a packet, in
+// order: its matching rules by priority (with the kernel's l3mdev rule
+// for a packet that arrived on a VRF's port), then main (the kernel's rule
+// 32766). The kernel's local table (rule 0) is the destination check the
+// walk does itself.
+func tables(n *spec.Node, src, dst netip.Addr, iif string) []int {
+	rules := slices.Clone(n.Rules)
+	if v := vrfOf(n, iif); v != nil {
+		// The kernel's l3mdev rule: what arrives on a VRF's port is
+		// looked up in the VRF's table.
+		rules = append(rules, &spec.Rule{IIF: iif, Table: v.VRF.Table, Priority: spec.L3mdevPriority})
+	}
+	slices.SortStableFunc(rules, func(a, b *spec.Rule) int { return a.Priority - b.Priority })
+	var out []int
+	mainDone := false
+	for _, rl := range rules {
+		if rl.Priority >= 32766 && !mainDone {
+			out, mainDone = append(out, spec.TableMain), true
+		}
+		if ruleMatches(rl, src, dst, iif) {
+			out = append(out, rl.Table)
+			if rl.Priority == spec.L3mdevPriority && rl.IIF == iif && vrfOf(n, iif) != nil {
+				return out // the VRF's table ends in an unreachable default (see VRFUnreachableMetric)
+			}
+		}
+	}
+	if !mainDone {
+		out = append(out, spec.TableMain)
+	}
+	return out
+}
+
+func init() {
+	spec.PathCheck = func(l *spec.Lab, t *spec.Traffic) error {
+		_, err := PathOf(l, t.From, t.To, t.Flow())
+		return err
+	}
 }
