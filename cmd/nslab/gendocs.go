@@ -135,28 +135,38 @@ func manVerb(c *cli.Command, date string) string {
 
 func writeManFlags(b *strings.Builder, flags []cli.Flag) {
 	for _, f := range flags {
-		names := f.Names()
-		var forms []string
-		for _, n := range names {
-			dash := "--"
-			if len(n) == 1 {
-				dash = "-"
-			}
-			forms = append(forms, `\fB`+roff(dash+n)+`\fR`)
+		forms, usage := flagDoc(f, true)
+		for i, form := range forms {
+			forms[i] = `\fB` + roff(form) + `\fR`
 		}
-		usage := ""
-		if d, ok := f.(cli.DocGenerationFlag); ok {
-			usage = d.GetUsage()
-			if v := d.GetDefaultText(); v != "" {
-				usage += " (default " + v + ")"
-			} else if d.TakesValue() {
-				if v := d.GetValue(); v != "" {
-					usage += " (default " + v + ")"
-				}
-			}
-		}
-		fmt.Fprintf(b, ".TP\n%s\n%s\n", strings.Join(forms, ", "), roff(strings.ReplaceAll(usage, "`", "")))
+		fmt.Fprintf(b, ".TP\n%s\n%s\n", strings.Join(forms, ", "), roff(usage))
 	}
+}
+
+// flagDoc is a flag's spellings (-c, --name) and its usage with its
+// default: the library's default text (quoted, false for booleans) when
+// defaultText, as the man pages give it, else the value of a flag that
+// takes one, as the command pages do.
+func flagDoc(f cli.Flag, defaultText bool) (forms []string, usage string) {
+	for _, n := range f.Names() {
+		if len(n) == 1 {
+			forms = append(forms, "-"+n)
+		} else {
+			forms = append(forms, "--"+n)
+		}
+	}
+	d, ok := f.(cli.DocGenerationFlag)
+	if !ok {
+		return forms, ""
+	}
+	usage = strings.ReplaceAll(d.GetUsage(), "`", "")
+	switch {
+	case defaultText && d.GetDefaultText() != "":
+		usage += " (default " + d.GetDefaultText() + ")"
+	case d.TakesValue() && d.GetValue() != "":
+		usage += " (default " + d.GetValue() + ")"
+	}
+	return forms, usage
 }
 
 func manLab(date string) string {
@@ -189,22 +199,8 @@ func markdownVerb(c *cli.Command) string {
 	if flags := c.VisibleFlags(); len(flags) > 0 {
 		b.WriteString("## Options\n\n| option | what it does |\n|---|---|\n")
 		for _, f := range flags {
-			var forms []string
-			for _, n := range f.Names() {
-				if len(n) == 1 {
-					forms = append(forms, "`-"+n+"`")
-				} else {
-					forms = append(forms, "`--"+n+"`")
-				}
-			}
-			usage := ""
-			if d, ok := f.(cli.DocGenerationFlag); ok {
-				usage = strings.ReplaceAll(d.GetUsage(), "`", "")
-				if d.TakesValue() && d.GetValue() != "" {
-					usage += " (default " + d.GetValue() + ")"
-				}
-			}
-			fmt.Fprintf(&b, "| %s | %s |\n", strings.Join(forms, ", "), strings.ReplaceAll(usage, "|", "\\|"))
+			forms, usage := flagDoc(f, false)
+			fmt.Fprintf(&b, "| `%s` | %s |\n", strings.Join(forms, "`, `"), strings.ReplaceAll(usage, "|", "\\|"))
 		}
 		b.WriteString("\n")
 	}

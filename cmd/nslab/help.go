@@ -6,9 +6,10 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// verbHelp is each verb's description and examples: what --help, the man
-// pages and docs/commands/ say beyond the one-line usage. Every verb has
-// an entry (TestEveryVerbHasHelp).
+// verbHelp is the description and examples of each verb that does not
+// give them in its own definition: what --help, the man pages and
+// docs/commands/ say beyond the one-line usage (TestEveryVerbHasHelp
+// checks every verb has both).
 var verbHelp = map[string]struct {
 	Description string
 	Examples    []string
@@ -39,7 +40,6 @@ var verbHelp = map[string]struct {
 		[]string{"nslab bench examples/forwarding-benchmark.yaml", "nslab bench --search --repeat 3 examples/forwarding-benchmark.yaml",
 			"nslab bench --latency --rate 100kpps examples/client-router-server.yaml", "nslab bench --variants nat,plain examples/nat-router.yaml",
 			"nslab bench --out a.jsonl --format json examples/pair.yaml"}},
-	"compare": {"", nil},
 	"graph": {"Draws the lab from its file, with addresses, routes and rules: boxes and lines for the terminal,\n" +
 		"Graphviz dot or Mermaid.",
 		[]string{"nslab graph examples/two-routers.yaml", "nslab graph --format dot examples/switch.yaml | dot -Tsvg > lab.svg"}},
@@ -56,12 +56,10 @@ var verbHelp = map[string]struct {
 		[]string{"nslab impair ns2:veth2 --delay 20ms --loss 1%", "nslab impair ns2:veth2 --rate 10Mbit", "nslab impair ns2:veth2 --clear"}},
 	"link": {"Takes an interface of a deployed lab down (its link fails) or brings it up.",
 		[]string{"nslab link down r1:eth1", "nslab link up crs:ns2:veth2"}},
-	"capture": {"", nil},
 	"generate": {"Writes a lab file of a common shape (chain, star, tree, mesh, clos) and any size, with the routes\n" +
 		"that make every address reachable when asked.",
 		[]string{"nslab generate chain --n 5 --routes > chain.yaml", "nslab generate clos --n 8 --spines 2 --routes"}},
 	"export": {"", []string{"nslab export examples/two-routers.yaml > two-routers.clab.yml"}},
-	"schema": {"", nil},
 }
 
 // withHelp gives each command its description (kept where the command

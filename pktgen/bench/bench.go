@@ -128,7 +128,7 @@ func (b *Bench) prepare() error {
 	// A queue on the path keeps delivering after the sender stops: one of
 	// this host's impairments, or any on another host's hops, which this
 	// host cannot see.
-	if len(b.meas.qdiscs) > 0 || b.path.Elsewhere != "" {
+	if len(b.meas.qdiscs) > 0 || b.remote() {
 		if b.receiver, err = sample.New(b.run, b.meas.targets[len(b.meas.targets)-1:]); err != nil {
 			return err
 		}
@@ -232,7 +232,7 @@ func (st *running) run(ctx context.Context, eng engine.Engine, job engine.Job) (
 // finish waits for the path to settle, reads the counters and the host
 // state at the end of a run, and makes its report.
 func (b *Bench) finish(t *spec.Traffic, frame int, st *running, res *engine.Result, runErr error) (*report.Report, error) {
-	settle(b.meas.sampler, b.path.Elsewhere != "")
+	settle(b.meas.sampler, b.remote())
 	window := st.stopWatch()
 	after, err := snapshot(b.meas.routers)
 	all := st.stop()
@@ -382,9 +382,13 @@ func (b *Bench) prime(ctx context.Context, job engine.Job) error {
 	if _, err := b.eng.Run(ctx, job); err != nil {
 		return fmt.Errorf("priming packet: %w", err)
 	}
-	settle(b.meas.sampler, b.path.Elsewhere != "")
+	settle(b.meas.sampler, b.remote())
 	return nil
 }
+
+// remote reports whether the run's path crosses another host, whose
+// queues and counters this host cannot see.
+func (b *Bench) remote() bool { return b.path.Elsewhere != "" }
 
 // settle waits until the counters stop moving (packets still on the path
 // when the engine returns), at most a second; while a qdisc on the path

@@ -335,7 +335,7 @@ func snapshot(t *testing.T, f *fixture) map[string]string {
 			key := fmt.Sprintf("%s/route/%d/%v/%s/%d", n.Name, r.Table, r.Dst, name(r.LinkIndex), r.Family)
 			out[key] = fmt.Sprintf("gw=%v src=%v scope=%d proto=%d metric=%d type=%d flags=%d", r.Gw, r.Src, r.Scope, r.Protocol, r.Priority, r.Type, r.Flags)
 		}
-		for k, v := range rulesSnapshot(t, h, name) {
+		for k, v := range rulesSnapshot(t, h) {
 			out[n.Name+"/rule/"+k] = v
 		}
 		for k, v := range bridgeVLANs(t, h, name) {
@@ -479,7 +479,7 @@ func kindSnapshot(l netlink.Link, name func(int) string) string {
 }
 
 // rulesSnapshot is a node's policy routing rules of both IP families.
-func rulesSnapshot(t *testing.T, h *netlink.Handle, name func(int) string) map[string]string {
+func rulesSnapshot(t *testing.T, h *netlink.Handle) map[string]string {
 	t.Helper()
 	out := map[string]string{}
 	for _, fam := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {

@@ -20,9 +20,9 @@ type PortVLANs struct {
 // Member reports whether the port is a member of VLAN vid.
 func (p PortVLANs) Member(vid int) bool { return p.PVID == vid || slices.Contains(p.Tagged, vid) }
 
-// defaultPVID is the VLAN the kernel puts every port of a VLAN-filtering
-// bridge in (untagged) when nothing else is said.
-const defaultPVID = 1
+// DefaultPVID is the VLAN the kernel puts every port of a VLAN-filtering
+// bridge in (untagged) when nothing else is said, and the bridge itself.
+const DefaultPVID = 1
 
 // PortVLAN returns the VLANs of port p of bridge b: as the file lists them,
 // or the kernel's default (VLAN 1, untagged).
@@ -32,7 +32,7 @@ func (b *Bridge) PortVLAN(p string) PortVLANs {
 			return v
 		}
 	}
-	return PortVLANs{Port: p, PVID: defaultPVID}
+	return PortVLANs{Port: p, PVID: DefaultPVID}
 }
 
 // parseBridgeVLANs reads a bridge's vlans: {PORT: [VID, ...] | {tagged: [VID, ...], pvid: VID}}.

@@ -598,7 +598,7 @@ func crossBridge(l *spec.Lab, pn *spec.Node, b *spec.Bridge, in string, tag int,
 		vid = tag // a plain bridge carries the tag through
 	}
 	if (spec.Endpoint{Node: pn.Name, Interface: b.Name}) == want {
-		return "", vid == 0 || (b.VLANFiltering && vid == 1 /* the kernel's default PVID */)
+		return "", vid == 0 || (b.VLANFiltering && vid == spec.DefaultPVID)
 	}
 	for _, q := range b.Ports {
 		if q == in {
