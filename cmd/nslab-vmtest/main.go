@@ -33,13 +33,14 @@ const resultMarker = "NSLAB-VMTEST-RESULT rc="
 // for the pktgen tests, the bridge and what it needs for the lab tests,
 // the link kinds this machine's kernel lacks (802.1Q VLANs, bonds, VRFs;
 // macvlan), and nf_tables with connection tracking and NAT for the NAT and
-// firewall tests (a distribution's kernel loads these on demand through
-// modprobe, which the VM has not).
+// firewall tests, and overlayfs for the nodes' views of /etc (a
+// distribution's kernel loads these on demand through modprobe, which the
+// VM has not).
 var modules = []string{"drivers/net/veth.ko", "net/core/pktgen.ko", "net/llc/llc.ko", "net/802/stp.ko", "net/bridge/bridge.ko",
 	"net/802/mrp.ko", "net/802/garp.ko", "net/8021q/8021q.ko", "net/tls/tls.ko", "drivers/net/bonding/bonding.ko", "drivers/net/macvlan.ko", "drivers/net/vrf.ko",
 	"net/netfilter/nfnetlink.ko", "lib/libcrc32c.ko", "net/netfilter/nf_tables.ko", "net/ipv4/netfilter/nf_defrag_ipv4.ko",
 	"net/ipv6/netfilter/nf_defrag_ipv6.ko", "net/netfilter/nf_conntrack.ko", "net/netfilter/nf_nat.ko", "net/netfilter/nft_chain_nat.ko",
-	"net/netfilter/nft_nat.ko", "net/netfilter/nft_masq.ko", "net/netfilter/nft_ct.ko"}
+	"net/netfilter/nft_nat.ko", "net/netfilter/nft_masq.ko", "net/netfilter/nft_ct.ko", "fs/overlayfs/overlay.ko"}
 
 // onDemand modules are not loaded by /init: they sit where the kernel's
 // modules live (/lib/modules/RELEASE/kernel/...), and nslab loads them

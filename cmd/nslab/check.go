@@ -20,6 +20,10 @@ type checkOptions struct {
 	check.Options
 	Format string // matrix, list or json
 	Out    io.Writer
+	// Wait, when not zero, waits up to it for the routing to converge
+	// (see check.Converge); Settle is how long the tables must stay
+	// the same.
+	Wait, Settle time.Duration
 }
 
 func checkCommand(run func(context.Context, *checkOptions) error) *cli.Command {
@@ -33,6 +37,8 @@ func checkCommand(run func(context.Context, *checkOptions) error) *cli.Command {
 			&cli.DurationFlag{Name: "timeout", Value: time.Second, Usage: "wait per echo"},
 			&cli.IntFlag{Name: "tries", Value: 2, Usage: "echoes per pair until one answers"},
 			&cli.StringFlag{Name: "format", Value: "matrix", Usage: "matrix, list or json"},
+			&cli.DurationFlag{Name: "wait", Usage: "wait up to `DURATION` until every pair answers as the routes say and the nodes' routing tables have stopped changing, then print how long convergence took (labs whose routers run FRR or BIRD)"},
+			&cli.DurationFlag{Name: "settle", Value: 2 * time.Second, Usage: "with --wait: how long the routing tables must stay the same"},
 		},
 		Action: action(func(c *cli.Context) (*checkOptions, error) {
 			switch c.String("format") {
@@ -42,7 +48,7 @@ func checkCommand(run func(context.Context, *checkOptions) error) *cli.Command {
 			}
 			l, err := readPart(c)
 			return &checkOptions{Lab: l, Manager: manager(c), Options: check.Options{Timeout: c.Duration("timeout"), Tries: c.Int("tries")},
-				Format: c.String("format"), Out: c.App.Writer}, err
+				Format: c.String("format"), Out: c.App.Writer, Wait: c.Duration("wait"), Settle: c.Duration("settle")}, err
 		}, or(run, runCheck)),
 	}
 }
@@ -58,11 +64,14 @@ func runCheck(ctx context.Context, o *checkOptions) error {
 		return fmt.Errorf("lab %s is not deployed (or not completely): nslab deploy -t %s first: %w", o.Lab.Name, o.Lab.File, err)
 	}
 	defer r.Close()
-	pairs, err := check.Run(ctx, r, o.Options)
+	pairs, conv, err := o.probe(ctx, r)
 	if err != nil {
 		return err
 	}
 	summary, bad := pairs.Summary()
+	if o.Wait > 0 && !bad {
+		summary += "; " + conv.String()
+	}
 	switch o.Format {
 	case "json":
 		if err := writeJSON(o.Out, pairs); err != nil {
@@ -83,4 +92,25 @@ func runCheck(ctx context.Context, o *checkOptions) error {
 		return cli.Exit("", 1) // said above, once
 	}
 	return nil
+}
+
+// probe runs the check once, with the daemons' routes learned, or, with
+// --wait, until the routing has converged.
+func (o *checkOptions) probe(ctx context.Context, r *lab.Running) (check.Pairs, check.Convergence, error) {
+	if o.Wait <= 0 {
+		if err := r.Learn(); err != nil {
+			return nil, check.Convergence{}, err
+		}
+		pairs, err := check.Run(ctx, r, o.Options)
+		return pairs, check.Convergence{}, err
+	}
+	var deployed time.Time
+	if st, err := o.Manager.Recorded(o.Lab.Name); err == nil && st != nil {
+		deployed = st.Deployed
+	}
+	pairs, conv, err := check.Converge(ctx, r, o.Options, o.Wait, o.Settle, deployed)
+	if err != nil && pairs != nil {
+		pairs.WriteProblems(o.Out)
+	}
+	return pairs, conv, err
 }

@@ -5,7 +5,6 @@ import (
 	"os"
 
 	"github.com/nslab/nslab/topology/lab"
-	"github.com/nslab/nslab/topology/ns"
 	"github.com/urfave/cli/v2"
 )
 
@@ -21,7 +20,7 @@ type execOptions struct {
 func execCommand(run func(context.Context, *execOptions) error) *cli.Command {
 	return &cli.Command{
 		Name:      "exec",
-		Usage:     "run a command inside a node's namespace (as ip netns exec; exit code passed through)",
+		Usage:     "run a command inside a node: its network namespace and its own view (hostname, /etc, /run, /var/log, /tmp); exit code passed through",
 		ArgsUsage: "NODE -- CMD [ARGS...]",
 		Flags:     []cli.Flag{&cli.StringFlag{Name: "name", Usage: "lab `NAME`, when the node name is in several labs"}},
 		Action: action(func(c *cli.Context) (*execOptions, error) {
@@ -43,14 +42,10 @@ func runExec(_ context.Context, o *execOptions) error {
 	if err := lab.CheckPrivileges(); err != nil {
 		return err
 	}
-	name, err := o.Manager.FindNode(o.Lab, o.Node)
-	if err != nil {
-		return err
-	}
-	n, err := ns.Open(o.Manager.NetnsDirOrDefault(), name)
+	n, v, err := o.Manager.OpenNode(o.Lab, o.Node)
 	if err != nil {
 		return err
 	}
 	// Only returns on failure; the command's exit code is ours.
-	return n.Exec(o.Command, os.Environ())
+	return n.ExecIn(v, o.Command, os.Environ())
 }

@@ -80,6 +80,9 @@ func Expected(l *spec.Lab) []Pair {
 // way gave it, which the NAT gives back on the reply's way).
 func expect(l *spec.Lab, node string, dst netip.Addr) (ok, local bool, why string, filtered bool) {
 	there, err := walk.Trace(l, spec.Endpoint{Node: node}, dst)
+	if learned, ok := errors.AsType[*walk.LearnedError](err); ok {
+		return true, false, fmt.Sprintf("by the routes the daemons learn: %s has none to %s yet", learned.Node, learned.To), false
+	}
 	if err != nil {
 		return false, false, err.Error(), isFiltered(err)
 	}
@@ -92,6 +95,9 @@ func expect(l *spec.Lab, node string, dst netip.Addr) (ok, local bool, why strin
 	}
 	at := there.SourceAtDest(src)
 	back, err := walk.TraceFlow(l, spec.Endpoint{Node: there.Dest.Node}, at, spec.Flow{Reply: true, Restore: there.Restore(src)})
+	if learned, ok := errors.AsType[*walk.LearnedError](err); ok {
+		return true, false, fmt.Sprintf("by the routes the daemons learn: %s has none back to %s yet", learned.Node, learned.To), false
+	}
 	if err != nil {
 		return false, false, fmt.Sprintf("no way back for the reply from %s to %s: %v", there.Dest.Node, at, err), isFiltered(err)
 	}

@@ -189,7 +189,7 @@ func ensureFiles(nodes int) string {
 func (m *Manager) rollback(d *deployer, st *State) error {
 	// Services stop, and VFs go back to the host, before their namespaces go.
 	_, err := stopServices(st.Lab, st)
-	errs := []error{err, m.restoreSRIOV(st)}
+	errs := []error{err, m.removeViews(st.Lab), m.restoreSRIOV(st)}
 	// A VXLAN interface goes before its namespace: one left in a namespace
 	// the kernel tears down in the background keeps its VNI taken.
 	for _, r := range st.Tunnels {

@@ -20,6 +20,7 @@ type deployer struct {
 	st       *State // the state file's contents, saved ahead of host changes
 	creator  *ns.Creator
 	proc     *ns.ProcWriter             // writes /proc/sys (see ns.ProcWriter), from setUpNamespace and node settings
+	views    *ns.ViewMaker              // makes the nodes' views, started at first use
 	inodes   map[string]uint64          // node -> its namespace's inode, for the state
 	handles  map[string]*netlink.Handle // node -> rtnetlink handle inside it
 	index    map[spec.Endpoint]int      // interface or bridge -> ifindex in its node
@@ -40,6 +41,19 @@ func (d *deployer) inNS(node string, fn func(*ns.NS) error) error {
 	return fn(n)
 }
 
+// inNode runs fn with node's namespace and view open (the view nil for a
+// lab without views), and closes them.
+func (d *deployer) inNode(node string, fn func(*ns.NS, *ns.View) error) error {
+	return d.inNS(node, func(x *ns.NS) error {
+		v, err := d.m.openView(d.lab.Name, x.Name)
+		if err != nil {
+			return err
+		}
+		defer v.Close()
+		return fn(x, v)
+	})
+}
+
 // procWriter is the deploy's writer of /proc/sys, started at first use.
 func (d *deployer) procWriter() *ns.ProcWriter {
 	if d.proc == nil {
@@ -56,6 +70,10 @@ func (d *deployer) close() {
 	if d.proc != nil {
 		d.proc.Close()
 		d.proc = nil
+	}
+	if d.views != nil {
+		d.views.Close()
+		d.views = nil
 	}
 	for k, h := range d.handles {
 		h.Close()

@@ -170,7 +170,7 @@ func inParallel(plan []removal, rep *DestroyReport) []error {
 // the state file. st is the lab's state (nil when there is none); l, the
 // lab's file, only gives the script its VF lines when there is no state.
 func (m *Manager) removals(labName string, st *State, records []NSRecord, l *spec.Lab) []removal {
-	plan := []removal{stopRemoval(labName, st, records, l)}
+	plan := []removal{stopRemoval(labName, st, records, l), m.viewRemoval(labName)}
 	nsNames := map[string]string{}
 	for _, r := range records {
 		nsNames[r.Node] = r.Name
@@ -237,6 +237,18 @@ func stopRemoval(labName string, st *State, records []NSRecord, l *spec.Lab) rem
 			rep.Stopped = n
 			return err
 		},
+	}
+}
+
+// viewRemoval unmounts the lab's views, once nothing runs in them.
+func (m *Manager) viewRemoval(labName string) removal {
+	return removal{
+		Name: "unmount the nodes' views",
+		shell: func() []string {
+			dir := m.labViews(labName)
+			return []string{fmt.Sprintf("for f in %s/*; do umount -l \"$f\"; done 2>/dev/null; rm -rf %s; rmdir %s 2>/dev/null && umount -l %s; true", dir, dir, m.viewsDir(), m.viewsDir())}
+		},
+		do: func(*DestroyReport) error { return m.removeViews(labName) },
 	}
 }
 

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/nslab/nslab/topology/ns"
 )
 
 // FindNode resolves a node to the name of its namespace in a deployed lab.
@@ -57,4 +59,24 @@ func (m *Manager) LocateNode(labName, node string) (foundLab, foundNode, nsName 
 	}
 	sort.Strings(matches)
 	return "", "", "", fmt.Errorf("node %s is in several labs (%s): name one as LAB:NODE", node, strings.Join(matches, ", "))
+}
+
+// OpenNode opens a deployed node's network namespace and its view (nil
+// for a lab deployed without views), for running programs there as
+// nslab exec does. The caller closes both.
+func (m *Manager) OpenNode(labName, node string) (*ns.NS, *ns.View, error) {
+	foundLab, _, nsName, err := m.LocateNode(labName, node)
+	if err != nil {
+		return nil, nil, err
+	}
+	n, err := ns.Open(m.netnsDir(), nsName)
+	if err != nil {
+		return nil, nil, err
+	}
+	v, err := m.openView(foundLab, nsName)
+	if err != nil {
+		n.Close()
+		return nil, nil, err
+	}
+	return n, v, nil
 }

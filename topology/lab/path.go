@@ -56,11 +56,14 @@ func (e *KernelDisagrees) Error() string {
 
 // Trace computes the path of flow f's packets from from (a node, or
 // node:interface) to to from the lab's file and, when the lab is deployed and can be entered,
-// asks the kernel (see Running.Trace). It runs in the caller's namespace.
+// the routes its daemons learned (see Running.Learn), and asks the kernel (see Running.Trace). It runs in the caller's namespace.
 func (m *Manager) Trace(l *spec.Lab, from spec.Endpoint, to netip.Addr, f spec.Flow) (*TracedPath, error) {
 	r, err := m.Open(l)
 	if err == nil {
 		defer r.Close()
+		if err := r.Learn(); err != nil {
+			return nil, err
+		}
 		return r.TraceFlow(from, to, f)
 	}
 	tp, terr := TraceFileFlow(l, from, to, f)

@@ -87,8 +87,9 @@ func markedProcesses(labName string) map[int]uint64 {
 // marks only when the state is missing or incomplete, or lists services
 // (whose programs may have started others).
 func stopServices(labName string, st *State) (int, error) {
+	scan := st == nil || st.Phase != PhaseDeployed || len(st.Services) > 0
 	procs := map[int]uint64{}
-	if st == nil || st.Phase != PhaseDeployed || len(st.Services) > 0 {
+	if scan {
 		procs = markedProcesses(labName)
 	}
 	if st != nil {
@@ -98,6 +99,42 @@ func stopServices(labName string, st *State) (int, error) {
 			}
 		}
 	}
+	stopped := map[int]uint64{}
+	// A program that starts others while it is stopped (a daemon's
+	// watcher restarting it) is caught by scanning again.
+	for round := 0; round < 3 && len(procs) > 0; round++ {
+		stopAll(procs)
+		for pid, start := range procs {
+			stopped[pid] = start
+		}
+		if !scan {
+			break
+		}
+		procs = markedProcesses(labName)
+		for pid, start := range procs {
+			if stopped[pid] == start {
+				delete(procs, pid)
+			}
+		}
+	}
+	var left []string
+	for pid, start := range stopped {
+		if alive(pid, start) {
+			left = append(left, strconv.Itoa(pid))
+		}
+	}
+	for pid := range procs {
+		left = append(left, strconv.Itoa(pid))
+	}
+	if len(left) > 0 {
+		return len(stopped), errors.New("services still running after SIGKILL: pid " + strings.Join(left, ", "))
+	}
+	return len(stopped), nil
+}
+
+// stopAll sends procs SIGTERM (with their process groups), waits up to
+// stopBound, then SIGKILLs what is left.
+func stopAll(procs map[int]uint64) {
 	signal := func(sig syscall.Signal) {
 		for pid, start := range procs {
 			if alive(pid, start) {
@@ -114,16 +151,6 @@ func stopServices(labName string, st *State) (int, error) {
 		signal(syscall.SIGKILL)
 		time.Sleep(50 * time.Millisecond)
 	}
-	var left []string
-	for pid, start := range procs {
-		if alive(pid, start) {
-			left = append(left, strconv.Itoa(pid))
-		}
-	}
-	if len(left) > 0 {
-		return len(procs), errors.New("services still running after SIGKILL: pid " + strings.Join(left, ", "))
-	}
-	return len(procs), nil
 }
 
 func anyAlive(procs map[int]uint64) bool {

@@ -134,7 +134,7 @@ func (d *deployer) commandOnce(n *spec.Node, kind string, i int, line string) er
 	}
 	defer log.Close()
 	cmd := command(line, log, fmt.Sprintf("%s/%s/%s%d", d.lab.Name, n.Name, kind, i))
-	if err := d.inNS(n.Name, func(x *ns.NS) error { return x.Start(cmd) }); err != nil {
+	if err := d.inNode(n.Name, func(x *ns.NS, v *ns.View) error { return x.StartIn(v, cmd) }); err != nil {
 		return fmt.Errorf("run %q in %s: %w", line, n.Name, err)
 	}
 	stop := context.AfterFunc(d.ctx, func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
@@ -160,7 +160,7 @@ func (d *deployer) startService(n *spec.Node, i int, line string) error {
 		return err
 	}
 	cmd := command(line, log, fmt.Sprintf("%s/%s/%d", d.lab.Name, n.Name, i))
-	if err := d.inNS(n.Name, func(x *ns.NS) error { return x.Start(cmd) }); err != nil {
+	if err := d.inNode(n.Name, func(x *ns.NS, v *ns.View) error { return x.StartIn(v, cmd) }); err != nil {
 		return fmt.Errorf("start %q in %s: %w", line, n.Name, err)
 	}
 	rec.PID = cmd.Process.Pid

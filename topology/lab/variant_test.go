@@ -54,7 +54,13 @@ variants:
 
 func variantFixture(t *testing.T) (*fixture, string) {
 	t.Helper()
-	mark := filepath.Join(t.TempDir(), "mark")
+	// Not under /tmp: a node's /tmp is its own (see ns.View).
+	dir, err := os.MkdirTemp("/var/tmp", "nslab-variant-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	mark := filepath.Join(dir, "mark")
 	f := newFixture(t, strings.ReplaceAll(variantLab, "MARK", mark))
 	f.napiBefore = napiThreads()
 	f.deploy()

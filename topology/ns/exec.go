@@ -18,7 +18,12 @@ import (
 // /sys/class/net shows the namespace's interfaces), and files under
 // /etc/netns/NAME are bind-mounted over their /etc counterparts. It only
 // returns on error; on success the command's exit code becomes the process's.
-func (n *NS) Exec(argv []string, env []string) error {
+func (n *NS) Exec(argv []string, env []string) error { return n.ExecIn(nil, argv, env) }
+
+// ExecIn is Exec in node view v (see View); a nil v is Exec.
+//
+// Equivalent to: exec nsenter --net=NETNS --mount=VIEW.mnt --uts=VIEW.uts CMD...
+func (n *NS) ExecIn(v *View, argv []string, env []string) error {
 	if len(argv) == 0 {
 		return errors.New("exec: no command given")
 	}
@@ -29,7 +34,7 @@ func (n *NS) Exec(argv []string, env []string) error {
 	runtime.LockOSThread()
 	// Never unlocked: on failure the process is about to exit anyway, and on
 	// success the process image is replaced.
-	return n.enterForExec(func() error { return syscall.Exec(bin, argv, env) })
+	return n.enterForExec(v, func() error { return syscall.Exec(bin, argv, env) })
 }
 
 // remountSys mounts a sysfs that belongs to the current network namespace on

@@ -15,20 +15,34 @@ import (
 // discarded afterwards. Wait for cmd from any goroutine.
 //
 // Equivalent to: ip netns exec NAME CMD... &
-func (n *NS) Start(cmd *exec.Cmd) error {
+func (n *NS) Start(cmd *exec.Cmd) error { return n.StartIn(nil, cmd) }
+
+// StartIn is Start in node view v (see View): the node's own mounts and
+// hostname instead of a private mount namespace made for the command. A
+// nil v is Start.
+//
+// Equivalent to: nsenter --net=NETNS --mount=VIEW.mnt --uts=VIEW.uts CMD... &
+func (n *NS) StartIn(v *View, cmd *exec.Cmd) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread dies with the goroutine
-		errc <- n.enterForExec(func() error { return cmd.Start() })
+		errc <- n.enterForExec(v, func() error { return cmd.Start() })
 	}()
 	return <-errc
 }
 
 // enterForExec joins n and its own mounts on the calling (locked) thread,
-// then runs fn there.
-func (n *NS) enterForExec(fn func() error) error {
+// then runs fn there: v's when v is not nil, else a private mount
+// namespace made as ip netns exec makes it.
+func (n *NS) enterForExec(v *View, fn func() error) error {
 	if err := unix.Setns(n.fd, unix.CLONE_NEWNET); err != nil {
 		return fmt.Errorf("enter namespace %s: %w", n.Name, err)
+	}
+	if v != nil {
+		if err := enterView(v); err != nil {
+			return fmt.Errorf("in %s: %w", n.Name, err)
+		}
+		return fn()
 	}
 	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
 		return fmt.Errorf("in %s: private mount namespace: %w", n.Name, err)

@@ -109,6 +109,9 @@ func (r *reporter) parseLab(root *yaml.Node, lab *Lab) *extra {
 			}
 		}
 	}
+	if e, ok := f["vars"]; ok {
+		lab.Vars = r.parseVars(e)
+	}
 	if e, ok := f["traffic"]; ok {
 		items, _ := r.list(e.v, "traffic", "[{name: forward, from: ns1:veth1, to: 10.0.2.1, frame: 64, duration: 10s}]")
 		for i, item := range items {
@@ -182,7 +185,28 @@ func (r *reporter) parseNode(name string, v *yaml.Node, path string) *Node {
 	if e, ok := f["firewall"]; ok {
 		n.Firewall = r.parseFirewall(e)
 	}
+	r.parseNodeView(f, n)
 	return n
+}
+
+// parseNodeView reads what a node's own view holds: hostname:, vars:,
+// files:, frr: and bird:.
+func (r *reporter) parseNodeView(f map[string]kv, n *Node) {
+	if e, ok := f["hostname"]; ok {
+		n.Hostname = r.parseHostname(e)
+	}
+	if e, ok := f["vars"]; ok {
+		n.Vars = r.parseVars(e)
+	}
+	if e, ok := f["files"]; ok {
+		n.Files = r.parseFiles(e)
+	}
+	if e, ok := f["frr"]; ok {
+		n.FRR = r.parseFRR(e)
+	}
+	if e, ok := f["bird"]; ok {
+		n.BIRD = r.parseBIRD(e)
+	}
 }
 
 // parseSysctls reads a node's sysctls: mapping, in file order.

@@ -71,6 +71,7 @@ var labDef = mapping{def: "lab", title: "an nslab lab file", required: []string{
 	{"traffic", "list of traffic runs bench can send", listOf(ref("traffic"))},
 	{"sriov", "list of SR-IOV PFs whose VFs are handed to nodes", listOf(ref("pf"))},
 	{"variants", "mapping of variant name to a mapping of node name to what the variant changes (bench --variants)", mapOf(mapOf(ref("variantNode")))},
+	{"vars", "mapping of name to value, default none: what templates read as {{.Vars.NAME}} (a node's vars: override them)", varsSchema},
 }}
 
 var hostDef = mapping{def: "host", title: "a host of a lab that spans hosts", required: []string{"underlay"}, keys: []key{
@@ -92,6 +93,28 @@ var nodeDef = mapping{def: "node", title: "a node (a network namespace)", keys: 
 	{"run", "list of command lines, services started in the node and kept running until destroy", texts},
 	{"nat", "list of NAT rules, each one of {masquerade: ...}, {snat: ...}, {dnat: ...}; first match wins", listOf(ref("natRule"))},
 	{"firewall", "a list of firewall rules (policy accept), or {policy: accept|drop, rules: [...]}: what the node forwards", ref("firewall")},
+	{"hostname", "host name, default the node's name: the node's own hostname (nslab exec NODE -- hostname)", text},
+	{"vars", "mapping of name to value: template variables of this node, over the lab's vars:", varsSchema},
+	{"files", "mapping of absolute path to text or {text|from: FILE, mode: \"0644\"}: files of the node's own tree (under /etc, /run, /var/run, /var/log or /tmp; never the host's), each a Go template", mapOf(map[string]any{"oneOf": []any{text, ref("file")}})},
+	{"frr", "{daemons: [ospfd, bgpd, ...], config: TEXT}: FRR in the node (zebra and staticd always), frr.conf a template", ref("frr")},
+	{"bird", "{config: TEXT}: BIRD 2 in the node, bird.conf a template", ref("bird")},
+}}
+
+var varsSchema = map[string]any{"type": []string{"object", "null"}, "propertyNames": map[string]any{"pattern": "^[A-Za-z][A-Za-z0-9_]*$"}}
+
+var fileDef = mapping{def: "file", title: "a file of a node's own tree", keys: []key{
+	{"text", "text: the file's contents, a Go template", text},
+	{"from", "file name, relative to the lab file: the contents come from there (a Go template)", text},
+	{"mode", "octal mode as text, default \"0644\"", text},
+}}
+
+var frrDef = mapping{def: "frr", title: "FRR in a node", keys: []key{
+	{"daemons", "list of FRR daemons besides zebra and staticd: " + strings.Join(FRRDaemons, ", "), listOf(enum(FRRDaemons...))},
+	{"config", "text, a Go template: /etc/frr/frr.conf (or give it under files:)", text},
+}}
+
+var birdDef = mapping{def: "bird", title: "BIRD 2 in a node", keys: []key{
+	{"config", "text, a Go template: /etc/bird/bird.conf (or give it under files:)", text},
 }}
 
 var forwardingDef = mapping{def: "forwarding", title: "forwarding per IP version", keys: []key{
@@ -265,7 +288,7 @@ var (
 // mappings are every mapping of the file, the lab first.
 var mappings = []*mapping{&labDef, &hostDef, &nodeDef, &forwardingDef, &ifaceDef, &macvlanDef, &vlanDef, &bondDef, &vrfDef,
 	&bridgeDef, &portVLANsDef, &routeDef, &ruleDef, &impairDef, &linkDef, &trafficDef, &mixPartDef, &pfDef, &vfDef,
-	&variantNodeDef, &variantIfaceDef, &masqueradeDef, &snatDef, &dnatDef, &filterDef, &firewallDef}
+	&variantNodeDef, &variantIfaceDef, &masqueradeDef, &snatDef, &dnatDef, &filterDef, &firewallDef, &fileDef, &frrDef, &birdDef}
 
 // keysOf is a mapping's key names, in order: the parser's key list.
 func keysOf(m mapping) []string {

@@ -35,6 +35,8 @@ type Lab struct {
 	// Unplaced says why the file's CPU placement was taken out (see
 	// Unplace); empty when the lab is as the file says.
 	Unplaced string
+	// Vars are the lab's template variables (see TemplateNode).
+	Vars map[string]any
 
 	nodeIndex map[string]*Node // see Node
 	indexed   int              // len(Nodes) when nodeIndex was built
@@ -98,6 +100,18 @@ type Node struct {
 	// the node forwards; nil: none.
 	NAT      []*NATRule
 	Firewall *Firewall
+	// Hostname is the node's own host name ("": its name; see
+	// HostnameOrName); Vars its template variables (over the lab's);
+	// Files the files of its own tree; FRR and BIRD its routing daemons
+	// (nil: none). See files.go.
+	Hostname string
+	Vars     map[string]any
+	Files    []*File
+	FRR      *FRR
+	BIRD     *BIRD
+	// Learned are the routes a deployed node's daemons installed, read
+	// from its kernel (see lab.Running.Learn); never from the file.
+	Learned []*Route
 }
 
 // Ways a node's receive work is placed on its CPUs.

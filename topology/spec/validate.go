@@ -68,6 +68,12 @@ func validate(r *reporter, lab *Lab, ex *extra) {
 		validateSysctls(r, n)
 		validatePlacement(r, n)
 		validateNetfilter(r, lab, n, ownersOnce)
+		validateRouting(r, n)
+	}
+	if len(r.probs) == 0 {
+		for _, n := range lab.Nodes {
+			renderNode(r, lab, n)
+		}
 	}
 	if len(r.probs) == 0 {
 		assignMACs(lab)

@@ -10,6 +10,7 @@ package walk
 import (
 	"cmp"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
@@ -326,7 +327,23 @@ func lookup(l *spec.Lab, n *spec.Node, src, dst netip.Addr, iif string) (netip.A
 			return gw, dev, nil
 		}
 	}
+	if n.RunsRouting() {
+		return netip.Addr{}, "", &LearnedError{Node: n.Name, To: dst}
+	}
 	return netip.Addr{}, "", fmt.Errorf("node %s has no route to %s: add one under nodes.%s.routes", n.Name, dst, n.Name)
+}
+
+// LearnedError is a lookup that the file cannot answer: the node has no
+// route to the destination in the file, and runs routing daemons that
+// learn routes once deployed. A deployed lab's walk has the kernel's
+// routes (see spec.Node.Learned) and does not meet it for a route learned.
+type LearnedError struct {
+	Node string
+	To   netip.Addr
+}
+
+func (e *LearnedError) Error() string {
+	return fmt.Sprintf("node %s has no route to %s in the file; it runs routing daemons, whose routes the deployed lab has: deploy it, and ask nslab path or check then", e.Node, e.To)
 }
 
 // lookupTable is lookup in routing table t alone.
@@ -349,7 +366,7 @@ func lookupTable(l *spec.Lab, n *spec.Node, t int, dst netip.Addr) (netip.Addr, 
 	for _, c := range connectedSubnets(n, t) {
 		consider(c.Prefix, true, 0, dst, c.Dev)
 	}
-	for _, r := range n.Routes {
+	for _, r := range slices.Concat(n.Routes, n.Learned) {
 		if table := cmp.Or(r.Table, spec.TableMain); table != t {
 			continue
 		}
@@ -676,6 +693,9 @@ func tables(n *spec.Node, src, dst netip.Addr, iif string) []int {
 func init() {
 	spec.PathCheck = func(l *spec.Lab, t *spec.Traffic) error {
 		_, err := PathOf(l, t.From, t.To, t.Flow())
+		if _, learned := errors.AsType[*LearnedError](err); learned {
+			return nil // the daemons' routes are known once deployed
+		}
 		return err
 	}
 }

@@ -1,0 +1,95 @@
+package check
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/nslab/nslab/topology/lab"
+)
+
+// Convergence is how a lab's routing settled (see Converge).
+type Convergence struct {
+	// Took is from the start of the wait to the first look at the
+	// routing tables in the state they then kept; Since is the same
+	// moment measured from the end of the deploy (zero when unknown).
+	Took  time.Duration `json:"took_ns"`
+	Since time.Duration `json:"since_deploy_ns,omitempty"`
+	// Settle is how long the tables had to stay the same, Poll how often
+	// they were read: Took is exact to Poll.
+	Settle time.Duration `json:"settle_ns"`
+	Poll   time.Duration `json:"poll_ns"`
+	// Changes is how many times the tables were seen to change.
+	Changes int `json:"changes"`
+}
+
+// String says it in a line.
+func (c Convergence) String() string {
+	s := fmt.Sprintf("converged in %.2f s (the routing tables took their final state %.2f s into the wait, then stayed so for %v; %d change(s) seen, read every %v)",
+		c.Took.Seconds(), c.Took.Seconds(), c.Settle, c.Changes, c.Poll)
+	if c.Since > 0 {
+		s += fmt.Sprintf("; %.2f s after the deploy ended", c.Since.Seconds())
+	}
+	return s
+}
+
+// Converge waits, up to wait, until the running lab's routing tables have
+// stopped changing for settle and every pair behaves as the routes say
+// (with the daemons' routes learned: see lab.Running.Learn), then returns
+// the last check's pairs and how long convergence took. deployed is when
+// the deploy ended (zero: unknown). When wait runs out, it returns the
+// last pairs and an error saying what was still wrong.
+func Converge(ctx context.Context, r *lab.Running, o Options, wait, settle time.Duration, deployed time.Time) (Pairs, Convergence, error) {
+	const poll = 100 * time.Millisecond
+	start := time.Now()
+	c := Convergence{Settle: settle, Poll: poll}
+	last, err := r.Tables()
+	if err != nil {
+		return nil, c, err
+	}
+	changed := start
+	var pairs Pairs
+	for {
+		now := time.Now()
+		tables, err := r.Tables()
+		if err != nil {
+			return nil, c, err
+		}
+		if tables != last {
+			last, changed = tables, now
+			c.Changes++
+		}
+		if now.Sub(changed) >= settle {
+			if pairs, err = probeLearned(ctx, r, o); err != nil {
+				return nil, c, err
+			}
+			if now2, _ := r.Tables(); now2 == last {
+				if summary, bad := pairs.Summary(); !bad {
+					c.Took = changed.Sub(start)
+					if !deployed.IsZero() {
+						c.Since = changed.Sub(deployed)
+					}
+					return pairs, c, nil
+				} else if time.Since(start) > wait {
+					return pairs, c, fmt.Errorf("not converged within %v: %s", wait, summary)
+				}
+			}
+		}
+		if time.Since(start) > wait {
+			return pairs, c, fmt.Errorf("not converged within %v: the routing tables were still changing (%d changes seen, the last %.2f s ago)", wait, c.Changes, time.Since(changed).Seconds())
+		}
+		select {
+		case <-ctx.Done():
+			return pairs, c, ctx.Err()
+		case <-time.After(poll):
+		}
+	}
+}
+
+// probeLearned learns the daemons' routes and runs the check.
+func probeLearned(ctx context.Context, r *lab.Running, o Options) (Pairs, error) {
+	if err := r.Learn(); err != nil {
+		return nil, err
+	}
+	return Run(ctx, r, o)
+}

@@ -1,0 +1,230 @@
+package lab
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/nslab/nslab/topology/ns"
+	"github.com/nslab/nslab/topology/spec"
+)
+
+// Routing daemons in nodes (frr:, bird:), started in the node's view after
+// its addresses, routes and exec: lines, before its run: services. FRR's
+// daemons start as Debian's frrcommon.sh starts each (DAEMON -d with the
+// options of /etc/frr/daemons), then `vtysh -b` loads the integrated
+// frr.conf into them: a line a daemon refuses fails the deploy, with
+// vtysh's words. BIRD starts as `bird -c bird.conf -s CTL`. The deploy
+// waits until vtysh (birdc) answers. Each daemon carries the lab's service
+// mark (see step_service.go), so destroy stops it like a service, also
+// after a deploy killed before it could record anything.
+
+// FRRDir and BIRDCtl are where the daemons keep their sockets in a node.
+const (
+	frrBin  = "/usr/lib/frr"
+	birdCtl = "/run/bird/bird.ctl"
+)
+
+// routingWait bounds the wait for a daemon to answer its control socket.
+const routingWait = 20 * time.Second
+
+func routingSteps(l *spec.Lab, _ string) []Step {
+	var steps []Step
+	for _, n := range l.Nodes {
+		if n.FRR != nil {
+			daemons := frrDaemons(n.FRR)
+			steps = append(steps, Step{
+				Name:  fmt.Sprintf("start FRR in %s (%s), load frr.conf, wait for vtysh", n.Name, strings.Join(daemons, ", ")),
+				shell: func() []string { return shFRR(l, n, daemons) },
+				do:    func(d *deployer) error { return d.startFRR(n, daemons) },
+			})
+		}
+		if n.BIRD != nil {
+			steps = append(steps, Step{
+				Name:  fmt.Sprintf("start BIRD in %s, wait for birdc", n.Name),
+				shell: func() []string { return shBIRD(l, n) },
+				do:    func(d *deployer) error { return d.startBIRD(n) },
+			})
+		}
+	}
+	return steps
+}
+
+// frrDaemons are the daemons of f in start order: zebra, staticd, then
+// the file's.
+func frrDaemons(f *spec.FRR) []string {
+	return append([]string{"zebra", "staticd"}, f.Daemons...)
+}
+
+// frrArgs is a daemon's command line, as frrcommon.sh builds it from
+// /etc/frr/daemons (frrDaemonsFile).
+func frrArgs(daemon string) []string {
+	args := []string{filepath.Join(frrBin, daemon), "-d", "-F", "traditional", "-A", "127.0.0.1"}
+	switch {
+	case daemon == "zebra":
+		args = append(args, "-s", "90000000")
+	case strings.HasSuffix(daemon, "6d") || daemon == "ripngd":
+		args[len(args)-1] = "::1"
+	}
+	return args
+}
+
+// startFRR starts node n's FRR daemons, loads frr.conf and waits for
+// vtysh to answer for every daemon.
+func (d *deployer) startFRR(n *spec.Node, daemons []string) error {
+	if err := d.recordDaemons(n, "frr", strings.Join(daemons, " ")); err != nil {
+		return err
+	}
+	tag := d.lab.Name + "/" + n.Name + "/frr"
+	for _, dm := range daemons {
+		if out, err := d.runInNode(n, tag, frrArgs(dm)...); err != nil {
+			return fmt.Errorf("start %s in %s: %w%s", dm, n.Name, err, d.frrLog(n, out))
+		}
+	}
+	if out, err := d.runInNode(n, tag, "vtysh", "-b"); err != nil {
+		return fmt.Errorf("FRR in %s refused its frr.conf (vtysh -b: %w)%s", n.Name, err, d.frrLog(n, out))
+	}
+	return d.waitAnswer(n, func() error {
+		out, err := d.runInNode(n, tag, "vtysh", "-c", "show daemons")
+		if err != nil {
+			return fmt.Errorf("vtysh: %w: %s", err, strings.TrimSpace(string(out)))
+		}
+		for _, dm := range daemons {
+			if !bytes.Contains(out, []byte(dm)) {
+				return fmt.Errorf("vtysh does not reach %s (show daemons: %s)", dm, strings.TrimSpace(string(out)))
+			}
+		}
+		return nil
+	})
+}
+
+// frrLog is what a failed FRR start shows: the command's output and the
+// last lines of the node's FRR log, where frr.conf sends it.
+func (d *deployer) frrLog(n *spec.Node, out []byte) string {
+	s := ""
+	if t := strings.TrimSpace(string(out)); t != "" {
+		s = ":\n  " + strings.ReplaceAll(t, "\n", "\n  ")
+	}
+	if tail, err := d.runInNode(n, "", "tail", "-n", "5", "/var/log/frr/frr.log"); err == nil && len(bytes.TrimSpace(tail)) > 0 {
+		s += "\n  its log (/var/log/frr/frr.log in " + n.Name + "):\n  " + strings.ReplaceAll(strings.TrimSpace(string(tail)), "\n", "\n  ")
+	}
+	return s
+}
+
+// startBIRD starts node n's BIRD and waits for birdc to answer.
+func (d *deployer) startBIRD(n *spec.Node) error {
+	if err := d.recordDaemons(n, "bird", "bird"); err != nil {
+		return err
+	}
+	tag := d.lab.Name + "/" + n.Name + "/bird"
+	if out, err := d.runInNode(n, tag, "bird", "-c", spec.BIRDConfPath, "-s", birdCtl, "-P", "/run/bird/bird.pid"); err != nil {
+		return fmt.Errorf("BIRD in %s refused to start (%w): %s", n.Name, err, strings.TrimSpace(string(out)))
+	}
+	return d.waitAnswer(n, func() error {
+		out, err := d.runInNode(n, tag, "birdc", "-s", birdCtl, "show", "status")
+		if err != nil || !bytes.Contains(out, []byte("Daemon is up")) {
+			return fmt.Errorf("birdc: %v: %s", err, strings.TrimSpace(string(out)))
+		}
+		return nil
+	})
+}
+
+// recordDaemons records a node's daemons as a service (no pid: they
+// daemonize; destroy finds them by their mark) before they start.
+func (d *deployer) recordDaemons(n *spec.Node, kind, what string) error {
+	log := logPath(d.m.stateDir(), d.lab.Name, n.Name, kind, 0)
+	d.st.Services = append(d.st.Services, ServiceRecord{Node: n.Name, Index: -1, Command: kind + ": " + what, Log: log})
+	return d.m.saveState(d.st)
+}
+
+// waitAnswer polls answer until it succeeds, routingWait passes or the
+// deploy is cancelled.
+func (d *deployer) waitAnswer(n *spec.Node, answer func() error) error {
+	deadline := time.Now().Add(routingWait)
+	for {
+		err := answer()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%s: no answer within %v: %w", n.Name, routingWait, err)
+		}
+		select {
+		case <-d.ctx.Done():
+			return d.ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// runInNode runs argv in node n (its namespace and view) to its end,
+// with the service mark tag ("": none), and returns its output.
+func (d *deployer) runInNode(n *spec.Node, tag string, argv ...string) ([]byte, error) {
+	var out []byte
+	err := d.inNode(n.Name, func(x *ns.NS, v *ns.View) error {
+		var err error
+		out, err = RunIn(d.ctx, x, v, tag, argv...)
+		return err
+	})
+	return out, err
+}
+
+// RunIn runs argv in namespace x and view v (nil: none) to its end, its
+// environment carrying the lab's service mark tag when tag is not "", and
+// returns its combined output. It is killed when ctx ends.
+//
+// Equivalent to: nsenter --net=NETNS --mount=VIEW.mnt --uts=VIEW.uts ARGV...
+func RunIn(ctx context.Context, x *ns.NS, v *ns.View, tag string, argv ...string) ([]byte, error) {
+	var buf bytes.Buffer
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	cmd.Env = os.Environ()
+	cmd.WaitDelay = time.Second // a daemon that forks may keep the output open
+	if tag != "" {
+		cmd.Env = append(cmd.Env, serviceEnv+"="+tag)
+	}
+	if err := x.StartIn(v, cmd); err != nil {
+		return nil, err
+	}
+	stop := context.AfterFunc(ctx, func() { _ = cmd.Process.Signal(syscall.SIGKILL) })
+	defer stop()
+	err := cmd.Wait()
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		err = fmt.Errorf("%s exited with %d", filepath.Base(argv[0]), exit.ExitCode())
+	}
+	return buf.Bytes(), err
+}
+
+// shFRR is startFRR as shell lines.
+func shFRR(l *spec.Lab, n *spec.Node, daemons []string) []string {
+	in := fmt.Sprintf("nsenter --net=/run/netns/%s --mount=%s --uts=%s", l.Namespace(n.Name), viewFile(l, n, "mnt"), viewFile(l, n, "uts"))
+	var out []string
+	for _, dm := range daemons {
+		out = append(out, fmt.Sprintf("%s=%s/%s %s %s", serviceEnv, l.Name, n.Name, in, strings.Join(frrArgs(dm), " ")))
+	}
+	return append(out, in+" vtysh -b",
+		fmt.Sprintf("until %s vtysh -c 'show daemons' >/dev/null 2>&1; do sleep 0.1; done", in))
+}
+
+// shBIRD is startBIRD as shell lines.
+func shBIRD(l *spec.Lab, n *spec.Node) []string {
+	in := fmt.Sprintf("nsenter --net=/run/netns/%s --mount=%s --uts=%s", l.Namespace(n.Name), viewFile(l, n, "mnt"), viewFile(l, n, "uts"))
+	return []string{
+		fmt.Sprintf("%s=%s/%s %s bird -c %s -s %s -P /run/bird/bird.pid", serviceEnv, l.Name, n.Name, in, spec.BIRDConfPath, birdCtl),
+		fmt.Sprintf("until %s birdc -s %s show status >/dev/null 2>&1; do sleep 0.1; done", in, birdCtl),
+	}
+}
+
+// viewFile is the file holding node n's view namespace of kind (mnt, uts),
+// under the default state directory (as the scripts name it).
+func viewFile(l *spec.Lab, n *spec.Node, kind string) string {
+	return filepath.Join(DefaultStateDir, "views", l.Name, l.Namespace(n.Name)+"."+kind)
+}

@@ -1,0 +1,216 @@
+package lab
+
+import (
+	"fmt"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/nslab/nslab/topology/ns"
+	"github.com/nslab/nslab/topology/spec"
+)
+
+// Each node's own view of the system (see ns.View): its hostname, its
+// /etc/hosts naming every node of the lab, its files:, and what its
+// routing daemons need, in a mount and a UTS namespace held under
+// STATE/views/LAB/NODE.{mnt,uts}. Destroy unmounts them with the lab.
+
+// viewsDir is the directory of every lab's views; it is a private mount
+// while it holds any (see ns.Bind).
+func (m *Manager) viewsDir() string { return filepath.Join(m.stateDir(), "views") }
+
+// labViews is lab labName's directory of views.
+func (m *Manager) labViews(labName string) string { return filepath.Join(m.viewsDir(), labName) }
+
+func viewSteps(l *spec.Lab, _ string) []Step {
+	var steps []Step
+	for _, n := range l.Nodes {
+		setup := viewSetup(l, n)
+		steps = append(steps, Step{
+			Name:  fmt.Sprintf("give node %s its own view (hostname %s, /etc/hosts, %d files)", n.Name, setup.Hostname, len(setup.Files)),
+			shell: func() []string { return shView(l, n, setup) },
+			do:    func(d *deployer) error { return d.makeView(n, setup) },
+		})
+	}
+	return steps
+}
+
+// makeView makes node n's view and holds it under the lab's views.
+func (d *deployer) makeView(n *spec.Node, setup ns.ViewSetup) error {
+	if d.views == nil {
+		d.views = ns.NewViewMaker()
+	}
+	return d.inNS(n.Name, func(x *ns.NS) error {
+		return d.views.MakeAndBind(d.m.labViews(d.lab.Name), x, setup)
+	})
+}
+
+// viewSetup is what node n's view holds: /etc/hostname, /etc/hosts, the
+// routing daemons' directories and files, and the node's files: (last, so
+// they win where they name the same path).
+func viewSetup(l *spec.Lab, n *spec.Node) ns.ViewSetup {
+	host := n.HostnameOrName()
+	s := ns.ViewSetup{Hostname: host, Files: []ns.ViewFile{
+		{Path: "/etc/hostname", Data: []byte(host + "\n"), Mode: 0o644},
+		{Path: "/etc/hosts", Data: []byte(hostsFile(l)), Mode: 0o644},
+	}}
+	if n.FRR != nil {
+		addFRR(&s, n.FRR)
+	}
+	if n.BIRD != nil {
+		addBIRD(&s, n.BIRD)
+	}
+	for _, f := range n.Files {
+		s.Files = append(s.Files, ns.ViewFile{Path: f.Path, Data: []byte(f.Text), Mode: f.Mode})
+	}
+	return s
+}
+
+// hostsFile names every node of the lab by each of its addresses, node by
+// node in file order (so getent hosts NODE gives its first address), each
+// address also as NODE-IF.
+func hostsFile(l *spec.Lab) string {
+	var b strings.Builder
+	b.WriteString("# written by nslab for lab " + l.Name + "\n127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n")
+	for _, n := range l.Nodes {
+		name := n.HostnameOrName()
+		for _, i := range n.Interfaces {
+			for _, a := range i.Addresses {
+				if a.Addr().IsLoopback() {
+					continue
+				}
+				fmt.Fprintf(&b, "%s\t%s %s-%s\n", a.Addr(), name, name, i.Name)
+			}
+		}
+		for _, br := range n.Bridges {
+			for _, a := range br.Addresses {
+				fmt.Fprintf(&b, "%s\t%s %s-%s\n", a.Addr(), name, name, br.Name)
+			}
+		}
+	}
+	return b.String()
+}
+
+// ids looks up a user and group of the routing packages (frr, bird), or
+// root when they are missing (the deploy's start then fails with the
+// package named).
+func ids(name string) (int, int) {
+	u, err := user.Lookup(name)
+	if err != nil {
+		return 0, 0
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	return uid, gid
+}
+
+// frrDaemonsFile is /etc/frr/daemons for f, in Debian's format: every
+// daemon named, yes for those that run, with Debian's options (vty on
+// loopback only, so nodes do not listen on each other's addresses).
+func frrDaemonsFile(f *spec.FRR) string {
+	var b strings.Builder
+	b.WriteString("# written by nslab from frr.daemons\n")
+	for _, d := range spec.FRRDaemons {
+		on := "no"
+		for _, x := range f.Daemons {
+			if x == d {
+				on = "yes"
+			}
+		}
+		fmt.Fprintf(&b, "%s=%s\n", d, on)
+	}
+	b.WriteString("vtysh_enable=yes\n")
+	b.WriteString("zebra_options=\" -A 127.0.0.1 -s 90000000\"\n")
+	for _, d := range append([]string{"staticd"}, spec.FRRDaemons...) {
+		addr := "127.0.0.1"
+		if strings.HasSuffix(d, "6d") || d == "ripngd" {
+			addr = "::1"
+		}
+		fmt.Fprintf(&b, "%s_options=\" -A %s\"\n", d, addr)
+	}
+	return b.String()
+}
+
+// addFRR adds FRR's files and directories: /etc/frr/daemons and
+// vtysh.conf (integrated configuration), frr.conf when frr.config gives
+// it, and /var/run/frr and /var/log/frr owned by frr.
+func addFRR(s *ns.ViewSetup, f *spec.FRR) {
+	uid, gid := ids("frr")
+	s.Dirs = append(s.Dirs,
+		ns.ViewDir{Path: "/etc/frr", Mode: 0o755, UID: uid, GID: gid},
+		ns.ViewDir{Path: "/run/frr", Mode: 0o755, UID: uid, GID: gid},
+		ns.ViewDir{Path: "/var/log/frr", Mode: 0o755, UID: uid, GID: gid})
+	s.Files = append(s.Files,
+		ns.ViewFile{Path: "/etc/frr/daemons", Data: []byte(frrDaemonsFile(f)), Mode: 0o640, UID: uid, GID: gid},
+		ns.ViewFile{Path: "/etc/frr/vtysh.conf", Data: []byte("service integrated-vtysh-config\n"), Mode: 0o640, UID: uid, GID: gid})
+	if f.Config != "" {
+		s.Files = append(s.Files, ns.ViewFile{Path: spec.FRRConfPath, Data: []byte(f.Config), Mode: 0o640, UID: uid, GID: gid})
+	}
+}
+
+// addBIRD adds bird.conf when bird.config gives it, and /run/bird.
+func addBIRD(s *ns.ViewSetup, b *spec.BIRD) {
+	uid, gid := ids("bird")
+	s.Dirs = append(s.Dirs,
+		ns.ViewDir{Path: "/etc/bird", Mode: 0o755, UID: uid, GID: gid},
+		ns.ViewDir{Path: "/run/bird", Mode: 0o775, UID: uid, GID: gid})
+	if b.Config != "" {
+		s.Files = append(s.Files, ns.ViewFile{Path: spec.BIRDConfPath, Data: []byte(b.Config), Mode: 0o640, UID: uid, GID: gid})
+	}
+}
+
+// shView is the view as shell lines: unshare(1) holds the namespaces in
+// files (which must be on a private mount), from nsenter in the node's
+// network namespace (ip netns exec would make a mount namespace of its own,
+// from which unshare's bind mounts would not reach the host).
+func shView(l *spec.Lab, n *spec.Node, s ns.ViewSetup) []string {
+	views := filepath.Join(DefaultStateDir, "views")
+	dir := filepath.Join(views, l.Name)
+	mnt, uts := ns.ViewPaths(dir, l.Namespace(n.Name))
+	var in []string
+	in = append(in, "umount -l /sys && mount -t sysfs sysfs /sys",
+		"mount -t tmpfs -o mode=0700 nslab-etc /run && mkdir /run/upper /run/work",
+		"mount -t overlay -o lowerdir=/etc,upperdir=/run/upper,workdir=/run/work nslab-etc /etc")
+	for _, d := range ns.PrivateDirs {
+		mode := "0755"
+		if d == "/tmp" {
+			mode = "1777"
+		}
+		in = append(in, fmt.Sprintf("mount -t tmpfs -o mode=%s nslab-%s %s", mode, filepath.Base(d), d))
+	}
+	for _, d := range s.Dirs {
+		in = append(in, fmt.Sprintf("mkdir -p %s && chmod %o %s && chown %d:%d %s", d.Path, d.Mode, d.Path, d.UID, d.GID, d.Path))
+	}
+	for _, f := range s.Files {
+		in = append(in, fmt.Sprintf("mkdir -p %s && rm -f %s && printf %%s %s > %s && chmod %o %s && chown %d:%d %s",
+			filepath.Dir(f.Path), f.Path, ShellQuote(string(f.Data)), f.Path, f.Mode, f.Path, f.UID, f.GID, f.Path))
+	}
+	in = append(in, "for f in /etc/netns/"+l.Namespace(n.Name)+"/*; do [ -e \"$f\" ] && mount --bind \"$f\" /etc/\"${f##*/}\"; done; true",
+		"hostname "+ShellQuote(s.Hostname))
+	return []string{
+		fmt.Sprintf("mkdir -p %s && { mount --make-private %s 2>/dev/null || { mount --bind %s %s && mount --make-private %s; }; }", dir, views, views, views, views),
+		fmt.Sprintf("touch %s %s", mnt, uts),
+		fmt.Sprintf("nsenter --net=/run/netns/%s unshare --mount=%s --uts=%s --propagation slave sh -ec %s",
+			l.Namespace(n.Name), mnt, uts, ShellQuote(strings.Join(in, "\n"))),
+	}
+}
+
+// removeViews unmounts lab labName's views (see ns.RemoveViews).
+func (m *Manager) removeViews(labName string) error {
+	if _, err := os.Stat(m.viewsDir()); os.IsNotExist(err) {
+		return nil
+	}
+	return ns.RemoveViews(m.viewsDir(), m.labViews(labName))
+}
+
+// openView opens node's view in lab labName; nil, nil when the lab has
+// none (deployed by a version of nslab before views).
+func (m *Manager) openView(labName, nsName string) (*ns.View, error) {
+	v, err := ns.OpenView(m.labViews(labName), nsName)
+	if isNotExist(err) {
+		return nil, nil
+	}
+	return v, err
+}

@@ -1,0 +1,560 @@
+package ns
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// A node's view of the system is a mount namespace and a UTS namespace of
+// its own, made beside its network namespace and held the same way, by
+// bind mounts of their nsfs files (DIR/NAME.mnt and DIR/NAME.uts), so
+// that they outlive the process that made them. Inside a view:
+//   - the hostname is the node's;
+//   - /sys is a sysfs of the node's network namespace;
+//   - /run (and /var/run where it is not a link to /run), /var/log and
+//     /tmp are tmpfs of the view's own;
+//   - /etc is an overlay whose upper layer is the view's own: files written
+//     there (the node's /etc/hosts, /etc/hostname, its files:) never reach
+//     the host's /etc;
+//   - /etc/netns/NAME/* is bound over /etc, as `ip netns exec` does.
+//
+// Everything else (/usr, /home, /var/lib, ...) is the host's, shared.
+//
+// A bind mount of a mount namespace file must sit on a mount that does
+// not propagate (the kernel refuses a mount that would propagate a mount
+// namespace into itself), so the directory of views is bind-mounted on
+// itself and made private, as util-linux's unshare --mount=FILE asks.
+
+// View is an open node view: descriptors of its mount and UTS namespaces.
+// The caller closes it.
+type View struct {
+	Name     string
+	mnt, uts int
+}
+
+// Close releases the descriptors; the view stays.
+func (v *View) Close() error {
+	if v == nil || v.mnt < 0 {
+		return nil
+	}
+	err := errors.Join(unix.Close(v.mnt), unix.Close(v.uts))
+	v.mnt, v.uts = -1, -1
+	return err
+}
+
+// ViewFile is a file written into a view (under one of its private
+// directories, or under /etc, where it lands in the overlay).
+type ViewFile struct {
+	Path     string // absolute
+	Data     []byte
+	Mode     os.FileMode
+	UID, GID int
+}
+
+// ViewDir is a directory made in a view, owned as given.
+type ViewDir struct {
+	Path     string
+	Mode     os.FileMode
+	UID, GID int
+}
+
+// ViewSetup is what a view holds besides its mounts.
+type ViewSetup struct {
+	Hostname string
+	Dirs     []ViewDir  // made first, parents included
+	Files    []ViewFile // then written, parents made 0755
+}
+
+// PrivateDirs are the directories a view mounts a tmpfs of its own on
+// (besides /var/run, when it is a directory of its own), and Etc the one
+// it overlays.
+var PrivateDirs = []string{"/run", "/var/log", "/tmp"}
+
+// OnlineCPUs is the number of CPUs /sys/devices/system/cpu/online names
+// up to its highest (runtime.NumCPU when it cannot be read): the machine's,
+// not this process's affinity.
+func OnlineCPUs() int {
+	b, err := os.ReadFile("/sys/devices/system/cpu/online")
+	if err != nil {
+		return runtime.NumCPU()
+	}
+	last := strings.TrimSpace(string(b))
+	if i := strings.LastIndexAny(last, "-,"); i >= 0 {
+		last = last[i+1:]
+	}
+	n, err := strconv.Atoi(last)
+	if err != nil {
+		return runtime.NumCPU()
+	}
+	return n + 1
+}
+
+// Etc is the directory a view overlays: writes there stay in the view.
+const Etc = "/etc"
+
+// ViewPaths returns the files that hold view name under dir.
+func ViewPaths(dir, name string) (mnt, uts string) {
+	return filepath.Join(dir, name+".mnt"), filepath.Join(dir, name+".uts")
+}
+
+// ViewMaker makes views from one locked thread. It starts from a base mount
+// namespace of its own, a copy of this process's with nothing under the
+// private directories (so that no view copies the lab's namespace mounts
+// under /run/netns: each view is then as cheap as the host's own mounts,
+// whatever the number of nodes), and for each view joins the base again,
+// then the node's network namespace, and unshares. Close ends the thread,
+// which is discarded.
+type ViewMaker struct {
+	reqs chan viewReq
+	done chan struct{}
+	err  error
+}
+
+type viewReq struct {
+	net   *NS
+	setup ViewSetup
+	cpu   int // the CPU to make it on; -1: any
+	reply chan viewReply
+}
+
+type viewReply struct {
+	mnt, uts int
+	err      error
+}
+
+// NewViewMaker starts the maker's thread and makes its base.
+func NewViewMaker() *ViewMaker {
+	m := &ViewMaker{reqs: make(chan viewReq), done: make(chan struct{})}
+	started := make(chan struct{})
+	go m.loop(started)
+	<-started
+	return m
+}
+
+func (m *ViewMaker) loop(started chan struct{}) {
+	runtime.LockOSThread() // never unlocked: the thread dies with the goroutine
+	defer close(m.done)
+	base, err := makeBase()
+	m.err = err
+	close(started)
+	if err == nil {
+		defer unix.Close(base)
+	}
+	for r := range m.reqs {
+		if m.err != nil {
+			r.reply <- viewReply{-1, -1, m.err}
+			continue
+		}
+		err := onCPU(r.cpu)
+		mnt, uts := -1, -1
+		if err == nil {
+			mnt, uts, err = makeView(base, r.net, r.setup)
+		}
+		r.reply <- viewReply{mnt, uts, err}
+	}
+}
+
+// makeBase gives the calling thread the base mount namespace: a slave copy
+// of this process's (mounts made on the host later still reach it, and
+// none of its own go back), with the private directories' mounts detached.
+// It returns a descriptor of it.
+func makeBase() (int, error) {
+	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
+		return -1, fmt.Errorf("base mount namespace for views: %w", err)
+	}
+	if err := unix.Mount("", "/", "none", unix.MS_SLAVE|unix.MS_REC, ""); err != nil {
+		return -1, fmt.Errorf("base mount namespace for views: make / a slave: %w", err)
+	}
+	if err := detachUnder(privateDirs()); err != nil {
+		return -1, err
+	}
+	fd, err := unix.Open("/proc/thread-self/ns/mnt", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, fmt.Errorf("open the base mount namespace: %w", err)
+	}
+	return fd, nil
+}
+
+// privateDirs is the PrivateDirs this machine has (a view never creates a
+// directory on the host), with /var/run when it is not a link.
+func privateDirs() []string {
+	var dirs []string
+	for _, d := range append(append([]string(nil), PrivateDirs...), "/var/run") {
+		if st, err := os.Lstat(d); err == nil && st.IsDir() {
+			dirs = append(dirs, d)
+		}
+	}
+	return dirs
+}
+
+// detachUnder lazily unmounts every mount at or under dirs in the calling
+// thread's mount namespace, deepest first.
+func detachUnder(dirs []string) error {
+	text, err := os.ReadFile("/proc/thread-self/mountinfo")
+	if err != nil {
+		return fmt.Errorf("read the mounts: %w", err)
+	}
+	var points []string
+	for _, e := range parseMountinfo(string(text)) {
+		for _, d := range dirs {
+			if e.point == d || strings.HasPrefix(e.point, d+"/") {
+				points = append(points, e.point)
+			}
+		}
+	}
+	sort.Slice(points, func(i, j int) bool { return len(points[i]) > len(points[j]) })
+	for _, p := range points {
+		if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+			return fmt.Errorf("detach %s: %w", p, err)
+		}
+	}
+	return nil
+}
+
+// onCPU pins the calling thread to cpu (-1: every online CPU).
+func onCPU(cpu int) error {
+	var set unix.CPUSet
+	if cpu < 0 {
+		for c := range runtime.NumCPU() * 4 {
+			set.Set(c)
+		}
+	} else {
+		set.Set(cpu)
+	}
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		return fmt.Errorf("run on CPU %d: %w", cpu, err)
+	}
+	return nil
+}
+
+// Make makes a view of net's node: it sets it up and returns its open
+// namespaces, which Bind then holds under a name.
+func (m *ViewMaker) Make(net *NS, setup ViewSetup) (*View, error) {
+	return m.makeOn(net, setup, -1)
+}
+
+// MakeAndBind makes a view of net's node and holds it under dir (see
+// Bind). The kernel refuses to bind a mount namespace that is older than
+// the binder's (a loop check), and since Linux 6.18 it compares ids that
+// are handed out in per-CPU batches, so a namespace made later on another
+// CPU may have a smaller id than the binder's: the bind then fails with
+// EINVAL. MakeAndBind makes the view again on each CPU in turn until the
+// bind succeeds: on the CPU whose batch gave the binder's id, every later
+// id is larger.
+func (m *ViewMaker) MakeAndBind(dir string, net *NS, setup ViewSetup) error {
+	cpus := []int{-1}
+	for c := range OnlineCPUs() {
+		cpus = append(cpus, c)
+	}
+	var err error
+	for _, cpu := range cpus {
+		var v *View
+		if v, err = m.makeOn(net, setup, cpu); err != nil {
+			return err
+		}
+		err = Bind(dir, v)
+		v.Close()
+		if !errors.Is(err, unix.EINVAL) {
+			return err
+		}
+	}
+	return err
+}
+
+func (m *ViewMaker) makeOn(net *NS, setup ViewSetup, cpu int) (*View, error) {
+	reply := make(chan viewReply, 1)
+	m.reqs <- viewReq{net: net, setup: setup, cpu: cpu, reply: reply}
+	r := <-reply
+	if r.err != nil {
+		return nil, fmt.Errorf("view of %s: %w", net.Name, r.err)
+	}
+	return &View{Name: net.Name, mnt: r.mnt, uts: r.uts}, nil
+}
+
+// Close ends the maker's thread, and its base with it.
+func (m *ViewMaker) Close() {
+	if m.reqs == nil {
+		return
+	}
+	close(m.reqs)
+	<-m.done
+	m.reqs = nil
+}
+
+// makeView runs on the maker's thread: from base, into net, a new mount
+// and UTS namespace set up as the package doc says. It returns their
+// descriptors; the thread goes back to base afterwards.
+//
+// Equivalent to: nsenter --net=NETNS unshare --mount --uts --propagation slave sh -c
+// 'mount -t sysfs ...; mount -t tmpfs ...; mount -t overlay ...; hostname NAME; ...'
+func makeView(base int, net *NS, setup ViewSetup) (mnt, uts int, err error) {
+	mnt, uts = -1, -1
+	if err := unix.Setns(base, unix.CLONE_NEWNS); err != nil {
+		return -1, -1, fmt.Errorf("join the base mount namespace: %w", err)
+	}
+	if err := unix.Setns(net.fd, unix.CLONE_NEWNET); err != nil {
+		return -1, -1, fmt.Errorf("enter namespace %s: %w", net.Name, err)
+	}
+	if err := unix.Unshare(unix.CLONE_NEWNS | unix.CLONE_NEWUTS); err != nil {
+		return -1, -1, fmt.Errorf("unshare mount and UTS namespaces: %w", err)
+	}
+	steps := []func() error{
+		remountSys,
+		overlayEtc,
+		tmpfsPrivate,
+		func() error { return writeView(setup) },
+		func() error { return bindEtc(net.Name) },
+		func() error { return unix.Sethostname([]byte(setup.Hostname)) },
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return -1, -1, err
+		}
+	}
+	if mnt, err = unix.Open("/proc/thread-self/ns/mnt", unix.O_RDONLY|unix.O_CLOEXEC, 0); err != nil {
+		return -1, -1, fmt.Errorf("open the view's mount namespace: %w", err)
+	}
+	if uts, err = unix.Open("/proc/thread-self/ns/uts", unix.O_RDONLY|unix.O_CLOEXEC, 0); err != nil {
+		unix.Close(mnt)
+		return -1, -1, fmt.Errorf("open the view's UTS namespace: %w", err)
+	}
+	return mnt, uts, nil
+}
+
+// overlayEtc mounts an overlay on /etc whose upper layer is a tmpfs of the
+// view's own: the host's /etc shows through, and what the view writes
+// stays in it. The tmpfs is mounted on /run first, then hidden under the
+// view's own /run (tmpfsPrivate), so the upper layer is out of sight.
+//
+// Equivalent to: mount -t tmpfs none /run; mkdir /run/u /run/w;
+// mount -t overlay -o lowerdir=/etc,upperdir=/run/u,workdir=/run/w none /etc
+func overlayEtc() error {
+	if err := unix.Mount("nslab-etc", "/run", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0700"); err != nil {
+		return fmt.Errorf("tmpfs for the overlay of %s: %w", Etc, err)
+	}
+	for _, d := range []string{"/run/upper", "/run/work"} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			return fmt.Errorf("overlay of %s: %w", Etc, err)
+		}
+	}
+	opts := "lowerdir=" + Etc + ",upperdir=/run/upper,workdir=/run/work"
+	if err := unix.Mount("nslab-etc", Etc, "overlay", 0, opts); err != nil {
+		return fmt.Errorf("overlay on %s (CONFIG_OVERLAY_FS): %w", Etc, err)
+	}
+	return nil
+}
+
+// tmpfsPrivate mounts a tmpfs of the view's own on each private directory.
+//
+// Equivalent to: mount -t tmpfs -o mode=0755 none /run (and /var/log, /tmp mode 1777)
+func tmpfsPrivate() error {
+	for _, d := range privateDirs() {
+		mode := "mode=0755"
+		if d == "/tmp" {
+			mode = "mode=1777"
+		}
+		if err := unix.Mount("nslab-"+filepath.Base(d), d, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, mode); err != nil {
+			return fmt.Errorf("tmpfs on %s: %w", d, err)
+		}
+	}
+	return nil
+}
+
+// writeView makes setup's directories and writes its files, on the
+// calling thread (inside the view).
+func writeView(setup ViewSetup) error {
+	for _, d := range setup.Dirs {
+		if err := os.MkdirAll(d.Path, 0o755); err != nil {
+			return fmt.Errorf("make %s: %w", d.Path, err)
+		}
+		if err := os.Chmod(d.Path, d.Mode); err != nil {
+			return fmt.Errorf("chmod %s: %w", d.Path, err)
+		}
+		if err := os.Lchown(d.Path, d.UID, d.GID); err != nil {
+			return fmt.Errorf("chown %s: %w", d.Path, err)
+		}
+	}
+	for _, f := range setup.Files {
+		if err := os.MkdirAll(filepath.Dir(f.Path), 0o755); err != nil {
+			return fmt.Errorf("make %s: %w", filepath.Dir(f.Path), err)
+		}
+		// A link there (the host's, seen through the overlay) is replaced,
+		// never followed out of the view.
+		if err := os.Remove(f.Path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("replace %s: %w", f.Path, err)
+		}
+		if err := os.WriteFile(f.Path, f.Data, f.Mode); err != nil {
+			return fmt.Errorf("write %s: %w", f.Path, err)
+		}
+		if err := os.Chmod(f.Path, f.Mode); err != nil {
+			return fmt.Errorf("chmod %s: %w", f.Path, err)
+		}
+		if err := os.Lchown(f.Path, f.UID, f.GID); err != nil {
+			return fmt.Errorf("chown %s: %w", f.Path, err)
+		}
+	}
+	return nil
+}
+
+// Bind holds view v under dir as v.Name (see ViewPaths), mounting in dir's
+// mount home so that it outlives this process. dir's parent (the
+// directory of every lab's views) is made a private mount first. The
+// mount point files are created exclusively: a name that is taken fails
+// with ErrExists.
+//
+// Equivalent to: mount --bind /proc/PID/ns/mnt DIR/NAME.mnt (and .uts)
+func Bind(dir string, v *View) error {
+	return inMountHome(dir, func() error {
+		if err := privateDir(filepath.Dir(dir)); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return fmt.Errorf("create %s: %w", dir, err)
+		}
+		mnt, uts := ViewPaths(dir, v.Name)
+		for _, b := range []struct {
+			fd   int
+			path string
+		}{{v.mnt, mnt}, {v.uts, uts}} {
+			f, err := unix.Open(b.path, unix.O_RDONLY|unix.O_CREAT|unix.O_EXCL|unix.O_CLOEXEC, 0o444)
+			if err != nil {
+				if errors.Is(err, unix.EEXIST) {
+					return fmt.Errorf("hold view %s: %s: %w", v.Name, b.path, ErrExists)
+				}
+				return fmt.Errorf("hold view %s: %w", v.Name, err)
+			}
+			unix.Close(f)
+			src := "/proc/self/fd/" + strconv.Itoa(b.fd)
+			if err := unix.Mount(src, b.path, "none", unix.MS_BIND, ""); err != nil {
+				_ = os.Remove(b.path) // the empty mount point; the error is the one to report
+				return fmt.Errorf("hold view %s: bind mount on %s: %w", v.Name, b.path, err)
+			}
+		}
+		return nil
+	})
+}
+
+// privateDir makes dir (created 0755 if missing) a private mount, bound on
+// itself first when it is not a mount point.
+//
+// Equivalent to: mount --make-private DIR || { mount --bind DIR DIR; mount --make-private DIR; }
+func privateDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	for bound := false; ; bound = true {
+		err := unix.Mount("", dir, "none", unix.MS_PRIVATE, "")
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, unix.EINVAL) || bound {
+			return fmt.Errorf("make %s a private mount: %w", dir, err)
+		}
+		if err := unix.Mount(dir, dir, "none", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("bind-mount %s on itself: %w", dir, err)
+		}
+	}
+}
+
+// OpenView opens view name held under dir. It returns an error wrapping
+// os.ErrNotExist when the lab has none (one deployed before views).
+func OpenView(dir, name string) (*View, error) {
+	if _, err := pathOf(dir, name); err != nil {
+		return nil, err
+	}
+	mntPath, utsPath := ViewPaths(dir, name)
+	mnt, err := openNS(mntPath)
+	if err != nil {
+		return nil, fmt.Errorf("open the view of %s: %w", name, err)
+	}
+	uts, err := openNS(utsPath)
+	if err != nil {
+		unix.Close(mnt)
+		return nil, fmt.Errorf("open the view of %s: %w", name, err)
+	}
+	return &View{Name: name, mnt: mnt, uts: uts}, nil
+}
+
+// openNS opens a namespace file, and refuses anything that is not one.
+func openNS(p string) (int, error) {
+	fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return -1, fmt.Errorf("%s: %w", p, os.ErrNotExist)
+		}
+		return -1, err
+	}
+	var sfs unix.Statfs_t
+	if err := unix.Fstatfs(fd, &sfs); err != nil || sfs.Type != unix.NSFS_MAGIC {
+		unix.Close(fd)
+		return -1, fmt.Errorf("%s: %w", p, ErrNotNamespace)
+	}
+	return fd, nil
+}
+
+// RemoveViews unmounts and unlinks every view held under dir (a lab's
+// directory of views) and removes dir; then, when parent (the directory
+// of every lab's views) holds nothing more, undoes its private bind mount
+// and removes it. What is missing is success, so it can be re-run; it
+// undoes what a maker killed at any point left (an empty mount point).
+//
+// Equivalent to: umount -l DIR/*; rm -r DIR; [ -z "$(ls PARENT)" ] && umount PARENT && rmdir PARENT
+func RemoveViews(parent, dir string) error {
+	return inMountHome(parent, func() error {
+		ents, err := os.ReadDir(dir)
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("list views in %s: %w", dir, err)
+		}
+		for _, e := range ents {
+			p := filepath.Join(dir, e.Name())
+			if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+				return fmt.Errorf("unmount view %s: %w", p, err)
+			}
+			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("remove view %s: %w", p, err)
+			}
+		}
+		if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("remove %s: %w", dir, err)
+		}
+		left, err := os.ReadDir(parent)
+		if err != nil || len(left) > 0 {
+			return nil // missing, or other labs' views are there
+		}
+		if err := unix.Unmount(parent, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
+			return fmt.Errorf("unmount %s: %w", parent, err)
+		}
+		if err := os.Remove(parent); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("remove %s: %w", parent, err)
+		}
+		return nil
+	})
+}
+
+// enterView joins v's mount and UTS namespaces on the calling locked
+// thread, which then has a file system context of its own (it must never
+// be unlocked), and keeps the working directory where it exists there.
+func enterView(v *View) error {
+	cwd, _ := os.Getwd()
+	if err := unix.Unshare(unix.CLONE_FS); err != nil {
+		return fmt.Errorf("unshare the file system context: %w", err)
+	}
+	if err := unix.Setns(v.mnt, unix.CLONE_NEWNS); err != nil {
+		return fmt.Errorf("enter the mount namespace of %s: %w", v.Name, err)
+	}
+	if err := unix.Setns(v.uts, unix.CLONE_NEWUTS); err != nil {
+		return fmt.Errorf("enter the UTS namespace of %s: %w", v.Name, err)
+	}
+	if cwd == "" || unix.Chdir(cwd) != nil {
+		_ = unix.Chdir("/") // best effort, as ip netns exec
+	}
+	return nil
+}

@@ -1,0 +1,92 @@
+package ns
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestPrivilegedViewIsTheNodes makes a node's view, holds it, and looks
+// from inside (through StartIn, as services start) and from the host: the
+// hostname and files are the view's, /tmp is its own, the host's /etc and
+// /tmp are untouched, and RemoveViews leaves nothing.
+func TestPrivilegedViewIsTheNodes(t *testing.T) {
+	skipUnlessRoot(t)
+	dir := testDir(t)
+	c, err := NewCreator(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	name := fmt.Sprintf("nslv%d", rand.IntN(1e6))
+	n, err := c.Create(name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close(); _ = Remove(dir, name) })
+
+	parent := filepath.Join(t.TempDir(), "views")
+	labDir := filepath.Join(parent, "lab")
+	etcFile := "/etc/nslab-view-test-" + name + "/x.conf"
+	m := NewViewMaker()
+	err = m.MakeAndBind(labDir, n, ViewSetup{
+		Hostname: "r-" + name,
+		Dirs:     []ViewDir{{Path: "/run/frr", Mode: 0o750, UID: 0, GID: 0}},
+		Files:    []ViewFile{{Path: etcFile, Data: []byte("router " + name + "\n"), Mode: 0o640}},
+	})
+	m.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = RemoveViews(parent, labDir) })
+
+	v2, err := OpenView(labDir, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer v2.Close()
+	var out bytes.Buffer
+	cmd := exec.Command("/bin/sh", "-c", "hostname; cat "+etcFile+"; stat -c %a /run/frr; echo in-view > /tmp/"+name+"; ls /sys/class/net")
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := n.StartIn(v2, cmd); err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	want := []string{"r-" + name, "router " + name, "750", "lo"}
+	if len(lines) != len(want) {
+		t.Fatalf("inside the view: %q, want %q", lines, want)
+	}
+	for i := range want {
+		if lines[i] != want[i] {
+			t.Errorf("inside the view, line %d: %q, want %q", i, lines[i], want[i])
+		}
+	}
+	host, _ := os.Hostname()
+	if host == "r-"+name {
+		t.Errorf("the host's hostname became the node's")
+	}
+	for _, p := range []string{filepath.Dir(etcFile), "/tmp/" + name} {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s exists on the host (%v): the view wrote through", p, err)
+		}
+	}
+
+	if err := RemoveViews(parent, labDir); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(parent); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("views directory left: %v", err)
+	}
+	if err := RemoveViews(parent, labDir); err != nil {
+		t.Errorf("RemoveViews again: %v", err)
+	}
+}
