@@ -70,6 +70,7 @@ func benchCommand(run func(context.Context, *benchOptions) error) *cli.Command {
 			&cli.StringFlag{Name: "loss", Value: "0", Usage: "with --search-binary: the highest acceptable loss, e.g. 0.5%"},
 			&cli.DurationFlag{Name: "trial", Value: 2 * time.Second, Usage: "with --search-binary: length of each trial"},
 			&cli.IntFlag{Name: "confirm", Value: 1, Usage: "with --search-binary: trials in a row the rate found must pass"},
+			&cli.StringSliceFlag{Name: "event", Usage: "change the lab while the traffic runs, and measure the outage: `TIME:down|up:NODE:IF`, TIME:impair:NODE:IF:loss=5%,delay=10ms or TIME:clear:NODE:IF, TIME from the start of sending (repeat for several; reads every packet at the receiver, for the longest sequence gap)"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "print the equivalent kernel pktgen shell script (destination MAC resolved) and change nothing"},
 		},
 		Action: action(func(c *cli.Context) (*benchOptions, error) {
@@ -152,6 +153,9 @@ func benchRequest(c *cli.Context) (bench.Request, error) {
 		return req, err
 	}
 	if err := rfc2544Request(c, &req); err != nil {
+		return req, err
+	}
+	if err := eventsRequest(c, &req); err != nil {
 		return req, err
 	}
 	if v := c.String("variants"); v != "" {
@@ -315,6 +319,38 @@ func rfc2544Request(c *cli.Context, req *bench.Request) error {
 			return cli.Exit("--goal "+err.Error(), 2)
 		}
 		req.RFC2544.MLR.Goals = append(req.RFC2544.MLR.Goals, g)
+	}
+	return nil
+}
+
+// eventsRequest reads --event into req: one run, not a search, its
+// receiver read packet by packet (the outage's longest sequence gap).
+func eventsRequest(c *cli.Context, req *bench.Request) error {
+	words := c.StringSlice("event")
+	if len(words) == 0 {
+		return nil
+	}
+	for _, f := range []string{"search", "search-binary", "rfc2544", "latency-at", "variants", "repeat"} {
+		if c.IsSet(f) {
+			return cli.Exit(fmt.Sprintf("--event measures one run: leave out --%s", f), 2)
+		}
+	}
+	if len(req.Streams) > 0 || len(req.Traffic.Frames) > 1 {
+		return cli.Exit("--event measures one run of one frame size", 2)
+	}
+	for _, w := range words {
+		e, err := bench.ParseEvent(w)
+		if err != nil {
+			return cli.Exit("--event: "+err.Error(), 2)
+		}
+		req.Events = append(req.Events, e)
+	}
+	if err := bench.CheckEvents(req.Lab.Model(), req.Events); err != nil {
+		return cli.Exit("--event: "+err.Error(), 2)
+	}
+	req.Latency = true
+	if !c.IsSet("latency-every") {
+		req.LatencyEvery = 1
 	}
 	return nil
 }

@@ -174,9 +174,13 @@ func pathDrops(h []report.HopCounters, frame int) (out, added []report.Drop) {
 					Counted: fmt.Sprintf("%s tx_dropped %d, %s rx_dropped %d (the same packets, counted once)", a.Target, a.TxDropped, b.Target, b.RxDropped+b.RxMissed)})
 			}
 		case isIn(a.Role) && isOut(b.Role) && a.Node == b.Node:
-			egress := txRun(h, i+1) + b.TxDropped + b.QdiscDrops + b.QdiscQueued
-			inside := int64(rxRun(h, i)) - int64(egress)
+			egress := txRun(h, i+1) + b.TxDropped + b.QdiscDrops + b.QdiscQueued + b.Detour
+			inside := int64(rxRun(h, i)+a.Joined) - int64(egress)
 			counted := fmt.Sprintf("%s received %d, %s took %d", a.Target, rxRun(h, i), b.Target, egress)
+			if a.Joined+b.Detour > 0 {
+				counted = fmt.Sprintf("%s received %d and interfaces off the path %d; %s took %d and interfaces off the path %d",
+					a.Target, rxRun(h, i), a.Joined, b.Target, egress-b.Detour, b.Detour)
+			}
 			switch {
 			case inside > 0:
 				out = append(out, report.Drop{Place: "inside " + nodeKind(a.Role) + " " + a.Node, Packets: uint64(inside), Node: a.Node, Counted: counted})
@@ -307,7 +311,7 @@ func routerCounts(r *report.Report, before, after hostState, ipv6 bool) {
 		node := h[i].Node
 		rc := report.RouterCounts{Node: node, Entered: rxRun(h, i), Forwarded: txRun(h, i+1), DroppedAtEgress: h[i+1].TxDropped + h[i+1].QdiscDrops + h[i+1].QdiscQueued,
 			ForwDatagrams: after.mib[node][kstat.ForwardedKey(ipv6)] - before.mib[node][kstat.ForwardedKey(ipv6)], Discards: map[string]uint64{}}
-		rc.Inside = int64(rc.Entered) - int64(rc.Forwarded+rc.DroppedAtEgress)
+		rc.Inside = int64(rc.Entered+h[i].Joined) - int64(rc.Forwarded+rc.DroppedAtEgress+h[i+1].Detour)
 		if rc.Inside < 0 && h[i+1].Duplicates != "" {
 			rc.DuplicatedAtEgress, rc.Inside = uint64(-rc.Inside), 0
 		}

@@ -45,6 +45,9 @@ type Options struct {
 	LatencyEvery uint32
 	// Variant names the lab variant applied (see Report.Variant).
 	Variant string
+	// Events are changes made while the traffic runs (see events.go);
+	// the report's Failover says what they did.
+	Events []Event
 }
 
 // Bench measures one traffic run of a running lab, at any frame size and
@@ -180,8 +183,19 @@ func (b *Bench) measure(ctx context.Context, t *spec.Traffic, frame int) (*repor
 	if err != nil {
 		return nil, err
 	}
+	if len(b.opts.Events) == 0 {
+		res, runErr := st.run(ctx, b.eng, job)
+		return b.finish(t, frame, st, res, runErr)
+	}
+	st.links = linkCounts(b.run)
+	stop := schedule(ctx, b.run, b.opts.Events)
 	res, runErr := st.run(ctx, b.eng, job)
-	return b.finish(t, frame, st, res, runErr)
+	events := stop()
+	rep, err := b.finish(t, frame, st, res, runErr)
+	if rep != nil {
+		rep.Failover = b.failover(t, rep, events)
+	}
+	return rep, err
 }
 
 // running is a measured run in progress: what was read before its engine
@@ -194,6 +208,9 @@ type running struct {
 	start, end time.Time
 	reader     *receive.Reader // with Options.Latency
 	every      uint32          // the reader's sampling
+	// links are every lab interface's counters at the start, in a run
+	// with events (nil otherwise): the traffic may go round the path.
+	links map[string][2]uint64
 }
 
 // start reads the counters and the host state at the start of a run of t
@@ -250,6 +267,9 @@ func (b *Bench) finish(t *spec.Traffic, frame int, st *running, res *engine.Resu
 		return nil, err
 	}
 	rd := reading{base: st.base, final: final, neighbours: neighbours, samples: append(all, final), before: st.before, after: after, window: window}
+	if st.links != nil {
+		rd.offPath = offPath(b.path.Hops, st.links, linkCounts(b.run))
+	}
 	rep := b.report(t, frame, res, rd)
 	rep.Started, rep.Ended = st.start, st.end
 	b.stallsOf(rep)
@@ -334,6 +354,7 @@ type reading struct {
 	samples       []sample.Sample
 	before, after hostState
 	window        time.Duration // the receiver's receive window on an impaired path; 0 otherwise
+	offPath       []report.HopDelta // in a run with events: the counters of interfaces off the path
 }
 
 // report puts a run's readings together.
@@ -347,6 +368,10 @@ func (b *Bench) report(t *spec.Traffic, frame int, res *engine.Result, rd readin
 		rep.Mix, rep.MeanFrame = t.Mix.String(), t.Mix.Mean()
 	}
 	rep.Hops = hopCounters(b.meas, rd.base, rd.final, rd.neighbours)
+	if rd.offPath != nil {
+		rep.Failover = &report.Failover{Detour: rd.offPath}
+		roundThePath(rep.Hops, rd.offPath)
+	}
 	account(rep, res, frame)
 	rep.Rates()
 	rep.CPU = cpuUse(rd.before.cpu, rd.after.cpu)

@@ -106,6 +106,9 @@ func Sweep(ctx context.Context, m *lab.Manager, req Request) (out *Outcome, err 
 		return out, err
 	}
 	defer r.Close()
+	if err := awaitRouting(ctx, r, req.Progress); err != nil {
+		return out, err
+	}
 	if len(req.Streams) > 1 {
 		g, err := NewGroup(r, req.Streams, req.Options)
 		if err != nil {

@@ -11,6 +11,7 @@ package kstat
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -75,9 +76,17 @@ func Softnet() map[int][]uint64 {
 
 // IPDiscards are the IP MIB counters (/proc/net/snmp and snmp6 of a
 // namespace) that count packets a router dropped.
-var IPDiscards = []string{"InHdrErrors", "InAddrErrors", "InUnknownProtos", "InDiscards", "OutDiscards", "OutNoRoutes",
+var IPDiscards = []string{"InHdrErrors", "InAddrErrors", "InUnknownProtos", "InDiscards", "OutDiscards", "OutNoRoutes", "InNoRoutes",
 	"Ip6InHdrErrors", "Ip6InTooBigErrors", "Ip6InNoRoutes", "Ip6InAddrErrors", "Ip6InUnknownProtos", "Ip6InTruncatedPkts",
-	"Ip6InDiscards", "Ip6OutDiscards", "Ip6OutNoRoutes"}
+	"Ip6InDiscards", "Ip6OutDiscards", "Ip6OutNoRoutes", NeighDiscards}
+
+// NeighDiscards is the key RouterCounters gives the packets its
+// neighbour tables dropped while waiting for a next hop's address to
+// resolve (the unresolved_discards of /proc/net/stat/arp_cache and
+// ndisc_cache, summed over CPUs): the first packets to a next hop no one
+// has talked to yet, after a route changed, die there and in no IP MIB
+// counter.
+const NeighDiscards = "NeighUnresolvedDiscards"
 
 // ForwardedKey names the IP MIB counter of forwarded datagrams per family.
 func ForwardedKey(ipv6 bool) string {
@@ -92,12 +101,20 @@ func ForwardedKey(ipv6 bool) string {
 // (nil when the kernel has no connection tracking).
 func RouterCounters(n *ns.NS) (mib, ct map[string]uint64, err error) {
 	var text, text6, ctText []byte
+	var neigh uint64
+	var ext []byte
 	err = n.Do(func() error {
 		var err error
 		if text, err = os.ReadFile("/proc/thread-self/net/snmp"); err != nil {
 			return err
 		}
 		text6, _ = os.ReadFile("/proc/thread-self/net/snmp6") // absent without IPv6
+		ext, _ = os.ReadFile("/proc/thread-self/net/netstat") // IpExt: InNoRoutes
+		for _, f := range []string{"arp_cache", "ndisc_cache"} {
+			if b, err := os.ReadFile("/proc/thread-self/net/stat/" + f); err == nil {
+				neigh += ParseNeighStat(string(b))
+			}
+		}
 		ctText, err = os.ReadFile("/proc/thread-self/net/stat/nf_conntrack")
 		if os.IsNotExist(err) {
 			return nil
@@ -113,20 +130,50 @@ func RouterCounters(n *ns.NS) (mib, ct map[string]uint64, err error) {
 			mib[f[0]], _ = strconv.ParseUint(f[1], 10, 64)
 		}
 	}
+	mib[NeighDiscards] = neigh
+	if v, ok := parseLines(string(ext), "IpExt:")["InNoRoutes"]; ok {
+		mib["InNoRoutes"] = v // forwarded packets with no route (Linux counts them in IpExt, not Ip)
+	}
 	if ctText != nil {
 		ct = ParseConntrack(string(ctText))
 	}
 	return mib, ct, nil
 }
 
+// ParseNeighStat sums the unresolved_discards column of a neighbour
+// table's statistics (/proc/net/stat/arp_cache: a line of names, then a
+// line of hex values per CPU).
+func ParseNeighStat(text string) uint64 {
+	lines := strings.Split(strings.TrimSpace(text), "\n")
+	if len(lines) < 2 {
+		return 0
+	}
+	col := slices.Index(strings.Fields(lines[0]), "unresolved_discards")
+	if col < 0 {
+		return 0
+	}
+	var sum uint64
+	for _, l := range lines[1:] {
+		if f := strings.Fields(l); col < len(f) {
+			v, _ := strconv.ParseUint(f[col], 16, 64)
+			sum += v
+		}
+	}
+	return sum
+}
+
 // ParseSNMP reads the Ip: lines of /proc/net/snmp (a line of names, then
 // a line of values).
-func ParseSNMP(text string) map[string]uint64 {
+func ParseSNMP(text string) map[string]uint64 { return parseLines(text, "Ip:") }
+
+// parseLines reads the two lines of /proc/net/snmp or netstat that start
+// with prefix: names, then values.
+func parseLines(text, prefix string) map[string]uint64 {
 	out := map[string]uint64{}
 	var names []string
 	for _, line := range strings.Split(text, "\n") {
 		f := strings.Fields(line)
-		if len(f) == 0 || f[0] != "Ip:" {
+		if len(f) == 0 || f[0] != prefix {
 			continue
 		}
 		if names == nil {

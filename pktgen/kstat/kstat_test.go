@@ -49,3 +49,16 @@ func TestPrivilegedReaders(t *testing.T) {
 		t.Errorf("lo's speed %d, want unknown (0)", s)
 	}
 }
+
+// TestParseNeighStat sums unresolved_discards over the CPUs' lines, in hex.
+func TestParseNeighStat(t *testing.T) {
+	text := "entries  allocs   destroys hash_grows lookups  hits     res_failed rcv_probes_mcast rcv_probes_ucast periodic_gc_runs forced_gc_runs unresolved_discards table_fulls\n" +
+		"00000002 0000039b 00000438 00000001   00001dfb 000001ad 00000000   00000000         00000000         0000005b         00000000       0000001a            00000000\n" +
+		"00000002 000003f1 00000352 00000002   00003bc8 000001ca 00000000   00000000         00000000         00000000         00000000       00000100            00000000\n"
+	if got := ParseNeighStat(text); got != 0x1a+0x100 {
+		t.Errorf("unresolved discards %d, want %d", got, 0x1a+0x100)
+	}
+	if got := ParseNeighStat("entries\n00000001\n"); got != 0 {
+		t.Errorf("without the column: %d", got)
+	}
+}

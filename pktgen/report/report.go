@@ -77,6 +77,10 @@ type Report struct {
 	// FCS), for runs with a frame mix.
 	ReceivedSizes map[int]uint64 `json:"received_sizes,omitempty"`
 
+	// Failover is what the run's events (bench --event) did; nil
+	// without events.
+	Failover *Failover `json:"failover,omitempty"`
+
 	Hops       []HopCounters `json:"hops"`
 	Drops      []Drop        `json:"drops"` // by place, each packet once
 	NamedDrops uint64        `json:"named_drops"`
@@ -131,6 +135,12 @@ type HopCounters struct {
 	// Duplicates is its impairment, when that sends copies of what it is
 	// handed (netem duplicate): its tx then counts more than it took in.
 	Duplicates string `json:"duplicates,omitempty"`
+	// In a run with events (bench --event), what the hop's node sent by
+	// interfaces off the path (Detour, on its egress hop) and received by
+	// them (Joined, on its ingress hop): the traffic that went round
+	// while the path was broken. The node's accounting counts them.
+	Detour uint64 `json:"detour,omitempty"`
+	Joined uint64 `json:"joined,omitempty"`
 }
 
 // Drop is packets lost at one place of the path.
@@ -166,7 +176,8 @@ type RouterCounts struct {
 	// (tx_dropped: the next node's backlog was full).
 	DroppedAtEgress uint64 `json:"dropped_at_egress"`
 	// Inside is what entered and never reached the egress (the IP layer
-	// dropped it: see Discards).
+	// dropped it: see Discards); in a run with events, what entered or
+	// left by interfaces off the path counts too (HopCounters.Detour).
 	Inside int64 `json:"inside"`
 	// DuplicatedAtEgress is the copies its egress's impairment sent
 	// (netem duplicate): what left beyond what entered.

@@ -90,6 +90,7 @@ func (r *Report) table(w io.Writer) error {
 	r.latencyLines(ew)
 	r.tableHops(ew)
 	r.tableBalance(ew)
+	r.failoverLines(ew)
 	r.tableCPUs(ew)
 	r.tableEnv(ew)
 	return ew.err

@@ -9,37 +9,39 @@ import (
 )
 
 // Neighbours counts the control frames an interface receives that are not
-// a run's: ARP, IGMP, and IPv6's own (neighbour discovery, and the MLD
-// reports a node sends for its addresses in its first seconds; a bridge
-// with an address sends IGMP reports too).
+// a run's: ARP, and every IP frame that is not UDP (a run's packets are
+// UDP): IGMP, ICMP, IPv6's own (neighbour discovery, and the MLD reports a
+// node sends for its addresses in its first seconds; a bridge with an
+// address sends IGMP reports too), and the routing daemons' (OSPF hellos
+// and updates, BGP's TCP).
 // They cross a lab's links during a run (a router re-probing its next hop
 // once its entry went stale, a freshly deployed lab's multicast listener
-// reports) without being the run's packets. The counting sockets are bound
-// to those protocols only (ARP; IPv6 for an IPv4 run), or filtered in the
-// kernel (ICMPv6 for an IPv6 run), so the run's own packets never reach
-// them.
+// reports, a daemon's hello every second) without being the run's
+// packets. The counting sockets are bound to those protocols only (ARP;
+// IPv6 for an IPv4 run, IPv4 for an IPv6 run), or filtered in the kernel
+// (not UDP, in the run's IP version), so the run's own packets never
+// reach them.
 type Neighbours struct {
 	fds []int
 }
 
-// igmpFilter accepts IPv4 frames that carry IGMP (protocol 2 at byte 23):
-// the membership reports a bridge with an address sends in its first
-// seconds.
-var igmpFilter = assemble(append([]bpfIns{
+// notUDP4Filter accepts IPv4 frames that do not carry UDP (protocol at
+// byte 23): IGMP reports, ICMP, OSPF, BGP's TCP.
+var notUDP4Filter = assemble(append([]bpfIns{
 	{code: ldb, k: 23},
-	{code: jeq, k: unix.IPPROTO_IGMP, jf: "drop"},
+	{code: jeq, k: unix.IPPROTO_UDP, jt: "drop", jf: "keep"},
 }, keepOrDrop(0xffff)...))
 
-// icmp6Filter accepts IPv6 frames that carry ICMPv6 (neighbour discovery,
-// MLD, ...): next header 58 at byte 20 of the frame. A hop-by-hop header
-// (MLD reports carry one: next header 0) is followed to its next header at
-// byte 54.
-var icmp6Filter = assemble(append([]bpfIns{
+// notUDP6Filter accepts IPv6 frames that do not carry UDP (neighbour
+// discovery, MLD, OSPFv3, BGP's TCP): next header at byte 20 of the
+// frame; a hop-by-hop header (MLD reports carry one: next header 0) is
+// followed to its next header at byte 54.
+var notUDP6Filter = assemble(append([]bpfIns{
 	{code: ldb, k: 20},
-	{code: jeq, k: unix.IPPROTO_ICMPV6, jt: "keep"},
-	{code: jeq, k: unix.IPPROTO_HOPOPTS, jf: "drop"},
+	{code: jeq, k: unix.IPPROTO_UDP, jt: "drop"},
+	{code: jeq, k: unix.IPPROTO_HOPOPTS, jf: "keep"},
 	{code: ldb, k: 54},
-	{code: jeq, k: unix.IPPROTO_ICMPV6, jf: "drop"},
+	{code: jeq, k: unix.IPPROTO_UDP, jt: "drop", jf: "keep"},
 }, keepOrDrop(0xffff)...))
 
 // CountNeighbours opens the counters on interface ifindex of namespace n
@@ -53,15 +55,15 @@ func CountNeighbours(n *ns.NS, ifindex int, ipv6 bool) (*Neighbours, error) {
 			return err
 		}
 		c.fds = append(c.fds, fd)
-		if fd, err = packetSocket(ifindex, unix.ETH_P_IP, igmpFilter); err != nil {
+		filter4, filter6 := notUDP4Filter, []unix.SockFilter(nil) // no IPv6 frame is an IPv4 run's
+		if ipv6 {
+			filter4, filter6 = nil, notUDP6Filter
+		}
+		if fd, err = packetSocket(ifindex, unix.ETH_P_IP, filter4); err != nil {
 			return err
 		}
 		c.fds = append(c.fds, fd)
-		filter := icmp6Filter // an IPv6 run's packets are UDP
-		if !ipv6 {
-			filter = nil // no IPv6 frame is an IPv4 run's
-		}
-		if fd, err = packetSocket(ifindex, unix.ETH_P_IPV6, filter); err != nil {
+		if fd, err = packetSocket(ifindex, unix.ETH_P_IPV6, filter6); err != nil {
 			return err
 		}
 		c.fds = append(c.fds, fd)

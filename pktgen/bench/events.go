@@ -1,0 +1,349 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nslab/nslab/pktgen/report"
+	"github.com/nslab/nslab/topology/lab"
+	"github.com/nslab/nslab/topology/nlsafe"
+	"github.com/nslab/nslab/topology/spec"
+	"github.com/nslab/nslab/topology/units"
+	"github.com/nslab/nslab/topology/walk"
+)
+
+// Events are changes made to the running lab while the traffic runs (a
+// failover test: RFC 6412/6413): a link taken down or up, an impairment
+// set or cleared, each at a moment after the sending starts. The report's
+// Failover says what they did.
+
+// Event is one change at a moment of a run.
+type Event struct {
+	At     time.Duration // from the start of sending
+	Action string        // down, up, impair or clear
+	Where  spec.Endpoint
+	Impair *spec.Impair // for impair
+	text   string
+}
+
+// String is the event as written.
+func (e Event) String() string { return e.text }
+
+// ParseEvent reads TIME:down:NODE:IF, TIME:up:NODE:IF,
+// TIME:impair:NODE:IF:KEY=VALUE,... (delay, jitter, loss, duplicate,
+// reorder, corrupt, rate, limit, as nslab impair's flags) or
+// TIME:clear:NODE:IF.
+func ParseEvent(s string) (Event, error) {
+	parts := strings.SplitN(s, ":", 5)
+	if len(parts) < 4 {
+		return Event{}, fmt.Errorf("event %q: write TIME:down|up|impair|clear:NODE:IF (2s:down:r1:eth1)", s)
+	}
+	at, err := time.ParseDuration(parts[0])
+	if err != nil || at < 0 {
+		return Event{}, fmt.Errorf("event %q: %q is not a time from the start of sending (2s, 1500ms)", s, parts[0])
+	}
+	e := Event{At: at, Action: parts[1], Where: spec.Endpoint{Node: parts[2], Interface: parts[3]}, text: s}
+	switch e.Action {
+	case "down", "up", "clear":
+		if len(parts) == 5 {
+			return Event{}, fmt.Errorf("event %q: %s takes no settings", s, e.Action)
+		}
+	case "impair":
+		if len(parts) < 5 {
+			return Event{}, fmt.Errorf("event %q: say what the link does: %s:impair:%s:%s:loss=5%%,delay=10ms", s, parts[0], parts[2], parts[3])
+		}
+		if e.Impair, err = parseImpair(parts[4]); err != nil {
+			return Event{}, fmt.Errorf("event %q: %w", s, err)
+		}
+	default:
+		return Event{}, fmt.Errorf("event %q: %q is not down, up, impair or clear", s, e.Action)
+	}
+	return e, nil
+}
+
+// parseImpair reads KEY=VALUE,... as nslab impair's flags.
+func parseImpair(s string) (*spec.Impair, error) {
+	m := &spec.Impair{}
+	for _, kv := range strings.Split(s, ",") {
+		k, v, ok := strings.Cut(kv, "=")
+		if !ok {
+			return nil, fmt.Errorf("%q: write KEY=VALUE (loss=5%%)", kv)
+		}
+		var err error
+		switch k {
+		case "delay":
+			m.Delay, err = spec.ParseDelay(v)
+		case "jitter":
+			m.Jitter, err = spec.ParseDelay(v)
+		case "loss":
+			m.Loss, err = units.ParsePercent(v)
+		case "duplicate":
+			m.Duplicate, err = units.ParsePercent(v)
+		case "reorder":
+			m.Reorder, err = units.ParsePercent(v)
+		case "corrupt":
+			m.Corrupt, err = units.ParsePercent(v)
+		case "rate":
+			m.Rate, err = units.ParseBitRate(v)
+		case "limit":
+			_, err = fmt.Sscan(v, &m.Limit)
+		default:
+			return nil, fmt.Errorf("%q: one of delay, jitter, loss, duplicate, reorder, corrupt, rate, limit", k)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", k, err)
+		}
+	}
+	if key, msg := m.Problem(); msg != "" {
+		return nil, fmt.Errorf("%s: %s", key, msg)
+	}
+	return m, nil
+}
+
+// CheckEvents checks events against the lab: each names an interface of
+// a node on this host.
+func CheckEvents(l *spec.Lab, events []Event) error {
+	for _, e := range events {
+		n := l.Node(e.Where.Node)
+		switch {
+		case n == nil:
+			return fmt.Errorf("event %s: no node %s", e, e.Where.Node)
+		case n.Interface(e.Where.Interface) == nil:
+			return fmt.Errorf("event %s: node %s has no interface %s", e, e.Where.Node, e.Where.Interface)
+		case !l.Local(e.Where.Node):
+			return fmt.Errorf("event %s: %s is on another host", e, e.Where.Node)
+		}
+	}
+	return nil
+}
+
+// apply makes event e on running lab r.
+//
+// Equivalent to: ip -n NS link set IF down|up; nslab impair NODE:IF ...
+func (e Event) apply(r *lab.Running) error {
+	switch e.Action {
+	case "down":
+		return r.SetLink(e.Where, false)
+	case "up":
+		return r.SetLink(e.Where, true)
+	case "impair":
+		return r.Impair(e.Where, e.Impair)
+	default:
+		_, err := r.ClearImpair(e.Where)
+		return err
+	}
+}
+
+// schedule applies the events at their moments from now, each in turn,
+// until ctx ends; the returned wait stops the schedule and returns what
+// was done (an event not yet due is not applied).
+func schedule(ctx context.Context, r *lab.Running, events []Event) func() []report.Event {
+	start := time.Now()
+	ctx, cancel := context.WithCancel(ctx)
+	out := make([]report.Event, len(events))
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for i, e := range events {
+			out[i] = report.Event{What: e.Action + " " + e.Where.String(), At: e.At, Applied: -1}
+			if e.Impair != nil {
+				out[i].What += " " + e.Impair.String()
+			}
+		}
+		for i, e := range events {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(time.Until(start.Add(e.At))):
+			}
+			out[i].Applied = time.Since(start)
+			if err := e.apply(r); err != nil {
+				out[i].Err = err.Error()
+			}
+		}
+	}()
+	return func() []report.Event { cancel(); wg.Wait(); return out }
+}
+
+// linkCounts reads every interface's packet counters in the lab's local
+// nodes (NODE:IF -> rx, tx).
+func linkCounts(r *lab.Running) map[string][2]uint64 {
+	out := map[string][2]uint64{}
+	for _, n := range r.Lab.Nodes {
+		node := r.Node(n.Name)
+		if node == nil {
+			continue
+		}
+		links, err := nlsafe.LinkList(node.Handle)
+		if err != nil {
+			continue // counted as nothing: the new path's counters are then missing
+		}
+		for _, l := range links {
+			if s := l.Attrs().Statistics; s != nil {
+				out[n.Name+":"+l.Attrs().Name] = [2]uint64{s.RxPackets, s.TxPackets}
+			}
+		}
+	}
+	return out
+}
+
+// hopNames is a path as NODE:IN>OUT words.
+func hopNames(hops []walk.Hop) []string {
+	var out []string
+	for _, h := range hops {
+		out = append(out, fmt.Sprintf("%s:%s>%s", h.Node, dashIf(h.In), dashIf(h.Out)))
+	}
+	return out
+}
+
+func dashIf(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// detourMin is how many packets an interface off the path must count
+// over a run with events to be taken as part of a detour (the routing
+// daemons send a few a second of their own).
+const detourMin = 100
+
+// offPath lists the interfaces off path (every lab interface but lo) that
+// counted detourMin packets or more between the two readings.
+func offPath(path []walk.Hop, before, after map[string][2]uint64) []report.HopDelta {
+	on := map[string]bool{}
+	for _, h := range path {
+		on[h.Node+":"+h.In], on[h.Node+":"+h.Out] = true, true
+	}
+	out := []report.HopDelta{}
+	for key, b := range after {
+		a, ok := before[key]
+		if on[key] || !ok || strings.HasSuffix(key, ":lo") {
+			continue
+		}
+		d := report.HopDelta{Interface: key, Rx: b[0] - a[0], Tx: b[1] - a[1]}
+		if max(d.Rx, d.Tx) >= detourMin {
+			out = append(out, d)
+		}
+	}
+	slices.SortFunc(out, func(x, y report.HopDelta) int { return strings.Compare(x.Interface, y.Interface) })
+	return out
+}
+
+// roundThePath gives each node on the path what it sent (Detour, on its
+// egress hop) and received (Joined, on its ingress hop) by interfaces
+// off the path, so its accounting counts the traffic that went round. An
+// interface's count the other way is taken off: the daemons' own packets
+// (hellos, keepalives) go about as many each way, the run's one way.
+func roundThePath(hops []report.HopCounters, off []report.HopDelta) {
+	for i := range hops {
+		h := &hops[i]
+		for _, d := range off {
+			if node, _, _ := strings.Cut(d.Interface, ":"); node != h.Node {
+				continue
+			}
+			own := min(d.Rx, d.Tx)
+			switch {
+			case isIn(h.Role):
+				h.Joined += d.Rx - own
+			case isOut(h.Role):
+				h.Detour += d.Tx - own
+			}
+		}
+	}
+}
+
+// failover puts together what a run with events did (rep.Failover holds
+// the detour already): the events, the outage by loss and by sequence
+// gap, and the path traced again after the run, with the routes the
+// daemons learned meanwhile.
+func (b *Bench) failover(t *spec.Traffic, rep *report.Report, events []report.Event) *report.Failover {
+	f := rep.Failover
+	if f == nil {
+		f = &report.Failover{}
+	}
+	f.Events, f.PathBefore = events, hopNames(b.path.Hops)
+	if rep.Loss > 0 {
+		f.Lost = uint64(rep.Loss)
+	}
+	if rep.Elapsed > 0 {
+		f.SentPPS = float64(rep.Sent) / rep.Elapsed.Seconds()
+	}
+	if f.SentPPS > 0 {
+		f.LossOutage = time.Duration(float64(f.Lost) / f.SentPPS * float64(time.Second))
+	}
+	switch {
+	case rep.Sequence != nil:
+		f.GapPackets, f.GapOutage = rep.Sequence.LongestGapPackets, time.Duration(rep.Sequence.LongestGapNs)
+	case rep.SequenceNote != "":
+		f.GapNote = rep.SequenceNote
+	default:
+		f.GapNote = "not read (the receiver's reader did not run)"
+	}
+	if err := b.run.Learn(); err != nil {
+		f.PathNote = err.Error()
+		return f
+	}
+	now, err := b.run.TraceFlow(t.From, t.To, t.Flow())
+	if err != nil {
+		f.PathNote = "not traced: " + err.Error()
+		return f
+	}
+	f.PathAfter = hopNames(now.Hops)
+	f.Rerouted = strings.Join(f.PathAfter, " ") != strings.Join(f.PathBefore, " ")
+	return f
+}
+
+// routingSettle is how long a lab's routing tables must stay the same
+// before a bench measures through routers that run daemons; routingWait
+// bounds the wait.
+const (
+	routingSettle = 2 * time.Second
+	routingWait   = 60 * time.Second
+)
+
+// awaitRouting waits, in a lab whose routers run routing daemons, until
+// the nodes' routing tables have stayed the same for routingSettle (the
+// daemons converged), then reads the routes they learned; it says so on
+// progress (nil: quiet). A lab without daemons returns at once.
+func awaitRouting(ctx context.Context, r *lab.Running, progress io.Writer) error {
+	routing := false
+	for _, n := range r.Lab.Nodes {
+		routing = routing || n.RunsRouting()
+	}
+	if !routing {
+		return nil
+	}
+	start := time.Now()
+	last, err := r.Tables()
+	if err != nil {
+		return err
+	}
+	for changed := start; time.Since(changed) < routingSettle; {
+		if time.Since(start) > routingWait {
+			return fmt.Errorf("the routing daemons did not converge within %v: the routing tables kept changing", routingWait)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+		now, err := r.Tables()
+		if err != nil {
+			return err
+		}
+		if now != last {
+			last, changed = now, time.Now()
+		}
+	}
+	if progress != nil {
+		fmt.Fprintf(progress, "routing tables unchanged for %v (waited %.1f s for the daemons)\n", routingSettle, time.Since(start).Seconds())
+	}
+	return r.Learn()
+}
