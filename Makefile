@@ -96,6 +96,8 @@ deps: go-deps
 	command -v man    >/dev/null || missing="$$missing man-db"; \
 	command -v zsh    >/dev/null || missing="$$missing zsh"; \
 	command -v fish   >/dev/null || missing="$$missing fish"; \
+	command -v vtysh  >/dev/null || missing="$$missing frr"; \
+	command -v bird   >/dev/null || missing="$$missing bird2"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \

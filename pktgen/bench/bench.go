@@ -353,7 +353,7 @@ type reading struct {
 	neighbours    []control
 	samples       []sample.Sample
 	before, after hostState
-	window        time.Duration // the receiver's receive window on an impaired path; 0 otherwise
+	window        time.Duration     // the receiver's receive window on an impaired path; 0 otherwise
 	offPath       []report.HopDelta // in a run with events: the counters of interfaces off the path
 }
 

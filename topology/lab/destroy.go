@@ -218,7 +218,7 @@ func stopRemoval(labName string, st *State, records []NSRecord, l *spec.Lab) rem
 		}
 	} else if l != nil {
 		for _, n := range l.Nodes {
-			withServices[n.Name] = len(n.Run) > 0
+			withServices[n.Name] = len(n.Run) > 0 || n.RunsRouting()
 		}
 	}
 	return removal{
@@ -245,8 +245,9 @@ func (m *Manager) viewRemoval(labName string) removal {
 	return removal{
 		Name: "unmount the nodes' views",
 		shell: func() []string {
-			dir := m.labViews(labName)
-			return []string{fmt.Sprintf("for f in %s/*; do umount -l \"$f\"; done 2>/dev/null; rm -rf %s; rmdir %s 2>/dev/null && umount -l %s; true", dir, dir, m.viewsDir(), m.viewsDir())}
+			script := &Manager{StateDir: DefaultStateDir} // where the deploy script holds them
+			dir, views := script.labViews(labName), script.viewsDir()
+			return []string{fmt.Sprintf("for f in %s/*; do umount -l \"$f\"; done 2>/dev/null; rm -rf %s; rmdir %s 2>/dev/null && umount -l %s; true", dir, dir, views, views)}
 		},
 		do: func(*DestroyReport) error { return m.removeViews(labName) },
 	}

@@ -90,6 +90,8 @@ type NodeInfo struct {
 	// Netfilter is the node's nslab table as the kernel has it now; nil
 	// when the file gives the node no NAT or firewall rules.
 	Netfilter *NetfilterInfo `json:"netfilter,omitempty"`
+	// Routing is the node's routing daemons (frr:, bird:); nil: none.
+	Routing *RoutingInfo `json:"routing,omitempty"`
 }
 
 // NetfilterInfo is a node's nslab nftables table: its chains, and its
@@ -167,6 +169,9 @@ func (m *Manager) Inspect(labName string) (*LabInfo, error) {
 	}
 	info := &LabInfo{Lab: st.Lab, File: st.File, Phase: st.Phase, Deployed: st.Deployed}
 	for _, s := range st.Services {
+		if s.Index < 0 {
+			continue // a node's routing daemons: see NodeInfo.Routing
+		}
 		info.Services = append(info.Services, ServiceInfo{ServiceRecord: s, Running: s.PID > 0 && alive(s.PID, s.Start)})
 	}
 	// Peer names from the file; each is checked against the kernel below.
@@ -179,6 +184,9 @@ func (m *Manager) Inspect(labName string) (*LabInfo, error) {
 		ni := NodeInfo{Node: rec.Node, Namespace: rec.Name}
 		if err := m.inspectNode(&ni, l, indexes); err != nil {
 			ni.Error = err.Error()
+		}
+		if n := l.Node(rec.Node); n != nil && ni.Error == "" {
+			ni.Routing = m.inspectRouting(st.Lab, n, rec.Name)
 		}
 		for i := range st.Placement {
 			if st.Placement[i].Node == rec.Node {

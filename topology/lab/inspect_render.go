@@ -60,6 +60,7 @@ func (info *LabInfo) WriteTable(w io.Writer) {
 	printImpairments(w, info)
 	printNetfilter(w, info)
 	printServices(w, info)
+	printRouting(w, info)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tFORWARDING\tTABLE\tROUTE\tVIA\tDEV\tMETRIC\tPROTO")
 	for _, n := range info.Nodes {
@@ -250,4 +251,48 @@ func printServices(w io.Writer, info *LabInfo) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
+}
+
+// printRouting lists each node's routing daemons and their sessions,
+// when a node runs some.
+func printRouting(w io.Writer, info *LabInfo) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	any := false
+	for _, n := range info.Nodes {
+		ri := n.Routing
+		if ri == nil {
+			continue
+		}
+		if !any {
+			fmt.Fprintln(tw, "NODE\tDAEMONS\tSESSION\tNEIGHBOUR\tSTATE\tROUTES")
+			any = true
+		}
+		var ds []string
+		for _, d := range ri.Daemons {
+			state := "running"
+			if !d.Running {
+				state = "NOT RUNNING"
+			}
+			ds = append(ds, d.Name+" "+state)
+		}
+		daemons := ri.Suite + ": " + strings.Join(ds, ", ")
+		if ri.Error != "" {
+			fmt.Fprintf(tw, "%s\t%s\t-\t-\t%s\t-\n", n.Node, daemons, ri.Error)
+		}
+		if len(ri.Sessions) == 0 && ri.Error == "" {
+			fmt.Fprintf(tw, "%s\t%s\t-\t-\tno sessions\t-\n", n.Node, daemons)
+		}
+		for _, s := range ri.Sessions {
+			routes := "-"
+			if s.Routes >= 0 {
+				routes = fmt.Sprint(s.Routes)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", n.Node, daemons, s.Protocol, s.Neighbor, s.State, routes)
+			daemons = "\""
+		}
+	}
+	tw.Flush()
+	if any {
+		fmt.Fprintln(w)
+	}
 }

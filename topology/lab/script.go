@@ -28,6 +28,20 @@ wait_up() {
 	echo "$2 in namespace $1 is not up after 3 s (is its peer up?)" >&2
 	return 1
 }
+
+# view_up NS MNT UTS SETUP: a mount and a UTS namespace for node NS, held in
+# the files MNT and UTS (on a private mount), set up by the shell lines
+# SETUP. The kernel refuses to hold a mount namespace whose id is below the
+# caller's, and since Linux 6.18 ids come in per-CPU batches: a refused
+# try is made again on each CPU in turn, as nslab does.
+view_up() {
+	for cpu in any $(seq 0 $(($(nproc --all) - 1))); do
+		umount "$2" "$3" 2>/dev/null || true
+		pin=""; [ "$cpu" = any ] || pin="taskset -c $cpu"
+		$pin nsenter --net="/run/netns/$1" unshare --mount="$2" --uts="$3" --propagation slave sh -ec "$4" && return 0
+	done
+	return 1
+}
 `
 
 // DeployScript returns a bash script equivalent to deploying lab. sysfs

@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -28,8 +29,13 @@ import (
 // richLabFor); NAT of every kind and a firewall with prefixes of every
 // shape (whole bytes, masked, one address), ports, protocols and states.
 const richLab = `name: x
+vars: {greeting: hello}
 nodes:
   a:
+    hostname: core-a
+    files:
+      /etc/nslab-rich/a.conf: "{{.Vars.greeting}} from {{.Name}}, router ID {{.RouterID}}\n"
+      /var/log/rich/a.log: {text: "it's a 'quoted' line\n", mode: "0600"}
     sysctls: {net.ipv4.tcp_rmem: "4096 87380 6291456", net.ipv4.conf.e0.accept_local: 1}
     cpus: [0]
     interfaces:
@@ -355,8 +361,37 @@ func snapshot(t *testing.T, f *fixture) map[string]string {
 		for k, v := range nftSnapshot(t, f, n.Name) {
 			out[n.Name+"/nft/"+k] = v
 		}
+		out[n.Name+"/view"] = viewSnapshot(t, f, n)
 	}
 	return out
+}
+
+// viewSnapshot is node n's view as a program in it sees it: its hostname,
+// /etc/hostname and /etc/hosts, each of its files with its mode, owner
+// and text, and the file systems of its private directories and /etc. The
+// view is nslab's (under the fixture's state directory) or the deploy
+// script's (under the default one).
+func viewSnapshot(t *testing.T, f *fixture, n *spec.Node) string {
+	t.Helper()
+	x, err := ns.Open(f.m.netnsDir(), f.ns(n.Name))
+	must(t, err)
+	defer x.Close()
+	v, err := ns.OpenView(f.m.labViews(f.lab.Name), f.ns(n.Name))
+	if err != nil {
+		script := &Manager{StateDir: DefaultStateDir}
+		v, err = ns.OpenView(script.labViews(f.lab.Name), f.ns(n.Name))
+	}
+	must(t, err)
+	defer v.Close()
+	sh := "hostname; cat /etc/hostname /etc/hosts; stat -f -c '%n %T' /run /tmp /var/log /etc"
+	for _, file := range n.Files {
+		sh += fmt.Sprintf("; stat -c '%%n %%a %%u:%%g %%s' %s; cat %s", file.Path, file.Path)
+	}
+	out, err := RunIn(context.Background(), x, v, "", "/bin/sh", "-c", sh)
+	if err != nil {
+		t.Fatalf("view of %s: %v: %s", n.Name, err, out)
+	}
+	return string(out)
 }
 
 // queues reads each interface's queues (counts, RPS and XPS masks,
@@ -511,4 +546,49 @@ func bridgeVLANs(t *testing.T, h *netlink.Handle, name func(int) string) map[str
 		out[name(int(idx))] = strings.Join(s, " ")
 	}
 	return out
+}
+
+// TestPrivilegedScriptStartsDaemons runs the BGP pair's deploy script: it
+// starts FRR in r1 and BIRD in r2 in their views, as nslab does (vtysh and
+// birdc answer there, each daemon carrying the lab's service mark), and
+// the destroy script stops them and leaves no namespace or view.
+func TestPrivilegedScriptStartsDaemons(t *testing.T) {
+	skipWithoutShellTools(t)
+	for _, bin := range []string{"vtysh", "bird", "nsenter", "unshare", "taskset"} {
+		if _, err := exec.LookPath(bin); err != nil {
+			t.Fatalf("%s is missing: make test installs frr, bird2 and util-linux", bin)
+		}
+	}
+	f := newFixture(t, "bgp-pair.yaml")
+	runScript(t, DeployScript(f.lab, ""))
+	t.Cleanup(func() { _, _ = f.m.Destroy(f.lab.Name); _ = (&Manager{}).removeViews(f.lab.Name) })
+	script := &Manager{StateDir: DefaultStateDir}
+	for node, argv := range map[string][]string{"r1": {"vtysh", "-c", "show daemons"}, "r2": {"birdc", "-s", birdCtl, "show", "status"}} {
+		x, err := ns.Open(f.m.netnsDir(), f.ns(node))
+		must(t, err)
+		v, err := ns.OpenView(script.labViews(f.lab.Name), f.ns(node))
+		must(t, err)
+		out, err := RunIn(context.Background(), x, v, "", argv...)
+		x.Close()
+		v.Close()
+		if err != nil || !strings.Contains(string(out), map[string]string{"r1": "bgpd", "r2": "Daemon is up"}[node]) {
+			t.Errorf("%s in %s after the script: %v: %s", argv[0], node, err, out)
+		}
+	}
+	if n := len(markedProcesses(f.lab.Name)); n != 4 {
+		t.Errorf("%d processes carry the lab's mark, want zebra, staticd, bgpd and bird", n)
+	}
+	runScript(t, DestroyScript(f.lab, nil, "", f.m.StateDir))
+	if left := f.left(); len(left) > 0 {
+		t.Errorf("the destroy script left namespaces %v", left)
+	}
+	for deadline := time.Now().Add(stopBound); len(markedProcesses(f.lab.Name)) > 0 && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond) // killed, and exiting
+	}
+	if n := len(markedProcesses(f.lab.Name)); n != 0 {
+		t.Errorf("%d daemons run %v after the destroy script killed them", n, stopBound)
+	}
+	if _, err := os.Stat(script.labViews(f.lab.Name)); err == nil {
+		t.Errorf("the destroy script left the views in %s", script.labViews(f.lab.Name))
+	}
 }

@@ -164,7 +164,8 @@ func addBIRD(s *ns.ViewSetup, b *spec.BIRD) {
 // shView is the view as shell lines: unshare(1) holds the namespaces in
 // files (which must be on a private mount), from nsenter in the node's
 // network namespace (ip netns exec would make a mount namespace of its own,
-// from which unshare's bind mounts would not reach the host).
+// from which unshare's bind mounts would not reach the host); the script's
+// view_up retries it on each CPU, as ns.ViewMaker.MakeAndBind does.
 func shView(l *spec.Lab, n *spec.Node, s ns.ViewSetup) []string {
 	views := filepath.Join(DefaultStateDir, "views")
 	dir := filepath.Join(views, l.Name)
@@ -192,8 +193,7 @@ func shView(l *spec.Lab, n *spec.Node, s ns.ViewSetup) []string {
 	return []string{
 		fmt.Sprintf("mkdir -p %s && { mount --make-private %s 2>/dev/null || { mount --bind %s %s && mount --make-private %s; }; }", dir, views, views, views, views),
 		fmt.Sprintf("touch %s %s", mnt, uts),
-		fmt.Sprintf("nsenter --net=/run/netns/%s unshare --mount=%s --uts=%s --propagation slave sh -ec %s",
-			l.Namespace(n.Name), mnt, uts, ShellQuote(strings.Join(in, "\n"))),
+		fmt.Sprintf("view_up %s %s %s %s", l.Namespace(n.Name), mnt, uts, ShellQuote(strings.Join(in, "\n"))),
 	}
 }
 

@@ -1,0 +1,188 @@
+package lab
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nslab/nslab/topology/ns"
+	"github.com/nslab/nslab/topology/spec"
+)
+
+// What inspect shows of a node's routing daemons: each daemon running or
+// not (its processes, found by the lab's mark), and what the daemons say
+// of their neighbours and sessions (vtysh's JSON, birdc's protocols).
+
+// RoutingInfo is a node's routing daemons as they are now.
+type RoutingInfo struct {
+	Suite    string        `json:"suite"` // frr or bird
+	Daemons  []DaemonInfo  `json:"daemons"`
+	Sessions []SessionInfo `json:"sessions"`
+	Error    string        `json:"error,omitempty"` // why the sessions could not be read
+}
+
+// DaemonInfo is one daemon of a node.
+type DaemonInfo struct {
+	Name    string `json:"name"`
+	Running bool   `json:"running"`
+	PID     int    `json:"pid,omitempty"`
+}
+
+// SessionInfo is one neighbour or session of a daemon.
+type SessionInfo struct {
+	Protocol string `json:"protocol"` // ospf, bgp
+	Neighbor string `json:"neighbor"`
+	State    string `json:"state"`
+	// Routes is what the session gave (BGP prefixes received, BIRD routes
+	// imported); -1 when the daemon does not say.
+	Routes int `json:"routes"`
+}
+
+// inspectRouting reads node n's daemons, from inside its namespace and view.
+func (m *Manager) inspectRouting(labName string, n *spec.Node, nsName string) *RoutingInfo {
+	var ri *RoutingInfo
+	var want []string
+	switch {
+	case n.FRR != nil:
+		ri, want = &RoutingInfo{Suite: "frr"}, frrDaemons(n.FRR)
+	case n.BIRD != nil:
+		ri, want = &RoutingInfo{Suite: "bird"}, []string{"bird"}
+	default:
+		return nil
+	}
+	running := markedBy(labName + "/" + n.Name + "/" + ri.Suite)
+	for _, d := range want {
+		pid, ok := running[d]
+		ri.Daemons = append(ri.Daemons, DaemonInfo{Name: d, Running: ok, PID: pid})
+	}
+	x, err := ns.Open(m.netnsDir(), nsName)
+	if err != nil {
+		ri.Error = err.Error()
+		return ri
+	}
+	defer x.Close()
+	v, err := m.openView(labName, nsName)
+	if err != nil {
+		ri.Error = err.Error()
+		return ri
+	}
+	defer v.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	query := func(argv ...string) ([]byte, error) { return RunIn(ctx, x, v, "", argv...) }
+	if ri.Suite == "frr" {
+		ri.Sessions, err = frrSessions(query, n.FRR)
+	} else {
+		ri.Sessions, err = birdSessions(query)
+	}
+	if err != nil {
+		ri.Error = err.Error()
+	}
+	return ri
+}
+
+// markedBy maps the command names of the processes whose service mark is
+// tag to their pids.
+func markedBy(tag string) map[string]int {
+	out := map[string]int{}
+	ents, _ := os.ReadDir("/proc")
+	mark := []byte(serviceEnv + "=" + tag)
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil || !slices.ContainsFunc(bytes.Split(env, []byte{0}), func(kv []byte) bool { return bytes.Equal(kv, mark) }) {
+			continue
+		}
+		if comm, err := os.ReadFile(filepath.Join("/proc", e.Name(), "comm")); err == nil {
+			out[strings.TrimSpace(string(comm))] = pid
+		}
+	}
+	return out
+}
+
+// frrSessions reads OSPF neighbours and BGP peers from vtysh's JSON.
+func frrSessions(query func(...string) ([]byte, error), f *spec.FRR) ([]SessionInfo, error) {
+	var out []SessionInfo
+	if slices.Contains(f.Daemons, "ospfd") {
+		b, err := query("vtysh", "-c", "show ip ospf neighbor json")
+		if err != nil {
+			return nil, fmt.Errorf("vtysh: %w: %s", err, bytes.TrimSpace(b))
+		}
+		var doc struct {
+			Neighbors map[string][]struct {
+				State string `json:"nbrState"`
+				Iface string `json:"ifaceName"`
+			} `json:"neighbors"`
+		}
+		if err := json.Unmarshal(b, &doc); err != nil {
+			return nil, fmt.Errorf("show ip ospf neighbor json: %w", err)
+		}
+		for id, ns := range doc.Neighbors {
+			for _, n := range ns {
+				out = append(out, SessionInfo{Protocol: "ospf", Neighbor: id + " on " + strings.SplitN(n.Iface, ":", 2)[0], State: n.State, Routes: -1})
+			}
+		}
+	}
+	if slices.Contains(f.Daemons, "bgpd") {
+		b, err := query("vtysh", "-c", "show bgp summary json")
+		if err != nil {
+			return nil, fmt.Errorf("vtysh: %w: %s", err, bytes.TrimSpace(b))
+		}
+		var doc map[string]struct {
+			Peers map[string]struct {
+				State  string `json:"state"`
+				PfxRcd int    `json:"pfxRcd"`
+			} `json:"peers"`
+		}
+		if err := json.Unmarshal(b, &doc); err != nil {
+			return nil, fmt.Errorf("show bgp summary json: %w", err)
+		}
+		for af, s := range doc {
+			for peer, p := range s.Peers {
+				out = append(out, SessionInfo{Protocol: "bgp " + af, Neighbor: peer, State: p.State, Routes: p.PfxRcd})
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b SessionInfo) int { return strings.Compare(a.Protocol+a.Neighbor, b.Protocol+b.Neighbor) })
+	return out, nil
+}
+
+// birdSessions reads BIRD's BGP and OSPF protocols from birdc: each one's
+// state and info, and the routes its channel imported.
+func birdSessions(query func(...string) ([]byte, error)) ([]SessionInfo, error) {
+	b, err := query("birdc", "-s", birdCtl, "show", "protocols", "all")
+	if err != nil {
+		return nil, fmt.Errorf("birdc: %w: %s", err, bytes.TrimSpace(b))
+	}
+	var out []SessionInfo
+	var cur *SessionInfo
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) >= 4 && !strings.HasPrefix(line, " ") && (f[1] == "BGP" || f[1] == "OSPF"):
+			state := f[3]
+			if len(f) >= 6 {
+				state = f[5]
+			}
+			out = append(out, SessionInfo{Protocol: strings.ToLower(f[1]), Neighbor: f[0], State: state, Routes: -1})
+			cur = &out[len(out)-1]
+		case len(f) == 0:
+			cur = nil
+		case cur != nil && f[0] == "Neighbor" && len(f) >= 3 && f[1] == "address:":
+			cur.Neighbor += " (" + f[2] + ")"
+		case cur != nil && f[0] == "Routes:" && len(f) >= 2:
+			cur.Routes, _ = strconv.Atoi(f[1])
+		}
+	}
+	return out, nil
+}
