@@ -25,13 +25,14 @@ func generateCommand(run func(context.Context, *generateOptions) error) *cli.Com
 			&cli.IntFlag{Name: "n", Value: 3, Usage: "nodes (chain, tree, mesh) or leaves (star, clos)"},
 			&cli.IntFlag{Name: "spines", Value: 2, Usage: "clos: spine nodes"},
 			&cli.BoolFlag{Name: "routes", Usage: "add the routes and forwarding that make every address reachable from every node"},
+			&cli.StringFlag{Name: "routing", Usage: "run a routing `PROTOCOL` on every node instead of static routes: ospf (FRR's ospfd on every link; every node forwards)"},
 			&cli.StringFlag{Name: "name", Usage: "lab name (default: the shape)"},
 		},
 		Action: action(func(c *cli.Context) (*generateOptions, error) {
 			if c.NArg() != 1 {
-				return nil, cli.Exit(fmt.Sprintf("usage: nslab generate %s --n N [--routes] > lab.yaml", strings.Join(generate.Kinds, "|")), 2)
+				return nil, cli.Exit(fmt.Sprintf("usage: nslab generate %s --n N [--routes | --routing ospf] > lab.yaml", strings.Join(generate.Kinds, "|")), 2)
 			}
-			return &generateOptions{Options: generate.Options{Kind: c.Args().First(), N: c.Int("n"), Spines: c.Int("spines"), Routes: c.Bool("routes"), Name: c.String("name")}, Out: c.App.Writer}, nil
+			return &generateOptions{Options: generate.Options{Kind: c.Args().First(), N: c.Int("n"), Spines: c.Int("spines"), Routes: c.Bool("routes"), Routing: c.String("routing"), Name: c.String("name")}, Out: c.App.Writer}, nil
 		}, or(run, runGenerate)),
 	}
 }

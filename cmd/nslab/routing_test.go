@@ -242,3 +242,26 @@ func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return lines[len(lines)-1]
 }
+
+// TestPrivilegedGeneratedOSPF: a lab of nslab generate --routing ospf
+// converges with no static route, under check --wait.
+func TestPrivilegedGeneratedOSPF(t *testing.T) {
+	c := newCLI(t)
+	routingLab(t, "pair.yaml") // the daemons are there
+	code, src, errOut := c.run("generate", "star", "--n", "3", "--routing", "ospf")
+	if code != 0 {
+		t.Fatalf("generate: %d %s", code, errOut)
+	}
+	name := labtest.Name("g")
+	file := filepath.Join(t.TempDir(), name+".yaml")
+	if err := os.WriteFile(file, labtest.Rename([]byte(src), name), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.run("destroy", "--name", name) })
+	if code, out, errOut := c.run("deploy", file); code != 0 {
+		t.Fatalf("deploy: %d %s %s", code, out, errOut)
+	}
+	if code, out, errOut := c.run("check", "--wait", "40s", file); code != 0 || !strings.Contains(out, "converged in") {
+		t.Fatalf("check --wait: %d\n%s\n%s", code, out, errOut)
+	}
+}

@@ -125,3 +125,36 @@ func ExampleLab() {
 	//   - endpoints: [n0:r, n1:l]
 	//   - endpoints: [n1:r, n2:l]
 }
+
+// TestOSPFShapes: with --routing ospf every shape parses, every node
+// forwards and runs ospfd with a frr.conf rendered from its own links and
+// router ID, no node has a static route, and check expects every pair to
+// answer once the daemons have learned the routes.
+func TestOSPFShapes(t *testing.T) {
+	for _, kind := range Kinds {
+		src, err := Lab(Options{Kind: kind, N: 4, Routing: "ospf"})
+		if err != nil {
+			t.Fatalf("%s: %v", kind, err)
+		}
+		l, err := spec.Parse(kind+".yaml", []byte(src))
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", kind, err, src)
+		}
+		for _, n := range l.Nodes {
+			if n.FRR == nil || len(n.Routes) > 0 || !n.Forwarding.IPv4 {
+				t.Errorf("%s: node %s: frr %v, %d routes, forwarding %v", kind, n.Name, n.FRR != nil, len(n.Routes), n.Forwarding.IPv4)
+				continue
+			}
+			for _, i := range n.Interfaces {
+				if want := "network " + i.Addresses[0].Masked().String() + " area 0"; !strings.Contains(n.FRR.Config, want) {
+					t.Errorf("%s: %s's frr.conf lacks %q:\n%s", kind, n.Name, want, n.FRR.Config)
+				}
+			}
+		}
+		for _, p := range check.Expected(l) {
+			if !p.Expect {
+				t.Errorf("%s: %s -> %s not expected to answer: %s", kind, p.From, p.To, p.Why)
+			}
+		}
+	}
+}
