@@ -109,7 +109,7 @@ func TestPrivilegedOSPFRing(t *testing.T) {
 		t.Errorf("hostname in r1: %q", out)
 	}
 	r2 := l.Node("r2").Interfaces[0].Addresses[0].Addr().String()
-	if _, out, _ := c.run("exec", "r1", "--", "getent", "hosts", "r2"); strings.Fields(out+" -")[0] != r2 {
+	if _, out, _ := c.run("exec", "r1", "--", "getent", "hosts", "r2"); strings.Fields(out + " -")[0] != r2 {
 		t.Errorf("getent hosts r2 in r1: %q, want %s first", out, r2)
 	}
 	// Each router's FRR is its own: its frr.conf says its name, vtysh

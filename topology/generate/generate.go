@@ -23,9 +23,9 @@ var Kinds = []string{"chain", "star", "tree", "mesh", "clos"}
 // Options shape a lab.
 type Options struct {
 	Kind   string
-	N      int    // nodes (chain, tree, mesh), leaves (star, clos)
-	Spines int    // clos: spine nodes (default 2)
-	Routes bool   // routes and forwarding for full reachability
+	N      int  // nodes (chain, tree, mesh), leaves (star, clos)
+	Spines int  // clos: spine nodes (default 2)
+	Routes bool // routes and forwarding for full reachability
 	// Routing is a routing protocol every node runs instead ("ospf":
 	// FRR's ospfd on every link, with forwarding and no static route);
 	// "": none.
