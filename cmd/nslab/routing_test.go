@@ -265,3 +265,31 @@ func TestPrivilegedGeneratedOSPF(t *testing.T) {
 		t.Fatalf("check --wait: %d\n%s\n%s", code, out, errOut)
 	}
 }
+
+// TestPrivilegedRoutingRefused: a frr.conf line FRR refuses, and a
+// bird.conf BIRD cannot read, each fail the deploy with the daemon's own
+// words, and the rollback leaves nothing.
+func TestPrivilegedRoutingRefused(t *testing.T) {
+	for _, c := range []struct{ name, node, want string }{
+		{"frr", "    frr: {daemons: [ospfd], config: \"router ospf\\n no-such-command 1\\n\"}\n", "no-such-command"},
+		{"bird", "    bird: {config: \"protocol nonsense {}\\n\"}\n", "BIRD in ns2 refused to start"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cli := newCLI(t)
+			file, name := routingLab(t, "client-router-server.yaml")
+			data, _ := os.ReadFile(file)
+			if err := os.WriteFile(file, []byte(strings.Replace(string(data), "  ns2:\n", "  ns2:\n"+c.node, 1)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { cli.run("destroy", "--name", name) })
+			code, out, errOut := cli.run("deploy", file)
+			if code == 0 || !strings.Contains(errOut, c.want) || !strings.Contains(errOut, "everything created was removed") {
+				t.Fatalf("deploy: %d, want a failure naming %q and the rollback:\n%s%s", code, c.want, out, errOut)
+			}
+			t.Logf("%s", errOut)
+			if left := leftOf(t, cli, name, "ns1", "ns2", "ns3"); left != "" {
+				t.Errorf("left after the failed deploy: %s", left)
+			}
+		})
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/nslab/nslab/topology/nlsafe"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -51,7 +52,7 @@ func (r *Running) Learn() error {
 func learnedRoutes(h *netlink.Handle) ([]*spec.Route, error) {
 	var out []*spec.Route
 	for _, family := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
-		rs, err := h.RouteListFiltered(family, &netlink.Route{Table: unix.RT_TABLE_MAIN}, netlink.RT_FILTER_TABLE)
+		rs, err := nlsafe.RouteListFiltered(h, family, &netlink.Route{Table: unix.RT_TABLE_MAIN}, netlink.RT_FILTER_TABLE)
 		if err != nil {
 			return nil, err
 		}
@@ -107,7 +108,7 @@ func (r *Running) Tables() (string, error) {
 		}
 		var lines []string
 		for _, family := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
-			rs, err := node.Handle.RouteListFiltered(family, &netlink.Route{Table: unix.RT_TABLE_MAIN}, netlink.RT_FILTER_TABLE)
+			rs, err := nlsafe.RouteListFiltered(node.Handle, family, &netlink.Route{Table: unix.RT_TABLE_MAIN}, netlink.RT_FILTER_TABLE)
 			if err != nil {
 				return "", fmt.Errorf("read the routes of %s: %w", n.Name, err)
 			}

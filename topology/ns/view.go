@@ -296,7 +296,6 @@ func (m *ViewMaker) Close() {
 // Equivalent to: nsenter --net=NETNS unshare --mount --uts --propagation slave sh -c
 // 'mount -t sysfs ...; mount -t tmpfs ...; mount -t overlay ...; hostname NAME; ...'
 func makeView(base int, net *NS, setup ViewSetup) (mnt, uts int, err error) {
-	mnt, uts = -1, -1
 	if err := unix.Setns(base, unix.CLONE_NEWNS); err != nil {
 		return -1, -1, fmt.Errorf("join the base mount namespace: %w", err)
 	}
