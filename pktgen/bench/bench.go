@@ -187,7 +187,10 @@ func (b *Bench) measure(ctx context.Context, t *spec.Traffic, frame int) (*repor
 		res, runErr := st.run(ctx, b.eng, job)
 		return b.finish(t, frame, st, res, runErr)
 	}
-	st.links = linkCounts(b.run)
+	if st.offPath, err = openOffPath(b.run, t.To.Is6()); err != nil {
+		return nil, err
+	}
+	defer st.offPath.close()
 	stop := schedule(ctx, b.run, b.opts.Events)
 	res, runErr := st.run(ctx, b.eng, job)
 	events := stop()
@@ -208,9 +211,9 @@ type running struct {
 	start, end time.Time
 	reader     *receive.Reader // with Options.Latency
 	every      uint32          // the reader's sampling
-	// links are every lab interface's counters at the start, in a run
-	// with events (nil otherwise): the traffic may go round the path.
-	links map[string][2]uint64
+	// offPath counts every lab interface, in a run with events (nil
+	// otherwise): the traffic may go round the path.
+	offPath *offPathCounts
 }
 
 // start reads the counters and the host state at the start of a run of t
@@ -267,8 +270,8 @@ func (b *Bench) finish(t *spec.Traffic, frame int, st *running, res *engine.Resu
 		return nil, err
 	}
 	rd := reading{base: st.base, final: final, neighbours: neighbours, samples: append(all, final), before: st.before, after: after, window: window}
-	if st.links != nil {
-		rd.offPath = offPath(b.path.Hops, st.links, linkCounts(b.run))
+	if st.offPath != nil {
+		rd.offPath = st.offPath.detour(b.run, b.path.Hops)
 	}
 	rep := b.report(t, frame, res, rd)
 	rep.Started, rep.Ended = st.start, st.end

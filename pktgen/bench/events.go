@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nslab/nslab/pktgen/report"
+	"github.com/nslab/nslab/pktgen/sample"
 	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/nlsafe"
 	"github.com/nslab/nslab/topology/spec"
@@ -182,7 +183,7 @@ func linkCounts(r *lab.Running) map[string][2]uint64 {
 		}
 		links, err := nlsafe.LinkList(node.Handle)
 		if err != nil {
-			continue // counted as nothing: the new path's counters are then missing
+			continue // counted as nothing: the detour's counters are then missing
 		}
 		for _, l := range links {
 			if s := l.Attrs().Statistics; s != nil {
@@ -191,6 +192,91 @@ func linkCounts(r *lab.Running) map[string][2]uint64 {
 		}
 	}
 	return out
+}
+
+// offPathCounts are, in a run with events, every lab interface's packet
+// counters at the start and the control frames each receives (sample.
+// CountNeighbours: ARP and what is not UDP, the daemons' hellos and
+// updates among them), so that what a detour carried of the run is told
+// from the daemons' own packets.
+type offPathCounts struct {
+	start   map[string][2]uint64
+	control map[string]*sample.Neighbours
+	peer    map[string]string // NODE:IF -> the other end of its link
+}
+
+// openOffPath reads the counters and opens the control frame counters of
+// every local lab interface (lo aside).
+func openOffPath(r *lab.Running, ipv6 bool) (*offPathCounts, error) {
+	c := &offPathCounts{control: map[string]*sample.Neighbours{}, peer: map[string]string{}}
+	for _, l := range r.Lab.Model().Links {
+		c.peer[l.A.String()], c.peer[l.B.String()] = l.B.String(), l.A.String()
+	}
+	for _, n := range r.Lab.Nodes {
+		for _, i := range n.Interfaces {
+			ep := spec.Endpoint{Node: n.Name, Interface: i.Name}
+			link, err := r.Link(ep)
+			if i.Kind == spec.KindLoopback || err != nil {
+				continue // not made (yet): its counts are missing, as the interface is
+			}
+			ctl, err := sample.CountNeighbours(r.Node(n.Name).NS, link.Attrs().Index, ipv6)
+			if err != nil {
+				c.close()
+				return nil, err
+			}
+			c.control[ep.String()] = ctl
+		}
+	}
+	c.start = linkCounts(r)
+	for _, ctl := range c.control {
+		if _, err := ctl.Count(); err != nil { // from here on
+			c.close()
+			return nil, err
+		}
+	}
+	return c, nil
+}
+
+func (c *offPathCounts) close() {
+	for _, ctl := range c.control {
+		ctl.Close()
+	}
+}
+
+// detour lists the interfaces off path that carried 100 or more of the
+// run's packets since openOffPath: each one's rx less the control frames
+// it received, and tx less those its link's other end received.
+func (c *offPathCounts) detour(r *lab.Running, path []walk.Hop) []report.HopDelta {
+	end := linkCounts(r)
+	ctl := map[string]uint64{}
+	for key, n := range c.control {
+		ctl[key], _ = n.Count() // unreadable: none taken off
+	}
+	on := map[string]bool{}
+	for _, h := range path {
+		on[h.Node+":"+h.In], on[h.Node+":"+h.Out] = true, true
+	}
+	out := []report.HopDelta{}
+	for key, b := range end {
+		a, ok := c.start[key]
+		if on[key] || !ok || strings.HasSuffix(key, ":lo") {
+			continue
+		}
+		d := report.HopDelta{Interface: key, Rx: sat(b[0]-a[0], ctl[key]), Tx: sat(b[1]-a[1], ctl[c.peer[key]])}
+		if max(d.Rx, d.Tx) >= detourMin {
+			out = append(out, d)
+		}
+	}
+	slices.SortFunc(out, func(x, y report.HopDelta) int { return strings.Compare(x.Interface, y.Interface) })
+	return out
+}
+
+// sat is a - b, not below 0.
+func sat(a, b uint64) uint64 {
+	if b > a {
+		return 0
+	}
+	return a - b
 }
 
 // hopNames is a path as NODE:IN>OUT words.
@@ -209,38 +295,14 @@ func dashIf(s string) string {
 	return s
 }
 
-// detourMin is how many packets an interface off the path must count
-// over a run with events to be taken as part of a detour (the routing
-// daemons send a few a second of their own).
+// detourMin is how many of the run's packets an interface off the path
+// must count over a run with events to be taken as part of a detour.
 const detourMin = 100
 
-// offPath lists the interfaces off path (every lab interface but lo) that
-// counted detourMin packets or more between the two readings.
-func offPath(path []walk.Hop, before, after map[string][2]uint64) []report.HopDelta {
-	on := map[string]bool{}
-	for _, h := range path {
-		on[h.Node+":"+h.In], on[h.Node+":"+h.Out] = true, true
-	}
-	out := []report.HopDelta{}
-	for key, b := range after {
-		a, ok := before[key]
-		if on[key] || !ok || strings.HasSuffix(key, ":lo") {
-			continue
-		}
-		d := report.HopDelta{Interface: key, Rx: b[0] - a[0], Tx: b[1] - a[1]}
-		if max(d.Rx, d.Tx) >= detourMin {
-			out = append(out, d)
-		}
-	}
-	slices.SortFunc(out, func(x, y report.HopDelta) int { return strings.Compare(x.Interface, y.Interface) })
-	return out
-}
-
 // roundThePath gives each node on the path what it sent (Detour, on its
-// egress hop) and received (Joined, on its ingress hop) by interfaces
-// off the path, so its accounting counts the traffic that went round. An
-// interface's count the other way is taken off: the daemons' own packets
-// (hellos, keepalives) go about as many each way, the run's one way.
+// egress hop) and received (Joined, on its ingress hop) of the run by
+// interfaces off the path, so its accounting counts the traffic that went
+// round.
 func roundThePath(hops []report.HopCounters, off []report.HopDelta) {
 	for i := range hops {
 		h := &hops[i]
@@ -248,12 +310,11 @@ func roundThePath(hops []report.HopCounters, off []report.HopDelta) {
 			if node, _, _ := strings.Cut(d.Interface, ":"); node != h.Node {
 				continue
 			}
-			own := min(d.Rx, d.Tx)
 			switch {
 			case isIn(h.Role):
-				h.Joined += d.Rx - own
+				h.Joined += d.Rx
 			case isOut(h.Role):
-				h.Detour += d.Tx - own
+				h.Detour += d.Tx
 			}
 		}
 	}

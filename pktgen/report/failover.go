@@ -33,10 +33,11 @@ type Failover struct {
 	PathAfter  []string `json:"path_after,omitempty"`
 	PathNote   string   `json:"path_note,omitempty"`
 	Rerouted   bool     `json:"rerouted"`
-	// Detour are the interfaces off the path before that counted 100
-	// packets or more over the run: the way the traffic went round while
-	// the path was broken (their counts include the daemons' own few
-	// packets a second).
+	// Detour are the interfaces off the path before that counted 100 of
+	// the run's packets or more: the way the traffic went round while the
+	// path was broken. Each count is the interface's less the control
+	// frames (ARP, and what is not UDP: the daemons' hellos and updates)
+	// it, or its link's other end, received.
 	Detour []HopDelta `json:"detour,omitempty"`
 }
 

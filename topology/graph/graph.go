@@ -54,7 +54,8 @@ type Edge struct {
 type End struct{ Box, Row int }
 
 // nodeNote is what a node's title says besides its name: router, its
-// namespace when a prefix applies, its CPU placement, its NAT and firewall.
+// namespace when a prefix applies, its CPU placement, its NAT and
+// firewall, its routing daemons and its own hostname.
 func nodeNote(l *spec.Lab, n *spec.Node) string {
 	var notes []string
 	switch {
@@ -87,6 +88,15 @@ func nodeNote(l *spec.Lab, n *spec.Node) string {
 	}
 	if fw := n.Firewall; fw != nil {
 		notes = append(notes, fmt.Sprintf("firewall %d rules, policy %s", len(fw.Rules), fw.Policy))
+	}
+	if n.FRR != nil {
+		notes = append(notes, "FRR "+strings.Join(append([]string{"zebra"}, n.FRR.Daemons...), " "))
+	}
+	if n.BIRD != nil {
+		notes = append(notes, "BIRD")
+	}
+	if n.Hostname != "" {
+		notes = append(notes, "hostname "+n.Hostname)
 	}
 	return strings.Join(notes, ", ")
 }

@@ -22,13 +22,13 @@ func (s Step) Shell() []string { return s.shell() }
 // is mounted, which only the SR-IOV steps' shell lines name.
 type stepKind func(l *spec.Lab, sysfs string) []Step
 
-// kinds is the order of a deploy: namespaces, the nodes' views, VFs, veth pairs, VXLAN
+// kinds is the order of a deploy: namespaces, VFs, veth pairs, VXLAN
 // interfaces of links to other hosts, interfaces made over those
 // (macvlan, VLAN, bond, VRF), bridges, per-node settings, addresses, the
 // wait for links to be up, CPU placement, impairments, routes, policy
-// routing rules, NAT and firewall, one-shot commands, routing daemons,
-// services.
-var kinds = []stepKind{namespaceSteps, viewSteps, sriovSteps, vethSteps, tunnelSteps, madeSteps, bridgeSteps, nodeSettingSteps, addressSteps, waitSteps, placementSteps, impairSteps, routeSteps, ruleSteps, netfilterSteps, execSteps, routingSteps, serviceSteps}
+// routing rules, NAT and firewall, the nodes' views (their own mounts and
+// hostname), one-shot commands, routing daemons, services.
+var kinds = []stepKind{namespaceSteps, sriovSteps, vethSteps, tunnelSteps, madeSteps, bridgeSteps, nodeSettingSteps, addressSteps, waitSteps, placementSteps, impairSteps, routeSteps, ruleSteps, netfilterSteps, viewSteps, execSteps, routingSteps, serviceSteps}
 
 // Plan returns the steps that deploy lab, in order.
 func Plan(lab *spec.Lab) []Step { return planFor(lab, "") }
