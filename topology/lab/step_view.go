@@ -171,15 +171,18 @@ func shView(l *spec.Lab, n *spec.Node, s ns.ViewSetup) []string {
 	dir := filepath.Join(views, l.Name)
 	mnt, uts := ns.ViewPaths(dir, l.Namespace(n.Name))
 	var in []string
-	in = append(in, "umount -l /sys && mount -t sysfs sysfs /sys",
+	// As nslab's base: nothing of the host's under the private
+	// directories (its /run/netns mounts among them), deepest first.
+	in = append(in, `for m in $(awk '$5 ~ "^/(run|tmp|var/log|var/run)(/|$)" {print $5}' /proc/self/mountinfo | sort -r); do umount -l "$m" 2>/dev/null || true; done`,
+		"umount -l /sys && mount -t sysfs sysfs /sys",
 		"mount -t tmpfs -o mode=0700 nslab-etc /run && mkdir /run/upper /run/work",
 		"mount -t overlay -o lowerdir=/etc,upperdir=/run/upper,workdir=/run/work nslab-etc /etc")
-	for _, d := range ns.PrivateDirs {
+	for _, d := range append(ns.PrivateDirs, "/var/run") { // those the machine has, as nslab
 		mode := "0755"
 		if d == "/tmp" {
 			mode = "1777"
 		}
-		in = append(in, fmt.Sprintf("mount -t tmpfs -o mode=%s nslab-%s %s", mode, filepath.Base(d), d))
+		in = append(in, fmt.Sprintf("if [ -d %s ] && [ ! -L %s ]; then mount -t tmpfs -o mode=%s nslab-%s %s; fi", d, d, mode, filepath.Base(d), d))
 	}
 	for _, d := range s.Dirs {
 		in = append(in, fmt.Sprintf("mkdir -p %s && chmod %o %s && chown %d:%d %s", d.Path, d.Mode, d.Path, d.UID, d.GID, d.Path))

@@ -54,8 +54,13 @@ variants:
 
 func variantFixture(t *testing.T) (*fixture, string) {
 	t.Helper()
-	// Not under /tmp: a node's /tmp is its own (see ns.View).
-	dir, err := os.MkdirTemp("/var/tmp", "nslab-variant-")
+	// Not under /tmp: a node's /tmp is its own (see ns.View). /var/tmp,
+	// or the package's directory where there is none (the VM).
+	parent := "/var/tmp"
+	if _, err := os.Stat(parent); err != nil {
+		parent, _ = os.Getwd()
+	}
+	dir, err := os.MkdirTemp(parent, "nslab-variant-")
 	if err != nil {
 		t.Fatal(err)
 	}
