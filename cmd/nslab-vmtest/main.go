@@ -239,7 +239,7 @@ func buildRoot(root, mods string, pkgs []string, filter, script string) error {
 // baseRoot makes the directories and puts busybox, the host tools, the
 // modules and the examples in.
 func baseRoot(root, mods string) error {
-	for _, d := range []string{"bin", "proc", "sys", "dev", "run", "tmp", "mnt", "lib/modules", "tests", "src", "etc"} {
+	for _, d := range []string{"bin", "proc", "sys", "dev", "run", "tmp", "mnt", "lib/modules", "tests", "src", "etc", "var/log"} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -184,6 +185,9 @@ func shView(l *spec.Lab, n *spec.Node, s ns.ViewSetup) []string {
 		}
 		in = append(in, fmt.Sprintf("if [ -d %s ] && [ ! -L %s ]; then mount -t tmpfs -o mode=%s nslab-%s %s; fi", d, d, mode, filepath.Base(d), d))
 	}
+	for _, root := range viewRoots(s) { // as nslab: never through to the host
+		in = append(in, fmt.Sprintf("mountpoint -q %s || [ -L %s ] || { echo 'this machine has no %s: the node has none of its own' >&2; exit 1; }", root, root, root))
+	}
 	for _, d := range s.Dirs {
 		in = append(in, fmt.Sprintf("mkdir -p %s && chmod %o %s && chown %d:%d %s", d.Path, d.Mode, d.Path, d.UID, d.GID, d.Path))
 	}
@@ -216,4 +220,23 @@ func (m *Manager) openView(labName, nsName string) (*ns.View, error) {
 		return nil, nil
 	}
 	return v, err
+}
+
+// viewRoots are the node's own directories that setup writes in.
+func viewRoots(s ns.ViewSetup) []string {
+	var out []string
+	add := func(p string) {
+		for _, r := range append(append([]string{ns.Etc}, ns.PrivateDirs...), "/var/run") {
+			if strings.HasPrefix(p, r+"/") && !slices.Contains(out, r) {
+				out = append(out, r)
+			}
+		}
+	}
+	for _, d := range s.Dirs {
+		add(d.Path)
+	}
+	for _, f := range s.Files {
+		add(f.Path)
+	}
+	return out
 }

@@ -368,8 +368,15 @@ func tmpfsPrivate() error {
 }
 
 // writeView makes setup's directories and writes its files, on the
-// calling thread (inside the view).
+// calling thread (inside the view). Each must be in a directory the view
+// has of its own: a machine without /var/log (say) gives its nodes none,
+// and a file there would land on the host's file system.
 func writeView(setup ViewSetup) error {
+	for _, p := range viewPaths(setup) {
+		if err := ownPath(p); err != nil {
+			return err
+		}
+	}
 	for _, d := range setup.Dirs {
 		if err := os.MkdirAll(d.Path, 0o755); err != nil {
 			return fmt.Errorf("make %s: %w", d.Path, err)
@@ -556,4 +563,39 @@ func enterView(v *View) error {
 		_ = unix.Chdir("/") // best effort, as ip netns exec
 	}
 	return nil
+}
+
+// viewPaths are the paths setup writes.
+func viewPaths(setup ViewSetup) []string {
+	var out []string
+	for _, d := range setup.Dirs {
+		out = append(out, d.Path)
+	}
+	for _, f := range setup.Files {
+		out = append(out, f.Path)
+	}
+	return out
+}
+
+// ownPath says why p is not in a directory of the calling thread's view
+// (an overlaid /etc, or a tmpfs the view mounted), or nil. /var/run as a
+// link to /run is /run's.
+func ownPath(p string) error {
+	roots := append([]string{Etc}, privateDirs()...)
+	if st, err := os.Lstat("/var/run"); err == nil && st.Mode()&os.ModeSymlink != 0 {
+		if target, err := os.Readlink("/var/run"); err == nil && (target == "/run" || target == "../run") {
+			roots = append(roots, "/var/run")
+		}
+	}
+	for _, r := range roots {
+		if strings.HasPrefix(p, r+"/") {
+			return nil
+		}
+	}
+	for _, r := range append(PrivateDirs, "/var/run", Etc) {
+		if strings.HasPrefix(p, r+"/") {
+			return fmt.Errorf("%s: this machine has no %s, so the node has none of its own, and the file would land on the host's file system: put it under another of %s", p, r, strings.Join(roots, ", "))
+		}
+	}
+	return fmt.Errorf("%s is not in a directory of the node's own", p)
 }

@@ -90,3 +90,13 @@ func TestPrivilegedViewIsTheNodes(t *testing.T) {
 		t.Errorf("RemoveViews again: %v", err)
 	}
 }
+
+// TestOwnPath: a view writes only in directories of its own: /etc (the
+// overlay) and the private directories this machine has.
+func TestOwnPath(t *testing.T) {
+	for p, own := range map[string]bool{"/etc/frr/frr.conf": true, "/run/frr/x": true, "/tmp/x": true, "/usr/local/x": false, "/etcx/y": false, "/var/lib/x": false} {
+		if err := ownPath(p); (err == nil) != own {
+			t.Errorf("ownPath(%s): %v, want own %v", p, err, own)
+		}
+	}
+}
