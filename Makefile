@@ -14,6 +14,7 @@
 #   make install          nslab, its helpers, man pages and completions under PREFIX (/usr/local)
 #   make docs             docs/commands/, docs/lab-file.md and docs/lab.schema.json from the definitions
 #   make tutorials        the tutorials' outputs, regenerated from today's code (the laptop lab's in the VM)
+#   make benchdocs        the benchmark runs docs/ and BENCHMARKS.md show, from today's code (about 40 minutes)
 #   make release          static linux/amd64 and linux/arm64 binaries with SHA256SUMS, under dist/
 
 GO      ?= go
@@ -29,7 +30,7 @@ export GOFLAGS := -tags=$(TAGS)
 export CGO_ENABLED := 0
 
 PREFIX  ?= /usr/local
-.PHONY: tutorials install install-check docs release fuzz soak bench-latency all build test unit-test lint lint-deps vmtest walkthrough vm-deps run deps go-deps bench-topology bench-forwarding bench-nat bench-engine bench-sampler clean
+.PHONY: benchdocs tutorials install install-check docs release fuzz soak bench-latency all build test unit-test lint lint-deps vmtest walkthrough vm-deps run deps go-deps bench-topology bench-forwarding bench-nat bench-engine bench-sampler clean
 
 all: build
 
@@ -161,6 +162,14 @@ tutorials: build vm-deps deps
 	$(BIN)/nslab-vmtest -script examples/laptop-lab.sh > $(BIN)/laptop-lab.transcript
 	$(BIN)/nslab-tutorials README.md docs/tutorials/tour.md docs/tutorials/nat-router.md docs/tutorials/forwarding-benchmark.md docs/tutorials/several-hosts.md docs/tutorials/routing.md
 	$(BIN)/nslab-tutorials -transcript $(BIN)/laptop-lab.transcript docs/tutorials/laptop-lab.md
+
+# benchdocs: the benchmark runs the documentation shows, from today's code
+# (docs/benchmarking.md, docs/engines.md, BENCHMARKS.md: every "$ " line of
+# their transcripts is run again, about 40 minutes; nothing else may run on
+# the machine meanwhile).
+benchdocs: build deps
+	$(GO) build -o $(BIN)/nslab-tutorials ./cmd/nslab-tutorials
+	$(BIN)/nslab-tutorials docs/benchmarking.md docs/engines.md BENCHMARKS.md
 
 walkthrough: go-deps vm-deps deps
 	$(GO) build -o $(BIN)/nslab-vmtest ./cmd/nslab-vmtest

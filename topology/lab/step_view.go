@@ -186,7 +186,7 @@ func shView(l *spec.Lab, n *spec.Node, s ns.ViewSetup) []string {
 		in = append(in, fmt.Sprintf("if [ -d %s ] && [ ! -L %s ]; then mount -t tmpfs -o mode=%s nslab-%s %s; fi", d, d, mode, filepath.Base(d), d))
 	}
 	for _, root := range viewRoots(s) { // as nslab: never through to the host
-		in = append(in, fmt.Sprintf("mountpoint -q %s || [ -L %s ] || { echo 'this machine has no %s: the node has none of its own' >&2; exit 1; }", root, root, root))
+		in = append(in, fmt.Sprintf("awk '$5 == \"%s\" {m = 1} END {exit !m}' /proc/self/mountinfo || [ -L %s ] || { echo 'this machine has no %s: the node has none of its own' >&2; exit 1; }", root, root, root))
 	}
 	for _, d := range s.Dirs {
 		in = append(in, fmt.Sprintf("mkdir -p %s && chmod %o %s && chown %d:%d %s", d.Path, d.Mode, d.Path, d.UID, d.GID, d.Path))
