@@ -21,6 +21,7 @@ type deployer struct {
 	creator  *ns.Creator
 	proc     *ns.ProcWriter             // writes /proc/sys (see ns.ProcWriter), from setUpNamespace and node settings
 	views    *ns.ViewMaker              // makes the nodes' views, started at first use
+	hosts    string                     // the lab's hosts file, shared by the views, once written
 	inodes   map[string]uint64          // node -> its namespace's inode, for the state
 	handles  map[string]*netlink.Handle // node -> rtnetlink handle inside it
 	index    map[spec.Endpoint]int      // interface or bridge -> ifindex in its node

@@ -27,35 +27,48 @@ func (m *Manager) labViews(labName string) string { return filepath.Join(m.views
 
 func viewSteps(l *spec.Lab, _ string) []Step {
 	var steps []Step
+	hosts := []byte(hostsFile(l)) // one for all: it names every node
 	for _, n := range l.Nodes {
-		setup := viewSetup(l, n)
+		setup := viewSetup(n)
 		steps = append(steps, Step{
 			Name:  fmt.Sprintf("give node %s its own view (hostname %s, /etc/hosts, %d files)", n.Name, setup.Hostname, len(setup.Files)),
-			shell: func() []string { return shView(l, n, setup) },
-			do:    func(d *deployer) error { return d.makeView(n, setup) },
+			shell: func() []string { return shView(l, n, withHosts(setup, hosts)) },
+			do:    func(d *deployer) error { return d.makeView(n, setup, hosts) },
 		})
 	}
 	return steps
 }
 
-// makeView makes node n's view and holds it under the lab's views.
-func (d *deployer) makeView(n *spec.Node, setup ns.ViewSetup) error {
+// makeView makes node n's view and holds it under the lab's views. The
+// lab's hosts file is written once, in the lab's directory, and shared
+// read-only by every view.
+func (d *deployer) makeView(n *spec.Node, setup ns.ViewSetup, hosts []byte) error {
 	if d.views == nil {
 		d.views = ns.NewViewMaker()
 	}
+	p := filepath.Join(d.m.stateDir(), d.lab.Name, "hosts")
+	if d.hosts == "" {
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return fmt.Errorf("lab directory: %w", err)
+		}
+		if err := os.WriteFile(p, hosts, 0o644); err != nil {
+			return fmt.Errorf("the lab's hosts file: %w", err)
+		}
+		d.hosts = p
+	}
+	setup.Shared = []ns.ViewShared{{Path: "/etc/hosts", Source: p}}
 	return d.inNS(n.Name, func(x *ns.NS) error {
 		return d.views.MakeAndBind(d.m.labViews(d.lab.Name), x, setup)
 	})
 }
 
-// viewSetup is what node n's view holds: /etc/hostname, /etc/hosts, the
-// routing daemons' directories and files, and the node's files: (last, so
-// they win where they name the same path).
-func viewSetup(l *spec.Lab, n *spec.Node) ns.ViewSetup {
+// viewSetup is what node n's view holds besides the lab's /etc/hosts:
+// /etc/hostname, the routing daemons' directories and files, and the
+// node's files: (last, so they win where they name the same path).
+func viewSetup(n *spec.Node) ns.ViewSetup {
 	host := n.HostnameOrName()
 	s := ns.ViewSetup{Hostname: host, Files: []ns.ViewFile{
 		{Path: "/etc/hostname", Data: []byte(host + "\n"), Mode: 0o644},
-		{Path: "/etc/hosts", Data: []byte(hostsFile(l)), Mode: 0o644},
 	}}
 	if n.FRR != nil {
 		addFRR(&s, n.FRR)
@@ -239,4 +252,11 @@ func viewRoots(s ns.ViewSetup) []string {
 		add(f.Path)
 	}
 	return out
+}
+
+// withHosts is setup with the lab's hosts file written as a file of its
+// own, as the deploy script writes it (nslab shares one; see makeView).
+func withHosts(setup ns.ViewSetup, hosts []byte) ns.ViewSetup {
+	setup.Files = append([]ns.ViewFile{{Path: "/etc/hosts", Data: hosts, Mode: 0o644}}, setup.Files...)
+	return setup
 }

@@ -71,6 +71,16 @@ type ViewSetup struct {
 	Hostname string
 	Dirs     []ViewDir  // made first, parents included
 	Files    []ViewFile // then written, parents made 0755
+	// Shared are files of the host bound read-only into the view after
+	// its files are written: one copy for every node (the lab's
+	// /etc/hosts names every node: a copy per node would grow with the
+	// square of the lab).
+	Shared []ViewShared
+}
+
+// ViewShared is a host file (Source) that a view shows at Path, read-only.
+type ViewShared struct {
+	Path, Source string
 }
 
 // PrivateDirs are the directories a view mounts a tmpfs of its own on
@@ -119,10 +129,11 @@ type ViewMaker struct {
 }
 
 type viewReq struct {
-	net   *NS
-	setup ViewSetup
-	cpu   int // the CPU to make it on; -1: any
-	reply chan viewReply
+	net    *NS
+	setup  ViewSetup
+	shared []int // open_tree clones of setup.Shared's sources, in order
+	cpu    int   // the CPU to make it on; -1: any
+	reply  chan viewReply
 }
 
 type viewReply struct {
@@ -156,7 +167,7 @@ func (m *ViewMaker) loop(started chan struct{}) {
 		err := onCPU(r.cpu)
 		mnt, uts := -1, -1
 		if err == nil {
-			mnt, uts, err = makeView(base, r.net, r.setup)
+			mnt, uts, err = makeView(base, r.net, r.setup, r.shared)
 		}
 		r.reply <- viewReply{mnt, uts, err}
 	}
@@ -270,8 +281,17 @@ func (m *ViewMaker) MakeAndBind(dir string, net *NS, setup ViewSetup) error {
 }
 
 func (m *ViewMaker) makeOn(net *NS, setup ViewSetup, cpu int) (*View, error) {
+	shared, err := cloneShared(setup.Shared)
+	defer func() {
+		for _, fd := range shared {
+			unix.Close(fd)
+		}
+	}()
+	if err != nil {
+		return nil, err
+	}
 	reply := make(chan viewReply, 1)
-	m.reqs <- viewReq{net: net, setup: setup, cpu: cpu, reply: reply}
+	m.reqs <- viewReq{net: net, setup: setup, shared: shared, cpu: cpu, reply: reply}
 	r := <-reply
 	if r.err != nil {
 		return nil, fmt.Errorf("view of %s: %w", net.Name, r.err)
@@ -295,7 +315,7 @@ func (m *ViewMaker) Close() {
 //
 // Equivalent to: nsenter --net=NETNS unshare --mount --uts --propagation slave sh -c
 // 'mount -t sysfs ...; mount -t tmpfs ...; mount -t overlay ...; hostname NAME; ...'
-func makeView(base int, net *NS, setup ViewSetup) (mnt, uts int, err error) {
+func makeView(base int, net *NS, setup ViewSetup, shared []int) (mnt, uts int, err error) {
 	if err := unix.Setns(base, unix.CLONE_NEWNS); err != nil {
 		return -1, -1, fmt.Errorf("join the base mount namespace: %w", err)
 	}
@@ -310,6 +330,7 @@ func makeView(base int, net *NS, setup ViewSetup) (mnt, uts int, err error) {
 		overlayEtc,
 		tmpfsPrivate,
 		func() error { return writeView(setup) },
+		func() error { return attachShared(setup.Shared, shared) },
 		func() error { return bindEtc(net.Name) },
 		func() error { return unix.Sethostname([]byte(setup.Hostname)) },
 	}
@@ -598,4 +619,46 @@ func ownPath(p string) error {
 		}
 	}
 	return fmt.Errorf("%s is not in a directory of the node's own", p)
+}
+
+// cloneShared makes a detached copy of each shared file's mount, on the
+// calling thread (in nslab's mount namespace, where the sources are):
+// the view's thread, in a namespace that does not see them, attaches the
+// copies. The caller closes the descriptors.
+//
+// Equivalent to: open_tree(AT_FDCWD, SOURCE, OPEN_TREE_CLONE)
+func cloneShared(shared []ViewShared) ([]int, error) {
+	var fds []int
+	for _, s := range shared {
+		fd, err := unix.OpenTree(unix.AT_FDCWD, s.Source, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC)
+		if err != nil {
+			for _, f := range fds {
+				unix.Close(f)
+			}
+			return nil, fmt.Errorf("clone %s for %s: %w", s.Source, s.Path, err)
+		}
+		fds = append(fds, fd)
+	}
+	return fds, nil
+}
+
+// attachShared mounts each cloned file at its path in the view, read-only
+// (the file there, written or the host's, is made first when missing).
+//
+// Equivalent to: mount --bind -o ro SOURCE PATH (from outside the view)
+func attachShared(shared []ViewShared, fds []int) error {
+	for i, s := range shared {
+		if _, err := os.Stat(s.Path); os.IsNotExist(err) {
+			if err := os.WriteFile(s.Path, nil, 0o644); err != nil {
+				return fmt.Errorf("make %s: %w", s.Path, err)
+			}
+		}
+		if err := unix.MoveMount(fds[i], "", unix.AT_FDCWD, s.Path, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+			return fmt.Errorf("attach %s at %s: %w", s.Source, s.Path, err)
+		}
+		if err := unix.Mount("", s.Path, "", unix.MS_REMOUNT|unix.MS_BIND|unix.MS_RDONLY, ""); err != nil {
+			return fmt.Errorf("make %s read-only: %w", s.Path, err)
+		}
+	}
+	return nil
 }
