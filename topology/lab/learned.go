@@ -17,9 +17,9 @@ import (
 // model (spec.Node.Learned) so that the packet walk, and so nslab path
 // and check, follow the routes the kernel forwards by.
 
-// learnedProtocols are the route protocols of routes a daemon installed
-// (not the kernel's connected routes, nor nslab's own static ones, which
-// are RTPROT_BOOT as iproute2's).
+// learnedProtocol reports whether a route of this protocol was installed
+// by a daemon (not the kernel's connected routes, nor nslab's own static
+// ones, which are RTPROT_BOOT as iproute2's).
 func learnedProtocol(p netlink.RouteProtocol) bool {
 	switch p {
 	case unix.RTPROT_UNSPEC, unix.RTPROT_REDIRECT, unix.RTPROT_KERNEL, unix.RTPROT_BOOT, unix.RTPROT_STATIC:

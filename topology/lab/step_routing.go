@@ -26,7 +26,8 @@ import (
 // mark (see step_service.go), so destroy stops it like a service, also
 // after a deploy killed before it could record anything.
 
-// FRRDir and BIRDCtl are where the daemons keep their sockets in a node.
+// frrBin is where Debian's frr package keeps the daemons; birdCtl is
+// BIRD's control socket in a node.
 const (
 	frrBin  = "/usr/lib/frr"
 	birdCtl = "/run/bird/bird.ctl"
