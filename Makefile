@@ -14,7 +14,7 @@
 #   make install          nslab, its helpers, man pages and completions under PREFIX (/usr/local)
 #   make docs             docs/commands/, docs/lab-file.md and docs/lab.schema.json from the definitions
 #   make tutorials        the tutorials' outputs, regenerated from today's code (the laptop lab's in the VM)
-#   make benchdocs        the benchmark runs docs/ and BENCHMARKS.md show, from today's code (about 40 minutes)
+#   make benchdocs        the benchmark runs docs/benchmarking.md and docs/engines.md show, from today's code (about 25 minutes)
 #   make release          static linux/amd64 and linux/arm64 binaries with SHA256SUMS, under dist/
 
 GO      ?= go
@@ -164,12 +164,12 @@ tutorials: build vm-deps deps
 	$(BIN)/nslab-tutorials -transcript $(BIN)/laptop-lab.transcript docs/tutorials/laptop-lab.md
 
 # benchdocs: the benchmark runs the documentation shows, from today's code
-# (docs/benchmarking.md, docs/engines.md, BENCHMARKS.md: every "$ " line of
-# their transcripts is run again, about 40 minutes; nothing else may run on
+# (docs/benchmarking.md and docs/engines.md: every "$ " line of
+# their transcripts is run again, about 25 minutes; nothing else may run on
 # the machine meanwhile).
 benchdocs: build deps
 	$(GO) build -o $(BIN)/nslab-tutorials ./cmd/nslab-tutorials
-	$(BIN)/nslab-tutorials docs/benchmarking.md docs/engines.md BENCHMARKS.md
+	$(BIN)/nslab-tutorials docs/benchmarking.md docs/engines.md
 
 walkthrough: go-deps vm-deps deps
 	$(GO) build -o $(BIN)/nslab-vmtest ./cmd/nslab-vmtest
