@@ -110,7 +110,10 @@ func ratio(a, b time.Duration) float64 { return float64(a) / float64(b) }
 // times with the iproute2 script, each under a fresh random name.
 func measure(title string, data []byte, runs, scripts int, nslabBin string) row {
 	r := row{name: title, runs: runs, scripts: scripts}
-	m := &lab.Manager{StateDir: mustTemp()}
+	// Its namespaces live in this run's own mount namespace (see netns.go)
+	// and go with it: deploy's check that they outlive the process would
+	// refuse them.
+	m := &lab.Manager{StateDir: mustTemp(), Ephemeral: true}
 	defer func() { _ = os.RemoveAll(m.StateDir) }() // a temporary directory: best effort
 	var dep, des, cdep, cdes, sdep, sdes []time.Duration
 	for i := 0; i < runs; i++ {

@@ -64,7 +64,7 @@ func (m *Manager) Deploy(ctx context.Context, lab *spec.Lab) (*DeployResult, err
 	start := time.Now()
 	// Before the lock, which creates the state directory: a deploy whose
 	// namespaces would vanish with this process changes nothing.
-	if err := ns.CheckDir(m.netnsDir()); err != nil {
+	if err := ns.CheckDir(m.netnsDir()); err != nil && !m.Ephemeral {
 		return nil, fmt.Errorf("cannot deploy, nothing was changed: %w", err)
 	}
 	unlock, err := m.lock()

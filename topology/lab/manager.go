@@ -37,6 +37,12 @@ type Manager struct {
 	Sysfs    string        // where sysfs is, for SR-IOV; default /sys
 	VFs      sriov.Control // PF-side VF settings; default netlink on the PF
 
+	// Ephemeral lets a deploy mount its namespaces where they go with
+	// this process (a benchmark in a mount namespace of its own, which
+	// deploys and destroys as library calls): deploy then skips
+	// ns.CheckDir. Not for labs meant to outlive the process.
+	Ephemeral bool
+
 	// BeforeStep, when set, runs before plan step i (0-based); an error
 	// fails that step. It is a test seam (rollback at every position, a
 	// deploy paused to be killed or interrupted), not for normal use.

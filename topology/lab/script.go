@@ -35,11 +35,13 @@ wait_up() {
 # caller's, and since Linux 6.18 ids come in per-CPU batches: a refused
 # try is made again on each CPU in turn, as nslab does.
 view_up() {
+	local out=""
 	for cpu in any $(seq 0 $(($(nproc --all) - 1))); do
 		umount "$2" "$3" 2>/dev/null || true
 		pin=""; [ "$cpu" = any ] || pin="taskset -c $cpu"
-		$pin nsenter --net="/run/netns/$1" unshare --mount="$2" --uts="$3" --propagation slave sh -ec "$4" && return 0
+		out=$($pin nsenter --net="/run/netns/$1" unshare --mount="$2" --uts="$3" --propagation slave sh -ec "$4" 2>&1) && return 0
 	done
+	echo "$out" >&2  # the last try's words
 	return 1
 }
 `
