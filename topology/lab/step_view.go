@@ -186,8 +186,11 @@ func shView(l *spec.Lab, n *spec.Node, s ns.ViewSetup) []string {
 	mnt, uts := ns.ViewPaths(dir, l.Namespace(n.Name))
 	var in []string
 	// As nslab's base: nothing of the host's under the private
-	// directories (its /run/netns mounts among them), deepest first.
-	in = append(in, `for m in $(awk '$5 ~ "^/(run|tmp|var/log|var/run)(/|$)" {print $5}' /proc/self/mountinfo | sort -r); do umount -l "$m" 2>/dev/null || true; done`,
+	// directories (its /run/netns mounts among them). A lazy unmount
+	// takes a mount's whole subtree, so each directory is one umount
+	// (and /run's two where /run itself is no mount), not one per
+	// namespace of the machine.
+	in = append(in, "for m in /run/netns /run/nslab/views /run /tmp /var/log /var/run; do umount -l \"$m\" 2>/dev/null || true; done",
 		"umount -l /sys && mount -t sysfs sysfs /sys",
 		"mount -t tmpfs -o mode=0700 nslab-etc /run && mkdir /run/upper /run/work",
 		"mount -t overlay -o lowerdir=/etc,upperdir=/run/upper,workdir=/run/work nslab-etc /etc")
