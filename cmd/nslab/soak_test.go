@@ -145,6 +145,9 @@ func (s *simHosts) leftOnA(t *testing.T) string {
 	if files, _ := filepath.Glob(filepath.Join(s.onA.stateDir, s.name+"*")); len(files) > 0 {
 		left = append(left, "state "+strings.Join(files, ", "))
 	}
+	if _, err := os.Stat(filepath.Join(s.onA.stateDir, "views", s.name)); err == nil {
+		left = append(left, "the nodes' views")
+	}
 	if procs := labProcesses(s.name); len(procs) > 0 {
 		left = append(left, "processes "+strings.Join(procs, ", "))
 	}
