@@ -6,8 +6,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/nslab/nslab/topology/units"
-
 	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/urfave/cli/v2"
@@ -98,20 +96,13 @@ func impairFlags(c *cli.Context) (*spec.Impair, error) {
 	}
 	m := &spec.Impair{Limit: c.Int("limit")}
 	var errs []string
-	parse := func(flag string, fn func(string) error) {
-		if v := c.String(flag); v != "" {
-			if err := fn(v); err != nil {
+	for _, flag := range spec.ImpairKeys {
+		if v := c.String(flag); v != "" && flag != "limit" {
+			if err := m.Set(flag, v); err != nil {
 				errs = append(errs, fmt.Sprintf("--%s: %v", flag, err))
 			}
 		}
 	}
-	parse("delay", func(s string) (err error) { m.Delay, err = spec.ParseDelay(s); return })
-	parse("jitter", func(s string) (err error) { m.Jitter, err = spec.ParseDelay(s); return })
-	parse("loss", func(s string) (err error) { m.Loss, err = units.ParsePercent(s); return })
-	parse("duplicate", func(s string) (err error) { m.Duplicate, err = units.ParsePercent(s); return })
-	parse("reorder", func(s string) (err error) { m.Reorder, err = units.ParsePercent(s); return })
-	parse("corrupt", func(s string) (err error) { m.Corrupt, err = units.ParsePercent(s); return })
-	parse("rate", func(s string) (err error) { m.Rate, err = units.ParseBitRate(s); return })
 	if c.IsSet("limit") && m.Limit < 1 {
 		errs = append(errs, "--limit: at least 1 packet")
 	}

@@ -14,7 +14,6 @@ import (
 	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/nlsafe"
 	"github.com/nslab/nslab/topology/spec"
-	"github.com/nslab/nslab/topology/units"
 	"github.com/nslab/nslab/topology/walk"
 )
 
@@ -67,7 +66,7 @@ func ParseEvent(s string) (Event, error) {
 	return e, nil
 }
 
-// parseImpair reads KEY=VALUE,... as nslab impair's flags.
+// parseImpair reads KEY=VALUE,... as nslab impair's flags (spec.Impair.Set).
 func parseImpair(s string) (*spec.Impair, error) {
 	m := &spec.Impair{}
 	for _, kv := range strings.Split(s, ",") {
@@ -75,28 +74,7 @@ func parseImpair(s string) (*spec.Impair, error) {
 		if !ok {
 			return nil, fmt.Errorf("%q: write KEY=VALUE (loss=5%%)", kv)
 		}
-		var err error
-		switch k {
-		case "delay":
-			m.Delay, err = spec.ParseDelay(v)
-		case "jitter":
-			m.Jitter, err = spec.ParseDelay(v)
-		case "loss":
-			m.Loss, err = units.ParsePercent(v)
-		case "duplicate":
-			m.Duplicate, err = units.ParsePercent(v)
-		case "reorder":
-			m.Reorder, err = units.ParsePercent(v)
-		case "corrupt":
-			m.Corrupt, err = units.ParsePercent(v)
-		case "rate":
-			m.Rate, err = units.ParseBitRate(v)
-		case "limit":
-			_, err = fmt.Sscan(v, &m.Limit)
-		default:
-			return nil, fmt.Errorf("%q: one of delay, jitter, loss, duplicate, reorder, corrupt, rate, limit", k)
-		}
-		if err != nil {
+		if err := m.Set(k, v); err != nil {
 			return nil, fmt.Errorf("%s: %w", k, err)
 		}
 	}

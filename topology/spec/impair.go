@@ -173,3 +173,34 @@ func (m *Impair) Problem() (key, msg string) {
 	}
 	return "", ""
 }
+
+// ImpairKeys are the settings Set takes, as nslab impair's flags and
+// bench --event's impair words name them.
+var ImpairKeys = []string{"delay", "jitter", "loss", "duplicate", "reorder", "corrupt", "rate", "limit"}
+
+// Set reads one setting of an impairment, written as the command line
+// writes it (20ms, 1%, 10Mbit, 1000).
+func (m *Impair) Set(key, value string) error {
+	var err error
+	switch key {
+	case "delay":
+		m.Delay, err = ParseDelay(value)
+	case "jitter":
+		m.Jitter, err = ParseDelay(value)
+	case "loss":
+		m.Loss, err = units.ParsePercent(value)
+	case "duplicate":
+		m.Duplicate, err = units.ParsePercent(value)
+	case "reorder":
+		m.Reorder, err = units.ParsePercent(value)
+	case "corrupt":
+		m.Corrupt, err = units.ParsePercent(value)
+	case "rate":
+		m.Rate, err = units.ParseBitRate(value)
+	case "limit":
+		_, err = fmt.Sscan(value, &m.Limit)
+	default:
+		return fmt.Errorf("%q: one of %s", key, strings.Join(ImpairKeys, ", "))
+	}
+	return err
+}
