@@ -9,6 +9,7 @@
 #   make bench-engine     the userspace engine against trafgen (netsniff-ng), 64-byte frames
 #   make bench-latency    what the receiver's reader costs, and latency at 10, 50 and 90% of the router's top rate
 #   make bench-sampler    the counter sampler's own cost per sample of 10 interfaces
+#   make bench-live       what one sample of 100 interfaces costs top, web and metrics, as a ratio to the sampler's
 #   make fuzz             every fuzz target for FUZZTIME (60s; FUZZTIME=1h for a soak)
 #   make soak             SIGKILL nslab at random moments, 50 times each in deploy, destroy and bench
 #   make install          nslab, its helpers, man pages and completions under PREFIX (/usr/local)
@@ -30,25 +31,26 @@ export GOFLAGS := -tags=$(TAGS)
 export CGO_ENABLED := 0
 
 PREFIX  ?= /usr/local
-.PHONY: benchdocs tutorials install install-check docs release fuzz soak bench-latency all build test unit-test lint lint-deps vmtest walkthrough vm-deps run deps go-deps bench-topology bench-forwarding bench-nat bench-engine bench-sampler clean
+.PHONY: benchdocs tutorials install install-check docs release fuzz soak bench-latency all build test unit-test lint lint-deps vmtest walkthrough vm-deps run deps go-deps bench-topology bench-forwarding bench-nat bench-engine bench-sampler bench-live clean
 
 all: build
 
-# nslab-plot draws --plot files and nslab-capture writes pcap; they are
-# programs of their own so that their libraries stay out of nslab's
-# start-up.
+# nslab-plot draws --plot files, nslab-capture writes pcap and nslab-web
+# serves nslab web's page and nslab metrics; they are programs of their
+# own so that their libraries stay out of nslab's start-up.
 build: go-deps
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN)/nslab ./cmd/nslab
 	$(GO) build -o $(BIN)/nslab-plot ./cmd/nslab-plot
 	$(GO) build -o $(BIN)/nslab-capture ./cmd/nslab-capture
+	$(GO) build -o $(BIN)/nslab-web ./cmd/nslab-web
 
-# install: the three programs (nslab finds its helpers next to itself), the
+# install: the four programs (nslab finds its helpers next to itself), the
 # man pages (written from the command definitions) and the completions.
 install: build
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions \
 		$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
-	install -m 755 $(BIN)/nslab $(BIN)/nslab-capture $(BIN)/nslab-plot $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 $(BIN)/nslab $(BIN)/nslab-capture $(BIN)/nslab-plot $(BIN)/nslab-web $(DESTDIR)$(PREFIX)/bin/
 	$(BIN)/nslab gendocs --man $(DESTDIR)$(PREFIX)/share/man/man1
 	mv $(DESTDIR)$(PREFIX)/share/man/man1/nslab-lab.5 $(DESTDIR)$(PREFIX)/share/man/man5/
 	$(BIN)/nslab completion bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/nslab
@@ -68,7 +70,7 @@ docs: build
 # in, and their checksums.
 release: go-deps
 	@rm -rf dist; mkdir -p dist
-	@for arch in amd64 arm64; do for p in nslab nslab-capture nslab-plot; do \
+	@for arch in amd64 arm64; do for p in nslab nslab-capture nslab-plot nslab-web; do \
 		GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o dist/$$p-linux-$$arch ./cmd/$$p || exit 1; \
 	done; done
 	cd dist && sha256sum * > SHA256SUMS && cat SHA256SUMS
@@ -82,7 +84,8 @@ go-deps:
 # nslab's own deploy; graphviz checks that nslab graph --format dot parses;
 # tcpdump reads back what nslab capture wrote; nftables (nft) runs the
 # dry-run script's NAT and firewall lines; iputils-ping for checking by
-# hand.
+# hand; tmux runs nslab top as a person would, headless chromium loads
+# nslab web's page, and curl scrapes the installed nslab metrics.
 deps: go-deps
 	@missing=""; \
 	command -v ip     >/dev/null || missing="$$missing iproute2"; \
@@ -99,6 +102,9 @@ deps: go-deps
 	command -v fish   >/dev/null || missing="$$missing fish"; \
 	command -v vtysh  >/dev/null || missing="$$missing frr"; \
 	command -v bird   >/dev/null || missing="$$missing bird2"; \
+	command -v tmux   >/dev/null || missing="$$missing tmux"; \
+	command -v curl   >/dev/null || missing="$$missing curl"; \
+	[ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
@@ -254,6 +260,12 @@ soak: deps
 
 bench-sampler: go-deps
 	$(GO) test -run '^$$' -bench Read10 -benchtime 5000x ./pktgen/sample/
+
+# CPU time (user and system, every thread) per sample of a 51-node chain's
+# 100 interfaces: the bench's sampler alone, then top, web and metrics,
+# each with its ratio to the sampler's measured in the same run.
+bench-live: go-deps
+	$(if $(filter 0,$(shell id -u)),$(PRISTINE)) $(GO) test -run '^$$' -bench Cost100 -benchtime 300x ./pktgen/web/
 
 clean:
 	rm -rf $(BIN)

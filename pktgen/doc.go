@@ -16,7 +16,11 @@
 //   - report: every result type and how it renders, through one writer
 //     per format (WriteOutput);
 //   - kstat: the kernel's statistics (CPU times, softnet, IP MIB,
-//     conntrack, link speed), exported for bench and for live views.
+//     conntrack, link speed), exported for bench and for live views;
+//   - watch: a whole deployed lab sampled for the live views, and the
+//     bench running on it (nslab top);
+//   - metrics: a Prometheus collector over watched labs (nslab metrics);
+//   - web: the live page of a lab and its server (nslab web).
 //
 // It keeps the rules stated in package topology's documentation: typed
 // results and errors that name no flag, results that render themselves,

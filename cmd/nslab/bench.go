@@ -28,7 +28,11 @@ type benchOptions struct {
 	ResultsFile string // --out; "": none
 	Plot        string // --plot FILE; "": none
 	Format      string
-	Out         io.Writer
+	// Live is --live: where the live stream goes besides the lab's live
+	// file ("": nowhere else, "-": stdout, and the report to ErrOut).
+	Live   string
+	Out    io.Writer
+	ErrOut io.Writer
 }
 
 func benchCommand(run func(context.Context, *benchOptions) error) *cli.Command {
@@ -60,6 +64,7 @@ func benchCommand(run func(context.Context, *benchOptions) error) *cli.Command {
 			&cli.StringFlag{Name: "variants", Usage: "measure under each of these lab `VARIANTS` (the file's variants:, and base, the lab as deployed) in alternating rounds (A B A B ..., --repeat of each, default 5), undo each after its turn, and compare each with the first as nslab compare does"},
 			&cli.BoolFlag{Name: "keep", Usage: "keep a lab that bench deployed"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no live lines"},
+			&cli.StringFlag{Name: "live", Usage: "write a JSON line per sampling interval (every hop's rates and drops, every CPU's use and softnet) and the bench's start and end to `FILE`, or to stdout with - (the report then goes to stderr, after the live lines)"},
 			&cli.StringFlag{Name: "out", Usage: "append each completed run to `FILE` as a JSON line, synced at once"},
 			&cli.StringFlag{Name: "plot", Usage: "draw the sweep or search into `FILE`.png or .svg (with the nslab-plot helper)"},
 			&cli.BoolFlag{Name: "search", Usage: "find NDR and PDR per frame size by MLRsearch (" + bench.Draft + "): each goal's bounds and conditional throughput"},
@@ -76,7 +81,7 @@ func benchCommand(run func(context.Context, *benchOptions) error) *cli.Command {
 		Action: action(func(c *cli.Context) (*benchOptions, error) {
 			req, err := benchRequest(c)
 			return &benchOptions{Request: req, Manager: manager(c), DryRun: c.Bool("dry-run"), ResultsFile: c.String("out"),
-				Plot: c.String("plot"), Format: c.String("format"), Out: c.App.Writer}, err
+				Plot: c.String("plot"), Format: c.String("format"), Live: c.String("live"), Out: c.App.Writer, ErrOut: c.App.ErrWriter}, err
 		}, or(run, runBench)),
 	}
 }
@@ -103,7 +108,20 @@ func runBench(ctx context.Context, o *benchOptions) error {
 		defer f.Close()
 		req.Results = f
 	}
+	live, err := openLive(o.Manager, req.Lab.Name, o.Live, o.Out)
+	if err != nil {
+		return err
+	}
+	req.Stream = live.send
+	live.start(req)
 	out, err := bench.Sweep(ctx, o.Manager, req)
+	live.end(out, err)
+	if lerr := live.Close(); lerr != nil && err == nil {
+		err = lerr
+	}
+	if o.Live == "-" {
+		o.Out = o.ErrOut // stdout is the stream's alone
+	}
 	if werr := writeOutcome(o, out); werr != nil && err == nil {
 		err = werr
 	}

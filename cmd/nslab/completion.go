@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/nslab/nslab/pktgen/watch"
 	"io"
 	"slices"
 	"strings"
@@ -228,7 +229,9 @@ func flagValues(o *completeOptions, verb *cli.Command, f cli.Flag, args []string
 		return []string{"on", "auto", "off"}
 	case "format":
 		return map[string][]string{"bench": {"table", "json", "csv", "markdown"}, "compare": {"table", "json", "csv", "markdown"},
-			"graph": {"text", "dot", "mermaid"}, "check": {"matrix", "list", "json"}, "export": {"containerlab"}}[verb.Name]
+			"graph": {"text", "dot", "mermaid"}, "check": {"matrix", "list", "json"}, "export": {"containerlab"}, "top": {"table", "json"}}[verb.Name]
+	case "sort":
+		return watch.SortKeys
 	case "measure":
 		return interfacesOfDeployed(o.Manager)
 	}
@@ -259,6 +262,12 @@ func operands(o *completeOptions, verb *cli.Command, pos []string) []string {
 		}
 	case "completion":
 		return []string{"bash", "fish", "zsh"}
+	case "top", "web":
+		if len(pos) == 0 {
+			return deployedLabs(o.Manager)
+		}
+	case "metrics":
+		return deployedLabs(o.Manager)
 	}
 	return nil
 }

@@ -50,6 +50,7 @@ func TestBashCompletion(t *testing.T) {
 		{[]string{"bench", "--placement", ""}, []string{"on", "auto", "off"}},
 		{[]string{"bench", "-t", file, "--traffic", ""}, []string{"forward", "sweep"}},
 		{[]string{"generate", "c"}, []string{"chain", "clos"}},
+		{[]string{"top", "--sort", ""}, []string{"node", "rx", "tx", "drops"}},
 		{[]string{"validate", filepath.Base(file)[:3]}, []string{filepath.Base(file)}},
 	}
 	if labtestRoot() {
@@ -70,6 +71,10 @@ func TestBashCompletion(t *testing.T) {
 				words []string
 				want  []string
 			}{[]string{"destroy", "--name", ""}, []string{name}},
+			struct {
+				words []string
+				want  []string
+			}{[]string{"web", ""}, []string{name}},
 		)
 	}
 	for _, k := range cases {

@@ -56,6 +56,25 @@ var verbHelp = map[string]struct {
 		[]string{"nslab impair ns2:veth2 --delay 20ms --loss 1%", "nslab impair ns2:veth2 --rate 10Mbit", "nslab impair ns2:veth2 --clear"}},
 	"link": {"Takes an interface of a deployed lab down (its link fails) or brings it up.",
 		[]string{"nslab link down r1:eth1", "nslab link up crs:ns2:veth2"}},
+	"top": {"Shows a deployed lab live in the terminal, refreshed every --interval: each interface's rx and tx\n" +
+		"pps, Mb/s and drops (its qdisc's apart), each CPU's busy, softirq and steal shares and backlog drops, and\n" +
+		"each node that forwards, discards or tracks connections; and the bench that runs on the lab, from another\n" +
+		"terminal. Keys: n, r, t and d sort the interfaces by node, rx, tx or drops; s cycles; q quits.\n" +
+		"--once prints one interval's reading, as a table or JSON, for scripts.",
+		[]string{"nslab top", "nslab top crs --sort drops", "nslab top --once --format json crs"}},
+	"web": {"Serves a page of a deployed lab on --listen (loopback unless named): the lab's drawing with each link\n" +
+		"labelled and coloured by its live rates and drops, with a sparkline, each node coloured by its CPUs' use,\n" +
+		"each CPU's softirq, steal and backlog drops, and the bench that runs on the lab, with its report and\n" +
+		"verdict when it ends; /metrics as nslab metrics serves it. Server-sent events feed the page; everything\n" +
+		"it loads comes from the server. It closes the lab's namespaces when the lab is destroyed, and picks the\n" +
+		"lab up again when it is deployed again. The nslab-web helper (next to nslab or on PATH) serves it.",
+		[]string{"nslab web crs", "nslab web --listen 127.0.0.1:8081 --interval 500ms crs", "nslab web --listen 0.0.0.0:8080 crs"}},
+	"metrics": {"Serves the counters of the labs named (all deployed labs when none is) at /metrics, in OpenMetrics or\n" +
+		"Prometheus' text format as the scraper asks: each interface's packets, bytes, drops and errors and its\n" +
+		"qdisc's drops, labelled lab, node and interface; softnet and CPU time per CPU; each node's IP MIB and\n" +
+		"conntrack; and while a bench runs, its hops' rates. Each scrape reads the kernel afresh. The nslab-web\n" +
+		"helper (next to nslab or on PATH) serves it.",
+		[]string{"nslab metrics", "nslab metrics --listen 127.0.0.1:9477 crs"}},
 	"generate": {"Writes a lab file of a common shape (chain, star, tree, mesh, clos) and any size, with the routes\n" +
 		"that make every address reachable when asked.",
 		[]string{"nslab generate chain --n 5 --routes > chain.yaml", "nslab generate clos --n 8 --spines 2 --routes"}},

@@ -85,7 +85,7 @@ func run(args []string) int {
 func commands() []*cli.Command {
 	return []*cli.Command{deployCommand(nil), destroyCommand(nil), inspectCommand(nil), execCommand(nil), validateCommand(nil), benchCommand(nil),
 		compareCommand(nil), graphCommand(nil), pathCommand(nil), checkCommand(nil), impairCommand(nil), linkCommand(nil), captureCommand(nil),
-		generateCommand(nil), exportCommand(nil), schemaCommand(nil), completionCommand(nil), gendocsCommand(nil), completeCommand(nil)}
+		topCommand(nil), webCommand(nil), metricsCommand(nil), generateCommand(nil), exportCommand(nil), schemaCommand(nil), completionCommand(nil), gendocsCommand(nil), completeCommand(nil)}
 }
 
 // newApp is nslab with its global options and these verbs (tests build
@@ -119,7 +119,8 @@ func flagWords(err error) string {
 
 // operandsFirst are the verbs whose operands may come before their
 // options, as tc and ip are written (nslab impair ns2:eth1 --delay 50ms).
-var operandsFirst = map[string]bool{"impair": true, "link": true, "capture": true, "generate": true, "export": true, "compare": true}
+var operandsFirst = map[string]bool{"impair": true, "link": true, "capture": true, "generate": true, "export": true, "compare": true,
+	"top": true, "web": true, "metrics": true}
 
 // commandAt is the index of the verb in args, after the global options
 // (-1 when there is none).

@@ -30,8 +30,12 @@ import (
 type Options struct {
 	Interval time.Duration // sampling interval; 0: 1 s
 	Live     io.Writer     // a line per interval, like sar -n DEV; nil: quiet
-	Compact  bool          // with Live: one short line per interval (not a wide terminal)
-	Version  string        // nslab's version, recorded in the report
+	// Stream gets an interval line of the live stream per sampling
+	// interval of every run, searches' trials included (see
+	// report.LiveEvent), on the sampler's goroutine; nil: none.
+	Stream  func(report.LiveEvent)
+	Compact bool   // with Live: one short line per interval (not a wide terminal)
+	Version string // nslab's version, recorded in the report
 	// Measure replaces the interfaces derived from the path; the last
 	// one is the receiver whose rx counter counts what arrived.
 	Measure []spec.Endpoint
@@ -234,7 +238,7 @@ func (b *Bench) start(t *spec.Traffic, frame int) (*running, error) {
 			return nil, err
 		}
 	}
-	st.stop = b.sampleInBackground()
+	st.stop = b.sampleInBackground(t, frame)
 	if b.receiver != nil {
 		st.stopWatch = watchReceiver(b.receiver)
 	}
@@ -333,15 +337,17 @@ func mixOf(m spec.Mix) []engine.MixPart {
 	return out
 }
 
-// sampleInBackground samples at the bench's interval, on the sampler's
-// CPU, until the returned stop is called; stop returns the samples.
-func (b *Bench) sampleInBackground() func() []sample.Sample {
+// sampleInBackground samples a run of t at the bench's interval, on the
+// sampler's CPU, until the returned stop is called, and hands each sample
+// to the live lines and the live stream; stop returns the samples.
+func (b *Bench) sampleInBackground(t *spec.Traffic, frame int) func() []sample.Sample {
 	ctx, cancel := context.WithCancel(context.Background())
 	out := make(chan []sample.Sample, 1)
 	var live func(sample.Sample)
 	if b.opts.Live != nil {
 		live = liveLines(b.opts.Live, b.meas.targets, b.meas.roles, b.opts.Compact)
 	}
+	live = both(live, b.liveStream(t, frame))
 	go onCPU(b.place.sampler, func() {
 		all, _ := b.meas.sampler.Run(ctx, b.opts.Interval, live)
 		out <- all
@@ -377,9 +383,9 @@ func (b *Bench) report(t *spec.Traffic, frame int, res *engine.Result, rd readin
 	}
 	account(rep, res, frame)
 	rep.Rates()
-	rep.CPU = cpuUse(rd.before.cpu, rd.after.cpu)
+	rep.CPU = report.CPUUses(rd.before.cpu, rd.after.cpu)
 	b.place.label(rep.CPU)
-	rep.Softnet = softnetUse(rd.before.softnet, rd.after.softnet)
+	rep.Softnet = report.SoftnetUses(rd.before.softnet, rd.after.softnet)
 	routerCounts(rep, rd.before, rd.after, t.To.Is6())
 	explainDrops(rep, frame, b.meas, b.place)
 	sentPPS := 0.0

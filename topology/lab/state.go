@@ -236,3 +236,11 @@ func (m *Manager) Recorded(labName string) (*State, error) {
 	}
 	return st, err
 }
+
+// LiveFile is where a bench of lab labName publishes its live stream (one
+// JSON line per event, see report.LiveEvent) for nslab top, web and
+// metrics to read: in the lab's directory under StateDir, which destroy
+// removes with the lab.
+func (m *Manager) LiveFile(labName string) string {
+	return filepath.Join(m.stateDir(), labName, "bench.jsonl")
+}

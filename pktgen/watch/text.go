@@ -1,0 +1,95 @@
+package watch
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteTable renders v for the terminal: the bench that runs, the
+// interfaces (in v's order), the CPUs, then the nodes that forward,
+// discard or track connections.
+func (v *View) WriteTable(w io.Writer) {
+	if b := v.Bench; b != nil {
+		fmt.Fprintln(w, b.Line())
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "NODE\tINTERFACE\tRX PPS\tTX PPS\tRX Mb/s\tTX Mb/s\tRX DROP\tTX DROP\tQDISC DROP\t")
+	for _, i := range v.Interfaces {
+		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%.0f\t%.1f\t%.1f\t%d\t%d\t%d\t\n", i.Node, i.Interface, i.RxPPS, i.TxPPS, i.RxMbps, i.TxMbps, i.RxDrops, i.TxDrops, i.QdiscDrops)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "CPU\tBUSY %\tSOFTIRQ %\tSTEAL %\tBACKLOG DROP\tSQUEEZED\t")
+	for i, c := range v.CPU {
+		var drop, squeeze uint64
+		if i < len(v.Softnet) {
+			drop, squeeze = v.Softnet[i].Dropped, v.Softnet[i].TimeSqueeze
+		}
+		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%d\t%d\t\n", c.CPU, c.Busy(), c.SoftIRQ, c.Steal, drop, squeeze)
+	}
+	tw.Flush()
+	v.writeNodes(w)
+}
+
+// writeNodes lists the nodes that forwarded, discarded or track
+// connections in the interval.
+func (v *View) writeNodes(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	header := false
+	for _, n := range v.Nodes {
+		if n.ForwardedPPS == 0 && n.Discards == 0 && n.Conntrack == nil {
+			continue
+		}
+		if !header {
+			fmt.Fprintln(w)
+			fmt.Fprintln(tw, "NODE\tFORWARDED PPS\tIP DISCARDS\tCPUS\tBUSY %\tCONNTRACK\t")
+			header = true
+		}
+		fmt.Fprintf(tw, "%s\t%.0f\t%d\t%s\t%.1f\t%s\t\n", n.Node, n.ForwardedPPS, n.Discards, n.CPUs, n.Busy, conntrackText(n.Conntrack))
+	}
+	tw.Flush()
+}
+
+// conntrackText is a node's conntrack figures in a cell.
+func conntrackText(ct map[string]uint64) string {
+	if ct == nil {
+		return "-"
+	}
+	var keys []string
+	for k := range ct {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var parts []string
+	for _, k := range keys {
+		parts = append(parts, fmt.Sprintf("%s %d", k, ct[k]))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Line says in a line what the bench does or did: its run, the rate the
+// last hop received in its last interval, and how it ended.
+func (b *BenchStatus) Line() string {
+	state := "running"
+	if !b.Running {
+		state = "ended"
+	}
+	s := fmt.Sprintf("bench (pid %d) %s: %s", b.PID, state, b.Traffic)
+	if e := b.Last; e != nil && len(e.Hops) > 0 {
+		last := e.Hops[len(e.Hops)-1]
+		s += fmt.Sprintf(", %d-byte frames, %.1f s in: %s:%s received %.0f pps", e.Frame, e.At, last.Node, last.Interface, last.RxPPS)
+	}
+	if e := b.End; e != nil {
+		switch {
+		case e.Error != "":
+			s += "; failed: " + e.Error
+		case len(e.Verdicts) > 0:
+			s += "; " + strings.Join(e.Verdicts, "; ")
+		}
+	}
+	return s
+}

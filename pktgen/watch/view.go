@@ -1,0 +1,131 @@
+package watch
+
+import (
+	"cmp"
+	"slices"
+	"time"
+
+	"github.com/nslab/nslab/pktgen/kstat"
+	"github.com/nslab/nslab/pktgen/report"
+	"github.com/nslab/nslab/pktgen/sample"
+)
+
+// View is what happened between two snapshots, as the live views show
+// it: rates per second over the interval, and counts of drops in it.
+type View struct {
+	Lab        string              `json:"lab"`
+	Time       time.Time           `json:"time"`
+	Interval   float64             `json:"interval"` // s between the two readings of the interfaces
+	Interfaces []Interface         `json:"interfaces"`
+	CPU        []report.CPUUse     `json:"cpu"`
+	Softnet    []report.SoftnetCPU `json:"softnet"`
+	Nodes      []Node              `json:"nodes"`
+	Bench      *BenchStatus        `json:"bench,omitempty"`
+}
+
+// Interface is one interface over the interval: its rates (counter
+// bytes: L2 without FCS), the packets dropped in it (rx and tx dropped,
+// rx missed; its qdisc's drops apart), and its counters now.
+type Interface struct {
+	Node       string          `json:"node"`
+	Interface  string          `json:"interface"`
+	RxPPS      float64         `json:"rx_pps"`
+	TxPPS      float64         `json:"tx_pps"`
+	RxMbps     float64         `json:"rx_mbps"`
+	TxMbps     float64         `json:"tx_mbps"`
+	RxDrops    uint64          `json:"rx_drops"`
+	TxDrops    uint64          `json:"tx_drops"`
+	QdiscDrops uint64          `json:"qdisc_drops"`
+	Counters   sample.Counters `json:"counters"`
+}
+
+// Drops are all the interface's drops in the interval.
+func (i Interface) Drops() uint64 { return i.RxDrops + i.TxDrops + i.QdiscDrops }
+
+// Node is one node over the interval: datagrams it forwarded per second,
+// packets its IP layer discarded (the IP MIB's discard counters), its
+// connection tracking (entries now; drops and failed inserts in the
+// interval; nil without conntrack or when it tracks nothing), and the
+// busy share of its CPUs (the placement's; every CPU when unplaced).
+type Node struct {
+	Node         string            `json:"node"`
+	ForwardedPPS float64           `json:"forwarded_pps"`
+	Discards     uint64            `json:"discards"`
+	Conntrack    map[string]uint64 `json:"conntrack,omitempty"`
+	CPUs         string            `json:"cpus"` // kernel list format, or "all"
+	Busy         float64           `json:"busy_pct"`
+}
+
+// conntrackShown are the conntrack statistics a view shows: entries is a
+// level, the others are counted over the interval.
+var conntrackShown = []string{"entries", "drop", "early_drop", "insert_failed", "invalid"}
+
+// Delta is the view of the interval from a to b.
+func (w *Lab) Delta(a, b *Snapshot) *View {
+	v := &View{Lab: w.Name, Time: b.Time, Interval: (b.Interfaces.At - a.Interfaces.At).Seconds(), Bench: b.Bench,
+		CPU: report.CPUUses(a.CPU, b.CPU), Softnet: report.SoftnetUses(a.Softnet, b.Softnet)}
+	for i, r := range sample.Rates(a.Interfaces, b.Interfaces) {
+		t, c := w.targets[i], b.Interfaces.Counters[i]
+		d := c.Sub(a.Interfaces.Counters[i])
+		v.Interfaces = append(v.Interfaces, Interface{Node: t.Node, Interface: t.Interface, RxPPS: r.RxPPS, TxPPS: r.TxPPS, RxMbps: r.RxMbps, TxMbps: r.TxMbps,
+			RxDrops: d.RxDropped + d.RxMissed, TxDrops: d.TxDropped, QdiscDrops: d.QdiscDrops, Counters: c})
+	}
+	for _, n := range w.Spec.Nodes {
+		x, okA := a.Nodes[n.Name]
+		y, okB := b.Nodes[n.Name]
+		if okA && okB {
+			v.Nodes = append(v.Nodes, w.node(n.Name, x, y, v))
+		}
+	}
+	return v
+}
+
+// node is one node's part of view v.
+func (w *Lab) node(name string, a, b NodeCounters, v *View) Node {
+	out := Node{Node: name, CPUs: "all"}
+	if v.Interval > 0 {
+		fw := b.MIB[kstat.ForwardedKey(false)] - a.MIB[kstat.ForwardedKey(false)] + b.MIB[kstat.ForwardedKey(true)] - a.MIB[kstat.ForwardedKey(true)]
+		out.ForwardedPPS = float64(fw) / v.Interval
+	}
+	for _, k := range kstat.IPDiscards {
+		out.Discards += b.MIB[k] - a.MIB[k]
+	}
+	if b.Conntrack != nil && (w.Spec.Node(name).NAT != nil || b.Conntrack["entries"] > 0) {
+		out.Conntrack = map[string]uint64{}
+		for _, k := range conntrackShown {
+			out.Conntrack[k] = b.Conntrack[k] - a.Conntrack[k]
+		}
+		out.Conntrack["entries"] = b.Conntrack["entries"]
+	}
+	n := w.Spec.Node(name)
+	var busy, count float64
+	for _, c := range v.CPU {
+		if !n.Placed() || n.CPUs.Contains(c.N) {
+			busy, count = busy+c.Busy(), count+1
+		}
+	}
+	if n.Placed() {
+		out.CPUs = n.CPUs.String()
+	}
+	if count > 0 {
+		out.Busy = busy / count
+	}
+	return out
+}
+
+// Sort orders the interfaces by key: "node" (the file's order of nodes,
+// each node's interfaces as the kernel lists them), "rx" or "tx" (packet
+// rate, highest first) or "drops" (highest first).
+func (v *View) Sort(key string) {
+	by := map[string]func(Interface) float64{
+		"rx": func(i Interface) float64 { return i.RxPPS }, "tx": func(i Interface) float64 { return i.TxPPS },
+		"drops": func(i Interface) float64 { return float64(i.Drops()) },
+	}[key]
+	if by == nil {
+		return // "node": Delta's order
+	}
+	slices.SortStableFunc(v.Interfaces, func(x, y Interface) int { return cmp.Compare(by(y), by(x)) })
+}
+
+// SortKeys are the keys Sort takes, in the order a key press cycles them.
+var SortKeys = []string{"node", "rx", "tx", "drops"}

@@ -1,0 +1,75 @@
+package web
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/nslab/nslab/pktgen/metrics"
+	"github.com/nslab/nslab/topology/lab"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+// ServePage serves the live page of lab name on addr, sampled every
+// interval, until ctx ends; it says where on w. The lab's namespaces are
+// closed before it returns.
+func ServePage(ctx context.Context, m *lab.Manager, name, addr string, interval time.Duration, w io.Writer) error {
+	s, err := New(m, name, interval)
+	if err != nil {
+		return err
+	}
+	sampling, stop := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { s.Sample(sampling); close(done) }()
+	defer func() { stop(); <-done; s.Close() }() // the sampler stops reading before the lab is closed
+	return serve(ctx, addr, s.Handler(), w, fmt.Sprintf("lab %s: http://%s/", name, addr))
+}
+
+// ServeMetrics serves /metrics of the labs named (none: every deployed
+// lab) on addr until ctx ends, closing each lab's namespaces within a
+// second of its destroy.
+func ServeMetrics(ctx context.Context, m *lab.Manager, labs []string, addr string, w io.Writer) error {
+	col := metrics.New(m, labs...)
+	defer col.Close()
+	pruning, stop := context.WithCancel(ctx)
+	defer stop()
+	go col.PruneEvery(pruning, time.Second)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(col)
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{EnableOpenMetrics: true}))
+	what := "every deployed lab"
+	if len(labs) > 0 {
+		what = fmt.Sprintf("labs %v", labs)
+	}
+	return serve(ctx, addr, mux, w, fmt.Sprintf("the metrics of %s: http://%s/metrics", what, addr))
+}
+
+// serve serves h on addr until ctx ends (Ctrl-C, SIGTERM), then shuts
+// down: connections (a page's event stream too) are closed.
+func serve(ctx context.Context, addr string, h http.Handler, w io.Writer, what string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
+	fmt.Fprintf(w, "nslab: serving %s\n", what)
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	select {
+	case err := <-done:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shut); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("shut down: %w", err)
+	}
+	return nil
+}
