@@ -90,17 +90,33 @@ func New(r *lab.Running, targets []Target) (*Sampler, error) {
 		}
 		s.handles = append(s.handles, n.Handle)
 		s.indexes = append(s.indexes, l.Attrs().Index)
-		// Only interfaces with a qdisc of their own cost a second read.
-		st, err := qdisc.Read(n.Handle, l)
+	}
+	s.links = make([]netlink.Link, len(targets))
+	if err := s.FindQdiscs(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// FindQdiscs looks again for each target's own root qdisc (an impairment
+// set or cleared since), so that Read reads the drops of those that have
+// one. Only interfaces with a qdisc of their own cost Read a second read.
+func (s *Sampler) FindQdiscs() error {
+	for i, h := range s.handles {
+		l, err := h.LinkByIndex(s.indexes[i])
 		if err != nil {
-			return nil, fmt.Errorf("sample %s: %w", t, err)
+			return fmt.Errorf("sample %s: %w", s.Targets[i], err)
+		}
+		st, err := qdisc.Read(h, l)
+		if err != nil {
+			return fmt.Errorf("sample %s: %w", s.Targets[i], err)
 		}
 		if st == nil {
 			l = nil
 		}
-		s.links = append(s.links, l)
+		s.links[i] = l
 	}
-	return s, nil
+	return nil
 }
 
 // Read samples every target once.

@@ -33,8 +33,14 @@ type Lab struct {
 	started time.Time // the deploy's start in its state file: a redeploy is another lab
 	targets []sample.Target
 	sampler *sample.Sampler
+	qdiscs  time.Time // when the sampler last looked for impairments
 	bench   *benchTail
 }
+
+// qdiscEvery is how often a watched lab looks again for its interfaces'
+// impairments (nslab impair while a view runs): a netlink dump per
+// interface, too dear for every sample.
+const qdiscEvery = 5 * time.Second
 
 // Open opens deployed lab name: its nodes' namespaces and every interface
 // in them but lo.
@@ -82,6 +88,7 @@ func (w *Lab) findInterfaces() error {
 	}
 	var err error
 	w.sampler, err = sample.New(w.run, w.targets)
+	w.qdiscs = time.Now()
 	return err
 }
 
@@ -130,6 +137,12 @@ func (w *Lab) Read() (*Snapshot, error) {
 	if w.run == nil || !w.Present() {
 		w.Close()
 		return nil, fmt.Errorf("lab %s: %w", w.Name, ErrGone)
+	}
+	if time.Since(w.qdiscs) >= qdiscEvery {
+		if err := w.sampler.FindQdiscs(); err != nil {
+			return nil, fmt.Errorf("lab %s: %w", w.Name, err)
+		}
+		w.qdiscs = time.Now()
 	}
 	smp, err := w.sampler.Read()
 	if err != nil {

@@ -138,7 +138,6 @@ func TestPrivilegedWatch(t *testing.T) {
 			}
 		}
 	}()
-	defer close(stop)
 	for range 5 {
 		before, _ := h.LinkByName("veth1")
 		s, err := w.Read()
@@ -152,10 +151,38 @@ func TestPrivilegedWatch(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+	close(stop)
+	impairedDrops(t, m, l, w)
 	if _, err := m.Destroy(name); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := w.Read(); !errors.Is(err, ErrGone) || w.run != nil {
 		t.Fatalf("after destroy: %v, lab still open: %v", err, w.run != nil)
+	}
+}
+
+// impairedDrops: an impairment set while the lab is watched (nslab impair
+// while top runs) is found, and the packets it drops are counted.
+func impairedDrops(t *testing.T, m *lab.Manager, l *spec.Lab, w *Lab) {
+	r, err := m.Open(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	if err := r.Impair(spec.Endpoint{Node: "ns1", Interface: "veth1"}, &spec.Impair{Rate: 8000, Limit: 2}); err != nil {
+		t.Fatal(err)
+	}
+	w.qdiscs = time.Time{} // as if qdiscEvery had passed
+	a, err := w.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	labtest.Ping(m.NetnsDirOrDefault(), l.Namespace("ns1"), l.Node("ns3").Interfaces[0].Addresses[0].Addr(), 200, time.Millisecond)
+	b, err := w.Read()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := b.Interfaces.Counters[0].Sub(a.Interfaces.Counters[0]).QdiscDrops; d == 0 {
+		t.Fatalf("200 pings through a tbf of 8 kbit/s and 2 packets: no qdisc drop counted (%+v)", b.Interfaces.Counters[0])
 	}
 }
