@@ -63,7 +63,7 @@ var verbHelp = map[string]struct {
 		"--once prints one interval's reading, as a table or JSON, for scripts.",
 		[]string{"nslab top", "nslab top crs --sort drops", "nslab top --once --format json crs"}},
 	"web": {"Serves a page of a deployed lab on --listen (loopback unless named): the lab's drawing with each link\n" +
-		"labelled and coloured by its live rates and drops, with a sparkline, each node coloured by its CPUs' use,\n" +
+		"labelled and coloured by its live rates and drops, with a sparkline, each placed node coloured by its CPUs,\n" +
 		"each CPU's softirq, steal and backlog drops, and the bench that runs on the lab, with its report and\n" +
 		"verdict when it ends; /metrics as nslab metrics serves it. Server-sent events feed the page; everything\n" +
 		"it loads comes from the server. It closes the lab's namespaces when the lab is destroyed, and picks the\n" +

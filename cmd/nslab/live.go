@@ -41,7 +41,10 @@ func openLive(m *lab.Manager, labName, target string, stdout io.Writer) (*liveSi
 		paths = append(paths, target)
 	}
 	for _, path := range paths {
-		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		// O_APPEND: a second bench on the lab truncates the file; this
+		// one's lines then still go to its end, never past it (a hole of
+		// zeros no reader could parse).
+		f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC|os.O_APPEND, 0o644)
 		if err != nil {
 			_ = s.Close() // nothing written yet; the open's error is the one to give
 			return nil, fmt.Errorf("live stream: %w", err)

@@ -22,17 +22,18 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 	"github.com/nslab/nslab/pktgen/report"
+	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/labtest"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 )
 
-// liveLab deploys the client-router-server example under a random name
-// and returns its file, name and namespace prefix (ns1 is PREFIXns1).
-func liveLab(t *testing.T, c *runner) (path, name string) {
+// liveLab deploys the client-router-server example (or the one named)
+// under a random name and returns its file and name.
+func liveLab(t *testing.T, c *runner, example ...string) (path, name string) {
 	t.Helper()
-	path, name = labFile(t, "client-router-server.yaml")
+	path, name = labFile(t, append(example, "client-router-server.yaml")[0])
 	if code, _, errOut := c.run("deploy", path); code != 0 {
 		t.Fatalf("deploy: %d %s", code, errOut)
 	}
@@ -468,7 +469,7 @@ func TestPrivilegedWebChromium(t *testing.T) {
 	labtest.SkipUnlessRoot(t)
 	c := newCLI(t)
 	withWebHelper(t, c)
-	path, name := liveLab(t, c)
+	path, name := liveLab(t, c, "forwarding-benchmark.yaml") // its router is placed: the page colours it
 	addr := freePort(t)
 	startServer(t, c, addr, "/", "web", name, "--interval", "500ms")
 	ctx, urls := browser(t)
@@ -491,7 +492,7 @@ func TestPrivilegedWebChromium(t *testing.T) {
 		}
 		if f, _ := strconv.ParseFloat(v, 64); f > 0 {
 			seen = append(seen, f)
-			if len(seen) == 6 {
+			if len(seen) == 10 {
 				if shot, err = chromedp.Run(ctx, chromedp.FullScreenshot(100)); err != nil {
 					t.Fatal(err)
 				}
@@ -526,5 +527,35 @@ func TestPrivilegedWebChromium(t *testing.T) {
 		if err := os.WriteFile(p, shot, 0o644); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestLiveFileAfterTruncate: a second bench on the lab truncates the live
+// file; the first one's next line goes to its end, with no hole of zeros
+// before it that a reader would stop at.
+func TestLiveFileAfterTruncate(t *testing.T) {
+	m := &lab.Manager{StateDir: t.TempDir()}
+	s, err := openLive(m, "x", "", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.send(report.LiveEvent{Type: report.LiveStart, Traffic: "a"})
+	s.send(report.LiveEvent{Type: report.LiveInterval, Traffic: "a", At: 1})
+	if err := os.Truncate(m.LiveFile("x"), 0); err != nil { // as the second bench opens it
+		t.Fatal(err)
+	}
+	s.send(report.LiveEvent{Type: report.LiveInterval, Traffic: "a", At: 2})
+	data, err := os.ReadFile(m.LiveFile("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bytes.IndexByte(data, 0) >= 0 || len(report.ReadLive(bytes.NewReader(data))) != 1 {
+		t.Fatalf("after the truncation: %q", data)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(m.LiveFile("x")); !os.IsNotExist(err) {
+		t.Fatalf("the live file of a lab that is not deployed stays: %v", err)
 	}
 }

@@ -54,6 +54,10 @@ type Node struct {
 	Conntrack    map[string]uint64 `json:"conntrack,omitempty"`
 	CPUs         string            `json:"cpus"` // kernel list format, or "all"
 	Busy         float64           `json:"busy_pct"`
+	// Placed: the node's receive work is placed on CPUs, so Busy is
+	// theirs; unplaced, it runs on whichever CPU sends to it, and Busy is
+	// every CPU's average, which says nothing of this node.
+	Placed bool `json:"placed"`
 }
 
 // conntrackShown are the conntrack statistics a view shows: entries is a
@@ -105,7 +109,7 @@ func (w *Lab) node(name string, a, b NodeCounters, v *View) Node {
 		}
 	}
 	if n.Placed() {
-		out.CPUs = n.CPUs.String()
+		out.CPUs, out.Placed = n.CPUs.String(), true
 	}
 	if count > 0 {
 		out.Busy = busy / count

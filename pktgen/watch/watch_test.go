@@ -81,7 +81,7 @@ func TestDelta(t *testing.T) {
 		t.Fatalf("interfaces: %+v", v.Interfaces)
 	}
 	r := v.Nodes[1]
-	if r.Node != "r" || r.ForwardedPPS != 1000 || r.Discards != 3 || r.CPUs != "1" || r.Busy != 50 || v.Nodes[0].Busy != 25 {
+	if r.Node != "r" || r.ForwardedPPS != 1000 || r.Discards != 3 || r.CPUs != "1" || r.Busy != 50 || !r.Placed || v.Nodes[0].Busy != 25 || v.Nodes[0].Placed {
 		t.Fatalf("nodes: %+v", v.Nodes)
 	}
 	v.Sort("drops")

@@ -57,7 +57,7 @@ func serve(ctx context.Context, addr string, h http.Handler, w io.Writer, what s
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
+	srv := &http.Server{Handler: SameHost(addr, h), ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
 	fmt.Fprintf(w, "nslab: serving %s\n", what)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()

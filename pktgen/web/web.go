@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
+	"net"
 	"net/http"
 	"sync"
 	"time"
@@ -220,4 +221,27 @@ func (s *Server) Sample(ctx context.Context) {
 		case <-tick.C:
 		}
 	}
+}
+
+// SameHost refuses a request whose Host header names another host than
+// the address served, when that is loopback: a page of another site that
+// a browser on this machine loads could otherwise read the lab's view
+// through a name that resolves to 127.0.0.1 (DNS rebinding). A server on
+// a non-loopback address, named by --listen, answers any name.
+func SameHost(addr string, h http.Handler) http.Handler {
+	host, _, err := net.SplitHostPort(addr)
+	if ip := net.ParseIP(host); err != nil || (host != "localhost" && (ip == nil || !ip.IsLoopback())) {
+		return h
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		name := r.Host
+		if hn, _, err := net.SplitHostPort(r.Host); err == nil {
+			name = hn
+		}
+		if ip := net.ParseIP(name); name != "localhost" && (ip == nil || !ip.IsLoopback()) {
+			http.Error(w, fmt.Sprintf("this server answers %s on loopback only, not %s", addr, r.Host), http.StatusForbidden)
+			return
+		}
+		h.ServeHTTP(w, r)
+	})
 }

@@ -8,7 +8,7 @@ import (
 
 // SVG geometry, in pixels.
 const (
-	svgBoxW   = 230 // a box's width
+	svgBoxW   = 260 // a box's width
 	svgColGap = 190 // between columns: room for a link's label and sparkline
 	svgRowH   = 16  // a row of text
 	svgHeadH  = 38  // a box's title and note
@@ -94,9 +94,9 @@ func svgBox(b *strings.Builder, box *Box, p point) {
 	fmt.Fprintf(b, `<g id="node-%s" class="%s" data-node="%s">`+"\n", html.EscapeString(box.ID), class, html.EscapeString(box.ID))
 	fmt.Fprintf(b, `<rect x="%d" y="%d" width="%d" height="%d" rx="6" fill="#ffffff" stroke="#444"/>`+"\n", p.x, p.y, svgBoxW, svgBoxHeight(box))
 	fmt.Fprintf(b, `<text x="%d" y="%d" font-weight="bold" font-size="14">%s</text>`+"\n", p.x+8, p.y+16, html.EscapeString(box.Title))
-	fmt.Fprintf(b, `<text x="%d" y="%d" fill="#555" class="note">%s</text>`+"\n", p.x+8, p.y+31, html.EscapeString(clip(box.Note, 30)))
+	fmt.Fprintf(b, `<text x="%d" y="%d" fill="#555" class="note">%s</text>`+"\n", p.x+8, p.y+31, html.EscapeString(clip(box.Note, 36)))
 	for i, r := range svgRows(box) {
-		fmt.Fprintf(b, `<text x="%d" y="%d">%s</text>`+"\n", p.x+8, p.y+svgHeadH+i*svgRowH+12, html.EscapeString(clip(r.Text, 30)))
+		fmt.Fprintf(b, `<text x="%d" y="%d">%s</text>`+"\n", p.x+8, p.y+svgHeadH+i*svgRowH+12, html.EscapeString(clip(r.Text, 36)))
 	}
 	b.WriteString("</g>\n")
 }

@@ -46,12 +46,14 @@ function updateNodes(nodes) {
     const g = document.getElementById("node-" + n.node);
     if (!g) return;
     const rect = g.querySelector("rect");
-    rect.setAttribute("fill", "hsl(0, 80%, " + (100 - n.busy_pct / 2).toFixed(0) + "%)");
-    g.dataset.busy = n.busy_pct.toFixed(1);
+    // Only a placed node's CPUs are its own: an unplaced node's work runs
+    // on whichever CPU sends to it, so it is not coloured.
+    rect.setAttribute("fill", n.placed ? "hsl(0, 80%, " + (100 - n.busy_pct / 2).toFixed(0) + "%)" : "#ffffff");
+    g.dataset.busy = n.placed ? n.busy_pct.toFixed(1) : "";
     let title = g.querySelector("title");
     if (!title) { title = document.createElementNS("http://www.w3.org/2000/svg", "title"); g.appendChild(title); }
-    title.textContent = n.node + ": CPUs " + n.cpus + " " + n.busy_pct.toFixed(0) + "% busy, forwarded " +
-      fmtRate(n.forwarded_pps) + ", " + n.discards + " IP discards";
+    const cpu = n.placed ? "CPUs " + n.cpus + " " + n.busy_pct.toFixed(0) + "% busy" : "not placed (its work runs on the CPU that sends to it)";
+    title.textContent = n.node + ": " + cpu + ", forwarded " + fmtRate(n.forwarded_pps) + ", " + n.discards + " IP discards";
   });
 }
 
