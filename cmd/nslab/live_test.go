@@ -95,6 +95,41 @@ func TestPrivilegedBenchLive(t *testing.T) {
 	}
 }
 
+// duringBench runs a 6 s bench of the lab's forward run at 20 kpps and
+// calls read every 0.5 s while it runs; it checks that at least two of
+// the positive rates read are within 10% of the bench report's, and
+// returns them and the report's rate.
+func duringBench(t *testing.T, c *runner, path, what string, read func() float64) ([]float64, float64) {
+	t.Helper()
+	bench := c.cmd("bench", "--traffic", "forward", "--rate", "20kpps", "--duration", "6s", "--format", "json", path)
+	var out bytes.Buffer
+	bench.Stdout = &out
+	if err := bench.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var seen []float64
+	for deadline := time.Now().Add(7 * time.Second); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+		if v := read(); v > 0 {
+			seen = append(seen, v)
+		}
+	}
+	if err := bench.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	pps := benchPPS(t, out.String())
+	agree := 0
+	for _, v := range seen {
+		if within(v, pps, 0.1) {
+			agree++
+		}
+	}
+	if agree < 2 {
+		t.Fatalf("%s read %v pps: fewer than two within 10%% of the report's %.0f", what, seen, pps)
+	}
+	t.Logf("%s during the bench: %v pps; the report's %.0f", what, seen, pps)
+	return seen, pps
+}
+
 // tmux runs a private tmux server for one test.
 type tmux struct {
 	t      *testing.T
@@ -138,32 +173,10 @@ func TestPrivilegedTopTmux(t *testing.T) {
 	x := newTmux(t)
 	x.do("new-session", "-d", "-s", "top", "-x", "160", "-y", "50",
 		fmt.Sprintf("env NSLAB_RUN_MAIN=1 NSLAB_STATE_DIR=%s %s top %s", c.stateDir, c.bin, name))
-	bench := c.cmd("bench", "--traffic", "forward", "--rate", "20kpps", "--duration", "6s", "--format", "json", path)
-	var out bytes.Buffer
-	bench.Stdout = &out
-	if err := bench.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var seen []float64
-	for deadline := time.Now().Add(7 * time.Second); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
-		if v, ok := topRate(x.do("capture-pane", "-p", "-t", "top"), "ns2", "veth1-peer"); ok && v > 0 {
-			seen = append(seen, v)
-		}
-	}
-	if err := bench.Wait(); err != nil {
-		t.Fatal(err)
-	}
-	pps := benchPPS(t, out.String())
-	agree := 0
-	for _, v := range seen {
-		if within(v, pps, 0.1) {
-			agree++
-		}
-	}
-	if agree < 2 {
-		t.Fatalf("top's router ingress rates %v: fewer than two within 10%% of the report's %.0f pps", seen, pps)
-	}
-	t.Logf("top's ns2:veth1-peer rx pps during the bench %v; the report's %.0f", seen, pps)
+	duringBench(t, c, path, "top's router ingress (ns2:veth1-peer)", func() float64 {
+		v, _ := topRate(x.do("capture-pane", "-p", "-t", "top"), "ns2", "veth1-peer")
+		return v
+	})
 	// A key press changes the sort, and says so.
 	x.do("send-keys", "-t", "top", "d")
 	time.Sleep(300 * time.Millisecond)
@@ -477,42 +490,23 @@ func TestPrivilegedWebChromium(t *testing.T) {
 		chromedp.WaitVisible(chromedp.CSS(`body[data-views]`))); err != nil {
 		t.Fatalf("load the page: %v", err)
 	}
-	bench := c.cmd("bench", "--traffic", "forward", "--rate", "20kpps", "--duration", "6s", "--format", "json", path)
-	var out bytes.Buffer
-	bench.Stdout = &out
-	if err := bench.Start(); err != nil {
-		t.Fatal(err)
-	}
-	var seen []float64
 	var shot []byte
-	for deadline := time.Now().Add(7 * time.Second); time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
+	positive := 0
+	duringBench(t, c, path, "the first link's label", func() float64 {
 		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("label-0").dataset.abPps || "0"`))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if f, _ := strconv.ParseFloat(v, 64); f > 0 {
-			seen = append(seen, f)
-			if len(seen) == 10 {
+		f, _ := strconv.ParseFloat(v, 64)
+		if f > 0 {
+			if positive++; positive == 10 { // 5 s into the bench: its sparklines have a history
 				if shot, err = chromedp.Run(ctx, chromedp.FullScreenshot(100)); err != nil {
 					t.Fatal(err)
 				}
 			}
 		}
-	}
-	if err := bench.Wait(); err != nil {
-		t.Fatal(err)
-	}
-	pps := benchPPS(t, out.String())
-	agree := 0
-	for _, v := range seen {
-		if within(v, pps, 0.1) {
-			agree++
-		}
-	}
-	if agree < 2 {
-		t.Fatalf("the first link's label read %v pps: fewer than two within 10%% of the report's %.0f", seen, pps)
-	}
-	t.Logf("the first link's label during the bench: %v pps; the report's %.0f", seen, pps)
+		return f
+	})
 	time.Sleep(1500 * time.Millisecond) // the bench's end line, sampled
 	verdict, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("bench")))
 	if err != nil || !strings.Contains(verdict, "verdict:") {
