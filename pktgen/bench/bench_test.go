@@ -174,6 +174,7 @@ func placedCRS(t *testing.T) (*lab.Running, int, int) {
 // verdict naming the router, and every hop number the test's own.
 func TestPrivilegedRouterLimited(t *testing.T) {
 	r, sender, router := placedCRS(t)
+	overloadable(t)
 	b := newBench(t, r, func(tr *spec.Traffic) {
 		tr.Duration, tr.Count, tr.RatePPS, tr.Engine, tr.CPUs = 2*time.Second, 0, 0, "userspace", spec.CPUSet{sender}
 	}, Options{Interval: 200 * time.Millisecond})
