@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -52,21 +53,12 @@ func readTop(c *cli.Context) (*topOptions, error) {
 	if o.Format != "table" && o.Format != "json" {
 		return nil, cli.Exit(fmt.Sprintf("--format %s: use table or json", o.Format), 2)
 	}
-	if !validSort(o.Sort) {
+	if !slices.Contains(watch.SortKeys, o.Sort) {
 		return nil, cli.Exit(fmt.Sprintf("--sort %s: use %s", o.Sort, strings.Join(watch.SortKeys, ", ")), 2)
 	}
 	var err error
 	o.Lab, err = watchedLabArg(c)
 	return o, err
-}
-
-func validSort(key string) bool {
-	for _, k := range watch.SortKeys {
-		if k == key {
-			return true
-		}
-	}
-	return false
 }
 
 // watchedLabArg is the lab a live view watches: the LAB operand (a lab's
@@ -105,16 +97,23 @@ func onlyLab(m *lab.Manager) (string, error) {
 	return "", cli.Exit(fmt.Sprintf("%d labs are deployed (%s): name one", len(names), strings.Join(names, ", ")), 2)
 }
 
-// openWatched opens the lab o names, or the one deployed.
-func openWatched(m *lab.Manager, name string) (*watch.Lab, error) {
+// labToWatch checks the privileges a live view needs and names the lab it
+// watches: name, or the one deployed when name is "".
+func labToWatch(m *lab.Manager, name string) (string, error) {
 	if err := lab.CheckPrivileges(); err != nil {
-		return nil, err
+		return "", err
 	}
-	if name == "" {
-		var err error
-		if name, err = onlyLab(m); err != nil {
-			return nil, err
-		}
+	if name != "" {
+		return name, nil
+	}
+	return onlyLab(m)
+}
+
+// openWatched opens the lab named, or the one deployed.
+func openWatched(m *lab.Manager, name string) (*watch.Lab, error) {
+	name, err := labToWatch(m, name)
+	if err != nil {
+		return nil, err
 	}
 	return watch.Open(m, name)
 }

@@ -75,15 +75,9 @@ const webHelperName = "nslab-web"
 
 // runWeb checks what can be checked here and becomes the helper.
 func runWeb(_ context.Context, o *webOptions) error {
-	if err := lab.CheckPrivileges(); err != nil {
+	name, err := labToWatch(o.Manager, o.Lab)
+	if err != nil {
 		return err
-	}
-	name := o.Lab
-	if name == "" {
-		var err error
-		if name, err = onlyLab(o.Manager); err != nil {
-			return err
-		}
 	}
 	if _, err := o.Manager.Recorded(name); err != nil {
 		return err

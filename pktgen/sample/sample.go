@@ -79,7 +79,8 @@ type Sampler struct {
 // the handles are the lab's.
 func New(r *lab.Running, targets []Target) (*Sampler, error) {
 	s := &Sampler{Targets: targets, start: time.Now()}
-	for _, t := range targets {
+	links := make([]netlink.Link, len(targets))
+	for i, t := range targets {
 		n := r.Node(t.Node)
 		if n == nil {
 			return nil, fmt.Errorf("sample %s: no node %s in lab %s", t, t.Node, r.Lab.Name)
@@ -90,9 +91,9 @@ func New(r *lab.Running, targets []Target) (*Sampler, error) {
 		}
 		s.handles = append(s.handles, n.Handle)
 		s.indexes = append(s.indexes, l.Attrs().Index)
+		links[i] = l
 	}
-	s.links = make([]netlink.Link, len(targets))
-	if err := s.FindQdiscs(); err != nil {
+	if err := s.findQdiscs(links); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -100,21 +101,31 @@ func New(r *lab.Running, targets []Target) (*Sampler, error) {
 
 // FindQdiscs looks again for each target's own root qdisc (an impairment
 // set or cleared since), so that Read reads the drops of those that have
-// one. Only interfaces with a qdisc of their own cost Read a second read.
+// one.
 func (s *Sampler) FindQdiscs() error {
+	links := make([]netlink.Link, len(s.handles))
 	for i, h := range s.handles {
 		l, err := h.LinkByIndex(s.indexes[i])
 		if err != nil {
 			return fmt.Errorf("sample %s: %w", s.Targets[i], err)
 		}
-		st, err := qdisc.Read(h, l)
+		links[i] = l
+	}
+	return s.findQdiscs(links)
+}
+
+// findQdiscs keeps, of the targets' links, those with a root qdisc of
+// their own: only they cost Read a second read.
+func (s *Sampler) findQdiscs(links []netlink.Link) error {
+	s.links = make([]netlink.Link, len(links))
+	for i, l := range links {
+		st, err := qdisc.Read(s.handles[i], l)
 		if err != nil {
 			return fmt.Errorf("sample %s: %w", s.Targets[i], err)
 		}
-		if st == nil {
-			l = nil
+		if st != nil {
+			s.links[i] = l
 		}
-		s.links[i] = l
 	}
 	return nil
 }

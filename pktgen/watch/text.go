@@ -3,7 +3,8 @@ package watch
 import (
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 )
@@ -59,13 +60,8 @@ func conntrackText(ct map[string]uint64) string {
 	if ct == nil {
 		return "-"
 	}
-	var keys []string
-	for k := range ct {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
 	var parts []string
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(ct)) {
 		parts = append(parts, fmt.Sprintf("%s %d", k, ct[k]))
 	}
 	return strings.Join(parts, ", ")

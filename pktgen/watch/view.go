@@ -86,6 +86,7 @@ func (w *Lab) Delta(a, b *Snapshot) *View {
 
 // node is one node's part of view v.
 func (w *Lab) node(name string, a, b NodeCounters, v *View) Node {
+	n := w.Spec.Node(name)
 	out := Node{Node: name, CPUs: "all"}
 	if v.Interval > 0 {
 		fw := b.MIB[kstat.ForwardedKey(false)] - a.MIB[kstat.ForwardedKey(false)] + b.MIB[kstat.ForwardedKey(true)] - a.MIB[kstat.ForwardedKey(true)]
@@ -94,14 +95,13 @@ func (w *Lab) node(name string, a, b NodeCounters, v *View) Node {
 	for _, k := range kstat.IPDiscards {
 		out.Discards += b.MIB[k] - a.MIB[k]
 	}
-	if b.Conntrack != nil && (w.Spec.Node(name).NAT != nil || b.Conntrack["entries"] > 0) {
+	if b.Conntrack != nil && (n.NAT != nil || b.Conntrack["entries"] > 0) {
 		out.Conntrack = map[string]uint64{}
 		for _, k := range conntrackShown {
 			out.Conntrack[k] = b.Conntrack[k] - a.Conntrack[k]
 		}
 		out.Conntrack["entries"] = b.Conntrack["entries"]
 	}
-	n := w.Spec.Node(name)
 	var busy, count float64
 	for _, c := range v.CPU {
 		if !n.Placed() || n.CPUs.Contains(c.N) {

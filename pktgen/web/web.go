@@ -229,8 +229,7 @@ func (s *Server) Sample(ctx context.Context) {
 // through a name that resolves to 127.0.0.1 (DNS rebinding). A server on
 // a non-loopback address, named by --listen, answers any name.
 func SameHost(addr string, h http.Handler) http.Handler {
-	host, _, err := net.SplitHostPort(addr)
-	if ip := net.ParseIP(host); err != nil || (host != "localhost" && (ip == nil || !ip.IsLoopback())) {
+	if host, _, err := net.SplitHostPort(addr); err != nil || !loopback(host) {
 		return h
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -238,10 +237,16 @@ func SameHost(addr string, h http.Handler) http.Handler {
 		if hn, _, err := net.SplitHostPort(r.Host); err == nil {
 			name = hn
 		}
-		if ip := net.ParseIP(name); name != "localhost" && (ip == nil || !ip.IsLoopback()) {
+		if !loopback(name) {
 			http.Error(w, fmt.Sprintf("this server answers %s on loopback only, not %s", addr, r.Host), http.StatusForbidden)
 			return
 		}
 		h.ServeHTTP(w, r)
 	})
+}
+
+// loopback reports whether host is localhost or a loopback address.
+func loopback(host string) bool {
+	ip := net.ParseIP(host)
+	return host == "localhost" || (ip != nil && ip.IsLoopback())
 }
