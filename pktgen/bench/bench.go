@@ -19,6 +19,7 @@ import (
 	"github.com/nslab/nslab/pktgen/receive"
 	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/pktgen/sample"
+	"github.com/nslab/nslab/pktgen/softirq"
 	"github.com/nslab/nslab/pktgen/stall"
 	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/ns"
@@ -81,6 +82,10 @@ type Bench struct {
 	watch     *stall.Watcher
 	watchCPUs []int
 	watchNote string
+	// softirq counts every CPU's softirq time for the router's cost per
+	// packet (nil: none, and softirqNote says why).
+	softirq     *softirq.Counter
+	softirqNote string
 }
 
 // New prepares a bench of traffic t on running lab r.
@@ -148,6 +153,7 @@ func (b *Bench) prepare() error {
 	}
 	b.env.Engine, b.env.EngineV = b.eng.Name(), engineVersion(b)
 	b.env.LabHash, b.env.NSLab = b.run.Lab.SHA256, b.opts.Version
+	b.openSoftirq()
 	b.startWatch() // last: nothing after it can fail and leave it running
 	return nil
 }
@@ -163,6 +169,10 @@ func (b *Bench) Close() {
 	if b.watch != nil {
 		_, _, _ = b.watch.Stop() // what each run needed it has taken
 		b.watch = nil
+	}
+	if b.softirq != nil {
+		_ = b.softirq.Close() // only file descriptors: nothing is left to undo
+		b.softirq = nil
 	}
 }
 
@@ -226,7 +236,7 @@ type running struct {
 func (b *Bench) start(t *spec.Traffic, frame int) (*running, error) {
 	st := &running{stopWatch: func() time.Duration { return 0 }}
 	var err error
-	if st.before, err = snapshot(b.meas.routers); err != nil {
+	if st.before, err = snapshot(b.meas.routers, b.softirq); err != nil {
 		return nil, err
 	}
 	if st.base, err = b.meas.baseline(); err != nil {
@@ -258,7 +268,7 @@ func (st *running) run(ctx context.Context, eng engine.Engine, job engine.Job) (
 func (b *Bench) finish(t *spec.Traffic, frame int, st *running, res *engine.Result, runErr error) (*report.Report, error) {
 	settle(b.meas.sampler, b.remote())
 	window := st.stopWatch()
-	after, err := snapshot(b.meas.routers)
+	after, err := snapshot(b.meas.routers, b.softirq)
 	all := st.stop()
 	if err != nil {
 		return nil, err
@@ -387,6 +397,7 @@ func (b *Bench) report(t *spec.Traffic, frame int, res *engine.Result, rd readin
 	b.place.label(rep.CPU)
 	rep.Softnet = report.SoftnetUses(rd.before.softnet, rd.after.softnet)
 	routerCounts(rep, rd.before, rd.after, t.To.Is6())
+	b.routerCost(rep, rd.before, rd.after)
 	explainDrops(rep, frame, b.meas, b.place)
 	sentPPS := 0.0
 	if res.Elapsed > 0 {

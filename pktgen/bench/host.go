@@ -2,6 +2,7 @@ package bench
 
 import (
 	"github.com/nslab/nslab/pktgen/kstat"
+	"github.com/nslab/nslab/pktgen/softirq"
 	"github.com/nslab/nslab/topology/ns"
 )
 
@@ -15,12 +16,20 @@ type hostState struct {
 	softnet map[int][]uint64
 	mib     map[string]map[string]uint64 // router node -> Ip: counter -> value
 	ct      map[string]map[string]uint64 // router node -> nf_conntrack column -> value (nil: none)
+	softirq *softirq.Reading             // every CPU's softirq time (nil: no counter)
 }
 
 // snapshot reads the host state; routers maps router nodes to their open
-// namespaces.
-func snapshot(routers map[string]*ns.NS) (hostState, error) {
+// namespaces; sc, when not nil, is the softirq time counter.
+func snapshot(routers map[string]*ns.NS, sc *softirq.Counter) (hostState, error) {
 	h := hostState{cpu: kstat.CPUTimes(), softnet: kstat.Softnet(), mib: map[string]map[string]uint64{}, ct: map[string]map[string]uint64{}}
+	if sc != nil {
+		r, err := sc.Read()
+		if err != nil {
+			return h, err
+		}
+		h.softirq = &r
+	}
 	for node, n := range routers {
 		var err error
 		if h.mib[node], h.ct[node], err = kstat.RouterCounters(n); err != nil {

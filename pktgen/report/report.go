@@ -95,7 +95,11 @@ type Report struct {
 	// routers whose conntrack saw the run.
 	Conntrack []ConntrackCounts `json:"conntrack,omitempty"`
 	Softnet   []SoftnetCPU      `json:"softnet"` // machine-wide, per CPU
-	CPU       []CPUUse          `json:"cpu"`
+	// Cost is the routers' CPU time per packet they forwarded (nil: not
+	// counted, and CostNote says why).
+	Cost     *RouterCost `json:"router_cost,omitempty"`
+	CostNote string      `json:"router_cost_note,omitempty"`
+	CPU      []CPUUse    `json:"cpu"`
 	// Stalls are the stalls of the run's CPUs while the engine ran
 	// (package stall), the first of them listed; nil when there was no
 	// probe, and StallNote says why.
