@@ -61,7 +61,10 @@ func benchCommand(run func(context.Context, *benchOptions) error) *cli.Command {
 			&cli.UintFlag{Name: "latency-every", Usage: "with --latency: read one packet in `N` (a power of two; 1: every packet, with the accounting by sequence); default: every packet, or about 1000 a second when the lab is placed"},
 			&cli.StringFlag{Name: "latency-at", Usage: "measure latency at these `FRACTIONS` of the run's rate, or of its top rate when it has none (a first run as fast as the engine goes), e.g. 10%,50%,90%"},
 			&cli.IntFlag{Name: "repeat", Value: 1, Usage: "measure (or search) every frame size `N` times, in interleaved rounds, and give each figure's median, range and confidence interval"},
-			&cli.StringFlag{Name: "variants", Usage: "measure under each of these lab `VARIANTS` (the file's variants:, and base, the lab as deployed) in alternating rounds (A B A B ..., --repeat of each, default 5), undo each after its turn, and compare each with the first as nslab compare does"},
+			&cli.StringFlag{Name: "variants", Usage: "compare these lab `VARIANTS` (the file's variants:, and base, the lab as deployed): blocks of one trial each, back to back in a random order, undone after each turn; each variant after the first is compared with the first pair by pair (signed-rank test) and a decision made (faster, slower, no change beyond --margin, or inconclusive), looking after 10, 20 and 40 pairs (--repeat N: N/4, N/2 and N) and stopping when it has decided; the figure decided on is the router's cost per packet when the traffic has a fixed rate, the rate received otherwise"},
+			&cli.StringFlag{Name: "margin", Value: "3%", Usage: "with --variants: what no change means: none larger than this `PERCENT`"},
+			&cli.DurationFlag{Name: "max-time", Usage: "with --variants: measure for at most this long (default 2m per variant compared with the first), then decide or say how many more pairs would"},
+			&cli.StringFlag{Name: "figure", Usage: "with --variants: decide on this `FIGURE` (router_ns_per_packet, pps, loss_pct, latency_p50_ns, throughput_pps, \"NDR conditional_throughput_pps\", ...)"},
 			&cli.BoolFlag{Name: "keep", Usage: "keep a lab that bench deployed"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no live lines"},
 			&cli.StringFlag{Name: "live", Usage: "write a JSON line per sampling interval (every hop's rates and drops, every CPU's use and softnet) and the bench's start and end to `FILE`, or to stdout with - (the report then goes to stderr, after the live lines)"},
@@ -176,15 +179,34 @@ func benchRequest(c *cli.Context) (bench.Request, error) {
 	if err := eventsRequest(c, &req); err != nil {
 		return req, err
 	}
-	if v := c.String("variants"); v != "" {
-		req.Variants = strings.Split(v, ",")
-		if c.IsSet("repeat") {
-			req.Repeat = c.Int("repeat")
-		} else {
-			req.Repeat = 0 // bench.VariantRounds
+	return req, variantsRequest(c, &req)
+}
+
+// variantsRequest reads --variants and the flags of its comparison into
+// req.
+func variantsRequest(c *cli.Context, req *bench.Request) error {
+	v := c.String("variants")
+	if v == "" {
+		for _, f := range []string{"margin", "max-time", "figure"} {
+			if c.IsSet(f) {
+				return cli.Exit(fmt.Sprintf("--%s goes with --variants: name the variants to compare", f), 2)
+			}
+		}
+		return nil
+	}
+	req.Variants = strings.Split(v, ",")
+	req.Repeat = 0 // bench.DefaultLooks
+	if c.IsSet("repeat") {
+		if req.Repeat = c.Int("repeat"); req.Repeat < 6 {
+			return cli.Exit(fmt.Sprintf("--repeat %d with --variants: at least 6 pairs (with fewer the signed-rank test cannot reach p < 0.05)", req.Repeat), 2)
 		}
 	}
-	return req, nil
+	m, err := parsePercent(c.String("margin"))
+	if err != nil || m <= 0 {
+		return cli.Exit(fmt.Sprintf("--margin %s: a percentage above 0, such as 3%%", c.String("margin")), 2)
+	}
+	req.Margin, req.MaxTime, req.Figure = m, c.Duration("max-time"), c.String("figure")
+	return nil
 }
 
 // benchDryRun prints the run's pktgen script, with the MAC from the kernel

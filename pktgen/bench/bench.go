@@ -48,8 +48,9 @@ type Options struct {
 	// of two; 1: every packet); 0 chooses (see readEvery).
 	Latency      bool
 	LatencyEvery uint32
-	// Variant names the lab variant applied (see Report.Variant).
-	Variant string
+	// Variant names the lab variant applied (see Report.Variant), and
+	// Block the block of trials (see Report.Block).
+	Variant, Block string
 	// Events are changes made while the traffic runs (see events.go);
 	// the report's Failover says what they did.
 	Events []Event
@@ -379,7 +380,7 @@ type reading struct {
 // report puts a run's readings together.
 func (b *Bench) report(t *spec.Traffic, frame int, res *engine.Result, rd reading) *report.Report {
 	p := b.path
-	rep := &report.Report{Lab: b.run.Lab.Name, Traffic: t.Name, Variant: b.opts.Variant, From: t.From.String(), To: t.To.String(), Frame: frame,
+	rep := &report.Report{Lab: b.run.Lab.Name, Traffic: t.Name, Variant: b.opts.Variant, Block: b.opts.Block, From: t.From.String(), To: t.To.String(), Frame: frame,
 		Engine: res.Engine, Reason: b.reason, OfferedPPS: offeredPPS(t, frame), Elapsed: res.Elapsed, ReceiveWindow: rd.window, Result: res,
 		Path: p.Hops, NextHop: p.NextHop.String(), NextHopMAC: p.SenderMAC().String(), Targets: b.meas.targets, HopRoles: b.meas.roles,
 		Samples: rd.samples, Env: b.env}

@@ -45,7 +45,7 @@ func (b *Bench) MLRSearch(ctx context.Context, frame int, o MLROptions) (*report
 		o.Warmup = time.Second
 	}
 	start := time.Now()
-	res := &report.MLRResult{Lab: b.run.Lab.Name, Traffic: b.t.Name, Variant: b.opts.Variant, Frame: frame, Engine: b.eng.Name(), Draft: Draft}
+	res := &report.MLRResult{Lab: b.run.Lab.Name, Traffic: b.t.Name, Variant: b.opts.Variant, Block: b.opts.Block, Frame: frame, Engine: b.eng.Name(), Draft: Draft}
 	live := b.opts.Live
 	b.opts.Live = nil
 	defer func() { b.opts.Live = live }()

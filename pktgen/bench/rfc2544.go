@@ -35,7 +35,7 @@ type RFC2544Options struct {
 // RFC2544 runs the four benchmarks on frame.
 func (b *Bench) RFC2544(ctx context.Context, frame int, o RFC2544Options) (*report.RFC2544Result, error) {
 	start := time.Now()
-	res := &report.RFC2544Result{Lab: b.run.Lab.Name, Traffic: b.t.Name, Variant: b.opts.Variant, Frame: frame, Engine: b.eng.Name()}
+	res := &report.RFC2544Result{Lab: b.run.Lab.Name, Traffic: b.t.Name, Variant: b.opts.Variant, Block: b.opts.Block, Frame: frame, Engine: b.eng.Name()}
 	defer func() { res.Duration = time.Since(start) }()
 	m, err := b.MLRSearch(ctx, frame, o.MLR)
 	res.Throughput.Search = m

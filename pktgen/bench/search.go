@@ -25,7 +25,7 @@ func (b *Bench) Search(ctx context.Context, frame int, so SearchOptions) (*repor
 	if so.Trial <= 0 {
 		so.Trial = 2 * time.Second
 	}
-	res := &report.SearchResult{Lab: b.run.Lab.Name, Traffic: b.t.Name, Variant: b.opts.Variant, Frame: frame, LossAccepted: so.Loss, Engine: b.eng.Name()}
+	res := &report.SearchResult{Lab: b.run.Lab.Name, Traffic: b.t.Name, Variant: b.opts.Variant, Block: b.opts.Block, Frame: frame, LossAccepted: so.Loss, Engine: b.eng.Name()}
 	live := b.opts.Live
 	b.opts.Live = nil
 	defer func() { b.opts.Live = live }()

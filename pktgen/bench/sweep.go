@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"time"
 
 	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/topology/host"
@@ -36,6 +37,13 @@ type Request struct {
 	// round after round, each compared with the first
 	// (Outcome.Comparisons); none: the lab as deployed.
 	Variants []string
+	// Margin is what "no change" means in a comparison of variants (a
+	// fraction: 0.03 for 3%; 0: DefaultMargin); MaxTime how long it may
+	// measure (0: DefaultMaxTime per variant compared); Figure the figure
+	// it decides on ("": the most sensitive the run has).
+	Margin  float64
+	MaxTime time.Duration
+	Figure  string
 	// Placement is on (the file's CPU placement, refused where the
 	// machine cannot give it), auto (left out, and the report says why,
 	// where the machine cannot give it) or off (left out).

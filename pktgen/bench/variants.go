@@ -5,22 +5,79 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nslab/nslab/pktgen/stats"
 
 	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/spec"
 )
 
-// VariantRounds is how many rounds a variant run takes when --repeat does
-// not say: five of each is the fewest whose difference the Mann-Whitney U
-// test can call significant at 5% (with three, its smallest p is 0.1).
-const VariantRounds = 5
+// Defaults of a comparison of variants (bench --variants).
+const (
+	// DefaultMargin is what "no change" means when --margin does not
+	// say: 3%, the smallest change the router's cost per packet resolves
+	// with 90% power in 40 pairs on our 2-vCPU machines (one pair of 1 s
+	// trials spreads about 5% there).
+	DefaultMargin = 0.03
+	// DefaultMaxTime is the time a comparison may take per variant
+	// compared with the first, when --max-time does not say.
+	DefaultMaxTime = 2 * time.Minute
+	// VariantAlpha is the chance of calling a change that is not there,
+	// over all the looks of a comparison.
+	VariantAlpha = 0.05
+	// VariantPower is the power the minimum detectable effect is given
+	// for.
+	VariantPower = 0.9
+)
 
-// eachVariant measures (or searches) the run under each variant in turn,
-// round after round (A B A B ...: the machine's drift spreads over all
-// alike), applying each variant before its turn, and gives the lab back
-// as deployed at the end, an error or not. Each variant's results are
-// then compared with the first's, as nslab compare compares files.
+// DefaultLooks are the pair counts a comparison looks at, when --repeat
+// does not say: a large change stops it at 10 pairs, a small one gets 40.
+var DefaultLooks = []int{10, 20, 40}
+
+// plan is the sequential plan of a variant comparison: --repeat N looks
+// at a quarter, half and all of N pairs (those of 6 or more), and at N.
+func (req Request) plan() stats.Plan {
+	looks := DefaultLooks
+	if n := req.Repeat; n > 1 {
+		looks = nil
+		for _, l := range []int{n / 4, n / 2, n} {
+			if l >= 6 && (len(looks) == 0 || l > looks[len(looks)-1]) {
+				looks = append(looks, l)
+			}
+		}
+		if len(looks) == 0 {
+			looks = []int{n}
+		}
+	}
+	margin := req.Margin
+	if margin <= 0 {
+		margin = DefaultMargin
+	}
+	return stats.Plan{Looks: looks, Alpha: VariantAlpha, Margin: margin, Power: VariantPower}
+}
+
+// maxTime is how long a comparison of variants may measure.
+func (req Request) maxTime() time.Duration {
+	if req.MaxTime > 0 {
+		return req.MaxTime
+	}
+	return DefaultMaxTime * time.Duration(len(req.Variants)-1)
+}
+
+// eachVariant measures (or searches) the run under each variant in
+// blocks: one trial of every variant back to back, in a random order
+// each block, applying each variant before its turn. Trials of one block
+// are pairs, so the machine's drift between blocks cancels. At each look
+// of the plan every variant after the first is compared with the first,
+// pair by pair, and it stops when every comparison has decided, at the
+// plan's last look, or before a block would overrun the time allowed. It
+// gives the lab back as deployed at the end, an error or not.
 func (req Request) eachVariant(ctx context.Context, m *lab.Manager, r *lab.Running, out *Outcome) (err error) {
 	defer func() {
 		if uerr := m.ApplyVariant(context.WithoutCancel(ctx), req.Lab, spec.BaseVariant); uerr != nil {
@@ -29,40 +86,118 @@ func (req Request) eachVariant(ctx context.Context, m *lab.Manager, r *lab.Runni
 	}()
 	files := map[string]*report.ResultsFile{}
 	for _, name := range req.Variants {
-		files[name] = &report.ResultsFile{Path: "variant " + name, Figures: map[report.FigureKey][]float64{}, Env: map[string]string{}, OneVariant: true}
+		files[name] = report.NewResultsFile("variant "+name, true)
 	}
-	rounds := req.Repeat
-	if rounds < 2 {
-		rounds = VariantRounds
-	}
-	for round := range rounds {
-		for _, name := range req.Variants {
-			req.progress("round %d/%d, variant %s: ", round+1, rounds, name)
+	plan, run := req.plan(), runID()
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0))
+	deadline := time.Now().Add(req.maxTime())
+	for n := 1; ; n++ {
+		began := time.Now()
+		for _, i := range rng.Perm(len(req.Variants)) {
+			name := req.Variants[i]
+			req.progress("block %d (pairs so far %d), variant %s: ", n, n-1, name)
 			if err := m.ApplyVariant(ctx, req.Lab, name); err != nil {
 				return err
 			}
-			if err := req.underVariant(ctx, r, name, files[name], out); err != nil {
+			if err := req.underVariant(ctx, r, name, fmt.Sprintf("%s/%d", run, n), files[name], out); err != nil {
 				return err
 			}
 		}
+		last := n >= plan.Looks[len(plan.Looks)-1] || time.Now().Add(time.Since(began)).After(deadline)
+		if !last && !slices.Contains(plan.Looks, n) {
+			continue
+		}
+		decided, err := req.compareVariants(files, plan, last, out)
+		if err != nil {
+			return err
+		}
+		if decided || last {
+			break
+		}
 	}
 	out.Summaries = report.Summaries(&out.Results, report.SummaryLevel)
-	for _, name := range req.Variants[1:] {
-		c, err := report.Compare(files[req.Variants[0]], files[name], true)
-		if err != nil {
-			return fmt.Errorf("compare variant %s with %s: %w", name, req.Variants[0], err)
-		}
-		c.Ignored = nil // the same lab, kernel, engine and nslab; a placement that differs is the variant's own change
-		out.Comparisons = append(out.Comparisons, c)
-	}
 	return nil
 }
 
+// compareVariants compares every variant after the first with the
+// first, and decides each on the run's main figure; it says whether
+// every one has decided.
+func (req Request) compareVariants(files map[string]*report.ResultsFile, plan stats.Plan, last bool, out *Outcome) (bool, error) {
+	out.Comparisons = nil
+	decided := true
+	for _, name := range req.Variants[1:] {
+		c, err := report.Compare(files[req.Variants[0]], files[name], true)
+		if err != nil {
+			return false, fmt.Errorf("compare variant %s with %s: %w", name, req.Variants[0], err)
+		}
+		c.Ignored = nil // the same lab, kernel, engine and nslab; a placement that differs is the variant's own change
+		key, err := req.decisionFigure(files[name])
+		if err != nil {
+			return false, err
+		}
+		outcome, err := c.Decide(key, plan, last)
+		if err != nil {
+			return false, err
+		}
+		req.progress("%s against %s after %d pairs: %s\n", name, req.Variants[0], c.Decision.Pairs, c.Decision.Decision)
+		decided = decided && outcome != stats.MeasureMore
+		out.Comparisons = append(out.Comparisons, c)
+	}
+	return decided, nil
+}
+
+// decisionFigure is the figure a comparison decides on: --figure, or
+// the most sensitive the run has. Measured on our machines (docs/
+// benchmarking.md), one pair of 1 s trials spreads about 5% in the
+// router's cost per packet at a load it holds, 16% in the rate forwarded
+// at overload, and far more in a searched NDR or PDR: so the cost where
+// the traffic has a fixed rate, else the rate received, or a search's
+// first goal.
+func (req Request) decisionFigure(rf *report.ResultsFile) (report.FigureKey, error) {
+	frame := req.Traffic.Frames[0]
+	var names []string
+	for k := range rf.Figures {
+		if k.Frame == frame {
+			names = append(names, k.Figure)
+		}
+	}
+	want := []string{req.Figure}
+	if req.Figure == "" {
+		want = []string{"router_ns_per_packet", "pps", "throughput_pps"}
+		if t := req.Traffic; t.RatePPS == 0 && t.RateMbps == 0 {
+			want = want[1:] // as fast as it goes: the cost per packet of an overloaded router is not the router's alone
+		}
+		if req.MLR != nil {
+			goals := req.MLR.Goals
+			if len(goals) == 0 {
+				goals = DefaultGoals
+			}
+			want = []string{goals[0].Name + " conditional_throughput_pps"}
+		}
+	}
+	for _, w := range want {
+		for k := range rf.Figures {
+			if k.Frame == frame && k.Figure == w {
+				return k, nil
+			}
+		}
+	}
+	slices.Sort(names)
+	names = slices.Compact(names)
+	return report.FigureKey{}, &FieldError{"figure", fmt.Errorf("the runs have no figure %s at %d bytes (they have: %s)", strings.Join(want, " or "), frame, strings.Join(names, ", "))}
+}
+
+// runID names one comparison's blocks, so that blocks of two runs
+// appended to one results file are never taken for pairs.
+func runID() string {
+	return strconv.FormatUint(rand.Uint64()>>16, 36)
+}
+
 // underVariant measures every frame size once under variant name (already
-// applied), and adds what finished to its results.
-func (req Request) underVariant(ctx context.Context, r *lab.Running, name string, rf *report.ResultsFile, out *Outcome) error {
+// applied), in block, and adds what finished to its results.
+func (req Request) underVariant(ctx context.Context, r *lab.Running, name, block string, rf *report.ResultsFile, out *Outcome) error {
 	o := req.Options
-	o.Variant = name
+	o.Variant, o.Block = name, block
 	b, err := New(r.As(req.Lab.Variant(name).Lab), req.Traffic, o)
 	if err != nil {
 		return fmt.Errorf("variant %s: %w", name, err)

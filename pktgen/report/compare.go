@@ -27,7 +27,11 @@ const Significance = 0.05
 type ResultsFile struct {
 	Path    string
 	Figures map[FigureKey][]float64
-	Env     map[string]string // what must match between files: lab sha256, kernel, engine, placement, nslab
+	// Blocks is, beside each of Figures' values, the block of trials it
+	// was measured in (bench --variants: "RUN/BLOCK"), "" for a value
+	// measured apart: values of two files in one block are a pair.
+	Blocks map[FigureKey][]string
+	Env    map[string]string // what must match between files: lab sha256, kernel, engine, placement, nslab
 	// OneVariant: the file holds one variant's results (bench
 	// --variants compares such files), so its figures are named without
 	// the variant; otherwise each variant's are apart.
@@ -48,7 +52,7 @@ func ReadResults(path string) (*ResultsFile, error) {
 		return nil, fmt.Errorf("read results: %w", err)
 	}
 	defer f.Close()
-	rf := &ResultsFile{Path: path, Figures: map[FigureKey][]float64{}, Env: map[string]string{}}
+	rf := NewResultsFile(path, false)
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 0, 1<<20), 1<<28)
 	for n := 1; sc.Scan(); n++ {
@@ -68,16 +72,27 @@ func ReadResults(path string) (*ResultsFile, error) {
 	return rf, nil
 }
 
+// NewResultsFile is an empty results file named path (oneVariant: see
+// ResultsFile.OneVariant).
+func NewResultsFile(path string, oneVariant bool) *ResultsFile {
+	return &ResultsFile{Path: path, Figures: map[FigureKey][]float64{}, Blocks: map[FigureKey][]string{}, Env: map[string]string{}, OneVariant: oneVariant}
+}
+
 // AddLine adds one result.
 func (rf *ResultsFile) AddLine(line []byte) error {
 	var probe map[string]json.RawMessage
 	if err := json.Unmarshal(line, &probe); err != nil {
 		return fmt.Errorf("not a JSON result: %w", err)
 	}
+	block := ""
+	if b := probe["block"]; b != nil {
+		_ = json.Unmarshal(b, &block) // not a string: measured apart
+	}
 	add := func(traffic string, frame int, f figures) {
 		for name, v := range f {
 			k := FigureKey{Traffic: traffic, Frame: frame, Figure: name}
 			rf.Figures[k] = append(rf.Figures[k], v)
+			rf.Blocks[k] = append(rf.Blocks[k], block)
 		}
 	}
 	switch {
@@ -169,6 +184,12 @@ type Change struct {
 	Undefined   bool    `json:"change_undefined,omitempty"`
 	P           float64 `json:"p_value"`
 	Significant bool    `json:"significant"`
+	// Pairs is how many blocks both files measured the figure in: with 6
+	// or more (and values above 0), the change is paired (see paired.go).
+	Pairs  int  `json:"pairs,omitempty"`
+	Paired bool `json:"paired"`
+	// logRatios are the pairs' log(new/old), for a decision.
+	logRatios []float64
 }
 
 // Comparison is every figure two files share, compared.
@@ -177,6 +198,9 @@ type Comparison struct {
 	Method   string   `json:"method"`
 	Changes  []Change `json:"changes"`
 	Ignored  []string `json:"environment_differences,omitempty"` // differences the caller chose to ignore
+	// Decision is the answer on the comparison's main figure (Decide);
+	// nil before one is made.
+	Decision *Decision `json:"comparison,omitempty"`
 }
 
 // MismatchError says that two results files were measured differently
@@ -195,8 +219,7 @@ func Compare(a, b *ResultsFile, force bool) (*Comparison, error) {
 	if len(diff) > 0 && !force {
 		return nil, &MismatchError{Differences: diff}
 	}
-	c := &Comparison{Old: a.Path, New: b.Path, Ignored: diff,
-		Method: "medians; change interval: bootstrap (10000 resamples) percentile 95% of the ratio of medians; p: two-sided Mann-Whitney U"}
+	c := &Comparison{Old: a.Path, New: b.Path, Ignored: diff, Method: unpairedMethod}
 	for k, old := range a.Figures {
 		cur, ok := b.Figures[k]
 		if !ok {
@@ -204,16 +227,12 @@ func Compare(a, b *ResultsFile, force bool) (*Comparison, error) {
 		}
 		ch := Change{Traffic: k.Traffic, Frame: k.Frame, Figure: k.Figure, OldN: len(old), NewN: len(cur),
 			Old: stats.Median(old), New: stats.Median(cur)}
-		ch.ChangePct = pct(ch.New, ch.Old)
-		ch.ChangeLow, ch.ChangeHigh = bootstrapChange(old, cur)
-		if math.IsNaN(ch.ChangePct) {
-			ch.ChangePct, ch.Undefined = 0, ch.New != 0
+		if d := logRatios(a, b, k); len(d) >= minPairs {
+			ch.pairedChange(d)
+			c.Method = pairedMethod
+		} else {
+			ch.unpairedChange(old, cur)
 		}
-		if math.IsNaN(ch.ChangeLow) || math.IsNaN(ch.ChangeHigh) {
-			ch.ChangeLow, ch.ChangeHigh = ch.ChangePct, ch.ChangePct
-		}
-		_, ch.P = stats.MannWhitney(old, cur)
-		ch.Significant = ch.P < Significance
 		c.Changes = append(c.Changes, ch)
 	}
 	sort.Slice(c.Changes, func(i, j int) bool {
@@ -230,6 +249,22 @@ func Compare(a, b *ResultsFile, force bool) (*Comparison, error) {
 		return nil, fmt.Errorf("%s and %s share no traffic run, frame size and figure", a.Path, b.Path)
 	}
 	return c, nil
+}
+
+// unpairedChange is the change of medians of values measured apart: a
+// bootstrap interval of the ratio of medians, and the Mann-Whitney U
+// test.
+func (ch *Change) unpairedChange(old, cur []float64) {
+	ch.ChangePct = pct(ch.New, ch.Old)
+	ch.ChangeLow, ch.ChangeHigh = bootstrapChange(old, cur)
+	if math.IsNaN(ch.ChangePct) {
+		ch.ChangePct, ch.Undefined = 0, ch.New != 0
+	}
+	if math.IsNaN(ch.ChangeLow) || math.IsNaN(ch.ChangeHigh) {
+		ch.ChangeLow, ch.ChangeHigh = ch.ChangePct, ch.ChangePct
+	}
+	_, ch.P = stats.MannWhitney(old, cur)
+	ch.Significant = ch.P < Significance
 }
 
 // pct is new against old in percent; NaN when old is 0 (0 against 0
@@ -278,14 +313,38 @@ func (c *Comparison) write(w io.Writer, format string) error {
 	return c.Write(w, format)
 }
 
+// decisionLines are the decision, how it was made and the smallest
+// change it could have seen, each line between pre and post.
+func (c *Comparison) decisionLines(ew *errWriter, pre, post string) {
+	d := c.Decision
+	if d == nil {
+		return
+	}
+	ew.printf("%sdecision on %s (traffic %s, %d bytes): %s%s\n", pre, d.Figure, d.Traffic, d.Frame, d.Decision, post)
+	ew.printf("  how: %s; %d pairs", d.Method, d.Pairs)
+	if d.Look > 0 {
+		ew.printf(", decided at look %d", d.Look)
+	}
+	ew.printf("; p %.3g\n", d.P)
+	if d.PairSD > 0 {
+		ew.printf("  bootstrap interval of the median pair: %+.2f%% .. %+.2f%%; one pair spreads %.2f%%; the smallest change these pairs detect (90%% power): %.2f%%\n",
+			d.BootstrapLow, d.BootstrapHigh, d.PairSD, d.MDE)
+	}
+}
+
 // Write writes the comparison as a table, JSON, CSV or markdown.
 func (c *Comparison) Write(w io.Writer, format string) error {
 	switch format {
 	case "csv":
 		ew := &errWriter{w: w}
-		ew.printf("old,new,traffic,frame,figure,old_n,new_n,old_median,new_median,change_pct,change_ci_low_pct,change_ci_high_pct,p_value,significant\n")
+		ew.printf("old,new,traffic,frame,figure,old_n,new_n,old_median,new_median,change_pct,change_ci_low_pct,change_ci_high_pct,p_value,significant,paired,pairs,decision,margin_pct,mde_pct\n")
 		for _, x := range c.Changes {
-			ew.printf("%q,%q,%q,%d,%q,%d,%d,%g,%g,%.4f,%.4f,%.4f,%.4g,%v\n", c.Old, c.New, x.Traffic, x.Frame, x.Figure, x.OldN, x.NewN, x.Old, x.New, x.ChangePct, x.ChangeLow, x.ChangeHigh, x.P, x.Significant)
+			ew.printf("%q,%q,%q,%d,%q,%d,%d,%g,%g,%.4f,%.4f,%.4f,%.4g,%v,%v,%d", c.Old, c.New, x.Traffic, x.Frame, x.Figure, x.OldN, x.NewN, x.Old, x.New, x.ChangePct, x.ChangeLow, x.ChangeHigh, x.P, x.Significant, x.Paired, x.Pairs)
+			if d := c.Decision; d != nil && d.Traffic == x.Traffic && d.Frame == x.Frame && d.Figure == x.Figure {
+				ew.printf(",%q,%g,%.4f\n", d.Outcome, d.Margin, d.MDE)
+			} else {
+				ew.printf(",,,\n")
+			}
 		}
 		return ew.err
 	case "json":
@@ -294,6 +353,7 @@ func (c *Comparison) Write(w io.Writer, format string) error {
 		return enc.Encode(c)
 	case "markdown":
 		ew := &errWriter{w: w}
+		c.decisionLines(ew, "**", "**")
 		ew.printf("| traffic | frame | figure | old | new | change | 95%% interval | p | significant |\n|---|---|---|---|---|---|---|---|---|\n")
 		for _, x := range c.Changes {
 			ew.printf("| %s | %d | %s | %.6g | %.6g | %+.2f%% | %+.2f%% .. %+.2f%% | %.3g | %v |\n", x.Traffic, x.Frame, x.Figure, x.Old, x.New, x.ChangePct, x.ChangeLow, x.ChangeHigh, x.P, x.Significant)
@@ -302,6 +362,7 @@ func (c *Comparison) Write(w io.Writer, format string) error {
 	case "table", "":
 		ew := &errWriter{w: w}
 		ew.printf("old: %s\nnew: %s\n%s; significant: p < %g\n", c.Old, c.New, c.Method, Significance)
+		c.decisionLines(ew, "", "")
 		for _, d := range c.Ignored {
 			ew.printf("ignored (--force): %s\n", d)
 		}
@@ -311,6 +372,9 @@ func (c *Comparison) Write(w io.Writer, format string) error {
 			verdict := "~ (no significant change)"
 			if x.Significant {
 				verdict = "significant"
+			}
+			if x.Paired {
+				verdict += fmt.Sprintf(", %d pairs", x.Pairs)
 			}
 			fmt.Fprintf(tw, "%s\t%d\t%s\t%.6g (n=%d)\t%.6g (n=%d)\t%+.2f%%\t%+.2f%% .. %+.2f%%\t%.3g\t%s\t\n", x.Traffic, x.Frame, x.Figure,
 				x.Old, x.OldN, x.New, x.NewN, x.ChangePct, x.ChangeLow, x.ChangeHigh, x.P, verdict)

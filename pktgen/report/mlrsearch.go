@@ -36,6 +36,7 @@ type MLRResult struct {
 	Lab        string        `json:"lab"`
 	Traffic    string        `json:"traffic"`
 	Variant    string        `json:"variant,omitempty"` // see Report.Variant
+	Block      string        `json:"block,omitempty"`   // see Report.Block
 	Frame      int           `json:"frame"`
 	Engine     string        `json:"engine"`
 	Draft      string        `json:"draft"`

@@ -35,7 +35,14 @@ func WriteOutput(w io.Writer, format string, o *Output) error {
 		}
 		return enc.Encode(o.results())
 	}
-	if err := o.writeResults(w, format); err != nil {
+	if len(o.Comparisons) > 0 && format != "csv" {
+		// A comparison's trials are many: its figures, summaries and
+		// decision say what they found; each trial is in the JSON and in
+		// bench --out.
+		if _, err := fmt.Fprintf(w, "%d trials (each in --format json and in the --out file)\n\n", o.trials()); err != nil {
+			return err
+		}
+	} else if err := o.writeResults(w, format); err != nil {
 		return err
 	}
 	if err := writeSummaries(w, format, o.Summaries); err != nil {
@@ -47,6 +54,11 @@ func WriteOutput(w io.Writer, format string, o *Output) error {
 		}
 	}
 	return nil
+}
+
+// trials is how many results the output holds.
+func (o *Output) trials() int {
+	return len(o.Reports) + len(o.Groups) + len(o.Searches) + len(o.MLR) + len(o.RFC2544)
 }
 
 // results are the output's results of its one kind (a run gives one).

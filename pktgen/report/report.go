@@ -21,9 +21,13 @@ type Report struct {
 	// Variant is the lab variant it was measured under (bench
 	// --variants); "": the lab as deployed, no variants run.
 	Variant string `json:"variant,omitempty"`
-	From    string `json:"from"`
-	To      string `json:"to"`
-	Frame   int    `json:"frame"` // L2 frame including FCS (with a mix: its largest)
+	// Block is the block of trials it was measured in (bench --variants:
+	// "RUN/BLOCK", one trial of each variant back to back): results of
+	// one block are a pair.
+	Block string `json:"block,omitempty"`
+	From  string `json:"from"`
+	To    string `json:"to"`
+	Frame int    `json:"frame"` // L2 frame including FCS (with a mix: its largest)
 	// Mix is the run's frame mix as SIZE:WEIGHT words, and MeanFrame its
 	// mean size, from which its Mb/s are computed; empty for one size.
 	Mix string `json:"mix,omitempty"`

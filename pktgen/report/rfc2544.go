@@ -12,6 +12,7 @@ type RFC2544Result struct {
 	Lab     string `json:"lab"`
 	Traffic string `json:"traffic"`
 	Variant string `json:"variant,omitempty"`
+	Block   string `json:"block,omitempty"` // see Report.Block
 	Frame   int    `json:"frame"`
 	Engine  string `json:"engine"`
 	// TopRatePPS is the engine's sending rate through the path at full

@@ -24,6 +24,7 @@ type SearchResult struct {
 	Lab           string  `json:"lab"`
 	Traffic       string  `json:"traffic"`
 	Variant       string  `json:"variant,omitempty"` // see Report.Variant
+	Block         string  `json:"block,omitempty"`   // see Report.Block
 	Frame         int     `json:"frame"`
 	ThroughputPPS float64 `json:"throughput_pps"`
 	MbpsL2        float64 `json:"mbps_l2"`

@@ -25,8 +25,8 @@ func TestSignedRankAgainstR(t *testing.T) {
 	}
 	d2 := []float64{-0.031, 0.012, 0.044, -0.007, 0.021, 0.058, 0.003, -0.015, 0.036, 0.027, 0.049, -0.022, 0.018, 0.061, 0.009, 0.040, -0.004, 0.033, 0.025, 0.052}
 	for _, c := range []struct {
-		d                []float64
-		level            float64
+		d                 []float64
+		level             float64
 		v, p, est, lo, hi float64
 	}{
 		{d, 0.95, 40, 0.0390625, 0.46, 0.01, 0.786},
