@@ -62,7 +62,8 @@ func benchCommand(run func(context.Context, *benchOptions) error) *cli.Command {
 			&cli.StringFlag{Name: "latency-at", Usage: "measure latency at these `FRACTIONS` of the run's rate, or of its top rate when it has none (a first run as fast as the engine goes), e.g. 10%,50%,90%"},
 			&cli.IntFlag{Name: "repeat", Value: 1, Usage: "measure (or search) every frame size `N` times, in interleaved rounds, and give each figure's median, range and confidence interval"},
 			&cli.StringFlag{Name: "variants", Usage: "compare these lab `VARIANTS` (the file's variants:, and base, the lab as deployed): blocks of one trial each, back to back in a random order, undone after each turn; each variant after the first is compared with the first pair by pair (signed-rank test) and a decision made (faster, slower, no change beyond --margin, or inconclusive), looking after 10, 20 and 40 pairs (--repeat N: N/4, N/2 and N) and stopping when it has decided; the figure decided on is the router's cost per packet when the traffic has a fixed rate, the rate received otherwise"},
-			&cli.StringFlag{Name: "margin", Value: "3%", Usage: "with --variants: what no change means: none larger than this `PERCENT`"},
+			&cli.BoolFlag{Name: "duet", Value: true, Usage: "with --variants: measure the first variant and each other at the same time, one in the lab and one in a twin of it deployed for the run (which holds which drawn at random per block), so that what the machine does to the CPUs meanwhile cancels in each pair (the default where the lab can be twinned; --duet=false: sequential pairs)"},
+			&cli.StringFlag{Name: "margin", Usage: "with --variants: what no change means: none larger than this `PERCENT` (default 1% in a duet, 3% in sequential pairs)"},
 			&cli.DurationFlag{Name: "max-time", Usage: "with --variants: measure for at most this long (default 2m per variant compared with the first), then decide or say how many more pairs would"},
 			&cli.StringFlag{Name: "figure", Usage: "with --variants: decide on this `FIGURE` (router_ns_per_packet, pps, loss_pct, latency_p50_ns, throughput_pps, \"NDR conditional_throughput_pps\", ...)"},
 			&cli.BoolFlag{Name: "keep", Usage: "keep a lab that bench deployed"},
@@ -187,7 +188,7 @@ func benchRequest(c *cli.Context) (bench.Request, error) {
 func variantsRequest(c *cli.Context, req *bench.Request) error {
 	v := c.String("variants")
 	if v == "" {
-		for _, f := range []string{"margin", "max-time", "figure"} {
+		for _, f := range []string{"margin", "max-time", "figure", "duet"} { // duet: only when set
 			if c.IsSet(f) {
 				return cli.Exit(fmt.Sprintf("--%s goes with --variants: name the variants to compare", f), 2)
 			}
@@ -201,11 +202,15 @@ func variantsRequest(c *cli.Context, req *bench.Request) error {
 			return cli.Exit(fmt.Sprintf("--repeat %d with --variants: at least 6 pairs (with fewer the signed-rank test cannot reach p < 0.05)", req.Repeat), 2)
 		}
 	}
-	m, err := parsePercent(c.String("margin"))
-	if err != nil || m <= 0 {
-		return cli.Exit(fmt.Sprintf("--margin %s: a percentage above 0, such as 3%%", c.String("margin")), 2)
+	if c.IsSet("margin") {
+		m, err := parsePercent(c.String("margin"))
+		if err != nil || m <= 0 {
+			return cli.Exit(fmt.Sprintf("--margin %s: a percentage above 0, such as 1%%", c.String("margin")), 2)
+		}
+		req.Margin = m
 	}
-	req.Margin, req.MaxTime, req.Figure = m, c.Duration("max-time"), c.String("figure")
+	req.MaxTime, req.Figure = c.Duration("max-time"), c.String("figure")
+	req.Duet, req.DuetAuto = c.Bool("duet"), !c.IsSet("duet")
 	return nil
 }
 

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"github.com/nslab/nslab/pktgen/bench"
 	"io"
 	"os"
 	"strings"
@@ -103,9 +105,17 @@ func destroy(o *destroyOptions) error {
 		}
 		return err
 	}
+	twin := bench.LeftTwin(o.Manager, o.Lab)
 	rep, err := o.Manager.Destroy(o.Lab)
 	if rep != nil {
 		rep.WriteText(o.Out)
+	}
+	if twin != "" { // a killed duet's twin goes with its lab
+		trep, terr := o.Manager.Destroy(twin)
+		if trep != nil {
+			trep.WriteText(o.Out)
+		}
+		err = errors.Join(err, terr)
 	}
 	return err
 }

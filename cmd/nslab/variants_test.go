@@ -12,16 +12,17 @@ import (
 )
 
 // TestPrivilegedVariantsKilled: bench --variants through the NAT example
-// (its variants nat, as deployed, and plain, without NAT and firewall),
-// killed with SIGKILL at random moments. After each kill, the next bench
-// without variants gives the lab back as deployed (its NAT rules back,
-// the state without a variant) before it measures, and destroy leaves
-// nothing.
+// (its variants nat, as deployed, and plain, without NAT and firewall; a
+// duet, so a twin lab is deployed beside it), killed with SIGKILL at
+// random moments. After each kill, the next bench without variants gives
+// the lab back as deployed (its NAT rules back, the state without a
+// variant) before it measures, and destroy leaves nothing, the twin a
+// killed duet left included.
 func TestPrivilegedVariantsKilled(t *testing.T) {
 	labtest.SkipUnlessRoot(t)
 	c := newCLI(t)
 	file, name := labFile(t, "nat-router.yaml")
-	variants := []string{"bench", "-q", "--variants", "nat,plain", "--repeat", "2", "--duration", "200ms", file}
+	variants := []string{"bench", "-q", "--variants", "nat,plain", "--repeat", "6", "--duration", "200ms", file}
 	if code, out, errOut := c.run("deploy", file); code != 0 {
 		t.Fatalf("deploy: %d %s %s", code, out, errOut)
 	}
@@ -68,7 +69,7 @@ func TestPrivilegedVariantsKilled(t *testing.T) {
 	if code, out, errOut := c.run("destroy", "--name", name); code != 0 {
 		t.Fatalf("destroy after a kill: %d %s %s", code, out, errOut)
 	}
-	if ns := nsLeft(name, "lan", "gw", "wan"); len(ns) > 0 {
+	if ns := append(nsLeft(name, "lan", "gw", "wan"), nsLeft(name+"-d", "lan", "gw", "wan")...); len(ns) > 0 {
 		t.Errorf("namespaces left: %v", ns)
 	}
 	if files, _ := filepath.Glob(filepath.Join(c.stateDir, name+"*")); len(files) > 0 {

@@ -19,7 +19,6 @@ import (
 	"github.com/nslab/nslab/pktgen/receive"
 	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/pktgen/sample"
-	"github.com/nslab/nslab/pktgen/softirq"
 	"github.com/nslab/nslab/pktgen/stall"
 	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/ns"
@@ -54,6 +53,12 @@ type Options struct {
 	// Events are changes made while the traffic runs (see events.go);
 	// the report's Failover says what they did.
 	Events []Event
+	// Gate, when set, is called just before the engine starts, and holds
+	// it until the other engines measured with it are ready (a duet).
+	Gate func()
+	// Duet says the run shares its CPUs with a twin lab's run measured at
+	// the same time: the CPUs' softirq time holds both.
+	Duet bool
 }
 
 // Bench measures one traffic run of a running lab, at any frame size and
@@ -83,10 +88,8 @@ type Bench struct {
 	watch     *stall.Watcher
 	watchCPUs []int
 	watchNote string
-	// softirq counts every CPU's softirq time for the router's cost per
-	// packet (nil: none, and softirqNote says why).
-	softirq     *softirq.Counter
-	softirqNote string
+	// cost counts softirq time for the routers' cost per packet.
+	cost costing
 }
 
 // New prepares a bench of traffic t on running lab r.
@@ -154,7 +157,7 @@ func (b *Bench) prepare() error {
 	}
 	b.env.Engine, b.env.EngineV = b.eng.Name(), engineVersion(b)
 	b.env.LabHash, b.env.NSLab = b.run.Lab.SHA256, b.opts.Version
-	b.openSoftirq()
+	b.openCosting()
 	b.startWatch() // last: nothing after it can fail and leave it running
 	return nil
 }
@@ -171,10 +174,7 @@ func (b *Bench) Close() {
 		_, _, _ = b.watch.Stop() // what each run needed it has taken
 		b.watch = nil
 	}
-	if b.softirq != nil {
-		_ = b.softirq.Close() // only file descriptors: nothing is left to undo
-		b.softirq = nil
-	}
+	b.cost.close()
 }
 
 // Engine names the engine the bench chose, and why.
@@ -197,6 +197,9 @@ func (b *Bench) measure(ctx context.Context, t *spec.Traffic, frame int) (*repor
 	st, err := b.start(t, frame)
 	if err != nil {
 		return nil, err
+	}
+	if b.opts.Gate != nil {
+		b.opts.Gate()
 	}
 	if len(b.opts.Events) == 0 {
 		res, runErr := st.run(ctx, b.eng, job)
@@ -237,7 +240,7 @@ type running struct {
 func (b *Bench) start(t *spec.Traffic, frame int) (*running, error) {
 	st := &running{stopWatch: func() time.Duration { return 0 }}
 	var err error
-	if st.before, err = snapshot(b.meas.routers, b.softirq); err != nil {
+	if st.before, err = snapshot(b.meas.routers, &b.cost); err != nil {
 		return nil, err
 	}
 	if st.base, err = b.meas.baseline(); err != nil {
@@ -269,7 +272,7 @@ func (st *running) run(ctx context.Context, eng engine.Engine, job engine.Job) (
 func (b *Bench) finish(t *spec.Traffic, frame int, st *running, res *engine.Result, runErr error) (*report.Report, error) {
 	settle(b.meas.sampler, b.remote())
 	window := st.stopWatch()
-	after, err := snapshot(b.meas.routers, b.softirq)
+	after, err := snapshot(b.meas.routers, &b.cost)
 	all := st.stop()
 	if err != nil {
 		return nil, err

@@ -2,42 +2,124 @@ package bench
 
 import (
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 
 	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/pktgen/softirq"
+	"github.com/nslab/nslab/topology/spec"
 )
 
-// The router's cost per packet: the CPU time of its forwarding work
-// divided by the packets it forwarded. A router's work on Linux runs in
-// the NET_RX (and NET_TX) softirq of the CPU that receives, inline after
-// an interrupt or in ksoftirqd, and softirq time is counted exactly by
-// package softirq's BPF programs. The sender's own work (a system call
-// per batch, veth's transmit) runs in process context and is not in it.
+// The routers' cost per packet. A router's work on Linux runs in the
+// NET_RX (and NET_TX) softirq of the CPU that receives, inline after an
+// interrupt or in ksoftirqd; the sender's own work (a system call per
+// batch, veth's transmit) runs in process context and is not in it. Two
+// counts, both exact (package softirq, BPF):
+//   - the routers' own: the time charged to each packet their ingress
+//     interfaces took in, from the moment the stack took it to the next
+//     packet or the end of the softirq (its forwarding, up to the egress
+//     transmit), over those packets;
+//   - their CPUs': all NET_RX and NET_TX softirq time on the CPUs that
+//     did their work (with the receiver's receive work where veth queues
+//     it there), over the packets that left the routers.
 
-// openSoftirq opens the softirq time counter; without one (no BPF, not
-// root) the bench goes on without the cost figure, and says why.
-func (b *Bench) openSoftirq() {
-	c, err := softirq.Open()
-	if err != nil {
-		b.softirqNote = fmt.Sprintf("no cost per packet: %v", err)
+// costing is a bench's softirq counters and the devices it charges.
+type costing struct {
+	cpu  *softirq.Counter
+	devs *softirq.Devices
+	// ingress are the routers' ingress interfaces on the path, by name
+	// ("r1:eth0"), as the attribution names them.
+	ingress map[string]softirq.Dev
+	note    string // why a count is missing
+}
+
+// openCosting opens the counters and watches the routers' ingress
+// interfaces; without BPF the bench goes on without the figures, and
+// says why.
+func (b *Bench) openCosting() {
+	c := &b.cost
+	var err error
+	if c.cpu, err = softirq.Open(); err != nil {
+		c.note = fmt.Sprintf("no cost per packet: %v", err)
 		return
 	}
-	b.softirq = c
+	if c.devs, err = softirq.OpenDevices(); err != nil {
+		c.note = fmt.Sprintf("no router's own cost per packet: %v", err)
+		return
+	}
+	c.ingress = map[string]softirq.Dev{}
+	for i, t := range b.meas.targets {
+		if b.meas.roles[i] != "ingress" {
+			continue
+		}
+		dev, err := b.devOf(t.Node, t.Interface)
+		if err == nil {
+			err = c.devs.Watch(dev)
+		}
+		if err != nil {
+			c.note = fmt.Sprintf("no router's own cost per packet: %v", err)
+			c.ingress = nil
+			return
+		}
+		c.ingress[t.Node+":"+t.Interface] = dev
+	}
+}
+
+// devOf names interface ifname of node as the attribution does: its
+// namespace's inode and its ifindex.
+func (b *Bench) devOf(node, ifname string) (softirq.Dev, error) {
+	n := b.run.Node(node)
+	inode, err := n.NS.Inode()
+	if err != nil {
+		return softirq.Dev{}, err
+	}
+	link, err := b.run.Link(spec.Endpoint{Node: node, Interface: ifname})
+	if err != nil {
+		return softirq.Dev{}, err
+	}
+	return softirq.Dev{NetNS: uint32(inode), Ifindex: int32(link.Attrs().Index)}, nil
+}
+
+// read is the counters now: every CPU's softirq time, and what each
+// ingress interface's packets cost so far.
+func (c *costing) read() (*softirq.Reading, map[string]softirq.DevTime, error) {
+	if c.cpu == nil {
+		return nil, nil, nil
+	}
+	r, err := c.cpu.Read()
+	if err != nil {
+		return nil, nil, err
+	}
+	devs := map[string]softirq.DevTime{}
+	for name, dev := range c.ingress {
+		if devs[name], err = c.devs.Read(dev); err != nil {
+			return nil, nil, err
+		}
+	}
+	return &r, devs, nil
+}
+
+func (c *costing) close() {
+	// Closing only drops file descriptors: nothing is left to undo.
+	if c.devs != nil {
+		_ = c.devs.Close()
+	}
+	if c.cpu != nil {
+		_ = c.cpu.Close()
+	}
+	*c = costing{}
 }
 
 // costCPUs are the CPUs whose softirq time is the routers' work: the
 // CPUs the placement gave the routers on the path, or every CPU when no
 // router is placed (its work then runs wherever the packets arrive,
-// mostly the sender's CPU, and the sum of every CPU's softirq time
-// still holds it, with the receiver's).
+// mostly the sender's CPU, and the sum of every CPU's softirq time still
+// holds it, with the receiver's).
 func (b *Bench) costCPUs() (cpus []int, placed bool) {
 	for c, roles := range b.place.roles {
-		for _, r := range roles {
-			if len(r) > 7 && r[:7] == "router " {
-				cpus = append(cpus, c)
-				break
-			}
+		if slices.ContainsFunc(roles, func(r string) bool { return strings.HasPrefix(r, "router ") }) {
+			cpus = append(cpus, c)
 		}
 	}
 	slices.Sort(cpus)
@@ -47,11 +129,10 @@ func (b *Bench) costCPUs() (cpus []int, placed bool) {
 	return b.allowed, false
 }
 
-// routerCost puts the routers' softirq time per forwarded packet on the
-// report: the routers' egress tx (what left them) is the packet count.
+// routerCost puts the routers' cost per packet on the report.
 func (b *Bench) routerCost(rep *report.Report, before, after hostState) {
 	if before.softirq == nil || after.softirq == nil {
-		rep.CostNote = b.softirqNote
+		rep.CostNote = b.cost.note
 		return
 	}
 	if len(rep.Routers) == 0 {
@@ -64,13 +145,22 @@ func (b *Bench) routerCost(rep *report.Report, before, after hostState) {
 		rep.CostNote = fmt.Sprintf("no cost per packet: %v", err)
 		return
 	}
-	c := &report.RouterCost{CPUs: cpus, SoftirqNs: ns, Runs: runs, Placed: placed}
+	c := &report.RouterCost{CPUs: cpus, CPUSoftirqNs: ns, Runs: runs, Placed: placed, Note: b.cost.note, Shared: b.opts.Duet}
 	for _, r := range rep.Routers {
 		c.Nodes = append(c.Nodes, r.Node)
-		c.Packets += r.Forwarded
+		c.Forwarded += r.Forwarded
+	}
+	if c.Forwarded > 0 {
+		c.CPUNsPerPacket = float64(ns) / float64(c.Forwarded)
+	}
+	for _, name := range slices.Sorted(maps.Keys(after.devices)) {
+		a, b := after.devices[name], before.devices[name]
+		c.Ingress = append(c.Ingress, name)
+		c.Ns += a.Ns - b.Ns
+		c.Packets += a.Packets - b.Packets
 	}
 	if c.Packets > 0 {
-		c.NsPerPacket = float64(ns) / float64(c.Packets)
+		c.NsPerPacket = float64(c.Ns) / float64(c.Packets)
 	}
 	rep.Cost = c
 }

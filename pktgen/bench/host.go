@@ -17,18 +17,16 @@ type hostState struct {
 	mib     map[string]map[string]uint64 // router node -> Ip: counter -> value
 	ct      map[string]map[string]uint64 // router node -> nf_conntrack column -> value (nil: none)
 	softirq *softirq.Reading             // every CPU's softirq time (nil: no counter)
+	devices map[string]softirq.DevTime   // what the routers' ingress packets cost so far, by interface
 }
 
 // snapshot reads the host state; routers maps router nodes to their open
-// namespaces; sc, when not nil, is the softirq time counter.
-func snapshot(routers map[string]*ns.NS, sc *softirq.Counter) (hostState, error) {
+// namespaces; c is the softirq time counters.
+func snapshot(routers map[string]*ns.NS, c *costing) (hostState, error) {
 	h := hostState{cpu: kstat.CPUTimes(), softnet: kstat.Softnet(), mib: map[string]map[string]uint64{}, ct: map[string]map[string]uint64{}}
-	if sc != nil {
-		r, err := sc.Read()
-		if err != nil {
-			return h, err
-		}
-		h.softirq = &r
+	var err error
+	if h.softirq, h.devices, err = c.read(); err != nil {
+		return h, err
 	}
 	for node, n := range routers {
 		var err error

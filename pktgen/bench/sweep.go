@@ -44,6 +44,10 @@ type Request struct {
 	Margin  float64
 	MaxTime time.Duration
 	Figure  string
+	// Duet measures the variants two at a time at once, in the lab and
+	// in a twin of it deployed for the run (duet.go); DuetAuto measures a
+	// lab that cannot be twinned in sequential pairs instead of refusing.
+	Duet, DuetAuto bool
 	// Placement is on (the file's CPU placement, refused where the
 	// machine cannot give it), auto (left out, and the report says why,
 	// where the machine cannot give it) or off (left out).
@@ -91,6 +95,9 @@ func Sweep(ctx context.Context, m *lab.Manager, req Request) (out *Outcome, err 
 		return out, fmt.Errorf("a search, an RFC 2544 run and measured hops take one traffic run; %d were named", len(req.Streams))
 	}
 	if err := req.checkVariants(); err != nil {
+		return out, err
+	}
+	if err := req.settleDuet(); err != nil {
 		return out, err
 	}
 	if err := settlePlacement(&req); err != nil {

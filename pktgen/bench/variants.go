@@ -21,16 +21,21 @@ import (
 // Defaults of a comparison of variants (bench --variants).
 const (
 	// DefaultMargin is what "no change" means when --margin does not
-	// say: 3%, the smallest change the router's cost per packet resolves
-	// with 90% power in 40 pairs on our 2-vCPU machines (one pair of 1 s
-	// trials spreads about 5% there).
-	DefaultMargin = 0.03
+	// say: 1% in a duet, 3% in sequential pairs. Measured on our 2-vCPU
+	// machines (docs/benchmarking.md), one pair of 1 s trials of the
+	// router's cost per packet spreads about 0.8% in a duet and 5% in
+	// sequence, and 40 pairs resolve about 0.5% and 3% with 90% power: a
+	// margin near what the pairs can resolve lets "no change" be said.
+	DefaultMargin, DefaultSequentialMargin = 0.01, 0.03
 	// DefaultMaxTime is the time a comparison may take per variant
 	// compared with the first, when --max-time does not say.
 	DefaultMaxTime = 2 * time.Minute
 	// VariantAlpha is the chance of calling a change that is not there,
-	// over all the looks of a comparison.
-	VariantAlpha = 0.05
+	// over all the looks of a comparison: 1%, so that of 20 comparisons
+	// of a variant with itself, two call a change less than 2% of the
+	// time (at 5% it would be 26%). The duet's narrow spread makes the
+	// pairs this costs few.
+	VariantAlpha = 0.01
 	// VariantPower is the power the minimum detectable effect is given
 	// for.
 	VariantPower = 0.9
@@ -56,8 +61,12 @@ func (req Request) plan() stats.Plan {
 		}
 	}
 	margin := req.Margin
-	if margin <= 0 {
+	switch {
+	case margin > 0:
+	case req.Duet:
 		margin = DefaultMargin
+	default:
+		margin = DefaultSequentialMargin
 	}
 	return stats.Plan{Looks: looks, Alpha: VariantAlpha, Margin: margin, Power: VariantPower}
 }
@@ -79,6 +88,9 @@ func (req Request) maxTime() time.Duration {
 // plan's last look, or before a block would overrun the time allowed. It
 // gives the lab back as deployed at the end, an error or not.
 func (req Request) eachVariant(ctx context.Context, m *lab.Manager, r *lab.Running, out *Outcome) (err error) {
+	if req.Duet {
+		return req.eachVariantDuet(ctx, m, r, out)
+	}
 	defer func() {
 		if uerr := m.ApplyVariant(context.WithoutCancel(ctx), req.Lab, spec.BaseVariant); uerr != nil {
 			err = errors.Join(err, fmt.Errorf("give the lab back as deployed: %w", uerr))
@@ -104,7 +116,7 @@ func (req Request) eachVariant(ctx context.Context, m *lab.Manager, r *lab.Runni
 			}
 		}
 		last := n >= plan.Looks[len(plan.Looks)-1] || time.Now().Add(time.Since(began)).After(deadline)
-		if !last && !slices.Contains(plan.Looks, n) {
+		if !last && !contains(plan.Looks, n) {
 			continue
 		}
 		decided, err := req.compareVariants(files, plan, last, out)
@@ -227,6 +239,9 @@ func (req Request) underVariant(ctx context.Context, r *lab.Running, name, block
 // not have, and a variant run of several streams.
 func (req Request) checkVariants() error {
 	if len(req.Variants) == 0 {
+		if req.Duet && !req.DuetAuto {
+			return &FieldError{"duet", errors.New("a duet compares variants: name two or more with --variants")}
+		}
 		return nil
 	}
 	if len(req.Streams) > 1 {

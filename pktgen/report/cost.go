@@ -6,38 +6,50 @@ import (
 	"time"
 )
 
-// RouterCost is the CPU time the routers on the path spent per packet
-// they forwarded: NET_RX and NET_TX softirq time (package softirq: BPF
-// on the irq:softirq_entry/exit tracepoints, ksoftirqd's runs included)
-// on the CPUs that did their work, over the packets that left them.
+// RouterCost is the CPU time the routers on the path spent per packet,
+// counted exactly from BPF (package softirq) in two ways.
 type RouterCost struct {
 	Nodes []string `json:"nodes"`
-	// CPUs are the CPUs counted: the routers' placement, or every CPU
-	// when no router is placed (Placed false).
-	CPUs   []int `json:"cpus"`
-	Placed bool  `json:"placed"`
-	// SoftirqNs is their NET_RX and NET_TX time over the run, in Runs
-	// softirq runs.
-	SoftirqNs uint64 `json:"softirq_ns"`
-	Runs      uint64 `json:"softirq_runs"`
-	// Packets is what left the routers (each router's egress tx, added
-	// up: a packet forwarded by two routers counts twice).
-	Packets     uint64  `json:"packets"`
-	NsPerPacket float64 `json:"ns_per_packet"`
+	// The routers' own work: the time charged to each packet their
+	// ingress interfaces (Ingress) took in, from the moment the stack
+	// took it to the next packet or the end of the softirq on its CPU
+	// (its forwarding up to the egress transmit), Ns over Packets.
+	Ingress     []string `json:"ingress,omitempty"`
+	Ns          uint64   `json:"ns"`
+	Packets     uint64   `json:"packets"`
+	NsPerPacket float64  `json:"ns_per_packet"`
+	// The CPUs' view: NET_RX and NET_TX softirq time (inline and in
+	// ksoftirqd) in Runs runs on CPUs (the routers' placement, or every
+	// CPU when none is placed: Placed false), over the packets that left
+	// the routers (each router's egress tx, added up).
+	CPUs           []int   `json:"cpus"`
+	Placed         bool    `json:"placed"`
+	CPUSoftirqNs   uint64  `json:"cpu_softirq_ns"`
+	Runs           uint64  `json:"softirq_runs"`
+	Forwarded      uint64  `json:"forwarded"`
+	CPUNsPerPacket float64 `json:"cpu_ns_per_packet"`
+	// Shared says the CPUs' count holds a twin lab's work too (a duet:
+	// two labs measured at once on the same CPUs): only the routers' own
+	// count is theirs.
+	Shared bool `json:"shared_with_twin,omitempty"`
+	// Note says why the routers' own count is missing, when it is.
+	Note string `json:"note,omitempty"`
 }
 
-// CostMethod says how RouterCost is counted, and what it holds besides
-// the routers' own work.
-const CostMethod = "NET_RX+NET_TX softirq time from BPF (irq:softirq_entry/exit, inline and in ksoftirqd) on the routers' CPUs, over the packets that left the routers; it holds whatever else runs in softirq on those CPUs (the receiver's receive work where veth queues it there), and any stall of the CPU inside a softirq"
-
-// costLine is the table's line on the routers' cost per packet.
-func (r *Report) costLine(ew *errWriter) {
+// costLines are the table's lines on the routers' cost per packet.
+func (r *Report) costLines(ew *errWriter) {
 	c := r.Cost
 	if c == nil {
 		if r.CostNote != "" {
 			ew.printf("%s\n", r.CostNote)
 		}
 		return
+	}
+	if c.Packets > 0 {
+		ew.printf("router cost: %.0f ns a packet (%v charged to the %d packets %s took in, each from the moment the stack took it to the next packet or the softirq's end on its CPU; exact, BPF on net:netif_receive_skb and irq:softirq_entry/exit)\n",
+			c.NsPerPacket, time.Duration(c.Ns).Round(time.Microsecond), c.Packets, strings.Join(c.Ingress, ", "))
+	} else if c.Note != "" {
+		ew.printf("%s\n", c.Note)
 	}
 	cpus := make([]string, len(c.CPUs))
 	for i, n := range c.CPUs {
@@ -47,8 +59,12 @@ func (r *Report) costLine(ew *errWriter) {
 	if !c.Placed {
 		where = "every CPU (no router is placed: its work runs where the packets arrive)"
 	}
-	ew.printf("router cost: %.0f ns a packet forwarded (%v of NET_RX/TX softirq on %s in %d runs, over %d packets that left %s; exact, from BPF)",
-		c.NsPerPacket, time.Duration(c.SoftirqNs).Round(time.Microsecond), where, c.Runs, c.Packets, strings.Join(c.Nodes, ", "))
+	if c.Shared {
+		ew.printf("CPU cost: not this lab's alone (its CPUs also ran the duet's twin lab)\n")
+		return
+	}
+	ew.printf("CPU cost: %.0f ns a packet forwarded (%v of NET_RX/TX softirq on %s in %d runs, the receiver's work there included, over %d packets that left %s)",
+		c.CPUNsPerPacket, time.Duration(c.CPUSoftirqNs).Round(time.Microsecond), where, c.Runs, c.Forwarded, strings.Join(c.Nodes, ", "))
 	if s := r.Stalls; s != nil && s.Stalls > 0 {
 		ew.printf("; the CPUs stalled %v in all meanwhile, which counts where it fell inside a softirq", s.TotalNs.Round(10*time.Microsecond))
 	}

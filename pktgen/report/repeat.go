@@ -26,8 +26,13 @@ type figures map[string]float64
 // and the latency percentiles when measured.
 func runFigures(r *Report) figures {
 	f := figures{"pps": r.PPS, "loss_pct": r.LossPct}
-	if r.Cost != nil && r.Cost.Packets > 0 {
-		f["router_ns_per_packet"] = r.Cost.NsPerPacket
+	if c := r.Cost; c != nil {
+		if c.Packets > 0 {
+			f["router_ns_per_packet"] = c.NsPerPacket
+		}
+		if c.Forwarded > 0 && !c.Shared {
+			f["cpu_ns_per_packet"] = c.CPUNsPerPacket
+		}
 	}
 	if l := r.Latency; l != nil && l.Samples > 0 {
 		f["latency_p50_ns"], f["latency_p99_ns"], f["latency_max_ns"] = float64(l.P50Ns), float64(l.P99Ns), float64(l.MaxNs)

@@ -170,7 +170,7 @@ func (r *Report) tableHops(ew *errWriter) {
 	for _, ct := range r.Conntrack {
 		ew.printf("%s\n", ct)
 	}
-	r.costLine(ew)
+	r.costLines(ew)
 	ew.printf("\n")
 }
 

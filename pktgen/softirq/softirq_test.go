@@ -109,3 +109,84 @@ func TestPrivilegedSoftirqTime(t *testing.T) {
 		t.Error("a CPU past the last was read without an error")
 	}
 }
+
+// TestPrivilegedDeviceTime: the same loopback traffic, watched per
+// device: the namespace's lo is charged one packet per datagram, and its
+// time is more than nothing and at most the CPU's NET_RX time (the
+// softirq's own overhead before its first packet is nobody's).
+func TestPrivilegedDeviceTime(t *testing.T) {
+	labtest.SkipUnlessRoot(t)
+	n := labtest.OpenNamespace(t, labtest.NetnsDir(t))
+	inode, err := n.Inode()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	d, err := OpenDevices()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	lo := Dev{NetNS: uint32(inode), Ifindex: 1}
+	if err := d.Watch(lo); err != nil {
+		t.Fatal(err)
+	}
+	const packets = 20000
+	var before, after Reading
+	err = n.Do(func() error {
+		var set unix.CPUSet
+		set.Set(0)
+		if err := unix.SchedSetaffinity(0, &set); err != nil {
+			return err
+		}
+		rx, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		if err != nil {
+			return err
+		}
+		defer rx.Close()
+		tx, err := net.DialUDP("udp4", nil, rx.LocalAddr().(*net.UDPAddr))
+		if err != nil {
+			return err
+		}
+		defer tx.Close()
+		buf := make([]byte, 64)
+		if before, err = c.Read(); err != nil {
+			return err
+		}
+		for range packets {
+			if _, err := tx.Write(buf); err != nil {
+				return err
+			}
+			if _, err := rx.Read(buf); err != nil {
+				return err
+			}
+		}
+		after, err = c.Read()
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := d.Read(lo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rxNs, _, err := after.Since(before, []int{0}, NetRX)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("lo of the test's namespace: %d packets, %d ns (%.0f ns a packet); NET_RX on cpu0 %d ns", got.Packets, got.Ns, float64(got.Ns)/float64(max(got.Packets, 1)), rxNs)
+	if got.Packets != packets {
+		t.Errorf("lo charged %d packets, %d sent", got.Packets, packets)
+	}
+	if got.Ns == 0 || got.Ns > rxNs+rxNs/20 {
+		t.Errorf("lo charged %d ns; NET_RX time %d ns", got.Ns, rxNs)
+	}
+	if _, err := d.Read(Dev{NetNS: 1, Ifindex: 12345}); err == nil {
+		t.Error("a device never watched was read without an error")
+	}
+}
