@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/nslab/nslab/pktgen/bench"
+	"github.com/nslab/nslab/pktgen/stats"
 	"io"
 
 	"github.com/nslab/nslab/pktgen/report"
@@ -16,44 +18,105 @@ type compareOptions struct {
 	Files  []string
 	Format string
 	Force  bool
+	// Margin is what no change means (a fraction); Figure the figure to
+	// decide on ("": the comparison's main figure).
+	Margin float64
+	Figure string
 	Out    io.Writer
 }
 
 func compareCommand(run func(context.Context, *compareOptions) error) *cli.Command {
 	return &cli.Command{
 		Name:      "compare",
-		Usage:     "is B faster than A: compare results files of nslab bench --out, figure by figure",
-		ArgsUsage: "A.jsonl B.jsonl [C.jsonl ...]",
-		Description: "Per traffic run, frame size and figure (pps, loss, latency percentiles, each MLRsearch goal's conditional\n" +
-			"throughput): the old and new medians, the change and its 95% bootstrap interval, and the two-sided Mann-Whitney U\n" +
-			"test's p-value, significant below 0.05 (as benchstat decides). Each file after the first is compared with the first.\n" +
+		Usage:     "is B faster than A: compare results files of nslab bench --out, figure by figure, and decide",
+		ArgsUsage: "A.jsonl B.jsonl [C.jsonl ...] | VARIANTS.jsonl",
+		Description: "Per traffic run, frame size and figure (pps, loss, latency percentiles, the router's cost per packet, each\n" +
+			"MLRsearch goal's conditional throughput): the old and new medians, the change, its 95% interval and a p-value.\n" +
+			"Results measured in the same blocks (bench --variants --out: one trial of each variant back to back, or at once in\n" +
+			"a duet) are compared pair by pair: the Hodges-Lehmann estimate of the pairs' log ratios, the exact Wilcoxon\n" +
+			"signed-rank interval and test. Results measured apart are compared by their medians: a bootstrap interval and the\n" +
+			"Mann-Whitney U test. The output says which. Each file after the first is compared with the first; one file of\n" +
+			"bench --variants compares each variant in it with the first. On the main figure (the router's cost per packet,\n" +
+			"else the rate) it decides: B faster or slower, no change larger than --margin, or inconclusive.\n" +
 			"Files measured differently (lab sha256, kernel, engine, placement, nslab version) are refused unless --force.\n\n" +
 			"Examples:\n  nslab bench --repeat 5 --out a.jsonl lab.yaml    # then change something\n" +
-			"  nslab bench --repeat 5 --out b.jsonl lab.yaml\n  nslab compare a.jsonl b.jsonl",
+			"  nslab bench --repeat 5 --out b.jsonl lab.yaml\n  nslab compare a.jsonl b.jsonl\n" +
+			"  nslab bench --variants base,tuned --out ab.jsonl lab.yaml\n  nslab compare ab.jsonl",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "format", Value: "table", Usage: "table, json, csv or markdown"},
 			&cli.BoolFlag{Name: "force", Usage: "compare files whose environments differ (the differences are printed)"},
+			&cli.StringFlag{Name: "margin", Value: "3%", Usage: "what no change means: none larger than this `PERCENT`"},
+			&cli.StringFlag{Name: "figure", Usage: "decide on this `FIGURE` (default: router_ns_per_packet, else pps, else a search's throughput)"},
 		},
 		Action: action(func(c *cli.Context) (*compareOptions, error) {
-			if c.NArg() < 2 {
-				return nil, cli.Exit("compare needs two results files or more: nslab compare A.jsonl B.jsonl", 2)
+			if c.NArg() < 1 {
+				return nil, cli.Exit("compare needs two results files or more (nslab compare A.jsonl B.jsonl), or one of bench --variants", 2)
 			}
-			return &compareOptions{Files: c.Args().Slice(), Format: c.String("format"), Force: c.Bool("force"), Out: c.App.Writer}, nil
+			m, err := parsePercent(c.String("margin"))
+			if err != nil || m <= 0 {
+				return nil, cli.Exit(fmt.Sprintf("--margin %s: a percentage above 0, such as 3%%", c.String("margin")), 2)
+			}
+			return &compareOptions{Files: c.Args().Slice(), Format: c.String("format"), Force: c.Bool("force"), Margin: m, Figure: c.String("figure"), Out: c.App.Writer}, nil
 		}, or(run, runCompare)),
 	}
 }
 
+// readCompared reads what is compared: each file, or each variant of
+// one file.
+func readCompared(files []string) ([]*report.ResultsFile, error) {
+	if len(files) == 1 {
+		rfs, err := report.ReadVariants(files[0])
+		if err == nil && len(rfs) < 2 {
+			return nil, cli.Exit(fmt.Sprintf("%s holds the results of %d variant(s): compare needs two results files (nslab compare A.jsonl B.jsonl), or one of bench --variants with two variants or more", files[0], len(rfs)), 2)
+		}
+		return rfs, err
+	}
+	var rfs []*report.ResultsFile
+	for _, f := range files {
+		rf, err := report.ReadResults(f)
+		if err != nil {
+			return nil, err
+		}
+		rfs = append(rfs, rf)
+	}
+	return rfs, nil
+}
+
+// decide makes the comparison's decision on the figure asked for, or
+// its main one.
+func (o *compareOptions) decide(c *report.Comparison) error {
+	key, ok := c.MainFigure()
+	if o.Figure != "" {
+		key, ok = report.FigureKey{}, false
+		for _, x := range c.Changes {
+			if x.Figure == o.Figure && (!ok || x.Frame < key.Frame) {
+				key, ok = report.FigureKey{Traffic: x.Traffic, Frame: x.Frame, Figure: x.Figure}, true
+			}
+		}
+		if !ok {
+			return fmt.Errorf("--figure %s: the files share no such figure", o.Figure)
+		}
+	}
+	if !ok {
+		return nil // nothing to decide on: the figures are printed
+	}
+	plan := stats.Plan{Looks: []int{6}, Alpha: bench.VariantAlpha, Margin: o.Margin, Power: bench.VariantPower}
+	_, err := c.Decide(key, plan, true)
+	return err
+}
+
 // runCompare reads the files and compares each with the first.
 func runCompare(_ context.Context, o *compareOptions) error {
-	base, err := report.ReadResults(o.Files[0])
+	rfs, err := readCompared(o.Files)
+	var exit cli.ExitCoder
+	if errors.As(err, &exit) {
+		return err
+	}
 	if err != nil {
 		return cli.Exit(err.Error(), 1)
 	}
-	for i, f := range o.Files[1:] {
-		other, err := report.ReadResults(f)
-		if err != nil {
-			return cli.Exit(err.Error(), 1)
-		}
+	base := rfs[0]
+	for i, other := range rfs[1:] {
 		cmp, err := report.Compare(base, other, o.Force)
 		var mm *report.MismatchError
 		if errors.As(err, &mm) {
@@ -61,6 +124,9 @@ func runCompare(_ context.Context, o *compareOptions) error {
 		}
 		if err != nil {
 			return cli.Exit(err.Error(), 1)
+		}
+		if err := o.decide(cmp); err != nil {
+			return cli.Exit(err.Error(), 2)
 		}
 		if i > 0 {
 			fmt.Fprintln(o.Out)

@@ -249,6 +249,9 @@ func (req Request) duetBlock(ctx context.Context, m *lab.Manager, labs [2]duetLa
 		if err := errors.Join(errs[0], errs[1]); err != nil {
 			return err
 		}
+		// The twin is the lab's file under another name: its results are
+		// the file's, as compare and the environment checks see them.
+		reps[1].Env.LabHash = reps[0].Env.LabHash
 		for i, rep := range reps {
 			out.Reports = append(out.Reports, rep)
 			if err := req.record(rep); err != nil {

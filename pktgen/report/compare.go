@@ -72,6 +72,39 @@ func ReadResults(path string) (*ResultsFile, error) {
 	return rf, nil
 }
 
+// ReadVariants reads a results file that holds several variants'
+// results (bench --variants --out): one ResultsFile per variant, in the
+// order the file first names them, each named "PATH (variant V)".
+func ReadVariants(path string) ([]*ResultsFile, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read results: %w", err)
+	}
+	var out []*ResultsFile
+	byName := map[string]*ResultsFile{}
+	for n, line := range strings.Split(string(data), "\n") {
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		var probe struct {
+			Variant string `json:"variant"`
+		}
+		if err := json.Unmarshal([]byte(line), &probe); err != nil {
+			return nil, fmt.Errorf("%s:%d: not a JSON result: %w", path, n+1, err)
+		}
+		rf := byName[probe.Variant]
+		if rf == nil {
+			rf = NewResultsFile(path+variantSuffix(probe.Variant), true)
+			byName[probe.Variant] = rf
+			out = append(out, rf)
+		}
+		if err := rf.AddLine([]byte(line)); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", path, n+1, err)
+		}
+	}
+	return out, nil
+}
+
 // NewResultsFile is an empty results file named path (oneVariant: see
 // ResultsFile.OneVariant).
 func NewResultsFile(path string, oneVariant bool) *ResultsFile {

@@ -86,6 +86,31 @@ func LowerIsBetter(figure string) bool {
 	return false
 }
 
+// MainFigure is the figure a comparison decides on when none is named:
+// the most sensitive it has (measured on our machines: the router's cost
+// per packet, then the rate received, a search's throughput, an
+// MLRsearch's first goal), at its smallest frame.
+func (c *Comparison) MainFigure() (FigureKey, bool) {
+	prefs := []func(string) bool{
+		func(f string) bool { return f == "router_ns_per_packet" },
+		func(f string) bool { return f == "pps" },
+		func(f string) bool { return f == "throughput_pps" },
+		func(f string) bool { return strings.HasSuffix(f, " conditional_throughput_pps") },
+	}
+	for _, want := range prefs {
+		best, found := FigureKey{}, false
+		for _, x := range c.Changes {
+			if want(x.Figure) && (!found || x.Frame < best.Frame) {
+				best, found = FigureKey{Traffic: x.Traffic, Frame: x.Frame, Figure: x.Figure}, true
+			}
+		}
+		if found {
+			return best, true
+		}
+	}
+	return FigureKey{}, false
+}
+
 // Decision is the answer of a comparison on its main figure: different
 // (faster or slower), the same within the margin, or inconclusive, with
 // the interval it rests on and the smallest change it could have seen.

@@ -1,0 +1,93 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nslab/nslab/pktgen/stats"
+	"github.com/nslab/nslab/topology/host"
+	"github.com/nslab/nslab/topology/lab"
+	"github.com/nslab/nslab/topology/labtest"
+	"github.com/nslab/nslab/topology/spec"
+)
+
+// ruleLab is the forwarding benchmark (its router placed on a CPU of its
+// own) with two more variants: same (nothing changed) and rules16 (16
+// firewall rules that match nothing in the router's forward chain, a
+// known cost).
+func ruleLab(t *testing.T) *spec.Lab {
+	t.Helper()
+	labtest.SkipUnlessRoot(t)
+	if online, err := (host.Machine{}).OnlineCPUs(); err != nil || len(online) < 2 {
+		t.Skipf("placement needs 2 CPUs (%v %v)", online, err)
+	}
+	data, err := os.ReadFile("../../examples/forwarding-benchmark.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rules strings.Builder
+	for i := range 16 {
+		fmt.Fprintf(&rules, "        - drop: {from: 10.99.%d.0/24}\n", i)
+	}
+	src := string(data) + "  same: {}\n  rules16:\n    r1:\n      firewall:\n        policy: accept\n        rules:\n" + rules.String()
+	l, err := spec.Parse("rules.yaml", labtest.Rename([]byte(src), labtest.Name("v")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l
+}
+
+// duet runs bench --variants first,second as a duet of 10 pairs of 300 ms
+// trials at 50 kpps, and returns its comparison's decision.
+func duet(t *testing.T, l *spec.Lab, first, second string) *Outcome {
+	t.Helper()
+	m := &lab.Manager{StateDir: t.TempDir()}
+	tr := *l.TrafficRun("forward")
+	tr.Duration, tr.RatePPS = 300*time.Millisecond, 50000
+	out, err := Sweep(context.Background(), m, Request{Lab: l, Traffic: &tr, Variants: []string{first, second}, Repeat: 10, Duet: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m.Deployed(l) {
+		t.Error("the duet left the lab it deployed")
+	}
+	if left, _ := m.Recorded(twinName(l.Name)); left != nil {
+		t.Errorf("the duet left its twin %s", twinName(l.Name))
+	}
+	if len(out.Comparisons) != 1 || out.Comparisons[0].Decision == nil || len(out.Reports) != 20 {
+		t.Fatalf("%d comparisons, %d reports", len(out.Comparisons), len(out.Reports))
+	}
+	for _, r := range out.Reports {
+		if r.Block == "" || r.Cost == nil || r.Cost.Packets == 0 || !r.Cost.Shared {
+			t.Fatalf("report of variant %s in lab %s: block %q, cost %+v", r.Variant, r.Lab, r.Block, r.Cost)
+		}
+	}
+	d := out.Comparisons[0].Decision
+	t.Logf("%s against %s: %s (%s)", second, first, d.Decision, d.Method)
+	return out
+}
+
+// TestPrivilegedDuetFindsRuleCost: 16 rules that match nothing make the
+// router's cost per packet higher (the duet decides: B slower), and the
+// twin goes with the run.
+func TestPrivilegedDuetFindsRuleCost(t *testing.T) {
+	d := duet(t, ruleLab(t), "rps1", "rules16").Comparisons[0].Decision
+	if d.Figure != "router_ns_per_packet" || d.Outcome != stats.Different || d.Faster >= 0 || d.Estimate < 5 || d.Estimate > 100 || d.Pairs != 10 {
+		t.Errorf("decision %+v", d)
+	}
+}
+
+// TestPrivilegedDuetAgainstItself: a variant that changes nothing,
+// against the lab as deployed: the estimate is within 3% of none (a duet
+// pair spreads under 1% here).
+func TestPrivilegedDuetAgainstItself(t *testing.T) {
+	d := duet(t, ruleLab(t), "rps1", "same").Comparisons[0].Decision
+	if math.Abs(d.Estimate) > 3 || d.MDE <= 0 || d.MDE > 5 {
+		t.Errorf("A against A: %+v", d)
+	}
+}
