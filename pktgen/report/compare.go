@@ -331,8 +331,14 @@ func bootstrapChange(old, cur []float64) (float64, float64) {
 	if len(changes) == 0 {
 		return math.NaN(), math.NaN()
 	}
-	sort.Float64s(changes)
-	return changes[len(changes)*25/1000], changes[len(changes)*975/1000-1]
+	return percentile95(changes)
+}
+
+// percentile95 is the 2.5th and 97.5th percentiles of x (not empty),
+// which it sorts.
+func percentile95(x []float64) (float64, float64) {
+	sort.Float64s(x)
+	return x[len(x)*25/1000], x[max(0, len(x)*975/1000-1)]
 }
 
 // write is Write after a line that says what is compared (bench

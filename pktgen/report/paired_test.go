@@ -108,3 +108,19 @@ func TestMainFigure(t *testing.T) {
 		t.Error("LowerIsBetter")
 	}
 }
+
+// TestPercentileOfFew: the bootstrap's interval of a figure whose
+// resamples gave one ratio (a loss that is mostly 0) is that ratio, not
+// an index out of range.
+func TestPercentileOfFew(t *testing.T) {
+	if lo, hi := percentile95([]float64{4}); lo != 4 || hi != 4 {
+		t.Errorf("%g .. %g", lo, hi)
+	}
+	x := make([]float64, 1000)
+	for i := range x {
+		x[i] = float64(999 - i)
+	}
+	if lo, hi := percentile95(x); lo != 25 || hi != 974 {
+		t.Errorf("%g .. %g", lo, hi)
+	}
+}
