@@ -5,7 +5,8 @@
 #   make vmtest           the kernel tests (pktgen) in a VM on a Debian distribution kernel
 #   make bench-topology   deploy/destroy speed against an equivalent iproute2 script, and start-up
 #   make bench-forwarding MLRsearch's NDR and PDR of the placed router, 5 times, beside the old binary search, and reruns
-#   make bench-nat        what NAT and a firewall cost a router: the NAT example's variants nat and plain, alternating
+#   make bench-nat        what NAT and a firewall cost a router: the NAT example's variants nat and plain, as a duet
+#   make bench-compare    is B faster than A: A against A, the rule-count dose response, NAT, repeats, and the time each took
 #   make bench-engine     the userspace engine against trafgen (netsniff-ng), 64-byte frames
 #   make bench-latency    what the receiver's reader costs, and latency at 10, 50 and 90% of the router's top rate
 #   make bench-sampler    the counter sampler's own cost per sample of 10 interfaces
@@ -31,7 +32,7 @@ export GOFLAGS := -tags=$(TAGS)
 export CGO_ENABLED := 0
 
 PREFIX  ?= /usr/local
-.PHONY: benchdocs tutorials install install-check docs release fuzz soak bench-latency all build test unit-test lint lint-deps vmtest walkthrough vm-deps run deps go-deps bench-topology bench-forwarding bench-nat bench-engine bench-sampler bench-live clean
+.PHONY: benchdocs tutorials install install-check docs release fuzz soak bench-latency all build test unit-test lint lint-deps vmtest walkthrough vm-deps run deps go-deps bench-topology bench-forwarding bench-nat bench-compare bench-engine bench-sampler bench-live clean
 
 all: build
 
@@ -208,10 +209,22 @@ bench-forwarding: deps build
 	$(BIN)/nslab-bench-forwarding
 
 # The NAT example's two variants (examples/nat-router.yaml: gw with its
-# NAT and firewall, and without), 5 alternating rounds per frame size,
-# compared as nslab compare compares (about 2 minutes).
+# NAT and firewall, and without), measured at once in the lab and a twin
+# of it (a duet) at 50 kpps with both senders on CPU 0, where the
+# gateways' work runs too: their cost per packet, pair by pair, until a
+# decision (about 15 s).
 bench-nat: deps build
-	$(BIN)/nslab bench -q --variants nat,plain --frame 64 --frame 512 --frame 1518 --duration 2s examples/nat-router.yaml
+	$(BIN)/nslab bench -q --variants nat,plain --rate 50kpps --cpus 0 --duration 1s examples/nat-router.yaml
+
+# How well nslab answers "is B faster than A" (cmd/nslab-bench-compare):
+# a variant against itself 20 times (and once in sequential pairs, for
+# the duet's gain), the cost of 1, 2, 4, 8 and 16 firewall rules against
+# 1 (examples/rule-cost.yaml), 1 against 2 and 2 against 4 rules 10 times
+# each, NAT against plain 5 times, the router's cost per packet over 5
+# repeats, and the time each took (about 30 minutes).
+bench-compare: deps build
+	$(GO) build -o $(BIN)/nslab-bench-compare ./cmd/nslab-bench-compare
+	$(BIN)/nslab-bench-compare
 
 # What reading the receiver costs (the top rate without a reader, reading
 # every packet, and sampled, alternating rounds) and the latency at 10, 50

@@ -29,9 +29,12 @@ type costing struct {
 	cpu  *softirq.Counter
 	devs *softirq.Devices
 	// ingress are the routers' ingress interfaces on the path, by name
-	// ("r1:eth0"), as the attribution names them.
-	ingress map[string]softirq.Dev
-	note    string // why a count is missing
+	// ("r1:eth0"), as the attribution names them; receiver is the
+	// receiver's interface (its name in receiverName).
+	ingress      map[string]softirq.Dev
+	receiver     softirq.Dev
+	receiverName string
+	note         string // why a count is missing
 }
 
 // openCosting opens the counters and watches the routers' ingress
@@ -50,7 +53,8 @@ func (b *Bench) openCosting() {
 	}
 	c.ingress = map[string]softirq.Dev{}
 	for i, t := range b.meas.targets {
-		if b.meas.roles[i] != "ingress" {
+		role := b.meas.roles[i]
+		if role != "ingress" && role != "receiver" {
 			continue
 		}
 		dev, err := b.devOf(t.Node, t.Interface)
@@ -61,6 +65,10 @@ func (b *Bench) openCosting() {
 			c.note = fmt.Sprintf("no router's own cost per packet: %v", err)
 			c.ingress = nil
 			return
+		}
+		if role == "receiver" {
+			c.receiver, c.receiverName = dev, t.Node+":"+t.Interface
+			continue
 		}
 		c.ingress[t.Node+":"+t.Interface] = dev
 	}
@@ -97,6 +105,11 @@ func (c *costing) read() (*softirq.Reading, map[string]softirq.DevTime, error) {
 			return nil, nil, err
 		}
 	}
+	if c.receiverName != "" {
+		if devs[receiverKey], err = c.devs.Read(c.receiver); err != nil {
+			return nil, nil, err
+		}
+	}
 	return &r, devs, nil
 }
 
@@ -129,6 +142,10 @@ func (b *Bench) costCPUs() (cpus []int, placed bool) {
 	return b.allowed, false
 }
 
+// receiverKey is where a reading keeps the receiver's interface, beside
+// the routers' ingress interfaces (by their node:interface names).
+const receiverKey = "receiver"
+
 // routerCost puts the routers' cost per packet on the report.
 func (b *Bench) routerCost(rep *report.Report, before, after hostState) {
 	if before.softirq == nil || after.softirq == nil {
@@ -153,7 +170,17 @@ func (b *Bench) routerCost(rep *report.Report, before, after hostState) {
 	if c.Forwarded > 0 {
 		c.CPUNsPerPacket = float64(ns) / float64(c.Forwarded)
 	}
+	if a, ok := after.devices[receiverKey]; ok {
+		d := before.devices[receiverKey]
+		c.Receiver, c.ReceiverNs, c.ReceiverPackets = b.cost.receiverName, a.Ns-d.Ns, a.Packets-d.Packets
+		if c.ReceiverPackets > 0 {
+			c.ReceiverNsPerPacket = float64(c.ReceiverNs) / float64(c.ReceiverPackets)
+		}
+	}
 	for _, name := range slices.Sorted(maps.Keys(after.devices)) {
+		if name == receiverKey {
+			continue
+		}
 		a, b := after.devices[name], before.devices[name]
 		c.Ingress = append(c.Ingress, name)
 		c.Ns += a.Ns - b.Ns

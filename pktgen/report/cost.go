@@ -18,6 +18,12 @@ type RouterCost struct {
 	Ns          uint64   `json:"ns"`
 	Packets     uint64   `json:"packets"`
 	NsPerPacket float64  `json:"ns_per_packet"`
+	// The receiver's work, counted the same way at its interface: what
+	// delivering each packet to its socket cost.
+	Receiver            string  `json:"receiver,omitempty"`
+	ReceiverNs          uint64  `json:"receiver_ns,omitempty"`
+	ReceiverPackets     uint64  `json:"receiver_packets,omitempty"`
+	ReceiverNsPerPacket float64 `json:"receiver_ns_per_packet,omitempty"`
 	// The CPUs' view: NET_RX and NET_TX softirq time (inline and in
 	// ksoftirqd) in Runs runs on CPUs (the routers' placement, or every
 	// CPU when none is placed: Placed false), over the packets that left
@@ -50,6 +56,10 @@ func (r *Report) costLines(ew *errWriter) {
 			c.NsPerPacket, time.Duration(c.Ns).Round(time.Microsecond), c.Packets, strings.Join(c.Ingress, ", "))
 	} else if c.Note != "" {
 		ew.printf("%s\n", c.Note)
+	}
+	if c.ReceiverPackets > 0 {
+		ew.printf("receiver cost: %.0f ns a packet (%v charged to the %d packets %s took in, counted the same way)\n",
+			c.ReceiverNsPerPacket, time.Duration(c.ReceiverNs).Round(time.Microsecond), c.ReceiverPackets, c.Receiver)
 	}
 	cpus := make([]string, len(c.CPUs))
 	for i, n := range c.CPUs {

@@ -30,6 +30,9 @@ func runFigures(r *Report) figures {
 		if c.Packets > 0 {
 			f["router_ns_per_packet"] = c.NsPerPacket
 		}
+		if c.ReceiverPackets > 0 {
+			f["receiver_ns_per_packet"] = c.ReceiverNsPerPacket
+		}
 		if c.Forwarded > 0 && !c.Shared {
 			f["cpu_ns_per_packet"] = c.CPUNsPerPacket
 		}

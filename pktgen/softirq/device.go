@@ -60,11 +60,11 @@ func OpenDevices() (*Devices, error) {
 		return nil, fmt.Errorf("per-device softirq time: state map: %w", err)
 	}
 	if d.acc, err = ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.PerCPUHash, KeySize: 8, ValueSize: 16, MaxEntries: 4096}); err != nil {
-		d.Close()
+		_ = d.Close() // the error to report is the one above
 		return nil, fmt.Errorf("per-device softirq time: accounting map: %w", err)
 	}
 	if err := d.Watch(Other); err != nil {
-		d.Close()
+		_ = d.Close() // the error to report is the one above
 		return nil, err
 	}
 	for _, a := range []struct {
@@ -77,13 +77,13 @@ func OpenDevices() (*Devices, error) {
 	} {
 		p, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.RawTracepoint, License: "GPL", Instructions: a.insns})
 		if err != nil {
-			d.Close()
+			_ = d.Close() // the error to report is the one above
 			return nil, fmt.Errorf("per-device softirq time: load the %s program: %w", a.tp, err)
 		}
 		d.progs = append(d.progs, p)
 		ln, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: a.tp, Program: p})
 		if err != nil {
-			d.Close()
+			_ = d.Close() // the error to report is the one above
 			return nil, fmt.Errorf("per-device softirq time: attach to the %s tracepoint: %w", a.tp, err)
 		}
 		d.links = append(d.links, ln)

@@ -53,17 +53,17 @@ func Open() (*Counter, error) {
 		return nil, fmt.Errorf("softirq time: per-CPU map: %w", err)
 	}
 	if c.entry, err = ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.RawTracepoint, License: "GPL", Instructions: entryProgram(c.times)}); err != nil {
-		c.Close()
+		_ = c.Close() // the error to report is the one above
 		return nil, fmt.Errorf("softirq time: load the entry program: %w", err)
 	}
 	if c.exit, err = ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.RawTracepoint, License: "GPL", Instructions: exitProgram(c.times)}); err != nil {
-		c.Close()
+		_ = c.Close() // the error to report is the one above
 		return nil, fmt.Errorf("softirq time: load the exit program: %w", err)
 	}
 	for name, p := range map[string]*ebpf.Program{"softirq_entry": c.entry, "softirq_exit": c.exit} {
 		l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: name, Program: p})
 		if err != nil {
-			c.Close()
+			_ = c.Close() // the error to report is the one above
 			return nil, fmt.Errorf("softirq time: attach to the %s tracepoint: %w", name, err)
 		}
 		c.links = append(c.links, l)
