@@ -26,6 +26,7 @@ func TestPrivilegedVariantsKilled(t *testing.T) {
 	if code, out, errOut := c.run("deploy", file); code != 0 {
 		t.Fatalf("deploy: %d %s %s", code, out, errOut)
 	}
+	t.Cleanup(func() { c.run("destroy", "--name", name) }) // a test that stops early leaves nothing either
 	t0 := time.Now()
 	code, out, errOut := c.run(variants...)
 	took := time.Since(t0)

@@ -72,11 +72,26 @@ func Main(prog, file, letter string, run func(m *lab.Manager, l *spec.Lab) int) 
 	if err != nil {
 		Fail(prog, err)
 	}
-	code := run(m, l)
+	code := runDestroying(m, l, run)
 	if _, err := m.Destroy(l.Name); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: destroy: %v\n", prog, err)
 		code = 1
 	}
 	done()
 	os.Exit(code)
+}
+
+// runDestroying is run(m, l), destroying the lab (and its duet twin)
+// before a panic goes on, so that a crashed benchmark leaves nothing.
+func runDestroying(m *lab.Manager, l *spec.Lab, run func(m *lab.Manager, l *spec.Lab) int) int {
+	defer func() {
+		if p := recover(); p != nil {
+			if twin := bench.LeftTwin(m, l.Name); twin != "" {
+				_, _ = m.Destroy(twin) // the panic is what to report
+			}
+			_, _ = m.Destroy(l.Name)
+			panic(p)
+		}
+	}()
+	return run(m, l)
 }
