@@ -154,15 +154,8 @@ func (req Request) eachVariantDuet(ctx context.Context, m *lab.Manager, r *lab.R
 			err = errors.Join(err, fmt.Errorf("give the lab back as deployed: %w", uerr))
 		}
 	}()
-	files := map[string]*report.ResultsFile{}
-	for _, name := range req.Variants {
-		files[name] = report.NewResultsFile("variant "+name, true)
-	}
-	plan, run := req.plan(), runID()
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
-	deadline := time.Now().Add(req.maxTime())
-	for n := 1; ; n++ {
-		began := time.Now()
+	err = req.inBlocks(out, func(run string, n int, files map[string]*report.ResultsFile) error {
 		for _, j := range rng.Perm(len(req.Variants) - 1) {
 			order := [2]string{req.Variants[0], req.Variants[j+1]}
 			if rng.IntN(2) == 1 {
@@ -173,17 +166,10 @@ func (req Request) eachVariantDuet(ctx context.Context, m *lab.Manager, r *lab.R
 				return err
 			}
 		}
-		last := n >= plan.Looks[len(plan.Looks)-1] || time.Now().Add(time.Since(began)).After(deadline)
-		if !last && !contains(plan.Looks, n) {
-			continue
-		}
-		decided, err := req.compareVariants(files, plan, last, out)
-		if err != nil {
-			return err
-		}
-		if decided || last {
-			break
-		}
+		return nil
+	})
+	if err != nil {
+		return err
 	}
 	for _, c := range out.Comparisons {
 		c.Method = "duet (A and B measured at once in twin labs, which holds which drawn at random per block); " + c.Method
@@ -191,7 +177,6 @@ func (req Request) eachVariantDuet(ctx context.Context, m *lab.Manager, r *lab.R
 			c.Decision.Method = "duet, " + c.Decision.Method
 		}
 	}
-	out.Summaries = report.Summaries(&out.Results, report.SummaryLevel)
 	return nil
 }
 

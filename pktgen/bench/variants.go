@@ -97,15 +97,8 @@ func (req Request) eachVariant(ctx context.Context, m *lab.Manager, r *lab.Runni
 			err = errors.Join(err, fmt.Errorf("give the lab back as deployed: %w", uerr))
 		}
 	}()
-	files := map[string]*report.ResultsFile{}
-	for _, name := range req.Variants {
-		files[name] = report.NewResultsFile("variant "+name, true)
-	}
-	plan, run := req.plan(), runID()
 	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 0))
-	deadline := time.Now().Add(req.maxTime())
-	for n := 1; ; n++ {
-		began := time.Now()
+	return req.inBlocks(out, func(run string, n int, files map[string]*report.ResultsFile) error {
 		for _, i := range rng.Perm(len(req.Variants)) {
 			name := req.Variants[i]
 			req.progress("block %d (pairs so far %d), variant %s: ", n, n-1, name)
@@ -115,6 +108,26 @@ func (req Request) eachVariant(ctx context.Context, m *lab.Manager, r *lab.Runni
 			if err := req.underVariant(ctx, r, name, fmt.Sprintf("%s/%d", run, n), files[name], out); err != nil {
 				return err
 			}
+		}
+		return nil
+	})
+}
+
+// inBlocks measures block after block (measure adds block n's results of
+// run to each variant's file) and looks at the plan's pair counts: it
+// stops when every comparison has decided, at the plan's last look, or
+// before a block would overrun the time allowed.
+func (req Request) inBlocks(out *Outcome, measure func(run string, n int, files map[string]*report.ResultsFile) error) error {
+	files := map[string]*report.ResultsFile{}
+	for _, name := range req.Variants {
+		files[name] = report.NewResultsFile("variant "+name, true)
+	}
+	plan, run := req.plan(), runID()
+	deadline := time.Now().Add(req.maxTime())
+	for n := 1; ; n++ {
+		began := time.Now()
+		if err := measure(run, n, files); err != nil {
+			return err
 		}
 		last := n >= plan.Looks[len(plan.Looks)-1] || time.Now().Add(time.Since(began)).After(deadline)
 		if !last && !contains(plan.Looks, n) {

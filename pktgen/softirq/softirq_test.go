@@ -3,13 +3,13 @@ package softirq
 import (
 	"net"
 	"os"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/nslab/nslab/topology/labtest"
+	"github.com/nslab/nslab/topology/ns"
 	"golang.org/x/sys/unix"
 )
 
@@ -35,24 +35,12 @@ func netRXRuns(t *testing.T, cpu int) uint64 {
 	return 0
 }
 
-// TestPrivilegedSoftirqTime: UDP over the loopback of a throwaway
-// namespace, sent from a thread pinned to cpu0, raises NET_RX there. The
-// counter's NET_RX runs on cpu0 agree with /proc/softirqs' (which the
-// kernel counts at the same place), its time is more than nothing and
-// less than the wall time, and the busy share it gives is below 100%.
-func TestPrivilegedSoftirqTime(t *testing.T) {
-	labtest.SkipUnlessRoot(t)
-	n := labtest.OpenNamespace(t, labtest.NetnsDir(t))
-	c, err := Open()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { c.Close() })
-	const packets = 20000
-	var before, after Reading
-	var runsBefore, runsAfter uint64
-	var wall time.Duration
-	err = n.Do(func() error {
+// pingPong sends packets UDP datagrams over the loopback of namespace n
+// from a thread pinned to cpu0, each read back before the next; mark is
+// called (in n, on that thread) just before the first and after the last.
+func pingPong(t *testing.T, n *ns.NS, packets int, mark func(after bool) error) {
+	t.Helper()
+	err := n.Do(func() error {
 		var set unix.CPUSet
 		set.Set(0)
 		if err := unix.SchedSetaffinity(0, &set); err != nil {
@@ -69,12 +57,9 @@ func TestPrivilegedSoftirqTime(t *testing.T) {
 		}
 		defer tx.Close()
 		buf := make([]byte, 64)
-		runtime.Gosched()
-		runsBefore = netRXRuns(t, 0)
-		if before, err = c.Read(); err != nil {
+		if err := mark(false); err != nil {
 			return err
 		}
-		start := time.Now()
 		for range packets {
 			if _, err := tx.Write(buf); err != nil {
 				return err
@@ -83,16 +68,42 @@ func TestPrivilegedSoftirqTime(t *testing.T) {
 				return err
 			}
 		}
-		wall = time.Since(start)
-		if after, err = c.Read(); err != nil {
-			return err
-		}
-		runsAfter = netRXRuns(t, 0)
-		return nil
+		return mark(true)
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// TestPrivilegedSoftirqTime: UDP over the loopback of a throwaway
+// namespace, sent from a thread pinned to cpu0, raises NET_RX there. The
+// counter's NET_RX runs on cpu0 agree with /proc/softirqs' (which the
+// kernel counts at the same place), and its time is more than nothing
+// and less than the wall time.
+func TestPrivilegedSoftirqTime(t *testing.T) {
+	labtest.SkipUnlessRoot(t)
+	n := labtest.OpenNamespace(t, labtest.NetnsDir(t))
+	c, err := Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	const packets = 20000
+	var before, after Reading
+	var runsBefore, runsAfter uint64
+	var start time.Time
+	var wall time.Duration
+	pingPong(t, n, packets, func(done bool) (err error) {
+		if !done {
+			runsBefore, start = netRXRuns(t, 0), time.Now()
+			before, err = c.Read()
+			return err
+		}
+		wall = time.Since(start)
+		after, err = c.Read()
+		runsAfter = netRXRuns(t, 0)
+		return err
+	})
 	ns, runs, err := after.Since(before, []int{0}, NetRX)
 	if err != nil {
 		t.Fatal(err)
@@ -125,52 +136,26 @@ func TestPrivilegedDeviceTime(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { c.Close() })
+	t.Cleanup(func() { _ = c.Close() })
 	d, err := OpenDevices()
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { d.Close() })
+	t.Cleanup(func() { _ = d.Close() })
 	lo := Dev{NetNS: uint32(inode), Ifindex: 1}
 	if err := d.Watch(lo); err != nil {
 		t.Fatal(err)
 	}
 	const packets = 20000
 	var before, after Reading
-	err = n.Do(func() error {
-		var set unix.CPUSet
-		set.Set(0)
-		if err := unix.SchedSetaffinity(0, &set); err != nil {
-			return err
+	pingPong(t, n, packets, func(done bool) (err error) {
+		if !done {
+			before, err = c.Read()
+		} else {
+			after, err = c.Read()
 		}
-		rx, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
-		if err != nil {
-			return err
-		}
-		defer rx.Close()
-		tx, err := net.DialUDP("udp4", nil, rx.LocalAddr().(*net.UDPAddr))
-		if err != nil {
-			return err
-		}
-		defer tx.Close()
-		buf := make([]byte, 64)
-		if before, err = c.Read(); err != nil {
-			return err
-		}
-		for range packets {
-			if _, err := tx.Write(buf); err != nil {
-				return err
-			}
-			if _, err := rx.Read(buf); err != nil {
-				return err
-			}
-		}
-		after, err = c.Read()
 		return err
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	got, err := d.Read(lo)
 	if err != nil {
 		t.Fatal(err)
