@@ -71,20 +71,28 @@ func Open() (*Counter, error) {
 	return c, nil
 }
 
-// entryProgram stores the time a softirq starts in the CPU's start slot.
-func entryProgram(m *ebpf.Map) asm.Instructions {
+// slot puts the address of m's slot whose number is in register key in
+// r0, or ends the program (at its "out" label).
+func slot(m *ebpf.Map, key asm.Register) asm.Instructions {
 	return asm.Instructions{
-		asm.StoreImm(asm.RFP, -4, startSlot, asm.Word),
+		asm.StoreMem(asm.RFP, -4, key, asm.Word),
 		asm.LoadMapPtr(asm.R1, m.FD()),
 		asm.Mov.Reg(asm.R2, asm.RFP), asm.Add.Imm(asm.R2, -4),
 		asm.FnMapLookupElem.Call(),
 		asm.JEq.Imm(asm.R0, 0, "out"),
+	}
+}
+
+// entryProgram stores the time a softirq starts in the CPU's start slot.
+func entryProgram(m *ebpf.Map) asm.Instructions {
+	insns := append(asm.Instructions{asm.Mov.Imm(asm.R1, startSlot)}, slot(m, asm.R1)...)
+	return append(insns,
 		asm.Mov.Reg(asm.R6, asm.R0),
 		asm.FnKtimeGetNs.Call(),
 		asm.StoreMem(asm.R6, 0, asm.R0, asm.DWord),
 		asm.Mov.Imm(asm.R0, 0).WithSymbol("out"),
 		asm.Return(),
-	}
+	)
 }
 
 // exitProgram adds the time since the CPU's start slot to the slot of
@@ -92,15 +100,7 @@ func entryProgram(m *ebpf.Map) asm.Instructions {
 // the start (an exit whose entry came before the programs were attached
 // adds nothing). Registers: r6 the vector, r7 the start slot, r8 now.
 func exitProgram(m *ebpf.Map) asm.Instructions {
-	lookup := func(key asm.Register) asm.Instructions {
-		return asm.Instructions{
-			asm.StoreMem(asm.RFP, -4, key, asm.Word),
-			asm.LoadMapPtr(asm.R1, m.FD()),
-			asm.Mov.Reg(asm.R2, asm.RFP), asm.Add.Imm(asm.R2, -4),
-			asm.FnMapLookupElem.Call(),
-			asm.JEq.Imm(asm.R0, 0, "out"),
-		}
-	}
+	lookup := func(key asm.Register) asm.Instructions { return slot(m, key) }
 	insns := asm.Instructions{
 		asm.LoadMem(asm.R6, asm.R1, 0, asm.DWord),
 		asm.JGE.Imm(asm.R6, kinds, "out"),
