@@ -180,15 +180,6 @@ func (req Request) eachVariantDuet(ctx context.Context, m *lab.Manager, r *lab.R
 	return nil
 }
 
-func contains(xs []int, x int) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
-		}
-	}
-	return false
-}
-
 // duetBlock applies order[i] to labs[i], and measures every frame size
 // in both labs at once.
 func (req Request) duetBlock(ctx context.Context, m *lab.Manager, labs [2]duetLab, order [2]string, block string, files map[string]*report.ResultsFile, out *Outcome) error {

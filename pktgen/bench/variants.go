@@ -130,7 +130,7 @@ func (req Request) inBlocks(out *Outcome, measure func(run string, n int, files 
 			return err
 		}
 		last := n >= plan.Looks[len(plan.Looks)-1] || time.Now().Add(time.Since(began)).After(deadline)
-		if !last && !contains(plan.Looks, n) {
+		if !last && !slices.Contains(plan.Looks, n) {
 			continue
 		}
 		decided, err := req.compareVariants(files, plan, last, out)

@@ -3,6 +3,7 @@ package softirq
 import (
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -109,21 +110,12 @@ func (d *Devices) Read(dev Dev, cpus ...int) (DevTime, error) {
 	}
 	var t DevTime
 	for cpu, v := range per {
-		if len(cpus) == 0 || contains(cpus, cpu) {
+		if len(cpus) == 0 || slices.Contains(cpus, cpu) {
 			t.Ns += v[0]
 			t.Packets += v[1]
 		}
 	}
 	return t, nil
-}
-
-func contains(xs []int, x int) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
-		}
-	}
-	return false
 }
 
 // The programs. The per-CPU state is {key of the packet being worked on
@@ -260,17 +252,4 @@ func (d *Devices) Close() error {
 	}
 	d.links, d.progs, d.state, d.acc = nil, nil, nil, nil
 	return errors.Join(errs...)
-}
-
-// Misses is how many times the kernel skipped one of the programs
-// because it was running already on that CPU (a tracepoint hit from
-// inside it): packets whose start or end went uncounted.
-func (d *Devices) Misses() uint64 {
-	var n uint64
-	for _, p := range d.progs {
-		if s, err := p.Stats(); err == nil {
-			n += s.RecursionMisses
-		}
-	}
-	return n
 }
