@@ -47,7 +47,7 @@ func benchCommand(run func(context.Context, *benchOptions) error) *cli.Command {
 			&cli.DurationFlag{Name: "duration", Usage: "override the run's duration"},
 			&cli.Uint64Flag{Name: "count", Usage: "override the run's packet count"},
 			&cli.IntSliceFlag{Name: "frame", Usage: "override the frame size(s), bytes with FCS"},
-			&cli.StringFlag{Name: "engine", Usage: "auto, pktgen or userspace"},
+			&cli.StringFlag{Name: "engine", Usage: "auto, pktgen, userspace or xdp"},
 			&cli.StringFlag{Name: "from", Usage: "sender `NODE:IF` (a run without a traffic: section)"},
 			&cli.StringFlag{Name: "to", Usage: "destination `ADDRESS` (with --from)"},
 			&cli.StringFlag{Name: "rate", Usage: "max, or e.g. 200kpps, 500Mbit"},

@@ -22,8 +22,8 @@ type Chooser struct {
 	Probe func(n *ns.NS) error
 }
 
-// Choose returns the engine that name asks for (auto, pktgen or
-// userspace) for sends from namespace sender, and why it is that one. It
+// Choose returns the engine that name asks for (auto, pktgen, userspace
+// or xdp) for sends from namespace sender, and why it is that one. It
 // enters sender only to probe for pktgen (auto).
 func (c Chooser) Choose(name string, sender *ns.NS) (engine.Engine, string, error) {
 	switch name {
@@ -31,9 +31,11 @@ func (c Chooser) Choose(name string, sender *ns.NS) (engine.Engine, string, erro
 		return kernel.Engine{}, "asked for", nil
 	case "userspace":
 		return userspace.Engine{}, "asked for", nil
+	case "xdp":
+		return userspace.XDP{}, "asked for", nil
 	case "", "auto":
 	default:
-		return nil, "", fmt.Errorf("engine %q: use auto, pktgen or userspace", name)
+		return nil, "", fmt.Errorf("engine %q: use auto, pktgen, userspace or xdp", name)
 	}
 	probe := c.Probe
 	if probe == nil {

@@ -215,7 +215,7 @@ var trafficDef = mapping{def: "traffic", title: "a traffic run", required: []str
 	{"rate", "max (default), a packet rate (200kpps) or a bit rate in whole Mbit (500Mbit)", text},
 	{"threads", "integer 1-64, default 1: sending threads", intRange(1, 64)},
 	{"cpus", "CPU set: one pinned sending thread per CPU", cpuSet},
-	{"engine", "auto (default), pktgen or userspace", enum(Engines...)},
+	{"engine", "auto (default), pktgen, userspace or xdp (full speed only; the receiving veth needs an XDP program or GRO)", enum(Engines...)},
 	{"src_ports", "port or range (1000-2000): UDP source ports", text},
 	{"dst_ports", "port or range, default 9: UDP destination ports", text},
 	{"flows", "integer 1-65535: concurrent flows, a source port each", intRange(1, 65535)},

@@ -39,7 +39,7 @@ type Traffic struct {
 	RateMbps uint64
 	Threads  int
 	CPUs     CPUSet // sender threads pinned one per CPU, in order; empty: not pinned
-	Engine   string // auto, pktgen or userspace
+	Engine   string // auto, pktgen, userspace or xdp
 	SrcPorts [2]int // UDP source port range; zero: the engine's default
 	DstPorts [2]int
 	Flows    int
@@ -51,7 +51,7 @@ type Traffic struct {
 }
 
 // Engines a traffic run can ask for.
-var Engines = []string{"auto", "pktgen", "userspace"}
+var Engines = []string{"auto", "pktgen", "userspace", "xdp"}
 
 var trafficKeys = keysOf(trafficDef)
 
@@ -78,7 +78,30 @@ func (r *reporter) parseTraffic(v *yaml.Node, path string) *Traffic {
 	r.trafficLength(f, t)
 	r.trafficSenders(f, t)
 	r.trafficFlows(f, t)
+	r.trafficXDP(f, t)
 	return t
+}
+
+// trafficXDP refuses what engine xdp cannot send: it transmits copies of
+// one frame as fast as the device takes them, so a rate, a mix, flows and
+// port ranges need engine userspace.
+func (r *reporter) trafficXDP(f map[string]kv, t *Traffic) {
+	if t.Engine != "xdp" {
+		return
+	}
+	wrong := map[string]bool{
+		"rate":      t.RatePPS > 0 || t.RateMbps > 0,
+		"imix":      t.Mix != nil,
+		"frames":    t.Mix != nil,
+		"flows":     t.Flows > 1,
+		"src_ports": t.SrcPorts[1] > t.SrcPorts[0],
+		"dst_ports": t.DstPorts[1] > t.DstPorts[0],
+	}
+	for _, k := range []string{"rate", "imix", "frames", "flows", "src_ports", "dst_ports"} {
+		if e, ok := f[k]; ok && wrong[k] {
+			r.errf(e.path, "engine xdp sends copies of one frame as fast as the device takes them: remove %s: or use engine userspace", k)
+		}
+	}
 }
 
 // trafficEnds reads name, from and to.
@@ -181,7 +204,7 @@ func (r *reporter) trafficSenders(f map[string]kv, t *Traffic) {
 		}
 	}
 	if e, ok := f["engine"]; ok {
-		if s, ok := r.str(e.v, e.path, "auto, pktgen or userspace"); ok {
+		if s, ok := r.str(e.v, e.path, "auto, pktgen, userspace or xdp"); ok {
 			t.Engine = s
 			if err := CheckEngine(s); err != nil {
 				r.errf(e.path, "%v", err)
@@ -239,7 +262,7 @@ func (r *reporter) trafficFlows(f map[string]kv, t *Traffic) {
 // CheckEngine checks an engine name.
 func CheckEngine(name string) error {
 	if !contains(Engines, name) {
-		return fmt.Errorf("engine %q: use auto, pktgen or userspace", name)
+		return fmt.Errorf("engine %q: use auto, pktgen, userspace or xdp", name)
 	}
 	return nil
 }

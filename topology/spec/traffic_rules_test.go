@@ -28,6 +28,8 @@ var trafficCases = []struct{ edit, where, msg string }{
 	{"    from: ns1:veth1\n    to: 10.0.2.1\n    frame: 64\n", "    from: ns1:veth9\n    to: 10.0.2.1\n    frame: 64\n", "ns1:veth9 is not a linked interface"},
 	{"    threads: 1\n", "    threads: 1\n    engine: dpdk\n", "engine \"dpdk\""},
 	{"    threads: 1\n", "    threads: 1\n    src_ports: 9-1\n", "ports \"9-1\""},
+	{"    threads: 1\n", "    threads: 1\n    engine: xdp\n    flows: 8\n", "engine xdp sends copies of one frame as fast as the device takes them: remove flows:"},
+	{"    rate: max\n", "    rate: 100kpps\n    engine: xdp\n", "remove rate: or use engine userspace"},
 	{"  - name: sweep ", "  - name: forward ", "traffic run \"forward\" is already defined"},
 }
 
