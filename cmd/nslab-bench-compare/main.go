@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -37,6 +38,7 @@ import (
 type config struct {
 	nat                      string
 	aa, tries, nats, repeats int
+	steps                    string
 }
 
 func main() {
@@ -47,6 +49,7 @@ func main() {
 	flag.IntVar(&c.tries, "tries", 10, "comparisons of 1 against 2 rules, and of 2 against 4")
 	flag.IntVar(&c.nats, "nats", 5, "comparisons of NAT against plain forwarding")
 	flag.IntVar(&c.repeats, "repeats", 5, "repeats of the router's cost per packet (20 one-second trials each)")
+	flag.StringVar(&c.steps, "steps", "aa,dose,tries,nat,repeats", "the steps to run, in this order")
 	flag.Parse()
 	benchrun.Main("bench-compare", *file, "c", func(m *lab.Manager, l *spec.Lab) int { return run(m, l, c) })
 }
@@ -56,16 +59,20 @@ func main() {
 func run(m *lab.Manager, l *spec.Lab, c config) int {
 	t0 := time.Now()
 	steps := []struct {
-		name string
-		fn   func() error
+		key, name string
+		fn        func() error
 	}{
-		{"A against A", func() error { return aa(m, l, c.aa) }},
-		{"dose response", func() error { return dose(m, l) }},
-		{"one rule more, and two", func() error { return tries(m, l, c.tries) }},
-		{"NAT against plain", func() error { return nat(c.nat, c.nats) }},
-		{"repeats of the cost per packet", func() error { return repeats(m, l, c.repeats) }},
+		{"aa", "A against A", func() error { return aa(m, l, c.aa) }},
+		{"dose", "dose response", func() error { return dose(m, l) }},
+		{"tries", "one rule more, and two", func() error { return tries(m, l, c.tries) }},
+		{"nat", "NAT against plain", func() error { return nat(c.nat, c.nats) }},
+		{"repeats", "repeats of the cost per packet", func() error { return repeats(m, l, c.repeats) }},
 	}
+	chosen := strings.Split(c.steps, ",")
 	for _, s := range steps {
+		if !slices.Contains(chosen, s.key) {
+			continue
+		}
 		start := time.Now()
 		fmt.Printf("\n## %s\n", s.name)
 		if err := s.fn(); err != nil {
@@ -338,28 +345,39 @@ func nat(file string, n int) error {
 // repeats measures the router's cost per packet n times, 20 one-second
 // trials each, against the median of the n.
 func repeats(m *lab.Manager, l *spec.Lab, n int) error {
-	var meds []float64
+	var meds, rmeds []float64
 	for i := range n {
 		start := time.Now()
 		out, err := benchrun.Sweep(m, l, bench.Request{Repeat: 20}, bench.Selection{})
 		if err != nil {
 			return err
 		}
-		var costs []float64
+		var costs, rel []float64
 		for _, r := range out.Reports {
 			if r.Cost != nil && r.Cost.Packets > 0 {
 				costs = append(costs, r.Cost.NsPerPacket)
+				if r.Cost.ReceiverNsPerPacket > 0 {
+					rel = append(rel, r.Cost.NsPerPacket/r.Cost.ReceiverNsPerPacket)
+				}
 			}
 		}
 		meds = append(meds, stats.Median(costs))
-		fmt.Printf("  repeat %d: median %.0f ns a packet over %d trials (%.0f..%.0f), %.0f s\n", i+1, meds[i], len(costs), slicesMin(costs), slicesMax(costs), time.Since(start).Seconds())
+		rmeds = append(rmeds, stats.Median(rel))
+		fmt.Printf("  repeat %d: median %.0f ns a packet over %d trials (%.0f..%.0f), %.3fx the receiver's, %.0f s\n", i+1, meds[i], len(costs), slicesMin(costs), slicesMax(costs), rmeds[i], time.Since(start).Seconds())
 	}
-	med, worst := stats.Median(meds), 0.0
-	for _, v := range meds {
-		worst = max(worst, math.Abs(v/med-1))
-	}
-	fmt.Printf("the router's cost per packet over %d repeats: median %.0f ns, each within ±%.2f%% of it (±3%% wanted)\n", n, med, 100*worst)
+	med, rmed := stats.Median(meds), stats.Median(rmeds)
+	fmt.Printf("the router's cost per packet over %d repeats: median %.0f ns, each within ±%.2f%% of it (±3%% wanted)\n", n, med, 100*worstFrom(meds, med))
+	fmt.Printf("the router's cost as a multiple of the receiver's, measured in the same trials: median %.3fx, each within ±%.2f%% of it\n", rmed, 100*worstFrom(rmeds, rmed))
 	return nil
+}
+
+// worstFrom is the largest relative distance of v's values from med.
+func worstFrom(v []float64, med float64) float64 {
+	worst := 0.0
+	for _, x := range v {
+		worst = max(worst, math.Abs(x/med-1))
+	}
+	return worst
 }
 
 func slicesMin(x []float64) float64 {
