@@ -87,11 +87,25 @@ func runCheck(ctx context.Context, o *checkOptions) error {
 		pairs.WriteMatrix(o.Out, o.Lab)
 	}
 	pairs.WriteProblems(o.Out)
+	writeDifferences(o.Out, r.Differences)
 	fmt.Fprintln(o.Out, summary)
 	if bad {
 		return cli.Exit("", 1) // said above, once
 	}
 	return nil
+}
+
+// writeDifferences lists where the deployed lab's kernels differ from the
+// file: findings, not failures (the check's expectations are the
+// kernels').
+func writeDifferences(w io.Writer, ds []lab.Difference) {
+	if len(ds) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "the kernels differ from the file in %d way(s) (the expectations above are the kernels'):\n", len(ds))
+	for _, d := range ds {
+		fmt.Fprintf(w, "  %s\n", d)
+	}
 }
 
 // probe runs the check once, with the daemons' routes learned, or, with

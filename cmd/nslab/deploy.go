@@ -56,5 +56,8 @@ func runDeploy(ctx context.Context, o *deployOptions) error {
 	}
 	fmt.Fprintf(o.Out, "deployed lab %s: %d nodes, %d links%s, %d steps in %s\n",
 		l.Name, len(l.Nodes), len(l.Links), part, res.Steps, res.Duration.Round(10_000))
+	for _, p := range l.Unrouted {
+		fmt.Fprintf(o.Out, "note: %v; the kernels' routes decide (exec lines, daemons, routes added by hand): nslab path shows them\n", p)
+	}
 	return nil
 }

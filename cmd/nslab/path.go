@@ -20,7 +20,8 @@ type pathOptions struct {
 	Manager *lab.Manager
 	From    spec.Endpoint
 	FromArg string // as given, for messages
-	To      netip.Addr
+	ToArg   string
+	To      netip.Addr // invalid: ToArg names a node the file gives no address (see runPath)
 	Flow    spec.Flow
 	Format  string // table or json
 	Out     io.Writer
@@ -62,8 +63,8 @@ func readPath(c *cli.Context) (*pathOptions, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &pathOptions{Lab: l, Manager: manager(c), FromArg: args[0], Format: c.String("format"), Out: c.App.Writer}
-	if o.From, o.To, err = pathEnds(l.Model(), args[0], args[1]); err != nil {
+	o := &pathOptions{Lab: l, Manager: manager(c), FromArg: args[0], ToArg: args[1], Format: c.String("format"), Out: c.App.Writer}
+	if o.From, o.To, err = pathEnds(l.Model(), args[0], args[1]); err != nil && !errors.As(err, new(noAddressError)) {
 		return nil, cli.Exit(err.Error(), 2)
 	}
 	if o.Flow, err = pathFlow(c.String("proto"), c.Int("port")); err != nil {
@@ -72,22 +73,48 @@ func readPath(c *cli.Context) (*pathOptions, error) {
 	return o, nil
 }
 
-// runPath traces the path (asking the kernel where the lab is deployed)
-// and writes it.
+// runPath traces the path (by the kernels where the lab is deployed) and
+// writes it. Where the kernel's own route lookup disagrees with the walk,
+// it writes the path with the disagreements, and fails.
 func runPath(_ context.Context, o *pathOptions) error {
+	if !o.To.IsValid() {
+		if err := o.resolveTo(); err != nil {
+			return err
+		}
+	}
 	tp, err := o.Manager.Trace(o.Lab, o.From, o.To, o.Flow)
 	var kd *lab.KernelDisagrees
 	if errors.As(err, &kd) {
-		kd.Path.WriteTable(o.Out, o.Lab.Model())
-		return err
-	}
-	if err != nil {
+		tp = kd.Path
+	} else if err != nil {
 		return fmt.Errorf("%s cannot reach %s: %w", o.FromArg, o.To, err)
 	}
 	if o.Format == "json" {
-		return writeJSON(o.Out, tp)
+		err = writeJSON(o.Out, tp)
+	} else {
+		tp.WriteTable(o.Out, o.Lab.Model())
 	}
-	tp.WriteTable(o.Out, o.Lab.Model())
+	if err == nil && kd != nil {
+		return cli.Exit("", 1) // the disagreements are said with the path
+	}
+	return err
+}
+
+// resolveTo finds TO's address in the deployed lab's kernel, for a node
+// (or interface) the file gives none: exec lines and daemons address
+// nodes too.
+func (o *pathOptions) resolveTo() error {
+	r, err := o.Manager.Open(o.Lab)
+	if err != nil {
+		return fmt.Errorf("TO: %s has no address in the file, and the lab is not deployed here to ask its kernel: give an address", o.ToArg)
+	}
+	defer r.Close()
+	if err := r.Learn(); err != nil {
+		return err
+	}
+	if _, o.To, err = pathEnds(o.Lab.Model(), o.FromArg, o.ToArg); err != nil {
+		return cli.Exit(err.Error(), 2)
+	}
 	return nil
 }
 
@@ -129,26 +156,34 @@ func pathEnds(l *spec.Lab, fromArg, toArg string) (spec.Endpoint, netip.Addr, er
 	var cands []netip.Addr
 	for _, i := range n.Interfaces {
 		if ti == "" || i.Name == ti {
-			for _, p := range i.Addresses {
+			for _, p := range i.Addrs() {
 				cands = append(cands, p.Addr())
 			}
 		}
 	}
 	for _, b := range n.Bridges {
 		if ti == "" || b.Name == ti {
-			for _, p := range b.Addresses {
+			for _, p := range b.Addrs() {
 				cands = append(cands, p.Addr())
 			}
 		}
 	}
 	for _, want4 := range []bool{true, false} {
 		for _, a := range cands {
-			if a.Is4() == want4 {
+			if a.Is4() == want4 && !a.IsLinkLocalUnicast() && !a.IsLoopback() {
 				return from, a, nil
 			}
 		}
 	}
-	return from, netip.Addr{}, fmt.Errorf("TO: %s has no address: give an address", toArg)
+	return from, netip.Addr{}, noAddressError(toArg)
+}
+
+// noAddressError is a TO that names a node or interface without an
+// address (in the file, or in the kernel once read).
+type noAddressError string
+
+func (e noAddressError) Error() string {
+	return fmt.Sprintf("TO: %s has no address: give an address", string(e))
 }
 
 func nodeList(l *spec.Lab) string {

@@ -108,8 +108,12 @@ func New(r *lab.Running, t *spec.Traffic, o Options) (*Bench, error) {
 // prepare does New's work, step by step.
 func (b *Bench) prepare() error {
 	var err error
-	// The same derivation as nslab path: the file's path, confirmed by
-	// the kernel's route lookup in every namespace, MACs from the kernel.
+	// The same derivation as nslab path: the path by the kernels'
+	// addresses and routes, confirmed by the kernel's route lookup in
+	// every namespace, MACs from the kernel.
+	if err := b.run.Learn(); err != nil {
+		return err
+	}
 	if b.path, err = b.run.TraceFlow(b.t.From, b.t.To, b.t.Flow()); err != nil {
 		return err
 	}
@@ -385,7 +389,7 @@ func (b *Bench) report(t *spec.Traffic, frame int, res *engine.Result, rd readin
 	p := b.path
 	rep := &report.Report{Lab: b.run.Lab.Name, Traffic: t.Name, Variant: b.opts.Variant, Block: b.opts.Block, From: t.From.String(), To: t.To.String(), Frame: frame,
 		Engine: res.Engine, Reason: b.reason, OfferedPPS: offeredPPS(t, frame), Elapsed: res.Elapsed, ReceiveWindow: rd.window, Result: res,
-		Path: p.Hops, NextHop: p.NextHop.String(), NextHopMAC: p.SenderMAC().String(), Targets: b.meas.targets, HopRoles: b.meas.roles,
+		Path: p.Hops, NextHop: p.NextHop.String(), NextHopMAC: p.SenderMAC().String(), Differences: differenceWords(b.path.Differences), Targets: b.meas.targets, HopRoles: b.meas.roles,
 		Samples: rd.samples, Env: b.env}
 	if t.Mix != nil {
 		rep.Mix, rep.MeanFrame = t.Mix.String(), t.Mix.Mean()
@@ -508,4 +512,14 @@ func openSink(n *ns.NS, t *spec.Traffic) (io.Closer, error) {
 		return nil, fmt.Errorf("receiver sink on UDP port %d in %s: %w", port, n.Name, err)
 	}
 	return c, nil
+}
+
+// differenceWords is where the kernels on the path differ from the file,
+// as the report says it.
+func differenceWords(ds []lab.Difference) []string {
+	var out []string
+	for _, d := range ds {
+		out = append(out, d.String())
+	}
+	return out
 }

@@ -265,6 +265,11 @@ func (req Request) record(v any) error {
 // deployOrReuse deploys the lab, or takes it as it is deployed; it
 // reports whether it deployed it.
 func deployOrReuse(ctx context.Context, m *lab.Manager, req Request) (bool, error) {
+	if !m.Deployed(req.Lab) {
+		if err := req.routedByFile(); err != nil {
+			return false, err
+		}
+	}
 	_, err := m.Deploy(ctx, req.Lab)
 	var ce *lab.ConflictError
 	switch {
@@ -278,6 +283,22 @@ func deployOrReuse(ctx context.Context, m *lab.Manager, req Request) (bool, erro
 		return false, req.undoLeftVariant(ctx, m)
 	}
 	return false, fmt.Errorf("deploy lab %s: %w", req.Lab.Name, err)
+}
+
+// routedByFile refuses, before a lab is deployed for them, runs the file's
+// routes take nowhere: a deployed lab is traced by its kernels instead
+// (exec lines, daemons and users add routes the file does not have).
+func (req Request) routedByFile() error {
+	runs := req.Streams
+	if len(runs) == 0 {
+		runs = []*spec.Traffic{req.Traffic}
+	}
+	for _, t := range runs {
+		if err := req.Lab.TrafficPath(t); err != nil {
+			return fmt.Errorf("%w (if exec lines, daemons or you add the route, deploy the lab first: bench then goes by its kernels' routes)", err)
+		}
+	}
+	return nil
 }
 
 // undoLeftVariant gives a deployed lab back as deployed when a run that

@@ -114,11 +114,15 @@ type Report struct {
 	Bottleneck string  `json:"bottleneck"`
 	Verdict    Verdict `json:"verdict"`
 
-	Path       []walk.Hop     `json:"path"`
-	NextHop    string         `json:"next_hop"`
-	NextHopMAC string         `json:"next_hop_mac"`
-	Env        Env            `json:"environment"`
-	Result     *engine.Result `json:"engine_result"`
+	Path       []walk.Hop `json:"path"`
+	NextHop    string     `json:"next_hop"`
+	NextHopMAC string     `json:"next_hop_mac"`
+	// Differences are where the kernels of the nodes on the path differ
+	// from the lab's file: the run went by the kernels' addresses and
+	// routes.
+	Differences []string       `json:"differences,omitempty"`
+	Env         Env            `json:"environment"`
+	Result      *engine.Result `json:"engine_result"`
 
 	Targets  []sample.Target `json:"-"`
 	Samples  []sample.Sample `json:"-"`

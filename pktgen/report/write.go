@@ -114,6 +114,9 @@ func (r *Report) tableHead(ew *errWriter) {
 	if r.Load != "" {
 		ew.printf("load: %s\n", r.Load)
 	}
+	for _, d := range r.Differences {
+		ew.printf("the kernel differs from the file (the run went by the kernel): %s\n", d)
+	}
 	ew.printf("\nbottleneck: %s\n", r.Bottleneck)
 	r.stallLine(ew)
 	ew.printf("\n")

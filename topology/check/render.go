@@ -111,8 +111,12 @@ func (pairs Pairs) WriteProblems(w io.Writer) {
 }
 
 // Summary counts the pairs by outcome in one sentence, and reports
-// whether any is broken or unexpectedly reachable.
+// whether any is broken or unexpectedly reachable, or there was nothing
+// to check.
 func (pairs Pairs) Summary() (string, bool) {
+	if len(pairs) == 0 {
+		return "0 pairs: no node has an address to check, in the file or in its kernel; nothing was checked", true
+	}
 	var reach, unreach, filtered, broken, unexpected int
 	for _, p := range pairs {
 		switch {

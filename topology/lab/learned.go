@@ -1,7 +1,9 @@
 package lab
 
 import (
+	"cmp"
 	"fmt"
+	"net"
 	"net/netip"
 	"slices"
 	"strings"
@@ -12,14 +14,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Routes the daemons learned: a node that runs routing daemons has, in
-// its kernel, routes the file does not. Learn reads them into the lab's
-// model (spec.Node.Learned) so that the packet walk, and so nslab path
-// and check, follow the routes the kernel forwards by.
+// The deployed lab as its kernels have it: addresses and routes set by
+// nslab, exec lines, daemons or a user by hand are all the kernel's, and
+// the packet walk (so nslab path, check and bench) goes by them. Learn
+// reads them into the lab's model (spec.Interface.Live, spec.Node.Learned)
+// and lists where they differ from the file (Running.Differences).
 
 // learnedProtocol reports whether a route of this protocol was installed
-// by a daemon (not the kernel's connected routes, nor nslab's own static
-// ones, which are RTPROT_BOOT as iproute2's).
+// by a daemon (not the kernel's connected routes, nor static ones, which
+// nslab and iproute2 install as RTPROT_BOOT).
 func learnedProtocol(p netlink.RouteProtocol) bool {
 	switch p {
 	case unix.RTPROT_UNSPEC, unix.RTPROT_REDIRECT, unix.RTPROT_KERNEL, unix.RTPROT_BOOT, unix.RTPROT_STATIC:
@@ -28,42 +31,183 @@ func learnedProtocol(p netlink.RouteProtocol) bool {
 	return true
 }
 
-// Learn reads the routes the daemons of every local node that runs them
-// installed, into the lab's model, replacing what an earlier Learn read.
-// It runs in the caller's namespace (through each node's handle).
+// Learn reads every local node's addresses, link states and routes (all
+// tables but local, any protocol but the kernel's connected routes) into
+// the lab's model, replacing what an earlier Learn read, and lists their
+// differences from the file in r.Differences. It runs in the caller's
+// namespace (through each node's handle).
 func (r *Running) Learn() error {
+	r.Differences = nil
 	for _, n := range r.Lab.Model().Nodes {
 		node := r.nodes[n.Name]
-		if !n.RunsRouting() || node == nil {
+		if node == nil {
 			continue
 		}
-		routes, err := learnedRoutes(node.Handle)
+		if err := learnLinks(node.Handle, n); err != nil {
+			return fmt.Errorf("read the addresses of %s: %w", n.Name, err)
+		}
+		routes, err := liveRoutes(node.Handle)
 		if err != nil {
 			return fmt.Errorf("read the routes of %s: %w", n.Name, err)
 		}
-		n.Learned = routes
+		n.Learned, n.KernelRead = nil, true
+		for _, kr := range routes {
+			n.Learned = append(n.Learned, kr.Route)
+		}
+		r.Differences = append(r.Differences, differences(n, routes)...)
 	}
 	return nil
 }
 
-// learnedRoutes lists the main table's routes a daemon installed, each
-// path of a multipath route as a route of its own (the walk follows the
-// first; the kernel hashes flows over them).
-func learnedRoutes(h *netlink.Handle) ([]*spec.Route, error) {
-	var out []*spec.Route
+// learnLinks reads the kernel's addresses and states of n's interfaces
+// and bridges through h, a handle in n's namespace.
+func learnLinks(h *netlink.Handle, n *spec.Node) error {
+	read := func(name string) ([]netip.Prefix, netlink.LinkAttrs, error) {
+		l, err := nlsafe.LinkByName(h, name)
+		if err != nil {
+			return nil, netlink.LinkAttrs{}, err
+		}
+		as, err := nlsafe.AddrList(h, l, netlink.FAMILY_ALL)
+		if err != nil {
+			return nil, netlink.LinkAttrs{}, err
+		}
+		out := []netip.Prefix{}
+		for _, a := range as {
+			ip, _ := netip.AddrFromSlice(a.IP)
+			if ip.IsLoopback() {
+				continue // every node's 127.0.0.1 and ::1: no address of the lab
+			}
+			ones, _ := a.Mask.Size()
+			out = append(out, netip.PrefixFrom(ip.Unmap(), ones))
+		}
+		return out, *l.Attrs(), nil
+	}
+	for _, i := range n.Interfaces {
+		live, attrs, err := read(i.Name)
+		if err != nil {
+			return err
+		}
+		i.Live = live
+		i.Down = attrs.Flags&net.FlagUp == 0
+		i.NoCarrier = !i.Down && attrs.OperState == netlink.OperDown
+	}
+	for _, b := range n.Bridges {
+		live, _, err := read(b.Name)
+		if err != nil {
+			return err
+		}
+		b.Live = live
+	}
+	return nil
+}
+
+// liveRoute is a route of a node's kernel in the file's terms, with the
+// protocol that installed it.
+type liveRoute struct {
+	*spec.Route
+	Protocol netlink.RouteProtocol
+}
+
+// kernelRoutes lists the unicast routes of every table but local that
+// the kernel did not make from an address, each path of a multipath
+// route as a route of its own (the walk follows the first; the kernel
+// hashes flows over them).
+func liveRoutes(h *netlink.Handle) ([]liveRoute, error) {
+	var out []liveRoute
 	for _, family := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
-		rs, err := nlsafe.RouteListFiltered(h, family, &netlink.Route{Table: unix.RT_TABLE_MAIN}, netlink.RT_FILTER_TABLE)
+		rs, err := nlsafe.RouteListFiltered(h, family, &netlink.Route{Table: unix.RT_TABLE_UNSPEC}, netlink.RT_FILTER_TABLE)
 		if err != nil {
 			return nil, err
 		}
 		for _, rt := range rs {
-			if !learnedProtocol(rt.Protocol) || rt.Type != unix.RTN_UNICAST {
+			if rt.Protocol == unix.RTPROT_KERNEL || rt.Type != unix.RTN_UNICAST || rt.Table == unix.RT_TABLE_LOCAL {
 				continue
 			}
-			out = append(out, toSpecRoutes(h, rt)...)
+			for _, sr := range toSpecRoutes(h, rt) {
+				if rt.Table != unix.RT_TABLE_MAIN {
+					sr.Table = rt.Table
+				}
+				out = append(out, liveRoute{sr, rt.Protocol})
+			}
 		}
 	}
 	return out, nil
+}
+
+// differences lists where node n's kernel, as Learn read it, differs from
+// the file: addresses (link-local ones aside, which the kernel makes) and
+// routes, but the routes n's own daemons installed, which the file cannot
+// list.
+func differences(n *spec.Node, routes []liveRoute) []Difference {
+	var out []Difference
+	say := func(format string, args ...any) {
+		out = append(out, Difference{Node: n.Name, What: fmt.Sprintf(format, args...)})
+	}
+	for _, i := range n.Interfaces {
+		addrDifferences(say, i.Name, i.Addresses, i.Live)
+		if i.Down {
+			say("%s is down in the kernel", i.Name)
+		} else if i.NoCarrier {
+			say("%s has no carrier (its link is down): the kernel still routes out of it, and the device drops what it is given", i.Name)
+		}
+	}
+	for _, b := range n.Bridges {
+		addrDifferences(say, b.Name, b.Addresses, b.Live)
+	}
+	for _, kr := range routes {
+		if (n.RunsRouting() && learnedProtocol(kr.Protocol)) || slices.ContainsFunc(n.Routes, kr.sameAs) {
+			continue
+		}
+		say("route %s (protocol %s) is in the kernel, not in the file", routeText(kr.Route), kr.Protocol)
+	}
+	for _, fr := range n.Routes {
+		if !slices.ContainsFunc(routes, func(kr liveRoute) bool { return kr.sameAs(fr) }) {
+			say("the file's route %s is not in the kernel", routeText(fr))
+		}
+	}
+	return out
+}
+
+// Difference is one way a node's kernel differs from the file.
+type Difference struct {
+	Node string `json:"node"`
+	What string `json:"what"`
+}
+
+func (d Difference) String() string { return d.Node + ": " + d.What }
+
+func addrDifferences(say func(string, ...any), dev string, file, live []netip.Prefix) {
+	for _, a := range live {
+		if !slices.Contains(file, a) && !a.Addr().IsLinkLocalUnicast() && !a.Addr().IsLoopback() {
+			say("%s has %s in the kernel, not in the file", dev, a)
+		}
+	}
+	for _, a := range file {
+		if !slices.Contains(live, a) {
+			say("%s: the file's %s is not in the kernel", dev, a)
+		}
+	}
+}
+
+// sameAs reports whether the kernel's route is the file's fr: the same
+// destination, table and gateway, and the same device where fr names one.
+func (kr liveRoute) sameAs(fr *spec.Route) bool {
+	return kr.To == fr.To.Masked() && kr.Via == fr.Via && cmp.Or(kr.Table, spec.TableMain) == cmp.Or(fr.Table, spec.TableMain) &&
+		(fr.Dev == "" || fr.Dev == kr.Dev)
+}
+
+func routeText(r *spec.Route) string {
+	s := r.To.String()
+	if r.Via.IsValid() {
+		s += " via " + r.Via.String()
+	}
+	if r.Dev != "" {
+		s += " dev " + r.Dev
+	}
+	if r.Table != 0 && r.Table != spec.TableMain {
+		s += fmt.Sprintf(" table %d", r.Table)
+	}
+	return s
 }
 
 // toSpecRoutes is a kernel route in the file's terms.

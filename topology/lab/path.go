@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/nslab/nslab/topology/walk"
@@ -36,6 +37,13 @@ type TracedPath struct {
 	// Elsewhere names the hops on other hosts of a lab that spans hosts:
 	// traced by the file, their kernels not asked from here.
 	Elsewhere string `json:"elsewhere,omitempty"`
+	// Differences are where the kernels of the nodes on the path differ
+	// from the file (a deployed lab is traced by its kernels' addresses
+	// and routes: see Running.Learn).
+	Differences []Difference `json:"differences,omitempty"`
+	// Disagreements are the hops where the kernel's own route lookup
+	// disagrees with the path (Trace then returns a *KernelDisagrees).
+	Disagreements []string `json:"disagreements,omitempty"`
 }
 
 // SenderMAC is the destination MAC of the sender's frames: the MAC of the
@@ -125,7 +133,15 @@ func (r *Running) Trace(from spec.Endpoint, to netip.Addr) (*TracedPath, error) 
 func (r *Running) TraceFlow(from spec.Endpoint, to netip.Addr, f spec.Flow) (*TracedPath, error) {
 	tp, err := TraceFileFlow(r.Lab, from, to, f)
 	if err != nil {
+		if len(r.Differences) > 0 {
+			return nil, &NoKernelPath{Err: err, Differences: r.Differences}
+		}
 		return nil, err
+	}
+	for _, d := range r.Differences {
+		if slices.ContainsFunc(tp.Hops, func(h walk.Hop) bool { return h.Node == d.Node }) {
+			tp.Differences = append(tp.Differences, d)
+		}
 	}
 	if !r.Lab.Local(from.Node) {
 		tp.NotAsked = fmt.Sprintf("%s is on host %s: run nslab path there to ask its kernel", from.Node, r.Lab.Model().Node(from.Node).Host)
@@ -138,10 +154,28 @@ func (r *Running) TraceFlow(from spec.Endpoint, to netip.Addr, f spec.Flow) (*Tr
 	}
 	problems = append(problems, r.askKernel(tp)...)
 	if len(problems) > 0 {
+		tp.Disagreements = problems
 		return tp, &KernelDisagrees{Path: tp, Problems: problems}
 	}
 	return tp, nil
 }
+
+// NoKernelPath is a deployed lab whose kernels take the packet nowhere,
+// with where they differ from the file (the likely why).
+type NoKernelPath struct {
+	Err         error
+	Differences []Difference
+}
+
+func (e *NoKernelPath) Error() string {
+	d := make([]string, len(e.Differences))
+	for i, x := range e.Differences {
+		d[i] = x.String()
+	}
+	return fmt.Sprintf("%v; where the kernels differ from the file: %s", e.Err, strings.Join(d, "; "))
+}
+
+func (e *NoKernelPath) Unwrap() error { return e.Err }
 
 // readMACs replaces the file's next-hop MACs by the kernel's.
 func (r *Running) readMACs(tp *TracedPath) []string {

@@ -5,6 +5,7 @@ package lab
 import (
 	"fmt"
 	"io"
+	"strings"
 	"text/tabwriter"
 
 	"github.com/nslab/nslab/topology/spec"
@@ -18,10 +19,13 @@ func (tp *TracedPath) WriteTable(w io.Writer, l *spec.Lab) {
 		how = "from the file (" + tp.NotAsked + ")"
 	}
 	if tp.Deployed {
-		how = "the kernel's route lookup agrees at every hop"
+		how = "by the kernels' addresses and routes; the kernel's route lookup agrees at every hop"
 		if tp.Elsewhere != "" {
-			how = "the kernel's route lookup agrees at every hop on this host; " + tp.Elsewhere + " by the file (run nslab path there to ask its kernel)"
+			how = "by the kernels' addresses and routes; the kernel's route lookup agrees at every hop on this host; " + tp.Elsewhere + " by the file (run nslab path there to ask its kernel)"
 		}
+	}
+	if len(tp.Disagreements) > 0 {
+		how = "by the kernels' addresses and routes, but the kernel's own route lookup disagrees: " + strings.Join(tp.Disagreements, "; ")
 	}
 	src := ""
 	if tp.Source.IsValid() {
@@ -30,6 +34,7 @@ func (tp *TracedPath) WriteTable(w io.Writer, l *spec.Lab) {
 	fmt.Fprintf(w, "%s -> %s (%s)%s: %s\n\n", tp.From, tp.To, tp.Dest, src, how)
 	if tp.Local {
 		fmt.Fprintf(w, "%s holds %s itself: delivered locally, no wire crossed\n", tp.From.Node, tp.To)
+		tp.writeDifferences(w)
 		return
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -66,6 +71,19 @@ func (tp *TracedPath) WriteTable(w io.Writer, l *spec.Lab) {
 		}
 	}
 	fmt.Fprintf(w, "\n%d IP hop(s) through %d router(s); the sender's frames carry destination MAC %s\n", routers+1, routers, macOr(tp, 0))
+	tp.writeDifferences(w)
+}
+
+// writeDifferences says where the kernels on the path differ from the
+// file: the path above is the kernels'.
+func (tp *TracedPath) writeDifferences(w io.Writer) {
+	if len(tp.Differences) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nthe kernels on the path differ from the file (the path above is theirs):\n")
+	for _, d := range tp.Differences {
+		fmt.Fprintf(w, "  %s\n", d)
+	}
 }
 
 // printRewrites says where NAT rewrites the packet's addresses on the way.

@@ -114,7 +114,8 @@ func TestPrivilegedPathKernelDisagrees(t *testing.T) {
 	if _, err := f.m.Trace(f.lab, spec.Endpoint{Node: "ns1"}, server, spec.Flow{}); err != nil {
 		t.Fatalf("forwarding back on: %v", err)
 	}
-	// The client's default route is gone.
+	// The client's default route is gone: the kernels' answer is that
+	// there is no path, and why (the file's route is not in ns1's kernel).
 	h := f.handle("ns1")
 	routes, err := h.RouteList(nil, netlink.FAMILY_V4)
 	must(t, err)
@@ -123,8 +124,84 @@ func TestPrivilegedPathKernelDisagrees(t *testing.T) {
 			must(t, h.RouteDel(&r))
 		}
 	}
-	if kd := trace(); !strings.Contains(kd.Error(), "ns1: the kernel has no route to 10.0.2.1") {
-		t.Errorf("route deleted: %v", kd)
+	_, err = f.m.Trace(f.lab, spec.Endpoint{Node: "ns1"}, server, spec.Flow{})
+	var nk *NoKernelPath
+	if !errors.As(err, &nk) || !strings.Contains(err.Error(), "node ns1 has no route to 10.0.2.1 in its kernel") ||
+		!strings.Contains(err.Error(), "ns1: the file's route 0.0.0.0/0 via 10.0.1.254 is not in the kernel") {
+		t.Errorf("route deleted: %v", err)
+	}
+}
+
+// TestPrivilegedPathFollowsHandRoute: the file lacks r1's route to the
+// server's subnet (the teaching lab's exercise: add it by hand). The file
+// keeps the run (exec lines, daemons and users add routes), a deployed
+// lab's path is its kernels', and the route added by hand is followed and
+// named as a difference from the file.
+func TestPrivilegedPathFollowsHandRoute(t *testing.T) {
+	data, err := os.ReadFile("../../examples/two-routers.yaml")
+	must(t, err)
+	y := strings.Replace(string(data), "      - {to: 10.2.0.0/24, via: 10.12.0.2}\n", "", 1)
+	f := newFixture(t, y)
+	if len(f.lab.Unrouted) != 1 || !strings.Contains(f.lab.Unrouted[0].Error(), "node r1 has no route to 10.2.0.2") {
+		t.Fatalf("the file's unrouted runs: %v", f.lab.Unrouted)
+	}
+	f.deploy()
+	server := netip.MustParseAddr("10.2.0.2")
+	if _, err := f.m.Trace(f.lab, spec.Endpoint{Node: "client"}, server, spec.Flow{}); err == nil || !strings.Contains(err.Error(), "node r1 has no route to 10.2.0.2 in its kernel") {
+		t.Fatalf("before the route: %v", err)
+	}
+	eth1, err := f.handle("r1").LinkByName("eth1")
+	must(t, err)
+	must(t, f.handle("r1").RouteAdd(&netlink.Route{Dst: &net.IPNet{IP: net.IP{10, 2, 0, 0}, Mask: net.CIDRMask(24, 32)},
+		Gw: net.IP{10, 12, 0, 2}, LinkIndex: eth1.Attrs().Index, Protocol: 3 /* boot, as ip route add */}))
+	tp, err := f.m.Trace(f.lab, spec.Endpoint{Node: "client"}, server, spec.Flow{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var nodes []string
+	for _, h := range tp.Hops {
+		nodes = append(nodes, h.Node)
+	}
+	if strings.Join(nodes, " ") != "client r1 r2 server" || !tp.Deployed {
+		t.Errorf("path %v (deployed %v)", nodes, tp.Deployed)
+	}
+	want := Difference{Node: "r1", What: "route 10.2.0.0/24 via 10.12.0.2 dev eth1 (protocol boot) is in the kernel, not in the file"}
+	if len(tp.Differences) != 1 || tp.Differences[0] != want {
+		t.Errorf("differences %v, want %v", tp.Differences, want)
+	}
+}
+
+// TestPrivilegedPathLinkDown: with r1's link to r2 set down, the path is
+// the kernels' (r1's route through it is gone with it), one answer, and
+// the difference from the file is said.
+func TestPrivilegedPathLinkDown(t *testing.T) {
+	f := newFixture(t, "two-routers.yaml")
+	f.deploy()
+	r, err := f.m.Open(f.lab)
+	must(t, err)
+	defer r.Close()
+	must(t, r.SetLink(spec.Endpoint{Node: "r1", Interface: "eth1"}, false))
+	_, err = f.m.Trace(f.lab, spec.Endpoint{Node: "client"}, netip.MustParseAddr("10.2.0.2"), spec.Flow{})
+	var nk *NoKernelPath
+	if !errors.As(err, &nk) {
+		t.Fatalf("got %v, want NoKernelPath", err)
+	}
+	for _, want := range []string{"node r1 has no route to 10.2.0.2 in its kernel", "r1: eth1 is down in the kernel", "r1: the file's route 10.2.0.0/24 via 10.12.0.2 is not in the kernel"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("%v: want %q", err, want)
+		}
+	}
+	// r2's side has no carrier: the kernel still routes out of it.
+	tp, err := f.m.Trace(f.lab, spec.Endpoint{Node: "server"}, netip.MustParseAddr("10.12.0.1"), spec.Flow{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, d := range tp.Differences {
+		found = found || (d.Node == "r2" && strings.Contains(d.What, "eth0 has no carrier"))
+	}
+	if !found {
+		t.Errorf("server -> r1 across the down link: differences %v, want r2's eth0 without carrier", tp.Differences)
 	}
 }
 

@@ -21,6 +21,9 @@ type Running struct {
 	nodes map[string]*Node
 	// borrowed: the nodes are another Running's (see As).
 	borrowed bool
+	// Differences are where the kernels differ from the file, as the
+	// last Learn found them.
+	Differences []Difference
 }
 
 // Node is one node of a running lab.

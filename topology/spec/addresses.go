@@ -29,29 +29,37 @@ func (f Flow) Packet(src, dst netip.Addr) Packet {
 	return p
 }
 
-// AddressOwners maps every address of the lab to its interface or bridge.
+// AddressOwners maps every address of the lab to its interface or bridge,
+// IPv6 link-local ones included (a link-local next hop is one of them; a
+// deployed lab's kernels give every interface one).
 func (l *Lab) AddressOwners() map[netip.Addr]Endpoint {
 	m := map[netip.Addr]Endpoint{}
-	for _, o := range l.Addresses() {
+	for _, o := range l.owned(true) {
 		m[o.Addr] = o.By
 	}
 	return m
 }
 
-// Addresses lists every address of the lab with the interface or bridge
-// that holds it, in file order.
-func (l *Lab) Addresses() []Owned {
+// Addresses lists every address of the lab but IPv6 link-local ones, with
+// the interface or bridge that holds it, in file order: the file's, or a
+// deployed lab's kernels' once read (see Interface.Addrs).
+func (l *Lab) Addresses() []Owned { return l.owned(false) }
+
+func (l *Lab) owned(linkLocal bool) []Owned {
 	var out []Owned
-	for _, n := range l.Nodes {
-		for _, i := range n.Interfaces {
-			for _, a := range i.Addresses {
-				out = append(out, Owned{Addr: a.Addr(), By: Endpoint{n.Name, i.Name}})
+	add := func(node, dev string, ps []netip.Prefix) {
+		for _, a := range ps {
+			if linkLocal || !a.Addr().Is6() || !a.Addr().IsLinkLocalUnicast() {
+				out = append(out, Owned{Addr: a.Addr(), By: Endpoint{node, dev}})
 			}
 		}
+	}
+	for _, n := range l.Nodes {
+		for _, i := range n.Interfaces {
+			add(n.Name, i.Name, i.Addrs())
+		}
 		for _, b := range n.Bridges {
-			for _, a := range b.Addresses {
-				out = append(out, Owned{Addr: a.Addr(), By: Endpoint{n.Name, b.Name}})
-			}
+			add(n.Name, b.Name, b.Addrs())
 		}
 	}
 	return out

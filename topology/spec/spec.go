@@ -40,6 +40,13 @@ type Lab struct {
 
 	nodeIndex map[string]*Node // see Node
 	indexed   int              // len(Nodes) when nodeIndex was built
+	// Unrouted are the traffic runs the file's routes do not take to
+	// their destination, with their places. They are not refused: exec
+	// lines, daemons and routes added by hand give a deployed lab routes
+	// the file does not have. validate reports them for a lab that is
+	// not deployed; path, check and bench go by the deployed lab's
+	// kernels.
+	Unrouted Problems
 }
 
 // Placed reports whether any node or traffic run of the lab has CPUs.
@@ -109,9 +116,12 @@ type Node struct {
 	Files    []*File
 	FRR      *FRR
 	BIRD     *BIRD
-	// Learned are the routes a deployed node's daemons installed, read
-	// from its kernel (see lab.Running.Learn); never from the file.
-	Learned []*Route
+	// Learned are the routes of a deployed node's kernel, whoever
+	// installed them (nslab, a daemon, a user), read by
+	// lab.Running.Learn; never from the file. KernelRead: they were read,
+	// and the packet walk goes by them instead of Routes.
+	Learned    []*Route
+	KernelRead bool
 }
 
 // Ways a node's receive work is placed on its CPUs.
@@ -187,10 +197,28 @@ type Interface struct {
 	VLAN    *VLAN
 	Bond    *Bond
 	VRF     *VRF
+	// Live, once a deployed lab's kernel was read (lab.Running.Learn), is
+	// every address the kernel has on it, link-local ones included,
+	// whoever set them (nslab, an exec line, a daemon, a user); nil: not
+	// read. Down: the kernel has it down (it removed its routes);
+	// NoCarrier: up, but its link is down (the kernel still routes out of
+	// it, and the device drops what it is given).
+	Live      []netip.Prefix
+	Down      bool
+	NoCarrier bool
 }
 
 // HasIPv6 reports whether any address is IPv6.
 func (i *Interface) HasIPv6() bool { return hasIPv6(i.Addresses) }
+
+// Addrs is the interface's addresses as the packet walk sees them: the
+// kernel's once read (Live), else the file's.
+func (i *Interface) Addrs() []netip.Prefix {
+	if i.Live != nil {
+		return i.Live
+	}
+	return i.Addresses
+}
 
 // Bridge is a Linux bridge inside a node, with some of the node's interfaces
 // as ports.
@@ -204,6 +232,17 @@ type Bridge struct {
 	// the VLANs VLANs gives it (see PortVLAN).
 	VLANFiltering bool
 	VLANs         []PortVLANs
+	// Live is the kernel's addresses of the bridge, as Interface.Live.
+	Live []netip.Prefix
+}
+
+// Addrs is the bridge's addresses as the packet walk sees them (see
+// Interface.Addrs).
+func (b *Bridge) Addrs() []netip.Prefix {
+	if b.Live != nil {
+		return b.Live
+	}
+	return b.Addresses
 }
 
 // HasIPv6 reports whether any address is IPv6.

@@ -373,14 +373,15 @@ func checkRun(r *reporter, lab *Lab, t *Traffic, path string) {
 	checkPath(r, lab, t, path)
 }
 
-// checkPath reports, at the run's to:, a destination the lab's routes do
-// not take it to (see PathCheck).
+// checkPath records, at the run's to:, a destination the file's routes do
+// not take it to (see PathCheck), in Lab.Unrouted: exec lines, daemons and
+// routes added by hand give a deployed lab routes the file does not have.
 func checkPath(r *reporter, lab *Lab, t *Traffic, path string) {
 	if PathCheck == nil {
 		return
 	}
 	if err := PathCheck(lab, t); err != nil {
-		r.errf(path+".to", "%v", err)
+		r.deferf(path+".to", "%v", err)
 	}
 }
 
@@ -395,11 +396,24 @@ var PathCheck func(l *Lab, t *Traffic) error
 // the file's with command-line changes, against the lab, as the file's
 // own runs are checked: nothing is deployed before a run is known to be
 // sound. Problems name the run's fields as traffic[NAME].FIELD.
+// The path is not among them: see TrafficPath.
 func (l *Lab) CheckTraffic(t *Traffic) error {
 	r := &reporter{file: l.File, where: map[string]pos{}}
 	checkRun(r, l, t, fmt.Sprintf("traffic[%s]", t.Name))
 	if len(r.probs) > 0 {
 		return r.probs
+	}
+	return nil
+}
+
+// TrafficPath says whether the lab's model (the file's, or a deployed
+// lab's kernels' once read) takes run t to its destination: nil, or
+// Problems naming the run's to:.
+func (l *Lab) TrafficPath(t *Traffic) error {
+	r := &reporter{file: l.File, where: map[string]pos{}}
+	checkPath(r, l, t, fmt.Sprintf("traffic[%s]", t.Name))
+	if len(r.deferred) > 0 {
+		return r.deferred
 	}
 	return nil
 }

@@ -327,7 +327,10 @@ func lookup(l *spec.Lab, n *spec.Node, src, dst netip.Addr, iif string) (netip.A
 			return gw, dev, nil
 		}
 	}
-	if n.RunsRouting() {
+	switch {
+	case n.KernelRead:
+		return netip.Addr{}, "", fmt.Errorf("node %s has no route to %s in its kernel", n.Name, dst)
+	case n.RunsRouting():
 		return netip.Addr{}, "", &LearnedError{Node: n.Name, To: dst}
 	}
 	return netip.Addr{}, "", fmt.Errorf("node %s has no route to %s: add one under nodes.%s.routes", n.Name, dst, n.Name)
@@ -366,8 +369,15 @@ func lookupTable(l *spec.Lab, n *spec.Node, t int, dst netip.Addr) (netip.Addr, 
 	for _, c := range connectedSubnets(n, t) {
 		consider(c.Prefix, true, 0, dst, c.Dev)
 	}
-	for _, r := range slices.Concat(n.Routes, n.Learned) {
+	routes := slices.Concat(n.Routes, n.Learned)
+	if n.KernelRead {
+		routes = n.Learned
+	}
+	for _, r := range routes {
 		if table := cmp.Or(r.Table, spec.TableMain); table != t {
+			continue
+		}
+		if i := n.Interface(r.Dev); i != nil && i.Down {
 			continue
 		}
 		via := dst
@@ -386,14 +396,14 @@ func lookupTable(l *spec.Lab, n *spec.Node, t int, dst netip.Addr) (netip.Addr, 
 // connectedTo finds the interface of n whose subnet holds a.
 func connectedTo(l *spec.Lab, n *spec.Node, a netip.Addr) (netip.Prefix, string, bool) {
 	for _, i := range n.Interfaces {
-		for _, p := range i.Addresses {
-			if i.Kind != spec.KindLoopback && p.Masked().Contains(a) {
+		for _, p := range i.Addrs() {
+			if i.Kind != spec.KindLoopback && !i.Down && p.Masked().Contains(a) {
 				return p, i.Name, true
 			}
 		}
 	}
 	for _, b := range n.Bridges {
-		for _, p := range b.Addresses {
+		for _, p := range b.Addrs() {
 			if p.Masked().Contains(a) {
 				return p, b.Name, true
 			}
@@ -457,29 +467,29 @@ func SourceOf(l *spec.Lab, ep spec.Endpoint, dst netip.Addr) netip.Addr {
 	}
 	first := func(ps []netip.Prefix) netip.Addr {
 		for _, p := range ps {
-			if p.Addr().Is4() == dst.Is4() {
+			if p.Addr().Is4() == dst.Is4() && p.Addr().IsLinkLocalUnicast() == dst.IsLinkLocalUnicast() {
 				return p.Addr()
 			}
 		}
 		return netip.Addr{}
 	}
 	if i := n.Interface(ep.Interface); i != nil {
-		if a := first(i.Addresses); a.IsValid() {
+		if a := first(i.Addrs()); a.IsValid() {
 			return a
 		}
 	}
 	if b := n.Bridge(ep.Interface); b != nil {
-		if a := first(b.Addresses); a.IsValid() {
+		if a := first(b.Addrs()); a.IsValid() {
 			return a
 		}
 	}
 	for _, i := range n.Interfaces {
-		if a := first(i.Addresses); a.IsValid() {
+		if a := first(i.Addrs()); a.IsValid() {
 			return a
 		}
 	}
 	for _, b := range n.Bridges {
-		if a := first(b.Addresses); a.IsValid() {
+		if a := first(b.Addrs()); a.IsValid() {
 			return a
 		}
 	}
@@ -578,14 +588,14 @@ type subnet struct {
 func connectedSubnets(n *spec.Node, t int) []subnet {
 	var out []subnet
 	for _, i := range n.Interfaces {
-		for _, a := range i.Addresses {
-			if i.Kind != spec.KindLoopback && connectedIn(n, i.Name, t) {
+		for _, a := range i.Addrs() {
+			if i.Kind != spec.KindLoopback && !i.Down && connectedIn(n, i.Name, t) {
 				out = append(out, subnet{a, i.Name})
 			}
 		}
 	}
 	for _, b := range n.Bridges {
-		for _, a := range b.Addresses {
+		for _, a := range b.Addrs() {
 			if connectedIn(n, b.Name, t) {
 				out = append(out, subnet{a, b.Name})
 			}
