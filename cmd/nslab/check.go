@@ -108,13 +108,10 @@ func writeDifferences(w io.Writer, ds []lab.Difference) {
 	}
 }
 
-// probe runs the check once, with the daemons' routes learned, or, with
-// --wait, until the routing has converged.
+// probe runs the check once, by the kernels' addresses and routes, or,
+// with --wait, until the routing has converged.
 func (o *checkOptions) probe(ctx context.Context, r *lab.Running) (check.Pairs, check.Convergence, error) {
 	if o.Wait <= 0 {
-		if err := r.Learn(); err != nil {
-			return nil, check.Convergence{}, err
-		}
 		pairs, err := check.Run(ctx, r, o.Options)
 		return pairs, check.Convergence{}, err
 	}

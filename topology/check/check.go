@@ -119,8 +119,9 @@ func family(a netip.Addr) string {
 	return "IPv6"
 }
 
-// Run probes every pair of Expected on the running lab, all at once, and
-// returns them in the same order. It runs in the caller's namespace; each
+// Run reads the lab's kernels (see lab.Running.Learn) and probes every
+// pair of Expected on the running lab, all at once, and returns them in
+// the same order. It runs in the caller's namespace; each
 // probe opens its socket inside the sending node's namespace.
 func Run(ctx context.Context, r *lab.Running, o Options) (Pairs, error) {
 	if o.Timeout <= 0 {
@@ -128,6 +129,11 @@ func Run(ctx context.Context, r *lab.Running, o Options) (Pairs, error) {
 	}
 	if o.Tries <= 0 {
 		o.Tries = 2
+	}
+	// The expectations are the kernels' addresses and routes; where they
+	// differ from the file, r.Differences says.
+	if err := r.Learn(); err != nil {
+		return nil, err
 	}
 	pairs := Expected(r.Lab)
 	errs := make([]error, len(pairs))

@@ -17,6 +17,7 @@ import (
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 )
 
 func TestExpectedFromFile(t *testing.T) {
@@ -133,7 +134,9 @@ func (m *memVFs) Set(pf string, vf int, s sriov.VFSettings) error {
 const crsDefault = "      - {to: default, via: 10.0.2.254}\n"
 
 // TestPrivilegedCheckRouteRemoved removes the server's default route under
-// a deployed lab: exactly the pairs that need it break.
+// a deployed lab: the check's expectations are the kernels', so exactly
+// the pairs that needed the route are expected silent and are, nothing is
+// flagged, and the difference from the file is a finding.
 func TestPrivilegedCheckRouteRemoved(t *testing.T) {
 	l := labdeploy.Example(t, "client-router-server.yaml", "c")
 	h := handle(t, l, "ns3")
@@ -153,7 +156,12 @@ func TestPrivilegedCheckRouteRemoved(t *testing.T) {
 	if deleted != 1 {
 		t.Fatalf("deleted %d default routes", deleted)
 	}
-	assertSurprises(t, l, Pair.Broken, Pair.Unexpected)
+	r := labdeploy.Open(t, l)
+	pairs := assertKernelAgrees(t, r)
+	if got := silent(pairs); strings.Join(got, ", ") != strings.Join(needDefault, ", ") {
+		t.Errorf("expected silent:\n got  %v\n want %v", got, needDefault)
+	}
+	assertDifference(t, r, lab.Difference{Node: "ns3", What: "the file's route 0.0.0.0/0 via 10.0.2.254 is not in the kernel"})
 }
 
 // needDefault are the pairs of the client-router-server lab that need the
@@ -161,43 +169,69 @@ func TestPrivilegedCheckRouteRemoved(t *testing.T) {
 // server's echoes beyond the router's near side.
 var needDefault = []string{"ns1 -> 10.0.2.1", "ns3 -> 10.0.1.1", "ns3 -> 10.0.1.254"}
 
-// assertSurprises runs check and requires exactly the pairs in needDefault
-// to be flagged by want, and none by other.
-func assertSurprises(t *testing.T, l *spec.Lab, want, other func(Pair) bool) {
+// assertKernelAgrees runs check and requires no pair flagged either way.
+func assertKernelAgrees(t *testing.T, r *lab.Running) Pairs {
 	t.Helper()
-	pairs, err := Run(context.Background(), labdeploy.Open(t, l), Options{})
+	pairs, err := Run(context.Background(), r, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := failing(pairs, want); strings.Join(got, ", ") != strings.Join(needDefault, ", ") {
-		t.Errorf("flagged:\n got  %v\n want %v", got, needDefault)
+	if f := failing(pairs, func(p Pair) bool { return !p.OK() }); len(f) > 0 {
+		t.Errorf("flagged: %v", f)
 	}
-	if o := failing(pairs, other); len(o) > 0 {
-		t.Errorf("also flagged the other way: %v", o)
+	return pairs
+}
+
+// silent lists the pairs expected not to answer.
+func silent(pairs Pairs) []string {
+	return failing(pairs, func(p Pair) bool { return !p.Expect && !p.Answered })
+}
+
+func assertDifference(t *testing.T, r *lab.Running, want lab.Difference) {
+	t.Helper()
+	if len(r.Differences) != 1 || r.Differences[0] != want {
+		t.Errorf("differences %v, want %v", r.Differences, want)
 	}
 }
 
 // TestPrivilegedCheckRouteAdded is the opposite: the file lacks the
-// server's default route, someone adds it by hand, and exactly the pairs
-// it makes reachable are flagged.
+// server's default route, someone adds it by hand; the pairs it makes
+// reachable answer as the kernels' routes say, and the route is a
+// difference from the file.
 func TestPrivilegedCheckRouteAdded(t *testing.T) {
 	labtest.SkipUnlessRoot(t)
 	data, err := os.ReadFile(filepath.Join("../../examples", "client-router-server.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	src, _, _ := strings.Cut(string(data), "traffic:") // its path needs the route
-	src = strings.Replace(src, "    routes:\n"+crsDefault, "", 1)
+	src := strings.Replace(string(data), "    routes:\n"+crsDefault, "", 1)
 	l := labdeploy.Deploy(t, labtest.Rename([]byte(src), labtest.Name("c")))
 	if len(l.Node("ns3").Routes) != 0 {
 		t.Fatal("the route is still in the file")
 	}
 	h := handle(t, l, "ns3")
-	gw := &netlink.Route{Dst: nil, Gw: []byte{10, 0, 2, 254}}
+	gw := &netlink.Route{Dst: nil, Gw: []byte{10, 0, 2, 254}, Protocol: unix.RTPROT_BOOT}
 	if err := h.RouteAdd(gw); err != nil {
 		t.Fatal(err)
 	}
-	assertSurprises(t, l, Pair.Unexpected, Pair.Broken)
+	r := labdeploy.Open(t, l)
+	if got := silent(assertKernelAgrees(t, r)); len(got) != 0 {
+		t.Errorf("expected silent: %v, want none", got)
+	}
+	assertDifference(t, r, lab.Difference{Node: "ns3", What: "route 0.0.0.0/0 via 10.0.2.254 dev veth2-peer (protocol boot) is in the kernel, not in the file"})
+}
+
+// TestPrivilegedCheckNothingToCheck: a deployed lab without an address
+// anywhere gives no pair, and that is a failure, not a pass.
+func TestPrivilegedCheckNothingToCheck(t *testing.T) {
+	l := labdeploy.Deploy(t, labtest.Rename([]byte("name: x\nnodes:\n  a: {}\n  b: {}\nlinks:\n  - endpoints: [a:e0, b:e0]\n"), labtest.Name("c")))
+	pairs, err := Run(context.Background(), labdeploy.Open(t, l), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if summary, bad := pairs.Summary(); len(pairs) != 0 || !bad || !strings.Contains(summary, "nothing was checked") {
+		t.Errorf("%d pairs: %q (bad %v)", len(pairs), summary, bad)
+	}
 }
 
 func handle(t *testing.T, l *spec.Lab, node string) *netlink.Handle {

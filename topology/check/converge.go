@@ -60,7 +60,7 @@ func Converge(ctx context.Context, r *lab.Running, o Options, wait, settle time.
 			c.Changes++
 		}
 		if now.Sub(changed) >= settle {
-			if pairs, err = probeLearned(ctx, r, o); err != nil {
+			if pairs, err = Run(ctx, r, o); err != nil {
 				return nil, c, err
 			}
 			if now2, _ := r.Tables(); now2 == last {
@@ -84,12 +84,4 @@ func Converge(ctx context.Context, r *lab.Running, o Options, wait, settle time.
 		case <-time.After(poll):
 		}
 	}
-}
-
-// probeLearned learns the daemons' routes and runs the check.
-func probeLearned(ctx context.Context, r *lab.Running, o Options) (Pairs, error) {
-	if err := r.Learn(); err != nil {
-		return nil, err
-	}
-	return Run(ctx, r, o)
 }

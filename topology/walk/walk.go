@@ -158,6 +158,9 @@ func TraceFlow(l *spec.Lab, from spec.Endpoint, to netip.Addr, f spec.Flow) (*Pa
 // the wire, rewritten by the NAT rules on the way.
 func walkPath(l *spec.Lab, p *Path, at spec.Endpoint, gw netip.Addr, pkt *spec.Packet, f spec.Flow, owner map[netip.Addr]spec.Endpoint) error {
 	for len(p.Hops) < maxHops {
+		if err := linkDown(l, at); err != nil {
+			return err
+		}
 		next, l2, err := resolve(l, at, gw, owner)
 		if err != nil {
 			return err
@@ -190,6 +193,22 @@ func walkPath(l *spec.Lab, p *Path, at spec.Endpoint, gw netip.Addr, pkt *spec.P
 		at = spec.Endpoint{Node: next.Node, Interface: hop.Out}
 	}
 	return fmt.Errorf("the path to %s is longer than %d hops", pkt.Dst, maxHops)
+}
+
+// linkDown says when egress ep cannot carry the packet: a deployed lab's
+// kernel has it down, or up without carrier (it routes out of it, and the
+// device drops what it is given).
+func linkDown(l *spec.Lab, ep spec.Endpoint) error {
+	i := l.Node(ep.Node).Interface(ep.Interface)
+	switch {
+	case i == nil:
+		return nil
+	case i.Down:
+		return fmt.Errorf("the path leaves %s by %s, which is down", ep.Node, ep.Interface)
+	case i.NoCarrier:
+		return fmt.Errorf("the path leaves %s by %s, which has no carrier (its link is down): the kernel routes out of it and the device drops what it is given", ep.Node, ep.Interface)
+	}
+	return nil
 }
 
 // arrive applies what a node does to a packet as it arrives (prerouting):
