@@ -8,6 +8,7 @@ import (
 
 	"github.com/nslab/nslab/topology/units"
 
+	"github.com/nslab/nslab/topology/frame"
 	"github.com/nslab/nslab/topology/spec"
 )
 
@@ -96,7 +97,7 @@ func pick(l *spec.Lab, sel Selection) (*spec.Traffic, error) {
 		if err != nil {
 			return nil, &FieldError{"to", fmt.Errorf("%q: want the destination address, e.g. 10.0.2.1", sel.To)}
 		}
-		return &spec.Traffic{Name: "command-line", From: from, To: to, Frames: []int{spec.DefaultFrame}, Threads: 1,
+		return &spec.Traffic{Name: "command-line", From: from, To: to, Frames: []int{max(spec.DefaultFrame, frame.Min(to.Is6()))}, Threads: 1,
 			Engine: spec.DefaultEngine, Duration: DefaultDuration}, nil
 	}
 	if len(l.Traffic) == 0 {

@@ -36,6 +36,10 @@ func nodeSettingSteps(l *spec.Lab, _ string) []Step {
 // interfaceSysctls is what configureNode writes for node n, in order.
 func interfaceSysctls(n *spec.Node) []spec.Sysctl {
 	var out []spec.Sysctl
+	if keepsIPv6(n) {
+		// Interfaces its exec lines make get IPv6 too.
+		out = append(out, spec.Sysctl{Key: "net.ipv6.conf.default.disable_ipv6", Value: "0"})
+	}
 	for _, name := range ipv6Interfaces(n) {
 		key := "net.ipv6.conf." + strings.ReplaceAll(name, ".", "/") + ".disable_ipv6"
 		out = append(out, spec.Sysctl{Key: key, Value: "0"})
@@ -48,21 +52,33 @@ func interfaceSysctls(n *spec.Node) []spec.Sysctl {
 	return out
 }
 
-// ipv6Interfaces lists the interfaces and bridges of n that have an IPv6
-// address: only these get IPv6 enabled (see setUpNamespace).
+// ipv6Interfaces lists the interfaces and bridges of n that get IPv6
+// enabled (see ipv6Defaults): those with an IPv6 address in the file, and
+// every one of a node whose daemons or exec lines may add addresses (see
+// keepsIPv6). A sysctl in the file (disable_ipv6 of an interface) has the
+// last word.
 func ipv6Interfaces(n *spec.Node) []string {
+	all := keepsIPv6(n)
 	var out []string
 	for _, i := range n.Interfaces {
-		if i.Kind != spec.KindLoopback && i.HasIPv6() {
+		if i.Kind != spec.KindLoopback && (all || i.HasIPv6()) {
 			out = append(out, i.Name)
 		}
 	}
 	for _, b := range n.Bridges {
-		if b.HasIPv6() {
+		if all || b.HasIPv6() {
 			out = append(out, b.Name)
 		}
 	}
 	return out
+}
+
+// keepsIPv6 reports whether node n keeps IPv6 on every interface: it runs
+// routing daemons, exec lines or services, any of which may give its
+// interfaces IPv6 addresses (an ipv6 address line of frr.conf, an ip -6
+// addr add) that the file does not list.
+func keepsIPv6(n *spec.Node) bool {
+	return n.RunsRouting() || len(n.Exec) > 0 || len(n.Run) > 0
 }
 
 // configureNode writes kvs in node n, from a thread inside its namespace.

@@ -207,7 +207,7 @@ var trafficDef = mapping{def: "traffic", title: "a traffic run", required: []str
 	{"name", "text, required: bench --traffic NAME chooses it", text},
 	{"from", "node:interface, required: the sender interface", text},
 	{"to", "address, required: an address of the lab", text},
-	{"frame", "integer, default 64: the frame size in bytes with FCS", intRange(1, 65535)},
+	{"frame", "integer, default 64 (IPv6: the smallest that holds IPv6, UDP and pktgen's header, 82): the frame size in bytes with FCS", intRange(1, 65535)},
 	{"frames", "list of frame sizes (a sweep), or imix (7:4:1 of 64, 594, 1518)", map[string]any{"oneOf": []any{listOf(intRange(1, 65535)), enum("imix")}}},
 	{"imix", "list of {size, weight}: a mix of frame sizes", listOf(ref("mixPart"))},
 	{"count", "integer: packets per thread", intRange(1, 1<<62)},

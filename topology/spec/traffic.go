@@ -70,6 +70,9 @@ func (r *reporter) parseTraffic(v *yaml.Node, path string) *Traffic {
 	f := r.fields(v, path, "a traffic run", trafficKeys...)
 	t := &Traffic{Threads: 1, Engine: DefaultEngine, Frames: []int{DefaultFrame}}
 	r.trafficEnds(f, path, t)
+	if t.To.Is6() {
+		t.Frames = []int{frame.Min(true)} // 64 bytes cannot hold IPv6, UDP and pktgen's header
+	}
 	r.trafficFrames(f, path, t)
 	r.trafficMix(f, t)
 	if t.Mix != nil {
