@@ -104,6 +104,21 @@ func (r *reporter) parseLab(root *yaml.Node, lab *Lab) *extra {
 			ex.links = append(ex.links, r.parseLink(item, fmt.Sprintf("links[%d]", i)))
 		}
 	}
+	if e, ok := f["segments"]; ok {
+		items, _ := r.list(e.v, "segments", "[{name: sw1, endpoints: [r1:eth0, r2:eth0, r3:eth0]}]")
+		for i, item := range items {
+			path := fmt.Sprintf("segments[%d]", i)
+			n, links := r.parseSegment(item, path)
+			if n != nil && lab.Node(n.Name) != nil {
+				r.errf(path+".name", "%q is already a node: give the segment a name no node or other segment has", n.Name)
+				continue
+			}
+			if n != nil {
+				lab.Nodes = append(lab.Nodes, n)
+				ex.links = append(ex.links, links...)
+			}
+		}
+	}
 	if e, ok := f["sriov"]; ok {
 		items, _ := r.list(e.v, "sriov", "[{pf: ens4f0np0, numvfs: 2, vfs: [{index: 0, node: ns1}]}]")
 		for i, item := range items {
@@ -459,6 +474,60 @@ func (r *reporter) parseForwarding(v *yaml.Node, path string) Forwarding {
 	return fw
 }
 
+// parseSegment reads a segment: a node of its own (Segment set) holding
+// bridge br0 with a port pN for the N-th endpoint, and the links from the
+// endpoints to the ports, as a lab file would write a switch by hand.
+func (r *reporter) parseSegment(v *yaml.Node, path string) (*Node, []rawLink) {
+	r.at(path, v.Line, v.Column)
+	if v.Kind != yaml.MappingNode {
+		r.errf(path, "a segment must be a mapping such as {name: sw1, endpoints: [r1:eth0, r2:eth0, r3:eth0]}, not %s", describe(v))
+		return nil, nil
+	}
+	f := r.fields(v, path, "a segment", keysOf(segmentDef)...)
+	e, ok := f["name"]
+	if !ok {
+		r.errf(path, "missing name: (the segment's node, a name no node has)")
+		return nil, nil
+	}
+	name, ok := r.str(e.v, e.path, "the segment's name")
+	if !ok {
+		return nil, nil
+	}
+	e, ok = f["endpoints"]
+	if !ok {
+		r.errf(path, "missing endpoints: [node:interface, ...] (one or more)")
+		return nil, nil
+	}
+	items, ok := r.list(e.v, e.path, "[r1:eth0, r2:eth0, r3:eth0]")
+	if !ok || len(items) == 0 {
+		r.errf(e.path, "a segment has one endpoint or more")
+		return nil, nil
+	}
+	n := &Node{Name: name, Segment: true}
+	br := &Bridge{Name: SegmentBridge}
+	var links []rawLink
+	for i, item := range items {
+		p := fmt.Sprintf("%s[%d]", e.path, i)
+		s, ok := r.str(item, p, "node:interface")
+		if !ok {
+			continue
+		}
+		ep, err := ParseInterface(s)
+		if err != nil {
+			r.errf(p, "endpoint %v", err)
+			continue
+		}
+		port := fmt.Sprintf("p%d", i+1)
+		br.Ports = append(br.Ports, port)
+		links = append(links, rawLink{path: p, endpoints: []rawEndpoint{{path: p, Endpoint: ep}, {path: p, Endpoint: Endpoint{Node: name, Interface: port}}}})
+	}
+	n.Bridges = []*Bridge{br}
+	return n, links
+}
+
+// SegmentBridge is the bridge of a segment's node.
+const SegmentBridge = "br0"
+
 func (r *reporter) parseLink(v *yaml.Node, path string) rawLink {
 	rl := rawLink{path: path}
 	r.at(path, v.Line, v.Column)
@@ -483,7 +552,7 @@ func (r *reporter) parseLink(v *yaml.Node, path string) rawLink {
 		return rl
 	}
 	if len(items) != 2 {
-		r.errf(e.path, "a link has exactly 2 endpoints (a veth pair), not %d", len(items))
+		r.errf(e.path, "a link has exactly 2 endpoints (a veth pair), not %d: for a shared segment of %d, write it under segments: as {name: NAME, endpoints: [...]}", len(items), len(items))
 		return rl
 	}
 	for i, item := range items {

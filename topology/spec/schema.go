@@ -68,6 +68,7 @@ var labDef = mapping{def: "lab", title: "an nslab lab file", required: []string{
 	{"hosts", "mapping of host name to host: the machines a lab spans (see hosts)", mapOf(ref("host"))},
 	{"nodes", "mapping of node name to node, required: each node is a network namespace", mapOf(nullable(ref("node")))},
 	{"links", "list of links: each a veth pair, or a VXLAN link between hosts", listOf(ref("link"))},
+	{"segments", "list of segments: each a shared wire of one or more interfaces (a switch, Kathara's collision domain), made as a bridge in a node of its own", listOf(ref("segment"))},
 	{"traffic", "list of traffic runs bench can send", listOf(ref("traffic"))},
 	{"sriov", "list of SR-IOV PFs whose VFs are handed to nodes", listOf(ref("pf"))},
 	{"variants", "mapping of variant name to a mapping of node name to what the variant changes (bench --variants)", mapOf(mapOf(ref("variantNode")))},
@@ -203,6 +204,11 @@ var linkDef = mapping{def: "link", title: "a link", required: []string{"endpoint
 	{"port", "integer 1-65535, default 4789: the VXLAN UDP port", intRange(1, 65535)},
 }}
 
+var segmentDef = mapping{def: "segment", title: "a segment: a bridge in a node of its own, with a veth to each endpoint", required: []string{"name", "endpoints"}, keys: []key{
+	{"name", "text, required: the segment's node (its namespace); a name no node has", text},
+	{"endpoints", "list of one or more node:interface, required: the interfaces on the segment", map[string]any{"type": "array", "items": text, "minItems": 1}},
+}}
+
 var trafficDef = mapping{def: "traffic", title: "a traffic run", required: []string{"name", "from", "to"}, keys: []key{
 	{"name", "text, required: bench --traffic NAME chooses it", text},
 	{"from", "node:interface, required: the sender interface", text},
@@ -287,7 +293,7 @@ var (
 
 // mappings are every mapping of the file, the lab first.
 var mappings = []*mapping{&labDef, &hostDef, &nodeDef, &forwardingDef, &ifaceDef, &macvlanDef, &vlanDef, &bondDef, &vrfDef,
-	&bridgeDef, &portVLANsDef, &routeDef, &ruleDef, &impairDef, &linkDef, &trafficDef, &mixPartDef, &pfDef, &vfDef,
+	&bridgeDef, &portVLANsDef, &routeDef, &ruleDef, &impairDef, &linkDef, &segmentDef, &trafficDef, &mixPartDef, &pfDef, &vfDef,
 	&variantNodeDef, &variantIfaceDef, &masqueradeDef, &snatDef, &dnatDef, &filterDef, &firewallDef, &fileDef, &frrDef, &birdDef}
 
 // keysOf is a mapping's key names, in order: the parser's key list.

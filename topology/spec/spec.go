@@ -122,6 +122,9 @@ type Node struct {
 	// and the packet walk goes by them instead of Routes.
 	Learned    []*Route
 	KernelRead bool
+	// Segment: the node is a segment of the file's segments: (a bridge,
+	// SegmentBridge, with a port for each endpoint), not one of nodes:.
+	Segment bool
 }
 
 // Ways a node's receive work is placed on its CPUs.

@@ -40,3 +40,35 @@ func mustSource(t *testing.T) []byte {
 	}
 	return data
 }
+
+// TestSegments: a segment is a node of its own with bridge br0 and a port
+// for each endpoint, linked to it; a name taken, an empty list and a link
+// of three endpoints are refused with their places.
+func TestSegments(t *testing.T) {
+	const lab = "name: s\nnodes:\n  a: {interfaces: {eth0: {addresses: [10.5.0.1/24]}}}\n  b: {interfaces: {eth0: {addresses: [10.5.0.2/24]}}}\n  c: {interfaces: {eth0: {addresses: [10.5.0.3/24]}, eth1: {addresses: [10.6.0.1/24]}}}\n" +
+		"segments:\n  - {name: sw1, endpoints: [a:eth0, b:eth0, c:eth0]}\n  - {name: stub, endpoints: [c:eth1]}\n"
+	l, err := Parse("s.yaml", []byte(lab))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw := l.Node("sw1")
+	if sw == nil || !sw.Segment || len(sw.Bridges) != 1 || strings.Join(sw.Bridges[0].Ports, ",") != "p1,p2,p3" {
+		t.Fatalf("segment sw1: %+v", sw)
+	}
+	var links []string
+	for _, k := range l.Links {
+		links = append(links, k.A.String()+"-"+k.B.String())
+	}
+	if got := strings.Join(links, " "); got != "a:eth0-sw1:p1 b:eth0-sw1:p2 c:eth0-sw1:p3 c:eth1-stub:p1" {
+		t.Errorf("links %s", got)
+	}
+	for _, c := range []struct{ edit, msg string }{
+		{strings.Replace(lab, "name: stub", "name: c", 1), `s.yaml:8:12: segments[1].name: "c" is already a node`},
+		{strings.Replace(lab, "[c:eth1]", "[]", 1), "segments[1].endpoints: a segment has one endpoint or more"},
+		{strings.Replace(lab, "segments:\n  - {name: sw1, endpoints: [a:eth0, b:eth0, c:eth0]}", "links:\n  - {endpoints: [a:eth0, b:eth0, c:eth0]}", 1), "a link has exactly 2 endpoints (a veth pair), not 3: for a shared segment of 3, write it under segments:"},
+	} {
+		if _, err := Parse("s.yaml", []byte(c.edit)); err == nil || !strings.Contains(err.Error(), c.msg) {
+			t.Errorf("want %q, got %v", c.msg, err)
+		}
+	}
+}
