@@ -71,7 +71,7 @@ func viewSetup(n *spec.Node) ns.ViewSetup {
 		{Path: "/etc/hostname", Data: []byte(host + "\n"), Mode: 0o644},
 	}}
 	if n.FRR != nil {
-		addFRR(&s, n.FRR)
+		addFRR(&s, n)
 	}
 	if n.BIRD != nil {
 		addBIRD(&s, n.BIRD)
@@ -150,15 +150,21 @@ func frrDaemonsFile(f *spec.FRR) string {
 // addFRR adds FRR's files and directories: /etc/frr/daemons and
 // vtysh.conf (integrated configuration), frr.conf when frr.config gives
 // it, and /var/run/frr and /var/log/frr owned by frr.
-func addFRR(s *ns.ViewSetup, f *spec.FRR) {
+func addFRR(s *ns.ViewSetup, n *spec.Node) {
+	f := n.FRR
 	uid, gid := ids("frr")
 	s.Dirs = append(s.Dirs,
 		ns.ViewDir{Path: "/etc/frr", Mode: 0o755, UID: uid, GID: gid},
 		ns.ViewDir{Path: "/run/frr", Mode: 0o755, UID: uid, GID: gid},
 		ns.ViewDir{Path: "/var/log/frr", Mode: 0o755, UID: uid, GID: gid})
-	s.Files = append(s.Files,
-		ns.ViewFile{Path: "/etc/frr/daemons", Data: []byte(frrDaemonsFile(f)), Mode: 0o640, UID: uid, GID: gid},
-		ns.ViewFile{Path: "/etc/frr/vtysh.conf", Data: []byte("service integrated-vtysh-config\n"), Mode: 0o640, UID: uid, GID: gid})
+	// The node's own daemons file and vtysh.conf, where files: gives
+	// them, are written with its files, as given.
+	if n.FileAt(spec.FRRDaemonsPath) == nil {
+		s.Files = append(s.Files, ns.ViewFile{Path: spec.FRRDaemonsPath, Data: []byte(frrDaemonsFile(f)), Mode: 0o640, UID: uid, GID: gid})
+	}
+	if n.FileAt(spec.FRRVtyshPath) == nil {
+		s.Files = append(s.Files, ns.ViewFile{Path: spec.FRRVtyshPath, Data: []byte("service integrated-vtysh-config\n"), Mode: 0o640, UID: uid, GID: gid})
+	}
 	if f.Config != "" {
 		s.Files = append(s.Files, ns.ViewFile{Path: spec.FRRConfPath, Data: []byte(f.Config), Mode: 0o640, UID: uid, GID: gid})
 	}

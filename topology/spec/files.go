@@ -50,11 +50,40 @@ type BIRD struct {
 // FRRDaemons are the daemons frr: may list (Debian's FRR 8.4 /etc/frr/daemons).
 var FRRDaemons = []string{"bgpd", "ospfd", "ospf6d", "ripd", "ripngd", "isisd", "pimd", "pim6d", "ldpd", "nhrpd", "eigrpd", "babeld", "sharpd", "pbrd", "bfdd", "fabricd", "vrrpd", "pathd"}
 
-// Paths of the routing daemons' configurations in a node.
+// Paths of the routing daemons' configurations in a node. A node's own
+// FRR daemons file and vtysh.conf are taken as given (nslab writes them
+// where files: does not).
 const (
-	FRRConfPath  = "/etc/frr/frr.conf"
-	BIRDConfPath = "/etc/bird/bird.conf"
+	FRRConfPath    = "/etc/frr/frr.conf"
+	FRRDaemonsPath = "/etc/frr/daemons"
+	FRRVtyshPath   = "/etc/frr/vtysh.conf"
+	BIRDConfPath   = "/etc/bird/bird.conf"
 )
+
+// userFRRDaemons adds the daemons a node's own /etc/frr/daemons enables
+// (NAME=yes) to frr.daemons, in the file's order after those frr: lists:
+// the lab runs what the original's file says. zebra and staticd always
+// run; mgmtd and watchfrr are not nslab's to start (FRR 8.4 has no mgmtd,
+// and nslab watches its daemons itself).
+func userFRRDaemons(r *reporter, n *Node) {
+	f := n.FileAt(FRRDaemonsPath)
+	if n.FRR == nil || f == nil {
+		return
+	}
+	for i, line := range strings.Split(f.Text, "\n") {
+		name, val, ok := strings.Cut(strings.TrimSpace(line), "=")
+		if !ok || strings.HasPrefix(name, "#") || strings.Trim(val, `"'`) != "yes" || strings.Contains(name, "_") {
+			continue
+		}
+		switch {
+		case name == "zebra" || name == "staticd" || name == "mgmtd" || name == "watchfrr":
+		case !slices.Contains(FRRDaemons, name):
+			r.errf("nodes."+n.Name+".files."+FRRDaemonsPath, "line %d: unknown FRR daemon %q; one of: %s", i+1, name, strings.Join(FRRDaemons, ", "))
+		case !slices.Contains(n.FRR.Daemons, name):
+			n.FRR.Daemons = append(n.FRR.Daemons, name)
+		}
+	}
+}
 
 // privateRoots are the directories of a node's own tree: tmpfs of the
 // node's own (see ns.PrivateDirs) and /etc, overlaid.
@@ -285,9 +314,11 @@ func validateRouting(r *reporter, n *Node) {
 	}
 	if n.FRR != nil {
 		check("frr", FRRConfPath, n.FRR.tmpl)
-		for _, owned := range []string{"/etc/frr/daemons", "/etc/frr/vtysh.conf"} {
-			if n.FileAt(owned) != nil {
-				r.errf(path+".files."+owned, "nslab writes %s for frr: (from frr.daemons); leave it out", owned)
+	}
+	if n.FRR == nil {
+		for _, frrs := range []string{FRRDaemonsPath, FRRVtyshPath} {
+			if n.FileAt(frrs) != nil {
+				r.errf(path+".files."+frrs, "%s is FRR's: give the node frr: (frr: {} runs the daemons this file enables)", frrs)
 			}
 		}
 	}

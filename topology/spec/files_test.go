@@ -32,7 +32,8 @@ var viewCases = []struct {
 	{"frr twice", withA("    frr: {daemons: [bgpd, bgpd], config: x}\n"), "x.yaml:4:27: nodes.a.frr.daemons[1]", "listed twice"},
 	{"frr without config", withA("    frr: {daemons: [bgpd]}\n"), "x.yaml:4:10: nodes.a.frr", "needs a configuration"},
 	{"frr config twice", withA("    frr: {daemons: [bgpd], config: x}\n    files: {/etc/frr/frr.conf: y}\n"), "x.yaml:5:13: nodes.a.files./etc/frr/frr.conf", "given twice"},
-	{"frr daemons file", withA("    frr: {config: x}\n    files: {/etc/frr/daemons: y}\n"), "x.yaml:5:13: nodes.a.files./etc/frr/daemons", "nslab writes /etc/frr/daemons"},
+	{"frr daemons file without frr", withA("    files: {/etc/frr/daemons: y}\n"), "x.yaml:4:13: nodes.a.files./etc/frr/daemons", "is FRR's: give the node frr:"},
+	{"frr daemons file's unknown daemon", withA("    frr: {config: x}\n    files: {/etc/frr/daemons: \"ospfd=yes\\nfoo=yes\\n\"}\n"), "x.yaml:5:13: nodes.a.files./etc/frr/daemons", "line 2: unknown FRR daemon \"foo\""},
 	{"bird unknown key", withA("    bird: {conf: x}\n"), "x.yaml:4:12: nodes.a.bird.conf", `did you mean "config"`},
 	{"bird without config", withA("    bird: {}\n"), "x.yaml:4:11: nodes.a.bird", "needs a configuration"},
 	{"template syntax", withA("    files:\n      /etc/x: |\n        line one\n        {{.Name\n"), "x.yaml:8:15: nodes.a.files./etc/x", "template: unclosed action"},
@@ -99,5 +100,20 @@ links:
 	}
 	if got := l.Node("b").HostnameOrName(); got != "b" {
 		t.Errorf("b's hostname %q", got)
+	}
+}
+
+// TestUserFRRDaemons: a node's own /etc/frr/daemons (as FRR's examples,
+// Kathara labs and containerlab binds give it) is taken: the daemons it
+// enables run, after those frr: lists, and zebra, staticd, mgmtd and
+// watchfrr are nslab's or not started.
+func TestUserFRRDaemons(t *testing.T) {
+	daemons := `zebra=yes\nbgpd=no\nospfd=yes\n# ripd=yes\nospf6d=yes\nmgmtd=yes\nospfd_options=\" -A 127.0.0.1\"\n`
+	l, err := Parse("x.yaml", []byte(withA("    frr: {daemons: [bfdd], config: x}\n    files: {/etc/frr/daemons: \""+daemons+"\", /etc/frr/vtysh.conf: \"service integrated-vtysh-config\\n\"}\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(l.Node("a").FRR.Daemons, " "); got != "bfdd ospfd ospf6d" {
+		t.Errorf("daemons %q, want bfdd ospfd ospf6d", got)
 	}
 }

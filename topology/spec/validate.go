@@ -73,6 +73,7 @@ func validate(r *reporter, lab *Lab, ex *extra) {
 	if len(r.probs) == 0 {
 		for _, n := range lab.Nodes {
 			renderNode(r, lab, n)
+			userFRRDaemons(r, n)
 		}
 	}
 	if len(r.probs) == 0 {
