@@ -48,7 +48,7 @@ func TestAssemble(t *testing.T) {
 // jump leaves it (the kernel would refuse the filter at attach time).
 func TestFiltersStayInside(t *testing.T) {
 	for name, f := range map[string][]unix.SockFilter{
-		"notudp4": notUDP4Filter, "notudp6": notUDP6Filter, "udp4": udp4Filter(9), "udp6": udp6Filter(9),
+		"received4": controlFilter(false, false), "received6": controlFilter(false, true), "udp4": udp4Filter(9), "udp6": udp6Filter(9),
 		"sent4": sentControlFilter(false), "sent6": sentControlFilter(true),
 	} {
 		last := f[len(f)-1]

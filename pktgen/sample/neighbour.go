@@ -9,61 +9,29 @@ import (
 )
 
 // Neighbours counts the control frames an interface receives that are not
-// a run's: ARP, and every IP frame that is not UDP (a run's packets are
-// UDP): IGMP, ICMP, IPv6's own (neighbour discovery, and the MLD reports a
-// node sends for its addresses in its first seconds; a bridge with an
-// address sends IGMP reports too), and the routing daemons' (OSPF hellos
-// and updates, BGP's TCP).
+// a run's (see controlFilter): ARP, IPv6's own (neighbour discovery, and
+// the MLD reports a node sends for its addresses in its first seconds; a
+// bridge with an address sends IGMP reports too), ICMP, and the routing
+// daemons' (OSPF hellos and updates, BGP's TCP, RIP's UDP).
 // They cross a lab's links during a run (a router re-probing its next hop
 // once its entry went stale, a freshly deployed lab's multicast listener
 // reports, a daemon's hello every second) without being the run's
-// packets. The counting sockets are bound to those protocols only (ARP;
-// IPv6 for an IPv4 run, IPv4 for an IPv6 run), or filtered in the kernel
-// (not UDP, in the run's IP version), so the run's own packets never
-// reach them.
+// packets. One ETH_P_ALL socket per interface, whose kernel filter keeps
+// only them, so the run's own packets never reach it; it counts on a
+// bridge port too, where the bridge takes frames before any socket bound
+// to a protocol sees them.
 type Neighbours struct {
 	fds []int
 }
 
-// notUDP4Filter accepts IPv4 frames that do not carry UDP (protocol at
-// byte 23): IGMP reports, ICMP, OSPF, BGP's TCP.
-var notUDP4Filter = assemble(append([]bpfIns{
-	{code: ldb, k: 23},
-	{code: jeq, k: unix.IPPROTO_UDP, jt: "drop", jf: "keep"},
-}, keepOrDrop(0xffff)...))
-
-// notUDP6Filter accepts IPv6 frames that do not carry UDP (neighbour
-// discovery, MLD, OSPFv3, BGP's TCP): next header at byte 20 of the
-// frame; a hop-by-hop header (MLD reports carry one: next header 0) is
-// followed to its next header at byte 54.
-var notUDP6Filter = assemble(append([]bpfIns{
-	{code: ldb, k: 20},
-	{code: jeq, k: unix.IPPROTO_UDP, jt: "drop"},
-	{code: jeq, k: unix.IPPROTO_HOPOPTS, jf: "keep"},
-	{code: ldb, k: 54},
-	{code: jeq, k: unix.IPPROTO_UDP, jt: "drop", jf: "keep"},
-}, keepOrDrop(0xffff)...))
-
-// CountNeighbours opens the counters on interface ifindex of namespace n
-// (the sockets are opened on a thread inside it: a packet socket belongs
-// to the namespace it is created in). Close it when done.
+// CountNeighbours opens the counter on interface ifindex of namespace n
+// (the socket is opened on a thread inside it: a packet socket belongs to
+// the namespace it is created in). Close it when done.
 func CountNeighbours(n *ns.NS, ifindex int, ipv6 bool) (*Neighbours, error) {
 	c := &Neighbours{}
 	err := n.Do(func() error {
-		fd, err := packetSocket(ifindex, unix.ETH_P_ARP, nil)
+		fd, err := packetSocket(ifindex, unix.ETH_P_ALL, controlFilter(false, ipv6))
 		if err != nil {
-			return err
-		}
-		c.fds = append(c.fds, fd)
-		filter4, filter6 := notUDP4Filter, []unix.SockFilter(nil) // no IPv6 frame is an IPv4 run's
-		if ipv6 {
-			filter4, filter6 = nil, notUDP6Filter
-		}
-		if fd, err = packetSocket(ifindex, unix.ETH_P_IP, filter4); err != nil {
-			return err
-		}
-		c.fds = append(c.fds, fd)
-		if fd, err = packetSocket(ifindex, unix.ETH_P_IPV6, filter6); err != nil {
 			return err
 		}
 		c.fds = append(c.fds, fd)

@@ -31,33 +31,57 @@ func CountSentControl(n *ns.NS, ifindex int, ipv6 bool) (*Neighbours, error) {
 	return c, nil
 }
 
-// sentControlFilter keeps the outgoing frames that are control frames:
-// ARP, and the IP frames of the run's version that are not UDP (every
-// frame of the other version).
-func sentControlFilter(ipv6 bool) []unix.SockFilter {
+// sentControlFilter keeps the outgoing frames that are not a run's (see
+// controlFilter).
+func sentControlFilter(ipv6 bool) []unix.SockFilter { return controlFilter(true, ipv6) }
+
+// controlFilter keeps the frames of one direction (outgoing, or every
+// other) that are not a run's: a run's frame is UDP of the run's IP version
+// whose payload starts with pktgen's magic (nslab's engines and kernel
+// pktgen send no other); everything else is control (ARP, ND, MLD, IGMP,
+// ICMP, routing daemons' OSPF, BGP and RIP (UDP 520), a bridge's STP). It
+// reads the frame from its Ethernet header, for ETH_P_ALL sockets, which
+// also see the frames of a bridge port (a socket bound to one protocol
+// does not: the bridge takes them first).
+func controlFilter(outgoing, ipv6 bool) []unix.SockFilter {
+	dir := bpfIns{code: jeq, k: unix.PACKET_OUTGOING, jt: "drop"}
+	if outgoing {
+		dir = bpfIns{code: jeq, k: unix.PACKET_OUTGOING, jf: "drop"}
+	}
 	prog := []bpfIns{
 		{code: ldw, k: skfAD + skfPktType},
-		{code: jeq, k: unix.PACKET_OUTGOING, jf: "drop"},
+		dir,
 		{code: ldh, k: 12}, // ethertype
-		{code: jeq, k: unix.ETH_P_ARP, jt: "keep"},
 		{code: jeq, k: unix.ETH_P_IP, jf: "ipv6"},
 	}
 	if ipv6 {
-		prog = append(prog, bpfIns{code: jeq, k: unix.ETH_P_IP, jt: "keep"}) // not an IPv6 run's
+		prog = append(prog, bpfIns{code: ret, k: 0xffff}) // not an IPv6 run's
 	} else {
 		prog = append(prog,
 			bpfIns{code: ldb, k: 23},
-			bpfIns{code: jeq, k: unix.IPPROTO_UDP, jt: "drop", jf: "keep"})
+			bpfIns{code: jeq, k: unix.IPPROTO_UDP, jf: "keep"},
+			bpfIns{code: ldw, k: 14 + 20 + 8}, // the payload, after a 20-byte header (the engines')
+			bpfIns{code: jeq, k: pktgenMagic, jt: "drop", jf: "keep"})
 	}
-	prog = append(prog, bpfIns{label: "ipv6", code: jeq, k: unix.ETH_P_IPV6, jf: "drop"})
-	if ipv6 { // an IPv6 run's packets are UDP, after a hop-by-hop header too
+	prog = append(prog, bpfIns{label: "ipv6", code: jeq, k: unix.ETH_P_IPV6, jf: "keep"})
+	if ipv6 { // a run's packets are UDP, after a hop-by-hop header too
 		prog = append(prog,
 			bpfIns{code: ldb, k: 20},
-			bpfIns{code: jeq, k: unix.IPPROTO_UDP, jt: "drop"},
+			bpfIns{code: jeq, k: unix.IPPROTO_UDP, jt: "udp6"},
 			bpfIns{code: jeq, k: unix.IPPROTO_HOPOPTS, jf: "keep"},
 			bpfIns{code: ldb, k: 54},
-			bpfIns{code: jeq, k: unix.IPPROTO_UDP, jt: "drop", jf: "keep"},
+			bpfIns{code: jeq, k: unix.IPPROTO_UDP, jf: "keep"},
+			bpfIns{code: ldw, k: 14 + 40 + 8 + 8},
+			bpfIns{code: jeq, k: pktgenMagic, jt: "drop", jf: "keep"},
+			bpfIns{label: "udp6", code: ldw, k: 14 + 40 + 8},
+			bpfIns{code: jeq, k: pktgenMagic, jt: "drop", jf: "keep"},
 		)
+	} else {
+		prog = append(prog, bpfIns{code: ret, k: 0xffff}) // not an IPv4 run's
 	}
 	return assemble(append(prog, keepOrDrop(0xffff)...))
 }
+
+// pktgenMagic starts the payload of every run's packet (struct
+// pktgen_hdr's pgh_magic).
+const pktgenMagic = 0xbe9be955

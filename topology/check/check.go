@@ -65,6 +65,9 @@ func Expected(l *spec.Lab) []Pair {
 	var pairs []Pair
 	m := l.Model()
 	for _, n := range l.Nodes {
+		if n.Segment {
+			continue // a switch: no address to send from
+		}
 		for _, o := range m.Addresses() {
 			p := Pair{From: n.Name, To: o.Addr, Owner: o.By}
 			p.Expect, p.Local, p.Why, p.Filtered = expect(m, n.Name, o.Addr)

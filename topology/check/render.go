@@ -47,11 +47,16 @@ func (pairs Pairs) WriteMatrix(w io.Writer, l *spec.Lab) {
 	}
 	fmt.Fprintln(tw, strings.Join(head, "\t"))
 	fmt.Fprintln(tw, strings.Join(owners, "\t"))
-	for i, n := range l.Nodes {
+	i := 0
+	for _, n := range l.Nodes {
+		if n.Segment {
+			continue // no row: Expected gives it no pairs
+		}
 		row := []string{n.Name}
 		for j := range addrs {
 			row = append(row, cell(pairs[i*len(addrs)+j]))
 		}
+		i++
 		fmt.Fprintln(tw, strings.Join(row, "\t"))
 	}
 	tw.Flush()

@@ -19,7 +19,8 @@ import (
 // Routing daemons in nodes (frr:, bird:), started in the node's view after
 // its addresses, routes and exec: lines, before its run: services. FRR's
 // daemons start as Debian's frrcommon.sh starts each (DAEMON -d with the
-// options of /etc/frr/daemons), then `vtysh -b` loads the integrated
+// options of /etc/frr/daemons; each reads its own /etc/frr/DAEMON.conf
+// where files: gives one), then `vtysh -b` loads the integrated
 // frr.conf into them: a line a daemon refuses fails the deploy, with
 // vtysh's words. BIRD starts as `bird -c bird.conf -s CTL`. The deploy
 // waits until vtysh (birdc) answers. Each daemon carries the lab's service
@@ -89,8 +90,12 @@ func (d *deployer) startFRR(n *spec.Node, daemons []string) error {
 			return fmt.Errorf("start %s in %s: %w%s", dm, n.Name, err, d.frrLog(n, out))
 		}
 	}
-	if out, err := d.runInNode(n, tag, "vtysh", "-b"); err != nil {
-		return fmt.Errorf("FRR in %s refused its frr.conf (vtysh -b: %w)%s", n.Name, err, d.frrLog(n, out))
+	// frr.conf is loaded by vtysh; per-daemon files (FRR's topotests'),
+	// by each daemon as it starts.
+	if n.FRR.Config != "" || n.FileAt(spec.FRRConfPath) != nil {
+		if out, err := d.runInNode(n, tag, "vtysh", "-b"); err != nil {
+			return fmt.Errorf("FRR in %s refused its frr.conf (vtysh -b: %w)%s", n.Name, err, d.frrLog(n, out))
+		}
 	}
 	return d.waitAnswer(n, func() error {
 		out, err := d.runInNode(n, tag, "vtysh", "-c", "show daemons")
@@ -211,8 +216,10 @@ func shFRR(l *spec.Lab, n *spec.Node, daemons []string) []string {
 	for _, dm := range daemons {
 		out = append(out, fmt.Sprintf("%s=%s/%s %s %s", serviceEnv, l.Name, n.Name, in, strings.Join(frrArgs(dm), " ")))
 	}
-	return append(out, in+" vtysh -b",
-		fmt.Sprintf("until %s vtysh -c 'show daemons' >/dev/null 2>&1; do sleep 0.1; done", in))
+	if n.FRR.Config != "" || n.FileAt(spec.FRRConfPath) != nil {
+		out = append(out, in+" vtysh -b")
+	}
+	return append(out, fmt.Sprintf("until %s vtysh -c 'show daemons' >/dev/null 2>&1; do sleep 0.1; done", in))
 }
 
 // shBIRD is startBIRD as shell lines.

@@ -165,6 +165,11 @@ func addFRR(s *ns.ViewSetup, n *spec.Node) {
 	if n.FileAt(spec.FRRVtyshPath) == nil {
 		s.Files = append(s.Files, ns.ViewFile{Path: spec.FRRVtyshPath, Data: []byte("service integrated-vtysh-config\n"), Mode: 0o640, UID: uid, GID: gid})
 	}
+	if f.Config == "" && n.FileAt(spec.FRRConfPath) == nil && n.FRRDaemonConfigs() {
+		// A daemon reads its own file only where there is no frr.conf:
+		// the host's (Debian's default) must not show.
+		s.Hidden = append(s.Hidden, spec.FRRConfPath)
+	}
 	if f.Config != "" {
 		s.Files = append(s.Files, ns.ViewFile{Path: spec.FRRConfPath, Data: []byte(f.Config), Mode: 0o640, UID: uid, GID: gid})
 	}
@@ -216,6 +221,9 @@ func shView(l *spec.Lab, n *spec.Node, s ns.ViewSetup) []string {
 	for _, f := range s.Files {
 		in = append(in, fmt.Sprintf("mkdir -p %s && rm -f %s && printf %%s %s > %s && chmod %o %s && chown %d:%d %s",
 			filepath.Dir(f.Path), f.Path, ShellQuote(string(f.Data)), f.Path, f.Mode, f.Path, f.UID, f.GID, f.Path))
+	}
+	for _, p := range s.Hidden {
+		in = append(in, "rm -f "+p)
 	}
 	in = append(in, "for f in /etc/netns/"+l.Namespace(n.Name)+"/*; do [ -e \"$f\" ] && mount --bind \"$f\" /etc/\"${f##*/}\"; done; true",
 		"hostname "+ShellQuote(s.Hostname))

@@ -71,6 +71,9 @@ type ViewSetup struct {
 	Hostname string
 	Dirs     []ViewDir  // made first, parents included
 	Files    []ViewFile // then written, parents made 0755
+	// Hidden are paths of the host's /etc the view does not show (the
+	// overlay keeps a whiteout; the host's file is untouched).
+	Hidden []string
 	// Shared are files of the host bound read-only into the view after
 	// its files are written: one copy for every node (the lab's
 	// /etc/hosts names every node: a copy per node would grow with the
@@ -428,6 +431,11 @@ func writeView(setup ViewSetup) error {
 			return fmt.Errorf("chown %s: %w", f.Path, err)
 		}
 	}
+	for _, p := range setup.Hidden {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("hide %s: %w", p, err)
+		}
+	}
 	return nil
 }
 
@@ -595,7 +603,7 @@ func viewPaths(setup ViewSetup) []string {
 	for _, f := range setup.Files {
 		out = append(out, f.Path)
 	}
-	return out
+	return append(out, setup.Hidden...)
 }
 
 // ownPath says why p is not in a directory of the calling thread's view

@@ -60,6 +60,19 @@ const (
 	BIRDConfPath   = "/etc/bird/bird.conf"
 )
 
+// FRRDaemonConfigs reports whether files: gives FRR its configuration
+// per daemon (/etc/frr/zebra.conf, ospfd.conf, ...), as FRR's topotests
+// do, rather than as one frr.conf: each daemon then reads its own at
+// start.
+func (n *Node) FRRDaemonConfigs() bool {
+	for _, d := range append([]string{"zebra", "staticd"}, FRRDaemons...) {
+		if n.FileAt("/etc/frr/"+d+".conf") != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // userFRRDaemons adds the daemons a node's own /etc/frr/daemons enables
 // (NAME=yes) to frr.daemons, in the file's order after those frr: lists:
 // the lab runs what the original's file says. zebra and staticd always
@@ -306,6 +319,8 @@ func validateRouting(r *reporter, n *Node) {
 	check := func(key, conf string, tmpl *source) {
 		f := n.FileAt(conf)
 		switch {
+		case key == "frr" && tmpl == nil && f == nil && n.FRRDaemonConfigs():
+			// Each daemon reads its own file, as FRR's topotests give them.
 		case tmpl == nil && f == nil:
 			r.errf(path+"."+key, "%s needs a configuration: give %s.config, or %s under files:", key, key, conf)
 		case tmpl != nil && f != nil:

@@ -347,10 +347,10 @@ func lookup(l *spec.Lab, n *spec.Node, src, dst netip.Addr, iif string) (netip.A
 		}
 	}
 	switch {
+	case n.RunsRouting():
+		return netip.Addr{}, "", &LearnedError{Node: n.Name, To: dst, Deployed: n.KernelRead}
 	case n.KernelRead:
 		return netip.Addr{}, "", fmt.Errorf("node %s has no route to %s in its kernel", n.Name, dst)
-	case n.RunsRouting():
-		return netip.Addr{}, "", &LearnedError{Node: n.Name, To: dst}
 	}
 	return netip.Addr{}, "", fmt.Errorf("node %s has no route to %s: add one under nodes.%s.routes", n.Name, dst, n.Name)
 }
@@ -362,9 +362,14 @@ func lookup(l *spec.Lab, n *spec.Node, src, dst netip.Addr, iif string) (netip.A
 type LearnedError struct {
 	Node string
 	To   netip.Addr
+	// Deployed: the node's kernel was read, and has no route there (yet).
+	Deployed bool
 }
 
 func (e *LearnedError) Error() string {
+	if e.Deployed {
+		return fmt.Sprintf("node %s has no route to %s in its kernel: its routing daemons have not learned one (yet: nslab check --wait waits for them)", e.Node, e.To)
+	}
 	return fmt.Sprintf("node %s has no route to %s in the file; it runs routing daemons, whose routes the deployed lab has: deploy it, and ask nslab path or check then", e.Node, e.To)
 }
 
