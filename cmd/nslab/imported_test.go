@@ -198,4 +198,3 @@ func compareOSPF6Routes(t *testing.T, c *runner, name, r, dir string) {
 		t.Errorf("%s's OSPFv3 routes differ from the topotest's:\n got\n%s\n want\n%s", r, g, w)
 	}
 }
-
