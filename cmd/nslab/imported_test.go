@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -9,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nslab/nslab/topology/labtest"
 )
@@ -197,4 +199,89 @@ func compareOSPF6Routes(t *testing.T, c *runner, name, r, dir string) {
 	if g, w := strings.Join(got, "\n"), strings.TrimSpace(string(want)); g != w {
 		t.Errorf("%s's OSPFv3 routes differ from the topotest's:\n got\n%s\n want\n%s", r, g, w)
 	}
+}
+
+// TestPrivilegedImportedBGPUnnumbered is FRR's topotest bgp_ipv6_rtadv:
+// BGP over the interface, peers found by router advertisements, IPv4
+// routes through IPv6 link-local next hops. Each router's `show ip route
+// json` and `show ipv6 route json` must hold the topotest's expected JSON,
+// compared as the topotest's json_cmp does.
+func TestPrivilegedImportedBGPUnnumbered(t *testing.T) {
+	runImported(t, "frr-bgp-ipv6-rtadv", "r1", "10.254.254.2", func(c *runner, name, dir string) {
+		for _, r := range []string{"r1", "r2"} {
+			for cmd, file := range map[string]string{"show ip route json": "ipv4_routes.json", "show ipv6 route json": "ipv6_routes.json"} {
+				compareJSON(t, c, name, r, cmd, filepath.Join(dir, r, file))
+			}
+		}
+	})
+}
+
+// compareJSON requires the router's output of vtysh command cmd to hold
+// the expected JSON of file: json_cmp's rule, every key of an object and
+// every element of a list found in the output, in any order.
+func compareJSON(t *testing.T, c *runner, name, r, cmd, file string) {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want any
+	if err := json.Unmarshal(data, &want); err != nil {
+		t.Fatal(err)
+	}
+	// The routes converge after check's pairs answer (BGP's own routes to
+	// connected networks): a while, as the topotest waits too.
+	var got any
+	for range 60 {
+		code, out, errOut := c.run("exec", "--name", name, r, "--", "vtysh", "-c", cmd)
+		if code != 0 {
+			t.Fatalf("%s %s: %s", r, cmd, errOut)
+		}
+		if err := json.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatalf("%s %s: %v", r, cmd, err)
+		}
+		if jsonHolds(got, want) {
+			return
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	g, _ := json.MarshalIndent(got, "", " ")
+	t.Errorf("%s: %s does not hold %s:\n%s", r, cmd, file, g)
+}
+
+// jsonHolds is topotest's json_cmp: want's objects' keys and values are in
+// got's, each element of a list of want matches a distinct one of got's.
+func jsonHolds(got, want any) bool {
+	switch w := want.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok {
+			return false
+		}
+		for k, wv := range w {
+			gv, ok := g[k]
+			if !ok || !jsonHolds(gv, wv) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		g, ok := got.([]any)
+		if !ok {
+			return false
+		}
+		used := make([]bool, len(g))
+	next:
+		for _, wv := range w {
+			for i, gv := range g {
+				if !used[i] && jsonHolds(gv, wv) {
+					used[i] = true
+					continue next
+				}
+			}
+			return false
+		}
+		return true
+	}
+	return got == want
 }

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"time"
 
 	"github.com/nslab/nslab/pktgen/auto"
@@ -312,6 +313,12 @@ func (b *Bench) finish(t *spec.Traffic, frame int, st *running, res *engine.Resu
 // not act on the run.
 func (b *Bench) job(t *spec.Traffic, frame int) engine.Job {
 	j := jobFor(t, frame, b.run.Node(t.From.Node).NS, b.path.SenderMAC())
+	if !hasFamily(b.run.Lab.Model().Node(t.From.Node).Interface(t.From.Interface), t.To) {
+		// An interface without an address of the run's family (an IPv4
+		// route through an IPv6 link-local next hop): the source is the
+		// kernel's choice, as for the node's own packets.
+		j.SrcIP = b.path.Source
+	}
 	if b.senderQdisc != nil {
 		key, value := "qdisc", "through"
 		if _, ok := b.eng.(kernel.Engine); ok {
@@ -333,6 +340,20 @@ func withOption(opts map[string]string, key, value string) map[string]string {
 		}
 	}
 	return out
+}
+
+// hasFamily reports whether interface i has an address of dst's family
+// other than a link-local one (the kernel's, once read).
+func hasFamily(i *spec.Interface, dst netip.Addr) bool {
+	if i == nil {
+		return false
+	}
+	for _, p := range i.Addrs() {
+		if p.Addr().Is4() == dst.Is4() && !p.Addr().IsLinkLocalUnicast() {
+			return true
+		}
+	}
+	return false
 }
 
 // jobFor turns a traffic run into an engine job.

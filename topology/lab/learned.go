@@ -74,13 +74,18 @@ func learnLinks(h *netlink.Handle, n *spec.Node) error {
 		out := []netip.Prefix{}
 		for _, a := range as {
 			ip, _ := netip.AddrFromSlice(a.IP)
-			if ip.IsLoopback() {
+			if ip.Unmap().IsLoopback() {
 				continue // every node's 127.0.0.1 and ::1: no address of the lab
 			}
 			ones, _ := a.Mask.Size()
 			out = append(out, netip.PrefixFrom(ip.Unmap(), ones))
 		}
 		return out, *l.Attrs(), nil
+	}
+	if n.Interface("lo") == nil {
+		// Daemons and exec lines address lo (router IDs) where the file
+		// does not: the kernel's lo stands in the model too.
+		n.Interfaces = append(n.Interfaces, &spec.Interface{Name: "lo", Kind: spec.KindLoopback})
 	}
 	for _, i := range n.Interfaces {
 		live, attrs, err := read(i.Name)
@@ -221,23 +226,32 @@ func toSpecRoutes(h *netlink.Handle, rt netlink.Route) []*spec.Route {
 		a, _ := netip.AddrFromSlice(rt.Dst.IP)
 		to = netip.PrefixFrom(a.Unmap(), ones)
 	}
-	hops := []*netlink.NexthopInfo{{LinkIndex: rt.LinkIndex, Gw: rt.Gw}}
+	hops := []*netlink.NexthopInfo{{LinkIndex: rt.LinkIndex, Gw: rt.Gw, Via: rt.Via}}
 	if len(rt.MultiPath) > 0 {
 		hops = rt.MultiPath
 	}
 	var out []*spec.Route
 	for _, hop := range hops {
 		sr := &spec.Route{To: to, Metric: rt.Priority}
-		if hop.Gw != nil {
-			gw, _ := netip.AddrFromSlice(hop.Gw)
-			sr.Via = gw.Unmap()
-		}
+		sr.Via = Gateway(hop.Gw, hop.Via)
 		if l, err := h.LinkByIndex(hop.LinkIndex); err == nil {
 			sr.Dev = l.Attrs().Name
 		}
 		out = append(out, sr)
 	}
 	return out
+}
+
+// Gateway is a kernel route's next hop: its gateway of the route's own
+// family (RTA_GATEWAY), or of the other (RTA_VIA: an IPv4 route through
+// an IPv6 link-local next hop, as BGP unnumbered installs them); invalid
+// for none.
+func Gateway(gw net.IP, via netlink.Destination) netip.Addr {
+	if v, ok := via.(*netlink.Via); ok && v.Addr != nil {
+		gw = v.Addr
+	}
+	a, _ := netip.AddrFromSlice(gw)
+	return a.Unmap()
 }
 
 // Tables is every local node's main routing table as text, one line per

@@ -247,9 +247,8 @@ func compareHop(h *netlink.Handle, hop walk.Hop, r netlink.Route) []string {
 	if !hop.Gateway {
 		via = netip.Addr{}
 	}
-	kgw, _ := netip.AddrFromSlice(r.Gw)
-	if kgw.Unmap() != via {
-		out = append(out, fmt.Sprintf("%s: the kernel's gateway is %s, the file says %s", hop.Node, orOnLink(kgw.Unmap()), orOnLink(via)))
+	if kgw := Gateway(r.Gw, r.Via); kgw != via {
+		out = append(out, fmt.Sprintf("%s: the kernel's gateway is %s, the file says %s", hop.Node, orOnLink(kgw), orOnLink(via)))
 	}
 	return out
 }
