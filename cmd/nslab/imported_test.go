@@ -22,9 +22,9 @@ import (
 // original expects, path and a short bench of its traffic run (which must
 // balance), destroy.
 
-// importedLab copies examples/imported/DIR to a temporary directory, lab
-// renamed, and returns its lab.yaml and the new name.
-func importedLab(t *testing.T, dir string) (file, name string) {
+// importedLab copies examples/imported/DIR to a temporary directory, its
+// lab file (labFile) renamed, and returns that file and the new name.
+func importedLab(t *testing.T, dir, labFile string) (file, name string) {
 	t.Helper()
 	src := filepath.Join("../../examples/imported", dir)
 	dst := t.TempDir()
@@ -46,7 +46,7 @@ func importedLab(t *testing.T, dir string) (file, name string) {
 		t.Fatal(err)
 	}
 	name = labtest.Name("i")
-	file = filepath.Join(dst, "lab.yaml")
+	file = filepath.Join(dst, labFile)
 	data, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
@@ -59,13 +59,24 @@ func importedLab(t *testing.T, dir string) (file, name string) {
 
 var pairsRE = regexp.MustCompile(`(\d+) pairs: (\d+) answered`)
 
-// runImported deploys an imported lab, waits for its routing, and checks
-// path and bench on its first traffic run; compare (nil: none) checks
-// what the daemons learned against the original's expected outputs.
-func runImported(t *testing.T, dir, from, to string, compare func(c *runner, name, labDir string)) {
+// imported is a lab of examples/imported and what its test runs.
+type imported struct {
+	dir, file string   // the directory, its nslab lab file
+	from, to  string   // nslab path FROM TO
+	bench     []string // bench's run: its flags (none: the file's first traffic run)
+	// compare (nil: none) checks what the daemons learned against the
+	// original's expected outputs.
+	compare func(c *runner, name, labDir string)
+}
+
+// runImported deploys an imported lab, waits for its routing, compares,
+// and checks path and a 2 s bench (balanced, its bottleneck known), then
+// destroy, which leaves no namespace.
+func runImported(t *testing.T, x imported) {
 	labtest.SkipUnlessRoot(t)
+	t.Parallel() // each waits for its daemons, most of the time idle
 	c := newCLI(t)
-	file, name := importedLab(t, dir)
+	file, name := importedLab(t, x.dir, x.file)
 	if code, out, errOut := c.run("deploy", file); code != 0 {
 		t.Fatalf("deploy: %s\n%s", errOut, out)
 	}
@@ -76,13 +87,13 @@ func runImported(t *testing.T, dir, from, to string, compare func(c *runner, nam
 		t.Fatalf("check --wait: code %d, %s\n%s", code, errOut, out)
 	}
 	t.Logf("check --wait: %s", lastLine(out))
-	if compare != nil {
-		compare(c, name, filepath.Dir(file))
+	if x.compare != nil {
+		x.compare(c, name, filepath.Dir(file))
 	}
-	if code, out, errOut := c.run("path", file, from, to); code != 0 {
-		t.Errorf("path %s %s: code %d, %s\n%s", from, to, code, errOut, out)
+	if code, out, errOut := c.run("path", file, x.from, x.to); code != 0 {
+		t.Errorf("path %s %s: code %d, %s\n%s", x.from, x.to, code, errOut, out)
 	}
-	code, out, errOut = c.run("bench", "--duration", "2s", file)
+	code, out, errOut = c.run(append(append([]string{"bench", "--duration", "2s"}, x.bench...), file)...)
 	if code != 0 || !strings.Contains(out, "+ unaccounted 0\n") || strings.Contains(out, "bottleneck: unknown") {
 		t.Errorf("bench: code %d, %s\n%s", code, errOut, out)
 	}
@@ -100,13 +111,13 @@ func runImported(t *testing.T, dir, from, to string, compare func(c *runner, nam
 // next hops named by the neighbour's interface, as the topotest masks
 // them) and OSPFv3 routes.
 func TestPrivilegedImportedOSPF6Topotest(t *testing.T) {
-	runImported(t, "frr-ospf6-topo1", "r1", "fc00:4:4:4::4", func(c *runner, name, dir string) {
+	runImported(t, imported{dir: "frr-ospf6-topo1", file: "lab.yaml", from: "r1", to: "fc00:4:4:4::4", compare: func(c *runner, name, dir string) {
 		lls := linkLocals(t, c, name, []string{"r1", "r2", "r3", "r4"})
 		for _, r := range []string{"r1", "r2", "r3", "r4"} {
 			compareKernelTable(t, c, name, r, dir, lls)
 			compareOSPF6Routes(t, c, name, r, dir)
 		}
-	})
+	}})
 }
 
 // linkLocals maps every link-local address of the routers to the
@@ -207,13 +218,50 @@ func compareOSPF6Routes(t *testing.T, c *runner, name, r, dir string) {
 // json` and `show ipv6 route json` must hold the topotest's expected JSON,
 // compared as the topotest's json_cmp does.
 func TestPrivilegedImportedBGPUnnumbered(t *testing.T) {
-	runImported(t, "frr-bgp-ipv6-rtadv", "r1", "10.254.254.2", func(c *runner, name, dir string) {
+	runImported(t, imported{dir: "frr-bgp-ipv6-rtadv", file: "lab.yaml", from: "r1", to: "10.254.254.2", compare: func(c *runner, name, dir string) {
 		for _, r := range []string{"r1", "r2"} {
 			for cmd, file := range map[string]string{"show ip route json": "ipv4_routes.json", "show ipv6 route json": "ipv6_routes.json"} {
 				compareJSON(t, c, name, r, cmd, filepath.Join(dir, r, file))
 			}
 		}
-	})
+	}})
+}
+
+// TestPrivilegedImportedContainerlabFRR is containerlab's lab example
+// frr01: three FRR routers in an OSPF triangle (their addresses in
+// frr.conf), three PCs addressed and routed by exec lines. Its nslab file
+// is what nslab import writes (the test imports it again and compares),
+// with an expect: block after it. The original expects every PC to reach
+// every other; its routers' loopbacks are in no OSPF network.
+func TestPrivilegedImportedContainerlabFRR(t *testing.T) {
+	assertImport(t, "clab-frr01", "frr01.nslab.yaml", "containerlab", "frr01.clab.yml")
+	runImported(t, imported{dir: "clab-frr01", file: "frr01.nslab.yaml", from: "PC1", to: "PC3",
+		bench: []string{"--from", "PC1:eth1", "--to", "192.168.13.2", "--rate", "20kpps"}})
+}
+
+// assertImport runs nslab import FORMAT SOURCE on a copy of an imported
+// lab's directory and requires the committed lab file to start with what
+// it writes.
+func assertImport(t *testing.T, dir, labFile, format, source string) {
+	t.Helper()
+	c := newCLI(t)
+	file, _ := importedLab(t, dir, labFile)
+	out := filepath.Join(filepath.Dir(file), "imported.yaml")
+	code, stdout, errOut := c.run("import", format, "--out", out, filepath.Join(filepath.Dir(file), source))
+	if code != 0 || !strings.Contains(stdout, "wrote "+out) {
+		t.Fatalf("import: code %d, %s\n%s", code, errOut, stdout)
+	}
+	got, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.ReadFile(filepath.Join("../../examples/imported", dir, labFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(string(want), string(got)) {
+		t.Errorf("examples/imported/%s/%s does not start with what nslab import writes today:\n%s", dir, labFile, got)
+	}
 }
 
 // compareJSON requires the router's output of vtysh command cmd to hold

@@ -85,7 +85,7 @@ func run(args []string) int {
 func commands() []*cli.Command {
 	return []*cli.Command{deployCommand(nil), destroyCommand(nil), inspectCommand(nil), execCommand(nil), validateCommand(nil), benchCommand(nil),
 		compareCommand(nil), graphCommand(nil), pathCommand(nil), checkCommand(nil), impairCommand(nil), linkCommand(nil), captureCommand(nil),
-		topCommand(nil), webCommand(nil), metricsCommand(nil), generateCommand(nil), exportCommand(nil), schemaCommand(nil), completionCommand(nil), gendocsCommand(nil), completeCommand(nil)}
+		topCommand(nil), webCommand(nil), metricsCommand(nil), generateCommand(nil), exportCommand(nil), importCommand(nil), schemaCommand(nil), completionCommand(nil), gendocsCommand(nil), completeCommand(nil)}
 }
 
 // newApp is nslab with its global options and these verbs (tests build

@@ -57,8 +57,9 @@ type Options struct {
 	Tries   int           // echoes per pair until one answers; 0: 2
 }
 
-// Expected computes, from the file alone, every pair and whether the
-// lab's routes say it answers. It is pure.
+// Expected computes every pair and whether the lab's model (the file's,
+// or a deployed lab's kernels' once read) says it answers, the file's
+// expect: lines over the routes. It is pure.
 // For a part of a lab that spans hosts, the pairs are from its own nodes
 // to every address of the whole lab.
 func Expected(l *spec.Lab) []Pair {
@@ -71,6 +72,10 @@ func Expected(l *spec.Lab) []Pair {
 		for _, o := range m.Addresses() {
 			p := Pair{From: n.Name, To: o.Addr, Owner: o.By}
 			p.Expect, p.Local, p.Why, p.Filtered = expect(m, n.Name, o.Addr)
+			if x, ok := m.Expect(n.Name, o.Addr, o.By); ok && !p.Local {
+				p.Expect, p.Filtered = x.Reach, false
+				p.Why = fmt.Sprintf("the file's expect: says %q is %s", x.Line, map[bool]string{true: "reachable", false: "unreachable"}[x.Reach])
+			}
 			pairs = append(pairs, p)
 		}
 	}

@@ -104,6 +104,9 @@ func (r *reporter) parseLab(root *yaml.Node, lab *Lab) *extra {
 			ex.links = append(ex.links, r.parseLink(item, fmt.Sprintf("links[%d]", i)))
 		}
 	}
+	if e, ok := f["expect"]; ok {
+		r.parseExpect(e, lab)
+	}
 	if e, ok := f["segments"]; ok {
 		items, _ := r.list(e.v, "segments", "[{name: sw1, endpoints: [r1:eth0, r2:eth0, r3:eth0]}]")
 		for i, item := range items {

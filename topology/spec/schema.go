@@ -68,6 +68,7 @@ var labDef = mapping{def: "lab", title: "an nslab lab file", required: []string{
 	{"hosts", "mapping of host name to host: the machines a lab spans (see hosts)", mapOf(ref("host"))},
 	{"nodes", "mapping of node name to node, required: each node is a network namespace", mapOf(nullable(ref("node")))},
 	{"links", "list of links: each a veth pair, or a VXLAN link between hosts", listOf(ref("link"))},
+	{"expect", "{unreachable: [LINE...], reachable: [LINE...]}, each LINE \"FROM -> TO\" (FROM a node or *, TO an address, prefix, node or node:interface): what check holds echoes to over the routes (a lab's prefixes left out of its routing on purpose); the last line that covers a pair wins", map[string]any{"type": "object", "additionalProperties": false, "properties": map[string]any{"unreachable": texts, "reachable": texts}}},
 	{"segments", "list of segments: each a shared wire of one or more interfaces (a switch, Kathara's collision domain), made as a bridge in a node of its own", listOf(ref("segment"))},
 	{"traffic", "list of traffic runs bench can send", listOf(ref("traffic"))},
 	{"sriov", "list of SR-IOV PFs whose VFs are handed to nodes", listOf(ref("pf"))},

@@ -47,6 +47,9 @@ type Lab struct {
 	// not deployed; path, check and bench go by the deployed lab's
 	// kernels.
 	Unrouted Problems
+	// Expects are the file's expect: lines, in order (see Expectation).
+	Expects     []Expectation
+	expectPaths []string
 }
 
 // Placed reports whether any node or traffic run of the lab has CPUs.

@@ -60,6 +60,7 @@ func validate(r *reporter, lab *Lab, ex *extra) {
 		}
 		return owners
 	}
+	validateExpects(r, lab)
 	for _, n := range lab.Nodes {
 		validateBridges(r, n)
 		validateKinds(r, n)
