@@ -108,4 +108,3 @@ func validateExpects(r *reporter, lab *Lab) {
 		}
 	}
 }
-
