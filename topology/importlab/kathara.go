@@ -39,7 +39,7 @@ func Kathara(dir string) (*Lab, error) {
 		return nil, fmt.Errorf("%w: a Kathara lab directory has lab.conf", err)
 	}
 	defer f.Close()
-	l := &Lab{Name: labName(filepath.Base(dir)), From: fmt.Sprintf("%s (a Kathara lab)", filepath.Base(dir))}
+	l := &Lab{Name: labName(strings.TrimPrefix(filepath.Base(dir), "kathara-lab_")), From: "a Kathara lab (its lab.conf, startup files and machine directories)"}
 	cds := map[string][]string{}
 	images := map[string][]string{}
 	sc := bufio.NewScanner(f)
@@ -102,9 +102,10 @@ func (l *Lab) katharaMachines(dir string, images map[string][]string) error {
 		if err != nil {
 			return err
 		}
+		started := ""
 		for _, c := range append(append([]string(nil), shared...), own...) {
 			if frrStart.MatchString(c) {
-				n.FRR = true
+				n.FRR, started = true, c
 				continue
 			}
 			n.Exec = append(n.Exec, c)
@@ -124,9 +125,15 @@ func (l *Lab) katharaMachines(dir string, images map[string][]string) error {
 		for _, f := range n.Files {
 			hasConf = hasConf || f.Path == "/etc/frr/frr.conf"
 		}
-		if hasConf && (n.FRR || strings.Contains(strings.ToLower(image), "frr")) {
+		switch {
+		case hasConf && started != "":
+			n.FRRWhy = fmt.Sprintf("runs FRR with its /etc/frr, as its startup line %q does (nslab starts it, after the other lines)", started)
+		case hasConf && strings.Contains(strings.ToLower(image), "frr"):
 			n.FRR = true
-			n.FRRWhy = fmt.Sprintf("runs FRR with its /etc/frr, as image %s starts it", orNone(image))
+			n.FRRWhy = fmt.Sprintf("runs FRR with its /etc/frr, as image %s starts it", image)
+		case n.FRR:
+			n.FRR = false
+			n.Exec = append(n.Exec, started) // no configuration of its own: the line as written
 		}
 	}
 	return nil
