@@ -67,6 +67,7 @@ func benchCommand(run func(context.Context, *benchOptions) error) *cli.Command {
 			&cli.DurationFlag{Name: "max-time", Usage: "with --variants: measure for at most this long (default 2m per variant compared with the first), then decide or say how many more pairs would"},
 			&cli.StringFlag{Name: "figure", Usage: "with --variants: decide on this `FIGURE` (router_ns_per_packet, pps, loss_pct, latency_p50_ns, throughput_pps, \"NDR conditional_throughput_pps\", ...)"},
 			&cli.BoolFlag{Name: "keep", Usage: "keep a lab that bench deployed"},
+			&cli.DurationFlag{Name: "wait", Value: bench.DefaultRoutingWait, Usage: "in a lab whose nodes run routing daemons: wait up to `DURATION` for them to converge (as check --wait: every pair answering as the kernels' routes say, the tables unchanged for 2s)"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no live lines"},
 			&cli.StringFlag{Name: "live", Usage: "write a JSON line per sampling interval (every hop's rates and drops, every CPU's use and softnet) and the bench's start and end to `FILE`, or to stdout with - (the report then goes to stderr, after the live lines)"},
 			&cli.StringFlag{Name: "out", Usage: "append each completed run to `FILE` as a JSON line, synced at once"},
@@ -153,7 +154,7 @@ func benchRequest(c *cli.Context) (bench.Request, error) {
 	if err != nil {
 		return bench.Request{}, err
 	}
-	req := bench.Request{Lab: l, Traffic: ts[0], Placement: c.String("placement"), Keep: c.Bool("keep"), Progress: c.App.ErrWriter,
+	req := bench.Request{Lab: l, Traffic: ts[0], Placement: c.String("placement"), Keep: c.Bool("keep"), Wait: c.Duration("wait"), Progress: c.App.ErrWriter,
 		Options: bench.Options{Interval: c.Duration("interval"), Compact: termWidth(os.Stderr) < 100, Version: version, Latency: c.Bool("latency"), LatencyEvery: uint32(c.Uint("latency-every"))}}
 	if len(ts) > 1 {
 		req.Streams = ts

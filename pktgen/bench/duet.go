@@ -122,7 +122,7 @@ func (req Request) deployTwin(ctx context.Context, m *lab.Manager) (*spec.Lab, *
 	if err != nil {
 		return nil, nil, nil, errors.Join(err, destroy())
 	}
-	if err := awaitRouting(ctx, r, req.Progress); err != nil {
+	if err := awaitRouting(ctx, r, req.Wait, req.Progress); err != nil {
 		r.Close()
 		return nil, nil, nil, errors.Join(err, destroy())
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/pktgen/sample"
+	"github.com/nslab/nslab/topology/check"
 	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/nlsafe"
 	"github.com/nslab/nslab/topology/spec"
@@ -339,50 +340,39 @@ func (b *Bench) failover(t *spec.Traffic, rep *report.Report, events []report.Ev
 	return f
 }
 
-// routingSettle is how long a lab's routing tables must stay the same
-// before a bench measures through routers that run daemons; routingWait
-// bounds the wait.
+// Routing convergence before a bench: check --wait's engine, so bench and
+// check agree on when a lab's daemons have converged.
 const (
 	routingSettle = 2 * time.Second
-	routingWait   = 60 * time.Second
+	// DefaultRoutingWait bounds the wait unless Request.Wait says
+	// otherwise: OSPF's default timers need about 45 s.
+	DefaultRoutingWait = 90 * time.Second
 )
 
-// awaitRouting waits, in a lab whose routers run routing daemons, until
-// the nodes' routing tables have stayed the same for routingSettle (the
-// daemons converged), then reads the routes they learned; it says so on
-// progress (nil: quiet). A lab without daemons returns at once.
-func awaitRouting(ctx context.Context, r *lab.Running, progress io.Writer) error {
+// awaitRouting waits, in a lab whose nodes run routing daemons, until
+// check.Converge says the routing has converged (the routing tables
+// unchanged for routingSettle and every pair answering as the kernels'
+// routes and the file's expect: say), up to wait (0: DefaultRoutingWait);
+// it says so on progress (nil: quiet). A lab without daemons returns at
+// once, its kernels read.
+func awaitRouting(ctx context.Context, r *lab.Running, wait time.Duration, progress io.Writer) error {
 	routing := false
 	for _, n := range r.Lab.Nodes {
 		routing = routing || n.RunsRouting()
 	}
 	if !routing {
-		return nil
+		return r.Learn()
 	}
-	start := time.Now()
-	last, err := r.Tables()
+	if wait <= 0 {
+		wait = DefaultRoutingWait
+	}
+	pairs, conv, err := check.Converge(ctx, r, check.Options{Timeout: 300 * time.Millisecond, Tries: 1}, wait, routingSettle, time.Time{})
 	if err != nil {
-		return err
-	}
-	for changed := start; time.Since(changed) < routingSettle; {
-		if time.Since(start) > routingWait {
-			return fmt.Errorf("the routing daemons did not converge within %v: the routing tables kept changing", routingWait)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(100 * time.Millisecond):
-		}
-		now, err := r.Tables()
-		if err != nil {
-			return err
-		}
-		if now != last {
-			last, changed = now, time.Now()
-		}
+		return fmt.Errorf("the lab's routing daemons have not converged: %w (wait longer with --wait, or see nslab check)", err)
 	}
 	if progress != nil {
-		fmt.Fprintf(progress, "routing tables unchanged for %v (waited %.1f s for the daemons)\n", routingSettle, time.Since(start).Seconds())
+		summary, _ := pairs.Summary()
+		fmt.Fprintf(progress, "routing converged: %s; %s\n", summary, conv)
 	}
-	return r.Learn()
+	return nil
 }

@@ -53,6 +53,9 @@ type Request struct {
 	// where the machine cannot give it) or off (left out).
 	Placement string
 	Keep      bool    // keep a lab the sweep deployed
+	// Wait bounds the wait for a lab's routing daemons to converge
+	// (0: DefaultRoutingWait).
+	Wait time.Duration
 	Results   Results // each finished run or search as one JSON line; nil: none
 	// Progress gets a line per frame size and what the sweep deploys;
 	// nil: quiet.
@@ -121,7 +124,7 @@ func Sweep(ctx context.Context, m *lab.Manager, req Request) (out *Outcome, err 
 		return out, err
 	}
 	defer r.Close()
-	if err := awaitRouting(ctx, r, req.Progress); err != nil {
+	if err := awaitRouting(ctx, r, req.Wait, req.Progress); err != nil {
 		return out, err
 	}
 	if len(req.Streams) > 1 {
