@@ -52,11 +52,11 @@ type Request struct {
 	// machine cannot give it), auto (left out, and the report says why,
 	// where the machine cannot give it) or off (left out).
 	Placement string
-	Keep      bool    // keep a lab the sweep deployed
+	Keep      bool // keep a lab the sweep deployed
 	// Wait bounds the wait for a lab's routing daemons to converge
 	// (0: DefaultRoutingWait).
-	Wait time.Duration
-	Results   Results // each finished run or search as one JSON line; nil: none
+	Wait    time.Duration
+	Results Results // each finished run or search as one JSON line; nil: none
 	// Progress gets a line per frame size and what the sweep deploys;
 	// nil: quiet.
 	Progress io.Writer
