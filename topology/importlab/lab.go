@@ -110,6 +110,9 @@ func (l *Lab) Write(w io.Writer, dir string) error {
 	}
 	root := mapping()
 	add(root, "name", scalar(l.Name))
+	// Namespaces named NAME-NODE, as containerlab names its containers
+	// clab-NAME-NODE: two imported labs with a node r1 each can run at once.
+	add(root, "prefix", scalar(l.Name+"-"))
 	nodes := mapping()
 	for _, n := range l.Nodes {
 		nv, err := n.yaml(dir)

@@ -258,7 +258,7 @@ func readRouting(h *netlink.Handle, ni *NodeInfo, names map[int]string) error {
 	}
 	for _, r := range routes {
 		if r.Table != unix.RT_TABLE_LOCAL && !kernelRoute(r) {
-			ni.Routes = append(ni.Routes, routeInfo(r, names))
+			ni.Routes = append(ni.Routes, routeInfos(r, names)...)
 		}
 	}
 	sort.SliceStable(ni.Routes, func(i, j int) bool {
@@ -441,18 +441,44 @@ func peerIndex(ifc *IfInfo) int {
 	return idx
 }
 
-func routeInfo(r netlink.Route, names map[int]string) RouteInfo {
-	ri := RouteInfo{Dev: names[r.LinkIndex], Metric: r.Priority, Proto: r.Protocol.String(), Table: r.Table}
+// routeInfos is a kernel route as inspect shows it: one row per next hop
+// (an ECMP route's each with its gateway and device), gateways of the
+// other family (RTA_VIA) as well, FRR's protocol numbers by name.
+func routeInfos(r netlink.Route, names map[int]string) []RouteInfo {
+	ri := RouteInfo{Dev: names[r.LinkIndex], Metric: r.Priority, Proto: protoName(r.Protocol), Table: r.Table}
 	switch {
 	case r.Dst == nil || isDefault(r.Dst):
 		ri.To = "default"
 	default:
 		ri.To = r.Dst.String()
 	}
-	if r.Gw != nil {
-		ri.Via = r.Gw.String()
+	if gw := Gateway(r.Gw, r.Via); gw.IsValid() {
+		ri.Via = gw.String()
 	}
-	return ri
+	if len(r.MultiPath) == 0 {
+		return []RouteInfo{ri}
+	}
+	var out []RouteInfo
+	for _, hop := range r.MultiPath {
+		x := ri
+		x.Dev, x.Via = names[hop.LinkIndex], ""
+		if gw := Gateway(hop.Gw, hop.Via); gw.IsValid() {
+			x.Via = gw.String()
+		}
+		out = append(out, x)
+	}
+	return out
+}
+
+// frrProtocols names the route protocol numbers FRR's zebra installs with
+// (zebra/rt_netlink.h) that iproute2's table has no name for.
+var frrProtocols = map[netlink.RouteProtocol]string{186: "bgp", 187: "isis", 188: "ospf", 189: "rip", 190: "ripng", 191: "nhrp", 192: "eigrp", 193: "ldp", 194: "sharp", 195: "pbr", 196: "static", 197: "openfabric", 198: "srte"}
+
+func protoName(p netlink.RouteProtocol) string {
+	if n, ok := frrProtocols[p]; ok {
+		return n
+	}
+	return p.String()
 }
 
 func isDefault(n *net.IPNet) bool {

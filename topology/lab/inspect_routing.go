@@ -133,6 +133,22 @@ func frrSessions(query func(...string) ([]byte, error), f *spec.FRR) ([]SessionI
 			}
 		}
 	}
+	if slices.Contains(f.Daemons, "ospf6d") {
+		s, err := ospf6Neighbors(query)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s...)
+	}
+	for _, rip := range []struct{ daemon, cmd, proto string }{{"ripd", "show ip rip status", "rip"}, {"ripngd", "show ipv6 ripng status", "ripng"}} {
+		if slices.Contains(f.Daemons, rip.daemon) {
+			b, err := query("vtysh", "-c", rip.cmd)
+			if err != nil {
+				return nil, fmt.Errorf("vtysh: %w: %s", err, bytes.TrimSpace(b))
+			}
+			out = append(out, ripSources(b, rip.proto)...)
+		}
+	}
 	if slices.Contains(f.Daemons, "bgpd") {
 		b, err := query("vtysh", "-c", "show bgp summary json")
 		if err != nil {
@@ -155,6 +171,50 @@ func frrSessions(query func(...string) ([]byte, error), f *spec.FRR) ([]SessionI
 	}
 	slices.SortFunc(out, func(a, b SessionInfo) int { return strings.Compare(a.Protocol+a.Neighbor, b.Protocol+b.Neighbor) })
 	return out, nil
+}
+
+// ospf6Neighbors reads OSPFv3 neighbours from vtysh's JSON.
+func ospf6Neighbors(query func(...string) ([]byte, error)) ([]SessionInfo, error) {
+	b, err := query("vtysh", "-c", "show ipv6 ospf6 neighbor json")
+	if err != nil {
+		return nil, fmt.Errorf("vtysh: %w: %s", err, bytes.TrimSpace(b))
+	}
+	var doc struct {
+		Neighbors []struct {
+			ID    string `json:"neighborId"`
+			State string `json:"state"`
+			Iface string `json:"interfaceName"`
+		} `json:"neighbors"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		return nil, fmt.Errorf("show ipv6 ospf6 neighbor json: %w", err)
+	}
+	var out []SessionInfo
+	for _, n := range doc.Neighbors {
+		out = append(out, SessionInfo{Protocol: "ospf6", Neighbor: n.ID + " on " + n.Iface, State: n.State, Routes: -1})
+	}
+	return out, nil
+}
+
+// ripSources reads the neighbours RIP (or RIPng) hears from, from the
+// "Routing Information Sources" of vtysh's status (FRR 8.4 gives it no
+// JSON): each gateway, with the time since its last update as the state.
+func ripSources(b []byte, proto string) []SessionInfo {
+	var out []SessionInfo
+	in := false
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		switch {
+		case strings.Contains(line, "Routing Information Sources"):
+			in = true
+		case !in || len(f) == 0 || f[0] == "Gateway":
+		case len(f) >= 5 && strings.ContainsAny(f[0], ".:"):
+			out = append(out, SessionInfo{Protocol: proto, Neighbor: f[0], State: "update " + f[len(f)-1] + " ago", Routes: -1})
+		default:
+			in = false // the next section
+		}
+	}
+	return out
 }
 
 // birdSessions reads BIRD's BGP and OSPF protocols from birdc: each one's
