@@ -117,6 +117,7 @@ func TestPrivilegedImportedOSPF6Topotest(t *testing.T) {
 			compareKernelTable(t, c, name, r, dir, lls)
 			compareOSPF6Routes(t, c, name, r, dir)
 		}
+		assertInspect(t, c, name, `(?m)^r3 +" +ospf6 +10\.0\.0\.4 on r3-sw6 +Full`)
 	}})
 }
 
@@ -346,7 +347,10 @@ func jsonHolds(got, want any) bool {
 func TestPrivilegedImportedKatharaRIP(t *testing.T) {
 	assertImport(t, "kathara-rip", "nslab.yaml", "kathara", ".")
 	runImported(t, imported{dir: "kathara-rip", file: "nslab.yaml", from: "r2", to: "100.1.4.1",
-		bench: []string{"--from", "r2:eth1", "--to", "100.1.4.1", "--rate", "20kpps"}})
+		bench: []string{"--from", "r2:eth1", "--to", "100.1.4.1", "--rate", "20kpps"},
+		compare: func(c *runner, name, _ string) {
+			assertInspect(t, c, name, `(?m)^r2 +frr: .*ripd running +rip +100\.1\.0\.(1|6) +update`)
+		}})
 }
 
 // TestPrivilegedImportedKatharaOSPF is Kathara's single-area OSPF lab:
@@ -427,5 +431,14 @@ func TestPrivilegedBenchThroughOSPFSwitch(t *testing.T) {
 	m := regexp.MustCompile(`(?m)^switch in +sw:p\d +\d+ +\d+ +\d+ +\d+ +(\d+)$`).FindStringSubmatch(out)
 	if m == nil || m[1] == "0" {
 		t.Errorf("no control frames counted at the switch's port during a 3 s run with hellos every second:\n%s", out)
+	}
+}
+
+// assertInspect requires nslab inspect's output to match pattern.
+func assertInspect(t *testing.T, c *runner, name, pattern string) {
+	t.Helper()
+	code, out, errOut := c.run("inspect", "--name", name)
+	if code != 0 || !regexp.MustCompile(pattern).MatchString(out) {
+		t.Errorf("inspect: code %d, %s; want a line matching %s in:\n%s", code, errOut, pattern, out)
 	}
 }
