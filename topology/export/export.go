@@ -35,8 +35,9 @@ type Topology struct {
 
 // ClabNode is one containerlab node.
 type ClabNode struct {
-	Kind  string `yaml:"kind"`
-	Image string `yaml:"image"`
+	Kind  string   `yaml:"kind"`
+	Image string   `yaml:"image"`
+	Binds []string `yaml:"binds,omitempty"`
 	// NetworkMode none: no management eth0, so an nslab interface called
 	// eth0 keeps its name.
 	NetworkMode string   `yaml:"network-mode"`
@@ -55,6 +56,91 @@ type ClabEndpoint struct {
 	Node      string `yaml:"node"`
 	Interface string `yaml:"interface"`
 	MAC       string `yaml:"mac,omitempty"`
+}
+
+// DefaultFRRImage is the image of exported nodes that run FRR: FRR's own,
+// of the version Debian's package nslab runs has.
+const DefaultFRRImage = "quay.io/frrouting/frr:8.4.1"
+
+// Options are an export's images and where its files go.
+type Options struct {
+	Image, FRRImage string
+	// Dir, when set, is where the topology file goes: the nodes' files
+	// (files:, and FRR's daemons, frr.conf and vtysh.conf) are written
+	// under Dir/NODE/ and bound into the containers. Without it they
+	// cannot be carried, and say so.
+	Dir string
+}
+
+// File is a file the export writes beside the topology: Path relative to
+// Options.Dir.
+type File struct {
+	Path string
+	Data []byte
+}
+
+// WithFiles is ToContainerlab for a lab whose nodes have files or run FRR:
+// with o.Dir, each such file is returned to be written under o.Dir and
+// bound into its node, and FRR nodes get o.FRRImage, which starts FRR
+// from the bound daemons file.
+func WithFiles(l *spec.Lab, o Options) (*Containerlab, []File, []string) {
+	c, left := ToContainerlab(l, o.Image)
+	var files []File
+	for _, n := range l.Nodes {
+		node := c.Topology.Nodes[n.Name]
+		own := nodeFiles(n)
+		if len(own) == 0 {
+			continue
+		}
+		if o.Dir == "" {
+			left = append(left, fmt.Sprintf("node %s's files (%s): give --dir to write them beside the topology and bind them", n.Name, strings.Join(sortedPaths(own), ", ")))
+			continue
+		}
+		if n.FRR != nil {
+			node.Image = o.FRRImage
+		}
+		for _, p := range sortedPaths(own) {
+			rel := n.Name + p
+			files = append(files, File{Path: rel, Data: own[p]})
+			node.Binds = append(node.Binds, rel+":"+p)
+		}
+	}
+	for _, n := range l.Nodes {
+		if n.BIRD != nil {
+			left = append(left, fmt.Sprintf("node %s's bird: containerlab's linux nodes run no BIRD of nslab's; its bird.conf is bound, start BIRD in the image you give", n.Name))
+		}
+	}
+	return c, files, left
+}
+
+// nodeFiles are the files of node n's own tree: its files:, and FRR's
+// daemons, frr.conf and vtysh.conf as nslab writes them where files: does
+// not give them.
+func nodeFiles(n *spec.Node) map[string][]byte {
+	out := map[string][]byte{}
+	if n.FRR != nil {
+		out[spec.FRRDaemonsPath] = []byte(lab.FRRDaemonsFile(n.FRR))
+		out[spec.FRRVtyshPath] = []byte("service integrated-vtysh-config\n")
+		if n.FRR.Config != "" {
+			out[spec.FRRConfPath] = []byte(n.FRR.Config)
+		}
+	}
+	if n.BIRD != nil && n.BIRD.Config != "" {
+		out[spec.BIRDConfPath] = []byte(n.BIRD.Config)
+	}
+	for _, f := range n.Files {
+		out[f.Path] = []byte(f.Text)
+	}
+	return out
+}
+
+func sortedPaths(m map[string][]byte) []string {
+	out := make([]string, 0, len(m))
+	for p := range m {
+		out = append(out, p)
+	}
+	slices.Sort(out)
+	return out
 }
 
 // ToContainerlab converts a validated lab. Nodes become kind linux with

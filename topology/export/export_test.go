@@ -150,3 +150,38 @@ func TestExportLeftOut(t *testing.T) {
 		t.Errorf("left out:\n%s", all)
 	}
 }
+
+// TestExportKeepsFRRAndFiles: with a directory, every file of a node (its
+// files:, FRR's daemons, frr.conf and vtysh.conf) is written beside the
+// topology and bound into the container, and FRR nodes get FRR's image;
+// without one, each such node is named as not exported whole.
+func TestExportKeepsFRRAndFiles(t *testing.T) {
+	l, err := spec.ReadFile("../../examples/ospf-ring.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, files, _ := WithFiles(l, Options{Image: DefaultImage, FRRImage: DefaultFRRImage, Dir: t.TempDir()})
+	r1 := c.Topology.Nodes["r1"]
+	if r1.Image != DefaultFRRImage || !slices.Contains(r1.Binds, "r1/etc/frr/frr.conf:/etc/frr/frr.conf") || !slices.Contains(r1.Binds, "r1/etc/frr/daemons:/etc/frr/daemons") {
+		t.Errorf("r1: %+v", r1)
+	}
+	if h1 := c.Topology.Nodes["h1"]; h1.Image != DefaultImage || len(h1.Binds) != 0 {
+		t.Errorf("h1: %+v", h1)
+	}
+	var conf, daemons string
+	for _, f := range files {
+		switch f.Path {
+		case "r1/etc/frr/frr.conf":
+			conf = string(f.Data)
+		case "r1/etc/frr/daemons":
+			daemons = string(f.Data)
+		}
+	}
+	if conf != l.Node("r1").FRR.Config || !strings.Contains(daemons, "ospfd=yes") {
+		t.Errorf("r1's frr.conf %q, daemons %q", conf, daemons)
+	}
+	_, _, left := WithFiles(l, Options{Image: DefaultImage, FRRImage: DefaultFRRImage})
+	if !slices.ContainsFunc(left, func(s string) bool { return strings.HasPrefix(s, "node r1's files (/etc/frr/daemons, /etc/frr/frr.conf, /etc/frr/vtysh.conf): give --dir") }) {
+		t.Errorf("without a directory: %v", left)
+	}
+}

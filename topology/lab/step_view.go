@@ -120,6 +120,10 @@ func ids(name string) (int, int) {
 	return uid, gid
 }
 
+// FRRDaemonsFile is the /etc/frr/daemons nslab writes for f (see
+// frrDaemonsFile): what an export binds into an FRR container.
+func FRRDaemonsFile(f *spec.FRR) string { return frrDaemonsFile(f) }
+
 // frrDaemonsFile is /etc/frr/daemons for f, in Debian's format: every
 // daemon named, yes for those that run, with Debian's options (vty on
 // loopback only, so nodes do not listen on each other's addresses).
