@@ -177,11 +177,13 @@ func TestExportKeepsFRRAndFiles(t *testing.T) {
 			daemons = string(f.Data)
 		}
 	}
-	if conf != l.Node("r1").FRR.Config || !strings.Contains(daemons, "ospfd=yes") {
+	if conf != l.Node("r1").FileAt(spec.FRRConfPath).Text || !strings.Contains(conf, "router ospf") || !strings.Contains(daemons, "ospfd=yes") {
 		t.Errorf("r1's frr.conf %q, daemons %q", conf, daemons)
 	}
 	_, _, left := WithFiles(l, Options{Image: DefaultImage, FRRImage: DefaultFRRImage})
-	if !slices.ContainsFunc(left, func(s string) bool { return strings.HasPrefix(s, "node r1's files (/etc/frr/daemons, /etc/frr/frr.conf, /etc/frr/vtysh.conf): give --dir") }) {
+	if !slices.ContainsFunc(left, func(s string) bool {
+		return strings.HasPrefix(s, "node r1's files (/etc/frr/daemons, /etc/frr/frr.conf, /etc/frr/vtysh.conf): give --dir")
+	}) {
 		t.Errorf("without a directory: %v", left)
 	}
 }
