@@ -83,18 +83,7 @@ func (XDP) Run(ctx context.Context, j engine.Job) (*engine.Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	senders := make([]*liveSender, j.ThreadCount())
-	for i := range senders {
-		s := &liveSender{g: g, slot: uint32(i), ifindex: link.Attrs().Index, ns: n,
-			sender: sender{count: j.Count, dur: j.Duration, cpu: -1}}
-		switch {
-		case len(j.CPUs) > 0:
-			s.cpu = j.CPUs[i]
-		case cfg.pin:
-			s.cpu = i % runtime.NumCPU()
-		}
-		senders[i] = s
-	}
+	senders := newLiveSenders(j, cfg, g, n, link.Attrs().Index)
 	errs := make([]error, len(senders))
 	var wg sync.WaitGroup
 	for i, s := range senders {
@@ -102,17 +91,7 @@ func (XDP) Run(ctx context.Context, j engine.Job) (*engine.Result, error) {
 		go func() { defer wg.Done(); errs[i] = s.run(ctx) }()
 	}
 	wg.Wait()
-	// The device's drops (its peer's ring was full) were handed and not
-	// delivered: the AF_PACKET engine's errors. They are the device's, not
-	// a thread's: the first thread carries them.
-	drop1, err := dropped()
-	if err != nil {
-		errs = append(errs, err)
-	} else if d := drop1 - drop0; d > 0 {
-		d = min(d, senders[0].sent)
-		senders[0].sent -= d
-		senders[0].errs += d
-	}
+	errs = append(errs, countDropped(senders, drop0, dropped))
 	plain := make([]*sender, len(senders))
 	for i, s := range senders {
 		plain[i] = &s.sender
@@ -126,6 +105,40 @@ func (XDP) Run(ctx context.Context, j engine.Job) (*engine.Result, error) {
 		return res, fmt.Errorf("XDP engine run in %s stopped: %w", n.Name, ctx.Err())
 	}
 	return res, nil
+}
+
+// newLiveSenders makes the job's threads, each with its program slot,
+// pinned as Engine's are.
+func newLiveSenders(j engine.Job, cfg config, g *liveGen, n *ns.NS, ifindex int) []*liveSender {
+	senders := make([]*liveSender, j.ThreadCount())
+	for i := range senders {
+		s := &liveSender{g: g, slot: uint32(i), ifindex: ifindex, ns: n,
+			sender: sender{count: j.Count, dur: j.Duration, cpu: -1}}
+		switch {
+		case len(j.CPUs) > 0:
+			s.cpu = j.CPUs[i]
+		case cfg.pin:
+			s.cpu = i % runtime.NumCPU()
+		}
+		senders[i] = s
+	}
+	return senders
+}
+
+// countDropped moves the device's drops over the run (its peer's ring was
+// full: handed and not delivered, the AF_PACKET engine's errors) from sent
+// to errors. They are the device's, not a thread's: the first thread
+// carries them.
+func countDropped(senders []*liveSender, drop0 uint64, dropped func() (uint64, error)) error {
+	drop1, err := dropped()
+	if err != nil {
+		return err
+	}
+	if d := min(drop1-drop0, senders[0].sent); d > 0 {
+		senders[0].sent -= d
+		senders[0].errs += d
+	}
+	return nil
 }
 
 // checkXDP validates the job for the live-frame engine: Engine's checks,
@@ -206,9 +219,9 @@ func newLiveGen(j engine.Job, srcMAC []byte, src netip.Addr) (*liveGen, error) {
 
 func (g *liveGen) close() {
 	for _, p := range g.progs {
-		p.Close()
+		_ = p.Close() // a program that will not close goes with the process
 	}
-	g.counts.Close()
+	_ = g.counts.Close()
 }
 
 // taiOffset is CLOCK_TAI less CLOCK_REALTIME, in whole seconds as the

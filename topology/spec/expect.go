@@ -48,7 +48,7 @@ func (l *Lab) Expect(node string, addr netip.Addr, owner Endpoint) (Expectation,
 // parseExpect reads expect: {unreachable: [...], reachable: [...]}, each
 // line "FROM -> TO".
 func (r *reporter) parseExpect(e kv, lab *Lab) {
-	f := r.fields(e.v, e.path, "expect:", "unreachable", "reachable")
+	f := r.fields(e.v, e.path, "expect:", keysOf(expectDef)...)
 	for _, key := range []string{"unreachable", "reachable"} {
 		le, ok := f[key]
 		if !ok {

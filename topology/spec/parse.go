@@ -104,24 +104,7 @@ func (r *reporter) parseLab(root *yaml.Node, lab *Lab) *extra {
 			ex.links = append(ex.links, r.parseLink(item, fmt.Sprintf("links[%d]", i)))
 		}
 	}
-	if e, ok := f["expect"]; ok {
-		r.parseExpect(e, lab)
-	}
-	if e, ok := f["segments"]; ok {
-		items, _ := r.list(e.v, "segments", "[{name: sw1, endpoints: [r1:eth0, r2:eth0, r3:eth0]}]")
-		for i, item := range items {
-			path := fmt.Sprintf("segments[%d]", i)
-			n, links := r.parseSegment(item, path)
-			if n != nil && lab.Node(n.Name) != nil {
-				r.errf(path+".name", "%q is already a node: give the segment a name no node or other segment has", n.Name)
-				continue
-			}
-			if n != nil {
-				lab.Nodes = append(lab.Nodes, n)
-				ex.links = append(ex.links, links...)
-			}
-		}
-	}
+	r.parseShared(f, lab, ex)
 	if e, ok := f["sriov"]; ok {
 		items, _ := r.list(e.v, "sriov", "[{pf: ens4f0np0, numvfs: 2, vfs: [{index: 0, node: ns1}]}]")
 		for i, item := range items {
@@ -475,6 +458,29 @@ func (r *reporter) parseForwarding(v *yaml.Node, path string) Forwarding {
 		fw.IPv6, _ = r.boolean(e.v, e.path, "ipv6 forwarding")
 	}
 	return fw
+}
+
+// parseShared reads expect: and segments: (each segment a node of its own
+// and the links to it).
+func (r *reporter) parseShared(f map[string]kv, lab *Lab, ex *extra) {
+	if e, ok := f["expect"]; ok {
+		r.parseExpect(e, lab)
+	}
+	if e, ok := f["segments"]; ok {
+		items, _ := r.list(e.v, "segments", "[{name: sw1, endpoints: [r1:eth0, r2:eth0, r3:eth0]}]")
+		for i, item := range items {
+			path := fmt.Sprintf("segments[%d]", i)
+			n, links := r.parseSegment(item, path)
+			if n != nil && lab.Node(n.Name) != nil {
+				r.errf(path+".name", "%q is already a node: give the segment a name no node or other segment has", n.Name)
+				continue
+			}
+			if n != nil {
+				lab.Nodes = append(lab.Nodes, n)
+				ex.links = append(ex.links, links...)
+			}
+		}
+	}
 }
 
 // parseSegment reads a segment: a node of its own (Segment set) holding

@@ -68,7 +68,7 @@ var labDef = mapping{def: "lab", title: "an nslab lab file", required: []string{
 	{"hosts", "mapping of host name to host: the machines a lab spans (see hosts)", mapOf(ref("host"))},
 	{"nodes", "mapping of node name to node, required: each node is a network namespace", mapOf(nullable(ref("node")))},
 	{"links", "list of links: each a veth pair, or a VXLAN link between hosts", listOf(ref("link"))},
-	{"expect", "{unreachable: [LINE...], reachable: [LINE...]}, each LINE \"FROM -> TO\" (FROM a node or *, TO an address, prefix, node or node:interface): what check holds echoes to over the routes (a lab's prefixes left out of its routing on purpose); the last line that covers a pair wins", map[string]any{"type": "object", "additionalProperties": false, "properties": map[string]any{"unreachable": texts, "reachable": texts}}},
+	{"expect", "what check holds echoes to over the routes (a lab's prefixes left out of its routing on purpose): lines \"FROM -> TO\", FROM a node or *, TO an address, prefix, node or node:interface; the last line that covers a pair wins", ref("expect")},
 	{"segments", "list of segments: each a shared wire of one or more interfaces (a switch, Kathara's collision domain), made as a bridge in a node of its own", listOf(ref("segment"))},
 	{"traffic", "list of traffic runs bench can send", listOf(ref("traffic"))},
 	{"sriov", "list of SR-IOV PFs whose VFs are handed to nodes", listOf(ref("pf"))},
@@ -205,6 +205,11 @@ var linkDef = mapping{def: "link", title: "a link", required: []string{"endpoint
 	{"port", "integer 1-65535, default 4789: the VXLAN UDP port", intRange(1, 65535)},
 }}
 
+var expectDef = mapping{def: "expect", title: "what nslab check expects of echoes, over what the routes say", keys: []key{
+	{"unreachable", "list of \"FROM -> TO\": echoes that get no answer", texts},
+	{"reachable", "list of \"FROM -> TO\": echoes that are answered", texts},
+}}
+
 var segmentDef = mapping{def: "segment", title: "a segment: a bridge in a node of its own, with a veth to each endpoint", required: []string{"name", "endpoints"}, keys: []key{
 	{"name", "text, required: the segment's node (its namespace); a name no node has", text},
 	{"endpoints", "list of one or more node:interface, required: the interfaces on the segment", map[string]any{"type": "array", "items": text, "minItems": 1}},
@@ -294,7 +299,7 @@ var (
 
 // mappings are every mapping of the file, the lab first.
 var mappings = []*mapping{&labDef, &hostDef, &nodeDef, &forwardingDef, &ifaceDef, &macvlanDef, &vlanDef, &bondDef, &vrfDef,
-	&bridgeDef, &portVLANsDef, &routeDef, &ruleDef, &impairDef, &linkDef, &segmentDef, &trafficDef, &mixPartDef, &pfDef, &vfDef,
+	&bridgeDef, &portVLANsDef, &routeDef, &ruleDef, &impairDef, &linkDef, &segmentDef, &expectDef, &trafficDef, &mixPartDef, &pfDef, &vfDef,
 	&variantNodeDef, &variantIfaceDef, &masqueradeDef, &snatDef, &dnatDef, &filterDef, &firewallDef, &fileDef, &frrDef, &birdDef}
 
 // keysOf is a mapping's key names, in order: the parser's key list.
