@@ -44,7 +44,11 @@ func importCommand(run func(context.Context, *importOptions) error) *cli.Command
 		Description: "Nodes, links and shared segments, the files the original binds or copies into nodes (read from\n" +
 			"where they are), its exec and startup lines, and FRR where the original runs it. What nslab cannot\n" +
 			"carry (images, the management network, kinds other than Linux, resource limits) is listed on\n" +
-			"standard output and at the top of the file.",
+			"standard output and at the top of the file.\n\n" +
+			"Examples:\n" +
+			"  nslab import containerlab frr01.clab.yml          # writes frr01.nslab.yaml beside it\n" +
+			"  nslab import kathara --out rip.yaml kathara-lab_rip\n" +
+			"  nslab deploy frr01.nslab.yaml && nslab check --wait 90s frr01.nslab.yaml",
 		Subcommands: []*cli.Command{
 			sub("containerlab", "FILE.clab.yml", "a containerlab topology", "NAME.nslab.yaml beside it"),
 			sub("kathara", "DIR", "a Kathara lab directory (lab.conf, startup files, machine directories)", "DIR/nslab.yaml"),

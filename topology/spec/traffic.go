@@ -414,7 +414,7 @@ func (l *Lab) CheckTraffic(t *Traffic) error {
 // Problems naming the run's to:.
 func (l *Lab) TrafficPath(t *Traffic) error {
 	r := &reporter{file: l.File, where: map[string]pos{}}
-	checkPath(r, l, t, fmt.Sprintf("traffic[%s]", t.Name))
+	checkPath(r, l.Model(), t, fmt.Sprintf("traffic[%s]", t.Name)) // a part's runs cross the whole lab
 	if len(r.deferred) > 0 {
 		return r.deferred
 	}
