@@ -515,20 +515,10 @@ func (r *reporter) parseSegment(v *yaml.Node, path string) (*Node, []rawLink) {
 	n := &Node{Name: name, Segment: true}
 	br := &Bridge{Name: SegmentBridge}
 	var links []rawLink
-	for i, item := range items {
-		p := fmt.Sprintf("%s[%d]", e.path, i)
-		s, ok := r.str(item, p, "node:interface")
-		if !ok {
-			continue
-		}
-		ep, err := ParseInterface(s)
-		if err != nil {
-			r.errf(p, "endpoint %v", err)
-			continue
-		}
+	for i, ep := range r.endpoints(items, e.path) {
 		port := fmt.Sprintf("p%d", i+1)
 		br.Ports = append(br.Ports, port)
-		links = append(links, rawLink{path: p, endpoints: []rawEndpoint{{path: p, Endpoint: ep}, {path: p, Endpoint: Endpoint{Node: name, Interface: port}}}})
+		links = append(links, rawLink{path: ep.path, endpoints: []rawEndpoint{ep, {path: ep.path, Endpoint: Endpoint{Node: name, Interface: port}}}})
 	}
 	n.Bridges = []*Bridge{br}
 	return n, links
@@ -564,8 +554,16 @@ func (r *reporter) parseLink(v *yaml.Node, path string) rawLink {
 		r.errf(e.path, "a link has exactly 2 endpoints (a veth pair), not %d: for a shared segment of %d, write it under segments: as {name: NAME, endpoints: [...]}", len(items), len(items))
 		return rl
 	}
+	rl.endpoints = r.endpoints(items, e.path)
+	return rl
+}
+
+// endpoints reads a list of node:interface, reporting each one that is
+// not one at its place; the good ones keep their places.
+func (r *reporter) endpoints(items []*yaml.Node, path string) []rawEndpoint {
+	var out []rawEndpoint
 	for i, item := range items {
-		p := fmt.Sprintf("%s[%d]", e.path, i)
+		p := fmt.Sprintf("%s[%d]", path, i)
 		s, ok := r.str(item, p, "node:interface")
 		if !ok {
 			continue
@@ -575,9 +573,9 @@ func (r *reporter) parseLink(v *yaml.Node, path string) rawLink {
 			r.errf(p, "endpoint %v", err)
 			continue
 		}
-		rl.endpoints = append(rl.endpoints, rawEndpoint{path: p, Endpoint: ep})
+		out = append(out, rawEndpoint{path: p, Endpoint: ep})
 	}
-	return rl
+	return out
 }
 
 // commands reads a node's exec: or run: list of shell command lines.
