@@ -94,7 +94,11 @@ func learnLinks(h *netlink.Handle, n *spec.Node) error {
 		}
 		i.Live = live
 		i.Down = attrs.Flags&net.FlagUp == 0
-		i.NoCarrier = !i.Down && attrs.OperState == netlink.OperDown
+		// Without carrier: a veth end whose peer is down, however the
+		// kernel words it (down here, lowerlayerdown on Debian's); a
+		// device that knows no carrier (unknown) carries.
+		i.NoCarrier = !i.Down && (attrs.OperState == netlink.OperDown ||
+			(attrs.OperState == netlink.OperLowerLayerDown && i.Kind == spec.KindVeth))
 	}
 	for _, b := range n.Bridges {
 		live, _, err := read(b.Name)
