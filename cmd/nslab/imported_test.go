@@ -256,7 +256,8 @@ func assertImport(t *testing.T, dir, labFile, format, source string) {
 	if name == nil {
 		t.Fatal("the committed lab file has no name: line")
 	}
-	code, stdout, errOut := c.run("import", format, "--out", out, "--name", string(name[1]), filepath.Join(filepath.Dir(file), source))
+	// Options after the operand, as a user may write them.
+	code, stdout, errOut := c.run("import", format, filepath.Join(filepath.Dir(file), source), "--out", out, "--name", string(name[1]))
 	if code != 0 || !strings.Contains(stdout, "wrote "+out) {
 		t.Fatalf("import: code %d, %s\n%s", code, errOut, stdout)
 	}

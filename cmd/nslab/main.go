@@ -60,6 +60,16 @@ func run(args []string) int {
 				args = flagsFirst(args, at, cmd)
 			}
 		}
+	} else if at > 0 && args[at] == "import" && at+1 < len(args) {
+		// nslab import containerlab FILE --out X: its subcommand's options
+		// may come after the operand too.
+		for _, cmd := range app.Commands {
+			for _, sub := range cmd.Subcommands {
+				if cmd.Name == "import" && sub.Name == args[at+1] {
+					args = flagsFirst(args, at+1, sub)
+				}
+			}
+		}
 	}
 	err := app.RunContext(ctx, args)
 	if err == nil {
