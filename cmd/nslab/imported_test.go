@@ -81,7 +81,12 @@ func runImported(t *testing.T, x imported) {
 		t.Fatalf("deploy: %s\n%s", errOut, out)
 	}
 	t.Cleanup(func() { c.run("destroy", "--name", name) })
-	code, out, errOut := c.run("check", "--wait", "120s", "--format", "list", file)
+	// A settle longer than OSPF's own steps: on a broadcast segment a
+	// router waits its dead interval (40 s by default) before electing a
+	// DR, and the shorter path through the segment comes after a 2 s calm
+	// on the longer one (seen once: the bench's path changed after check
+	// had called it converged).
+	code, out, errOut := c.run("check", "--wait", "150s", "--settle", "10s", "--format", "list", file)
 	m := pairsRE.FindStringSubmatch(out)
 	if code != 0 || m == nil || m[1] == "0" || !strings.Contains(out, "converged in") {
 		t.Fatalf("check --wait: code %d, %s\n%s", code, errOut, out)
