@@ -43,10 +43,11 @@ func (r *Running) Learn() error {
 		if node == nil {
 			continue
 		}
-		if err := learnLinks(node.Handle, n); err != nil {
+		names, err := learnLinks(node.Handle, n)
+		if err != nil {
 			return fmt.Errorf("read the addresses of %s: %w", n.Name, err)
 		}
-		routes, err := liveRoutes(node.Handle)
+		routes, err := liveRoutes(node.Handle, names)
 		if err != nil {
 			return fmt.Errorf("read the routes of %s: %w", n.Name, err)
 		}
@@ -60,27 +61,37 @@ func (r *Running) Learn() error {
 }
 
 // learnLinks reads the kernel's addresses and states of n's interfaces
-// and bridges through h, a handle in n's namespace.
-func learnLinks(h *netlink.Handle, n *spec.Node) error {
-	read := func(name string) ([]netip.Prefix, netlink.LinkAttrs, error) {
-		l, err := nlsafe.LinkByName(h, name)
-		if err != nil {
-			return nil, netlink.LinkAttrs{}, err
+// and bridges through h, a handle in n's namespace: one dump of its links
+// and one of its addresses. It returns the links' names by index, for its
+// routes.
+func learnLinks(h *netlink.Handle, n *spec.Node) (map[int]string, error) {
+	links, err := nlsafe.LinkList(h)
+	if err != nil {
+		return nil, err
+	}
+	addrs, err := nlsafe.AddrList(h, nil, netlink.FAMILY_ALL)
+	if err != nil {
+		return nil, err
+	}
+	names, byName := map[int]string{}, map[string]*netlink.LinkAttrs{}
+	for _, l := range links {
+		names[l.Attrs().Index], byName[l.Attrs().Name] = l.Attrs().Name, l.Attrs()
+	}
+	live := map[int][]netip.Prefix{}
+	for _, a := range addrs {
+		ip, _ := netip.AddrFromSlice(a.IP)
+		if ip.Unmap().IsLoopback() {
+			continue // every node's 127.0.0.1 and ::1: no address of the lab
 		}
-		as, err := nlsafe.AddrList(h, l, netlink.FAMILY_ALL)
-		if err != nil {
-			return nil, netlink.LinkAttrs{}, err
+		ones, _ := a.Mask.Size()
+		live[a.LinkIndex] = append(live[a.LinkIndex], netip.PrefixFrom(ip.Unmap(), ones))
+	}
+	read := func(name string) ([]netip.Prefix, *netlink.LinkAttrs, error) {
+		attrs, ok := byName[name]
+		if !ok {
+			return nil, nil, fmt.Errorf("no link %s in the kernel", name)
 		}
-		out := []netip.Prefix{}
-		for _, a := range as {
-			ip, _ := netip.AddrFromSlice(a.IP)
-			if ip.Unmap().IsLoopback() {
-				continue // every node's 127.0.0.1 and ::1: no address of the lab
-			}
-			ones, _ := a.Mask.Size()
-			out = append(out, netip.PrefixFrom(ip.Unmap(), ones))
-		}
-		return out, *l.Attrs(), nil
+		return append([]netip.Prefix{}, live[attrs.Index]...), attrs, nil
 	}
 	if n.Interface("lo") == nil {
 		// Daemons and exec lines address lo (router IDs) where the file
@@ -88,11 +99,11 @@ func learnLinks(h *netlink.Handle, n *spec.Node) error {
 		n.Interfaces = append(n.Interfaces, &spec.Interface{Name: "lo", Kind: spec.KindLoopback})
 	}
 	for _, i := range n.Interfaces {
-		live, attrs, err := read(i.Name)
+		addrs, attrs, err := read(i.Name)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		i.Live = live
+		i.Live = addrs
 		i.Down = attrs.Flags&net.FlagUp == 0
 		// Without carrier: a veth end whose peer is down, however the
 		// kernel words it (down here, lowerlayerdown on Debian's); a
@@ -101,13 +112,11 @@ func learnLinks(h *netlink.Handle, n *spec.Node) error {
 			(attrs.OperState == netlink.OperLowerLayerDown && i.Kind == spec.KindVeth))
 	}
 	for _, b := range n.Bridges {
-		live, _, err := read(b.Name)
-		if err != nil {
-			return err
+		if b.Live, _, err = read(b.Name); err != nil {
+			return nil, err
 		}
-		b.Live = live
 	}
-	return nil
+	return names, nil
 }
 
 // liveRoute is a route of a node's kernel in the file's terms, with the
@@ -121,7 +130,7 @@ type liveRoute struct {
 // the kernel did not make from an address, each path of a multipath
 // route as a route of its own (the walk follows the first; the kernel
 // hashes flows over them).
-func liveRoutes(h *netlink.Handle) ([]liveRoute, error) {
+func liveRoutes(h *netlink.Handle, names map[int]string) ([]liveRoute, error) {
 	var out []liveRoute
 	for _, family := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
 		rs, err := nlsafe.RouteListFiltered(h, family, &netlink.Route{Table: unix.RT_TABLE_UNSPEC}, netlink.RT_FILTER_TABLE)
@@ -132,7 +141,7 @@ func liveRoutes(h *netlink.Handle) ([]liveRoute, error) {
 			if rt.Protocol == unix.RTPROT_KERNEL || rt.Type != unix.RTN_UNICAST || rt.Table == unix.RT_TABLE_LOCAL {
 				continue
 			}
-			for _, sr := range toSpecRoutes(h, rt) {
+			for _, sr := range toSpecRoutes(names, rt) {
 				if rt.Table != unix.RT_TABLE_MAIN {
 					sr.Table = rt.Table
 				}
@@ -219,8 +228,9 @@ func routeText(r *spec.Route) string {
 	return s
 }
 
-// toSpecRoutes is a kernel route in the file's terms.
-func toSpecRoutes(h *netlink.Handle, rt netlink.Route) []*spec.Route {
+// toSpecRoutes is a kernel route in the file's terms, its devices named
+// by names (index to name).
+func toSpecRoutes(names map[int]string, rt netlink.Route) []*spec.Route {
 	to := netip.PrefixFrom(netip.IPv4Unspecified(), 0)
 	if rt.Family == netlink.FAMILY_V6 {
 		to = netip.PrefixFrom(netip.IPv6Unspecified(), 0)
@@ -238,9 +248,7 @@ func toSpecRoutes(h *netlink.Handle, rt netlink.Route) []*spec.Route {
 	for _, hop := range hops {
 		sr := &spec.Route{To: to, Metric: rt.Priority}
 		sr.Via = Gateway(hop.Gw, hop.Via)
-		if l, err := h.LinkByIndex(hop.LinkIndex); err == nil {
-			sr.Dev = l.Attrs().Name
-		}
+		sr.Dev = names[hop.LinkIndex]
 		out = append(out, sr)
 	}
 	return out
