@@ -427,8 +427,10 @@ func TestPrivilegedBenchThroughOSPFSwitch(t *testing.T) {
 	}
 	t.Cleanup(func() { c.run("destroy", "--name", name) })
 	code, out, errOut := c.run("bench", "--wait", "60s", file)
-	if code != 0 || !strings.Contains(out, "sent 60001 = received 60001 + named drops 0 + unaccounted 0") ||
-		!strings.Contains(out, "bottleneck: offered rate") {
+	// What the sender kept of the 60000 asked depends on the machine; what
+	// it sent must all arrive, every frame accounted.
+	balanced := regexp.MustCompile(`sent (\d+) = received (\d+) \+ named drops 0 \+ unaccounted 0`).FindStringSubmatch(out)
+	if code != 0 || balanced == nil || balanced[1] != balanced[2] || !strings.Contains(out, "bottleneck: offered rate") {
 		t.Fatalf("bench: code %d, %s\n%s", code, errOut, out)
 	}
 	// Each router's hellos enter the switch at its port and leave at the
