@@ -7,6 +7,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nslab/nslab/topology/walk"
 
@@ -192,8 +193,14 @@ func TestPrivilegedPathLinkDown(t *testing.T) {
 		}
 	}
 	// r2's side has no carrier: the kernel still routes out of it, and
-	// the path ends there.
-	_, err = f.m.Trace(f.lab, spec.Endpoint{Node: "server"}, netip.MustParseAddr("10.12.0.1"), spec.Flow{})
+	// the path ends there. The kernel tells r2's end of its peer's state
+	// through linkwatch, which may take up to a second.
+	for start := time.Now(); ; time.Sleep(50 * time.Millisecond) {
+		_, err = f.m.Trace(f.lab, spec.Endpoint{Node: "server"}, netip.MustParseAddr("10.12.0.1"), spec.Flow{})
+		if err != nil || time.Since(start) > 3*time.Second {
+			break
+		}
+	}
 	if !errors.As(err, &nk) || !strings.Contains(err.Error(), "the path leaves r2 by eth0, which has no carrier") ||
 		!strings.Contains(err.Error(), "r2: eth0 has no carrier") {
 		t.Errorf("server -> r1 across the down link: %v", err)
