@@ -23,12 +23,18 @@ import (
 	"github.com/nslab/nslab/topology/spec"
 )
 
-// Pair is one probe: from a node to an address.
+// Pair is one probe: from a node to an address, from the source address
+// the kernel chooses, or from one of the node's interfaces' (an expect:
+// line's FROM node:interface).
 type Pair struct {
-	From  string        `json:"from"`
-	To    netip.Addr    `json:"to"`
-	Owner spec.Endpoint `json:"owner"` // who holds To
-	Local bool          `json:"local,omitempty"`
+	From string `json:"from"`
+	// FromInterface and Source: the interface whose address the echo was
+	// sent from, and that address (unset: the kernel's choice).
+	FromInterface string        `json:"from_interface,omitempty"`
+	Source        netip.Addr    `json:"source,omitempty"`
+	To            netip.Addr    `json:"to"`
+	Owner         spec.Endpoint `json:"owner"` // who holds To
+	Local         bool          `json:"local,omitempty"`
 	// Expect: the routes give a path to To and one back for the reply.
 	// Why says why not when they do not.
 	Expect bool   `json:"expect"`
@@ -40,6 +46,18 @@ type Pair struct {
 	Answered bool          `json:"answered"`
 	RTT      time.Duration `json:"rtt_ns,omitempty"`
 	SendErr  string        `json:"send_error,omitempty"` // the kernel refused to send (no route)
+}
+
+// Sender names where the echo left: the node, or node:interface and its
+// address.
+func (p Pair) Sender() string {
+	if p.FromInterface == "" {
+		return p.From
+	}
+	if !p.Source.IsValid() {
+		return p.From + ":" + p.FromInterface
+	}
+	return fmt.Sprintf("%s:%s (%s)", p.From, p.FromInterface, p.Source)
 }
 
 // OK reports whether the pair behaved as the routes say.
@@ -79,7 +97,60 @@ func Expected(l *spec.Lab) []Pair {
 			pairs = append(pairs, p)
 		}
 	}
+	return append(pairs, sourced(m)...)
+}
+
+// sourced is the pairs of the expect: lines whose FROM names an
+// interface: from that interface's address of the family of each address
+// the line covers (but the node's own), expected as the last such line
+// of the same FROM says. An interface without an address of that family
+// makes a pair that cannot be sent, which says so.
+func sourced(m *spec.Lab) []Pair {
+	lines := m.Sourced()
+	var pairs []Pair
+	seen := map[string]bool{}
+	for _, first := range lines {
+		from := spec.Endpoint{Node: first.From, Interface: first.Source}
+		if seen[from.String()] {
+			continue
+		}
+		seen[from.String()] = true
+		for _, o := range m.Addresses() {
+			x, ok := lastCovering(lines, from, o)
+			if !ok || o.By.Node == from.Node {
+				continue
+			}
+			p := Pair{From: from.Node, FromInterface: from.Interface, To: o.Addr, Owner: o.By, Expect: x.Reach,
+				Why: fmt.Sprintf("the file's expect: says %q is %s", x.Line, map[bool]string{true: "reachable", false: "unreachable"}[x.Reach])}
+			if p.Source = sourceOf(m, from, o.Addr); !p.Source.IsValid() {
+				p.SendErr = fmt.Sprintf("%s has no %s address to send from", from, family(o.Addr))
+			}
+			pairs = append(pairs, p)
+		}
+	}
 	return pairs
+}
+
+// lastCovering is the last of lines from that covers o.
+func lastCovering(lines []spec.Expectation, from spec.Endpoint, o spec.Owned) (spec.Expectation, bool) {
+	var found spec.Expectation
+	ok := false
+	for _, x := range lines {
+		if x.From == from.Node && x.Source == from.Interface && x.Covers(o.Addr, o.By) {
+			found, ok = x, true
+		}
+	}
+	return found, ok
+}
+
+// sourceOf is the first address of the interface from of dst's family.
+func sourceOf(m *spec.Lab, from spec.Endpoint, dst netip.Addr) netip.Addr {
+	for _, o := range m.Addresses() {
+		if o.By == from && o.Addr.Is4() == dst.Is4() {
+			return o.Addr
+		}
+	}
+	return netip.Addr{}
 }
 
 // expect says whether an echo from node to dst gets an answer by the
@@ -159,7 +230,10 @@ func Run(ctx context.Context, r *lab.Running, o Options) (Pairs, error) {
 			}
 			defer func() { <-sem }()
 			p := &pairs[i]
-			res, err := probe.Echo(r.Node(p.From).NS, p.To, o.Tries, o.Timeout, false)
+			if p.FromInterface != "" && !p.Source.IsValid() {
+				return // nothing to send from: SendErr says so
+			}
+			res, err := probe.EchoFrom(r.Node(p.From).NS, p.Source, p.To, o.Tries, o.Timeout, false)
 			if err != nil {
 				errs[i] = fmt.Errorf("probe %s -> %s: %w", p.From, p.To, err)
 				return

@@ -2,6 +2,7 @@ package check
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -47,6 +48,48 @@ func TestExpectedFromFile(t *testing.T) {
 		if !p.Expect && p.Why == "" {
 			t.Errorf("%s -> %s: no reason given", p.From, p.To)
 		}
+	}
+}
+
+// TestExpectedFromInterface: expect: lines whose FROM names an interface
+// make pairs of their own, sent from that interface's address, expected
+// as the last such line covering them says; they leave the pairs from the
+// kernel's chosen source alone. An interface without an address of the
+// target's family gives a pair that says it could not be sent.
+func TestExpectedFromInterface(t *testing.T) {
+	l, err := spec.Parse("x.yaml", []byte(`name: t
+nodes:
+  a:
+    interfaces:
+      e0: {addresses: [10.0.1.1/24]}
+  b:
+    interfaces:
+      e0: {addresses: [10.0.1.2/24, "fd00::2/64"]}
+links:
+  - endpoints: [a:e0, b:e0]
+expect:
+  unreachable: ["a:e0 -> b"]
+  reachable: ["a:e0 -> 10.0.1.2"]
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, p := range Expected(l) {
+		got = append(got, fmt.Sprintf("%s -> %s expect=%v send_error=%q", p.Sender(), p.To, p.Expect, p.SendErr))
+	}
+	want := []string{
+		`a -> 10.0.1.1 expect=true send_error=""`,
+		`a -> 10.0.1.2 expect=true send_error=""`,
+		`a -> fd00::2 expect=false send_error=""`,
+		`b -> 10.0.1.1 expect=true send_error=""`,
+		`b -> 10.0.1.2 expect=true send_error=""`,
+		`b -> fd00::2 expect=true send_error=""`,
+		`a:e0 (10.0.1.1) -> 10.0.1.2 expect=true send_error=""`,
+		`a:e0 -> fd00::2 expect=false send_error="a:e0 has no IPv6 address to send from"`,
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("pairs:\n got  %s\n want %s", strings.Join(got, "\n      "), strings.Join(want, "\n      "))
 	}
 }
 

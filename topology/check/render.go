@@ -37,7 +37,8 @@ func cell(p Pair) string {
 
 func rtt(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/1e6) }
 
-// WriteMatrix writes a row per node and a column per address.
+// WriteMatrix writes a row per node and a column per address, then the
+// pairs sent from an interface's address as a list.
 func (pairs Pairs) WriteMatrix(w io.Writer, l *spec.Lab) {
 	addrs := l.Model().Addresses()
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -61,6 +62,10 @@ func (pairs Pairs) WriteMatrix(w io.Writer, l *spec.Lab) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w, "\n(round-trip time of the first echo reply; - : no reply, and the routes say none can come; filtered: no reply, and a firewall on the way drops it)")
+	if grid := i * len(addrs); grid < len(pairs) {
+		fmt.Fprintln(w, "\nfrom an interface's address, as the file's expect: lines FROM node:interface say:")
+		pairs[grid:].WriteList(w)
+	}
 }
 
 // WriteList writes one line per pair.
@@ -86,7 +91,7 @@ func (pairs Pairs) WriteList(w io.Writer) {
 		if !p.OK() {
 			mark = "  <- " + map[bool]string{true: "BROKEN", false: "UNEXPECTED"}[p.Broken()]
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s%s\n", p.From, p.To, p.Owner, say, got, mark)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s%s\n", p.Sender(), p.To, p.Owner, say, got, mark)
 	}
 	tw.Flush()
 }
@@ -104,15 +109,31 @@ func (pairs Pairs) WriteProblems(w io.Writer) {
 			first = false
 		}
 		if p.Broken() {
-			why := "no reply"
-			if p.SendErr != "" {
-				why = "the kernel refused to send: " + p.SendErr
-			}
-			fmt.Fprintf(w, "BROKEN      %s -> %s (%s): %s, but the lab's routes and rules say it answers\n", p.From, p.To, p.Owner, why)
+			fmt.Fprintf(w, "BROKEN      %s -> %s (%s): %s, but %s\n", p.Sender(), p.To, p.Owner, p.failure(), p.reason())
 		} else {
-			fmt.Fprintf(w, "UNEXPECTED  %s -> %s (%s): replied in %s, but the lab's routes and rules say: %s\n", p.From, p.To, p.Owner, rtt(p.RTT), p.Why)
+			fmt.Fprintf(w, "UNEXPECTED  %s -> %s (%s): replied in %s, but the lab's routes and rules say: %s\n", p.Sender(), p.To, p.Owner, rtt(p.RTT), p.Why)
 		}
 	}
+}
+
+// failure says how a pair that did not answer failed.
+func (p Pair) failure() string {
+	switch {
+	case p.FromInterface != "" && !p.Source.IsValid():
+		return "not sent: " + p.SendErr
+	case p.SendErr != "":
+		return "the kernel refused to send: " + p.SendErr
+	}
+	return "no reply"
+}
+
+// reason is why a pair was expected to answer: the file's expect: line,
+// the daemons' routes still awaited, or the lab's routes and rules.
+func (p Pair) reason() string {
+	if p.Why != "" {
+		return p.Why
+	}
+	return "the lab's routes and rules say it answers"
 }
 
 // Summary counts the pairs by outcome in one sentence, and reports

@@ -35,7 +35,14 @@ func (r Result) OK() bool { return r.Received > 0 }
 // entered, no raw socket); an unreachable destination is a Result without
 // replies.
 func Echo(n *ns.NS, dst netip.Addr, count int, timeout time.Duration, all bool) (Result, error) {
-	conn, err := open(n, dst.Is6())
+	return EchoFrom(n, netip.Addr{}, dst, count, timeout, all)
+}
+
+// EchoFrom is Echo with the requests' source address src (one of the
+// namespace's own, as ping -I gives it; invalid: the kernel's choice by
+// the route). The socket is bound to src, so only replies to it are read.
+func EchoFrom(n *ns.NS, src, dst netip.Addr, count int, timeout time.Duration, all bool) (Result, error) {
+	conn, err := open(n, src, dst.Is6())
 	if err != nil {
 		return Result{}, err
 	}
@@ -62,13 +69,17 @@ func Echo(n *ns.NS, dst netip.Addr, count int, timeout time.Duration, all bool) 
 	return res, nil
 }
 
-// open makes a raw ICMP (or ICMPv6) socket inside the namespace.
-func open(n *ns.NS, v6 bool) (net.PacketConn, error) {
+// open makes a raw ICMP (or ICMPv6) socket inside the namespace, bound
+// to src when it is valid.
+func open(n *ns.NS, src netip.Addr, v6 bool) (net.PacketConn, error) {
 	var conn net.PacketConn
 	err := n.Do(func() error {
 		network, laddr := "ip4:icmp", "0.0.0.0"
 		if v6 {
 			network, laddr = "ip6:ipv6-icmp", "::"
+		}
+		if src.IsValid() {
+			laddr = src.String()
 		}
 		var err error
 		if conn, err = net.ListenPacket(network, laddr); err != nil {
