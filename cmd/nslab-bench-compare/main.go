@@ -12,8 +12,9 @@
 //   - 1 against 2 rules and 2 against 4, several times each, counting
 //     the changes called with the right sign;
 //   - NAT against plain forwarding, several times;
-//   - the router's cost per packet in repeated runs of 20 one-second
-//     trials each, against their median;
+//   - the router's relative cost (the default figure) and cost per
+//     packet in repeated runs of 20 one-second trials each, against
+//     their median;
 //   - the time each took.
 package main
 
@@ -48,7 +49,7 @@ func main() {
 	flag.IntVar(&c.aa, "aa", 20, "comparisons of a variant with itself")
 	flag.IntVar(&c.tries, "tries", 10, "comparisons of 1 against 2 rules, and of 2 against 4")
 	flag.IntVar(&c.nats, "nats", 5, "comparisons of NAT against plain forwarding")
-	flag.IntVar(&c.repeats, "repeats", 5, "repeats of the router's cost per packet (20 one-second trials each)")
+	flag.IntVar(&c.repeats, "repeats", 5, "repeats of the router's relative cost and cost per packet (20 one-second trials each)")
 	flag.StringVar(&c.steps, "steps", "aa,dose,tries,nat,repeats", "the steps to run, in this order")
 	flag.Parse()
 	benchrun.Main("bench-compare", *file, "c", func(m *lab.Manager, l *spec.Lab) int { return run(m, l, c) })
@@ -66,7 +67,7 @@ func run(m *lab.Manager, l *spec.Lab, c config) int {
 		{"dose", "dose response", func() error { return dose(m, l) }},
 		{"tries", "one rule more, and two", func() error { return tries(m, l, c.tries) }},
 		{"nat", "NAT against plain", func() error { return nat(c.nat, c.nats) }},
-		{"repeats", "repeats of the cost per packet", func() error { return repeats(m, l, c.repeats) }},
+		{"repeats", "repeats of the router's figures", func() error { return repeats(m, l, c.repeats) }},
 	}
 	chosen := strings.Split(c.steps, ",")
 	for _, s := range steps {
@@ -96,42 +97,73 @@ func compare(m *lab.Manager, l *spec.Lab, variants []string, duet bool, results 
 	return out.Comparisons, time.Since(start), nil
 }
 
-// line prints one comparison's decision.
-func line(what string, d *report.Decision, took time.Duration) {
-	fmt.Printf("  %-28s %-13s %+6.2f%% [%+6.2f%%, %+6.2f%%]  %2d pairs, one pair spreads %.2f%%, MDE %.2f%%, %3.0f s\n",
+// line prints one comparison's decision (on d.Figure), and the spread
+// of one pair in the relative cost and the cost per packet when given.
+func line(what string, d *report.Decision, took time.Duration, spreads ...[2]float64) {
+	fmt.Printf("  %-28s %-13s %+6.2f%% [%+6.2f%%, %+6.2f%%]  %2d pairs, one pair spreads %.2f%%, MDE %.2f%%, %3.0f s",
 		what, d.Outcome, d.Estimate, d.CILow, d.CIHigh, d.Pairs, d.PairSD, d.MDE, took.Seconds())
+	for _, s := range spreads {
+		fmt.Printf(" (a pair spreads %.2f%% relative, %.2f%% in ns)", s[0], s[1])
+	}
+	fmt.Println()
 }
 
 // aa compares the lab as deployed with variant same, which changes
 // nothing: once as a duet and once in sequential pairs, then n times as
-// a duet.
+// a duet. Each comparison also says how far one pair spreads in the
+// relative cost and in the cost per packet, measured in the same trials:
+// the measurement that chose the default figure.
 func aa(m *lab.Manager, l *spec.Lab, n int) error {
-	fmt.Println("the lab as deployed (base) against variant same, which changes nothing; the router's cost per packet at 100 kpps, 1 s trials:")
+	fmt.Println("the lab as deployed (base) against variant same, which changes nothing; 1 s trials at 100 kpps:")
 	for _, duet := range []bool{true, false} {
-		cs, took, err := compare(m, l, []string{spec.BaseVariant, "same"}, duet, nil)
+		d, spreads, took, err := aaOnce(m, l, duet)
 		if err != nil {
 			return err
 		}
-		line(map[bool]string{true: "duet", false: "sequential pairs"}[duet], cs[0].Decision, took)
+		line(map[bool]string{true: "duet", false: "sequential pairs"}[duet], d, took, spreads)
 	}
 	called, maxTook := 0, time.Duration(0)
-	var mdes []float64
+	var mdes, rel, abs []float64
 	for i := range n {
-		cs, took, err := compare(m, l, []string{spec.BaseVariant, "same"}, true, nil)
+		d, spreads, took, err := aaOnce(m, l, true)
 		if err != nil {
 			return err
 		}
-		d := cs[0].Decision
-		line(fmt.Sprintf("duet %d/%d", i+1, n), d, took)
+		line(fmt.Sprintf("duet %d/%d", i+1, n), d, took, spreads)
 		if d.Outcome == stats.Different {
 			called++
 		}
 		maxTook = max(maxTook, took)
-		mdes = append(mdes, d.MDE)
+		mdes, rel, abs = append(mdes, d.MDE), append(rel, spreads[0]), append(abs, spreads[1])
 	}
 	fmt.Printf("%d of %d comparisons of a variant with itself called a change (at most 1 wanted); MDE median %.2f%%, largest %.2f%%; the longest took %.0f s\n",
 		called, n, stats.Median(mdes), slicesMax(mdes), maxTook.Seconds())
+	fmt.Printf("one pair spreads (median of the %d duets): %.2f%% in the relative cost, %.2f%% in the cost per packet (ns), measured in the same trials\n",
+		n, stats.Median(rel), stats.Median(abs))
 	return nil
+}
+
+// aaOnce is one comparison of base with same: its decision, the spread
+// of one pair in the relative cost and in the cost per packet, and its
+// time.
+func aaOnce(m *lab.Manager, l *spec.Lab, duet bool) (*report.Decision, [2]float64, time.Duration, error) {
+	var spreads [2]float64
+	f, err := os.CreateTemp("", "nslab-bench-compare-*.jsonl")
+	if err != nil {
+		return nil, spreads, 0, err
+	}
+	defer func() { _ = os.Remove(f.Name()) }() // a temporary file: best effort
+	defer f.Close()
+	cs, took, err := compare(m, l, []string{spec.BaseVariant, "same"}, duet, f)
+	if err != nil {
+		return nil, spreads, 0, err
+	}
+	for i, fig := range []string{"router_relative_cost", "router_ns_per_packet"} {
+		if spreads[i], err = pairSpread(f.Name(), fig, spec.BaseVariant, "same"); err != nil {
+			return nil, spreads, 0, err
+		}
+	}
+	return cs[0].Decision, spreads, took, nil
 }
 
 func slicesMax(x []float64) float64 {
@@ -159,13 +191,13 @@ func dose(m *lab.Manager, l *spec.Lab) error {
 	for i, c := range cs {
 		line(variants[i+1]+" against rules1", c.Decision, took)
 	}
-	pairs, base, err := pairsOf(f.Name())
+	pairs, base, err := pairsOf(f.Name(), cs[0].Decision.Figure)
 	if err != nil {
 		return err
 	}
 	fit := fitDose(pairs, base)
-	fmt.Printf("cost per packet against the rule count (%d pairs, each rule count against 1 rule at the same time): %.0f ns + %.1f ns a rule (95%% interval %.1f .. %.1f ns, ±%.0f%% of itself); R² of the line through the five medians %.4f\n",
-		len(pairs), fit.intercept, fit.slope, fit.low, fit.high, 100*(fit.high-fit.slope)/fit.slope, fit.r2)
+	fmt.Printf("cost per packet against the rule count (%d pairs, each rule count against 1 rule at the same time, their ratio of %s; in ns by 1 rule's median cost): %.0f ns + %.1f ns a rule (95%% interval %.1f .. %.1f ns, ±%.0f%% of itself); R² of the line through the five medians %.4f\n",
+		len(pairs), cs[0].Decision.Figure, fit.intercept, fit.slope, fit.low, fit.high, 100*(fit.high-fit.slope)/fit.slope, fit.r2)
 	return nil
 }
 
@@ -175,38 +207,17 @@ type pair struct {
 	ratio float64
 }
 
-// pairsOf reads a results file of the dose run: every block's ratio,
-// and the median cost of 1 rule.
-func pairsOf(path string) ([]pair, float64, error) {
-	f, err := os.Open(path)
+// pairsOf reads a results file of the dose run: every block's ratio of
+// the figure the comparisons decide on (figure), and the median cost per
+// packet of 1 rule in ns.
+func pairsOf(path, figure string) ([]pair, float64, error) {
+	byBlock, err := blocksOf(path, figure)
 	if err != nil {
 		return nil, 0, err
 	}
-	defer f.Close()
-	byBlock := map[string]map[string]float64{}
-	var ones []float64
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 0, 1<<20), 1<<26)
-	for sc.Scan() {
-		rf := report.NewResultsFile("", true)
-		if err := rf.AddLine(sc.Bytes()); err != nil {
-			return nil, 0, err
-		}
-		var variant, block string
-		var cost float64
-		for k, v := range rf.Figures {
-			if k.Figure == "router_ns_per_packet" {
-				cost, block = v[0], rf.Blocks[k][0]
-			}
-		}
-		variant = variantOf(sc.Text())
-		if byBlock[block] == nil {
-			byBlock[block] = map[string]float64{}
-		}
-		byBlock[block][variant] = cost
-		if variant == "rules1" {
-			ones = append(ones, cost)
-		}
+	ns, err := blocksOf(path, "router_ns_per_packet")
+	if err != nil {
+		return nil, 0, err
 	}
 	var out []pair
 	for _, b := range byBlock {
@@ -221,7 +232,71 @@ func pairsOf(path string) ([]pair, float64, error) {
 			}
 		}
 	}
-	return out, stats.Median(ones), sc.Err()
+	var ones []float64
+	for _, b := range ns {
+		if v, ok := b["rules1"]; ok {
+			ones = append(ones, v)
+		}
+	}
+	return out, stats.Median(ones), nil
+}
+
+// blocksOf reads a results file: figure's value by block, then variant.
+func blocksOf(path, figure string) (map[string]map[string]float64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	byBlock := map[string]map[string]float64{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 1<<20), 1<<26)
+	for sc.Scan() {
+		rf := report.NewResultsFile("", true)
+		if err := rf.AddLine(sc.Bytes()); err != nil {
+			return nil, err
+		}
+		for k, v := range rf.Figures {
+			if k.Figure != figure {
+				continue
+			}
+			block := rf.Blocks[k][0]
+			if byBlock[block] == nil {
+				byBlock[block] = map[string]float64{}
+			}
+			byBlock[block][variantOf(sc.Text())] = v[0]
+		}
+	}
+	return byBlock, sc.Err()
+}
+
+// pairSpread is the standard deviation, in %, of the log ratio of
+// variant b's figure to a's over the blocks of a results file that
+// measured both.
+func pairSpread(path, figure, a, b string) (float64, error) {
+	byBlock, err := blocksOf(path, figure)
+	if err != nil {
+		return 0, err
+	}
+	var logs []float64
+	for _, vs := range byBlock {
+		x, okA := vs[a]
+		y, okB := vs[b]
+		if okA && okB && x > 0 && y > 0 {
+			logs = append(logs, math.Log(y/x))
+		}
+	}
+	if len(logs) < 2 {
+		return math.NaN(), nil
+	}
+	var mean, ss float64
+	for _, l := range logs {
+		mean += l / float64(len(logs))
+	}
+	for _, l := range logs {
+		ss += (l - mean) * (l - mean)
+	}
+	return 100 * math.Sqrt(ss/float64(len(logs)-1)), nil
 }
 
 // variantOf is a result line's variant.
@@ -342,8 +417,9 @@ func nat(file string, n int) error {
 	return nil
 }
 
-// repeats measures the router's cost per packet n times, 20 one-second
-// trials each, against the median of the n.
+// repeats measures the router's figures n times, 20 one-second trials
+// each, against the median of the n: the relative cost (the default
+// figure of --variants) and the cost per packet in ns.
 func repeats(m *lab.Manager, l *spec.Lab, n int) error {
 	var meds, rmeds []float64
 	for i := range n {
@@ -356,18 +432,19 @@ func repeats(m *lab.Manager, l *spec.Lab, n int) error {
 		for _, r := range out.Reports {
 			if r.Cost != nil && r.Cost.Packets > 0 {
 				costs = append(costs, r.Cost.NsPerPacket)
-				if r.Cost.ReceiverNsPerPacket > 0 {
-					rel = append(rel, r.Cost.NsPerPacket/r.Cost.ReceiverNsPerPacket)
+				if r.Cost.RelativeCost > 0 {
+					rel = append(rel, r.Cost.RelativeCost)
 				}
 			}
 		}
 		meds = append(meds, stats.Median(costs))
 		rmeds = append(rmeds, stats.Median(rel))
-		fmt.Printf("  repeat %d: median %.0f ns a packet over %d trials (%.0f..%.0f), %.3fx the receiver's, %.0f s\n", i+1, meds[i], len(costs), slicesMin(costs), slicesMax(costs), rmeds[i], time.Since(start).Seconds())
+		fmt.Printf("  repeat %d: relative cost median %.3f over %d trials (%.3f..%.3f); %.0f ns a packet (%.0f..%.0f); %.0f s\n",
+			i+1, rmeds[i], len(rel), slicesMin(rel), slicesMax(rel), meds[i], slicesMin(costs), slicesMax(costs), time.Since(start).Seconds())
 	}
 	med, rmed := stats.Median(meds), stats.Median(rmeds)
-	fmt.Printf("the router's cost per packet over %d repeats: median %.0f ns, each within ±%.2f%% of it (±3%% wanted)\n", n, med, 100*worstFrom(meds, med))
-	fmt.Printf("the router's cost as a multiple of the receiver's, measured in the same trials: median %.3fx, each within ±%.2f%% of it\n", rmed, 100*worstFrom(rmeds, rmed))
+	fmt.Printf("the router's relative cost (the default figure) over %d repeats: median %.3f, each within ±%.2f%% of it (±3%% wanted)\n", n, rmed, 100*worstFrom(rmeds, rmed))
+	fmt.Printf("the router's cost per packet in ns, the same trials: median %.0f ns, each within ±%.2f%% of it\n", med, 100*worstFrom(meds, med))
 	return nil
 }
 

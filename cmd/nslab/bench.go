@@ -65,7 +65,7 @@ func benchCommand(run func(context.Context, *benchOptions) error) *cli.Command {
 			&cli.BoolFlag{Name: "duet", Value: true, Usage: "with --variants: measure the first variant and each other at the same time, one in the lab and one in a twin of it deployed for the run (which holds which drawn at random per block), so that what the machine does to the CPUs meanwhile cancels in each pair (the default where the lab can be twinned; --duet=false: sequential pairs)"},
 			&cli.StringFlag{Name: "margin", Usage: "with --variants: what no change means: none larger than this `PERCENT` (default 2% in a duet, 3% in sequential pairs)"},
 			&cli.DurationFlag{Name: "max-time", Usage: "with --variants: measure for at most this long (default 2m per variant compared with the first), then decide or say how many more pairs would"},
-			&cli.StringFlag{Name: "figure", Usage: "with --variants: decide on this `FIGURE` (router_ns_per_packet, pps, loss_pct, latency_p50_ns, throughput_pps, \"NDR conditional_throughput_pps\", ...)"},
+			&cli.StringFlag{Name: "figure", Usage: "with --variants: decide on this `FIGURE` (router_relative_cost, router_ns_per_packet, pps, loss_pct, latency_p50_ns, throughput_pps, \"NDR conditional_throughput_pps\", ...)"},
 			&cli.BoolFlag{Name: "keep", Usage: "keep a lab that bench deployed"},
 			&cli.DurationFlag{Name: "wait", Value: bench.DefaultRoutingWait, Usage: "in a lab whose nodes run routing daemons: wait up to `DURATION` for them to converge (as check --wait: every pair answering as the kernels' routes say, the tables unchanged for 2s)"},
 			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no live lines"},

@@ -98,7 +98,7 @@ func (b *Bench) devOf(node, ifname string) (softirq.Dev, error) {
 
 // read is the counters now: every CPU's softirq time, and what each
 // ingress interface's packets cost so far.
-func (c *costing) read() (*softirq.Reading, map[string]softirq.DevTime, error) {
+func (c *costing) read() (*softirq.Reading, map[string][]softirq.DevTime, error) {
 	if c.cpu == nil {
 		return nil, nil, nil
 	}
@@ -106,14 +106,14 @@ func (c *costing) read() (*softirq.Reading, map[string]softirq.DevTime, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	devs := map[string]softirq.DevTime{}
+	devs := map[string][]softirq.DevTime{}
 	for name, dev := range c.ingress {
-		if devs[name], err = c.devs.Read(dev); err != nil {
+		if devs[name], err = c.devs.ReadPerCPU(dev); err != nil {
 			return nil, nil, err
 		}
 	}
 	if c.receiverName != "" {
-		if devs[receiverKey], err = c.devs.Read(c.receiver); err != nil {
+		if devs[receiverKey], err = c.devs.ReadPerCPU(c.receiver); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -177,24 +177,86 @@ func (b *Bench) routerCost(rep *report.Report, before, after hostState) {
 	if c.Forwarded > 0 {
 		c.CPUNsPerPacket = float64(ns) / float64(c.Forwarded)
 	}
-	if a, ok := after.devices[receiverKey]; ok {
-		d := before.devices[receiverKey]
-		c.Receiver, c.ReceiverNs, c.ReceiverPackets = b.cost.receiverName, a.Ns-d.Ns, a.Packets-d.Packets
-		if c.ReceiverPackets > 0 {
-			c.ReceiverNsPerPacket = float64(c.ReceiverNs) / float64(c.ReceiverPackets)
-		}
-	}
+	var router, receiver []softirq.DevTime // per CPU, during the run
 	for _, name := range slices.Sorted(maps.Keys(after.devices)) {
+		during := since(after.devices[name], before.devices[name])
 		if name == receiverKey {
+			receiver = during
 			continue
 		}
-		a, b := after.devices[name], before.devices[name]
 		c.Ingress = append(c.Ingress, name)
-		c.Ns += a.Ns - b.Ns
-		c.Packets += a.Packets - b.Packets
+		router = addPerCPU(router, during)
 	}
+	r := sum(router)
+	c.Ns, c.Packets = r.Ns, r.Packets
 	if c.Packets > 0 {
 		c.NsPerPacket = float64(c.Ns) / float64(c.Packets)
 	}
+	if receiver != nil {
+		v := sum(receiver)
+		c.Receiver, c.ReceiverNs, c.ReceiverPackets = b.cost.receiverName, v.Ns, v.Packets
+		if c.ReceiverPackets > 0 {
+			c.ReceiverNsPerPacket = float64(c.ReceiverNs) / float64(c.ReceiverPackets)
+		}
+		c.RelativeCost, c.ReceiverSameCPUShare = relativeCost(router, receiver)
+	}
 	rep.Cost = c
+}
+
+// relativeCost is the routers' cost per packet over the receiver's on
+// the same CPUs in the same run: the CPUs that did at least 1% of the
+// routers' packets, the receiver's packets there (share: their part of
+// all it took in). A CPU's speed moves from one second to the next on
+// our machines (8% between 1 s trials, the router's and the receiver's
+// cost moving together: correlation 0.98); the ratio cancels it. It is
+// 0 when the receiver did less than half its packets on those CPUs
+// (the yardstick ran elsewhere).
+func relativeCost(router, receiver []softirq.DevTime) (relative, share float64) {
+	total, rTotal := sum(receiver), sum(router)
+	if total.Packets == 0 || rTotal.Packets == 0 {
+		return 0, 0
+	}
+	var r, v softirq.DevTime
+	for cpu, t := range router {
+		if 100*t.Packets >= rTotal.Packets && cpu < len(receiver) {
+			r, v = r.Add(t), v.Add(receiver[cpu])
+		}
+	}
+	share = float64(v.Packets) / float64(total.Packets)
+	if 2*v.Packets < total.Packets || r.Packets == 0 || v.Ns == 0 {
+		return 0, share
+	}
+	return (float64(r.Ns) / float64(r.Packets)) / (float64(v.Ns) / float64(v.Packets)), share
+}
+
+// since is, per CPU, what was added to before to make after.
+func since(after, before []softirq.DevTime) []softirq.DevTime {
+	out := make([]softirq.DevTime, len(after))
+	for cpu, a := range after {
+		out[cpu] = a
+		if cpu < len(before) {
+			out[cpu] = a.Sub(before[cpu])
+		}
+	}
+	return out
+}
+
+// addPerCPU adds u to t, CPU by CPU.
+func addPerCPU(t, u []softirq.DevTime) []softirq.DevTime {
+	for len(t) < len(u) {
+		t = append(t, softirq.DevTime{})
+	}
+	for cpu, x := range u {
+		t[cpu] = t[cpu].Add(x)
+	}
+	return t
+}
+
+// sum is the time of every CPU.
+func sum(per []softirq.DevTime) softirq.DevTime {
+	var t softirq.DevTime
+	for _, x := range per {
+		t = t.Add(x)
+	}
+	return t
 }

@@ -65,7 +65,7 @@ func duet(t *testing.T, l *spec.Lab, first, second string) *Outcome {
 		t.Fatalf("%d comparisons, %d reports", len(out.Comparisons), len(out.Reports))
 	}
 	for _, r := range out.Reports {
-		if r.Block == "" || r.Cost == nil || r.Cost.Packets == 0 || !r.Cost.Shared {
+		if r.Block == "" || r.Cost == nil || r.Cost.Packets == 0 || !r.Cost.Shared || r.Cost.RelativeCost <= 0 || r.Cost.ReceiverSameCPUShare < 0.5 {
 			t.Fatalf("report of variant %s in lab %s: block %q, cost %+v", r.Variant, r.Lab, r.Block, r.Cost)
 		}
 	}
@@ -79,7 +79,7 @@ func duet(t *testing.T, l *spec.Lab, first, second string) *Outcome {
 // twin goes with the run.
 func TestPrivilegedDuetFindsRuleCost(t *testing.T) {
 	d := duet(t, ruleLab(t), "rps1", "rules16").Comparisons[0].Decision
-	if d.Figure != "router_ns_per_packet" || d.Outcome != stats.Different || d.Faster >= 0 || d.Estimate < 5 || d.Estimate > 100 || d.Pairs != 10 {
+	if d.Figure != "router_relative_cost" || d.Outcome != stats.Different || d.Faster >= 0 || d.Estimate < 5 || d.Estimate > 100 || d.Pairs != 10 {
 		t.Errorf("decision %+v", d)
 	}
 }

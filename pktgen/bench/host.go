@@ -17,7 +17,7 @@ type hostState struct {
 	mib     map[string]map[string]uint64 // router node -> Ip: counter -> value
 	ct      map[string]map[string]uint64 // router node -> nf_conntrack column -> value (nil: none)
 	softirq *softirq.Reading             // every CPU's softirq time (nil: no counter)
-	devices map[string]softirq.DevTime   // what the routers' ingress packets cost so far, by interface
+	devices map[string][]softirq.DevTime // what the routers' ingress packets cost so far, by interface, per CPU
 }
 
 // snapshot reads the host state; routers maps router nodes to their open

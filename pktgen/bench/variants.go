@@ -174,11 +174,14 @@ func (req Request) compareVariants(files map[string]*report.ResultsFile, plan st
 
 // decisionFigure is the figure a comparison decides on: --figure, or
 // the most sensitive the run has. Measured on our machines (docs/
-// benchmarking.md), one pair of 1 s trials spreads about 5% in the
-// router's cost per packet at a load it holds, 16% in the rate forwarded
-// at overload, and far more in a searched NDR or PDR: so the cost where
-// the traffic has a fixed rate, else the rate received, or a search's
-// first goal.
+// benchmarking.md): the router's cost per packet at a load it holds
+// moves with the CPU's speed (8% between 1 s trials), its ratio to the
+// receiver's cost on the same CPU in the same trial (the relative cost)
+// far less (2%); the rate forwarded at overload spreads 16% a pair, a
+// searched NDR or PDR more. So the relative cost where the traffic has a
+// fixed rate and no variant changes the receiver (it is the yardstick),
+// else the cost per packet, else the rate received, or a search's first
+// goal.
 func (req Request) decisionFigure(rf *report.ResultsFile) (report.FigureKey, error) {
 	frame := req.Traffic.Frames[0]
 	var names []string
@@ -189,9 +192,12 @@ func (req Request) decisionFigure(rf *report.ResultsFile) (report.FigureKey, err
 	}
 	want := []string{req.Figure}
 	if req.Figure == "" {
-		want = []string{"router_ns_per_packet", "pps", "throughput_pps"}
+		want = []string{"router_relative_cost", "router_ns_per_packet", "pps", "throughput_pps"}
+		if req.changesReceiver() {
+			want = want[1:]
+		}
 		if t := req.Traffic; t.RatePPS == 0 && t.RateMbps == 0 {
-			want = want[1:] // as fast as it goes: the cost per packet of an overloaded router is not the router's alone
+			want = []string{"pps", "throughput_pps"} // as fast as it goes: the cost per packet of an overloaded router is not the router's alone
 		}
 		if req.MLR != nil {
 			goals := req.MLR.Goals
@@ -211,6 +217,27 @@ func (req Request) decisionFigure(rf *report.ResultsFile) (report.FigureKey, err
 	slices.Sort(names)
 	names = slices.Compact(names)
 	return report.FigureKey{}, &FieldError{"figure", fmt.Errorf("the runs have no figure %s at %d bytes (they have: %s)", strings.Join(want, " or "), frame, strings.Join(names, ", "))}
+}
+
+// changesReceiver reports whether a variant compared changes the node
+// that holds the traffic's destination (its settings, or command lines it
+// runs there), or that node is not known: the receiver's cost is then no
+// yardstick for the router's.
+func (req Request) changesReceiver() bool {
+	owner, ok := req.Lab.AddressOwners()[req.Traffic.To]
+	if !ok {
+		return true
+	}
+	for _, name := range req.Variants {
+		v := req.Lab.Variant(name)
+		if v == nil {
+			continue
+		}
+		if slices.Contains(v.Nodes, owner.Node) || v.Before[owner.Node] != nil || v.After[owner.Node] != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // runID names one comparison's blocks, so that blocks of two runs

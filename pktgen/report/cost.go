@@ -24,6 +24,13 @@ type RouterCost struct {
 	ReceiverNs          uint64  `json:"receiver_ns,omitempty"`
 	ReceiverPackets     uint64  `json:"receiver_packets,omitempty"`
 	ReceiverNsPerPacket float64 `json:"receiver_ns_per_packet,omitempty"`
+	// RelativeCost is the routers' cost per packet over the receiver's
+	// on the same CPUs in the same run (ReceiverSameCPUShare: the part of
+	// the receiver's packets those CPUs did): a yardstick that cancels
+	// the CPUs' speed, which moves from one second to the next. 0 when
+	// the receiver's work ran mostly elsewhere.
+	RelativeCost         float64 `json:"relative_cost,omitempty"`
+	ReceiverSameCPUShare float64 `json:"receiver_same_cpu_share,omitempty"`
 	// The CPUs' view: NET_RX and NET_TX softirq time (inline and in
 	// ksoftirqd) in Runs runs on CPUs (the routers' placement, or every
 	// CPU when none is placed: Placed false), over the packets that left
@@ -60,6 +67,13 @@ func (r *Report) costLines(ew *errWriter) {
 	if c.ReceiverPackets > 0 {
 		ew.printf("receiver cost: %.0f ns a packet (%v charged to the %d packets %s took in, counted the same way)\n",
 			c.ReceiverNsPerPacket, time.Duration(c.ReceiverNs).Round(time.Microsecond), c.ReceiverPackets, c.Receiver)
+		switch {
+		case c.RelativeCost > 0:
+			ew.printf("relative cost: %.3f (the routers' cost per packet over the receiver's on the same CPUs in this run, where the receiver did %.0f%% of its packets; the CPUs' speed, which moves between runs, cancels)\n",
+				c.RelativeCost, 100*c.ReceiverSameCPUShare)
+		case c.Packets > 0:
+			ew.printf("relative cost: none (the receiver did %.0f%% of its packets on the routers' CPUs, less than half: no yardstick on the same CPUs)\n", 100*c.ReceiverSameCPUShare)
+		}
 	}
 	cpus := make([]string, len(c.CPUs))
 	for i, n := range c.CPUs {

@@ -78,7 +78,7 @@ func pctOfLog(x float64) float64 { return 100 * math.Expm1(x) }
 // LowerIsBetter says whether a smaller value of a figure is the better
 // (a cost, a loss, a latency) rather than the larger (a rate).
 func LowerIsBetter(figure string) bool {
-	for _, s := range []string{"ns_per_packet", "loss", "latency", "back_to_back", "buffer_time"} {
+	for _, s := range []string{"ns_per_packet", "relative_cost", "loss", "latency", "back_to_back", "buffer_time"} {
 		if strings.Contains(figure, s) {
 			return true
 		}

@@ -104,7 +104,7 @@ func TestMainFigure(t *testing.T) {
 	if k, _ := c.MainFigure(); k.Figure != "pps" {
 		t.Errorf("%+v", k)
 	}
-	if !LowerIsBetter("router_ns_per_packet") || LowerIsBetter("pps") || math.IsNaN(pctOfLog(0)) {
+	if !LowerIsBetter("router_ns_per_packet") || !LowerIsBetter("router_relative_cost") || LowerIsBetter("pps") || math.IsNaN(pctOfLog(0)) {
 		t.Error("LowerIsBetter")
 	}
 }

@@ -33,6 +33,9 @@ func runFigures(r *Report) figures {
 		if c.ReceiverPackets > 0 {
 			f["receiver_ns_per_packet"] = c.ReceiverNsPerPacket
 		}
+		if c.RelativeCost > 0 {
+			f["router_relative_cost"] = c.RelativeCost
+		}
 		if c.Forwarded > 0 && !c.Shared {
 			f["cpu_ns_per_packet"] = c.CPUNsPerPacket
 		}

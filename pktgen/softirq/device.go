@@ -104,19 +104,38 @@ func (d *Devices) Watch(dev Dev) error {
 // Read is what dev's packets cost since it was watched, on the CPUs
 // given (all when none).
 func (d *Devices) Read(dev Dev, cpus ...int) (DevTime, error) {
-	var per [][2]uint64
-	if err := d.acc.Lookup(dev.key(), &per); err != nil {
-		return DevTime{}, fmt.Errorf("per-device softirq time: read %+v: %w", dev, err)
+	per, err := d.ReadPerCPU(dev)
+	if err != nil {
+		return DevTime{}, err
 	}
 	var t DevTime
 	for cpu, v := range per {
 		if len(cpus) == 0 || slices.Contains(cpus, cpu) {
-			t.Ns += v[0]
-			t.Packets += v[1]
+			t = t.Add(v)
 		}
 	}
 	return t, nil
 }
+
+// ReadPerCPU is what dev's packets cost since it was watched, on each
+// CPU (indexed by CPU number).
+func (d *Devices) ReadPerCPU(dev Dev) ([]DevTime, error) {
+	var per [][2]uint64
+	if err := d.acc.Lookup(dev.key(), &per); err != nil {
+		return nil, fmt.Errorf("per-device softirq time: read %+v: %w", dev, err)
+	}
+	out := make([]DevTime, len(per))
+	for cpu, v := range per {
+		out[cpu] = DevTime{Ns: v[0], Packets: v[1]}
+	}
+	return out, nil
+}
+
+// Add is t and u together.
+func (t DevTime) Add(u DevTime) DevTime { return DevTime{t.Ns + u.Ns, t.Packets + u.Packets} }
+
+// Sub is what was added to u to make t (t read after u).
+func (t DevTime) Sub(u DevTime) DevTime { return DevTime{t.Ns - u.Ns, t.Packets - u.Packets} }
 
 // The programs. The per-CPU state is {key of the packet being worked on
 // (0: none), the time its work began}; charge adds the time since then
