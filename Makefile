@@ -220,8 +220,9 @@ bench-nat: deps build
 # a variant against itself 20 times (and once in sequential pairs, for
 # the duet's gain), the cost of 1, 2, 4, 8 and 16 firewall rules against
 # 1 (examples/rule-cost.yaml), 1 against 2 and 2 against 4 rules 10 times
-# each, NAT against plain 5 times, the router's cost per packet over 5
-# repeats, and the time each took (about 30 minutes).
+# each, NAT against plain 5 times, the router's relative cost (the
+# default figure) and cost per packet over 5 repeats, and the time each
+# took (about 20 minutes).
 bench-compare: deps build
 	$(GO) build -o $(BIN)/nslab-bench-compare ./cmd/nslab-bench-compare
 	$(BIN)/nslab-bench-compare
