@@ -68,8 +68,11 @@ func (r *Report) costLines(ew *errWriter) {
 		ew.printf("receiver cost: %.0f ns a packet (%v charged to the %d packets %s took in, counted the same way)\n",
 			c.ReceiverNsPerPacket, time.Duration(c.ReceiverNs).Round(time.Microsecond), c.ReceiverPackets, c.Receiver)
 		switch {
+		case c.RelativeCost > 0 && c.Placed:
+			ew.printf("relative cost: %.3f (the routers' cost per packet over the receiver's on the same CPUs in this run, where the receiver did %.0f%% of its packets: the CPUs' speed, which moves from one second to the next, cancels)\n",
+				c.RelativeCost, 100*c.ReceiverSameCPUShare)
 		case c.RelativeCost > 0:
-			ew.printf("relative cost: %.3f (the routers' cost per packet over the receiver's on the same CPUs in this run, where the receiver did %.0f%% of its packets; the CPUs' speed, which moves between runs, cancels)\n",
+			ew.printf("relative cost: %.3f (the routers' cost per packet over the receiver's on the same CPUs in this run, where the receiver did %.0f%% of its packets; no router is placed, so the senders' work shares those CPUs, and the ratio cancels less of their speed than with a placed router)\n",
 				c.RelativeCost, 100*c.ReceiverSameCPUShare)
 		case c.Packets > 0:
 			ew.printf("relative cost: none (the receiver did %.0f%% of its packets on the routers' CPUs, less than half: no yardstick on the same CPUs)\n", 100*c.ReceiverSameCPUShare)
