@@ -232,7 +232,7 @@ func shView(l *spec.Lab, n *spec.Node, s ns.ViewSetup) []string {
 	in = append(in, "for f in /etc/netns/"+l.Namespace(n.Name)+"/*; do [ -e \"$f\" ] && mount --bind \"$f\" /etc/\"${f##*/}\"; done; true",
 		"hostname "+ShellQuote(s.Hostname))
 	return []string{
-		fmt.Sprintf("mkdir -p %s && { mount --make-private %s 2>/dev/null || { mount --bind %s %s && mount --make-private %s; }; }", dir, views, views, views, views),
+		fmt.Sprintf("mkdir -p %s && { mount --make-private %s 2>/dev/null || { mount -t tmpfs -o mode=0755,nosuid,nodev,noexec nslab-views %s && mount --make-private %s; }; } && mkdir -p %s", views, views, views, views, dir),
 		fmt.Sprintf("touch %s %s", mnt, uts),
 		fmt.Sprintf("view_up %s %s %s %s", l.Namespace(n.Name), mnt, uts, ShellQuote(strings.Join(in, "\n"))),
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"golang.org/x/sys/unix"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -45,6 +46,12 @@ func TestPrivilegedViewIsTheNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = RemoveViews(parent, labDir) })
+	// The views' mount points are on a tmpfs of nslab's own, not on the
+	// disk the directory is on (inodes there grow costly to allocate).
+	var sfs unix.Statfs_t
+	if err := unix.Statfs(parent, &sfs); err != nil || sfs.Type != unix.TMPFS_MAGIC {
+		t.Errorf("the directory of views is not a tmpfs: type %#x (%v)", sfs.Type, err)
+	}
 
 	v2, err := OpenView(labDir, name)
 	if err != nil {
