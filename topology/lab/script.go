@@ -56,7 +56,8 @@ func DeployScript(lab *spec.Lab, sysfs string) string {
 	b.WriteString("# script stops at the first failure (set -e). Remove the lab with the script of\n")
 	fmt.Fprintf(&b, "# nslab destroy --dry-run -t %s (or nslab destroy --name %s: it finds the markers).\n", lab.File, lab.Name)
 	b.WriteString("# The first `ip netns add` makes /run/netns a bind mount of itself with shared\n")
-	b.WriteString("# propagation (mount --make-rshared), as nslab does before its first namespace.\n")
+	b.WriteString("# propagation (mount --make-rshared); nslab, before its first namespace, makes an\n")
+	b.WriteString("# empty /run/netns a tmpfs instead (mount -t tmpfs nslab-netns /run/netns), shared.\n")
 	b.WriteString("set -euo pipefail\n\n")
 	b.WriteString(scriptHelpers)
 	if placementHelperNeeded(lab) {

@@ -34,11 +34,18 @@ import (
 // one started later through `ip netns exec` (a slave copy of the host's)
 // would receive nothing from, or give nothing back to, the host's.
 
-// shareDir makes dir a shared mount, bind-mounting it on itself first
+// shareDir makes dir a shared mount, giving it a mount of its own first
 // when it is not a mount point (mount(2) answers EINVAL for that). It runs
 // in the mount namespace the namespaces are mounted in (mountHome).
 //
-// Equivalent to: mount --make-rshared DIR || { mount --rbind DIR DIR; mount --make-rshared DIR; }
+// iproute2 binds the directory on itself. An empty one gets a tmpfs here
+// instead (as /run is on most machines): each name is a mount point file,
+// and on a disk file system (ours have /run on ext4) every new file is an
+// inode, which ext4 allocates past every inode deleted in the last
+// minutes, so a deploy paid for the destroys before it. A directory that
+// holds anything keeps iproute2's bind, which hides nothing.
+//
+// Equivalent to: mount --make-rshared DIR || { [ -z "$(ls -A DIR)" ] && mount -t tmpfs -o mode=0755,nosuid,nodev,noexec nslab-netns DIR || mount --rbind DIR DIR; mount --make-rshared DIR; }
 func shareDir(dir string) error {
 	for bound := false; ; bound = true {
 		err := unix.Mount("", dir, "none", unix.MS_SHARED|unix.MS_REC, "")
@@ -48,10 +55,29 @@ func shareDir(dir string) error {
 		if !errors.Is(err, unix.EINVAL) || bound {
 			return fmt.Errorf("make %s a shared mount: %w", dir, err)
 		}
-		if err := unix.Mount(dir, dir, "none", unix.MS_BIND|unix.MS_REC, ""); err != nil {
-			return fmt.Errorf("bind-mount %s on itself: %w", dir, err)
+		if err := mountOwn(dir); err != nil {
+			return err
 		}
 	}
+}
+
+// mountOwn gives dir a mount of its own: a tmpfs when it is empty, else a
+// bind of itself (see shareDir).
+func mountOwn(dir string) error {
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("list %s: %w", dir, err)
+	}
+	if len(ents) == 0 {
+		if err := unix.Mount("nslab-netns", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0755"); err != nil {
+			return fmt.Errorf("mount a tmpfs on %s: %w", dir, err)
+		}
+		return nil
+	}
+	if err := unix.Mount(dir, dir, "none", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("bind-mount %s on itself: %w", dir, err)
+	}
+	return nil
 }
 
 // CheckDir reports whether namespaces mounted under dir from this process

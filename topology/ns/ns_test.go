@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/vishvananda/netlink"
@@ -186,5 +188,59 @@ func TestPrivilegedScratchLeavesNothing(t *testing.T) {
 	}
 	if _, err := netlink.LinkByName(name); err == nil {
 		t.Errorf("%s is visible in the caller's namespace", name)
+	}
+}
+
+// TestPrivilegedRunDirMount: the first namespace gives an empty run
+// directory a tmpfs of its own (new files on a disk file system cost more
+// with every recent delete), shared; a directory that holds something
+// gets a bind mount of itself, as iproute2 does, which hides nothing.
+func TestPrivilegedRunDirMount(t *testing.T) {
+	skipUnlessRoot(t)
+	for _, c := range []struct {
+		name, before, want string
+	}{{"empty", "", "tmpfs"}, {"not empty", "left-by-someone", "bind"}} {
+		t.Run(c.name, func(t *testing.T) {
+			dir := testDir(t)
+			if c.before != "" {
+				if err := os.WriteFile(filepath.Join(dir, c.before), nil, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			cr, err := NewCreator(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cr.Close()
+			name := fmt.Sprintf("nslm%d", rand.IntN(1e6))
+			n, err := cr.Create(name, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { n.Close(); _ = Remove(dir, name) })
+			text, err := os.ReadFile("/proc/self/mountinfo")
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := ""
+			for _, line := range strings.Split(string(text), "\n") {
+				f := strings.Fields(line)
+				if len(f) < 10 || f[4] != dir || !strings.Contains(line, "shared:") {
+					continue
+				}
+				got = "bind"
+				if sep := slices.Index(f, "-"); sep > 0 && f[sep+1] == "tmpfs" && f[sep+2] == "nslab-netns" {
+					got = "tmpfs"
+				}
+			}
+			if got != c.want {
+				t.Errorf("%s: a shared mount %q, want %q", dir, got, c.want)
+			}
+			if c.before != "" {
+				if _, err := os.Stat(filepath.Join(dir, c.before)); err != nil {
+					t.Errorf("what was there is hidden: %v", err)
+				}
+			}
+		})
 	}
 }
