@@ -42,6 +42,9 @@ func (n *NS) enterForExec(v *View, fn func() error) error {
 		if err := enterView(v); err != nil {
 			return fmt.Errorf("in %s: %w", n.Name, err)
 		}
+		if err := ensureSys(); err != nil {
+			return fmt.Errorf("in %s: %w", n.Name, err)
+		}
 		return fn()
 	}
 	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
