@@ -51,23 +51,38 @@ func Write(w io.Writer, format string, reps []*Report) error {
 
 func writeCSV(w io.Writer, reps []*Report) error {
 	ew := &errWriter{w: w}
-	ew.printf("frame,sent,received,loss,loss_pct,named_drops,unaccounted,pps,mbps_l2,mbps_l1,steady_pps,engine,bottleneck,added,%s\n", latencyCSVHead)
+	ew.printf("frame,sent,received,loss,loss_pct,named_drops,unaccounted,pps,mbps_l2,mbps_l1,steady_pps,engine,bottleneck,added,%s,router_ns_per_packet,router_relative_cost\n", latencyCSVHead)
 	for _, r := range reps {
-		ew.printf("%d,%d,%d,%d,%.4f,%d,%d,%.0f,%.2f,%.2f,%.0f,%s,%q,%d,%s\n", r.Frame, r.Sent, r.Received, r.Loss, r.LossPct,
-			r.NamedDrops, r.Unaccount, r.PPS, r.MbpsL2, r.MbpsL1, r.SteadyPPS, r.Engine, r.Bottleneck, r.NamedAdded, r.latencyCSV())
+		ns, rel := r.costCells("")
+		ew.printf("%d,%d,%d,%d,%.4f,%d,%d,%.0f,%.2f,%.2f,%.0f,%s,%q,%d,%s,%s,%s\n", r.Frame, r.Sent, r.Received, r.Loss, r.LossPct,
+			r.NamedDrops, r.Unaccount, r.PPS, r.MbpsL2, r.MbpsL1, r.SteadyPPS, r.Engine, r.Bottleneck, r.NamedAdded, r.latencyCSV(), ns, rel)
 	}
 	return ew.err
 }
 
 func writeMarkdown(w io.Writer, reps []*Report) error {
 	ew := &errWriter{w: w}
-	ew.printf("| frame (B) | pps | Mb/s L2 | Mb/s L1 | sent | received | loss %% | named drops | added | unaccounted | latency p50 / p99 / max | lost / dup / reordered by sequence | bottleneck |\n")
-	ew.printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
+	ew.printf("| frame (B) | pps | Mb/s L2 | Mb/s L1 | sent | received | loss %% | named drops | added | unaccounted | router ns/packet | relative cost | latency p50 / p99 / max | lost / dup / reordered by sequence | bottleneck |\n")
+	ew.printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range reps {
-		ew.printf("| %d | %.0f | %.1f | %.1f | %d | %d | %.3f | %d | %d | %d | %s | %s | %s |\n", r.Frame, r.PPS, r.MbpsL2, r.MbpsL1,
-			r.Sent, r.Received, r.LossPct, r.NamedDrops, r.NamedAdded, r.Unaccount, r.LatencyCell(), r.sequenceCell(), strings.ReplaceAll(r.Bottleneck, "|", "/"))
+		ns, rel := r.costCells("-")
+		ew.printf("| %d | %.0f | %.1f | %.1f | %d | %d | %.3f | %d | %d | %d | %s | %s | %s | %s | %s |\n", r.Frame, r.PPS, r.MbpsL2, r.MbpsL1,
+			r.Sent, r.Received, r.LossPct, r.NamedDrops, r.NamedAdded, r.Unaccount, ns, rel, r.LatencyCell(), r.sequenceCell(), strings.ReplaceAll(r.Bottleneck, "|", "/"))
 	}
 	return ew.err
+}
+
+// costCells are the router's cost per packet (ns) and its relative cost
+// for a row, none when it was not measured.
+func (r *Report) costCells(none string) (ns, relative string) {
+	ns, relative = none, none
+	if c := r.Cost; c != nil && c.Packets > 0 {
+		ns = fmt.Sprintf("%.0f", c.NsPerPacket)
+		if c.RelativeCost > 0 {
+			relative = fmt.Sprintf("%.3f", c.RelativeCost)
+		}
+	}
+	return ns, relative
 }
 
 // errWriter keeps the first write error, so a report is written whole or
