@@ -9,6 +9,8 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/nslab/nslab/pktgen/bench"
 	"github.com/nslab/nslab/topology/lab"
@@ -47,8 +49,13 @@ func Sweep(m *lab.Manager, l *spec.Lab, req bench.Request, sel bench.Selection) 
 		return nil, err
 	}
 	req.Lab, req.Traffic, req.Placement, req.Keep = l, t, "on", true
-	return bench.Sweep(context.Background(), m, req)
+	return bench.Sweep(stop, m, req)
 }
+
+// stop ends the sweeps early when Main's process gets SIGINT or SIGTERM,
+// so that Main destroys what they deployed: a lab under a temporary state
+// directory that a killed run left would be found by no one.
+var stop = context.Background()
 
 // Fail prints err as program prog's and exits 1.
 func Fail(prog string, err error) {
@@ -59,7 +66,8 @@ func Fail(prog string, err error) {
 // Main runs a benchmark program's body: it checks the privileges, reads
 // the lab, gives run a manager with a state directory of its own, then
 // destroys the lab run deployed and removes the directory, and exits with
-// run's code (1 also when the destroy fails).
+// run's code (1 also when the destroy fails). SIGINT or SIGTERM end run's
+// sweeps early (see stop); the destroy still happens.
 func Main(prog, file, letter string, run func(m *lab.Manager, l *spec.Lab) int) {
 	if err := lab.CheckPrivileges(); err != nil {
 		Fail(prog, err)
@@ -72,7 +80,10 @@ func Main(prog, file, letter string, run func(m *lab.Manager, l *spec.Lab) int) 
 	if err != nil {
 		Fail(prog, err)
 	}
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	stop = ctx
 	code := runDestroying(m, l, run)
+	cancel()
 	if _, err := m.Destroy(l.Name); err != nil {
 		fmt.Fprintf(os.Stderr, "%s: destroy: %v\n", prog, err)
 		code = 1
