@@ -36,7 +36,7 @@ func checkCommand(run func(context.Context, *checkOptions) error) *cli.Command {
 			topoFlag(),
 			&cli.DurationFlag{Name: "timeout", Value: time.Second, Usage: "wait per echo"},
 			&cli.IntFlag{Name: "tries", Value: 2, Usage: "echoes per pair until one answers"},
-			&cli.StringFlag{Name: "format", Value: "matrix", Usage: "matrix, list or json"},
+			&cli.StringFlag{Name: "format", Value: "matrix", Usage: "matrix, list or json ({pairs, differences, summary, ok})"},
 			&cli.DurationFlag{Name: "wait", Usage: "wait up to `DURATION` until every pair answers as the routes say and the nodes' routing tables have stopped changing, then print how long convergence took (labs whose routers run FRR or BIRD)"},
 			&cli.DurationFlag{Name: "settle", Value: 2 * time.Second, Usage: "with --wait: how long the routing tables must stay the same"},
 		},
@@ -74,7 +74,8 @@ func runCheck(ctx context.Context, o *checkOptions) error {
 	}
 	switch o.Format {
 	case "json":
-		if err := writeJSON(o.Out, pairs); err != nil {
+		out := checkJSON{Pairs: append(check.Pairs{}, pairs...), Differences: append([]lab.Difference{}, r.Differences...), Summary: summary, OK: !bad}
+		if err := writeJSON(o.Out, out); err != nil {
 			return err
 		}
 		if bad { // the summary goes where the JSON does not
@@ -93,6 +94,15 @@ func runCheck(ctx context.Context, o *checkOptions) error {
 		return cli.Exit("", 1) // said above, once
 	}
 	return nil
+}
+
+// checkJSON is check's JSON: every pair, where the kernels differ from
+// the file (findings, as the other formats list them), and the summary.
+type checkJSON struct {
+	Pairs       check.Pairs      `json:"pairs"`
+	Differences []lab.Difference `json:"differences"`
+	Summary     string           `json:"summary"`
+	OK          bool             `json:"ok"`
 }
 
 // writeDifferences lists where the deployed lab's kernels differ from the

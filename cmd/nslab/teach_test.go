@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -194,6 +195,17 @@ func TestPrivilegedHandRouteAndNothingToCheck(t *testing.T) {
 	code, out, errOut = c.run("check", file)
 	if code != 0 || !strings.Contains(out, diff) || !strings.Contains(out, "0 broken, 0 unexpectedly reachable") {
 		t.Errorf("check: code %d, %s\n%s", code, errOut, out)
+	}
+	// The JSON carries the same finding.
+	code, out, errOut = c.run("check", "--format", "json", file)
+	var got struct {
+		Pairs       []json.RawMessage `json:"pairs"`
+		Differences []struct{ Node, What string }
+		OK          bool `json:"ok"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); code != 0 || err != nil || !got.OK || len(got.Pairs) == 0 ||
+		!slices.ContainsFunc(got.Differences, func(d struct{ Node, What string }) bool { return d.Node+": "+d.What == diff }) {
+		t.Errorf("check --format json: code %d, %v, %s\n%s", code, err, errOut, out)
 	}
 	if code, out, errOut := c.run("validate", file); code != 0 || !strings.Contains(out, "the deployed lab's kernels give them one") {
 		t.Errorf("validate after the route: code %d, %s\n%s", code, errOut, out)
