@@ -71,7 +71,7 @@ func (pairs Pairs) WriteMatrix(w io.Writer, l *spec.Lab) {
 // WriteList writes one line per pair.
 func (pairs Pairs) WriteList(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "FROM\tTO\tHELD BY\tROUTES SAY\tRESULT")
+	fmt.Fprintln(tw, "FROM\tTO\tHELD BY\tEXPECTED\tRESULT") // by the routes, or by an expect: line (Why)
 	for _, p := range pairs {
 		say := "reachable"
 		switch {
