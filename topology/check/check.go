@@ -106,7 +106,7 @@ func Expected(l *spec.Lab) []Pair {
 // of the same FROM says. An interface without an address of that family
 // makes a pair that cannot be sent, which says so.
 func sourced(m *spec.Lab) []Pair {
-	lines := m.Sourced()
+	lines, addrs := m.Sourced(), m.Addresses()
 	var pairs []Pair
 	seen := map[string]bool{}
 	for _, first := range lines {
@@ -115,14 +115,14 @@ func sourced(m *spec.Lab) []Pair {
 			continue
 		}
 		seen[from.String()] = true
-		for _, o := range m.Addresses() {
+		for _, o := range addrs {
 			x, ok := lastCovering(lines, from, o)
 			if !ok || o.By.Node == from.Node {
 				continue
 			}
 			p := Pair{From: from.Node, FromInterface: from.Interface, To: o.Addr, Owner: o.By, Expect: x.Reach,
 				Why: fmt.Sprintf("the file's expect: says %q is %s", x.Line, map[bool]string{true: "reachable", false: "unreachable"}[x.Reach])}
-			if p.Source = sourceOf(m, from, o.Addr); !p.Source.IsValid() {
+			if p.Source = sourceOf(addrs, from, o.Addr); !p.Source.IsValid() {
 				p.SendErr = fmt.Sprintf("%s has no %s address to send from", from, family(o.Addr))
 			}
 			pairs = append(pairs, p)
@@ -143,9 +143,10 @@ func lastCovering(lines []spec.Expectation, from spec.Endpoint, o spec.Owned) (s
 	return found, ok
 }
 
-// sourceOf is the first address of the interface from of dst's family.
-func sourceOf(m *spec.Lab, from spec.Endpoint, dst netip.Addr) netip.Addr {
-	for _, o := range m.Addresses() {
+// sourceOf is the first of addrs that interface from holds in dst's
+// family.
+func sourceOf(addrs []spec.Owned, from spec.Endpoint, dst netip.Addr) netip.Addr {
+	for _, o := range addrs {
 		if o.By == from && o.Addr.Is4() == dst.Is4() {
 			return o.Addr
 		}
