@@ -92,7 +92,7 @@ func Expected(l *spec.Lab) []Pair {
 			p.Expect, p.Local, p.Why, p.Filtered = expect(m, n.Name, o.Addr)
 			if x, ok := m.Expect(n.Name, o.Addr, o.By); ok && !p.Local {
 				p.Expect, p.Filtered = x.Reach, false
-				p.Why = fmt.Sprintf("the file's expect: says %q is %s", x.Line, map[bool]string{true: "reachable", false: "unreachable"}[x.Reach])
+				p.Why = x.Says()
 			}
 			pairs = append(pairs, p)
 		}
@@ -121,7 +121,7 @@ func sourced(m *spec.Lab) []Pair {
 				continue
 			}
 			p := Pair{From: from.Node, FromInterface: from.Interface, To: o.Addr, Owner: o.By, Expect: x.Reach,
-				Why: fmt.Sprintf("the file's expect: says %q is %s", x.Line, map[bool]string{true: "reachable", false: "unreachable"}[x.Reach])}
+				Why: x.Says()}
 			if p.Source = sourceOf(addrs, from, o.Addr); !p.Source.IsValid() {
 				p.SendErr = fmt.Sprintf("%s has no %s address to send from", from, family(o.Addr))
 			}

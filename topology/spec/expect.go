@@ -36,6 +36,16 @@ func (e Expectation) Matches(node string, addr netip.Addr, owner Endpoint) bool 
 	return e.Covers(addr, owner)
 }
 
+// Says is the line as a reason: "the file's expect: says "h1 -> r5" is
+// unreachable".
+func (e Expectation) Says() string {
+	what := "unreachable"
+	if e.Reach {
+		what = "reachable"
+	}
+	return fmt.Sprintf("the file's expect: says %q is %s", e.Line, what)
+}
+
 // Covers reports whether TO covers addr, held by owner.
 func (e Expectation) Covers(addr netip.Addr, owner Endpoint) bool {
 	if e.pfx.IsValid() {
