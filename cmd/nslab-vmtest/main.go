@@ -339,6 +339,8 @@ export PATH=/` + toolsDir + `:/bin
 mount -t proc proc /proc
 /bin/busybox --install -s /bin 2>/dev/null
 mount -t sysfs sysfs /sys
+# cgroup v2 with the controllers node limits use, as a distribution's init mounts it
+mount -t cgroup2 cgroup2 /sys/fs/cgroup && echo '+cpu +memory +pids' > /sys/fs/cgroup/cgroup.subtree_control || echo "vmtest: no cgroup2"
 mount -t devtmpfs devtmpfs /dev
 ln -s /proc/self/fd /dev/fd; ln -s fd/0 /dev/stdin; ln -s fd/1 /dev/stdout; ln -s fd/2 /dev/stderr
 mount -t tmpfs tmpfs /run

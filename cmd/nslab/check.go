@@ -125,11 +125,11 @@ func (o *checkOptions) probe(ctx context.Context, r *lab.Running) (check.Pairs, 
 		pairs, err := check.Run(ctx, r, o.Options)
 		return pairs, check.Convergence{}, err
 	}
-	var deployed time.Time
+	var since check.Mark
 	if st, err := o.Manager.Recorded(o.Lab.Name); err == nil && st != nil {
-		deployed = st.Deployed
+		since = check.MarkOf(st)
 	}
-	pairs, conv, err := check.Converge(ctx, r, o.Options, o.Wait, o.Settle, deployed)
+	pairs, conv, err := check.Converge(ctx, r, o.Options, o.Wait, o.Settle, since)
 	if err != nil && pairs != nil {
 		pairs.WriteProblems(o.Out)
 	}

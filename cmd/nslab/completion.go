@@ -249,6 +249,13 @@ func operands(o *completeOptions, verb *cli.Command, pos []string) []string {
 		if len(pos) == 0 {
 			return interfacesOfDeployed(o.Manager)
 		}
+	case "node":
+		switch len(pos) {
+		case 0:
+			return []string{"stop", "start"}
+		case 1:
+			return nodesOfDeployed(o.Manager)
+		}
 	case "link":
 		switch len(pos) {
 		case 0:

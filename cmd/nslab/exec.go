@@ -46,6 +46,15 @@ func runExec(_ context.Context, o *execOptions) error {
 	if err != nil {
 		return err
 	}
+	// A node with limits: the command runs in its cgroup, as its
+	// services do.
+	g, err := o.Manager.NodeCgroup(o.Lab, o.Node)
+	if err == nil && g != nil {
+		err = g.JoinProcess()
+	}
+	if err != nil {
+		return err
+	}
 	// Only returns on failure; the command's exit code is ours.
 	return n.ExecIn(v, o.Command, os.Environ())
 }

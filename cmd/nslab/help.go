@@ -56,6 +56,17 @@ var verbHelp = map[string]struct {
 		[]string{"nslab impair ns2:veth2 --delay 20ms --loss 1%", "nslab impair ns2:veth2 --rate 10Mbit", "nslab impair ns2:veth2 --clear"}},
 	"link": {"Takes an interface of a deployed lab down (its link fails) or brings it up.",
 		[]string{"nslab link down r1:eth1", "nslab link up crs:ns2:veth2"}},
+	"apply": {"Makes a deployed lab what its edited file says, changing only what differs: the deployed lab's\n" +
+		"steps the file no longer has are taken back, the file's new ones made; what works on something made again\n" +
+		"(an address on a link made again, a service in a view made again) is made again with it, and a change only\n" +
+		"rebuilding a node takes back (an exec line, CPU placement) rebuilds that node. A failing step takes back\n" +
+		"what the apply did; a killed apply is finished by the next, or cleaned by destroy.",
+		[]string{"nslab apply examples/client-router-server.yaml", "nslab apply --dry-run lab.yaml"}},
+	"node": {"Stops a node of a deployed lab as a router fails: its links go down at both ends and every process in\n" +
+		"it stops (services, routing daemons); its interfaces, addresses, files and limits stay. start brings the links up\n" +
+		"(but towards nodes stopped too), puts the file's routes through them back, and starts its daemons and services\n" +
+		"again. inspect, top and web show it stopped meanwhile.",
+		[]string{"nslab node stop r1", "nslab node start crs:r1"}},
 	"top": {"Shows a deployed lab live in the terminal, refreshed every --interval: each interface's rx and tx\n" +
 		"pps, Mb/s and drops (its qdisc's apart), each CPU's busy, softirq and steal shares and backlog drops, and\n" +
 		"each node that forwards, discards or tracks connections; and the bench that runs on the lab, from another\n" +

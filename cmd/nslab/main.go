@@ -93,8 +93,8 @@ func run(args []string) int {
 
 // commands are nslab's verbs, each with its real run function.
 func commands() []*cli.Command {
-	return []*cli.Command{deployCommand(nil), destroyCommand(nil), inspectCommand(nil), execCommand(nil), validateCommand(nil), benchCommand(nil),
-		compareCommand(nil), graphCommand(nil), pathCommand(nil), checkCommand(nil), impairCommand(nil), linkCommand(nil), captureCommand(nil),
+	return []*cli.Command{deployCommand(nil), applyCommand(nil), destroyCommand(nil), inspectCommand(nil), execCommand(nil), validateCommand(nil), benchCommand(nil),
+		compareCommand(nil), graphCommand(nil), pathCommand(nil), checkCommand(nil), impairCommand(nil), linkCommand(nil), nodeCommand(nil), captureCommand(nil),
 		topCommand(nil), webCommand(nil), metricsCommand(nil), generateCommand(nil), exportCommand(nil), importCommand(nil), schemaCommand(nil), completionCommand(nil), gendocsCommand(nil), completeCommand(nil)}
 }
 
@@ -129,7 +129,7 @@ func flagWords(err error) string {
 
 // operandsFirst are the verbs whose operands may come before their
 // options, as tc and ip are written (nslab impair ns2:eth1 --delay 50ms).
-var operandsFirst = map[string]bool{"impair": true, "link": true, "capture": true, "generate": true, "export": true, "compare": true,
+var operandsFirst = map[string]bool{"impair": true, "link": true, "node": true, "capture": true, "generate": true, "export": true, "compare": true,
 	"top": true, "web": true, "metrics": true}
 
 // commandAt is the index of the verb in args, after the global options

@@ -135,6 +135,7 @@ func TestPrivilegedOSPFRing(t *testing.T) {
 		t.Errorf("inspect: want every ospfd running and 8 full adjacencies:\n%s", out)
 	}
 
+	nodeStopStart(t, c, file, name)
 	failover(t, c, file)
 
 	if code, out, errOut := c.run("destroy", "--name", name); code != 0 {
@@ -142,6 +143,62 @@ func TestPrivilegedOSPFRing(t *testing.T) {
 	}
 	if left := leftOf(t, c, name, nodes...); left != "" {
 		t.Errorf("left after destroy: %s", left)
+	}
+}
+
+// nodeStopStart stops r2, the middle router of the path h1 -> h2: inspect
+// and top say it is stopped, check --wait measures the convergence round
+// it (by r4), start brings the first path back, and a bench that stops
+// and starts it measures the outage and ends on the first path.
+func nodeStopStart(t *testing.T, c *runner, file, name string) {
+	t.Helper()
+	pathVia := func(router string) bool {
+		_, out, _ := c.run("path", file, "h1", "10.3.0.1")
+		return strings.Contains(out, "\n"+router+" ")
+	}
+	if code, out, errOut := c.run("node", "stop", "r2"); code != 0 || !strings.Contains(out, name+":r2 stopped") {
+		t.Fatalf("node stop r2: %d %s %s", code, out, errOut)
+	}
+	if _, out, _ := c.run("inspect", "--name", name); !strings.Contains(out, "node r2 is STOPPED") {
+		t.Errorf("inspect does not say r2 is stopped:\n%s", out)
+	}
+	if _, out, _ := c.run("top", "--once", "--format", "json", "--interval", "200ms", name); !strings.Contains(out, `"stopped": true`) {
+		t.Errorf("top --once does not say r2 is stopped:\n%s", out)
+	}
+	code, out, errOut := c.run("check", "--wait", "40s", file)
+	if code != 0 || !strings.Contains(out, "0 broken") || !strings.Contains(out, "after node r2 stopped") {
+		t.Fatalf("check --wait after r2 stopped: %d\n%s\n%s", code, out, errOut)
+	}
+	t.Logf("r2 stopped: %s", lastLine(out))
+	if !pathVia("r4") || pathVia("r2") {
+		t.Errorf("with r2 stopped the path does not go by r4")
+	}
+	if code, out, errOut := c.run("node", "start", "r2"); code != 0 {
+		t.Fatalf("node start r2: %d %s %s", code, out, errOut)
+	}
+	code, out, errOut = c.run("check", "--wait", "40s", file)
+	if code != 0 || !strings.Contains(out, "0 broken") || !strings.Contains(out, "after node r2 started") {
+		t.Fatalf("check --wait after r2 started: %d\n%s\n%s", code, out, errOut)
+	}
+	t.Logf("r2 started: %s", lastLine(out))
+	if !pathVia("r2") {
+		t.Errorf("with r2 started the first path (by r2) is not back")
+	}
+	code, out, errOut = c.run("bench", "-q", "--format", "json", "--duration", "6s", "--event", "1s:stop:r2", "--event", "3s:start:r2", file)
+	if code != 0 {
+		t.Fatalf("bench --event stop/start: %d %s %s", code, out, errOut)
+	}
+	var rep report.Report
+	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Failover == nil {
+		t.Fatalf("bench --event: no failover in the report (%v):\n%s", err, out)
+	}
+	f := rep.Failover
+	t.Logf("r2 stopped and started under traffic: %d lost, loss-derived outage %v, longest gap %v", f.Lost, f.LossOutage, f.GapOutage)
+	if len(f.Events) != 2 || f.Events[0].Err != "" || f.Events[1].Err != "" || f.Events[0].What != "stop node r2" {
+		t.Errorf("events: %+v", f.Events)
+	}
+	if f.Lost == 0 || f.Rerouted || !strings.Contains(strings.Join(f.PathAfter, " "), "r2:") {
+		t.Errorf("want packets lost and the run to end on the first path: lost %d, after %v", f.Lost, f.PathAfter)
 	}
 }
 

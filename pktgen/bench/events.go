@@ -20,15 +20,15 @@ import (
 
 // Events are changes made to the running lab while the traffic runs (a
 // failover test: RFC 6412/6413): a link taken down or up, an impairment
-// set or cleared, each at a moment after the sending starts. The report's
-// Failover says what they did.
+// set or cleared, a node stopped or started, each at a moment after the
+// sending starts. The report's Failover says what they did.
 
 // Event is one change at a moment of a run.
 type Event struct {
 	At     time.Duration // from the start of sending
-	Action string        // down, up, impair or clear
-	Where  spec.Endpoint
-	Impair *spec.Impair // for impair
+	Action string        // down, up, impair, clear, stop or start
+	Where  spec.Endpoint // for stop and start, the node alone
+	Impair *spec.Impair  // for impair
 	text   string
 }
 
@@ -37,12 +37,20 @@ func (e Event) String() string { return e.text }
 
 // ParseEvent reads TIME:down:NODE:IF, TIME:up:NODE:IF,
 // TIME:impair:NODE:IF:KEY=VALUE,... (delay, jitter, loss, duplicate,
-// reorder, corrupt, rate, limit, as nslab impair's flags) or
-// TIME:clear:NODE:IF.
+// reorder, corrupt, rate, limit, as nslab impair's flags),
+// TIME:clear:NODE:IF, TIME:stop:NODE or TIME:start:NODE (as nslab node
+// stop and start).
 func ParseEvent(s string) (Event, error) {
 	parts := strings.SplitN(s, ":", 5)
+	if len(parts) == 3 && (parts[1] == "stop" || parts[1] == "start") {
+		at, err := time.ParseDuration(parts[0])
+		if err != nil || at < 0 {
+			return Event{}, fmt.Errorf("event %q: %q is not a time from the start of sending (2s, 1500ms)", s, parts[0])
+		}
+		return Event{At: at, Action: parts[1], Where: spec.Endpoint{Node: parts[2]}, text: s}, nil
+	}
 	if len(parts) < 4 {
-		return Event{}, fmt.Errorf("event %q: write TIME:down|up|impair|clear:NODE:IF (2s:down:r1:eth1)", s)
+		return Event{}, fmt.Errorf("event %q: write TIME:down|up|impair|clear:NODE:IF (2s:down:r1:eth1) or TIME:stop|start:NODE (2s:stop:r1)", s)
 	}
 	at, err := time.ParseDuration(parts[0])
 	if err != nil || at < 0 {
@@ -50,6 +58,8 @@ func ParseEvent(s string) (Event, error) {
 	}
 	e := Event{At: at, Action: parts[1], Where: spec.Endpoint{Node: parts[2], Interface: parts[3]}, text: s}
 	switch e.Action {
+	case "stop", "start":
+		return Event{}, fmt.Errorf("event %q: %s takes a node alone: %s:%s:%s", s, e.Action, parts[0], e.Action, parts[2])
 	case "down", "up", "clear":
 		if len(parts) == 5 {
 			return Event{}, fmt.Errorf("event %q: %s takes no settings", s, e.Action)
@@ -62,7 +72,7 @@ func ParseEvent(s string) (Event, error) {
 			return Event{}, fmt.Errorf("event %q: %w", s, err)
 		}
 	default:
-		return Event{}, fmt.Errorf("event %q: %q is not down, up, impair or clear", s, e.Action)
+		return Event{}, fmt.Errorf("event %q: %q is not down, up, impair, clear, stop or start", s, e.Action)
 	}
 	return e, nil
 }
@@ -93,6 +103,11 @@ func CheckEvents(l *spec.Lab, events []Event) error {
 		switch {
 		case n == nil:
 			return fmt.Errorf("event %s: no node %s", e, e.Where.Node)
+		case e.Where.Interface == "" && n.Segment:
+			return fmt.Errorf("event %s: %s is a segment (a switch), not a node: stop the nodes on it", e, e.Where.Node)
+		case e.Where.Interface == "" && !l.Local(e.Where.Node):
+			return fmt.Errorf("event %s: %s is on another host", e, e.Where.Node)
+		case e.Where.Interface == "":
 		case n.Interface(e.Where.Interface) == nil:
 			return fmt.Errorf("event %s: node %s has no interface %s", e, e.Where.Node, e.Where.Interface)
 		case !l.Local(e.Where.Node):
@@ -104,9 +119,13 @@ func CheckEvents(l *spec.Lab, events []Event) error {
 
 // apply makes event e on running lab r.
 //
-// Equivalent to: ip -n NS link set IF down|up; nslab impair NODE:IF ...
-func (e Event) apply(r *lab.Running) error {
+// Equivalent to: ip -n NS link set IF down|up; nslab impair NODE:IF ...; nslab node stop|start NODE
+func (e Event) apply(ctx context.Context, r *lab.Running) error {
 	switch e.Action {
+	case "stop":
+		return r.StopNode(e.Where.Node)
+	case "start":
+		return r.StartNode(ctx, e.Where.Node)
 	case "down":
 		return r.SetLink(e.Where, false)
 	case "up":
@@ -132,6 +151,9 @@ func schedule(ctx context.Context, r *lab.Running, events []Event) func() []repo
 		defer wg.Done()
 		for i, e := range events {
 			out[i] = report.Event{What: e.Action + " " + e.Where.String(), At: e.At, Applied: -1}
+			if e.Where.Interface == "" {
+				out[i].What = e.Action + " node " + e.Where.Node
+			}
 			if e.Impair != nil {
 				out[i].What += " " + e.Impair.String()
 			}
@@ -143,7 +165,7 @@ func schedule(ctx context.Context, r *lab.Running, events []Event) func() []repo
 			case <-time.After(time.Until(start.Add(e.At))):
 			}
 			out[i].Applied = time.Since(start)
-			if err := e.apply(r); err != nil {
+			if err := e.apply(ctx, r); err != nil {
 				out[i].Err = err.Error()
 			}
 		}
@@ -366,7 +388,7 @@ func awaitRouting(ctx context.Context, r *lab.Running, wait time.Duration, progr
 	if wait <= 0 {
 		wait = DefaultRoutingWait
 	}
-	pairs, conv, err := check.Converge(ctx, r, check.Options{Timeout: 300 * time.Millisecond, Tries: 1}, wait, routingSettle, time.Time{})
+	pairs, conv, err := check.Converge(ctx, r, check.Options{Timeout: 300 * time.Millisecond, Tries: 1}, wait, routingSettle, check.Mark{})
 	if err != nil {
 		return fmt.Errorf("the lab's routing daemons have not converged: %w (wait longer with --wait, or see nslab check)", err)
 	}

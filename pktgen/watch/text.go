@@ -42,15 +42,19 @@ func (v *View) writeNodes(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	header := false
 	for _, n := range v.Nodes {
-		if n.ForwardedPPS == 0 && n.Discards == 0 && n.Conntrack == nil {
+		if n.ForwardedPPS == 0 && n.Discards == 0 && n.Conntrack == nil && !n.Stopped {
 			continue
 		}
 		if !header {
 			fmt.Fprintln(w)
-			fmt.Fprintln(tw, "NODE\tFORWARDED PPS\tIP DISCARDS\tCPUS\tBUSY %\tCONNTRACK\t")
+			fmt.Fprintln(tw, "NODE\tSTATE\tFORWARDED PPS\tIP DISCARDS\tCPUS\tBUSY %\tCONNTRACK\t")
 			header = true
 		}
-		fmt.Fprintf(tw, "%s\t%.0f\t%d\t%s\t%.1f\t%s\t\n", n.Node, n.ForwardedPPS, n.Discards, n.CPUs, n.Busy, conntrackText(n.Conntrack))
+		state := "running"
+		if n.Stopped {
+			state = "STOPPED"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%.0f\t%d\t%s\t%.1f\t%s\t\n", n.Node, state, n.ForwardedPPS, n.Discards, n.CPUs, n.Busy, conntrackText(n.Conntrack))
 	}
 	tw.Flush()
 }

@@ -58,6 +58,9 @@ type Node struct {
 	// theirs; unplaced, it runs on whichever CPU sends to it, and Busy is
 	// every CPU's average, which says nothing of this node.
 	Placed bool `json:"placed"`
+	// Stopped: nslab node stop stopped the node (its links down, its
+	// processes stopped).
+	Stopped bool `json:"stopped,omitempty"`
 }
 
 // conntrackShown are the conntrack statistics a view shows: entries is a
@@ -78,7 +81,9 @@ func (w *Lab) Delta(a, b *Snapshot) *View {
 		x, okA := a.Nodes[n.Name]
 		y, okB := b.Nodes[n.Name]
 		if okA && okB {
-			v.Nodes = append(v.Nodes, w.node(n.Name, x, y, v))
+			node := w.node(n.Name, x, y, v)
+			node.Stopped = b.Stopped[n.Name]
+			v.Nodes = append(v.Nodes, node)
 		}
 	}
 	return v

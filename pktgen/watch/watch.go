@@ -105,9 +105,16 @@ func (w *Lab) Close() {
 
 // Present reports whether the lab is still deployed as it was when
 // opened: a destroyed or redeployed lab is not.
-func (w *Lab) Present() bool {
+func (w *Lab) Present() bool { return w.recorded() != nil }
+
+// recorded is the lab's state while it is deployed as it was when
+// opened, nil when it is not.
+func (w *Lab) recorded() *lab.State {
 	st, err := w.m.Recorded(w.Name)
-	return err == nil && st.Started.Equal(w.started)
+	if err != nil || !st.Started.Equal(w.started) {
+		return nil
+	}
+	return st
 }
 
 // NodeCounters are one node's IP MIB and connection tracking statistics
@@ -124,7 +131,8 @@ type Snapshot struct {
 	CPU        map[int][]uint64
 	Softnet    map[int][]uint64
 	Nodes      map[string]NodeCounters
-	Bench      *BenchStatus // nil: no bench has run on the lab since it was deployed
+	Stopped    map[string]bool // the nodes nslab node stop stopped
+	Bench      *BenchStatus    // nil: no bench has run on the lab since it was deployed
 }
 
 // ErrGone is returned by Read once the lab is no longer deployed; the
@@ -134,7 +142,8 @@ var ErrGone = errors.New("the lab is no longer deployed")
 // Read takes a snapshot. The interfaces first, then the machine, then the
 // nodes, so that an interval's rates and CPU use cover the same time.
 func (w *Lab) Read() (*Snapshot, error) {
-	if w.run == nil || !w.Present() {
+	st := w.recorded()
+	if w.run == nil || st == nil {
 		w.Close()
 		return nil, fmt.Errorf("lab %s: %w", w.Name, ErrGone)
 	}
@@ -148,7 +157,10 @@ func (w *Lab) Read() (*Snapshot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lab %s: %w", w.Name, err)
 	}
-	s := &Snapshot{Time: time.Now(), Interfaces: smp, CPU: kstat.CPUTimes(), Softnet: kstat.Softnet(), Nodes: map[string]NodeCounters{}}
+	s := &Snapshot{Time: time.Now(), Interfaces: smp, CPU: kstat.CPUTimes(), Softnet: kstat.Softnet(), Nodes: map[string]NodeCounters{}, Stopped: map[string]bool{}}
+	for _, x := range st.Stopped {
+		s.Stopped[x.Node] = true
+	}
 	for _, n := range w.Spec.Nodes {
 		node := w.run.Node(n.Name)
 		if node == nil {

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/nslab/nslab/topology/cgroup"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/vishvananda/netlink"
@@ -155,6 +156,7 @@ func (m *Manager) preflight(lab *spec.Lab) error {
 	problems = append(problems, checkKinds(lab)...)
 	problems = append(problems, checkNetfilter(lab)...)
 	problems = append(problems, checkTunnels(lab)...)
+	problems = append(problems, checkLimits(lab)...)
 	if p := ensureFiles(len(lab.Nodes)); p != "" {
 		problems = append(problems, p)
 	}
@@ -189,7 +191,7 @@ func ensureFiles(nodes int) string {
 func (m *Manager) rollback(d *deployer, st *State) error {
 	// Services stop, and VFs go back to the host, before their namespaces go.
 	_, err := stopServices(st.Lab, st)
-	errs := []error{err, m.removeViews(st.Lab), m.restoreSRIOV(st)}
+	errs := []error{err, cgroup.Remove(labCgroups(st.Lab, st)), m.removeViews(st.Lab), m.restoreSRIOV(st)}
 	// A VXLAN interface goes before its namespace: one left in a namespace
 	// the kernel tears down in the background keeps its VNI taken.
 	for _, r := range st.Tunnels {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/nslab/nslab/topology/cgroup"
+	"github.com/nslab/nslab/topology/nlsafe"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/vishvananda/netlink"
@@ -21,6 +23,7 @@ type deployer struct {
 	creator  *ns.Creator
 	proc     *ns.ProcWriter             // writes /proc/sys (see ns.ProcWriter), from setUpNamespace and node settings
 	views    *ns.ViewMaker              // makes the nodes' views, started at first use
+	cgroups  *cgroup.Hierarchy          // the host's, found at first use (limits:)
 	hosts    string                     // the lab's hosts file, shared by the views, once written
 	inodes   map[string]uint64          // node -> its namespace's inode, for the state
 	handles  map[string]*netlink.Handle // node -> rtnetlink handle inside it
@@ -83,7 +86,23 @@ func (d *deployer) close() {
 	clear(d.inodes)
 }
 
-// link returns a netlink link value for an interface created by this deploy.
+// link returns a netlink link value for an interface of the lab.
 func (d *deployer) link(node, name string) netlink.Link {
-	return &netlink.Device{LinkAttrs: netlink.LinkAttrs{Index: d.index[spec.Endpoint{Node: node, Interface: name}], Name: name}}
+	return &netlink.Device{LinkAttrs: netlink.LinkAttrs{Index: d.ifindex(node, name), Name: name}}
+}
+
+// ifindex is the index of interface name in node: the one this deploy
+// created it with, or, for one it found there (apply), the kernel's (0
+// when it has none).
+func (d *deployer) ifindex(node, name string) int {
+	ep := spec.Endpoint{Node: node, Interface: name}
+	if i, ok := d.index[ep]; ok || name == "" {
+		return i
+	}
+	if h := d.handles[node]; h != nil {
+		if l, err := nlsafe.LinkByName(h, name); err == nil {
+			d.index[ep] = l.Attrs().Index
+		}
+	}
+	return d.index[ep]
 }

@@ -170,7 +170,7 @@ func inParallel(plan []removal, rep *DestroyReport) []error {
 // the state file. st is the lab's state (nil when there is none); l, the
 // lab's file, only gives the script its VF lines when there is no state.
 func (m *Manager) removals(labName string, st *State, records []NSRecord, l *spec.Lab) []removal {
-	plan := []removal{stopRemoval(labName, st, records, l), m.viewRemoval(labName)}
+	plan := []removal{stopRemoval(labName, st, records, l), cgroupRemoval(labName, st), m.viewRemoval(labName)}
 	nsNames := map[string]string{}
 	for _, r := range records {
 		nsNames[r.Node] = r.Name

@@ -92,6 +92,11 @@ type NodeInfo struct {
 	Netfilter *NetfilterInfo `json:"netfilter,omitempty"`
 	// Routing is the node's routing daemons (frr:, bird:); nil: none.
 	Routing *RoutingInfo `json:"routing,omitempty"`
+	// Limits is the node's use against its limits (limits:); nil: none.
+	Limits *LimitsInfo `json:"limits,omitempty"`
+	// Stopped: nslab node stop stopped the node, at StoppedSince.
+	Stopped      bool      `json:"stopped,omitempty"`
+	StoppedSince time.Time `json:"stopped_since,omitzero"`
 }
 
 // NetfilterInfo is a node's nslab nftables table: its chains, and its
@@ -188,6 +193,8 @@ func (m *Manager) Inspect(labName string) (*LabInfo, error) {
 		if n := l.Node(rec.Node); n != nil && ni.Error == "" {
 			ni.Routing = m.inspectRouting(st.Lab, n, rec.Name)
 		}
+		ni.Limits = inspectLimits(st, rec.Node, st.Started)
+		ni.StoppedSince, ni.Stopped = st.stoppedAt(rec.Node)
 		for i := range st.Placement {
 			if st.Placement[i].Node == rec.Node {
 				ni.Placement = &st.Placement[i]

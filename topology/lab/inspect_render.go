@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"text/tabwriter"
@@ -56,10 +57,12 @@ func (info *LabInfo) WriteTable(w io.Writer) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
+	printStopped(w, info)
 	printQueues(w, info)
 	printImpairments(w, info)
 	printNetfilter(w, info)
 	printServices(w, info)
+	printLimits(w, info)
 	printRouting(w, info)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tFORWARDING\tTABLE\tROUTE\tVIA\tDEV\tMETRIC\tPROTO")
@@ -293,6 +296,18 @@ func printRouting(w io.Writer, info *LabInfo) {
 	}
 	tw.Flush()
 	if any {
+		fmt.Fprintln(w)
+	}
+}
+
+// printStopped lists the nodes nslab node stop stopped.
+func printStopped(w io.Writer, info *LabInfo) {
+	for _, n := range info.Nodes {
+		if n.Stopped {
+			fmt.Fprintf(w, "node %s is STOPPED since %s: its links are down at both ends, its processes stopped (nslab node start %s)\n", n.Node, n.StoppedSince.Local().Format(time.DateTime), n.Node)
+		}
+	}
+	if slices.ContainsFunc(info.Nodes, func(n NodeInfo) bool { return n.Stopped }) {
 		fmt.Fprintln(w)
 	}
 }

@@ -38,11 +38,18 @@ func learnedProtocol(p netlink.RouteProtocol) bool {
 // namespace (through each node's handle).
 func (r *Running) Learn() error {
 	r.Differences = nil
+	stopped := map[string]bool{}
+	if st, err := r.m.Recorded(r.Lab.Name); err == nil {
+		for _, s := range st.Stopped {
+			stopped[s.Node] = true
+		}
+	}
 	for _, n := range r.Lab.Model().Nodes {
 		node := r.nodes[n.Name]
 		if node == nil {
 			continue
 		}
+		n.Stopped = stopped[n.Name]
 		names, err := learnLinks(node.Handle, n)
 		if err != nil {
 			return fmt.Errorf("read the addresses of %s: %w", n.Name, err)

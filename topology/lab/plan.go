@@ -13,6 +13,18 @@ type Step struct {
 	Name  string
 	shell func() []string // the same change as iproute2/sysctl commands (see DeployScript)
 	do    func(d *deployer) error
+	// What apply compares and takes back (see apply.go): key names the
+	// change (default: Name and the shell lines); makes are the objects
+	// it creates and needs those it works on: "N" node N's namespace,
+	// "N:IF" an interface, "N:*" every interface of N, "N/view" its
+	// view, "N/cgroup" its cgroup, "N/procs" its processes. undo takes
+	// the change back on a running lab, treating what is gone already as
+	// taken back; with undo nil, only rebuilding the nodes of needs does
+	// (unless noUndo: nothing to take back).
+	key          string
+	makes, needs []string
+	undo         func(d *deployer) error
+	noUndo       bool
 }
 
 // Shell returns the step as iproute2/sysctl commands (see DeployScript).
@@ -27,8 +39,8 @@ type stepKind func(l *spec.Lab, sysfs string) []Step
 // (macvlan, VLAN, bond, VRF), bridges, per-node settings, addresses, the
 // wait for links to be up, CPU placement, impairments, routes, policy
 // routing rules, NAT and firewall, the nodes' views (their own mounts and
-// hostname), one-shot commands, routing daemons, services.
-var kinds = []stepKind{namespaceSteps, sriovSteps, vethSteps, tunnelSteps, madeSteps, bridgeSteps, nodeSettingSteps, addressSteps, waitSteps, placementSteps, impairSteps, routeSteps, ruleSteps, netfilterSteps, viewSteps, execSteps, routingSteps, serviceSteps}
+// hostname), their cgroups (limits:), one-shot commands, routing daemons, services.
+var kinds = []stepKind{namespaceSteps, sriovSteps, vethSteps, tunnelSteps, madeSteps, bridgeSteps, nodeSettingSteps, addressSteps, waitSteps, placementSteps, impairSteps, routeSteps, ruleSteps, netfilterSteps, viewSteps, limitSteps, execSteps, routingSteps, serviceSteps}
 
 // Plan returns the steps that deploy lab, in order.
 func Plan(lab *spec.Lab) []Step { return planFor(lab, "") }

@@ -56,10 +56,14 @@ func alive(pid int, start uint64) bool {
 
 // markedProcesses lists the processes whose environment carries lab
 // labName's service mark, with their start times.
-func markedProcesses(labName string) map[int]uint64 {
+func markedProcesses(labName string) map[int]uint64 { return markedWith(labName + "/") }
+
+// markedWith lists the processes whose service mark starts with prefix
+// (LAB/: a lab's; LAB/NODE/: a node's), with their start times.
+func markedWith(prefix string) map[int]uint64 {
 	out := map[int]uint64{}
 	ents, _ := os.ReadDir("/proc") // unreadable /proc: nothing found
-	mark := []byte(serviceEnv + "=" + labName + "/")
+	mark := []byte(serviceEnv + "=" + prefix)
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil || pid == os.Getpid() {

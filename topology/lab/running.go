@@ -18,6 +18,7 @@ import (
 type Running struct {
 	Lab   *spec.Lab
 	Dir   string // where the lab's namespaces are named (/run/netns)
+	m     *Manager
 	nodes map[string]*Node
 	// borrowed: the nodes are another Running's (see As).
 	borrowed bool
@@ -45,7 +46,7 @@ var ErrNotPresent = errors.New("the lab is not deployed here")
 // carries this lab's marker, and opens a netlink handle inside each. It
 // runs in the caller's namespace. The caller closes the result.
 func (m *Manager) Open(l *spec.Lab) (*Running, error) {
-	r := &Running{Lab: l, Dir: m.netnsDir(), nodes: map[string]*Node{}}
+	r := &Running{Lab: l, Dir: m.netnsDir(), m: m, nodes: map[string]*Node{}}
 	for _, n := range l.Nodes {
 		node, err := m.openNode(l, n.Name)
 		if err != nil {
@@ -88,7 +89,7 @@ func (r *Running) Node(name string) *Node { return r.nodes[name] }
 // same namespaces and handles, which r keeps and closes; As's Close does
 // nothing.
 func (r *Running) As(l *spec.Lab) *Running {
-	return &Running{Lab: l, Dir: r.Dir, nodes: r.nodes, borrowed: true}
+	return &Running{Lab: l, Dir: r.Dir, m: r.m, nodes: r.nodes, borrowed: true}
 }
 
 // Close releases every handle and namespace.

@@ -47,6 +47,18 @@ type State struct {
 	// Tunnels are its VXLAN interfaces, recorded before they are made.
 	Host    string         `json:"host,omitempty"`
 	Tunnels []TunnelRecord `json:"tunnels,omitempty"`
+	// Cgroups are the directories of the nodes' cgroups (limits:), the
+	// lab's first, recorded before they are made.
+	Cgroups []string `json:"cgroups,omitempty"`
+	// Stopped are the nodes nslab node stop stopped (see StopNode),
+	// recorded before they stop.
+	Stopped []StoppedNode `json:"stopped,omitempty"`
+	// LastChange is the last stop or start of a node, what check --wait
+	// measures convergence from.
+	LastChange *LabChange `json:"last_change,omitempty"`
+	// Applying is an apply under way, recorded before it changes
+	// anything (see Apply); nil: none.
+	Applying *ApplyRecord `json:"applying,omitempty"`
 	// Variant is the variant applied to the lab (see ApplyVariant), with
 	// what it overwrote; nil: the lab is as deployed.
 	Variant *VariantRecord `json:"variant,omitempty"`

@@ -19,6 +19,8 @@ func addressSteps(l *spec.Lab, _ string) []Step {
 			Name:  fmt.Sprintf("add address %s to %s:%s", a, n.Name, dev),
 			shell: func() []string { return []string{shAddress(l, n, dev, a)} },
 			do:    func(d *deployer) error { return d.addAddress(n, dev, a) },
+			needs: []string{n.Name + ":" + dev},
+			undo:  func(d *deployer) error { return d.delAddress(n, dev, a) },
 		})
 	}
 	for _, n := range l.Nodes {

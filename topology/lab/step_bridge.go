@@ -22,6 +22,9 @@ func bridgeSteps(l *spec.Lab, _ string) []Step {
 				Name:  fmt.Sprintf("create bridge %s:%s with ports %s", n.Name, b.Name, strings.Join(b.Ports, ", ")),
 				shell: func() []string { return shBridge(l, n, b) },
 				do:    func(d *deployer) error { return d.createBridge(n, b) },
+				makes: []string{n.Name + ":" + b.Name},
+				needs: append(interfacesOf(n.Name, b.Ports), n.Name),
+				undo:  func(d *deployer) error { return d.deleteLink(n.Name, b.Name) },
 			})
 		}
 	}

@@ -22,6 +22,8 @@ func impairSteps(l *spec.Lab, _ string) []Step {
 				Name:  fmt.Sprintf("impair %s:%s (%s %s)", n.Name, i.Name, i.Impair.Qdisc(), i.Impair),
 				shell: func() []string { return []string{qdisc.Shell(l.Namespace(n.Name), i.Name, i.Impair, mtuOf(i))} },
 				do:    func(d *deployer) error { return d.impair(n, i) },
+				needs: []string{n.Name + ":" + i.Name},
+				undo:  func(d *deployer) error { return d.clearImpair(n, i) },
 			})
 		}
 	}
@@ -41,7 +43,7 @@ func mtuOf(i *spec.Interface) int {
 //
 // Equivalent to: tc -n NS qdisc replace dev IF root handle 1: netem|tbf ...
 func (d *deployer) impair(n *spec.Node, i *spec.Interface) error {
-	link, err := d.handles[n.Name].LinkByIndex(d.index[spec.Endpoint{Node: n.Name, Interface: i.Name}])
+	link, err := d.handles[n.Name].LinkByIndex(d.ifindex(n.Name, i.Name))
 	if err != nil {
 		return fmt.Errorf("find %s:%s: %w", n.Name, i.Name, err)
 	}

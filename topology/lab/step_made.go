@@ -27,6 +27,9 @@ func madeSteps(l *spec.Lab, _ string) []Step {
 				Name:  fmt.Sprintf("create %s %s:%s of %s", i.Kind, n.Name, i.Name, strings.Join(i.Lower(), ", ")),
 				shell: func() []string { return shMade(l, n, i) },
 				do:    func(d *deployer) error { return d.createMade(n, i) },
+				makes: []string{n.Name + ":" + i.Name},
+				needs: interfacesOf(n.Name, i.Lower()),
+				undo:  func(d *deployer) error { return d.deleteLink(n.Name, i.Name) },
 			})
 		}
 	}
@@ -47,7 +50,7 @@ var kernelOption = map[spec.Kind][2]string{
 // Equivalent to the lines of shMade.
 func (d *deployer) createMade(n *spec.Node, i *spec.Interface) error {
 	h := d.handles[n.Name]
-	link := madeLink(i, func(name string) int { return d.index[spec.Endpoint{Node: n.Name, Interface: name}] })
+	link := madeLink(i, func(name string) int { return d.ifindex(n.Name, name) })
 	if err := h.LinkAdd(link); err != nil {
 		opt := kernelOption[i.Kind]
 		return fmt.Errorf("create %s %s:%s: %w%s", i.Kind, n.Name, i.Name, err, missingKind(err, i.Kind.String(), opt[0], opt[1]))

@@ -24,6 +24,8 @@ func namespaceSteps(l *spec.Lab, _ string) []Step {
 			Name:  fmt.Sprintf("create namespace %s (node %s: %s)", l.Namespace(n.Name), n.Name, strings.Join(what, ", ")),
 			shell: func() []string { return shNamespace(l, n) },
 			do:    func(d *deployer) error { return d.createNamespace(n) },
+			makes: []string{n.Name},
+			undo:  func(d *deployer) error { return d.removeNode(n.Name) },
 		})
 	}
 	return steps

@@ -23,6 +23,10 @@ func netfilterSteps(l *spec.Lab, _ string) []Step {
 			do: func(d *deployer) error {
 				return d.inNS(n.Name, func(x *ns.NS) error { return netfilter.Apply(x.Fd(), l.Name, n) })
 			},
+			needs: []string{n.Name},
+			undo: func(d *deployer) error {
+				return d.inNS(n.Name, func(x *ns.NS) error { return netfilter.Remove(x.Fd()) })
+			},
 		})
 	}
 	return steps

@@ -42,6 +42,7 @@ func placementSteps(l *spec.Lab, _ string) []Step {
 			Name:  fmt.Sprintf("place node %s's receive work on cpu %s (%s on %s)", n.Name, n.CPUs, receiveMode(n), strings.Join(ifaces, ", ")),
 			shell: func() []string { return shPlacement(l, n, ifaces) },
 			do:    func(d *deployer) error { return d.placeNode(n, ifaces) },
+			needs: []string{n.Name + ":*"}, // taken back by rebuilding the node
 		})
 	}
 	return steps

@@ -18,6 +18,8 @@ func routeSteps(l *spec.Lab, _ string) []Step {
 				Name:  fmt.Sprintf("add route %s in %s", r, n.Name),
 				shell: func() []string { return []string{shRoute(l, n, r)} },
 				do:    func(d *deployer) error { return d.addRoute(n, r) },
+				needs: []string{n.Name + ":*"},
+				undo:  func(d *deployer) error { return d.delRoute(n, r) },
 			})
 		}
 	}
@@ -28,7 +30,7 @@ func routeSteps(l *spec.Lab, _ string) []Step {
 //
 // Equivalent to: ip -n NS route add TO [via GW] [dev IF] [metric M] [table T]
 func (d *deployer) addRoute(n *spec.Node, r *spec.Route) error {
-	route := netlinkRoute(r, d.index[spec.Endpoint{Node: n.Name, Interface: r.Dev}])
+	route := netlinkRoute(r, d.ifindex(n.Name, r.Dev))
 	if err := d.handles[n.Name].RouteAdd(route); err != nil {
 		return fmt.Errorf("add route %s in %s: %w", r, n.Name, err)
 	}
@@ -84,6 +86,8 @@ func ruleSteps(l *spec.Lab, _ string) []Step {
 				Name:  fmt.Sprintf("add rule %s in %s", r, n.Name),
 				shell: func() []string { return []string{shRule(l, n, r)} },
 				do:    func(d *deployer) error { return d.addRule(n, r) },
+				needs: []string{n.Name},
+				undo:  func(d *deployer) error { return d.delRule(n, r) },
 			})
 		}
 	}

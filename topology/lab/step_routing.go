@@ -46,6 +46,9 @@ func routingSteps(l *spec.Lab, _ string) []Step {
 				Name:  fmt.Sprintf("start FRR in %s (%s), load frr.conf, wait for vtysh", n.Name, strings.Join(daemons, ", ")),
 				shell: func() []string { return shFRR(l, n, daemons) },
 				do:    func(d *deployer) error { return d.startFRR(n, daemons) },
+				key:   fmt.Sprintf("frr %s %s\n%s", n.Name, strings.Join(daemons, " "), n.FRR.Config),
+				needs: nodeProcessNeeds(n.Name),
+				undo:  func(d *deployer) error { return d.stopTagged(n.Name, l.Name+"/"+n.Name+"/frr", -1) },
 			})
 		}
 		if n.BIRD != nil {
@@ -53,6 +56,9 @@ func routingSteps(l *spec.Lab, _ string) []Step {
 				Name:  fmt.Sprintf("start BIRD in %s, wait for birdc", n.Name),
 				shell: func() []string { return shBIRD(l, n) },
 				do:    func(d *deployer) error { return d.startBIRD(n) },
+				key:   fmt.Sprintf("bird %s\n%s", n.Name, n.BIRD.Config),
+				needs: nodeProcessNeeds(n.Name),
+				undo:  func(d *deployer) error { return d.stopTagged(n.Name, l.Name+"/"+n.Name+"/bird", -1) },
 			})
 		}
 	}
@@ -170,16 +176,14 @@ func (d *deployer) waitAnswer(n *spec.Node, answer func() error) error {
 	}
 }
 
-// runInNode runs argv in node n (its namespace and view) to its end,
-// with the service mark tag ("": none), and returns its output.
+// runInNode runs argv in node n (its namespace, view and cgroup) to its
+// end, with the service mark tag ("": none), and returns its output.
 func (d *deployer) runInNode(n *spec.Node, tag string, argv ...string) ([]byte, error) {
-	var out []byte
-	err := d.inNode(n.Name, func(x *ns.NS, v *ns.View) error {
-		var err error
-		out, err = RunIn(d.ctx, x, v, tag, argv...)
-		return err
-	})
-	return out, err
+	cmd, buf := runCommand(tag, argv)
+	if err := d.startIn(n, cmd); err != nil {
+		return nil, err
+	}
+	return waitRun(d.ctx, cmd, buf, argv[0])
 }
 
 // RunIn runs argv in namespace x and view v (nil: none) to its end, its
@@ -188,6 +192,16 @@ func (d *deployer) runInNode(n *spec.Node, tag string, argv ...string) ([]byte, 
 //
 // Equivalent to: nsenter --net=NETNS --mount=VIEW.mnt --uts=VIEW.uts ARGV...
 func RunIn(ctx context.Context, x *ns.NS, v *ns.View, tag string, argv ...string) ([]byte, error) {
+	cmd, buf := runCommand(tag, argv)
+	if err := x.StartIn(v, cmd); err != nil {
+		return nil, err
+	}
+	return waitRun(ctx, cmd, buf, argv[0])
+}
+
+// runCommand is the process of argv, its output in the buffer returned,
+// its environment carrying the service mark tag when tag is not "".
+func runCommand(tag string, argv []string) (*exec.Cmd, *bytes.Buffer) {
 	var buf bytes.Buffer
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = &buf, &buf
@@ -196,15 +210,18 @@ func RunIn(ctx context.Context, x *ns.NS, v *ns.View, tag string, argv ...string
 	if tag != "" {
 		cmd.Env = append(cmd.Env, serviceEnv+"="+tag)
 	}
-	if err := x.StartIn(v, cmd); err != nil {
-		return nil, err
-	}
+	return cmd, &buf
+}
+
+// waitRun waits for cmd, started, killing it when ctx ends, and returns
+// its output.
+func waitRun(ctx context.Context, cmd *exec.Cmd, buf *bytes.Buffer, name string) ([]byte, error) {
 	stop := context.AfterFunc(ctx, func() { _ = cmd.Process.Signal(syscall.SIGKILL) })
 	defer stop()
 	err := cmd.Wait()
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
-		err = fmt.Errorf("%s exited with %d", filepath.Base(argv[0]), exit.ExitCode())
+		err = fmt.Errorf("%s exited with %d", filepath.Base(name), exit.ExitCode())
 	}
 	return buf.Bytes(), err
 }

@@ -11,7 +11,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 )
 
@@ -55,7 +54,8 @@ func execSteps(l *spec.Lab, _ string) []Step {
 				shell: func() []string {
 					return []string{fmt.Sprintf("ip netns exec %s sh -c %s", l.Namespace(n.Name), ShellQuote(c))}
 				},
-				do: func(d *deployer) error { return d.execOnce(n, i, c) },
+				do:    func(d *deployer) error { return d.execOnce(n, i, c) },
+				needs: nodeProcessNeeds(n.Name), // a one-shot: taken back by rebuilding the node
 			})
 		}
 	}
@@ -72,7 +72,9 @@ func serviceSteps(l *spec.Lab, _ string) []Step {
 					log := logPath(DefaultStateDir, l.Name, n.Name, "run", i)
 					return []string{fmt.Sprintf("mkdir -p %s && ip netns exec %s setsid sh -c %s </dev/null >%s 2>&1 &", filepath.Dir(log), l.Namespace(n.Name), ShellQuote(c), log)}
 				},
-				do: func(d *deployer) error { return d.startService(n, i, c) },
+				do:    func(d *deployer) error { return d.startService(n, i, c) },
+				needs: nodeProcessNeeds(n.Name),
+				undo:  func(d *deployer) error { return d.stopTagged(n.Name, fmt.Sprintf("%s/%s/%d", l.Name, n.Name, i), i) },
 			})
 		}
 	}
@@ -82,7 +84,8 @@ func serviceSteps(l *spec.Lab, _ string) []Step {
 			shell: func() []string {
 				return []string{fmt.Sprintf("sleep %.1f  # then check that each service still runs", serviceGrace.Seconds())}
 			},
-			do: func(d *deployer) error { return d.checkServices() },
+			do:     func(d *deployer) error { return d.checkServices() },
+			noUndo: true,
 		})
 	}
 	return steps
@@ -134,7 +137,7 @@ func (d *deployer) commandOnce(n *spec.Node, kind string, i int, line string) er
 	}
 	defer log.Close()
 	cmd := command(line, log, fmt.Sprintf("%s/%s/%s%d", d.lab.Name, n.Name, kind, i))
-	if err := d.inNode(n.Name, func(x *ns.NS, v *ns.View) error { return x.StartIn(v, cmd) }); err != nil {
+	if err := d.startIn(n, cmd); err != nil {
 		return fmt.Errorf("run %q in %s: %w", line, n.Name, err)
 	}
 	stop := context.AfterFunc(d.ctx, func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
@@ -160,7 +163,7 @@ func (d *deployer) startService(n *spec.Node, i int, line string) error {
 		return err
 	}
 	cmd := command(line, log, fmt.Sprintf("%s/%s/%d", d.lab.Name, n.Name, i))
-	if err := d.inNode(n.Name, func(x *ns.NS, v *ns.View) error { return x.StartIn(v, cmd) }); err != nil {
+	if err := d.startIn(n, cmd); err != nil {
 		return fmt.Errorf("start %q in %s: %w", line, n.Name, err)
 	}
 	rec.PID = cmd.Process.Pid

@@ -22,6 +22,9 @@ func vethSteps(l *spec.Lab, _ string) []Step {
 			Name:  fmt.Sprintf("create veth pair %s <-> %s%s", lk.A, lk.B, queuesNote(l, lk)),
 			shell: func() []string { return shVeth(l, lk) },
 			do:    func(d *deployer) error { return d.createVeth(lk) },
+			makes: []string{lk.A.String(), lk.B.String()},
+			needs: []string{lk.A.Node, lk.B.Node},
+			undo:  func(d *deployer) error { return d.deleteLink(lk.A.Node, lk.A.Interface) },
 		})
 	}
 	return steps

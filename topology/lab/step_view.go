@@ -34,6 +34,12 @@ func viewSteps(l *spec.Lab, _ string) []Step {
 			Name:  fmt.Sprintf("give node %s its own view (hostname %s, /etc/hosts, %d files)", n.Name, setup.Hostname, len(setup.Files)),
 			shell: func() []string { return shView(l, n, withHosts(setup, hosts)) },
 			do:    func(d *deployer) error { return d.makeView(n, setup, hosts) },
+			// The lab's hosts file is apart: apply writes it again
+			// in place when a node comes or goes (see apply.go).
+			key:   "view " + n.Name + "\n" + strings.Join(shView(l, n, setup), "\n"),
+			makes: []string{n.Name + "/view"},
+			needs: []string{n.Name},
+			undo:  func(d *deployer) error { return d.removeView(n.Name) },
 		})
 	}
 	return steps

@@ -14,9 +14,11 @@ func waitSteps(l *spec.Lab, _ string) []Step {
 		return nil
 	}
 	return []Step{{
-		Name:  "wait until every lab interface is operationally up",
-		shell: func() []string { return shWaitUp(l) },
-		do:    func(d *deployer) error { return d.waitLinksUp() },
+		Name:   "wait until every lab interface is operationally up",
+		shell:  func() []string { return shWaitUp(l) },
+		do:     func(d *deployer) error { return d.waitLinksUp() },
+		key:    "wait until every lab interface is operationally up",
+		noUndo: true,
 	}}
 }
 
@@ -37,8 +39,9 @@ func hasBridges(l *spec.Lab) bool {
 func (d *deployer) waitLinksUp() error {
 	tunnels := tunnelEnds(d.lab)
 	for ep, idx := range d.index {
-		if ep.Interface == "lo" {
-			continue
+		n := d.lab.Node(ep.Node)
+		if ep.Interface == "lo" || idx == 0 || n == nil || n.Interface(ep.Interface) == nil && n.Bridge(ep.Interface) == nil {
+			continue // not the lab's (an apply looked it up before taking it away)
 		}
 		if i := d.lab.Node(ep.Node).Interface(ep.Interface); i != nil && i.Kind == spec.KindVF {
 			continue // a VF's link follows the PF's wire, not the lab

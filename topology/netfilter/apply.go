@@ -214,3 +214,25 @@ func queueTable(c *nftables.Conn, labName string, n *spec.Node) {
 		c.AddRule(&nftables.Rule{Table: t, Chain: chains[r.chain], Exprs: r.exprs, UserData: comment(r.comment)})
 	}
 }
+
+// Remove deletes the nslab table of the namespace nsFD refers to, if it
+// has one. It runs in the caller's namespace.
+//
+// Equivalent to: nft delete table inet nslab
+func Remove(nsFD int) error {
+	c, err := nftables.New(nftables.WithNetNSFd(nsFD))
+	if err != nil {
+		return fmt.Errorf("nftables: %w", err)
+	}
+	if _, err := c.ListTableOfFamily(Table, nftables.TableFamilyINet); err != nil {
+		if isNotFound(err) {
+			return nil
+		}
+		return fmt.Errorf("list table inet %s: %w", Table, err)
+	}
+	c.DelTable(&nftables.Table{Name: Table, Family: nftables.TableFamilyINet})
+	if err := c.Flush(); err != nil {
+		return fmt.Errorf("delete table inet %s: %w", Table, err)
+	}
+	return nil
+}

@@ -19,14 +19,27 @@ func (n *NS) Start(cmd *exec.Cmd) error { return n.StartIn(nil, cmd) }
 
 // StartIn is Start in node view v (see View): the node's own mounts and
 // hostname instead of a private mount namespace made for the command. A
-// nil v is Start.
+// nil v is Start. Each of before runs on the thread that forks cmd, once
+// it has joined n and v, before the fork: what it changes of the thread
+// (a cgroup v1 it moves it into, see cgroup.Group.Prepare) cmd inherits,
+// and the thread is discarded after.
 //
 // Equivalent to: nsenter --net=NETNS --mount=VIEW.mnt --uts=VIEW.uts CMD... &
-func (n *NS) StartIn(v *View, cmd *exec.Cmd) error {
+func (n *NS) StartIn(v *View, cmd *exec.Cmd, before ...func() error) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread() // never unlocked: the thread dies with the goroutine
-		errc <- n.enterForExec(v, func() error { return cmd.Start() })
+		errc <- n.enterForExec(v, func() error {
+			for _, b := range before {
+				if b == nil {
+					continue
+				}
+				if err := b(); err != nil {
+					return err
+				}
+			}
+			return cmd.Start()
+		})
 	}()
 	return <-errc
 }

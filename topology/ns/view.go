@@ -706,3 +706,21 @@ func attachShared(shared []ViewShared, fds []int) error {
 	}
 	return nil
 }
+
+// RemoveView unmounts and removes the view of namespace name (its .mnt
+// and .uts files) in dir, under parent as RemoveViews has them; a view
+// that is gone counts as removed.
+func RemoveView(parent, dir, name string) error {
+	return inMountHome(parent, func() error {
+		mnt, uts := ViewPaths(dir, name)
+		for _, p := range []string{mnt, uts} {
+			if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+				return fmt.Errorf("unmount view %s: %w", p, err)
+			}
+			if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+				return fmt.Errorf("remove view %s: %w", p, err)
+			}
+		}
+		return nil
+	})
+}

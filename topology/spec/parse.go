@@ -193,9 +193,12 @@ func (r *reporter) parseNode(name string, v *yaml.Node, path string) *Node {
 	return n
 }
 
-// parseNodeView reads what a node's own view holds: hostname:, vars:,
-// files:, frr: and bird:.
+// parseNodeView reads what a node's own view holds, and what bounds the
+// programs in it: hostname:, vars:, files:, frr:, bird: and limits:.
 func (r *reporter) parseNodeView(f map[string]kv, n *Node) {
+	if e, ok := f["limits"]; ok {
+		n.Limits = r.parseLimits(e)
+	}
 	if e, ok := f["hostname"]; ok {
 		n.Hostname = r.parseHostname(e)
 	}

@@ -100,6 +100,13 @@ var nodeDef = mapping{def: "node", title: "a node (a network namespace)", keys: 
 	{"files", "mapping of absolute path to text or {text|from: FILE, mode: \"0644\"}: files of the node's own tree (under /etc, /run, /var/run, /var/log or /tmp; never the host's), each a Go template", mapOf(map[string]any{"oneOf": []any{text, ref("file")}})},
 	{"frr", "{daemons: [ospfd, bgpd, ...], config: TEXT}: FRR in the node (zebra and staticd always), frr.conf a template", ref("frr")},
 	{"bird", "{config: TEXT}: BIRD 2 in the node, bird.conf a template", ref("bird")},
+	{"limits", "{cpu: 50%, memory: 256MiB, pids: 100}, default none: what the node's services, daemons and exec lines may take together, through a cgroup of the node's own", ref("limits")},
+}}
+
+var limitsDef = mapping{def: "limits", title: "a node's limits (a cgroup of its own)", keys: []key{
+	{"cpu", "percentage of one CPU (50% is half a CPU, 150% one and a half): the CPU time the node's processes get", text},
+	{"memory", "size (256MiB, 1GiB, 512MB): the memory they may use; the kernel kills a process that takes more", text},
+	{"pids", "integer 1-4194304: how many processes and threads they may have", intRange(1, MaxPids)},
 }}
 
 var varsSchema = map[string]any{"type": []string{"object", "null"}, "propertyNames": map[string]any{"pattern": "^[A-Za-z][A-Za-z0-9_]*$"}}
@@ -300,7 +307,7 @@ var (
 // mappings are every mapping of the file, the lab first.
 var mappings = []*mapping{&labDef, &hostDef, &nodeDef, &forwardingDef, &ifaceDef, &macvlanDef, &vlanDef, &bondDef, &vrfDef,
 	&bridgeDef, &portVLANsDef, &routeDef, &ruleDef, &impairDef, &linkDef, &segmentDef, &expectDef, &trafficDef, &mixPartDef, &pfDef, &vfDef,
-	&variantNodeDef, &variantIfaceDef, &masqueradeDef, &snatDef, &dnatDef, &filterDef, &firewallDef, &fileDef, &frrDef, &birdDef}
+	&variantNodeDef, &variantIfaceDef, &masqueradeDef, &snatDef, &dnatDef, &filterDef, &firewallDef, &fileDef, &frrDef, &birdDef, &limitsDef}
 
 // keysOf is a mapping's key names, in order: the parser's key list.
 func keysOf(m mapping) []string {

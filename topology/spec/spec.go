@@ -119,12 +119,18 @@ type Node struct {
 	Files    []*File
 	FRR      *FRR
 	BIRD     *BIRD
+	// Limits bound the node's processes (nil: none; see Limits).
+	Limits *Limits
 	// Learned are the routes of a deployed node's kernel, whoever
 	// installed them (nslab, a daemon, a user), read by
 	// lab.Running.Learn; never from the file. KernelRead: they were read,
 	// and the packet walk goes by them instead of Routes.
 	Learned    []*Route
 	KernelRead bool
+	// Stopped: nslab node stop stopped the deployed node (its links down,
+	// its daemons stopped: it learns and announces nothing); read by
+	// lab.Running.Learn, never from the file.
+	Stopped bool
 	// Segment: the node is a segment of the file's segments: (a bridge,
 	// SegmentBridge, with a port for each endpoint), not one of nodes:.
 	Segment bool

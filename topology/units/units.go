@@ -8,7 +8,11 @@
 //     "1.5Gbit" (powers of 1000). The "bps" spellings are refused
 //     everywhere: tc reads "mbps" as megabytes per second, so the same word
 //     would mean two things to a reader who knows tc;
-//   - a packet rate is a number with pps, kpps or Mpps: "200kpps".
+//   - a packet rate is a number with pps, kpps or Mpps: "200kpps";
+//   - a size in bytes is a number with B, KiB, MiB, GiB or TiB (powers of
+//     1024) or kB, MB, GB, TB (powers of 1000): "256MiB";
+//   - a CPU limit is a percentage of one CPU, above 100% for more than
+//     one: "50%", "150%".
 //
 // It imports nothing of nslab: the file format (topology/spec) and the
 // command line both use it.
@@ -112,4 +116,50 @@ func ParseRate(s string) (pps, mbit uint64, err error) {
 		return 0, 0, fmt.Errorf("rate %q: a bit rate is given in whole Mbit (kernel pktgen's unit), at least 1Mbit; or give a packet rate such as 2kpps", s)
 	}
 	return 0, bps / 1e6, nil
+}
+
+var sizeRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?)\s*(B|KiB|MiB|GiB|TiB|kB|MB|GB|TB)$`)
+})
+
+var sizeUnits = map[string]float64{"B": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30, "TiB": 1 << 40, "kB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12}
+
+// ParseBytes reads a size, "256MiB", "1.5GiB", "64kB" or "4096B", in
+// bytes (1B to 1024TiB).
+func ParseBytes(s string) (uint64, error) {
+	m := sizeRE().FindStringSubmatch(strings.TrimSpace(s))
+	if m == nil {
+		return 0, fmt.Errorf("size %q: write bytes with a unit, such as 256MiB, 1GiB or 512kB (KiB, MiB, GiB are powers of 1024)", s)
+	}
+	v, _ := strconv.ParseFloat(m[1], 64)
+	v *= sizeUnits[m[2]]
+	if v < 1 || v > 1<<50 {
+		return 0, fmt.Errorf("size %q: between 1B and 1024TiB", s)
+	}
+	return uint64(math.Round(v)), nil
+}
+
+// FormatBytes writes a size in the largest power-of-1024 unit that keeps
+// it whole ("256MiB", "1536KiB"), as ParseBytes reads it.
+func FormatBytes(n uint64) string {
+	for _, u := range []string{"TiB", "GiB", "MiB", "KiB"} {
+		if scale := uint64(sizeUnits[u]); n >= scale && n%scale == 0 {
+			return fmt.Sprintf("%d%s", n/scale, u)
+		}
+	}
+	return fmt.Sprintf("%dB", n)
+}
+
+// MaxCPULimit is the largest CPU limit ParseCPULimit takes: 1024 CPUs.
+const MaxCPULimit = 1024 * 100
+
+// ParseCPULimit reads a CPU limit, a percentage of one CPU: "50%" is half
+// a CPU's time, "150%" one and a half CPUs' (at least 1%).
+func ParseCPULimit(s string) (float64, error) {
+	num, ok := strings.CutSuffix(strings.TrimSpace(s), "%")
+	v, err := strconv.ParseFloat(strings.TrimSpace(num), 64)
+	if !ok || err != nil || v < 1 || v > MaxCPULimit || math.IsNaN(v) {
+		return 0, fmt.Errorf("CPU limit %q: write a percentage of one CPU, at least 1%%, such as 50%% (half a CPU) or 150%% (one and a half)", s)
+	}
+	return v, nil
 }

@@ -51,6 +51,34 @@ func TestParsePercent(t *testing.T) {
 	}
 }
 
+func TestBytesAndCPULimits(t *testing.T) {
+	for in, want := range map[string]uint64{"256MiB": 256 << 20, "1.5GiB": 3 << 29, "64kB": 64000, "4096B": 4096, " 2 GB": 2e9} {
+		if got, err := ParseBytes(in); err != nil || got != want {
+			t.Errorf("%q: %d %v", in, got, err)
+		}
+	}
+	for _, in := range []string{"256", "256M", "256mib", "0B", "0.1B", "2048TiB", "-1MiB"} {
+		if _, err := ParseBytes(in); err == nil {
+			t.Errorf("%q accepted", in)
+		}
+	}
+	for in, want := range map[uint64]string{256 << 20: "256MiB", 1536 << 10: "1536KiB", 1000: "1000B", 1 << 40: "1TiB"} {
+		if got := FormatBytes(in); got != want {
+			t.Errorf("%d: %q", in, got)
+		}
+	}
+	for in, want := range map[string]float64{"50%": 50, "150%": 150, " 20 %": 20} {
+		if got, err := ParseCPULimit(in); err != nil || got != want {
+			t.Errorf("%q: %v %v", in, got, err)
+		}
+	}
+	for _, in := range []string{"0.5", "0%", "0.5%", "200000%", "half"} {
+		if _, err := ParseCPULimit(in); err == nil || !strings.Contains(err.Error(), "percentage of one CPU") {
+			t.Errorf("%q: %v", in, err)
+		}
+	}
+}
+
 // FuzzParse: no input makes the parsers panic, and what they accept is
 // in range and reads back as it was written.
 func FuzzParse(f *testing.F) {

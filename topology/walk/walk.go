@@ -347,12 +347,42 @@ func lookup(l *spec.Lab, n *spec.Node, src, dst netip.Addr, iif string) (netip.A
 		}
 	}
 	switch {
+	case n.Stopped:
+		return netip.Addr{}, "", fmt.Errorf("node %s is stopped (nslab node stop): its daemons learn nothing, and its kernel has no route to %s", n.Name, dst)
+	case n.RunsRouting() && n.KernelRead && !announced(l, dst):
+		return netip.Addr{}, "", fmt.Errorf("node %s has no route to %s in its kernel, and no daemon can learn one: every interface on %s's subnet is down or in a stopped node", n.Name, dst, dst)
 	case n.RunsRouting():
 		return netip.Addr{}, "", &LearnedError{Node: n.Name, To: dst, Deployed: n.KernelRead}
 	case n.KernelRead:
 		return netip.Addr{}, "", fmt.Errorf("node %s has no route to %s in its kernel", n.Name, dst)
 	}
 	return netip.Addr{}, "", fmt.Errorf("node %s has no route to %s: add one under nodes.%s.routes", n.Name, dst, n.Name)
+}
+
+// announced reports whether a routing daemon can learn a route to dst in
+// deployed lab l: some node that is not stopped has it on a subnet of an
+// interface (or bridge) that is up with its carrier, or on its loopback.
+func announced(l *spec.Lab, dst netip.Addr) bool {
+	for _, n := range l.Nodes {
+		if n.Stopped {
+			continue
+		}
+		for _, i := range n.Interfaces {
+			for _, p := range i.Addrs() {
+				if !i.Down && !i.NoCarrier && p.Masked().Contains(dst) {
+					return true
+				}
+			}
+		}
+		for _, b := range n.Bridges {
+			for _, p := range b.Addrs() {
+				if p.Masked().Contains(dst) {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // LearnedError is a lookup that the file cannot answer: the node has no

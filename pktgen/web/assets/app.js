@@ -48,12 +48,14 @@ function updateNodes(nodes) {
     const rect = g.querySelector("rect");
     // Only a placed node's CPUs are its own: an unplaced node's work runs
     // on whichever CPU sends to it, so it is not coloured.
-    rect.setAttribute("fill", n.placed ? "hsl(0, 80%, " + (100 - n.busy_pct / 2).toFixed(0) + "%)" : "#ffffff");
+    rect.setAttribute("fill", n.stopped ? "#cccccc" : n.placed ? "hsl(0, 80%, " + (100 - n.busy_pct / 2).toFixed(0) + "%)" : "#ffffff");
+    rect.setAttribute("stroke-dasharray", n.stopped ? "4 3" : "");
     g.dataset.busy = n.placed ? n.busy_pct.toFixed(1) : "";
+    g.dataset.stopped = n.stopped ? "yes" : "";
     let title = g.querySelector("title");
     if (!title) { title = document.createElementNS("http://www.w3.org/2000/svg", "title"); g.appendChild(title); }
     const cpu = n.placed ? "CPUs " + n.cpus + " " + n.busy_pct.toFixed(0) + "% busy" : "not placed (its work runs on the CPU that sends to it)";
-    title.textContent = n.node + ": " + cpu + ", forwarded " + fmtRate(n.forwarded_pps) + ", " + n.discards + " IP discards";
+    title.textContent = n.node + (n.stopped ? " (STOPPED: links down, processes stopped)" : "") + ": " + cpu + ", forwarded " + fmtRate(n.forwarded_pps) + ", " + n.discards + " IP discards";
   });
 }
 

@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/nslab/nslab/topology/lab"
+	"github.com/nslab/nslab/topology/spec"
+	"github.com/urfave/cli/v2"
+)
+
+// applyOptions is nslab apply: the edited file of a deployed lab, and
+// whether to print the plan instead.
+type applyOptions struct {
+	Lab     *spec.Lab
+	Manager *lab.Manager
+	DryRun  bool
+	Out     io.Writer
+}
+
+func applyCommand(run func(context.Context, *applyOptions) error) *cli.Command {
+	return &cli.Command{
+		Name:      "apply",
+		Usage:     "make a deployed lab what its edited file says, changing only what differs (atomic: on failure or Ctrl-C the lab is as before)",
+		ArgsUsage: "[FILE]",
+		Flags: []cli.Flag{
+			hostFlag(),
+			topoFlag(),
+			&cli.BoolFlag{Name: "dry-run", Usage: "print the steps taken back and the steps made, with their shell lines, and change nothing"},
+		},
+		Action: action(func(c *cli.Context) (*applyOptions, error) {
+			l, err := readPart(c)
+			return &applyOptions{Lab: l, Manager: manager(c), DryRun: c.Bool("dry-run"), Out: c.App.Writer}, err
+		}, or(run, runApply)),
+	}
+}
+
+func runApply(ctx context.Context, o *applyOptions) error {
+	if o.DryRun {
+		script, err := o.Manager.ApplyScript(o.Lab)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprint(o.Out, script)
+		return err
+	}
+	if err := lab.CheckPrivileges(); err != nil {
+		return err
+	}
+	res, err := o.Manager.Apply(ctx, o.Lab)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(o.Out, "applied lab %s: %d step(s) taken back, %d made in %s", res.Lab, res.Undone, res.Done, res.Duration.Round(10_000))
+	for _, x := range []struct {
+		what  string
+		nodes []string
+	}{{"added", res.Added}, {"removed", res.Removed}, {"rebuilt", res.Rebuilt}} {
+		if len(x.nodes) > 0 {
+			fmt.Fprintf(o.Out, "; %s %s", x.what, strings.Join(x.nodes, ", "))
+		}
+	}
+	fmt.Fprintln(o.Out)
+	return nil
+}

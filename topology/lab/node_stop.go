@@ -1,0 +1,300 @@
+package lab
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nslab/nslab/topology/spec"
+	"golang.org/x/sys/unix"
+)
+
+// Stopping and starting a node, as a router fails and comes back: its
+// links go down at both ends (as pulled cables: the kernels on both sides
+// drop the routes through them), and every process in it stops (its
+// services and routing daemons, and anything else running in its
+// namespace); its objects (interfaces, addresses, the file's routes on
+// interfaces that stay, netfilter, its view and cgroup) stay. Start
+// brings the links up at both ends (an end whose node is stopped too
+// stays down), puts the file's routes through them back on both sides,
+// and starts its routing daemons and services again as deploy did, with
+// their configuration from its view. exec: lines do not run again: what
+// they made is still there.
+
+// StoppedNode is a node stopped by StopNode, in the lab's state.
+type StoppedNode struct {
+	Node  string    `json:"node"`
+	Since time.Time `json:"since"`
+}
+
+// LabChange is a change made to a deployed lab, and when.
+type LabChange struct {
+	What string    `json:"what"` // "node r2 stopped"
+	At   time.Time `json:"at"`
+}
+
+// stoppedAt reports whether st records node as stopped, and since when.
+func (st *State) stoppedAt(node string) (time.Time, bool) {
+	for _, s := range st.Stopped {
+		if s.Node == node {
+			return s.Since, true
+		}
+	}
+	return time.Time{}, false
+}
+
+// StopNode stops node of the running lab: the state records it first (a
+// stop killed half way is finished by StartNode), then its links go down
+// at both ends, then its processes stop (SIGTERM, SIGKILL after 3 s).
+// It runs in the caller's namespace, each change through a node's handle.
+//
+// Equivalent to: ip -n NS link set IF down (each, and each peer); ip netns pids NS | xargs kill
+func (r *Running) StopNode(node string) error {
+	n, err := r.localNode(node)
+	if err != nil {
+		return err
+	}
+	unlock, err := r.m.lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	st, err := r.m.Recorded(r.Lab.Name)
+	if err != nil {
+		return err
+	}
+	if _, ok := st.stoppedAt(node); ok {
+		return fmt.Errorf("node %s of lab %s is stopped already (nslab node start %s)", node, r.Lab.Name, node)
+	}
+	now := time.Now()
+	st.Stopped = append(st.Stopped, StoppedNode{Node: node, Since: now})
+	st.LastChange = &LabChange{What: "node " + node + " stopped", At: now}
+	if err := r.m.saveState(st); err != nil {
+		return err
+	}
+	var errs []error
+	for _, ep := range r.nodeEnds(n) {
+		errs = append(errs, r.SetLink(ep, false))
+	}
+	errs = append(errs, r.stopProcesses(st, node))
+	st.Services = slices.DeleteFunc(st.Services, func(s ServiceRecord) bool { return s.Node == node })
+	errs = append(errs, r.m.saveState(st))
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("stop node %s: %w", node, err)
+	}
+	return nil
+}
+
+// StartNode starts node, stopped by StopNode, again: its links up at both
+// ends (but towards nodes stopped too), the file's routes through them
+// back, then its routing daemons (waited for until they answer) and
+// services (checked to keep running). The state forgets the stop when
+// all of it worked; else the node stays stopped, and StartNode may be
+// run again.
+func (r *Running) StartNode(ctx context.Context, node string) error {
+	n, err := r.localNode(node)
+	if err != nil {
+		return err
+	}
+	unlock, err := r.m.lock()
+	if err != nil {
+		return err
+	}
+	defer unlock()
+	st, err := r.m.Recorded(r.Lab.Name)
+	if err != nil {
+		return err
+	}
+	if _, ok := st.stoppedAt(node); !ok {
+		return fmt.Errorf("node %s of lab %s is not stopped", node, r.Lab.Name)
+	}
+	began := time.Now() // the links come up: what convergence counts from
+	if err := r.linksUp(st, n); err != nil {
+		return fmt.Errorf("start node %s: %w", node, err)
+	}
+	d := &deployer{ctx: ctx, m: r.m, lab: r.Lab, st: st}
+	defer d.close()
+	if err := d.startProcesses(n); err != nil {
+		return fmt.Errorf("start node %s: %w (it stays stopped: stop what started with nslab node stop, or run start again)", node, err)
+	}
+	st.Stopped = slices.DeleteFunc(st.Stopped, func(s StoppedNode) bool { return s.Node == node })
+	st.LastChange = &LabChange{What: "node " + node + " started", At: began}
+	return r.m.saveState(st)
+}
+
+// localNode is node of r's lab, on this host.
+func (r *Running) localNode(node string) (*spec.Node, error) {
+	n := r.Lab.Node(node)
+	if n == nil || r.nodes[node] == nil {
+		return nil, fmt.Errorf("lab %s has no node %s here", r.Lab.Name, node)
+	}
+	if n.Segment {
+		return nil, fmt.Errorf("%s is a segment (a switch), not a node: stop the nodes on it, or take its ports down with nslab link down", node)
+	}
+	return n, nil
+}
+
+// nodeEnds are the ends of n's links: its own interfaces (lo aside), then
+// the other end of each of its veth links on this host.
+func (r *Running) nodeEnds(n *spec.Node) []spec.Endpoint {
+	var own, peers []spec.Endpoint
+	for _, i := range n.Interfaces {
+		if i.Kind == spec.KindLoopback {
+			continue
+		}
+		own = append(own, spec.Endpoint{Node: n.Name, Interface: i.Name})
+		if i.Peer.Node != "" && r.nodes[i.Peer.Node] != nil && r.Lab.Node(i.Peer.Node).Interface(i.Peer.Interface) != nil {
+			peers = append(peers, i.Peer)
+		}
+	}
+	return append(own, peers...)
+}
+
+// linksUp brings n's links up at both ends, but those whose other node
+// is stopped (st), and puts the file's routes through them back.
+func (r *Running) linksUp(st *State, n *spec.Node) error {
+	var ends []spec.Endpoint
+	for _, ep := range r.nodeEnds(n) {
+		if _, stopped := st.stoppedAt(ep.Node); ep.Node != n.Name && stopped {
+			continue
+		}
+		link, err := r.Link(ep)
+		if err != nil {
+			return err
+		}
+		// Both ends up before SetLink waits for each to be up.
+		if err := r.nodes[ep.Node].Handle.LinkSetUp(link); err != nil {
+			return fmt.Errorf("set %s up: %w", ep, err)
+		}
+		ends = append(ends, ep)
+	}
+	for _, ep := range ends {
+		peer := r.Lab.Node(ep.Node).Interface(ep.Interface).Peer
+		if _, stopped := st.stoppedAt(peer.Node); stopped && peer.Node != n.Name {
+			continue // its carrier stays off: nothing to wait for
+		}
+		if err := r.SetLink(ep, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stopProcesses stops every process of node: those with its service mark
+// (its services and daemons, and what they started), those st records,
+// and any other in its network namespace (a shell of nslab exec) but
+// this process.
+func (r *Running) stopProcesses(st *State, node string) error {
+	procs := markedWith(r.Lab.Name + "/" + node + "/")
+	for _, s := range st.Services {
+		if s.Node == node && s.PID > 0 && alive(s.PID, s.Start) {
+			procs[s.PID] = s.Start
+		}
+	}
+	ino, err := r.nodes[node].NS.Inode()
+	if err != nil {
+		return err
+	}
+	for pid, start := range inNamespace(ino) {
+		procs[pid] = start
+	}
+	stopAll(procs)
+	var left []string
+	for pid, start := range procs {
+		if alive(pid, start) {
+			left = append(left, strconv.Itoa(pid))
+		}
+	}
+	if len(left) > 0 {
+		return fmt.Errorf("processes of node %s still running after SIGKILL: pid %s", node, strings.Join(left, ", "))
+	}
+	return nil
+}
+
+// inNamespace lists the processes whose network namespace has inode ino,
+// but this one, with their start times.
+func inNamespace(ino uint64) map[int]uint64 {
+	out := map[int]uint64{}
+	ents, _ := os.ReadDir("/proc") // unreadable /proc: nothing found
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		var s unix.Stat_t
+		if unix.Stat("/proc/"+e.Name()+"/ns/net", &s) != nil || s.Ino != ino {
+			continue
+		}
+		if start, err := processStart(pid); err == nil {
+			out[pid] = start
+		}
+	}
+	return out
+}
+
+// startProcesses starts node n's routing daemons and services as deploy
+// does, and checks that the services keep running.
+func (d *deployer) startProcesses(n *spec.Node) error {
+	if n.FRR != nil {
+		if err := d.startFRR(n, frrDaemons(n.FRR)); err != nil {
+			return err
+		}
+	}
+	if n.BIRD != nil {
+		if err := d.startBIRD(n); err != nil {
+			return err
+		}
+	}
+	for i, c := range n.Run {
+		if err := d.startService(n, i, c); err != nil {
+			return err
+		}
+	}
+	if len(n.Run) > 0 {
+		return d.checkServices()
+	}
+	return nil
+}
+
+// StopNode stops node of deployed lab labName (see Running.StopNode).
+func (m *Manager) StopNode(labName, node string) error {
+	r, err := m.OpenDeployed(labName)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	return r.StopNode(node)
+}
+
+// StartNode starts node of deployed lab labName again (see
+// Running.StartNode).
+func (m *Manager) StartNode(ctx context.Context, labName, node string) error {
+	r, err := m.OpenDeployed(labName)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	return r.StartNode(ctx, node)
+}
+
+// OpenDeployed opens deployed lab labName as its state records it (this
+// host's part).
+func (m *Manager) OpenDeployed(labName string) (*Running, error) {
+	st, err := m.Recorded(labName)
+	if err != nil {
+		return nil, err
+	}
+	if st.Phase != PhaseDeployed {
+		return nil, fmt.Errorf("lab %s is %s, not deployed", labName, st.Phase)
+	}
+	l, err := st.Spec()
+	if err != nil {
+		return nil, err
+	}
+	return m.Open(l)
+}
