@@ -80,7 +80,7 @@ func benchCommand(run func(context.Context, *benchOptions) error) *cli.Command {
 			&cli.StringFlag{Name: "loss", Value: "0", Usage: "with --search-binary: the highest acceptable loss, e.g. 0.5%"},
 			&cli.DurationFlag{Name: "trial", Value: 2 * time.Second, Usage: "with --search-binary: length of each trial"},
 			&cli.IntFlag{Name: "confirm", Value: 1, Usage: "with --search-binary: trials in a row the rate found must pass"},
-			&cli.StringSliceFlag{Name: "event", Usage: "change the lab while the traffic runs, and measure the outage: `TIME:down|up:NODE:IF`, TIME:impair:NODE:IF:loss=5%,delay=10ms, TIME:clear:NODE:IF or TIME:stop|start:NODE (as nslab node), TIME from the start of sending (repeat for several; reads every packet at the receiver, for the longest sequence gap)"},
+			&cli.StringSliceFlag{Name: "event", Usage: "change the lab while the traffic runs, and measure the outage: `TIME:down|up:NODE:IF`, TIME:impair:NODE:IF:loss=5%,delay=10ms, TIME:clear:NODE:IF, TIME:stop|start:NODE (as nslab node) or TIME:apply:FILE (as nslab apply), TIME from the start of sending (repeat for several; reads every packet at the receiver, for the longest sequence gap)"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "print the equivalent kernel pktgen shell script (destination MAC resolved) and change nothing"},
 		},
 		Action: action(func(c *cli.Context) (*benchOptions, error) {

@@ -26,9 +26,10 @@ import (
 // Event is one change at a moment of a run.
 type Event struct {
 	At     time.Duration // from the start of sending
-	Action string        // down, up, impair, clear, stop or start
-	Where  spec.Endpoint // for stop and start, the node alone
+	Action string        // down, up, impair, clear, stop, start or apply
+	Where  spec.Endpoint // for stop and start, the node alone; none for apply
 	Impair *spec.Impair  // for impair
+	Apply  *spec.Lab     // for apply: the edited file
 	text   string
 }
 
@@ -39,8 +40,11 @@ func (e Event) String() string { return e.text }
 // TIME:impair:NODE:IF:KEY=VALUE,... (delay, jitter, loss, duplicate,
 // reorder, corrupt, rate, limit, as nslab impair's flags),
 // TIME:clear:NODE:IF, TIME:stop:NODE or TIME:start:NODE (as nslab node
-// stop and start).
+// stop and start), or TIME:apply:FILE (as nslab apply FILE).
 func ParseEvent(s string) (Event, error) {
+	if at, file, ok := strings.Cut(s, ":apply:"); ok {
+		return parseApply(s, at, file)
+	}
 	parts := strings.SplitN(s, ":", 5)
 	if len(parts) == 3 && (parts[1] == "stop" || parts[1] == "start") {
 		at, err := time.ParseDuration(parts[0])
@@ -77,6 +81,19 @@ func ParseEvent(s string) (Event, error) {
 	return e, nil
 }
 
+// parseApply reads TIME:apply:FILE, FILE a lab file.
+func parseApply(s, at, file string) (Event, error) {
+	d, err := time.ParseDuration(at)
+	if err != nil || d < 0 {
+		return Event{}, fmt.Errorf("event %q: %q is not a time from the start of sending (2s, 1500ms)", s, at)
+	}
+	l, err := spec.ReadFile(file)
+	if err != nil {
+		return Event{}, fmt.Errorf("event %q: %w", s, err)
+	}
+	return Event{At: d, Action: "apply", Apply: l, text: s}, nil
+}
+
 // parseImpair reads KEY=VALUE,... as nslab impair's flags (spec.Impair.Set).
 func parseImpair(s string) (*spec.Impair, error) {
 	m := &spec.Impair{}
@@ -101,6 +118,9 @@ func CheckEvents(l *spec.Lab, events []Event) error {
 	for _, e := range events {
 		n := l.Node(e.Where.Node)
 		switch {
+		case e.Apply != nil && e.Apply.Name != l.Name:
+			return fmt.Errorf("event %s: %s is lab %s, not %s", e, e.Apply.File, e.Apply.Name, l.Name)
+		case e.Apply != nil:
 		case n == nil:
 			return fmt.Errorf("event %s: no node %s", e, e.Where.Node)
 		case e.Where.Interface == "" && n.Segment:
@@ -122,6 +142,9 @@ func CheckEvents(l *spec.Lab, events []Event) error {
 // Equivalent to: ip -n NS link set IF down|up; nslab impair NODE:IF ...; nslab node stop|start NODE
 func (e Event) apply(ctx context.Context, r *lab.Running) error {
 	switch e.Action {
+	case "apply":
+		_, err := r.Apply(ctx, e.Apply)
+		return err
 	case "stop":
 		return r.StopNode(e.Where.Node)
 	case "start":
@@ -151,7 +174,10 @@ func schedule(ctx context.Context, r *lab.Running, events []Event) func() []repo
 		defer wg.Done()
 		for i, e := range events {
 			out[i] = report.Event{What: e.Action + " " + e.Where.String(), At: e.At, Applied: -1}
-			if e.Where.Interface == "" {
+			switch {
+			case e.Apply != nil:
+				out[i].What = "apply " + e.Apply.File
+			case e.Where.Interface == "":
 				out[i].What = e.Action + " node " + e.Where.Node
 			}
 			if e.Impair != nil {
@@ -348,11 +374,19 @@ func (b *Bench) failover(t *spec.Traffic, rep *report.Report, events []report.Ev
 	default:
 		f.GapNote = "not read (the receiver's reader did not run)"
 	}
-	if err := b.run.Learn(); err != nil {
+	run, err := b.runAfter(events)
+	if err != nil {
+		f.PathNote = "not traced: " + err.Error()
+		return f
+	}
+	if run != b.run {
+		defer run.Close()
+	}
+	if err := run.Learn(); err != nil {
 		f.PathNote = err.Error()
 		return f
 	}
-	now, err := b.run.TraceFlow(t.From, t.To, t.Flow())
+	now, err := run.TraceFlow(t.From, t.To, t.Flow())
 	if err != nil {
 		f.PathNote = "not traced: " + err.Error()
 		return f
@@ -360,6 +394,22 @@ func (b *Bench) failover(t *spec.Traffic, rep *report.Report, events []report.Ev
 	f.PathAfter = hopNames(now.Hops)
 	f.Rerouted = strings.Join(f.PathAfter, " ") != strings.Join(f.PathBefore, " ")
 	return f
+}
+
+// runAfter is the lab as the run left it: the bench's, or, after an
+// apply event that changed it, the applied file's, opened afresh (its
+// nodes and interfaces may be new).
+func (b *Bench) runAfter(done []report.Event) (*lab.Running, error) {
+	var applied *spec.Lab
+	for i, e := range b.opts.Events {
+		if e.Apply != nil && i < len(done) && done[i].Applied >= 0 && done[i].Err == "" {
+			applied = e.Apply
+		}
+	}
+	if applied == nil {
+		return b.run, nil
+	}
+	return b.run.Reopen(applied)
 }
 
 // Routing convergence before a bench: check --wait's engine, so bench and

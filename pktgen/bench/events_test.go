@@ -24,6 +24,7 @@ func TestParseEvent(t *testing.T) {
 		"2s:stop":         "TIME:stop|start:NODE",
 		"x:stop:r1":       "not a time",
 		"2s:halt:r1:eth1": "not down, up, impair, clear, stop or start",
+		"2s:apply:/none":  "/none",
 	} {
 		if _, err := ParseEvent(s); err == nil || !strings.Contains(err.Error(), msg) {
 			t.Errorf("%s: %v, want %q", s, err, msg)

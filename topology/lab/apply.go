@@ -56,6 +56,14 @@ type ApplyResult struct {
 	Duration       time.Duration
 }
 
+// Keys of the steps that follow what they wait for: the wait for links
+// to be up runs when a link is made, the check of services when a service
+// starts.
+const (
+	waitKey          = "wait until every lab interface is operationally up"
+	checkServicesKey = "check that the services keep running"
+)
+
 // stepKey is what apply compares steps by.
 func stepKey(s Step) string {
 	if s.key != "" {
@@ -85,6 +93,7 @@ func PlanApply(from, to *spec.Lab, rebuild []string) (*ApplyPlan, error) {
 		changed = x.redoWhatLostItsObjects() || changed
 		changed = x.markDestroyed() || changed
 	}
+	x.pairReloads()
 	return x.plan(), nil
 }
 
@@ -199,8 +208,15 @@ func (x *diff) markDestroyed() bool {
 // plan order (with the wait for links and the check of services when
 // anything is made).
 func (x *diff) plan() *ApplyPlan {
+	links, services := false, false
+	for j := range x.do {
+		for _, o := range x.b[j].makes {
+			links = links || strings.Contains(o, ":")
+			services = services || strings.Contains(o, "/service")
+		}
+	}
 	for j, s := range x.b {
-		if s.noUndo && len(s.needs) == 0 && len(x.do) > 0 {
+		if s.key == waitKey && links || s.key == checkServicesKey && services {
 			x.do[j] = true
 		}
 	}
@@ -605,4 +621,16 @@ func (m *Manager) ApplyScript(lab *spec.Lab) (string, error) {
 		fmt.Fprintf(&b, "\n# step %d: %s\n%s\n", i+1, s.Name, strings.Join(s.Shell(), "\n"))
 	}
 	return b.String(), nil
+}
+
+// Apply applies lab, the running lab's edited file, while the lab runs
+// (see Manager.Apply): for bench's events.
+func (r *Running) Apply(ctx context.Context, lab *spec.Lab) (*ApplyResult, error) {
+	return r.m.Apply(ctx, lab)
+}
+
+// Reopen opens the running lab again as version l of its file (after an
+// apply of l): the nodes and interfaces l has, the new ones among them.
+func (r *Running) Reopen(l *spec.Lab) (*Running, error) {
+	return r.m.Open(l)
 }

@@ -21,6 +21,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/nslab/nslab/topology/labtest"
+	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 )
 
@@ -363,4 +364,68 @@ func changeDaemon(doc map[string]any, r *rand.Rand, k int) bool {
 		}
 	}
 	return changeDaemon(doc, r, k)
+}
+
+// TestPrivilegedApplyReloadsDaemons: a new frr.conf and bird.conf are
+// taken by the running daemons (frr-reload.py, birdc configure): the same
+// processes, the new configuration in them.
+func TestPrivilegedApplyReloadsDaemons(t *testing.T) {
+	if _, err := exec.LookPath("vtysh"); err != nil {
+		t.Skip("no FRR here")
+	}
+	doc := readDoc(t, "bgp-pair.yaml")
+	f := newFixture(t, marshal(t, doc))
+	f.deploy()
+	pids := func() []int {
+		var out []int
+		for pid := range markedWith(f.lab.Name + "/") {
+			if tag := tagOf(pid); strings.HasSuffix(tag, "/frr") || strings.HasSuffix(tag, "/bird") {
+				out = append(out, pid)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	before := pids()
+	frr := m(m(m(doc, "nodes"), "r1"), "frr")
+	frr["config"] = strings.Replace(frr["config"].(string), " no bgp ebgp-requires-policy\n", " no bgp ebgp-requires-policy\n timers bgp 2 6\n", 1)
+	bird := m(m(m(doc, "nodes"), "r2"), "bird")
+	bird["config"] = strings.Replace(bird["config"].(string), "scan time 10", "scan time 20", 1)
+	lb := parseAs(t, f, marshal(t, doc))
+	plan, err := PlanApply(f.lab, lb, nil)
+	if err != nil || len(plan.Undo) != 0 || len(plan.Do) != 2 || !strings.HasPrefix(plan.Do[0].Name, "reload FRR in r1") || !strings.HasPrefix(plan.Do[1].Name, "reload BIRD in r2") {
+		t.Fatalf("plan: %v %+v", err, plan)
+	}
+	if _, err := f.m.Apply(context.Background(), lb); err != nil {
+		t.Fatal(err)
+	}
+	if after := pids(); len(before) < 4 || !slices.Equal(before, after) {
+		t.Errorf("the daemons' processes changed: %v before, %v after", before, after)
+	}
+	f.lab = lb
+	x, v := openNodeView(t, f, "r1")
+	out, err := RunIn(context.Background(), x, v, "", "vtysh", "-c", "show running-config")
+	if err != nil || !strings.Contains(string(out), "timers bgp 2 6") {
+		t.Errorf("FRR in r1 runs without the new line: %v\n%s", err, out)
+	}
+	x, v = openNodeView(t, f, "r2")
+	if out, err := RunIn(context.Background(), x, v, "", "cat", spec.BIRDConfPath); err != nil || !strings.Contains(string(out), "scan time 20") {
+		t.Errorf("r2's bird.conf is not the new one: %v\n%s", err, out)
+	}
+}
+
+// openNodeView opens node's namespace and view, closed with the test.
+func openNodeView(t *testing.T, f *fixture, node string) (*ns.NS, *ns.View) {
+	t.Helper()
+	x, err := ns.Open(f.m.netnsDir(), f.ns(node))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { x.Close() })
+	v, err := ns.OpenView(f.m.labViews(f.lab.Name), f.ns(node))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { v.Close() })
+	return x, v
 }

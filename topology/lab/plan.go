@@ -25,6 +25,10 @@ type Step struct {
 	makes, needs []string
 	undo         func(d *deployer) error
 	noUndo       bool
+	// reload, where a program can take a new configuration without a
+	// restart (a routing daemon): apply pairs the deployed lab's step
+	// and the file's that make the same object (makes) and reloads.
+	reload func(d *deployer) error
 }
 
 // Shell returns the step as iproute2/sysctl commands (see DeployScript).

@@ -43,22 +43,26 @@ func routingSteps(l *spec.Lab, _ string) []Step {
 		if n.FRR != nil {
 			daemons := frrDaemons(n.FRR)
 			steps = append(steps, Step{
-				Name:  fmt.Sprintf("start FRR in %s (%s), load frr.conf, wait for vtysh", n.Name, strings.Join(daemons, ", ")),
-				shell: func() []string { return shFRR(l, n, daemons) },
-				do:    func(d *deployer) error { return d.startFRR(n, daemons) },
-				key:   fmt.Sprintf("frr %s %s\n%s", n.Name, strings.Join(daemons, " "), n.FRR.Config),
-				needs: nodeProcessNeeds(n.Name),
-				undo:  func(d *deployer) error { return d.stopTagged(n.Name, l.Name+"/"+n.Name+"/frr", -1) },
+				Name:   fmt.Sprintf("start FRR in %s (%s), load frr.conf, wait for vtysh", n.Name, strings.Join(daemons, ", ")),
+				shell:  func() []string { return shFRR(l, n, daemons) },
+				do:     func(d *deployer) error { return d.startFRR(n, daemons) },
+				key:    fmt.Sprintf("frr %s %s\n%s", n.Name, strings.Join(daemons, " "), routingConfig(n, spec.FRRConfPath)),
+				makes:  []string{n.Name + "/frr " + strings.Join(daemons, " ")},
+				needs:  nodeProcessNeeds(n.Name),
+				undo:   func(d *deployer) error { return d.stopTagged(n.Name, l.Name+"/"+n.Name+"/frr", -1) },
+				reload: reloadFRR(n),
 			})
 		}
 		if n.BIRD != nil {
 			steps = append(steps, Step{
-				Name:  fmt.Sprintf("start BIRD in %s, wait for birdc", n.Name),
-				shell: func() []string { return shBIRD(l, n) },
-				do:    func(d *deployer) error { return d.startBIRD(n) },
-				key:   fmt.Sprintf("bird %s\n%s", n.Name, n.BIRD.Config),
-				needs: nodeProcessNeeds(n.Name),
-				undo:  func(d *deployer) error { return d.stopTagged(n.Name, l.Name+"/"+n.Name+"/bird", -1) },
+				Name:   fmt.Sprintf("start BIRD in %s, wait for birdc", n.Name),
+				shell:  func() []string { return shBIRD(l, n) },
+				do:     func(d *deployer) error { return d.startBIRD(n) },
+				key:    fmt.Sprintf("bird %s\n%s", n.Name, routingConfig(n, spec.BIRDConfPath)),
+				makes:  []string{n.Name + "/bird"},
+				needs:  nodeProcessNeeds(n.Name),
+				undo:   func(d *deployer) error { return d.stopTagged(n.Name, l.Name+"/"+n.Name+"/bird", -1) },
+				reload: func(d *deployer) error { return d.reloadBIRD(n) },
 			})
 		}
 	}

@@ -73,6 +73,7 @@ func serviceSteps(l *spec.Lab, _ string) []Step {
 					return []string{fmt.Sprintf("mkdir -p %s && ip netns exec %s setsid sh -c %s </dev/null >%s 2>&1 &", filepath.Dir(log), l.Namespace(n.Name), ShellQuote(c), log)}
 				},
 				do:    func(d *deployer) error { return d.startService(n, i, c) },
+				makes: []string{fmt.Sprintf("%s/service%d", n.Name, i)},
 				needs: nodeProcessNeeds(n.Name),
 				undo:  func(d *deployer) error { return d.stopTagged(n.Name, fmt.Sprintf("%s/%s/%d", l.Name, n.Name, i), i) },
 			})
@@ -85,6 +86,7 @@ func serviceSteps(l *spec.Lab, _ string) []Step {
 				return []string{fmt.Sprintf("sleep %.1f  # then check that each service still runs", serviceGrace.Seconds())}
 			},
 			do:     func(d *deployer) error { return d.checkServices() },
+			key:    checkServicesKey,
 			noUndo: true,
 		})
 	}

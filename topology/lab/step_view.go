@@ -36,7 +36,7 @@ func viewSteps(l *spec.Lab, _ string) []Step {
 			do:    func(d *deployer) error { return d.makeView(n, setup, hosts) },
 			// The lab's hosts file is apart: apply writes it again
 			// in place when a node comes or goes (see apply.go).
-			key:   "view " + n.Name + "\n" + strings.Join(shView(l, n, setup), "\n"),
+			key:   "view " + n.Name + "\n" + strings.Join(shView(l, n, withoutRoutingConfig(setup)), "\n"),
 			makes: []string{n.Name + "/view"},
 			needs: []string{n.Name},
 			undo:  func(d *deployer) error { return d.removeView(n.Name) },
@@ -286,4 +286,18 @@ func viewRoots(s ns.ViewSetup) []string {
 func withHosts(setup ns.ViewSetup, hosts []byte) ns.ViewSetup {
 	setup.Files = append([]ns.ViewFile{{Path: "/etc/hosts", Data: hosts, Mode: 0o644}}, setup.Files...)
 	return setup
+}
+
+// withoutRoutingConfig is setup without the text of the routing daemons'
+// configuration (frr.conf, bird.conf): what apply compares views by, as
+// the daemons' steps carry that text and reload it.
+func withoutRoutingConfig(s ns.ViewSetup) ns.ViewSetup {
+	out := s
+	out.Files = slices.Clone(s.Files)
+	for i, f := range out.Files {
+		if f.Path == spec.FRRConfPath || f.Path == spec.BIRDConfPath {
+			out.Files[i].Data = nil
+		}
+	}
+	return out
 }

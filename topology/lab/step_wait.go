@@ -17,7 +17,7 @@ func waitSteps(l *spec.Lab, _ string) []Step {
 		Name:   "wait until every lab interface is operationally up",
 		shell:  func() []string { return shWaitUp(l) },
 		do:     func(d *deployer) error { return d.waitLinksUp() },
-		key:    "wait until every lab interface is operationally up",
+		key:    waitKey,
 		noUndo: true,
 	}}
 }

@@ -724,3 +724,19 @@ func RemoveView(parent, dir, name string) error {
 		return nil
 	})
 }
+
+// Do runs fn in view v (its mounts and hostname; the caller's network
+// namespace) on a thread of its own, discarded after: for writing a file
+// of the node's own tree.
+func (v *View) Do(fn func() error) error {
+	errc := make(chan error, 1)
+	go func() {
+		runtime.LockOSThread() // never unlocked: the thread dies with the goroutine
+		if err := enterView(v); err != nil {
+			errc <- err
+			return
+		}
+		errc <- fn()
+	}()
+	return <-errc
+}
