@@ -609,13 +609,26 @@ func (m *Manager) ApplyScript(lab *spec.Lab) (string, error) {
 		return "", err
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "# nslab apply of lab %s: %d step(s) taken back, %d made", lab.Name, len(p.Undo), len(p.Do))
+	fmt.Fprintf(&b, "# nslab apply of lab %s: %d step(s) of the deployed lab taken back, %d of the file's made", lab.Name, len(p.Undo), len(p.Do))
 	if len(p.Rebuilt) > 0 {
 		fmt.Fprintf(&b, "; node(s) rebuilt whole: %s", strings.Join(p.Rebuilt, ", "))
 	}
 	b.WriteString("\n")
-	for i, s := range p.Undo {
-		fmt.Fprintf(&b, "# take back %d: %s\n", i+1, s.Name)
+	going := map[string]bool{}
+	for _, s := range p.Undo {
+		if isNamespaceStep(s) {
+			going[s.makes[0]] = true
+		}
+	}
+	n := 0
+	for _, s := range p.Undo {
+		if !skipUndo(s, going) {
+			n++
+			fmt.Fprintf(&b, "\n# take back %d: %s\n%s\n", n, s.Name, strings.Join(undoShell(from, s), "\n"))
+		}
+	}
+	if left := len(p.Undo) - n; left > 0 {
+		fmt.Fprintf(&b, "# (%d more go with the namespaces taken away)\n", left)
 	}
 	for i, s := range p.Do {
 		fmt.Fprintf(&b, "\n# step %d: %s\n%s\n", i+1, s.Name, strings.Join(s.Shell(), "\n"))

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -241,4 +242,42 @@ func (d *deployer) deleteLinks(node string) error {
 		}
 	}
 	return nil
+}
+
+// undoShell is taking step s of lab l back as shell lines, for apply
+// --dry-run.
+func undoShell(l *spec.Lab, s Step) []string {
+	nsOf := func(obj string) string { return l.Namespace(nodeOfObject(obj)) }
+	switch {
+	case isNamespaceStep(s):
+		name := l.Namespace(s.makes[0])
+		return []string{fmt.Sprintf("ip netns pids %s | xargs -r kill; ip netns del %s", name, name)}
+	case len(s.makes) > 0 && strings.Contains(s.makes[0], ":"):
+		_, ifc, _ := strings.Cut(s.makes[0], ":")
+		return []string{fmt.Sprintf("ip -n %s link del %s", nsOf(s.makes[0]), ifc)}
+	case len(s.makes) > 0 && strings.HasSuffix(s.makes[0], "/view"):
+		mnt, uts := ns.ViewPaths(filepath.Join(DefaultStateDir, "views", l.Name), nsOf(s.makes[0]))
+		return []string{fmt.Sprintf("umount -l %s %s; rm -f %s %s", mnt, uts, mnt, uts)}
+	case len(s.makes) > 0 && strings.HasSuffix(s.makes[0], "/cgroup"):
+		return []string{fmt.Sprintf("rmdir /sys/fs/cgroup/%s/%s/%s  # and in each v1 hierarchy", cgroup.Root, l.Name, nodeOfObject(s.makes[0]))}
+	case strings.HasPrefix(s.Name, "impair "):
+		_, ifc, _ := strings.Cut(s.needs[0], ":")
+		return []string{fmt.Sprintf("tc -n %s qdisc del dev %s root", nsOf(s.needs[0]), ifc)}
+	case strings.HasPrefix(s.Name, "nftables table"):
+		return []string{fmt.Sprintf("ip netns exec %s nft delete table inet nslab", nsOf(s.needs[0]))}
+	case strings.HasPrefix(s.Name, "start "):
+		return []string{fmt.Sprintf("for p in /proc/[0-9]*; do tr '\\0' '\\n' < $p/environ 2>/dev/null | grep -q '^%s=%s/%s/' && kill ${p#/proc/}; done  # %s", serviceEnv, l.Name, nodeOfObject(s.needs[0]), s.Name)}
+	}
+	var out []string
+	for _, line := range s.Shell() {
+		for _, verb := range []string{" addr ", " route ", " rule "} {
+			if strings.Contains(line, verb+"add ") {
+				out = append(out, strings.Replace(line, verb+"add ", verb+"del ", 1))
+			}
+		}
+	}
+	if len(out) == 0 {
+		out = []string{"# (nothing to take back by hand: " + s.Name + ")"}
+	}
+	return out
 }

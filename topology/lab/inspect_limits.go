@@ -3,6 +3,7 @@ package lab
 import (
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"text/tabwriter"
 	"time"
@@ -16,7 +17,8 @@ import (
 type LimitsInfo struct {
 	// CPULimit is the quota, in percent of one CPU; CPUSeconds the CPU
 	// time the node's processes have had since the cgroup was made, and
-	// CPUAverage that over the time since (percent of one CPU);
+	// CPUAverage that over the time since (percent of one CPU; the
+	// cgroup directory's time is when it was made);
 	// Throttled how many 100 ms periods they reached the quota in.
 	CPULimit   float64 `json:"cpu_limit_percent,omitempty"`
 	CPUSeconds float64 `json:"cpu_seconds"`
@@ -37,8 +39,8 @@ type LimitsInfo struct {
 	Error       string `json:"error,omitempty"`
 }
 
-// inspectLimits reads node's cgroup, made at since; nil when the state
-// records none for it.
+// inspectLimits reads node's cgroup (made at since, unless the cgroup
+// file system says when); nil when the state records none for it.
 func inspectLimits(st *State, node string, since time.Time) *LimitsInfo {
 	if len(st.Cgroups) == 0 {
 		return nil
@@ -58,6 +60,9 @@ func inspectLimits(st *State, node string, since time.Time) *LimitsInfo {
 	info := &LimitsInfo{CPULimit: u.CPULimit, CPUSeconds: u.CPU.Seconds(), Throttled: u.Throttled,
 		Memory: u.Memory, MemoryPeak: u.MemoryPeak, MemoryLimit: u.MemoryLimit, OOMKills: u.OOMKills,
 		Pids: u.Pids, PidsLimit: u.PidsLimit, PidsRefused: u.PidsRefused}
+	if fi, err := os.Stat(g.Dirs()[0]); err == nil {
+		since = fi.ModTime() // made then (a deploy, or an apply after it)
+	}
 	if el := time.Since(since); el > 0 {
 		info.CPUAverage = u.CPU.Seconds() / el.Seconds() * 100
 	}
@@ -75,7 +80,7 @@ func printLimits(w io.Writer, info *LabInfo) {
 			continue
 		}
 		if !header {
-			fmt.Fprintln(tw, "NODE\tCPU (average since deploy / limit)\tTHROTTLED\tMEMORY (now, peak / limit)\tKILLED OVER MEMORY\tPIDS / LIMIT")
+			fmt.Fprintln(tw, "NODE\tCPU (used, average since made / limit)\tTHROTTLED\tMEMORY (now, peak / limit)\tKILLED OVER MEMORY\tPIDS / LIMIT")
 			header = true
 		}
 		if l.Error != "" {
