@@ -47,7 +47,23 @@ func init() {
 const exitInterrupted = 130
 
 func main() {
+	tuneGC()
 	os.Exit(run(os.Args))
+}
+
+// tuneGC lets the heap grow to five times what is live before a
+// collection (GOGC=400), within 1 GiB, unless GOGC or GOMEMLIMIT say
+// otherwise. nslab is a short process whose garbage is mostly the lab's
+// parsed file and plan: at the default, the collector took both of this
+// machine's CPUs from a deploy of 1,000 nodes for a fifth of its time
+// (1.52-1.78 s against 1.25-1.33 s at 400, three runs each).
+func tuneGC() {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+	}
+	if os.Getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(1 << 30)
+	}
 }
 
 func run(args []string) int {

@@ -474,7 +474,11 @@ func (x *applier) run(ctx context.Context, plan *ApplyPlan, rebuild []string) er
 		x.undone = append(x.undone, s)
 	}
 	x.d.lab = x.to
+	x.d.expect(plan.Do)
 	for i, s := range plan.Do {
+		if i == x.d.aheadAt {
+			x.d.startAhead(plan.Do[i:])
+		}
 		err := ctx.Err()
 		if err == nil && x.m.BeforeStep != nil {
 			err = x.m.BeforeStep(ctx, i, s)
@@ -562,6 +566,7 @@ func (m *Manager) finishApply(st *State, to *spec.Lab, d *deployer) {
 // the steps undone made again, oldest first, so that the lab is as it was
 // (from). It returns cause, with what taking it back found.
 func (m *Manager) failApply(d *deployer, st *State, from *spec.Lab, undone, done []Step, cause error) error {
+	d.views.close() // none is made behind the taking back
 	var errs []error
 	for i := len(done) - 1; i >= 0; i-- {
 		if s := done[i]; s.undo != nil {

@@ -54,20 +54,28 @@ func TestPrivilegedApplyEqualsDeploy(t *testing.T) {
 	type pair struct{ name, a, b string }
 	var cases []pair
 	k := 1
-	add := func(base string, e edit, n int) {
-		for made := 0; made < n; k++ {
+	add := func(base string, e edit, n int) int {
+		made := 0
+		for ; made < n; k++ {
 			doc := readDoc(t, base)
 			if !e.fn(doc, r, k) {
-				return
+				return made
 			}
 			a, b := marshal(t, readDoc(t, base)), marshal(t, doc)
 			cases = append(cases, pair{fmt.Sprintf("%s/%s/%d", strings.TrimSuffix(base, ".yaml"), e.name, k), a, b},
 				pair{fmt.Sprintf("%s/undo %s/%d", strings.TrimSuffix(base, ".yaml"), e.name, k), b, a})
 			made++
 		}
+		return made
 	}
 	for _, e := range edits[:len(edits)-1] {
-		add(editLabs[r.IntN(len(editLabs))], e, 2)
+		// Two of each, from labs drawn at random that the edit fits.
+		made := 0
+		for _, i := range r.Perm(len(editLabs)) {
+			if made += add(editLabs[i], e, 2-made); made == 2 {
+				break
+			}
+		}
 	}
 	if _, err := exec.LookPath("vtysh"); err == nil {
 		add("bgp-pair.yaml", edits[len(edits)-1], 1)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -54,8 +55,16 @@ type ConflictError struct {
 }
 
 func (e *ConflictError) Error() string {
-	return "cannot deploy, nothing was changed:\n  " + strings.Join(e.Problems, "\n  ")
+	shown := e.Problems
+	if len(shown) > maxProblemsShown {
+		shown = append(slices.Clone(shown[:maxProblemsShown]), fmt.Sprintf("and %d more of the same kinds", len(e.Problems)-maxProblemsShown))
+	}
+	return "cannot deploy, nothing was changed:\n  " + strings.Join(shown, "\n  ")
 }
+
+// maxProblemsShown is how many of a refused deploy's problems its message
+// lists (a lab of 1,000 nodes whose namespaces all exist has 1,000).
+const maxProblemsShown = 20
 
 // Deploy builds lab on this machine, recording its file's contents (for
 // destroy and inspect). It is atomic: when a step fails or ctx is
@@ -96,7 +105,11 @@ func (m *Manager) Deploy(ctx context.Context, lab *spec.Lab) (*DeployResult, err
 	d := &deployer{ctx: ctx, m: m, lab: lab, st: st, inodes: map[string]uint64{}, handles: map[string]*netlink.Handle{}, index: map[spec.Endpoint]int{}}
 	defer d.close()
 	steps := Plan(lab)
+	d.expect(steps)
 	for i, s := range steps {
+		if i == d.aheadAt {
+			d.startAhead(steps[i:])
+		}
 		err := ctx.Err()
 		if err == nil && m.BeforeStep != nil {
 			err = m.BeforeStep(ctx, i, s)

@@ -16,20 +16,27 @@ import (
 // every link, address and route operation goes through that handle and so
 // happens in the node's namespace, from whatever goroutine.
 type deployer struct {
-	ctx      context.Context // the deploy's: one-shot commands are killed when it ends
-	m        *Manager
-	lab      *spec.Lab
-	st       *State // the state file's contents, saved ahead of host changes
-	creator  *ns.Creator
-	proc     *ns.ProcWriter             // writes /proc/sys (see ns.ProcWriter), from setUpNamespace and node settings
-	views    *ns.ViewMaker              // makes the nodes' views, started at first use
-	cgroups  *cgroup.Hierarchy          // the host's, found at first use (limits:)
-	hosts    string                     // the lab's hosts file, shared by the views, once written
-	inodes   map[string]uint64          // node -> its namespace's inode, for the state
-	handles  map[string]*netlink.Handle // node -> rtnetlink handle inside it
-	index    map[spec.Endpoint]int      // interface or bridge -> ifindex in its node
-	created  []string                   // namespace names, in creation order
-	services []*waited                  // services started, to check they keep running
+	ctx     context.Context // the deploy's: one-shot commands are killed when it ends
+	m       *Manager
+	lab     *spec.Lab
+	st      *State // the state file's contents, saved ahead of host changes
+	creator *ns.Creator
+	proc    *ns.ProcWriter             // writes /proc/sys (see ns.ProcWriter), from setUpNamespace and node settings
+	views   viewQueue                  // makes the nodes' views (see step_view.go)
+	cgroups *cgroup.Hierarchy          // the host's, found at first use (limits:)
+	hosts   string                     // the lab's hosts file, shared by the views, once written
+	inodes  map[string]uint64          // node -> its namespace's inode, for the state
+	handles map[string]*netlink.Handle // node -> rtnetlink handle inside it
+	index   map[spec.Endpoint]int      // interface or bridge -> ifindex in its node
+	created []string                   // namespace names, in creation order
+	// nsAhead are the nodes whose namespaces the run makes: the first
+	// namespace step makes them all (see createNamespace), and nsMade
+	// holds each one's result.
+	nsAhead  []*spec.Node
+	nsMade   map[string]error
+	nsReady  map[string]chan struct{} // closed when the node's namespace is made
+	aheadAt  int                      // the step before which startAhead runs
+	services []*waited                // services started, to check they keep running
 }
 
 // inNS runs fn with node's namespace open, and closes it: a deploy keeps
@@ -75,10 +82,7 @@ func (d *deployer) close() {
 		d.proc.Close()
 		d.proc = nil
 	}
-	if d.views != nil {
-		d.views.Close()
-		d.views = nil
-	}
+	d.views.close()
 	for k, h := range d.handles {
 		h.Close()
 		delete(d.handles, k)
@@ -105,4 +109,44 @@ func (d *deployer) ifindex(node, name string) int {
 		}
 	}
 	return d.index[ep]
+}
+
+// expect tells the deployer the steps it will run, so that it makes what
+// can be made at once together (the namespaces: see createNamespace), and
+// the steps that may start ahead start with the first namespace step
+// (aheadAt), each waiting for its node's namespace (nsReady).
+func (d *deployer) expect(steps []Step) {
+	d.nsAhead, d.aheadAt, d.nsReady = nil, 0, map[string]chan struct{}{}
+	first := true
+	for i, s := range steps {
+		if isNamespaceStep(s) {
+			if n := d.lab.Node(s.makes[0]); n != nil {
+				d.nsAhead = append(d.nsAhead, n)
+				d.nsReady[n.Name] = make(chan struct{})
+			}
+			if first {
+				d.aheadAt, first = i, false
+			}
+		}
+	}
+}
+
+// made says node's namespace exists: what waits for it may go.
+func (d *deployer) made(node string) {
+	if ch, ok := d.nsReady[node]; ok {
+		close(ch)
+		delete(d.nsReady, node)
+	}
+}
+
+// startAhead starts the background work of steps that have some (the
+// nodes' views, on the view maker's thread while the main one makes the
+// links), in their order.
+func (d *deployer) startAhead(steps []Step) {
+	for _, s := range steps {
+		if s.ahead != nil {
+			s.ahead(d)
+		}
+	}
+	d.views.launch(d)
 }

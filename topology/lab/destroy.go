@@ -247,7 +247,7 @@ func (m *Manager) viewRemoval(labName string) removal {
 		shell: func() []string {
 			script := &Manager{StateDir: DefaultStateDir} // where the deploy script holds them
 			dir, views := script.labViews(labName), script.viewsDir()
-			return []string{fmt.Sprintf("for f in %s/*; do umount -l \"$f\"; done 2>/dev/null; rm -rf %s; rmdir %s 2>/dev/null && umount -l %s; true", dir, dir, views, views)}
+			return []string{fmt.Sprintf("for f in %s/*; do umount -l \"$f\"; done 2>/dev/null; umount -l %s 2>/dev/null; rm -rf %s; rmdir %s 2>/dev/null && umount -l %s; true", dir, dir, dir, views, views)}
 		},
 		do: func(*DestroyReport) error { return m.removeViews(labName) },
 	}

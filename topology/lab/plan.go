@@ -29,6 +29,10 @@ type Step struct {
 	// restart (a routing daemon): apply pairs the deployed lab's step
 	// and the file's that make the same object (makes) and reloads.
 	reload func(d *deployer) error
+	// ahead starts the step's work in the background once every
+	// namespace of the run exists (see deployer.startAhead); its do then
+	// waits for it.
+	ahead func(d *deployer)
 }
 
 // Shell returns the step as iproute2/sysctl commands (see DeployScript).

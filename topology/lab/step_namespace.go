@@ -2,6 +2,7 @@ package lab
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/nslab/nslab/topology/ns"
@@ -81,12 +82,94 @@ func namespaceSysctls(n *spec.Node) []spec.Sysctl {
 // Equivalent to: ip netns add NS; ip -n NS link set lo up alias nslab:LAB:NODE;
 // ip netns exec NS sysctl -w [ipv6Defaults] [forwarding, sysctls]
 func (d *deployer) createNamespace(n *spec.Node) error {
+	if d.nsMade == nil && len(d.nsAhead) > 0 {
+		d.nsMade = map[string]error{}
+		if err := d.startCreator(); err != nil {
+			return err
+		}
+		for chunk := range slices.Chunk(d.nsAhead, nsChunk) {
+			if !d.createChunk(chunk) {
+				break
+			}
+		}
+	}
+	if err, ok := d.nsMade[n.Name]; ok {
+		return err
+	}
+	return d.createOne(n)
+}
+
+// startCreator starts the deploy's namespace creator, at first use.
+func (d *deployer) startCreator() error {
 	if d.creator == nil {
 		c, err := ns.NewCreator(d.m.netnsDir())
 		if err != nil {
 			return err
 		}
 		d.creator = c
+	}
+	return nil
+}
+
+// nsChunk is how many namespaces createChunk makes at once: each is open
+// until its sysctls are written, besides its netlink handle, and a deploy
+// raises its limit of open files by one per node (see ensureFiles).
+const nsChunk = 128
+
+// createChunk makes the namespaces of nodes in one request to the
+// creator's thread, then writes their sysctls in one request to the proc
+// writer's: two thread switches for the chunk instead of four per
+// namespace (a fifth of a deploy's time at 1,000 nodes). It records each
+// node's result in d.nsMade, and reports whether all of them were made.
+func (d *deployer) createChunk(nodes []*spec.Node) bool {
+	names, setups := make([]string, len(nodes)), make([]func() error, len(nodes))
+	hs := make([]*netlink.Handle, len(nodes))
+	for i, n := range nodes {
+		names[i] = d.lab.Namespace(n.Name)
+		setups[i] = func() error {
+			var err error
+			if hs[i], err = netlink.NewHandle(unix.NETLINK_ROUTE); err != nil {
+				return fmt.Errorf("netlink socket: %w", err)
+			}
+			return markLo(hs[i], d.lab.Name, n)
+		}
+	}
+	made, err := d.creator.CreateAll(names, setups)
+	var jobs []ns.ProcJob
+	for i, x := range made {
+		n := nodes[i]
+		d.created = append(d.created, x.Name)
+		d.handles[n.Name] = hs[i]
+		d.inodes[n.Name], _ = x.Inode()
+		d.index[spec.Endpoint{Node: n.Name, Interface: "lo"}] = loIndex
+		jobs = append(jobs, ns.ProcJob{FD: x.Fd(), Name: x.Name, Fn: func() error { return writeNamespaceSysctls(n) }})
+	}
+	if err != nil {
+		if h := hs[len(made)]; h != nil {
+			h.Close()
+		}
+		d.nsMade[nodes[len(made)].Name] = err
+	}
+	done, perr := d.procWriter().DoAll(jobs)
+	for _, x := range made {
+		x.Close() // opened again by name when a step needs it (see inNS)
+	}
+	for i := range made {
+		switch {
+		case i < done:
+			d.nsMade[nodes[i].Name] = nil
+			d.made(nodes[i].Name)
+		case i == done:
+			d.nsMade[nodes[i].Name] = fmt.Errorf("set up namespace %s: %w", made[i].Name, perr)
+		}
+	}
+	return err == nil && perr == nil
+}
+
+// createOne makes node n's namespace alone (see createNamespace).
+func (d *deployer) createOne(n *spec.Node) error {
+	if err := d.startCreator(); err != nil {
+		return err
 	}
 	proc := d.procWriter()
 	var h *netlink.Handle
@@ -114,6 +197,20 @@ func (d *deployer) createNamespace(n *spec.Node) error {
 // setUpNamespace runs on the creator thread inside the new namespace; the
 // sysctls are written by proc in the same namespace.
 func setUpNamespace(h *netlink.Handle, proc *ns.ProcWriter, labName string, n *spec.Node) error {
+	if err := markLo(h, labName, n); err != nil {
+		return err
+	}
+	here, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("open the new namespace: %w", err)
+	}
+	defer unix.Close(here)
+	return proc.Do(here, n.Name, func() error { return writeNamespaceSysctls(n) })
+}
+
+// markLo marks node n's lo with the lab's marker and brings it up, through
+// h, a handle in n's namespace.
+func markLo(h *netlink.Handle, labName string, n *spec.Node) error {
 	lo := &netlink.Device{LinkAttrs: netlink.LinkAttrs{Index: loIndex, Name: "lo"}}
 	if err := h.LinkSetAlias(lo, nsMarker(labName, n.Name)); err != nil {
 		return fmt.Errorf("mark lo: %w", err)
@@ -121,24 +218,23 @@ func setUpNamespace(h *netlink.Handle, proc *ns.ProcWriter, labName string, n *s
 	if err := h.LinkSetUp(lo); err != nil {
 		return fmt.Errorf("set lo up: %w", err)
 	}
-	here, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("open the new namespace: %w", err)
+	return nil
+}
+
+// writeNamespaceSysctls writes the IPv6 defaults and n's namespace-wide
+// sysctls; it runs on the proc writer's thread, in n's namespace.
+func writeNamespaceSysctls(n *spec.Node) error {
+	for _, s := range ipv6Defaults {
+		if err := writeSysctl(s.ProcPath(), s.Value, true); err != nil {
+			return err
+		}
 	}
-	defer unix.Close(here)
-	return proc.Do(here, n.Name, func() error {
-		for _, s := range ipv6Defaults {
-			if err := writeSysctl(s.ProcPath(), s.Value, true); err != nil {
-				return err
-			}
+	for _, s := range namespaceSysctls(n) {
+		if err := writeSysctl(s.ProcPath(), s.Value, false); err != nil {
+			return err
 		}
-		for _, s := range namespaceSysctls(n) {
-			if err := writeSysctl(s.ProcPath(), s.Value, false); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	}
+	return nil
 }
 
 func shNamespace(l *spec.Lab, n *spec.Node) []string {

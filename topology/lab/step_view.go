@@ -33,7 +33,8 @@ func viewSteps(l *spec.Lab, _ string) []Step {
 		steps = append(steps, Step{
 			Name:  fmt.Sprintf("give node %s its own view (hostname %s, /etc/hosts, %d files)", n.Name, setup.Hostname, len(setup.Files)),
 			shell: func() []string { return shView(l, n, withHosts(setup, hosts)) },
-			do:    func(d *deployer) error { return d.makeView(n, setup, hosts) },
+			do:    func(d *deployer) error { return d.awaitView(n, setup, hosts) },
+			ahead: func(d *deployer) { d.views.ahead(d, n, setup, hosts) },
 			// The lab's hosts file is apart: apply writes it again
 			// in place when a node comes or goes (see apply.go).
 			key:   "view " + n.Name + "\n" + strings.Join(shView(l, n, withoutRoutingConfig(setup)), "\n"),
@@ -49,8 +50,8 @@ func viewSteps(l *spec.Lab, _ string) []Step {
 // lab's hosts file is written once, in the lab's directory, and shared
 // read-only by every view.
 func (d *deployer) makeView(n *spec.Node, setup ns.ViewSetup, hosts []byte) error {
-	if d.views == nil {
-		d.views = ns.NewViewMaker()
+	if d.views.maker == nil {
+		d.views.maker = ns.NewViewMaker()
 	}
 	p := filepath.Join(d.m.stateDir(), d.lab.Name, "hosts")
 	if d.hosts == "" {
@@ -64,7 +65,7 @@ func (d *deployer) makeView(n *spec.Node, setup ns.ViewSetup, hosts []byte) erro
 	}
 	setup.Shared = []ns.ViewShared{{Path: "/etc/hosts", Source: p}}
 	return d.inNS(n.Name, func(x *ns.NS) error {
-		return d.views.MakeAndBind(d.m.labViews(d.lab.Name), x, setup)
+		return d.views.maker.MakeAndBind(d.m.labViews(d.lab.Name), x, setup)
 	})
 }
 

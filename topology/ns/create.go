@@ -26,6 +26,21 @@ type createReq struct {
 	name  string
 	setup func() error
 	reply chan createReply
+	// batch: a CreateAll, answered on batchReply instead.
+	batch      []createItem
+	batchReply chan batchReply
+}
+
+// createItem is one namespace of a CreateAll.
+type createItem struct {
+	name  string
+	setup func() error
+}
+
+// batchReply is what a CreateAll made, and the failure that stopped it.
+type batchReply struct {
+	made []*NS
+	err  error
 }
 
 type createReply struct {
@@ -86,6 +101,19 @@ func (c *Creator) loop() {
 		defer goHome(home)
 	}
 	for r := range c.reqs {
+		if r.batchReply != nil {
+			var b batchReply
+			for _, it := range r.batch {
+				n, err := c.createHere(it.name, it.setup)
+				if err != nil {
+					b.err = err
+					break
+				}
+				b.made = append(b.made, n)
+			}
+			r.batchReply <- b
+			continue
+		}
 		n, err := c.createHere(r.name, r.setup)
 		r.reply <- createReply{n, err}
 	}
@@ -140,4 +168,20 @@ func (c *Creator) createHere(name string, setup func() error) (*NS, error) {
 		return nil, fmt.Errorf("open namespace %s: %w", name, err)
 	}
 	return &NS{Name: name, Path: p, fd: fd}, nil
+}
+
+// CreateAll is Create for each of names in order, setups[i] run in the
+// i-th, in one request to the creator's thread (a request per namespace
+// costs two thread switches, a fifth of a deploy's time at 1,000 nodes).
+// It stops at the first failure: it returns the namespaces it made (the
+// first len(made) of names) and that failure.
+func (c *Creator) CreateAll(names []string, setups []func() error) ([]*NS, error) {
+	items := make([]createItem, len(names))
+	for i, n := range names {
+		items[i] = createItem{name: n, setup: setups[i]}
+	}
+	reply := make(chan batchReply, 1)
+	c.reqs <- createReq{batch: items, batchReply: reply}
+	r := <-reply
+	return r.made, r.err
 }

@@ -36,6 +36,9 @@ type procReq struct {
 	name  string
 	fn    func() error
 	reply chan error
+	// batch: a DoAll; done counts the jobs that ran to their end.
+	batch []ProcJob
+	done  *int
 }
 
 // NewProcWriter starts the writer's thread.
@@ -54,7 +57,18 @@ func (w *ProcWriter) loop(started chan struct{}) {
 	close(started)
 	served := 0 // namespaces the current proc mount has served
 	for r := range w.reqs {
-		r.reply <- w.enter(r, &served)
+		if r.batch == nil {
+			r.reply <- w.enter(r, &served)
+			continue
+		}
+		var err error
+		for _, j := range r.batch {
+			if err = w.enter(procReq{fd: j.FD, name: j.Name, fn: j.Fn}, &served); err != nil {
+				break
+			}
+			*r.done++
+		}
+		r.reply <- err
 	}
 }
 
@@ -120,4 +134,22 @@ func (w *ProcWriter) Close() {
 	close(w.reqs)
 	<-w.done
 	w.reqs = nil
+}
+
+// ProcJob is one namespace's part of a DoAll: its descriptor, its name
+// (for errors) and what to run there.
+type ProcJob struct {
+	FD   int
+	Name string
+	Fn   func() error
+}
+
+// DoAll is Do for each of jobs in order, in one request to the writer's
+// thread; it stops at the first failure and returns how many jobs ran to
+// their end, and that failure.
+func (w *ProcWriter) DoAll(jobs []ProcJob) (int, error) {
+	done := 0
+	reply := make(chan error, 1)
+	w.reqs <- procReq{fd: -1, batch: jobs, done: &done, reply: reply}
+	return done, <-reply
 }

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -478,11 +479,8 @@ func writeView(setup ViewSetup) error {
 // Equivalent to: mount --bind /proc/PID/ns/mnt DIR/NAME.mnt (and .uts)
 func Bind(dir string, v *View) error {
 	return inMountHome(dir, func() error {
-		if err := privateDir(filepath.Dir(dir)); err != nil {
+		if err := labDir(dir); err != nil {
 			return err
-		}
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return fmt.Errorf("create %s: %w", dir, err)
 		}
 		mnt, uts := ViewPaths(dir, v.Name)
 		for _, b := range []struct {
@@ -580,6 +578,14 @@ func openNS(p string) (int, error) {
 // Equivalent to: umount -l DIR/*; rm -r DIR; [ -z "$(ls PARENT)" ] && umount PARENT && rmdir PARENT
 func RemoveViews(parent, dir string) error {
 	return inMountHome(parent, func() error {
+		preparedDirs.Delete(dir)
+		if mountPoint(dir) {
+			// One detach takes every view under it, in one RCU grace
+			// period instead of one per view.
+			if err := unix.Unmount(dir, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) {
+				return fmt.Errorf("unmount the views in %s: %w", dir, err)
+			}
+		}
 		ents, err := os.ReadDir(dir)
 		if err != nil && !errors.Is(err, os.ErrNotExist) {
 			return fmt.Errorf("list views in %s: %w", dir, err)
@@ -739,4 +745,44 @@ func (v *View) Do(fn func() error) error {
 		errc <- fn()
 	}()
 	return <-errc
+}
+
+// preparedDirs are the labs' view directories labDir made ready in this
+// process.
+var preparedDirs sync.Map
+
+// labDir makes dir, a lab's directory of views, ready to hold them: under
+// the views' private directory, and a tmpfs of its own, so that
+// RemoveViews detaches all of a lab's views at once (a lazy unmount takes
+// a mount's whole subtree). Once per directory and process: a mount
+// operation per view would cost as much again.
+//
+// Equivalent to: mkdir -p DIR && mount -t tmpfs -o mode=0755,nosuid,nodev,noexec nslab-lab DIR
+func labDir(dir string) error {
+	if _, ok := preparedDirs.Load(dir); ok {
+		return nil
+	}
+	if err := privateDir(filepath.Dir(dir)); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create %s: %w", dir, err)
+	}
+	if !mountPoint(dir) {
+		if err := unix.Mount("nslab-lab", dir, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "mode=0755"); err != nil {
+			return fmt.Errorf("mount a tmpfs on %s: %w", dir, err)
+		}
+	}
+	preparedDirs.Store(dir, struct{}{})
+	return nil
+}
+
+// mountPoint reports whether dir is a mount point: on another device than
+// its parent.
+func mountPoint(dir string) bool {
+	var a, b unix.Stat_t
+	if unix.Stat(dir, &a) != nil || unix.Stat(filepath.Dir(dir), &b) != nil {
+		return false
+	}
+	return a.Dev != b.Dev
 }
