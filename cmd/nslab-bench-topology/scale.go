@@ -117,12 +117,27 @@ func printScale(rows []scaleRow, justFreed, idleFreed time.Duration) {
 	up := float64(last.perNode(last.deploy)) / float64(first.perNode(first.deploy))
 	down := float64(last.perNode(last.destroy)) / float64(first.perNode(first.destroy))
 	done := float64(last.perNode(last.settled)) / float64(first.perNode(first.settled))
-	fmt.Printf("per-node cost at %d nodes over %d: deploy %.2fx, %s; destroy %.2fx, %s (target <= 1.25x); kernel done %.2fx\n",
-		last.nodes, first.nodes, up, met[up <= 1.25], down, met[down <= 1.25], done)
+	fmt.Printf("per-node cost at %d nodes over %d: deploy %.2fx, %s (target <= 1.2x); destroy %.2fx, %s (target <= 1.25x); kernel done %.2fx\n",
+		last.nodes, first.nodes, up, met[up <= 1.2], down, met[down <= 1.25], done)
+	scaleTargets(rows, met)
 	mibPerNode := float64(last.heldKB) / 1024 / float64(last.nodes)
 	fresh := time.Duration(float64(idleFreed-justFreed) * mibPerNode)
 	fmt.Printf("fresh memory: a first write costs %s per MiB of memory just freed, %s per MiB of memory freed %s earlier (%.2fx);\n",
 		dur(justFreed), dur(idleFreed), memoryIdle, float64(idleFreed)/float64(justFreed))
 	fmt.Printf("  at %.2f MiB held per node, that is about %s per node of the %d-node deploy if the kernel's first writes cost what this process's do; its per-node cost grew by %s\n",
 		mibPerNode, dur(max(fresh, 0)), last.nodes, dur(last.perNode(last.deploy)-first.perNode(first.deploy)))
+}
+
+// scaleTargets says which of the whole-process targets of issue 35 this
+// run met: a 1,000-node chain up in 1.5 s and down in 0.3 s, 10,000 up in
+// 15 s.
+func scaleTargets(rows []scaleRow, met map[bool]string) {
+	for _, r := range rows {
+		switch r.nodes {
+		case 1000:
+			fmt.Printf("  1000 nodes up <= 1.5s: %s, %s; down <= 0.3s: %s, %s\n", dur(r.deploy), met[r.deploy <= 1500*time.Millisecond], dur(r.destroy), met[r.destroy <= 300*time.Millisecond])
+		case 10000:
+			fmt.Printf("  10000 nodes up <= 15s: %s, %s\n", dur(r.deploy), met[r.deploy <= 15*time.Second])
+		}
+	}
 }
