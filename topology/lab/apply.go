@@ -221,8 +221,10 @@ func (x *diff) plan() *ApplyPlan {
 		}
 	}
 	p := &ApplyPlan{}
+	// Steps with nothing to take back are listed too: a failed apply's
+	// taking back makes them again where it makes their node again.
 	for i := len(x.a) - 1; i >= 0; i-- {
-		if x.undo[i] && !x.a[i].noUndo {
+		if x.undo[i] {
 			p.Undo = append(p.Undo, x.a[i])
 		}
 	}
@@ -398,7 +400,11 @@ func (x *applier) toRedo() []Step {
 	}
 	var out []Step
 	for i, s := range x.undone {
-		if !x.skipped[i] || slices.ContainsFunc(s.needs, func(n string) bool { return removed[nodeOfObject(n)] }) {
+		again := slices.ContainsFunc(s.needs, func(n string) bool { return removed[nodeOfObject(n)] })
+		if s.noUndo && len(s.needs) == 0 { // the wait for links, the check of services
+			again = len(removed) > 0
+		}
+		if !x.skipped[i] || again {
 			out = append(out, s)
 		}
 	}
@@ -566,7 +572,10 @@ func (m *Manager) finishApply(st *State, to *spec.Lab, d *deployer) {
 // the steps undone made again, oldest first, so that the lab is as it was
 // (from). It returns cause, with what taking it back found.
 func (m *Manager) failApply(d *deployer, st *State, from *spec.Lab, undone, done []Step, cause error) error {
-	d.views.close() // none is made behind the taking back
+	// No view is made behind the taking back, and what the apply made
+	// ahead is not the lab's as it was: its steps make their own again.
+	d.views.close()
+	d.nsAhead, d.nsMade, d.nsReady = nil, nil, nil
 	var errs []error
 	for i := len(done) - 1; i >= 0; i-- {
 		if s := done[i]; s.undo != nil {
@@ -633,7 +642,7 @@ func (m *Manager) ApplyScript(lab *spec.Lab) (string, error) {
 		}
 	}
 	if left := len(p.Undo) - n; left > 0 {
-		fmt.Fprintf(&b, "# (%d more go with the namespaces taken away)\n", left)
+		fmt.Fprintf(&b, "# (%d more need no taking back, or go with the namespaces taken away)\n", left)
 	}
 	for i, s := range p.Do {
 		fmt.Fprintf(&b, "\n# step %d: %s\n%s\n", i+1, s.Name, strings.Join(s.Shell(), "\n"))

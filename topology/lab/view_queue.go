@@ -72,13 +72,15 @@ func (q *viewQueue) launch(d *deployer) {
 }
 
 // close stops making views (the one under way is finished), waits for
-// the goroutine, and ends the maker's thread.
+// the goroutine, forgets what was queued (a failed apply's taking back
+// makes its own views again), and ends the maker's thread.
 func (q *viewQueue) close() {
 	if q.exited != nil {
 		close(q.quit)
 		<-q.exited
 		q.exited = nil
 	}
+	q.pending, q.results = nil, nil
 	if q.maker != nil {
 		q.maker.Close()
 		q.maker = nil
