@@ -184,7 +184,9 @@ func nodeStopStart(t *testing.T, c *runner, file, name string) {
 	if !pathVia("r2") {
 		t.Errorf("with r2 started the first path (by r2) is not back")
 	}
-	code, out, errOut = c.run("bench", "-q", "--format", "json", "--duration", "6s", "--event", "1s:stop:r2", "--event", "3s:start:r2", file)
+	// OSPF takes about 4 s after a start to route by r2 again (check
+	// --wait above): the run goes on 6 s after it.
+	code, out, errOut = c.run("bench", "-q", "--format", "json", "--duration", "9s", "--event", "1s:stop:r2", "--event", "3s:start:r2", file)
 	if code != 0 {
 		t.Fatalf("bench --event stop/start: %d %s %s", code, out, errOut)
 	}

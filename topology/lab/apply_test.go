@@ -103,7 +103,7 @@ func TestPrivilegedApplyEqualsDeploy(t *testing.T) {
 			f.deploy()
 			want := withoutLearned(snapshot(t, f))
 			t.Logf("apply: %d taken back, %d made, rebuilt %v", res.Undone, res.Done, res.Rebuilt)
-			sameLab(t, want, got)
+			diffSnapshots(t, want, got, "deploy B", "apply")
 		})
 	}
 }
@@ -140,7 +140,7 @@ func TestPrivilegedApplyFailureTakesBack(t *testing.T) {
 	}
 	// A node made again has new ifindexes: the snapshot's veth peers,
 	// found by ifindex, are then told apart where they were ambiguous.
-	sameLab(t, withoutPeers(before), withoutPeers(snapshot(t, f)))
+	diffSnapshots(t, withoutPeers(before), withoutPeers(snapshot(t, f)), "before", "after the failed apply")
 	st, _ := f.m.loadState(f.lab.Name)
 	if st.Applying != nil || st.Source != stBefore.Source || len(st.Namespaces) != len(stBefore.Namespaces) {
 		t.Errorf("state after the failed apply: applying %v, %d namespaces (had %d)", st.Applying, len(st.Namespaces), len(stBefore.Namespaces))
@@ -165,34 +165,6 @@ func parseAs(t *testing.T, f *fixture, text string) *spec.Lab {
 		t.Fatalf("edited lab: %v\n%s", err, data)
 	}
 	return l
-}
-
-// sameLab compares two snapshots, saying what differs.
-func sameLab(t *testing.T, want, got map[string]string) {
-	t.Helper()
-	keys := slices.Collect(func(yield func(string) bool) {
-		for k := range want {
-			yield(k)
-		}
-		for k := range got {
-			if _, ok := want[k]; !ok {
-				yield(k)
-			}
-		}
-	})
-	sort.Strings(keys)
-	for _, k := range keys {
-		w, inW := want[k]
-		g, inG := got[k]
-		switch {
-		case !inG:
-			t.Errorf("%s: deploy B built %s; apply did not", k, w)
-		case !inW:
-			t.Errorf("%s: apply built %s; deploy B did not", k, g)
-		case w != g:
-			t.Errorf("%s:\n  deploy B: %s\n  apply:    %s", k, w, g)
-		}
-	}
 }
 
 // withoutLearned is a snapshot without the routes routing daemons

@@ -55,19 +55,11 @@ func (st *State) stoppedAt(node string) (time.Time, bool) {
 //
 // Equivalent to: ip -n NS link set IF down (each, and each peer); ip netns pids NS | xargs kill
 func (r *Running) StopNode(node string) error {
-	n, err := r.localNode(node)
-	if err != nil {
-		return err
-	}
-	unlock, err := r.m.lock()
+	n, st, unlock, err := r.lockNode(node)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	st, err := r.m.Recorded(r.Lab.Name)
-	if err != nil {
-		return err
-	}
 	if _, ok := st.stoppedAt(node); ok {
 		return fmt.Errorf("node %s of lab %s is stopped already (nslab node start %s)", node, r.Lab.Name, node)
 	}
@@ -97,19 +89,11 @@ func (r *Running) StopNode(node string) error {
 // all of it worked; else the node stays stopped, and StartNode may be
 // run again.
 func (r *Running) StartNode(ctx context.Context, node string) error {
-	n, err := r.localNode(node)
-	if err != nil {
-		return err
-	}
-	unlock, err := r.m.lock()
+	n, st, unlock, err := r.lockNode(node)
 	if err != nil {
 		return err
 	}
 	defer unlock()
-	st, err := r.m.Recorded(r.Lab.Name)
-	if err != nil {
-		return err
-	}
 	if _, ok := st.stoppedAt(node); !ok {
 		return fmt.Errorf("node %s of lab %s is not stopped", node, r.Lab.Name)
 	}
@@ -125,6 +109,25 @@ func (r *Running) StartNode(ctx context.Context, node string) error {
 	st.Stopped = slices.DeleteFunc(st.Stopped, func(s StoppedNode) bool { return s.Node == node })
 	st.LastChange = &LabChange{What: "node " + node + " started", At: began}
 	return r.m.saveState(st)
+}
+
+// lockNode takes the state lock for a change to node, and returns the
+// node, the lab's state read under the lock, and the unlock.
+func (r *Running) lockNode(node string) (*spec.Node, *State, func(), error) {
+	n, err := r.localNode(node)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	unlock, err := r.m.lock()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	st, err := r.m.Recorded(r.Lab.Name)
+	if err != nil {
+		unlock()
+		return nil, nil, nil, err
+	}
+	return n, st, unlock, nil
 }
 
 // localNode is node of r's lab, on this host.

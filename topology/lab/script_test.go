@@ -467,6 +467,13 @@ func vethPeer(byIndex map[string]map[int]netlink.Link, node string, a *netlink.L
 
 func compareSnapshots(t *testing.T, want, got map[string]string) {
 	t.Helper()
+	diffSnapshots(t, want, got, "nslab", "the script")
+}
+
+// diffSnapshots reports where two snapshots differ, naming what built
+// each (wantBy, gotBy).
+func diffSnapshots(t *testing.T, want, got map[string]string, wantBy, gotBy string) {
+	t.Helper()
 	var keys []string
 	for k := range want {
 		keys = append(keys, k)
@@ -483,11 +490,11 @@ func compareSnapshots(t *testing.T, want, got map[string]string) {
 		g, inG := got[k]
 		switch {
 		case !inG:
-			t.Errorf("%s: nslab built %s; the script did not", k, w)
+			t.Errorf("%s: %s built %s; %s did not", k, wantBy, w, gotBy)
 		case !inW:
-			t.Errorf("%s: the script built %s; nslab did not", k, g)
+			t.Errorf("%s: %s built %s; %s did not", k, gotBy, g, wantBy)
 		case w != g:
-			t.Errorf("%s:\n  nslab:  %s\n  script: %s", k, w, g)
+			t.Errorf("%s:\n  %s: %s\n  %s: %s", k, wantBy, w, gotBy, g)
 		default:
 			continue
 		}
