@@ -170,7 +170,7 @@ func inParallel(plan []removal, rep *DestroyReport) []error {
 // the state file. st is the lab's state (nil when there is none); l, the
 // lab's file, only gives the script its VF lines when there is no state.
 func (m *Manager) removals(labName string, st *State, records []NSRecord, l *spec.Lab) []removal {
-	plan := []removal{stopRemoval(labName, st, records, l), cgroupRemoval(labName, st), m.viewRemoval(labName)}
+	plan := []removal{stopRemoval(labName, st, records, l), cgroupRemoval(labName, st)}
 	nsNames := map[string]string{}
 	for _, r := range records {
 		nsNames[r.Node] = r.Name
@@ -185,6 +185,10 @@ func (m *Manager) removals(labName string, st *State, records []NSRecord, l *spe
 	default: // no state, or a damaged one: the VXLAN devices carry the marker
 		plan = append(plan, m.markedTunnelRemoval(labName, records))
 	}
+	// The views go alongside the namespaces: detaching a lab's views
+	// takes as long as removing its namespaces (an RCU grace period each
+	// way), and neither needs the other gone.
+	plan = append(plan, m.viewRemoval(labName))
 	sorted := append([]NSRecord(nil), records...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 	for _, r := range sorted {
@@ -249,7 +253,8 @@ func (m *Manager) viewRemoval(labName string) removal {
 			dir, views := script.labViews(labName), script.viewsDir()
 			return []string{fmt.Sprintf("for f in %s/*; do umount -l \"$f\"; done 2>/dev/null; umount -l %s 2>/dev/null; rm -rf %s; rmdir %s 2>/dev/null && umount -l %s; true", dir, dir, dir, views, views)}
 		},
-		do: func(*DestroyReport) error { return m.removeViews(labName) },
+		do:       func(*DestroyReport) error { return m.removeViews(labName) },
+		parallel: true,
 	}
 }
 
