@@ -30,16 +30,15 @@ func vethSteps(l *spec.Lab, _ string) []Step {
 	return steps
 }
 
-// vethQueues is the queue count each end of a link is created with: when
-// either end sets queues:, both get an explicit count (the other end 1,
-// the kernel's default), so that nslab and its script create the same
-// devices; 0 and 0 leave both to the kernel.
+// vethQueues is the queue count each end of a link is created with,
+// always given in the create message: the file's (queues:, or the most a
+// variant gives it), else 1. Left to the kernel, a veth gets a queue per
+// possible CPU and then uses one, and giving up the others waits for an
+// RCU grace period while holding the RTNL lock, twice per pair: that wait
+// was the largest part of making a link, and stalled every other netlink
+// request of the deploy (namespaces being made) behind it.
 func vethQueues(a, b *spec.Interface) (int, int) {
-	qa, qb := max(a.Queues, a.MaxQueues), max(b.Queues, b.MaxQueues)
-	if qa == 0 && qb == 0 {
-		return 0, 0
-	}
-	return max(qa, 1), max(qb, 1)
+	return max(a.Queues, a.MaxQueues, 1), max(b.Queues, b.MaxQueues, 1)
 }
 
 // usedQueues is how many queues an interface uses: the file's (its
@@ -47,8 +46,9 @@ func vethQueues(a, b *spec.Interface) (int, int) {
 func usedQueues(i *spec.Interface) int { return max(i.Queues, 1) }
 
 func queuesNote(l *spec.Lab, lk *spec.Link) string {
-	qa, qb := vethQueues(l.Node(lk.A.Node).Interface(lk.A.Interface), l.Node(lk.B.Node).Interface(lk.B.Interface))
-	if qa == 0 {
+	a, b := l.Node(lk.A.Node).Interface(lk.A.Interface), l.Node(lk.B.Node).Interface(lk.B.Interface)
+	qa, qb := vethQueues(a, b)
+	if max(a.Queues, a.MaxQueues, b.Queues, b.MaxQueues) == 0 {
 		return ""
 	}
 	return fmt.Sprintf(" (%d and %d rx/tx queues)", qa, qb)

@@ -2,7 +2,9 @@ package lab
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -416,6 +418,9 @@ func (d *deployer) captureMasks(n *spec.Node, saved map[string]string) error {
 				}
 				for _, p := range files {
 					b, err := os.ReadFile(p)
+					if errors.Is(err, fs.ErrNotExist) {
+						continue // xps_cpus of a device with one tx queue: the kernel has no XPS for it
+					}
 					if err != nil {
 						return fmt.Errorf("read %s in %s: %w", p, n.Name, err)
 					}

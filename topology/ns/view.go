@@ -181,7 +181,8 @@ func (m *ViewMaker) loop(started chan struct{}) {
 
 // makeBase gives the calling thread the base mount namespace: a slave copy
 // of this process's (mounts made on the host later still reach it, and
-// none of its own go back), with the private directories' mounts detached.
+// none of its own go back), with the private directories' mounts and the
+// host's /sys detached (see hideSys).
 // It returns a descriptor of it.
 func makeBase() (int, error) {
 	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
@@ -191,6 +192,9 @@ func makeBase() (int, error) {
 		return -1, fmt.Errorf("base mount namespace for views: make / a slave: %w", err)
 	}
 	if err := detachUnder(privateDirs()); err != nil {
+		return -1, err
+	}
+	if err := hideSys(); err != nil {
 		return -1, err
 	}
 	fd, err := unix.Open("/proc/thread-self/ns/mnt", unix.O_RDONLY|unix.O_CLOEXEC, 0)
@@ -332,7 +336,6 @@ func makeView(base int, net *NS, setup ViewSetup, shared []int) (mnt, uts int, e
 		return -1, -1, fmt.Errorf("unshare mount and UTS namespaces: %w", err)
 	}
 	steps := []func() error{
-		hideSys,
 		overlayEtc,
 		tmpfsPrivate,
 		func() error { return writeView(setup) },
@@ -355,9 +358,11 @@ func makeView(base int, net *NS, setup ViewSetup, shared []int) (mnt, uts int, e
 	return mnt, uts, nil
 }
 
-// hideSys detaches the host's sysfs from the view's /sys (it shows the
-// host's network namespace); the node's own is mounted the first time
-// something runs in the view (ensureSys). Not at once: mounting a sysfs
+// hideSys detaches the host's sysfs from the base's /sys, and so from
+// every view's (it shows the host's network namespace): once, since an
+// unmount in each view waited for an RCU grace period per view. The
+// node's own is mounted the first time something runs in the view
+// (ensureSys). Not at once: mounting a sysfs
 // compares it with every sysfs superblock of the machine (one per network
 // namespace that has one mounted), so a sysfs per view made deploy
 // quadratic (kernfs_test_super took 8.7% of a 10,000-node deploy).
