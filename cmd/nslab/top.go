@@ -12,6 +12,7 @@ import (
 
 	"github.com/nslab/nslab/pktgen/watch"
 	"github.com/nslab/nslab/topology/lab"
+	"github.com/nslab/nslab/topology/lab/state"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
@@ -84,7 +85,7 @@ func onlyLab(m *lab.Manager) (string, error) {
 	}
 	var names []string
 	for _, s := range list {
-		if s.Phase == lab.PhaseDeployed {
+		if s.Phase == state.PhaseDeployed {
 			names = append(names, s.Lab)
 		}
 	}

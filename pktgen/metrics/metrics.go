@@ -20,6 +20,7 @@ import (
 	"github.com/nslab/nslab/pktgen/kstat"
 	"github.com/nslab/nslab/pktgen/watch"
 	"github.com/nslab/nslab/topology/lab"
+	"github.com/nslab/nslab/topology/lab/state"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -118,7 +119,7 @@ func (c *Collector) refresh() {
 			return
 		}
 		for _, s := range list {
-			if s.Phase == lab.PhaseDeployed {
+			if s.Phase == state.PhaseDeployed {
 				want = append(want, s.Lab)
 			}
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/nslab/nslab/pktgen/kstat"
 	"github.com/nslab/nslab/pktgen/sample"
 	"github.com/nslab/nslab/topology/lab"
+	"github.com/nslab/nslab/topology/lab/state"
 	"github.com/nslab/nslab/topology/nlsafe"
 	"github.com/nslab/nslab/topology/spec"
 )
@@ -49,7 +50,7 @@ func Open(m *lab.Manager, name string) (*Lab, error) {
 	if err != nil {
 		return nil, err
 	}
-	if st.Phase != lab.PhaseDeployed {
+	if st.Phase != state.PhaseDeployed {
 		return nil, fmt.Errorf("lab %s is %s, not deployed", name, st.Phase)
 	}
 	l, err := st.Spec()
@@ -109,7 +110,7 @@ func (w *Lab) Present() bool { return w.recorded() != nil }
 
 // recorded is the lab's state while it is deployed as it was when
 // opened, nil when it is not.
-func (w *Lab) recorded() *lab.State {
+func (w *Lab) recorded() *state.State {
 	st, err := w.m.Recorded(w.Name)
 	if err != nil || !st.Started.Equal(w.started) {
 		return nil

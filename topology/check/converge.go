@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/nslab/nslab/topology/lab"
+	"github.com/nslab/nslab/topology/lab/state"
 )
 
 // Convergence is how a lab's routing settled (see Converge).
@@ -36,7 +37,7 @@ type Mark struct {
 
 // MarkOf is the moment st's lab last changed: its deploy's end, or a
 // node's stop or start after it.
-func MarkOf(st *lab.State) Mark {
+func MarkOf(st *state.State) Mark {
 	if c := st.LastChange; c != nil && c.At.After(st.Deployed) {
 		return Mark{At: c.At, Change: c.What}
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nslab/nslab/topology/lab/state"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/vishvananda/netlink"
@@ -29,15 +30,6 @@ import (
 // contents, the nodes it may create): a destroy then finds everything,
 // and an apply after one that was killed rebuilds every node the killed
 // one touched. An apply that fails takes back what it did.
-
-// ApplyRecord is an apply under way, in the lab's state.
-type ApplyRecord struct {
-	File    string    `json:"file"`
-	SHA256  string    `json:"sha256"`
-	Source  string    `json:"source"`
-	PID     int       `json:"pid"`
-	Started time.Time `json:"started"`
-}
 
 // ApplyPlan is what an apply does: Undo, the deployed lab's steps taken
 // back, in this order, then Do, the file's steps made; Rebuilt are the
@@ -281,7 +273,7 @@ func (m *Manager) Apply(ctx context.Context, lab *spec.Lab) (*ApplyResult, error
 	if err != nil {
 		return nil, err
 	}
-	if st.Phase != PhaseDeployed {
+	if st.Phase != state.PhaseDeployed {
 		return nil, fmt.Errorf("lab %s is %s, not deployed: destroy it (nslab destroy --name %s) and deploy the file", lab.Name, st.Phase, lab.Name)
 	}
 	if len(st.Stopped) > 0 {
@@ -301,7 +293,7 @@ func (m *Manager) Apply(ctx context.Context, lab *spec.Lab) (*ApplyResult, error
 	}
 	var rebuild []string
 	if st.Applying != nil {
-		if processAlive(st.Applying.PID) && st.Applying.PID != os.Getpid() {
+		if state.Alive(st.Applying.PID) && st.Applying.PID != os.Getpid() {
 			return nil, fmt.Errorf("an apply of lab %s runs already (pid %d)", lab.Name, st.Applying.PID)
 		}
 		if rebuild, err = interrupted(st, from); err != nil {
@@ -321,7 +313,7 @@ func (m *Manager) Apply(ctx context.Context, lab *spec.Lab) (*ApplyResult, error
 // interrupted is what an apply killed half way leaves to rebuild: every
 // node its plan touched, and those it may have created that the lab as
 // deployed has not.
-func interrupted(st *State, from *spec.Lab) ([]string, error) {
+func interrupted(st *state.State, from *spec.Lab) ([]string, error) {
 	was, err := spec.Parse(st.Applying.File+" (as applied)", []byte(st.Applying.Source))
 	if err != nil {
 		return nil, fmt.Errorf("the killed apply's file: %w", err)
@@ -357,10 +349,10 @@ func interrupted(st *State, from *spec.Lab) ([]string, error) {
 // checkApply says what stops lab from being applied over from, changing
 // nothing: the new nodes' namespace names taken by something else, and
 // what deploy's preflight checks of the file.
-func (m *Manager) checkApply(from, lab *spec.Lab, st *State) []string {
+func (m *Manager) checkApply(from, lab *spec.Lab, st *state.State) []string {
 	var problems []string
 	for _, n := range lab.Nodes {
-		if from.Node(n.Name) != nil || slices.ContainsFunc(st.Namespaces, func(r NSRecord) bool { return r.Node == n.Name }) {
+		if from.Node(n.Name) != nil || slices.ContainsFunc(st.Namespaces, func(r state.NSRecord) bool { return r.Node == n.Name }) {
 			continue
 		}
 		name := lab.Namespace(n.Name)
@@ -381,7 +373,7 @@ func (m *Manager) checkApply(from, lab *spec.Lab, st *State) []string {
 type applier struct {
 	m        *Manager
 	d        *deployer
-	st       *State
+	st       *state.State
 	from, to *spec.Lab
 	going    map[string]bool // nodes whose namespace goes (removed or rebuilt)
 	undone   []Step
@@ -413,7 +405,7 @@ func (x *applier) toRedo() []Step {
 
 // runApply records the apply, opens the running lab and runs plan; on a
 // failure it takes back what it did.
-func (m *Manager) runApply(ctx context.Context, st *State, from, to *spec.Lab, plan *ApplyPlan, rebuild []string, start time.Time) (*ApplyResult, error) {
+func (m *Manager) runApply(ctx context.Context, st *state.State, from, to *spec.Lab, plan *ApplyPlan, rebuild []string, start time.Time) (*ApplyResult, error) {
 	if err := m.recordApply(st, to, start); err != nil {
 		return nil, err
 	}
@@ -440,15 +432,15 @@ func (m *Manager) runApply(ctx context.Context, st *State, from, to *spec.Lab, p
 
 // recordApply records in st, before anything changes, the apply of to
 // and the nodes it may create.
-func (m *Manager) recordApply(st *State, to *spec.Lab, start time.Time) error {
+func (m *Manager) recordApply(st *state.State, to *spec.Lab, start time.Time) error {
 	abs, err := filepath.Abs(to.File)
 	if err != nil {
 		abs = to.File
 	}
-	st.Applying = &ApplyRecord{File: abs, SHA256: to.SHA256, Source: string(to.Source), PID: os.Getpid(), Started: start}
+	st.Applying = &state.ApplyRecord{File: abs, SHA256: to.SHA256, Source: string(to.Source), PID: os.Getpid(), Started: start}
 	for _, n := range to.Nodes {
-		if !slices.ContainsFunc(st.Namespaces, func(r NSRecord) bool { return r.Node == n.Name }) {
-			st.Namespaces = append(st.Namespaces, NSRecord{Node: n.Name, Name: to.Namespace(n.Name)})
+		if !slices.ContainsFunc(st.Namespaces, func(r state.NSRecord) bool { return r.Node == n.Name }) {
+			st.Namespaces = append(st.Namespaces, state.NSRecord{Node: n.Name, Name: to.Namespace(n.Name)})
 		}
 	}
 	return m.saveState(st) // ahead: destroy finds the new nodes
@@ -551,16 +543,16 @@ func (m *Manager) writeHosts(l *spec.Lab) error {
 }
 
 // finishApply makes st the state of lab to, as applied.
-func (m *Manager) finishApply(st *State, to *spec.Lab, d *deployer) {
+func (m *Manager) finishApply(st *state.State, to *spec.Lab, d *deployer) {
 	st.File, st.SHA256, st.Source = st.Applying.File, st.Applying.SHA256, st.Applying.Source
 	st.Applying = nil
 	old := st.Namespaces
 	st.Namespaces = nil
 	for _, n := range to.Nodes {
-		r := NSRecord{Node: n.Name, Name: to.Namespace(n.Name)}
+		r := state.NSRecord{Node: n.Name, Name: to.Namespace(n.Name)}
 		if ino, ok := d.inodes[n.Name]; ok {
 			r.Inode = ino
-		} else if i := slices.IndexFunc(old, func(o NSRecord) bool { return o.Node == n.Name }); i >= 0 {
+		} else if i := slices.IndexFunc(old, func(o state.NSRecord) bool { return o.Node == n.Name }); i >= 0 {
 			r.Inode = old[i].Inode
 		}
 		st.Namespaces = append(st.Namespaces, r)
@@ -571,7 +563,7 @@ func (m *Manager) finishApply(st *State, to *spec.Lab, d *deployer) {
 // failApply takes back a failed apply: the steps done, newest first, then
 // the steps undone made again, oldest first, so that the lab is as it was
 // (from). It returns cause, with what taking it back found.
-func (m *Manager) failApply(d *deployer, st *State, from *spec.Lab, undone, done []Step, cause error) error {
+func (m *Manager) failApply(d *deployer, st *state.State, from *spec.Lab, undone, done []Step, cause error) error {
 	// No view is made behind the taking back, and what the apply made
 	// ahead is not the lab's as it was: its steps make their own again.
 	d.views.close()
@@ -594,7 +586,7 @@ func (m *Manager) failApply(d *deployer, st *State, from *spec.Lab, undone, done
 		return fmt.Errorf("apply of lab %s failed: %w; taking it back failed too: %v (apply the file again, or destroy the lab)", from.Name, cause, err)
 	}
 	st.Applying = nil
-	st.Namespaces = slices.DeleteFunc(st.Namespaces, func(r NSRecord) bool { return from.Node(r.Node) == nil })
+	st.Namespaces = slices.DeleteFunc(st.Namespaces, func(r state.NSRecord) bool { return from.Node(r.Node) == nil })
 	if err := m.saveState(st); err != nil {
 		return fmt.Errorf("apply of lab %s failed: %w; it was taken back, and its state could not be written: %v", from.Name, cause, err)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/nslab/nslab/topology/cgroup"
+	"github.com/nslab/nslab/topology/lab/state"
 	"github.com/nslab/nslab/topology/nlsafe"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/qdisc"
@@ -161,7 +162,7 @@ func (d *deployer) stopTagged(node, tag string, index int) error {
 		}
 	}
 	kind := strings.TrimPrefix(tag, d.lab.Name+"/"+node+"/")
-	d.st.Services = slices.DeleteFunc(d.st.Services, func(s ServiceRecord) bool {
+	d.st.Services = slices.DeleteFunc(d.st.Services, func(s state.ServiceRecord) bool {
 		return s.Node == node && s.Index == index && (index >= 0 || strings.HasPrefix(s.Command, kind+":"))
 	})
 	return d.m.saveState(d.st)
@@ -198,7 +199,7 @@ func (d *deployer) removeNode(node string) error {
 		x.Close()
 	}
 	stopAll(procs)
-	d.st.Services = slices.DeleteFunc(d.st.Services, func(s ServiceRecord) bool { return s.Node == node })
+	d.st.Services = slices.DeleteFunc(d.st.Services, func(s state.ServiceRecord) bool { return s.Node == node })
 	errs := []error{d.removeView(node)}
 	if slices.ContainsFunc(d.st.Cgroups, func(dir string) bool { return strings.HasSuffix(dir, "/"+d.lab.Name+"/"+node) }) {
 		errs = append(errs, d.removeCgroup(node))

@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/nslab/nslab/topology/lab/state"
 )
 
 // damages are the ways a state file can be spoiled: a full disk, a power
@@ -33,11 +35,11 @@ func TestDecodeStateDamaged(t *testing.T) {
   "phase": "deployed",
   "namespaces": [{"node": "n", "name": "a-n"}]
 }`)
-	if _, problem := decodeState(good); problem != "" {
+	if _, problem := state.Decode(good); problem != "" {
 		t.Fatalf("good state: %s", problem)
 	}
 	for _, d := range damages[:4] {
-		if _, problem := decodeState(d.spoil(good)); !strings.Contains(problem, d.problem) {
+		if _, problem := state.Decode(d.spoil(good)); !strings.Contains(problem, d.problem) {
 			t.Errorf("%s: problem %q, want %q", d.name, problem, d.problem)
 		}
 	}
@@ -65,7 +67,7 @@ func TestPrivilegedDamagedState(t *testing.T) {
 			if err := os.WriteFile(p, d.spoil(data), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			var damaged *DamagedStateError
+			var damaged *state.DamagedStateError
 			if _, err := f.m.Inspect(f.lab.Name); !errors.As(err, &damaged) || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), d.problem) {
 				t.Fatalf("inspect: %v", err)
 			}

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nslab/nslab/topology/cgroup"
+	"github.com/nslab/nslab/topology/lab/state"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/vishvananda/netlink"
@@ -89,13 +90,13 @@ func (m *Manager) Deploy(ctx context.Context, lab *spec.Lab) (*DeployResult, err
 	if err != nil {
 		abs = lab.File
 	}
-	st := &State{
-		Version: stateVersion, Lab: lab.Name, File: abs, SHA256: lab.SHA256,
-		Source: string(lab.Source), Phase: PhaseDeploying, PID: os.Getpid(), Started: start,
+	st := &state.State{
+		Version: state.Version, Lab: lab.Name, File: abs, SHA256: lab.SHA256,
+		Source: string(lab.Source), Phase: state.PhaseDeploying, PID: os.Getpid(), Started: start,
 		Unplaced: lab.Unplaced, Host: lab.OnHost(), Tunnels: tunnelRecords(lab),
 	}
 	for _, n := range lab.Nodes {
-		st.Namespaces = append(st.Namespaces, NSRecord{Node: n.Name, Name: lab.Namespace(n.Name)})
+		st.Namespaces = append(st.Namespaces, state.NSRecord{Node: n.Name, Name: lab.Namespace(n.Name)})
 	}
 	// Written ahead: from here on, destroy finds every namespace this
 	// deploy may create, even if this process is killed.
@@ -125,7 +126,7 @@ func (m *Manager) Deploy(ctx context.Context, lab *spec.Lab) (*DeployResult, err
 	for i := range st.Namespaces {
 		st.Namespaces[i].Inode = d.inodes[st.Namespaces[i].Node]
 	}
-	st.Phase, st.Deployed = PhaseDeployed, time.Now()
+	st.Phase, st.Deployed = state.PhaseDeployed, time.Now()
 	if err := m.saveState(st); err != nil {
 		d.close()
 		return nil, &StepError{Index: len(steps), Step: "record deployed state", Err: err, RollbackErr: m.rollback(d, st)}
@@ -141,7 +142,7 @@ func (m *Manager) preflight(lab *spec.Lab) error {
 		return err
 	}
 	if st != nil {
-		if st.Phase == PhaseDeploying && !processAlive(st.PID) {
+		if st.Phase == state.PhaseDeploying && !state.Alive(st.PID) {
 			return &ConflictError{Problems: []string{fmt.Sprintf("a deploy of lab %s was interrupted (pid %d is gone): clean up with `nslab destroy --name %s`", lab.Name, st.PID, lab.Name)}}
 		}
 		return &ConflictError{Problems: []string{fmt.Sprintf("lab %s is already deployed (since %s, from %s): destroy it first with `nslab destroy --name %s`", lab.Name, st.Started.Format(time.RFC3339), st.File, lab.Name)}, AlreadyDeployed: true}
@@ -201,7 +202,7 @@ func ensureFiles(nodes int) string {
 
 // rollback removes what a failed deploy created, newest first, and the state
 // file when that succeeded. Namespace removal takes every object inside.
-func (m *Manager) rollback(d *deployer, st *State) error {
+func (m *Manager) rollback(d *deployer, st *state.State) error {
 	// Services stop, and VFs go back to the host, before their namespaces go.
 	_, err := stopServices(st.Lab, st)
 	errs := []error{err, cgroup.Remove(labCgroups(st.Lab, st)), m.removeViews(st.Lab), m.restoreSRIOV(st)}

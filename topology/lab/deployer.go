@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/nslab/nslab/topology/cgroup"
+	"github.com/nslab/nslab/topology/lab/state"
 	"github.com/nslab/nslab/topology/nlsafe"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
@@ -19,7 +20,7 @@ type deployer struct {
 	ctx     context.Context // the deploy's: one-shot commands are killed when it ends
 	m       *Manager
 	lab     *spec.Lab
-	st      *State // the state file's contents, saved ahead of host changes
+	st      *state.State // the state file's contents, saved ahead of host changes
 	creator *ns.Creator
 	proc    *ns.ProcWriter             // writes /proc/sys (see ns.ProcWriter), from setUpNamespace and node settings
 	views   viewQueue                  // makes the nodes' views (see step_view.go)

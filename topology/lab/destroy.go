@@ -8,6 +8,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/nslab/nslab/topology/lab/state"
 	"github.com/nslab/nslab/topology/sriov"
 
 	"github.com/nslab/nslab/topology/ns"
@@ -83,9 +84,9 @@ func (m *Manager) destroyLocked(labName string) (*DestroyReport, error) {
 // destroyRecords finds the namespaces a destroy removes: those of the
 // state file, and, when the state is not complete, every namespace that
 // carries this lab's marker.
-func (m *Manager) destroyRecords(labName string, rep *DestroyReport) (*State, []NSRecord, error) {
+func (m *Manager) destroyRecords(labName string, rep *DestroyReport) (*state.State, []state.NSRecord, error) {
 	st, err := m.loadState(labName)
-	var damaged *DamagedStateError
+	var damaged *state.DamagedStateError
 	if errors.As(err, &damaged) {
 		// Without its state, the lab is what carries its marker.
 		rep.Found, rep.Damaged, rep.Unproven = true, damaged.Problem, unprovenWithoutState
@@ -94,7 +95,7 @@ func (m *Manager) destroyRecords(labName string, rep *DestroyReport) (*State, []
 	if err != nil {
 		return nil, nil, err
 	}
-	records := map[string]NSRecord{}
+	records := map[string]state.NSRecord{}
 	if st != nil {
 		rep.Found = true
 		for _, r := range st.Namespaces {
@@ -102,8 +103,8 @@ func (m *Manager) destroyRecords(labName string, rep *DestroyReport) (*State, []
 		}
 	}
 	var scanErr error
-	if st == nil || st.Phase != PhaseDeployed {
-		var found map[string][]NSRecord
+	if st == nil || st.Phase != state.PhaseDeployed {
+		var found map[string][]state.NSRecord
 		found, scanErr = m.scanOwned(labName)
 		for _, r := range found[labName] {
 			rep.Found = true
@@ -112,7 +113,7 @@ func (m *Manager) destroyRecords(labName string, rep *DestroyReport) (*State, []
 			}
 		}
 	}
-	out := make([]NSRecord, 0, len(records))
+	out := make([]state.NSRecord, 0, len(records))
 	for _, r := range records {
 		out = append(out, r)
 	}
@@ -169,7 +170,7 @@ func inParallel(plan []removal, rep *DestroyReport) []error {
 // back under a dev%d name), then each namespace that is the lab's, then
 // the state file. st is the lab's state (nil when there is none); l, the
 // lab's file, only gives the script its VF lines when there is no state.
-func (m *Manager) removals(labName string, st *State, records []NSRecord, l *spec.Lab) []removal {
+func (m *Manager) removals(labName string, st *state.State, records []state.NSRecord, l *spec.Lab) []removal {
 	plan := []removal{stopRemoval(labName, st, records, l), cgroupRemoval(labName, st)}
 	nsNames := map[string]string{}
 	for _, r := range records {
@@ -189,7 +190,7 @@ func (m *Manager) removals(labName string, st *State, records []NSRecord, l *spe
 	// takes as long as removing its namespaces (an RCU grace period each
 	// way), and neither needs the other gone.
 	plan = append(plan, m.viewRemoval(labName))
-	sorted := append([]NSRecord(nil), records...)
+	sorted := append([]state.NSRecord(nil), records...)
 	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Name < sorted[j].Name })
 	for _, r := range sorted {
 		plan = append(plan, removal{
@@ -214,7 +215,7 @@ func (m *Manager) removals(labName string, st *State, records []NSRecord, l *spe
 // stopRemoval stops the lab's services before anything else goes. Its
 // script kills what runs in the namespaces of nodes with services, as a
 // user would by hand.
-func stopRemoval(labName string, st *State, records []NSRecord, l *spec.Lab) removal {
+func stopRemoval(labName string, st *state.State, records []state.NSRecord, l *spec.Lab) removal {
 	withServices := map[string]bool{}
 	if st != nil {
 		for _, s := range st.Services {
@@ -260,7 +261,7 @@ func (m *Manager) viewRemoval(labName string) removal {
 
 // vfRemovals gives every recorded VF back, newest first, and restores
 // each PF's sriov_numvfs.
-func (m *Manager) vfRemovals(st *State) []removal {
+func (m *Manager) vfRemovals(st *state.State) []removal {
 	s := sriov.Sysfs{Root: m.sysfsRoot()}
 	var plan []removal
 	for i := len(st.SRIOV) - 1; i >= 0; i-- {
@@ -311,7 +312,7 @@ func unrecordedVFs(l *spec.Lab) []removal {
 // removeOwned removes one namespace after checking that it is this lab's:
 // the same nsfs inode as recorded at deploy (cheap: one open and stat), or
 // else this lab's marker on its loopback.
-func (m *Manager) removeOwned(labName string, r NSRecord, recorded bool, rep *DestroyReport) error {
+func (m *Manager) removeOwned(labName string, r state.NSRecord, recorded bool, rep *DestroyReport) error {
 	n, err := ns.Open(m.netnsDir(), r.Name)
 	switch {
 	case isNotExist(err):

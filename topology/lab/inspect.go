@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nslab/nslab/topology/ethtool"
+	"github.com/nslab/nslab/topology/lab/state"
 	"github.com/nslab/nslab/topology/netfilter"
 	"github.com/nslab/nslab/topology/nlsafe"
 	"github.com/nslab/nslab/topology/qdisc"
@@ -49,7 +50,7 @@ func (m *Manager) List() ([]Summary, error) {
 			continue
 		}
 		phase := st.Phase
-		if phase == PhaseDeploying && !processAlive(st.PID) {
+		if phase == state.PhaseDeploying && !state.Alive(st.PID) {
 			phase = "interrupted"
 		}
 		out = append(out, Summary{Lab: l, File: st.File, Phase: phase, Nodes: len(st.Namespaces), Deployed: st.Deployed})
@@ -60,7 +61,7 @@ func (m *Manager) List() ([]Summary, error) {
 // ServiceInfo is a service of the lab and whether it still runs (the
 // same process that was started: pid and start time).
 type ServiceInfo struct {
-	ServiceRecord
+	state.ServiceRecord
 	Running bool `json:"running"`
 }
 
@@ -86,7 +87,7 @@ type NodeInfo struct {
 	Rules      []PolicyRule    `json:"rules,omitempty"`
 	// Placement is the CPU placement nslab recorded for the node (nil:
 	// none); each interface's Queues say what the kernel has now.
-	Placement *PlacementRecord `json:"placement,omitempty"`
+	Placement *state.PlacementRecord `json:"placement,omitempty"`
 	// Netfilter is the node's nslab table as the kernel has it now; nil
 	// when the file gives the node no NAT or firewall rules.
 	Netfilter *NetfilterInfo `json:"netfilter,omitempty"`
@@ -194,7 +195,7 @@ func (m *Manager) Inspect(labName string) (*LabInfo, error) {
 			ni.Routing = m.inspectRouting(st.Lab, n, rec.Name)
 		}
 		ni.Limits = inspectLimits(st, rec.Node, st.Started)
-		ni.StoppedSince, ni.Stopped = st.stoppedAt(rec.Node)
+		ni.StoppedSince, ni.Stopped = st.StoppedAt(rec.Node)
 		for i := range st.Placement {
 			if st.Placement[i].Node == rec.Node {
 				ni.Placement = &st.Placement[i]

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nslab/nslab/topology/cgroup"
+	"github.com/nslab/nslab/topology/lab/state"
 	"github.com/nslab/nslab/topology/units"
 )
 
@@ -41,7 +42,7 @@ type LimitsInfo struct {
 
 // inspectLimits reads node's cgroup (made at since, unless the cgroup
 // file system says when); nil when the state records none for it.
-func inspectLimits(st *State, node string, since time.Time) *LimitsInfo {
+func inspectLimits(st *state.State, node string, since time.Time) *LimitsInfo {
 	if len(st.Cgroups) == 0 {
 		return nil
 	}

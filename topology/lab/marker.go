@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/nslab/nslab/topology/lab/state"
 	"github.com/nslab/nslab/topology/nlsafe"
 	"github.com/nslab/nslab/topology/ns"
 )
@@ -75,12 +76,12 @@ func (o owner) String() string {
 
 // scanOwned finds every namespace under NetnsDir that carries a marker of
 // labName (or of any lab when labName is empty), grouped by lab.
-func (m *Manager) scanOwned(labName string) (map[string][]NSRecord, error) {
+func (m *Manager) scanOwned(labName string) (map[string][]state.NSRecord, error) {
 	names, err := ns.List(m.netnsDir())
 	if err != nil {
 		return nil, err
 	}
-	found := map[string][]NSRecord{}
+	found := map[string][]state.NSRecord{}
 	var errs []error
 	for _, name := range names {
 		o, err := m.ownerOf(name)
@@ -93,7 +94,7 @@ func (m *Manager) scanOwned(labName string) (map[string][]NSRecord, error) {
 		if o.lab == "" || (labName != "" && o.lab != labName) {
 			continue
 		}
-		found[o.lab] = append(found[o.lab], NSRecord{Node: o.node, Name: name, Inode: o.inode})
+		found[o.lab] = append(found[o.lab], state.NSRecord{Node: o.node, Name: name, Inode: o.inode})
 	}
 	return found, errors.Join(errs...)
 }

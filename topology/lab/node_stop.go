@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nslab/nslab/topology/lab/state"
 	"github.com/nslab/nslab/topology/spec"
 	"golang.org/x/sys/unix"
 )
@@ -26,28 +27,6 @@ import (
 // their configuration from its view. exec: lines do not run again: what
 // they made is still there.
 
-// StoppedNode is a node stopped by StopNode, in the lab's state.
-type StoppedNode struct {
-	Node  string    `json:"node"`
-	Since time.Time `json:"since"`
-}
-
-// LabChange is a change made to a deployed lab, and when.
-type LabChange struct {
-	What string    `json:"what"` // "node r2 stopped"
-	At   time.Time `json:"at"`
-}
-
-// stoppedAt reports whether st records node as stopped, and since when.
-func (st *State) stoppedAt(node string) (time.Time, bool) {
-	for _, s := range st.Stopped {
-		if s.Node == node {
-			return s.Since, true
-		}
-	}
-	return time.Time{}, false
-}
-
 // StopNode stops node of the running lab: the state records it first (a
 // stop killed half way is finished by StartNode), then its links go down
 // at both ends, then its processes stop (SIGTERM, SIGKILL after 3 s).
@@ -60,12 +39,12 @@ func (r *Running) StopNode(node string) error {
 		return err
 	}
 	defer unlock()
-	if _, ok := st.stoppedAt(node); ok {
+	if _, ok := st.StoppedAt(node); ok {
 		return fmt.Errorf("node %s of lab %s is stopped already (nslab node start %s)", node, r.Lab.Name, node)
 	}
 	now := time.Now()
-	st.Stopped = append(st.Stopped, StoppedNode{Node: node, Since: now})
-	st.LastChange = &LabChange{What: "node " + node + " stopped", At: now}
+	st.Stopped = append(st.Stopped, state.StoppedNode{Node: node, Since: now})
+	st.LastChange = &state.LabChange{What: "node " + node + " stopped", At: now}
 	if err := r.m.saveState(st); err != nil {
 		return err
 	}
@@ -74,7 +53,7 @@ func (r *Running) StopNode(node string) error {
 		errs = append(errs, r.SetLink(ep, false))
 	}
 	errs = append(errs, r.stopProcesses(st, node))
-	st.Services = slices.DeleteFunc(st.Services, func(s ServiceRecord) bool { return s.Node == node })
+	st.Services = slices.DeleteFunc(st.Services, func(s state.ServiceRecord) bool { return s.Node == node })
 	errs = append(errs, r.m.saveState(st))
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("stop node %s: %w", node, err)
@@ -94,7 +73,7 @@ func (r *Running) StartNode(ctx context.Context, node string) error {
 		return err
 	}
 	defer unlock()
-	if _, ok := st.stoppedAt(node); !ok {
+	if _, ok := st.StoppedAt(node); !ok {
 		return fmt.Errorf("node %s of lab %s is not stopped", node, r.Lab.Name)
 	}
 	began := time.Now() // the links come up: what convergence counts from
@@ -106,14 +85,14 @@ func (r *Running) StartNode(ctx context.Context, node string) error {
 	if err := d.startProcesses(n); err != nil {
 		return fmt.Errorf("start node %s: %w (it stays stopped: stop what started with nslab node stop, or run start again)", node, err)
 	}
-	st.Stopped = slices.DeleteFunc(st.Stopped, func(s StoppedNode) bool { return s.Node == node })
-	st.LastChange = &LabChange{What: "node " + node + " started", At: began}
+	st.Stopped = slices.DeleteFunc(st.Stopped, func(s state.StoppedNode) bool { return s.Node == node })
+	st.LastChange = &state.LabChange{What: "node " + node + " started", At: began}
 	return r.m.saveState(st)
 }
 
 // lockNode takes the state lock for a change to node, and returns the
 // node, the lab's state read under the lock, and the unlock.
-func (r *Running) lockNode(node string) (*spec.Node, *State, func(), error) {
+func (r *Running) lockNode(node string) (*spec.Node, *state.State, func(), error) {
 	n, err := r.localNode(node)
 	if err != nil {
 		return nil, nil, nil, err
@@ -160,10 +139,10 @@ func (r *Running) nodeEnds(n *spec.Node) []spec.Endpoint {
 
 // linksUp brings n's links up at both ends, but those whose other node
 // is stopped (st), and puts the file's routes through them back.
-func (r *Running) linksUp(st *State, n *spec.Node) error {
+func (r *Running) linksUp(st *state.State, n *spec.Node) error {
 	var ends []spec.Endpoint
 	for _, ep := range r.nodeEnds(n) {
-		if _, stopped := st.stoppedAt(ep.Node); ep.Node != n.Name && stopped {
+		if _, stopped := st.StoppedAt(ep.Node); ep.Node != n.Name && stopped {
 			continue
 		}
 		link, err := r.Link(ep)
@@ -178,7 +157,7 @@ func (r *Running) linksUp(st *State, n *spec.Node) error {
 	}
 	for _, ep := range ends {
 		peer := r.Lab.Node(ep.Node).Interface(ep.Interface).Peer
-		if _, stopped := st.stoppedAt(peer.Node); stopped && peer.Node != n.Name {
+		if _, stopped := st.StoppedAt(peer.Node); stopped && peer.Node != n.Name {
 			continue // its carrier stays off: nothing to wait for
 		}
 		if err := r.SetLink(ep, true); err != nil {
@@ -192,7 +171,7 @@ func (r *Running) linksUp(st *State, n *spec.Node) error {
 // (its services and daemons, and what they started), those st records,
 // and any other in its network namespace (a shell of nslab exec) but
 // this process.
-func (r *Running) stopProcesses(st *State, node string) error {
+func (r *Running) stopProcesses(st *state.State, node string) error {
 	procs := markedWith(r.Lab.Name + "/" + node + "/")
 	for _, s := range st.Services {
 		if s.Node == node && s.PID > 0 && alive(s.PID, s.Start) {
@@ -292,7 +271,7 @@ func (m *Manager) OpenDeployed(labName string) (*Running, error) {
 	if err != nil {
 		return nil, err
 	}
-	if st.Phase != PhaseDeployed {
+	if st.Phase != state.PhaseDeployed {
 		return nil, fmt.Errorf("lab %s is %s, not deployed", labName, st.Phase)
 	}
 	l, err := st.Spec()

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/nslab/nslab/topology/lab/state"
 )
 
 // Stopping a lab's services: each recorded service that is still the same
@@ -90,8 +92,8 @@ func markedWith(prefix string) map[int]uint64 {
 // deploy completed without services has none to find: /proc is scanned for
 // marks only when the state is missing or incomplete, or lists services
 // (whose programs may have started others).
-func stopServices(labName string, st *State) (int, error) {
-	scan := st == nil || st.Phase != PhaseDeployed || len(st.Services) > 0
+func stopServices(labName string, st *state.State) (int, error) {
+	scan := st == nil || st.Phase != state.PhaseDeployed || len(st.Services) > 0
 	procs := map[int]uint64{}
 	if scan {
 		procs = markedProcesses(labName)

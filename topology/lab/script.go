@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/nslab/nslab/topology/lab/state"
 	"github.com/nslab/nslab/topology/spec"
 )
 
@@ -75,7 +76,7 @@ func DeployScript(lab *spec.Lab, sysfs string) string {
 // DestroyScript returns a bash script equivalent to destroying lab, from
 // the same plan Destroy runs (see removals). st is the lab's state, nil
 // when it is not deployed; stateDir and sysfs as the Manager's.
-func DestroyScript(lab *spec.Lab, st *State, sysfs, stateDir string) string {
+func DestroyScript(lab *spec.Lab, st *state.State, sysfs, stateDir string) string {
 	m := &Manager{Sysfs: sysfs, StateDir: stateDir}
 	records := recordsOf(lab)
 	if st != nil {
@@ -93,7 +94,7 @@ func (m *Manager) DestroyScript(name string, file *spec.Lab) (string, error) {
 		return "", err
 	}
 	l := file
-	records := []NSRecord(nil)
+	records := []state.NSRecord(nil)
 	if st != nil {
 		if l, err = st.Spec(); err != nil {
 			return "", err
@@ -110,10 +111,10 @@ func (m *Manager) DestroyScript(name string, file *spec.Lab) (string, error) {
 }
 
 // recordsOf lists the namespaces of a lab's file.
-func recordsOf(l *spec.Lab) []NSRecord {
-	var out []NSRecord
+func recordsOf(l *spec.Lab) []state.NSRecord {
+	var out []state.NSRecord
 	for _, n := range l.Nodes {
-		out = append(out, NSRecord{Node: n.Name, Name: l.Namespace(n.Name)})
+		out = append(out, state.NSRecord{Node: n.Name, Name: l.Namespace(n.Name)})
 	}
 	return out
 }
@@ -148,7 +149,7 @@ func numVFsFile(sysfs, pf string) string {
 }
 
 // vfBackShell gives a recorded VF back to the host, as restoreVF does.
-func vfBackShell(pf string, r VFRecord) []string {
+func vfBackShell(pf string, r state.VFRecord) []string {
 	out := []string{
 		fmt.Sprintf("if ip -n %s link show dev %s >/dev/null 2>&1; then", r.NS, r.Name),
 		fmt.Sprintf("\tip -n %s link set dev %s down", r.NS, r.Name),

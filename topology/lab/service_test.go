@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/nslab/nslab/topology/lab/state"
 )
 
 // serviceLab is pairYAML with one-shot commands and services in ns2.
@@ -99,7 +101,7 @@ func TestPrivilegedUnrecordedServiceStopped(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st.Phase, st.PID = PhaseDeploying, 0 // as a deploy killed midway leaves it
+	st.Phase, st.PID = state.PhaseDeploying, 0 // as a deploy killed midway leaves it
 	if err := f.m.saveState(st); err != nil {
 		t.Fatal(err)
 	}

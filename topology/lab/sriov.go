@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/nslab/nslab/topology/lab/state"
 	"github.com/nslab/nslab/topology/sriov"
 
 	"github.com/nslab/nslab/topology/nlsafe"
@@ -22,29 +23,6 @@ import (
 // the nodes. Every change is recorded in the state file before it is made,
 // and destroy undoes it, VFs first (a namespace deleted with a physical
 // device in it hands the device back under a dev%d name).
-
-// PFRecord is what a deploy changed on one PF, written before the change.
-type PFRecord struct {
-	PF         string     `json:"pf"`
-	OrigNumVFs int        `json:"orig_numvfs"`
-	SetNumVFs  int        `json:"set_numvfs,omitempty"` // 0: sriov_numvfs was left alone
-	VFs        []VFRecord `json:"vfs"`
-}
-
-// VFRecord is one VF handed to a node.
-type VFRecord struct {
-	Index    int              `json:"index"`
-	PCI      string           `json:"pci"`       // finds the netdev whatever its name
-	OrigName string           `json:"orig_name"` // its name in the host
-	Node     string           `json:"node"`
-	NS       string           `json:"namespace"`
-	Name     string           `json:"name"` // its name in the node
-	OrigMTU  int              `json:"orig_mtu,omitempty"`
-	OrigAddr string           `json:"orig_hwaddr,omitempty"` // the netdev's own MAC
-	Orig     sriov.VFSettings `json:"orig"`
-	Set      bool             `json:"set,omitempty"`   // PF-side settings were (about to be) changed
-	Moved    bool             `json:"moved,omitempty"` // the netdev was (about to be) moved into the node
-}
 
 // checkPFs checks, without changing anything, that each PF of the lab is
 // on this machine and can have the VFs asked for.
@@ -97,7 +75,7 @@ func (m *Manager) vfsInUse(s sriov.Sysfs, pf string, n int) string {
 // name with its original settings, and restores sriov_numvfs: the VF part
 // of a destroy plan, run on its own by a failed deploy's rollback. It tries
 // everything and returns every error.
-func (m *Manager) restoreSRIOV(st *State) error {
+func (m *Manager) restoreSRIOV(st *state.State) error {
 	var errs []error
 	for _, r := range m.vfRemovals(st) {
 		errs = append(errs, r.do(nil))
@@ -106,7 +84,7 @@ func (m *Manager) restoreSRIOV(st *State) error {
 }
 
 // restoreNumVFs puts a PF's sriov_numvfs back to what it was before.
-func restoreNumVFs(s sriov.Sysfs, pr PFRecord) error {
+func restoreNumVFs(s sriov.Sysfs, pr state.PFRecord) error {
 	cur, err := s.ReadInt(pr.PF, "sriov_numvfs")
 	if err == nil && cur != pr.OrigNumVFs {
 		err = s.WriteNumVFs(pr.PF, cur, pr.OrigNumVFs)
@@ -114,7 +92,7 @@ func restoreNumVFs(s sriov.Sysfs, pr PFRecord) error {
 	return err
 }
 
-func shNumVFsBack(sysfsRoot string, pr PFRecord) []string {
+func shNumVFsBack(sysfsRoot string, pr state.PFRecord) []string {
 	f := numVFsFile(sysfsRoot, pr.PF)
 	out := []string{fmt.Sprintf("[ \"$(cat %s)\" -eq 0 ] || echo 0 > %s", f, f)}
 	if pr.OrigNumVFs != 0 {
@@ -126,7 +104,7 @@ func shNumVFsBack(sysfsRoot string, pr PFRecord) []string {
 // restoreVF gives one recorded VF back to the host: moved home if still in
 // its node, found by PCI address (the kernel may have returned it as
 // devN), renamed, its MTU and MAC and PF-side settings restored.
-func (m *Manager) restoreVF(s sriov.Sysfs, labName, pf string, r VFRecord) error {
+func (m *Manager) restoreVF(s sriov.Sysfs, labName, pf string, r state.VFRecord) error {
 	if r.Moved {
 		if err := m.vfHome(r, labName); err != nil {
 			return err
@@ -170,7 +148,7 @@ func renameHostVF(cur, orig string) error {
 
 // restoreHostVF puts back what the lab changed on a VF netdev in the
 // host: its marker, MTU and MAC.
-func restoreHostVF(r VFRecord) error {
+func restoreHostVF(r state.VFRecord) error {
 	l, err := nlsafe.LinkByName(nlsafe.Caller, r.OrigName)
 	if err != nil {
 		return fmt.Errorf("VF %s: %w", r.OrigName, err)
@@ -193,7 +171,7 @@ func restoreHostVF(r VFRecord) error {
 
 // vfHome moves a VF from its node back to the host namespace, if it is
 // still in the node (found by its lab name and this lab's marker).
-func (m *Manager) vfHome(r VFRecord, labName string) error {
+func (m *Manager) vfHome(r state.VFRecord, labName string) error {
 	n, err := ns.Open(m.netnsDir(), r.NS)
 	if err != nil {
 		return nil // the namespace is gone: the kernel gave the VF back

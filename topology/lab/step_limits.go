@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/nslab/nslab/topology/cgroup"
+	"github.com/nslab/nslab/topology/lab/state"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/nslab/nslab/topology/units"
@@ -129,7 +130,7 @@ func (d *deployer) startIn(n *spec.Node, cmd *exec.Cmd) error {
 // labCgroups are the cgroup directories of lab labName to remove: those
 // its state records, and, found in the hierarchy, those a deploy killed
 // before it could record them may have left (nslab/LAB and its nodes').
-func labCgroups(labName string, st *State) []string {
+func labCgroups(labName string, st *state.State) []string {
 	var dirs []string
 	if st != nil {
 		dirs = append(dirs, st.Cgroups...)
@@ -156,7 +157,7 @@ func labCgroups(labName string, st *State) []string {
 }
 
 // cgroupRemoval removes the lab's cgroups, after its services stopped.
-func cgroupRemoval(labName string, st *State) removal {
+func cgroupRemoval(labName string, st *state.State) removal {
 	dirs := labCgroups(labName, st)
 	return removal{
 		Name: "remove the nodes' cgroups",

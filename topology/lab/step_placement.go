@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/nslab/nslab/topology/ethtool"
+	"github.com/nslab/nslab/topology/lab/state"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 )
@@ -96,7 +97,7 @@ func txQueues(n *spec.Node, name string) int {
 // (receive: rps), or ethtool -K IF gro on; echo 1 > /sys/class/net/IF/threaded;
 // taskset -p MASK <napi/IF-N> (receive: napi)
 func (d *deployer) placeNode(n *spec.Node, ifaces []string) error {
-	rec := PlacementRecord{Node: n.Name, CPUs: n.CPUs.String(), Receive: receiveMode(n), Interfaces: ifaces}
+	rec := state.PlacementRecord{Node: n.Name, CPUs: n.CPUs.String(), Receive: receiveMode(n), Interfaces: ifaces}
 	place := func() error { // in the node, with its sysfs
 		for _, ifc := range ifaces {
 			var err error

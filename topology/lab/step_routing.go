@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nslab/nslab/topology/lab/state"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 )
@@ -156,7 +157,7 @@ func (d *deployer) startBIRD(n *spec.Node) error {
 // daemonize; destroy finds them by their mark) before they start.
 func (d *deployer) recordDaemons(n *spec.Node, kind, what string) error {
 	log := logPath(d.m.stateDir(), d.lab.Name, n.Name, kind, 0)
-	d.st.Services = append(d.st.Services, ServiceRecord{Node: n.Name, Index: -1, Command: kind + ": " + what, Log: log})
+	d.st.Services = append(d.st.Services, state.ServiceRecord{Node: n.Name, Index: -1, Command: kind + ": " + what, Log: log})
 	return d.m.saveState(d.st)
 }
 

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nslab/nslab/topology/lab/state"
 	"github.com/nslab/nslab/topology/spec"
 )
 
@@ -23,19 +24,6 @@ import (
 // NSLAB_SERVICE=LAB/NODE/N in its environment, so a destroy finds it even
 // when the deploy that started it was killed before it could record its
 // pid.
-
-// ServiceRecord is one service of a lab, written to the state before the
-// program starts and again once it runs.
-type ServiceRecord struct {
-	Node    string `json:"node"`
-	Index   int    `json:"index"` // in the node's run: list
-	Command string `json:"command"`
-	Log     string `json:"log"`
-	PID     int    `json:"pid,omitempty"`
-	// Start is the process's start time (/proc/PID/stat, clock ticks since
-	// boot): a later process that got the same pid is not the service.
-	Start uint64 `json:"start_ticks,omitempty"`
-}
 
 // serviceGrace is how long a service must keep running after its start for
 // the deploy to count it as started: a program that exits at once (a typo,
@@ -159,7 +147,7 @@ func (d *deployer) startService(n *spec.Node, i int, line string) error {
 		return err
 	}
 	defer log.Close() // the program has its own descriptor
-	d.st.Services = append(d.st.Services, ServiceRecord{Node: n.Name, Index: i, Command: line, Log: log.Name()})
+	d.st.Services = append(d.st.Services, state.ServiceRecord{Node: n.Name, Index: i, Command: line, Log: log.Name()})
 	rec := &d.st.Services[len(d.st.Services)-1]
 	if err := d.m.saveState(d.st); err != nil { // ahead: a killed deploy's destroy knows to look
 		return err
@@ -180,7 +168,7 @@ func (d *deployer) startService(n *spec.Node, i int, line string) error {
 // waited is a service this deploy started; its mutex is held until the
 // program exits.
 type waited struct {
-	rec ServiceRecord
+	rec state.ServiceRecord
 	mu  sync.Mutex
 	err error
 }

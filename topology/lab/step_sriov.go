@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nslab/nslab/topology/lab/state"
 	"github.com/nslab/nslab/topology/sriov"
 
 	"github.com/nslab/nslab/topology/nlsafe"
@@ -50,7 +51,7 @@ func (d *deployer) preparePF(pf *spec.PF) error {
 	if err != nil {
 		return fmt.Errorf("read %s sriov_numvfs: %w", pf.Name, err)
 	}
-	rec := PFRecord{PF: pf.Name, OrigNumVFs: cur}
+	rec := state.PFRecord{PF: pf.Name, OrigNumVFs: cur}
 	if cur < pf.NumVFs {
 		rec.SetNumVFs = pf.NumVFs
 	}
@@ -95,7 +96,7 @@ func (d *deployer) handVF(pf *spec.PF, vf *spec.VF) error {
 	if err != nil {
 		return fmt.Errorf("VF netdev %s: %w", host, err)
 	}
-	rec := VFRecord{Index: vf.Index, PCI: pci, OrigName: host, Node: vf.Node, NS: d.lab.Namespace(vf.Node), Name: vf.Name, Moved: true,
+	rec := state.VFRecord{Index: vf.Index, PCI: pci, OrigName: host, Node: vf.Node, NS: d.lab.Namespace(vf.Node), Name: vf.Name, Moved: true,
 		OrigMTU: link.Attrs().MTU, OrigAddr: link.Attrs().HardwareAddr.String()}
 	// PF-side settings are read (to restore them) and written only when
 	// the lab asks for some.

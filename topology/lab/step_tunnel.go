@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 
+	"github.com/nslab/nslab/topology/lab/state"
 	"github.com/nslab/nslab/topology/nlsafe"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
@@ -21,23 +22,15 @@ import (
 // destroy when a killed deploy left it there (in its node, it goes with
 // the namespace).
 
-// TunnelRecord is one VXLAN interface of a lab part.
-type TunnelRecord struct {
-	Node      string `json:"node"`
-	Interface string `json:"interface"`
-	HostName  string `json:"host_name"` // its name in the host namespace, before the move
-	VNI       int    `json:"vni"`
-}
-
 // tunnelName is the name of a VXLAN interface in the host namespace: the
 // VNI makes it unique there (the kernel allows one device per VNI and
 // port on a host anyway).
 func tunnelName(vni int) string { return fmt.Sprintf("nslx%d", vni) }
 
-func tunnelRecords(l *spec.Lab) []TunnelRecord {
-	var out []TunnelRecord
+func tunnelRecords(l *spec.Lab) []state.TunnelRecord {
+	var out []state.TunnelRecord
 	for _, t := range l.Tunnels() {
-		out = append(out, TunnelRecord{Node: t.Local.Node, Interface: t.Local.Interface, HostName: tunnelName(t.VNI), VNI: t.VNI})
+		out = append(out, state.TunnelRecord{Node: t.Local.Node, Interface: t.Local.Interface, HostName: tunnelName(t.VNI), VNI: t.VNI})
 	}
 	return out
 }
@@ -171,7 +164,7 @@ func checkTunnels(l *spec.Lab) []string {
 // removeTunnel deletes a recorded VXLAN interface that a killed deploy
 // left in the host namespace: only a vxlan device of that name with the
 // recorded VNI. Gone (moved into its node, or never made) is fine.
-func removeTunnel(r TunnelRecord) error {
+func removeTunnel(r state.TunnelRecord) error {
 	return deleteVxlan(&netlink.Handle{}, "the host namespace", r.HostName, r.VNI, "")
 }
 
@@ -205,7 +198,7 @@ func deleteVxlan(h *netlink.Handle, where, name string, vni int, marker string) 
 // keeps its VNI taken in the host namespace, where its socket is: deleted
 // first, the VNI is free when destroy returns, and the part can be
 // deployed again at once.
-func (m *Manager) tunnelRemovals(labName string, records []TunnelRecord, nsNames map[string]string) []removal {
+func (m *Manager) tunnelRemovals(labName string, records []state.TunnelRecord, nsNames map[string]string) []removal {
 	var plan []removal
 	for _, r := range records {
 		nsName := nsNames[r.Node]
@@ -234,7 +227,7 @@ func (m *Manager) tunnelRemovals(labName string, records []TunnelRecord, nsNames
 // the move and the rename, under its host name. A namespace or an
 // interface that is not there, or a node the destroy has no namespace
 // name for, is fine.
-func releaseTunnel(dir, nsName, labName string, r TunnelRecord) error {
+func releaseTunnel(dir, nsName, labName string, r state.TunnelRecord) error {
 	if nsName == "" {
 		return nil
 	}
@@ -255,7 +248,7 @@ var unprovenWithoutState = []string{
 // nslxVNI, left by a killed deploy) and in each of the lab's namespaces
 // (records), before they go, so that their VNIs are free when destroy
 // returns.
-func (m *Manager) markedTunnelRemoval(labName string, records []NSRecord) removal {
+func (m *Manager) markedTunnelRemoval(labName string, records []state.NSRecord) removal {
 	marker := linkMarker(labName)
 	return removal{
 		Name: "delete the VXLAN devices that carry the lab's marker",

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/nslab/nslab/topology/ethtool"
+	"github.com/nslab/nslab/topology/lab/state"
 	"github.com/nslab/nslab/topology/netfilter"
 	"github.com/nslab/nslab/topology/nlsafe"
 	"github.com/nslab/nslab/topology/ns"
@@ -28,14 +29,6 @@ import (
 // the variant's name, ahead: a run killed mid-variant leaves a state that
 // says what to give back, and the next ApplyVariant (or destroy, with the
 // namespaces) gives it back.
-
-// VariantRecord is the variant applied to a deployed lab, in its state.
-type VariantRecord struct {
-	Name string `json:"name"`
-	// Saved holds what the variant overwrote that the lab as deployed does
-	// not set, as it was before: savedKey -> value.
-	Saved map[string]string `json:"saved,omitempty"`
-}
 
 // savedKey names one saved value: a sysctl or a sysfs file of a node.
 func savedKey(node, kind, name string) string { return node + " " + kind + " " + name }
@@ -77,7 +70,7 @@ func (m *Manager) ApplyVariant(ctx context.Context, l *spec.Lab, name string) er
 	if err != nil {
 		return fmt.Errorf("variant %s: read what it changes: %w", name, err)
 	}
-	st.Variant = &VariantRecord{Name: name, Saved: saved}
+	st.Variant = &state.VariantRecord{Name: name, Saved: saved}
 	if err := m.saveState(st); err != nil {
 		return err
 	}
@@ -134,7 +127,7 @@ func VariantPlan(l *spec.Lab, name string) (apply, undo []Step, err error) {
 
 // openDeployed opens a deployer on deployed lab l: a netlink handle in
 // each node's namespace.
-func (m *Manager) openDeployed(ctx context.Context, l *spec.Lab, st *State) (*deployer, error) {
+func (m *Manager) openDeployed(ctx context.Context, l *spec.Lab, st *state.State) (*deployer, error) {
 	d := &deployer{ctx: ctx, m: m, lab: l, st: st, handles: map[string]*netlink.Handle{}, index: map[spec.Endpoint]int{}}
 	for _, n := range l.Nodes {
 		err := d.inNS(n.Name, func(x *ns.NS) error {
