@@ -1,7 +1,9 @@
 // The layering rules of the module, checked on every test run: the lab
 // side (topology) imports nothing of the traffic side (pktgen), no
-// library imports a command, and libraries do not print (they return
-// results and errors; cmd chooses the format and where it goes).
+// library imports a command, the parts of topology/lab that are data
+// (the plan, the state file) import only the module's packages they are
+// allowed, and libraries do not print (they return results and errors;
+// cmd chooses the format and where it goes).
 package nslab_test
 
 import (
@@ -10,11 +12,20 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
 
 const module = "github.com/nslab/nslab"
+
+// dataOnly are packages that are data and what compares or stores it,
+// with the module's packages each may import: nothing that changes the
+// machine, and nothing of the lab package above them.
+var dataOnly = map[string][]string{
+	"topology/lab/plan":  {},
+	"topology/lab/state": {"topology/spec", "topology/sriov"},
+}
 
 func TestImportRules(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "./...").Output()
@@ -30,6 +41,9 @@ func TestImportRules(t *testing.T) {
 			}
 			if !strings.HasPrefix(pkg, module+"/cmd") && strings.HasPrefix(imp, module+"/cmd") {
 				t.Errorf("%s imports %s: a library must not import a command", pkg, imp)
+			}
+			if allowed, ok := dataOnly[strings.TrimPrefix(pkg, module+"/")]; ok && strings.HasPrefix(imp, module+"/") && !slices.Contains(allowed, strings.TrimPrefix(imp, module+"/")) {
+				t.Errorf("%s imports %s: it is data (see dataOnly); move what it needs below it", pkg, imp)
 			}
 		}
 	}

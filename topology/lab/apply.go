@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nslab/nslab/topology/lab/plan"
 	"github.com/nslab/nslab/topology/lab/state"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
@@ -34,10 +35,7 @@ import (
 // ApplyPlan is what an apply does: Undo, the deployed lab's steps taken
 // back, in this order, then Do, the file's steps made; Rebuilt are the
 // nodes made again whole.
-type ApplyPlan struct {
-	Undo, Do []Step
-	Rebuilt  []string
-}
+type ApplyPlan = plan.Changes[*deployer]
 
 // ApplyResult says what an apply did.
 type ApplyResult struct {
@@ -56,205 +54,11 @@ const (
 	checkServicesKey = "check that the services keep running"
 )
 
-// stepKey is what apply compares steps by.
-func stepKey(s Step) string {
-	if s.key != "" {
-		return s.key
-	}
-	return s.Name + "\n" + strings.Join(s.shell(), "\n")
-}
-
-// nodeOfObject is the node an object of Step.makes or needs is of.
-func nodeOfObject(obj string) string {
-	if i := strings.IndexAny(obj, ":/"); i >= 0 {
-		return obj[:i]
-	}
-	return obj
-}
-
 // PlanApply is the plan that takes deployed lab from to lab to, with the
 // nodes of rebuild made again whole.
 func PlanApply(from, to *spec.Lab, rebuild []string) (*ApplyPlan, error) {
-	x := newDiff(from, to, rebuild)
-	for changed := true; changed; {
-		more, err := x.rebuildWhatCannotBeUndone()
-		if err != nil {
-			return nil, err
-		}
-		changed = more
-		changed = x.redoWhatLostItsObjects() || changed
-		changed = x.markDestroyed() || changed
-	}
-	x.pairReloads()
-	return x.plan(), nil
-}
-
-// diff is the comparison of two plans: a (the deployed lab's) and b (the
-// file's), the steps of a to take back and of b to make, by index.
-type diff struct {
-	from, to  *spec.Lab
-	a, b      []Step
-	inA, inB  map[string]int
-	undo, do  map[int]bool
-	rebuilt   map[string]bool // nodes made again whole
-	destroyed map[string]bool // objects the steps taken back take away
-}
-
-func newDiff(from, to *spec.Lab, rebuild []string) *diff {
-	x := &diff{from: from, to: to, a: Plan(from), b: Plan(to), inA: map[string]int{}, inB: map[string]int{},
-		undo: map[int]bool{}, do: map[int]bool{}, rebuilt: map[string]bool{}, destroyed: map[string]bool{}}
-	for i, s := range x.a {
-		x.inA[stepKey(s)] = i
-	}
-	for i, s := range x.b {
-		x.inB[stepKey(s)] = i
-	}
-	for i, s := range x.a {
-		if _, ok := x.inB[stepKey(s)]; !ok {
-			x.undo[i] = true
-		}
-	}
-	for i, s := range x.b {
-		if _, ok := x.inA[stepKey(s)]; !ok {
-			x.do[i] = true
-		}
-	}
-	for _, n := range rebuild {
-		x.rebuilt[n] = true
-	}
-	return x
-}
-
-// gone reports whether an object a step needs is taken away: its node
-// goes (removed or rebuilt), or a step taken back made it ("N:*": any of
-// N's interfaces).
-func (x *diff) gone(need string) bool {
-	node := nodeOfObject(need)
-	if x.rebuilt[node] || x.to.Node(node) == nil {
-		return true
-	}
-	if p, ok := strings.CutSuffix(need, ":*"); ok {
-		for obj := range x.destroyed {
-			if strings.HasPrefix(obj, p+":") {
-				return true
-			}
-		}
-		return false
-	}
-	return x.destroyed[need]
-}
-
-// rebuildWhatCannotBeUndone marks for rebuilding the nodes of the steps
-// taken back that have no undo; it reports whether it marked any.
-func (x *diff) rebuildWhatCannotBeUndone() (bool, error) {
-	changed := false
-	for i := range x.undo {
-		s := x.a[i]
-		if s.undo != nil || s.noUndo {
-			continue
-		}
-		if len(s.needs) == 0 {
-			return false, fmt.Errorf("apply cannot take back %q on a running lab: destroy the lab and deploy the file", s.Name)
-		}
-		for _, need := range s.needs {
-			if n := nodeOfObject(need); !x.rebuilt[n] {
-				x.rebuilt[n], changed = true, true
-			}
-		}
-	}
-	return changed, nil
-}
-
-// redoWhatLostItsObjects takes back and makes again each step the two
-// plans share that needs an object taken away, or is the namespace of a
-// node rebuilt; it reports whether it found any.
-func (x *diff) redoWhatLostItsObjects() bool {
-	changed := false
-	for i, s := range x.a {
-		j, kept := x.inB[stepKey(s)]
-		if x.undo[i] || !kept {
-			continue
-		}
-		if slices.ContainsFunc(s.needs, x.gone) || isNamespaceStep(s) && x.rebuilt[s.makes[0]] {
-			x.undo[i], x.do[j], changed = true, true, true
-		}
-	}
-	return changed
-}
-
-// markDestroyed adds the objects of the steps taken back to those taken
-// away; it reports whether there were new ones.
-func (x *diff) markDestroyed() bool {
-	changed := false
-	for i := range x.undo {
-		for _, obj := range x.a[i].makes {
-			if !x.destroyed[obj] {
-				x.destroyed[obj], changed = true, true
-			}
-		}
-	}
-	return changed
-}
-
-// plan orders the steps: those taken back newest first, those made in
-// plan order (with the wait for links and the check of services when
-// anything is made).
-func (x *diff) plan() *ApplyPlan {
-	links, services := false, false
-	for j := range x.do {
-		for _, o := range x.b[j].makes {
-			links = links || strings.Contains(o, ":")
-			services = services || strings.Contains(o, "/service")
-		}
-	}
-	for j, s := range x.b {
-		if s.key == waitKey && links || s.key == checkServicesKey && services {
-			x.do[j] = true
-		}
-	}
-	p := &ApplyPlan{}
-	// Steps with nothing to take back are listed too: a failed apply's
-	// taking back makes them again where it makes their node again.
-	for i := len(x.a) - 1; i >= 0; i-- {
-		if x.undo[i] {
-			p.Undo = append(p.Undo, x.a[i])
-		}
-	}
-	for j, s := range x.b {
-		if x.do[j] {
-			p.Do = append(p.Do, s)
-		}
-	}
-	for n := range x.rebuilt {
-		if x.from.Node(n) != nil && x.to.Node(n) != nil {
-			p.Rebuilt = append(p.Rebuilt, n)
-		}
-	}
-	slices.Sort(p.Rebuilt)
-	return p
-}
-
-// isNamespaceStep reports whether s creates a node's namespace.
-func isNamespaceStep(s Step) bool {
-	return len(s.makes) == 1 && !strings.ContainsAny(s.makes[0], ":/")
-}
-
-// skipUndo reports whether step s need not be taken back because the
-// namespace of a node it works in goes anyway (removed, or rebuilt) and
-// s is not that namespace's own step.
-func skipUndo(s Step, going map[string]bool) bool {
-	if s.noUndo || s.undo == nil {
-		return true
-	}
-	if isNamespaceStep(s) {
-		return false // its removal is the point
-	}
-	for _, need := range s.needs {
-		if going[nodeOfObject(need)] {
-			return true
-		}
-	}
-	return false
+	has := func(l *spec.Lab) func(string) bool { return func(n string) bool { return l.Node(n) != nil } }
+	return plan.Compare(Plan(from), Plan(to), plan.Labs{From: has(from), To: has(to)}, rebuild)
 }
 
 // Apply makes deployed lab lab.Name what lab (its edited file) says,
@@ -300,14 +104,14 @@ func (m *Manager) Apply(ctx context.Context, lab *spec.Lab) (*ApplyResult, error
 			return nil, err
 		}
 	}
-	plan, err := PlanApply(from, lab, rebuild)
+	changes, err := PlanApply(from, lab, rebuild)
 	if err != nil {
 		return nil, err
 	}
 	if problems := m.checkApply(from, lab, st); len(problems) > 0 {
 		return nil, &ConflictError{Problems: problems}
 	}
-	return m.runApply(ctx, st, from, lab, plan, rebuild, start)
+	return m.runApply(ctx, st, from, lab, changes, rebuild, start)
 }
 
 // interrupted is what an apply killed half way leaves to rebuild: every
@@ -329,8 +133,8 @@ func interrupted(st *state.State, from *spec.Lab) ([]string, error) {
 	}
 	touched := map[string]bool{}
 	for _, s := range append(p.Undo, p.Do...) {
-		for _, o := range append(slices.Clone(s.needs), s.makes...) {
-			touched[nodeOfObject(o)] = true
+		for _, o := range append(slices.Clone(s.Needs), s.Makes...) {
+			touched[plan.NodeOf(o)] = true
 		}
 	}
 	for _, r := range st.Namespaces {
@@ -386,14 +190,14 @@ type applier struct {
 func (x *applier) toRedo() []Step {
 	removed := map[string]bool{}
 	for i, s := range x.undone {
-		if isNamespaceStep(s) && !x.skipped[i] {
-			removed[s.makes[0]] = true
+		if s.IsNamespace() && !x.skipped[i] {
+			removed[s.Makes[0]] = true
 		}
 	}
 	var out []Step
 	for i, s := range x.undone {
-		again := slices.ContainsFunc(s.needs, func(n string) bool { return removed[nodeOfObject(n)] })
-		if s.noUndo && len(s.needs) == 0 { // the wait for links, the check of services
+		again := slices.ContainsFunc(s.Needs, func(n string) bool { return removed[plan.NodeOf(n)] })
+		if s.NoUndo && len(s.Needs) == 0 { // the wait for links, the check of services
 			again = len(removed) > 0
 		}
 		if !x.skipped[i] || again {
@@ -405,7 +209,7 @@ func (x *applier) toRedo() []Step {
 
 // runApply records the apply, opens the running lab and runs plan; on a
 // failure it takes back what it did.
-func (m *Manager) runApply(ctx context.Context, st *state.State, from, to *spec.Lab, plan *ApplyPlan, rebuild []string, start time.Time) (*ApplyResult, error) {
+func (m *Manager) runApply(ctx context.Context, st *state.State, from, to *spec.Lab, changes *ApplyPlan, rebuild []string, start time.Time) (*ApplyResult, error) {
 	if err := m.recordApply(st, to, start); err != nil {
 		return nil, err
 	}
@@ -415,19 +219,19 @@ func (m *Manager) runApply(ctx context.Context, st *state.State, from, to *spec.
 	for _, n := range rebuild {
 		x.going[n] = true
 	}
-	for _, s := range plan.Undo {
-		if isNamespaceStep(s) {
-			x.going[s.makes[0]] = true
+	for _, s := range changes.Undo {
+		if s.IsNamespace() {
+			x.going[s.Makes[0]] = true
 		}
 	}
-	if err := x.run(ctx, plan, rebuild); err != nil {
+	if err := x.run(ctx, changes, rebuild); err != nil {
 		return nil, m.failApply(x.d, st, from, x.toRedo(), x.done, err)
 	}
 	m.finishApply(st, to, x.d)
 	if err := m.saveState(st); err != nil {
 		return nil, err
 	}
-	return x.result(plan, start), nil
+	return x.result(changes, start), nil
 }
 
 // recordApply records in st, before anything changes, the apply of to
@@ -448,7 +252,7 @@ func (m *Manager) recordApply(st *state.State, to *spec.Lab, start time.Time) er
 
 // run opens the nodes that stay, removes those an earlier killed apply
 // touched, takes back plan.Undo and makes plan.Do.
-func (x *applier) run(ctx context.Context, plan *ApplyPlan, rebuild []string) error {
+func (x *applier) run(ctx context.Context, changes *ApplyPlan, rebuild []string) error {
 	for _, r := range x.st.Namespaces {
 		if x.from.Node(r.Node) == nil || x.going[r.Node] {
 			continue
@@ -463,26 +267,26 @@ func (x *applier) run(ctx context.Context, plan *ApplyPlan, rebuild []string) er
 		}
 	}
 	x.skipped = map[int]bool{}
-	for _, s := range plan.Undo {
-		if skipUndo(s, x.going) {
+	for _, s := range changes.Undo {
+		if plan.SkipUndo(s, x.going) {
 			x.skipped[len(x.undone)] = true
-		} else if err := ctxOr(ctx, func() error { return s.undo(x.d) }); err != nil {
+		} else if err := ctxOr(ctx, func() error { return s.Undo(x.d) }); err != nil {
 			return fmt.Errorf("take back %s: %w", s.Name, err)
 		}
 		x.undone = append(x.undone, s)
 	}
 	x.d.lab = x.to
-	x.d.expect(plan.Do)
-	for i, s := range plan.Do {
+	x.d.expect(changes.Do)
+	for i, s := range changes.Do {
 		if i == x.d.aheadAt {
-			x.d.startAhead(plan.Do[i:])
+			x.d.startAhead(changes.Do[i:])
 		}
 		err := ctx.Err()
 		if err == nil && x.m.BeforeStep != nil {
 			err = x.m.BeforeStep(ctx, i, s)
 		}
 		if err == nil {
-			err = s.do(x.d)
+			err = s.Do(x.d)
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", s.Name, err)
@@ -493,8 +297,8 @@ func (x *applier) run(ctx context.Context, plan *ApplyPlan, rebuild []string) er
 }
 
 // result says what the apply did.
-func (x *applier) result(plan *ApplyPlan, start time.Time) *ApplyResult {
-	res := &ApplyResult{Lab: x.to.Name, Rebuilt: plan.Rebuilt, Done: len(x.done), Duration: time.Since(start)}
+func (x *applier) result(changes *ApplyPlan, start time.Time) *ApplyResult {
+	res := &ApplyResult{Lab: x.to.Name, Rebuilt: changes.Rebuilt, Done: len(x.done), Duration: time.Since(start)}
 	res.Undone = len(x.undone) - len(x.skipped)
 	for _, n := range x.to.Nodes {
 		if x.from.Node(n.Name) == nil {
@@ -570,14 +374,14 @@ func (m *Manager) failApply(d *deployer, st *state.State, from *spec.Lab, undone
 	d.nsAhead, d.nsMade, d.nsReady = nil, nil, nil
 	var errs []error
 	for i := len(done) - 1; i >= 0; i-- {
-		if s := done[i]; s.undo != nil {
-			errs = append(errs, s.undo(d))
+		if s := done[i]; s.Undo != nil {
+			errs = append(errs, s.Undo(d))
 		}
 	}
 	d.lab = from
 	d.ctx = context.Background() // the apply's may have ended: taking back must not
 	for i := len(undone) - 1; i >= 0; i-- {
-		errs = append(errs, undone[i].do(d))
+		errs = append(errs, undone[i].Do(d))
 	}
 	if err := m.writeHosts(from); err != nil {
 		errs = append(errs, err)
@@ -622,13 +426,13 @@ func (m *Manager) ApplyScript(lab *spec.Lab) (string, error) {
 	b.WriteString("\n")
 	going := map[string]bool{}
 	for _, s := range p.Undo {
-		if isNamespaceStep(s) {
-			going[s.makes[0]] = true
+		if s.IsNamespace() {
+			going[s.Makes[0]] = true
 		}
 	}
 	n := 0
 	for _, s := range p.Undo {
-		if !skipUndo(s, going) {
+		if !plan.SkipUndo(s, going) {
 			n++
 			fmt.Fprintf(&b, "\n# take back %d: %s\n%s\n", n, s.Name, strings.Join(undoShell(from, s), "\n"))
 		}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/nslab/nslab/topology/spec"
@@ -38,11 +37,25 @@ func routingConfig(n *spec.Node, path string) string {
 // reloadFRR is the reload of node n's FRR: nil where FRR has no frr.conf
 // to reload (the daemons read their own files: only a restart reads
 // them again).
-func reloadFRR(n *spec.Node) func(d *deployer) error {
+func reloadFRR(n *spec.Node) *Step {
 	if routingConfig(n, spec.FRRConfPath) == "" {
 		return nil
 	}
-	return func(d *deployer) error { return d.reloadFRR(n) }
+	return reloadStep(n, "FRR", "frr.conf", func(d *deployer) error { return d.reloadFRR(n) })
+}
+
+// reloadBIRD is the reload of node n's BIRD.
+func reloadBIRD(n *spec.Node) *Step {
+	return reloadStep(n, "BIRD", "bird.conf", func(d *deployer) error { return d.reloadBIRD(n) })
+}
+
+// reloadStep is the step that has daemon in node n take its new file.
+func reloadStep(n *spec.Node, daemon, file string, do func(*deployer) error) *Step {
+	return &Step{
+		Name:  fmt.Sprintf("reload %s in %s with its new %s", daemon, n.Name, file),
+		Shell: func() []string { return reloadShell(file) },
+		Do:    do,
+	}
 }
 
 // reloadFRR writes n's frr.conf in its view and has FRR take it.
@@ -95,35 +108,9 @@ func (d *deployer) writeInView(node, path, text string, uid, gid int) error {
 	})
 }
 
-// pairReloads turns each daemon step taken back whose object the file's
-// plan makes again with another configuration into one reload.
-func (x *diff) pairReloads() {
-	for i := range x.undo {
-		old := x.a[i]
-		if old.reload == nil || len(old.makes) == 0 {
-			continue
-		}
-		for j := range x.do {
-			nw := x.b[j]
-			if nw.reload == nil || len(nw.makes) == 0 || nw.makes[0] != old.makes[0] || slices.ContainsFunc(old.needs, x.gone) {
-				continue
-			}
-			delete(x.undo, i)
-			node, daemon, _ := strings.Cut(nw.makes[0], "/")
-			file := map[bool]string{true: "bird.conf", false: "frr.conf"}[strings.HasPrefix(daemon, "bird")]
-			x.b[j] = Step{
-				Name:  fmt.Sprintf("reload %s in %s with its new %s", strings.ToUpper(strings.Fields(daemon)[0]), node, file),
-				shell: func() []string { return reloadShell(nw) },
-				do:    nw.reload, undo: old.reload, needs: nw.needs,
-			}
-			break
-		}
-	}
-}
-
 // reloadShell is a reload as shell lines.
-func reloadShell(s Step) []string {
-	if strings.HasPrefix(s.makes[0], strings.SplitN(s.makes[0], "/", 2)[0]+"/bird") {
+func reloadShell(file string) []string {
+	if file == "bird.conf" {
 		return []string{"# write the new bird.conf in the node's view, then:", "birdc -s " + birdCtl + " configure"}
 	}
 	return []string{"# write the new frr.conf in the node's view, then:", "python3 " + frrReload + " --reload " + spec.FRRConfPath}

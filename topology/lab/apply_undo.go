@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/nslab/nslab/topology/cgroup"
+	"github.com/nslab/nslab/topology/lab/plan"
 	"github.com/nslab/nslab/topology/lab/state"
 	"github.com/nslab/nslab/topology/nlsafe"
 	"github.com/nslab/nslab/topology/ns"
@@ -248,26 +249,26 @@ func (d *deployer) deleteLinks(node string) error {
 // undoShell is taking step s of lab l back as shell lines, for apply
 // --dry-run.
 func undoShell(l *spec.Lab, s Step) []string {
-	nsOf := func(obj string) string { return l.Namespace(nodeOfObject(obj)) }
+	nsOf := func(obj string) string { return l.Namespace(plan.NodeOf(obj)) }
 	switch {
-	case isNamespaceStep(s):
-		name := l.Namespace(s.makes[0])
+	case s.IsNamespace():
+		name := l.Namespace(s.Makes[0])
 		return []string{fmt.Sprintf("ip netns pids %s | xargs -r kill; ip netns del %s", name, name)}
-	case len(s.makes) > 0 && strings.Contains(s.makes[0], ":"):
-		_, ifc, _ := strings.Cut(s.makes[0], ":")
-		return []string{fmt.Sprintf("ip -n %s link del %s", nsOf(s.makes[0]), ifc)}
-	case len(s.makes) > 0 && strings.HasSuffix(s.makes[0], "/view"):
-		mnt, uts := ns.ViewPaths(filepath.Join(DefaultStateDir, "views", l.Name), nsOf(s.makes[0]))
+	case len(s.Makes) > 0 && strings.Contains(s.Makes[0], ":"):
+		_, ifc, _ := strings.Cut(s.Makes[0], ":")
+		return []string{fmt.Sprintf("ip -n %s link del %s", nsOf(s.Makes[0]), ifc)}
+	case len(s.Makes) > 0 && strings.HasSuffix(s.Makes[0], "/view"):
+		mnt, uts := ns.ViewPaths(filepath.Join(DefaultStateDir, "views", l.Name), nsOf(s.Makes[0]))
 		return []string{fmt.Sprintf("umount -l %s %s; rm -f %s %s", mnt, uts, mnt, uts)}
-	case len(s.makes) > 0 && strings.HasSuffix(s.makes[0], "/cgroup"):
-		return []string{fmt.Sprintf("rmdir /sys/fs/cgroup/%s/%s/%s  # and in each v1 hierarchy", cgroup.Root, l.Name, nodeOfObject(s.makes[0]))}
+	case len(s.Makes) > 0 && strings.HasSuffix(s.Makes[0], "/cgroup"):
+		return []string{fmt.Sprintf("rmdir /sys/fs/cgroup/%s/%s/%s  # and in each v1 hierarchy", cgroup.Root, l.Name, plan.NodeOf(s.Makes[0]))}
 	case strings.HasPrefix(s.Name, "impair "):
-		_, ifc, _ := strings.Cut(s.needs[0], ":")
-		return []string{fmt.Sprintf("tc -n %s qdisc del dev %s root", nsOf(s.needs[0]), ifc)}
+		_, ifc, _ := strings.Cut(s.Needs[0], ":")
+		return []string{fmt.Sprintf("tc -n %s qdisc del dev %s root", nsOf(s.Needs[0]), ifc)}
 	case strings.HasPrefix(s.Name, "nftables table"):
-		return []string{fmt.Sprintf("ip netns exec %s nft delete table inet nslab", nsOf(s.needs[0]))}
+		return []string{fmt.Sprintf("ip netns exec %s nft delete table inet nslab", nsOf(s.Needs[0]))}
 	case strings.HasPrefix(s.Name, "start "):
-		return []string{fmt.Sprintf("for p in /proc/[0-9]*; do tr '\\0' '\\n' < $p/environ 2>/dev/null | grep -q '^%s=%s/%s/' && kill ${p#/proc/}; done  # %s", serviceEnv, l.Name, nodeOfObject(s.needs[0]), s.Name)}
+		return []string{fmt.Sprintf("for p in /proc/[0-9]*; do tr '\\0' '\\n' < $p/environ 2>/dev/null | grep -q '^%s=%s/%s/' && kill ${p#/proc/}; done  # %s", serviceEnv, l.Name, plan.NodeOf(s.Needs[0]), s.Name)}
 	}
 	var out []string
 	for _, line := range s.Shell() {

@@ -116,7 +116,7 @@ func (m *Manager) Deploy(ctx context.Context, lab *spec.Lab) (*DeployResult, err
 			err = m.BeforeStep(ctx, i, s)
 		}
 		if err == nil {
-			err = s.do(d)
+			err = s.Do(d)
 		}
 		if err != nil {
 			d.close()

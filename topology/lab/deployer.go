@@ -120,8 +120,8 @@ func (d *deployer) expect(steps []Step) {
 	d.nsAhead, d.aheadAt, d.nsReady = nil, 0, map[string]chan struct{}{}
 	first := true
 	for i, s := range steps {
-		if isNamespaceStep(s) {
-			if n := d.lab.Node(s.makes[0]); n != nil {
+		if s.IsNamespace() {
+			if n := d.lab.Node(s.Makes[0]); n != nil {
 				d.nsAhead = append(d.nsAhead, n)
 				d.nsReady[n.Name] = make(chan struct{})
 			}
@@ -145,8 +145,8 @@ func (d *deployer) made(node string) {
 // links), in their order.
 func (d *deployer) startAhead(steps []Step) {
 	for _, s := range steps {
-		if s.ahead != nil {
-			s.ahead(d)
+		if s.Ahead != nil {
+			s.Ahead(d)
 		}
 	}
 	d.views.launch(d)

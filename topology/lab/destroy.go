@@ -64,7 +64,7 @@ func (m *Manager) destroyLocked(labName string) (*DestroyReport, error) {
 			break
 		}
 		if !r.parallel {
-			errs = append(errs, r.do(rep))
+			errs = append(errs, r.Do(rep))
 			i++
 			continue
 		}
@@ -125,8 +125,8 @@ func (m *Manager) destroyRecords(labName string, rep *DestroyReport) (*state.Sta
 // lines of the same change, which nslab destroy --dry-run prints.
 type removal struct {
 	Name     string
-	shell    func() []string
-	do       func(rep *DestroyReport) error
+	Shell    func() []string
+	Do       func(rep *DestroyReport) error
 	last     bool // runs only when every earlier removal succeeded
 	parallel bool // may run alongside the removals next to it that may too
 }
@@ -153,7 +153,7 @@ func inParallel(plan []removal, rep *DestroyReport) []error {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			errs[k] = r.do(&reps[k])
+			errs[k] = r.Do(&reps[k])
 		}()
 	}
 	wg.Wait()
@@ -195,19 +195,19 @@ func (m *Manager) removals(labName string, st *state.State, records []state.NSRe
 	for _, r := range sorted {
 		plan = append(plan, removal{
 			Name: "delete namespace " + r.Name,
-			shell: func() []string {
+			Shell: func() []string {
 				return []string{fmt.Sprintf("owned %s %s && ip netns del %s", r.Name, nsMarker(labName, r.Node), r.Name)}
 			},
-			do:       func(rep *DestroyReport) error { return m.removeOwned(labName, r, st != nil, rep) },
+			Do:       func(rep *DestroyReport) error { return m.removeOwned(labName, r, st != nil, rep) },
 			parallel: true,
 		})
 	}
 	return append(plan, removal{
 		Name: "forget the lab",
-		shell: func() []string {
+		Shell: func() []string {
 			return []string{"rm -rf " + filepath.Join(m.stateDir(), labName), "rm -f " + m.statePath(labName) + " " + m.statePath(labName) + ".tmp"}
 		},
-		do:   func(*DestroyReport) error { return errors.Join(m.removeLogs(labName), m.removeState(labName)) },
+		Do:   func(*DestroyReport) error { return errors.Join(m.removeLogs(labName), m.removeState(labName)) },
 		last: true,
 	})
 }
@@ -228,7 +228,7 @@ func stopRemoval(labName string, st *state.State, records []state.NSRecord, l *s
 	}
 	return removal{
 		Name: "stop the lab's services",
-		shell: func() []string {
+		Shell: func() []string {
 			var out []string
 			for _, r := range records {
 				if withServices[r.Node] {
@@ -237,7 +237,7 @@ func stopRemoval(labName string, st *state.State, records []state.NSRecord, l *s
 			}
 			return out
 		},
-		do: func(rep *DestroyReport) error {
+		Do: func(rep *DestroyReport) error {
 			n, err := stopServices(labName, st)
 			rep.Stopped = n
 			return err
@@ -249,12 +249,12 @@ func stopRemoval(labName string, st *state.State, records []state.NSRecord, l *s
 func (m *Manager) viewRemoval(labName string) removal {
 	return removal{
 		Name: "unmount the nodes' views",
-		shell: func() []string {
+		Shell: func() []string {
 			script := &Manager{StateDir: DefaultStateDir} // where the deploy script holds them
 			dir, views := script.labViews(labName), script.viewsDir()
 			return []string{fmt.Sprintf("for f in %s/*; do umount -l \"$f\"; done 2>/dev/null; umount -l %s 2>/dev/null; rm -rf %s; rmdir %s 2>/dev/null && umount -l %s; true", dir, dir, dir, views, views)}
 		},
-		do:       func(*DestroyReport) error { return m.removeViews(labName) },
+		Do:       func(*DestroyReport) error { return m.removeViews(labName) },
 		parallel: true,
 	}
 }
@@ -270,15 +270,15 @@ func (m *Manager) vfRemovals(st *state.State) []removal {
 			r := pr.VFs[j]
 			plan = append(plan, removal{
 				Name:  fmt.Sprintf("give VF %d of %s back to the host as %s", r.Index, pr.PF, r.OrigName),
-				shell: func() []string { return vfBackShell(pr.PF, r) },
-				do:    func(*DestroyReport) error { return m.restoreVF(s, st.Lab, pr.PF, r) },
+				Shell: func() []string { return vfBackShell(pr.PF, r) },
+				Do:    func(*DestroyReport) error { return m.restoreVF(s, st.Lab, pr.PF, r) },
 			})
 		}
 		if pr.SetNumVFs != 0 {
 			plan = append(plan, removal{
 				Name:  fmt.Sprintf("restore %s sriov_numvfs to %d", pr.PF, pr.OrigNumVFs),
-				shell: func() []string { return shNumVFsBack(m.Sysfs, pr) },
-				do:    func(*DestroyReport) error { return restoreNumVFs(s, pr) },
+				Shell: func() []string { return shNumVFsBack(m.Sysfs, pr) },
+				Do:    func(*DestroyReport) error { return restoreNumVFs(s, pr) },
 			})
 		}
 	}
@@ -294,7 +294,7 @@ func unrecordedVFs(l *spec.Lab) []removal {
 			nsName := l.Namespace(vf.Node)
 			plan = append(plan, removal{
 				Name: fmt.Sprintf("give VF %d of %s back to the host", vf.Index, pf.Name),
-				shell: func() []string {
+				Shell: func() []string {
 					return []string{
 						"# (nslab renames it back to its name before deploy and restores its MTU, MAC",
 						"# and PF-side settings, all read from its state file; the lab is not deployed now)",
@@ -302,7 +302,7 @@ func unrecordedVFs(l *spec.Lab) []removal {
 						fmt.Sprintf("ip -n %s link set dev %s netns 1", nsName, vf.Name),
 					}
 				},
-				do: func(*DestroyReport) error { return nil }, // without a state there is nothing recorded to restore
+				Do: func(*DestroyReport) error { return nil }, // without a state there is nothing recorded to restore
 			})
 		}
 	}

@@ -128,7 +128,7 @@ func renderRemovals(labName string, plan []removal) string {
 	b.WriteString("owned() { ip -n \"$1\" link show dev lo 2>/dev/null | grep \"alias $2\\$\" >/dev/null; }\n")
 	step := 0
 	for _, r := range plan {
-		lines := r.shell()
+		lines := r.Shell()
 		if len(lines) == 0 {
 			continue // nothing to do by hand (no services to stop)
 		}

@@ -78,7 +78,7 @@ func (m *Manager) vfsInUse(s sriov.Sysfs, pf string, n int) string {
 func (m *Manager) restoreSRIOV(st *state.State) error {
 	var errs []error
 	for _, r := range m.vfRemovals(st) {
-		errs = append(errs, r.do(nil))
+		errs = append(errs, r.Do(nil))
 	}
 	return errors.Join(errs...)
 }

@@ -17,10 +17,10 @@ func addressSteps(l *spec.Lab, _ string) []Step {
 	add := func(n *spec.Node, dev string, a netip.Prefix) {
 		steps = append(steps, Step{
 			Name:  fmt.Sprintf("add address %s to %s:%s", a, n.Name, dev),
-			shell: func() []string { return []string{shAddress(l, n, dev, a)} },
-			do:    func(d *deployer) error { return d.addAddress(n, dev, a) },
-			needs: []string{n.Name + ":" + dev},
-			undo:  func(d *deployer) error { return d.delAddress(n, dev, a) },
+			Shell: func() []string { return []string{shAddress(l, n, dev, a)} },
+			Do:    func(d *deployer) error { return d.addAddress(n, dev, a) },
+			Needs: []string{n.Name + ":" + dev},
+			Undo:  func(d *deployer) error { return d.delAddress(n, dev, a) },
 		})
 	}
 	for _, n := range l.Nodes {

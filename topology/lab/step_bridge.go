@@ -20,11 +20,11 @@ func bridgeSteps(l *spec.Lab, _ string) []Step {
 		for _, b := range n.Bridges {
 			steps = append(steps, Step{
 				Name:  fmt.Sprintf("create bridge %s:%s with ports %s", n.Name, b.Name, strings.Join(b.Ports, ", ")),
-				shell: func() []string { return shBridge(l, n, b) },
-				do:    func(d *deployer) error { return d.createBridge(n, b) },
-				makes: []string{n.Name + ":" + b.Name},
-				needs: append(interfacesOf(n.Name, b.Ports), n.Name),
-				undo:  func(d *deployer) error { return d.deleteLink(n.Name, b.Name) },
+				Shell: func() []string { return shBridge(l, n, b) },
+				Do:    func(d *deployer) error { return d.createBridge(n, b) },
+				Makes: []string{n.Name + ":" + b.Name},
+				Needs: append(interfacesOf(n.Name, b.Ports), n.Name),
+				Undo:  func(d *deployer) error { return d.deleteLink(n.Name, b.Name) },
 			})
 		}
 	}

@@ -20,10 +20,10 @@ func impairSteps(l *spec.Lab, _ string) []Step {
 			}
 			steps = append(steps, Step{
 				Name:  fmt.Sprintf("impair %s:%s (%s %s)", n.Name, i.Name, i.Impair.Qdisc(), i.Impair),
-				shell: func() []string { return []string{qdisc.Shell(l.Namespace(n.Name), i.Name, i.Impair, mtuOf(i))} },
-				do:    func(d *deployer) error { return d.impair(n, i) },
-				needs: []string{n.Name + ":" + i.Name},
-				undo:  func(d *deployer) error { return d.clearImpair(n, i) },
+				Shell: func() []string { return []string{qdisc.Shell(l.Namespace(n.Name), i.Name, i.Impair, mtuOf(i))} },
+				Do:    func(d *deployer) error { return d.impair(n, i) },
+				Needs: []string{n.Name + ":" + i.Name},
+				Undo:  func(d *deployer) error { return d.clearImpair(n, i) },
 			})
 		}
 	}

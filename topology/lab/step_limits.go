@@ -31,11 +31,11 @@ func limitSteps(l *spec.Lab, _ string) []Step {
 		}
 		steps = append(steps, Step{
 			Name:  fmt.Sprintf("limit node %s: %s", n.Name, describeLimits(n.Limits)),
-			shell: func() []string { return shLimits(l, n) },
-			do:    func(d *deployer) error { return d.makeCgroup(n) },
-			makes: []string{n.Name + "/cgroup"},
-			needs: []string{n.Name},
-			undo:  func(d *deployer) error { return d.removeCgroup(n.Name) },
+			Shell: func() []string { return shLimits(l, n) },
+			Do:    func(d *deployer) error { return d.makeCgroup(n) },
+			Makes: []string{n.Name + "/cgroup"},
+			Needs: []string{n.Name},
+			Undo:  func(d *deployer) error { return d.removeCgroup(n.Name) },
 		})
 	}
 	return steps
@@ -161,14 +161,14 @@ func cgroupRemoval(labName string, st *state.State) removal {
 	dirs := labCgroups(labName, st)
 	return removal{
 		Name: "remove the nodes' cgroups",
-		shell: func() []string {
+		Shell: func() []string {
 			var out []string
 			for i := len(dirs) - 1; i >= 0; i-- {
 				out = append(out, fmt.Sprintf("xargs -r kill -9 < %s/cgroup.procs; rmdir %s", dirs[i], dirs[i]))
 			}
 			return out
 		},
-		do: func(*DestroyReport) error { return cgroup.Remove(dirs) },
+		Do: func(*DestroyReport) error { return cgroup.Remove(dirs) },
 	}
 }
 

@@ -25,11 +25,11 @@ func madeSteps(l *spec.Lab, _ string) []Step {
 		for _, i := range n.MadeInOrder() {
 			steps = append(steps, Step{
 				Name:  fmt.Sprintf("create %s %s:%s of %s", i.Kind, n.Name, i.Name, strings.Join(i.Lower(), ", ")),
-				shell: func() []string { return shMade(l, n, i) },
-				do:    func(d *deployer) error { return d.createMade(n, i) },
-				makes: []string{n.Name + ":" + i.Name},
-				needs: interfacesOf(n.Name, i.Lower()),
-				undo:  func(d *deployer) error { return d.deleteLink(n.Name, i.Name) },
+				Shell: func() []string { return shMade(l, n, i) },
+				Do:    func(d *deployer) error { return d.createMade(n, i) },
+				Makes: []string{n.Name + ":" + i.Name},
+				Needs: interfacesOf(n.Name, i.Lower()),
+				Undo:  func(d *deployer) error { return d.deleteLink(n.Name, i.Name) },
 			})
 		}
 	}

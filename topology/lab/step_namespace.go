@@ -23,10 +23,10 @@ func namespaceSteps(l *spec.Lab, _ string) []Step {
 		}
 		steps = append(steps, Step{
 			Name:  fmt.Sprintf("create namespace %s (node %s: %s)", l.Namespace(n.Name), n.Name, strings.Join(what, ", ")),
-			shell: func() []string { return shNamespace(l, n) },
-			do:    func(d *deployer) error { return d.createNamespace(n) },
-			makes: []string{n.Name},
-			undo:  func(d *deployer) error { return d.removeNode(n.Name) },
+			Shell: func() []string { return shNamespace(l, n) },
+			Do:    func(d *deployer) error { return d.createNamespace(n) },
+			Makes: []string{n.Name},
+			Undo:  func(d *deployer) error { return d.removeNode(n.Name) },
 		})
 	}
 	return steps

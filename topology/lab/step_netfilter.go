@@ -19,12 +19,12 @@ func netfilterSteps(l *spec.Lab, _ string) []Step {
 		}
 		steps = append(steps, Step{
 			Name:  fmt.Sprintf("nftables table inet %s in %s (%s)", netfilter.Table, n.Name, netfilter.Describe(n)),
-			shell: func() []string { return netfilter.Shell(l.Namespace(n.Name), l.Name, n) },
-			do: func(d *deployer) error {
+			Shell: func() []string { return netfilter.Shell(l.Namespace(n.Name), l.Name, n) },
+			Do: func(d *deployer) error {
 				return d.inNS(n.Name, func(x *ns.NS) error { return netfilter.Apply(x.Fd(), l.Name, n) })
 			},
-			needs: []string{n.Name},
-			undo: func(d *deployer) error {
+			Needs: []string{n.Name},
+			Undo: func(d *deployer) error {
 				return d.inNS(n.Name, func(x *ns.NS) error { return netfilter.Remove(x.Fd()) })
 			},
 		})

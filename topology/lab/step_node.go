@@ -26,12 +26,12 @@ func nodeSettingSteps(l *spec.Lab, _ string) []Step {
 		}
 		steps = append(steps, Step{
 			Name:  fmt.Sprintf("configure node %s: %s", n.Name, strings.Join(what, ", ")),
-			shell: func() []string { return []string{shSysctls(l.Namespace(n.Name), kvs)} },
-			do:    func(d *deployer) error { return d.configureNode(n, kvs) },
-			needs: []string{n.Name + ":*"},
+			Shell: func() []string { return []string{shSysctls(l.Namespace(n.Name), kvs)} },
+			Do:    func(d *deployer) error { return d.configureNode(n, kvs) },
+			Needs: []string{n.Name + ":*"},
 			// Written again by the file's next version; those of a
 			// removed interface go with it.
-			noUndo: true,
+			NoUndo: true,
 		})
 	}
 	return steps

@@ -41,9 +41,9 @@ func placementSteps(l *spec.Lab, _ string) []Step {
 		ifaces := placedInterfaces(n)
 		steps = append(steps, Step{
 			Name:  fmt.Sprintf("place node %s's receive work on cpu %s (%s on %s)", n.Name, n.CPUs, receiveMode(n), strings.Join(ifaces, ", ")),
-			shell: func() []string { return shPlacement(l, n, ifaces) },
-			do:    func(d *deployer) error { return d.placeNode(n, ifaces) },
-			needs: []string{n.Name + ":*"}, // taken back by rebuilding the node
+			Shell: func() []string { return shPlacement(l, n, ifaces) },
+			Do:    func(d *deployer) error { return d.placeNode(n, ifaces) },
+			Needs: []string{n.Name + ":*"}, // taken back by rebuilding the node
 		})
 	}
 	return steps

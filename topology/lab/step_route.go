@@ -16,10 +16,10 @@ func routeSteps(l *spec.Lab, _ string) []Step {
 		for _, r := range n.Routes {
 			steps = append(steps, Step{
 				Name:  fmt.Sprintf("add route %s in %s", r, n.Name),
-				shell: func() []string { return []string{shRoute(l, n, r)} },
-				do:    func(d *deployer) error { return d.addRoute(n, r) },
-				needs: []string{n.Name + ":*"},
-				undo:  func(d *deployer) error { return d.delRoute(n, r) },
+				Shell: func() []string { return []string{shRoute(l, n, r)} },
+				Do:    func(d *deployer) error { return d.addRoute(n, r) },
+				Needs: []string{n.Name + ":*"},
+				Undo:  func(d *deployer) error { return d.delRoute(n, r) },
 			})
 		}
 	}
@@ -84,10 +84,10 @@ func ruleSteps(l *spec.Lab, _ string) []Step {
 		for _, r := range n.Rules {
 			steps = append(steps, Step{
 				Name:  fmt.Sprintf("add rule %s in %s", r, n.Name),
-				shell: func() []string { return []string{shRule(l, n, r)} },
-				do:    func(d *deployer) error { return d.addRule(n, r) },
-				needs: []string{n.Name},
-				undo:  func(d *deployer) error { return d.delRule(n, r) },
+				Shell: func() []string { return []string{shRule(l, n, r)} },
+				Do:    func(d *deployer) error { return d.addRule(n, r) },
+				Needs: []string{n.Name},
+				Undo:  func(d *deployer) error { return d.delRule(n, r) },
 			})
 		}
 	}

@@ -45,25 +45,25 @@ func routingSteps(l *spec.Lab, _ string) []Step {
 			daemons := frrDaemons(n.FRR)
 			steps = append(steps, Step{
 				Name:   fmt.Sprintf("start FRR in %s (%s), load frr.conf, wait for vtysh", n.Name, strings.Join(daemons, ", ")),
-				shell:  func() []string { return shFRR(l, n, daemons) },
-				do:     func(d *deployer) error { return d.startFRR(n, daemons) },
-				key:    fmt.Sprintf("frr %s %s\n%s", n.Name, strings.Join(daemons, " "), routingConfig(n, spec.FRRConfPath)),
-				makes:  []string{n.Name + "/frr " + strings.Join(daemons, " ")},
-				needs:  nodeProcessNeeds(n.Name),
-				undo:   func(d *deployer) error { return d.stopTagged(n.Name, l.Name+"/"+n.Name+"/frr", -1) },
-				reload: reloadFRR(n),
+				Shell:  func() []string { return shFRR(l, n, daemons) },
+				Do:     func(d *deployer) error { return d.startFRR(n, daemons) },
+				Key:    fmt.Sprintf("frr %s %s\n%s", n.Name, strings.Join(daemons, " "), routingConfig(n, spec.FRRConfPath)),
+				Makes:  []string{n.Name + "/frr " + strings.Join(daemons, " ")},
+				Needs:  nodeProcessNeeds(n.Name),
+				Undo:   func(d *deployer) error { return d.stopTagged(n.Name, l.Name+"/"+n.Name+"/frr", -1) },
+				Reload: reloadFRR(n),
 			})
 		}
 		if n.BIRD != nil {
 			steps = append(steps, Step{
 				Name:   fmt.Sprintf("start BIRD in %s, wait for birdc", n.Name),
-				shell:  func() []string { return shBIRD(l, n) },
-				do:     func(d *deployer) error { return d.startBIRD(n) },
-				key:    fmt.Sprintf("bird %s\n%s", n.Name, routingConfig(n, spec.BIRDConfPath)),
-				makes:  []string{n.Name + "/bird"},
-				needs:  nodeProcessNeeds(n.Name),
-				undo:   func(d *deployer) error { return d.stopTagged(n.Name, l.Name+"/"+n.Name+"/bird", -1) },
-				reload: func(d *deployer) error { return d.reloadBIRD(n) },
+				Shell:  func() []string { return shBIRD(l, n) },
+				Do:     func(d *deployer) error { return d.startBIRD(n) },
+				Key:    fmt.Sprintf("bird %s\n%s", n.Name, routingConfig(n, spec.BIRDConfPath)),
+				Makes:  []string{n.Name + "/bird"},
+				Needs:  nodeProcessNeeds(n.Name),
+				Undo:   func(d *deployer) error { return d.stopTagged(n.Name, l.Name+"/"+n.Name+"/bird", -1) },
+				Reload: reloadBIRD(n),
 			})
 		}
 	}

@@ -39,11 +39,11 @@ func execSteps(l *spec.Lab, _ string) []Step {
 		for i, c := range n.Exec {
 			steps = append(steps, Step{
 				Name: fmt.Sprintf("run in %s: %s", n.Name, c),
-				shell: func() []string {
+				Shell: func() []string {
 					return []string{fmt.Sprintf("ip netns exec %s sh -c %s", l.Namespace(n.Name), ShellQuote(c))}
 				},
-				do:    func(d *deployer) error { return d.execOnce(n, i, c) },
-				needs: nodeProcessNeeds(n.Name), // a one-shot: taken back by rebuilding the node
+				Do:    func(d *deployer) error { return d.execOnce(n, i, c) },
+				Needs: nodeProcessNeeds(n.Name), // a one-shot: taken back by rebuilding the node
 			})
 		}
 	}
@@ -56,26 +56,27 @@ func serviceSteps(l *spec.Lab, _ string) []Step {
 		for i, c := range n.Run {
 			steps = append(steps, Step{
 				Name: fmt.Sprintf("start service in %s: %s", n.Name, c),
-				shell: func() []string {
+				Shell: func() []string {
 					log := logPath(DefaultStateDir, l.Name, n.Name, "run", i)
 					return []string{fmt.Sprintf("mkdir -p %s && ip netns exec %s setsid sh -c %s </dev/null >%s 2>&1 &", filepath.Dir(log), l.Namespace(n.Name), ShellQuote(c), log)}
 				},
-				do:    func(d *deployer) error { return d.startService(n, i, c) },
-				makes: []string{fmt.Sprintf("%s/service%d", n.Name, i)},
-				needs: nodeProcessNeeds(n.Name),
-				undo:  func(d *deployer) error { return d.stopTagged(n.Name, fmt.Sprintf("%s/%s/%d", l.Name, n.Name, i), i) },
+				Do:    func(d *deployer) error { return d.startService(n, i, c) },
+				Makes: []string{fmt.Sprintf("%s/service%d", n.Name, i)},
+				Needs: nodeProcessNeeds(n.Name),
+				Undo:  func(d *deployer) error { return d.stopTagged(n.Name, fmt.Sprintf("%s/%s/%d", l.Name, n.Name, i), i) },
 			})
 		}
 	}
 	if len(steps) > 0 {
 		steps = append(steps, Step{
 			Name: fmt.Sprintf("check that the services keep running (%v)", serviceGrace),
-			shell: func() []string {
+			Shell: func() []string {
 				return []string{fmt.Sprintf("sleep %.1f  # then check that each service still runs", serviceGrace.Seconds())}
 			},
-			do:     func(d *deployer) error { return d.checkServices() },
-			key:    checkServicesKey,
-			noUndo: true,
+			Do:      func(d *deployer) error { return d.checkServices() },
+			Key:     checkServicesKey,
+			Follows: "/service",
+			NoUndo:  true,
 		})
 	}
 	return steps

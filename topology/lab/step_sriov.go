@@ -24,14 +24,14 @@ func sriovSteps(l *spec.Lab, sysfs string) []Step {
 	for _, pf := range l.SRIOV {
 		steps = append(steps, Step{
 			Name:  fmt.Sprintf("make sure PF %s has %d VFs", pf.Name, pf.NumVFs),
-			shell: func() []string { return shPF(pf, sysfs) },
-			do:    func(d *deployer) error { return d.preparePF(pf) },
+			Shell: func() []string { return shPF(pf, sysfs) },
+			Do:    func(d *deployer) error { return d.preparePF(pf) },
 		})
 		for _, vf := range pf.VFs {
 			steps = append(steps, Step{
 				Name:  fmt.Sprintf("hand VF %d of %s to %s as %s", vf.Index, pf.Name, vf.Node, vf.Name),
-				shell: func() []string { return shVF(l, pf, vf, sysfs) },
-				do:    func(d *deployer) error { return d.handVF(pf, vf) },
+				Shell: func() []string { return shVF(l, pf, vf, sysfs) },
+				Do:    func(d *deployer) error { return d.handVF(pf, vf) },
 			})
 		}
 	}

@@ -41,12 +41,12 @@ func tunnelSteps(l *spec.Lab, _ string) []Step {
 		name := tunnelName(t.VNI)
 		steps = append(steps, Step{
 			Name:  fmt.Sprintf("create VXLAN %s in the host namespace for %s", name, t),
-			shell: func() []string { return shTunnel(l, t)[:1] },
-			do:    func(d *deployer) error { return d.createTunnel(t) },
+			Shell: func() []string { return shTunnel(l, t)[:1] },
+			Do:    func(d *deployer) error { return d.createTunnel(t) },
 		}, Step{
 			Name:  fmt.Sprintf("move VXLAN %s into %s as %s", name, t.Local.Node, t.Local.Interface),
-			shell: func() []string { return shTunnel(l, t)[1:] },
-			do:    func(d *deployer) error { return d.moveTunnel(t) },
+			Shell: func() []string { return shTunnel(l, t)[1:] },
+			Do:    func(d *deployer) error { return d.moveTunnel(t) },
 		})
 	}
 	return steps
@@ -204,17 +204,17 @@ func (m *Manager) tunnelRemovals(labName string, records []state.TunnelRecord, n
 		nsName := nsNames[r.Node]
 		plan = append(plan, removal{
 			Name: fmt.Sprintf("delete VXLAN %s in %s, which frees VNI %d on this host", r.Interface, r.Node, r.VNI),
-			shell: func() []string {
+			Shell: func() []string {
 				return []string{fmt.Sprintf("for d in %s %s; do owned %s %s && ip -n %s -d link show dev $d 2>/dev/null | grep 'vxlan id %d ' >/dev/null && ip -n %s link del dev $d; done || true",
 					r.Interface, r.HostName, nsName, nsMarker(labName, r.Node), nsName, r.VNI, nsName)}
 			},
-			do: func(*DestroyReport) error { return releaseTunnel(m.netnsDir(), nsName, labName, r) },
+			Do: func(*DestroyReport) error { return releaseTunnel(m.netnsDir(), nsName, labName, r) },
 		}, removal{
 			Name: fmt.Sprintf("delete VXLAN %s from the host namespace if a deploy left it there", r.HostName),
-			shell: func() []string {
+			Shell: func() []string {
 				return []string{fmt.Sprintf("ip -d link show dev %s 2>/dev/null | grep 'vxlan id %d ' >/dev/null && ip link del dev %s || true", r.HostName, r.VNI, r.HostName)}
 			},
-			do: func(*DestroyReport) error { return removeTunnel(r) },
+			Do: func(*DestroyReport) error { return removeTunnel(r) },
 		})
 	}
 	return plan
@@ -252,10 +252,10 @@ func (m *Manager) markedTunnelRemoval(labName string, records []state.NSRecord) 
 	marker := linkMarker(labName)
 	return removal{
 		Name: "delete the VXLAN devices that carry the lab's marker",
-		shell: func() []string {
+		Shell: func() []string {
 			return []string{fmt.Sprintf("# (nslab deletes each vxlan device whose alias is %s, in the host namespace and in the lab's namespaces)", marker)}
 		},
-		do: func(*DestroyReport) error {
+		Do: func(*DestroyReport) error {
 			errs := []error{deleteMarkedVxlans(nlsafe.Caller, "the host namespace", marker)}
 			for _, r := range records {
 				errs = append(errs, m.inNamespace(r.Name, func(h *netlink.Handle) error {

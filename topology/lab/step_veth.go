@@ -20,11 +20,11 @@ func vethSteps(l *spec.Lab, _ string) []Step {
 	for _, lk := range l.Links {
 		steps = append(steps, Step{
 			Name:  fmt.Sprintf("create veth pair %s <-> %s%s", lk.A, lk.B, queuesNote(l, lk)),
-			shell: func() []string { return shVeth(l, lk) },
-			do:    func(d *deployer) error { return d.createVeth(lk) },
-			makes: []string{lk.A.String(), lk.B.String()},
-			needs: []string{lk.A.Node, lk.B.Node},
-			undo:  func(d *deployer) error { return d.deleteLink(lk.A.Node, lk.A.Interface) },
+			Shell: func() []string { return shVeth(l, lk) },
+			Do:    func(d *deployer) error { return d.createVeth(lk) },
+			Makes: []string{lk.A.String(), lk.B.String()},
+			Needs: []string{lk.A.Node, lk.B.Node},
+			Undo:  func(d *deployer) error { return d.deleteLink(lk.A.Node, lk.A.Interface) },
 		})
 	}
 	return steps

@@ -32,15 +32,15 @@ func viewSteps(l *spec.Lab, _ string) []Step {
 		setup := viewSetup(n)
 		steps = append(steps, Step{
 			Name:  fmt.Sprintf("give node %s its own view (hostname %s, /etc/hosts, %d files)", n.Name, setup.Hostname, len(setup.Files)),
-			shell: func() []string { return shView(l, n, withHosts(setup, hosts)) },
-			do:    func(d *deployer) error { return d.awaitView(n, setup, hosts) },
-			ahead: func(d *deployer) { d.views.ahead(d, n, setup, hosts) },
+			Shell: func() []string { return shView(l, n, withHosts(setup, hosts)) },
+			Do:    func(d *deployer) error { return d.awaitView(n, setup, hosts) },
+			Ahead: func(d *deployer) { d.views.ahead(d, n, setup, hosts) },
 			// The lab's hosts file is apart: apply writes it again
 			// in place when a node comes or goes (see apply.go).
-			key:   "view " + n.Name + "\n" + strings.Join(shView(l, n, withoutRoutingConfig(setup)), "\n"),
-			makes: []string{n.Name + "/view"},
-			needs: []string{n.Name},
-			undo:  func(d *deployer) error { return d.removeView(n.Name) },
+			Key:   "view " + n.Name + "\n" + strings.Join(shView(l, n, withoutRoutingConfig(setup)), "\n"),
+			Makes: []string{n.Name + "/view"},
+			Needs: []string{n.Name},
+			Undo:  func(d *deployer) error { return d.removeView(n.Name) },
 		})
 	}
 	return steps

@@ -14,11 +14,12 @@ func waitSteps(l *spec.Lab, _ string) []Step {
 		return nil
 	}
 	return []Step{{
-		Name:   "wait until every lab interface is operationally up",
-		shell:  func() []string { return shWaitUp(l) },
-		do:     func(d *deployer) error { return d.waitLinksUp() },
-		key:    waitKey,
-		noUndo: true,
+		Name:    "wait until every lab interface is operationally up",
+		Shell:   func() []string { return shWaitUp(l) },
+		Do:      func(d *deployer) error { return d.waitLinksUp() },
+		Key:     waitKey,
+		Follows: ":",
+		NoUndo:  true,
 	}}
 }
 

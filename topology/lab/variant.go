@@ -149,7 +149,7 @@ func (d *deployer) run(steps []Step) error {
 		if err := d.ctx.Err(); err != nil {
 			return err
 		}
-		if err := s.do(d); err != nil {
+		if err := s.Do(d); err != nil {
 			return fmt.Errorf("%s: %w", s.Name, err)
 		}
 	}
@@ -202,8 +202,8 @@ func sysctlChange(l *spec.Lab, f, n *spec.Node, saved map[string]string) []Step 
 	}
 	return []Step{{
 		Name:  fmt.Sprintf("set in %s: %s", n.Name, strings.Join(what, ", ")),
-		shell: func() []string { return []string{shSysctls(l.Namespace(n.Name), kvs)} },
-		do:    func(d *deployer) error { return d.configureNode(n, kvs) },
+		Shell: func() []string { return []string{shSysctls(l.Namespace(n.Name), kvs)} },
+		Do:    func(d *deployer) error { return d.configureNode(n, kvs) },
 	}}
 }
 
@@ -238,7 +238,7 @@ func impairChanges(l *spec.Lab, f, n *spec.Node) []Step {
 		if i.Impair != nil {
 			name, shell = fmt.Sprintf("impair %s:%s (%s %s)", n.Name, i.Name, i.Impair.Qdisc(), i.Impair), qdisc.Shell(l.Namespace(n.Name), i.Name, i.Impair, mtuOf(i))
 		}
-		steps = append(steps, Step{Name: name, shell: func() []string { return []string{shell} }, do: func(d *deployer) error {
+		steps = append(steps, Step{Name: name, Shell: func() []string { return []string{shell} }, Do: func(d *deployer) error {
 			h := d.handles[n.Name]
 			link, err := nlsafe.LinkByName(h, i.Name)
 			if err != nil {
@@ -267,8 +267,8 @@ func netfilterChange(l *spec.Lab, f, n *spec.Node) []Step {
 	}
 	return []Step{{
 		Name:  fmt.Sprintf("replace the nftables table inet %s in %s (%s)", netfilter.Table, n.Name, what),
-		shell: func() []string { return netfilter.ShellReplace(nsName, l.Name, n) },
-		do: func(d *deployer) error {
+		Shell: func() []string { return netfilter.ShellReplace(nsName, l.Name, n) },
+		Do: func(d *deployer) error {
 			return d.inNS(n.Name, func(x *ns.NS) error { return netfilter.Replace(x.Fd(), l.Name, n) })
 		},
 	}}
@@ -285,8 +285,8 @@ func placementChange(l *spec.Lab, f, n *spec.Node, saved map[string]string, requ
 		ifaces := placedInterfaces(n)
 		return []Step{{
 			Name:  fmt.Sprintf("place the receive work of %s on cpu %s (%s)", n.Name, n.CPUs, receiveMode(n)),
-			shell: func() []string { return shPlacement(l, n, ifaces) },
-			do: func(d *deployer) error {
+			Shell: func() []string { return shPlacement(l, n, ifaces) },
+			Do: func(d *deployer) error {
 				return d.inNS(n.Name, func(x *ns.NS) error {
 					return x.DoSysfs(func() error {
 						for _, ifc := range ifaces {
@@ -303,14 +303,14 @@ func placementChange(l *spec.Lab, f, n *spec.Node, saved map[string]string, requ
 	files := queueFiles(n.Name, saved)
 	return []Step{{
 		Name: fmt.Sprintf("give the receive work of %s back to the kernel (the RPS and XPS masks as they were)", n.Name),
-		shell: func() []string {
+		Shell: func() []string {
 			var out []string
 			for _, p := range placedInterfaces(f) {
 				out = append(out, fmt.Sprintf("# ip netns exec %s: write back each of /sys/class/net/%s/queues/*/{rps,xps}_cpus as read before the variant", l.Namespace(n.Name), p))
 			}
 			return out
 		},
-		do: func(d *deployer) error {
+		Do: func(d *deployer) error {
 			return d.inNS(n.Name, func(x *ns.NS) error {
 				return x.DoSysfs(func() error {
 					for _, p := range files {
@@ -338,8 +338,8 @@ func queuesChange(l *spec.Lab, f, n *spec.Node) []Step {
 		}
 		steps = append(steps, Step{
 			Name:  fmt.Sprintf("use %d rx/tx queues on %s:%s", q, n.Name, i.Name),
-			shell: func() []string { return []string{shChannels(l.Namespace(n.Name), i.Name, q)} },
-			do: func(d *deployer) error {
+			Shell: func() []string { return []string{shChannels(l.Namespace(n.Name), i.Name, q)} },
+			Do: func(d *deployer) error {
 				return d.inNS(n.Name, func(x *ns.NS) error { return x.Do(func() error { return ethtool.SetQueues(i.Name, q) }) })
 			},
 		})
@@ -434,10 +434,10 @@ func commandSteps(l *spec.Lab, v *spec.Variant, kind string, lines map[string][]
 		for i, c := range lines[node] {
 			steps = append(steps, Step{
 				Name: fmt.Sprintf("run in %s (variant %s, %s): %s", node, v.Name, kind, c),
-				shell: func() []string {
+				Shell: func() []string {
 					return []string{fmt.Sprintf("ip netns exec %s sh -c %s", l.Namespace(node), ShellQuote(c))}
 				},
-				do: func(d *deployer) error { return d.commandOnce(n, "variant-"+v.Name+"-"+kind, i, c) },
+				Do: func(d *deployer) error { return d.commandOnce(n, "variant-"+v.Name+"-"+kind, i, c) },
 			})
 		}
 	}
