@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/nslab/nslab/pktgen/report"
-	"github.com/nslab/nslab/topology/lab"
+	"github.com/nslab/nslab/topology/lab/inspect"
 	"github.com/nslab/nslab/topology/labtest"
 )
 
@@ -194,7 +194,7 @@ func killApply(t *testing.T, c *runner, file string, r *rand.Rand, steps int) st
 // command and state.
 func objects(t *testing.T, inspectJSON string) string {
 	t.Helper()
-	var info lab.LabInfo
+	var info inspect.LabInfo
 	if err := json.Unmarshal([]byte(inspectJSON), &info); err != nil {
 		t.Fatalf("inspect json: %v", err)
 	}

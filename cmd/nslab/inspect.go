@@ -7,6 +7,7 @@ import (
 	"io"
 
 	"github.com/nslab/nslab/topology/lab"
+	"github.com/nslab/nslab/topology/lab/inspect"
 	"github.com/urfave/cli/v2"
 )
 
@@ -56,7 +57,7 @@ func runInspect(_ context.Context, o *inspectOptions) error {
 		if o.Format == "json" {
 			return writeJSON(o.Out, labs)
 		}
-		lab.WriteSummaries(o.Out, labs)
+		inspect.WriteSummaries(o.Out, labs)
 		return nil
 	}
 	info, err := o.Manager.Inspect(o.Lab)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/google/nftables"
+	"github.com/nslab/nslab/topology/lab/inspect"
 	"github.com/nslab/nslab/topology/labtest"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
@@ -110,7 +111,7 @@ func TestPrivilegedInspectUnderChurn(t *testing.T) {
 
 // missingFrom names the first interface, address, route or rule of want
 // that got lacks ("" when none).
-func missingFrom(want, got NodeInfo) string {
+func missingFrom(want, got inspect.NodeInfo) string {
 	addrs := map[string]bool{}
 	for _, ifc := range got.Interfaces {
 		for _, a := range ifc.Addresses {

@@ -1,44 +1,38 @@
 package lab
 
 import (
+	"bytes"
+	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
-	"sort"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/nslab/nslab/topology/ethtool"
+	"github.com/nslab/nslab/topology/lab/inspect"
 	"github.com/nslab/nslab/topology/lab/state"
-	"github.com/nslab/nslab/topology/netfilter"
 	"github.com/nslab/nslab/topology/nlsafe"
-	"github.com/nslab/nslab/topology/qdisc"
+	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
-	"github.com/vishvananda/netlink"
-	"golang.org/x/sys/unix"
 )
+
+// Reading a deployed lab: the Manager opens each node of the state and
+// has package inspect read it (its interfaces, routes, rules, queues,
+// nftables table, daemons and limits).
 
 // ErrNotDeployed is returned for a lab that has no state file.
 var ErrNotDeployed = errors.New("lab is not deployed")
 
-// Summary is one deployed lab, as `nslab inspect` lists them.
-type Summary struct {
-	Lab      string    `json:"lab"`
-	File     string    `json:"file,omitempty"`
-	Phase    string    `json:"phase"` // deployed, deploying, interrupted, orphaned (markers but no state)
-	Nodes    int       `json:"nodes"`
-	Deployed time.Time `json:"deployed,omitzero"`
-}
-
 // List returns every lab with a state file or a marked namespace.
-func (m *Manager) List() ([]Summary, error) {
+func (m *Manager) List() ([]inspect.Summary, error) {
 	labs, err := m.allLabs()
 	if err != nil {
 		return nil, err
 	}
-	var out []Summary
+	var out []inspect.Summary
 	for _, l := range labs {
 		st, err := m.loadState(l)
 		if err != nil {
@@ -46,122 +40,22 @@ func (m *Manager) List() ([]Summary, error) {
 		}
 		if st == nil {
 			found, _ := m.scanOwned(l)
-			out = append(out, Summary{Lab: l, Phase: "orphaned (no state file)", Nodes: len(found[l])})
+			out = append(out, inspect.Summary{Lab: l, Phase: "orphaned (no state file)", Nodes: len(found[l])})
 			continue
 		}
 		phase := st.Phase
 		if phase == state.PhaseDeploying && !state.Alive(st.PID) {
 			phase = "interrupted"
 		}
-		out = append(out, Summary{Lab: l, File: st.File, Phase: phase, Nodes: len(st.Namespaces), Deployed: st.Deployed})
+		out = append(out, inspect.Summary{Lab: l, File: st.File, Phase: phase, Nodes: len(st.Namespaces), Deployed: st.Deployed})
 	}
 	return out, nil
-}
-
-// ServiceInfo is a service of the lab and whether it still runs (the
-// same process that was started: pid and start time).
-type ServiceInfo struct {
-	state.ServiceRecord
-	Running bool `json:"running"`
-}
-
-// LabInfo is a deployed lab as the kernel sees it now.
-type LabInfo struct {
-	Services []ServiceInfo `json:"services,omitempty"`
-	Lab      string        `json:"lab"`
-	File     string        `json:"file"`
-	Phase    string        `json:"phase"`
-	Deployed time.Time     `json:"deployed,omitzero"`
-	Nodes    []NodeInfo    `json:"nodes"`
-}
-
-// NodeInfo is one node of a deployed lab.
-type NodeInfo struct {
-	Node       string          `json:"node"`
-	Namespace  string          `json:"namespace"`
-	Present    bool            `json:"present"`
-	Error      string          `json:"error,omitempty"`
-	Forwarding spec.Forwarding `json:"forwarding"`
-	Interfaces []IfInfo        `json:"interfaces"`
-	Routes     []RouteInfo     `json:"routes"` // of every table but local
-	Rules      []PolicyRule    `json:"rules,omitempty"`
-	// Placement is the CPU placement nslab recorded for the node (nil:
-	// none); each interface's Queues say what the kernel has now.
-	Placement *state.PlacementRecord `json:"placement,omitempty"`
-	// Netfilter is the node's nslab table as the kernel has it now; nil
-	// when the file gives the node no NAT or firewall rules.
-	Netfilter *NetfilterInfo `json:"netfilter,omitempty"`
-	// Routing is the node's routing daemons (frr:, bird:); nil: none.
-	Routing *RoutingInfo `json:"routing,omitempty"`
-	// Limits is the node's use against its limits (limits:); nil: none.
-	Limits *LimitsInfo `json:"limits,omitempty"`
-	// Stopped: nslab node stop stopped the node, at StoppedSince.
-	Stopped      bool      `json:"stopped,omitempty"`
-	StoppedSince time.Time `json:"stopped_since,omitzero"`
-}
-
-// NetfilterInfo is a node's nslab nftables table: its chains, and its
-// rules with their counters and their words from the file. Missing says
-// the file has rules for the node and the kernel has no table.
-type NetfilterInfo struct {
-	Table   string                `json:"table"`
-	Missing bool                  `json:"missing,omitempty"`
-	Chains  []netfilter.ChainInfo `json:"chains,omitempty"`
-	Rules   []RuleInfo            `json:"rules,omitempty"`
-}
-
-// RuleInfo is one rule of a node's table: where it is in the file, what it
-// says there, and its counter.
-type RuleInfo struct {
-	netfilter.Counted
-	Path string `json:"path"`           // nodes.N.nat[i]; "" for a rule nslab did not write
-	Rule string `json:"rule,omitempty"` // the file's rule in nslab's words
-}
-
-// IfInfo is one interface of a node.
-type IfInfo struct {
-	Name      string   `json:"name"`
-	Kind      string   `json:"kind"`
-	Peer      string   `json:"peer,omitempty"`   // node:interface of a veth's other end
-	Master    string   `json:"master,omitempty"` // bridge it is a port of
-	MAC       string   `json:"mac"`
-	MTU       int      `json:"mtu"`
-	State     string   `json:"state"`
-	Addresses []string `json:"addresses"`
-	Queues    *Queues  `json:"queues,omitempty"` // nil for lo and bridges
-	// Impairment is the interface's root qdisc as the kernel has it now
-	// ("netem delay 20ms loss 1%"), set by the file or by nslab impair;
-	// "" when it has none of its own.
-	Impairment string `json:"impairment,omitempty"`
-}
-
-// Queues is an interface's queues as the kernel has them now: their
-// counts, the CPUs of each rx queue's RPS mask and each tx queue's XPS
-// mask (CPU lists, "" for none), and threaded NAPI.
-type Queues struct {
-	Rx       int      `json:"rx"`
-	Tx       int      `json:"tx"`
-	RPS      []string `json:"rps_cpus"`
-	XPS      []string `json:"xps_cpus"`
-	Threaded bool     `json:"threaded_napi,omitempty"`
-	GRO      bool     `json:"gro"`
-	TSO      bool     `json:"tso"`
-}
-
-// RouteInfo is one route of a node's main table.
-type RouteInfo struct {
-	To     string `json:"to"`
-	Via    string `json:"via,omitempty"`
-	Dev    string `json:"dev,omitempty"`
-	Metric int    `json:"metric,omitempty"`
-	Proto  string `json:"proto"`
-	Table  int    `json:"table"`
 }
 
 // Inspect reads a deployed lab back from the kernel: each node's interfaces
 // (kind, veth peer, MAC, addresses, MTU, oper state) and routes. It works
 // from the state file, so the topology file need not exist.
-func (m *Manager) Inspect(labName string) (*LabInfo, error) {
+func (m *Manager) Inspect(labName string) (*inspect.LabInfo, error) {
 	st, err := m.loadState(labName)
 	if err != nil {
 		return nil, err
@@ -173,12 +67,12 @@ func (m *Manager) Inspect(labName string) (*LabInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	info := &LabInfo{Lab: st.Lab, File: st.File, Phase: st.Phase, Deployed: st.Deployed}
+	info := &inspect.LabInfo{Lab: st.Lab, File: st.File, Phase: st.Phase, Deployed: st.Deployed}
 	for _, s := range st.Services {
 		if s.Index < 0 {
-			continue // a node's routing daemons: see NodeInfo.Routing
+			continue // a node's routing daemons: see inspect.NodeInfo.Routing
 		}
-		info.Services = append(info.Services, ServiceInfo{ServiceRecord: s, Running: s.PID > 0 && alive(s.PID, s.Start)})
+		info.Services = append(info.Services, inspect.ServiceInfo{ServiceRecord: s, Running: s.PID > 0 && alive(s.PID, s.Start)})
 	}
 	// Peer names from the file; each is checked against the kernel below.
 	peers := map[spec.Endpoint]spec.Endpoint{}
@@ -187,14 +81,14 @@ func (m *Manager) Inspect(labName string) (*LabInfo, error) {
 	}
 	indexes := map[spec.Endpoint]int{}
 	for _, rec := range st.Namespaces {
-		ni := NodeInfo{Node: rec.Node, Namespace: rec.Name}
+		ni := inspect.NodeInfo{Node: rec.Node, Namespace: rec.Name}
 		if err := m.inspectNode(&ni, l, indexes); err != nil {
 			ni.Error = err.Error()
 		}
 		if n := l.Node(rec.Node); n != nil && ni.Error == "" {
 			ni.Routing = m.inspectRouting(st.Lab, n, rec.Name)
 		}
-		ni.Limits = inspectLimits(st, rec.Node, st.Started)
+		ni.Limits = inspect.ReadLimits(st, rec.Node, st.Started)
 		ni.StoppedSince, ni.Stopped = st.StoppedAt(rec.Node)
 		for i := range st.Placement {
 			if st.Placement[i].Node == rec.Node {
@@ -209,12 +103,12 @@ func (m *Manager) Inspect(labName string) (*LabInfo, error) {
 			ifc := &n.Interfaces[j]
 			ep := spec.Endpoint{Node: n.Node, Interface: ifc.Name}
 			if ifc.Kind == "vxlan" {
-				ifc.Peer = tunnelPeer(l, ep, ifc.Peer)
+				ifc.Peer = inspect.TunnelPeer(l, ep, ifc.Peer)
 			}
 			if ifc.Kind != "veth" {
 				continue
 			}
-			if p, ok := peers[ep]; ok && indexes[p] == peerIndex(ifc) {
+			if p, ok := peers[ep]; ok && indexes[p] == inspect.PeerIndex(ifc) {
 				ifc.Peer = p.String()
 			}
 		}
@@ -223,7 +117,7 @@ func (m *Manager) Inspect(labName string) (*LabInfo, error) {
 }
 
 // inspectNode fills ni from the namespace, after checking it is the lab's.
-func (m *Manager) inspectNode(ni *NodeInfo, l *spec.Lab, indexes map[spec.Endpoint]int) error {
+func (m *Manager) inspectNode(ni *inspect.NodeInfo, l *spec.Lab, indexes map[spec.Endpoint]int) error {
 	node, err := m.openNode(l, ni.Node)
 	if err != nil {
 		return err
@@ -241,255 +135,83 @@ func (m *Manager) inspectNode(ni *NodeInfo, l *spec.Lab, indexes map[spec.Endpoi
 		names[lk.Attrs().Index] = lk.Attrs().Name
 	}
 	for _, lk := range links {
-		ifc, err := linkInfo(h, lk, names)
+		ifc, err := inspect.LinkInfo(h, lk, names)
 		if err != nil {
 			return fmt.Errorf("%w in %s", err, ni.Namespace)
 		}
 		indexes[spec.Endpoint{Node: ni.Node, Interface: ifc.Name}] = lk.Attrs().Index
 		ni.Interfaces = append(ni.Interfaces, ifc)
 	}
-	if err := readNodeSysfs(node, ni); err != nil {
+	if err := inspect.ReadNodeSysfs(node.NS, ni); err != nil {
 		return err
 	}
-	if err := readNetfilter(node, l, ni); err != nil {
+	if err := inspect.ReadNetfilter(node.NS, l, ni); err != nil {
 		return err
 	}
-	return readRouting(h, ni, names)
+	return inspect.ReadRouting(h, ni, names)
 }
 
-// readRouting reads a node's routes of every table but the kernel's local
-// one (and but its routes for the node's own addresses), and its policy routing rules but the kernel's own three.
-func readRouting(h *netlink.Handle, ni *NodeInfo, names map[int]string) error {
-	routes, err := nlsafe.RouteListFiltered(h, netlink.FAMILY_ALL, &netlink.Route{Table: unix.RT_TABLE_UNSPEC}, netlink.RT_FILTER_TABLE)
-	if err != nil {
-		return fmt.Errorf("list routes in %s: %w", ni.Namespace, err)
-	}
-	for _, r := range routes {
-		if r.Table != unix.RT_TABLE_LOCAL && !kernelRoute(r) {
-			ni.Routes = append(ni.Routes, routeInfos(r, names)...)
-		}
-	}
-	sort.SliceStable(ni.Routes, func(i, j int) bool {
-		a, b := ni.Routes[i], ni.Routes[j]
-		return a.Table < b.Table || (a.Table == b.Table && a.To < b.To)
-	})
-	for _, fam := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} { // not the multicast routing families
-		rules, err := nlsafe.RuleList(h, fam)
-		if err != nil {
-			return fmt.Errorf("list rules in %s: %w", ni.Namespace, err)
-		}
-		for _, r := range rules {
-			if !kernelRule(r) {
-				ni.Rules = append(ni.Rules, policyRule(r))
-			}
-		}
-	}
-	return nil
-}
-
-// kernelRoute reports whether r is a route the kernel keeps for an address
-// of the node itself (local, broadcast, multicast, anycast), as it does in
-// a VRF's table.
-func kernelRoute(r netlink.Route) bool {
-	switch r.Type {
-	case unix.RTN_LOCAL, unix.RTN_BROADCAST, unix.RTN_MULTICAST, unix.RTN_ANYCAST:
-		return true
-	}
-	return false
-}
-
-// PolicyRule is one policy routing rule of a node, as the kernel has it.
-type PolicyRule struct {
-	Priority int    `json:"priority"`
-	From     string `json:"from,omitempty"`
-	To       string `json:"to,omitempty"`
-	IIF      string `json:"iif,omitempty"`
-	OIF      string `json:"oif,omitempty"`
-	Table    int    `json:"table"`
-}
-
-func policyRule(r netlink.Rule) PolicyRule {
-	p := PolicyRule{Priority: r.Priority, IIF: r.IifName, OIF: r.OifName, Table: r.Table}
-	if r.Src != nil {
-		p.From = r.Src.String()
-	}
-	if r.Dst != nil {
-		p.To = r.Dst.String()
-	}
-	return p
-}
-
-// kernelRule reports whether r is one of the rules every namespace starts
-// with (local at 0, main at 32766, default at 32767) or a VRF's l3mdev rule.
-func kernelRule(r netlink.Rule) bool {
-	plain := r.Src == nil && r.Dst == nil && r.IifName == "" && r.OifName == ""
+// inspectRouting reads node n's daemons, from inside its namespace and view.
+func (m *Manager) inspectRouting(labName string, n *spec.Node, nsName string) *inspect.RoutingInfo {
+	var ri *inspect.RoutingInfo
+	var want []string
 	switch {
-	case !plain:
-		return false
-	case r.Priority == 0 && r.Table == unix.RT_TABLE_LOCAL,
-		r.Priority == 32766 && r.Table == unix.RT_TABLE_MAIN,
-		r.Priority == 32767 && r.Table == unix.RT_TABLE_DEFAULT:
-		return true
-	}
-	return r.Priority == 1000 && r.Table == 0 // l3mdev: its table is the packet's VRF's
-}
-
-// readNetfilter reads the node's nslab table when the file gives it rules.
-func readNetfilter(node *Node, l *spec.Lab, ni *NodeInfo) error {
-	n := l.Node(ni.Node)
-	if n == nil || !n.HasNetfilter() {
-		return nil
-	}
-	chains, rules, found, err := netfilter.Read(node.NS.Fd())
-	if err != nil {
-		return fmt.Errorf("nftables in %s: %w", ni.Namespace, err)
-	}
-	info := &NetfilterInfo{Table: "inet " + netfilter.Table, Missing: !found, Chains: chains}
-	words := n.RuleWords()
-	prefix := netfilter.Comment(l.Name, "")
-	for _, r := range rules {
-		ri := RuleInfo{Counted: r}
-		if path, ok := strings.CutPrefix(r.Comment, prefix); ok {
-			ri.Path, ri.Rule = path, words[path]
-		}
-		info.Rules = append(info.Rules, ri)
-	}
-	ni.Netfilter = info
-	return nil
-}
-
-// linkInfo describes one link of a node.
-func linkInfo(h *netlink.Handle, lk netlink.Link, names map[int]string) (IfInfo, error) {
-	a := lk.Attrs()
-	ifc := IfInfo{Name: a.Name, Kind: lk.Type(), MAC: a.HardwareAddr.String(), MTU: a.MTU, State: a.OperState.String(), Master: names[a.MasterIndex], Addresses: []string{}}
-	if ifc.Kind == "veth" {
-		ifc.Peer = fmt.Sprintf("if%d", a.ParentIndex)
-	}
-	if vx, ok := lk.(*netlink.Vxlan); ok {
-		ifc.Peer = fmt.Sprintf("vni%d", vx.VxlanId) // checked against the file's tunnel
-	}
-	addrs, err := nlsafe.AddrList(h, lk, netlink.FAMILY_ALL)
-	if err != nil {
-		return ifc, fmt.Errorf("list addresses of %s: %w", a.Name, err)
-	}
-	for _, ad := range addrs {
-		ifc.Addresses = append(ifc.Addresses, ad.IPNet.String())
-	}
-	st, err := qdisc.Read(h, lk)
-	if err != nil {
-		return ifc, err
-	}
-	if st != nil {
-		ifc.Impairment = st.String()
-	}
-	return ifc, nil
-}
-
-// readNodeSysfs reads, from a thread in the node that sees its sysfs and
-// procfs, the forwarding settings and each interface's queues.
-func readNodeSysfs(node *Node, ni *NodeInfo) error {
-	return node.NS.DoSysfs(func() error {
-		ni.Forwarding.IPv4 = readSysctl("/proc/sys/net/ipv4/ip_forward") == "1"
-		ni.Forwarding.IPv6 = readSysctl("/proc/sys/net/ipv6/conf/all/forwarding") == "1"
-		for i := range ni.Interfaces {
-			ifc := &ni.Interfaces[i]
-			if ifc.Name == "lo" || ifc.Kind == "bridge" {
-				continue
-			}
-			ifc.Queues = readQueues(ifc.Name)
-		}
-		return nil
-	})
-}
-
-// readQueues reads an interface's queues from the calling thread's sysfs.
-func readQueues(ifc string) *Queues {
-	q := &Queues{Rx: queueCount(ifc, "rx"), Tx: queueCount(ifc, "tx")}
-	for i := 0; i < q.Rx; i++ {
-		set, _ := parseMaskFile(fmt.Sprintf("/sys/class/net/%s/queues/rx-%d/rps_cpus", ifc, i))
-		q.RPS = append(q.RPS, set.String())
-	}
-	for i := 0; i < q.Tx; i++ {
-		set, _ := parseMaskFile(fmt.Sprintf("/sys/class/net/%s/queues/tx-%d/xps_cpus", ifc, i))
-		q.XPS = append(q.XPS, set.String())
-	}
-	q.Threaded = readSysctl("/sys/class/net/"+ifc+"/threaded") == "1"
-	q.GRO, _ = ethtool.GRO(ifc)
-	q.TSO, _ = ethtool.TSO(ifc)
-	return q
-}
-
-// readSysctl reads a /proc/sys value in the calling thread's namespace; ""
-// when it cannot be read.
-func readSysctl(path string) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return ""
-	}
-	return strings.TrimSpace(string(b))
-}
-
-// tunnelPeer names the far end of the VXLAN interface ep when the
-// kernel's VNI (as "vniN") is the file's for it, else "".
-func tunnelPeer(l *spec.Lab, ep spec.Endpoint, kernel string) string {
-	for _, t := range l.Tunnels() {
-		if t.Local == ep && kernel == fmt.Sprintf("vni%d", t.VNI) {
-			return fmt.Sprintf("%s on host %s (VNI %d)", t.Remote, t.RemoteHost, t.VNI)
-		}
-	}
-	return ""
-}
-
-// peerIndex is the ifindex a veth reports for its peer (IFLA_LINK).
-func peerIndex(ifc *IfInfo) int {
-	idx, err := strconv.Atoi(strings.TrimPrefix(ifc.Peer, "if"))
-	if err != nil {
-		return -1
-	}
-	return idx
-}
-
-// routeInfos is a kernel route as inspect shows it: one row per next hop
-// (an ECMP route's each with its gateway and device), gateways of the
-// other family (RTA_VIA) as well, FRR's protocol numbers by name.
-func routeInfos(r netlink.Route, names map[int]string) []RouteInfo {
-	ri := RouteInfo{Dev: names[r.LinkIndex], Metric: r.Priority, Proto: protoName(r.Protocol), Table: r.Table}
-	switch {
-	case r.Dst == nil || isDefault(r.Dst):
-		ri.To = "default"
+	case n.FRR != nil:
+		ri, want = &inspect.RoutingInfo{Suite: "frr"}, frrDaemons(n.FRR)
+	case n.BIRD != nil:
+		ri, want = &inspect.RoutingInfo{Suite: "bird"}, []string{"bird"}
 	default:
-		ri.To = r.Dst.String()
+		return nil
 	}
-	if gw := Gateway(r.Gw, r.Via); gw.IsValid() {
-		ri.Via = gw.String()
+	running := markedBy(labName + "/" + n.Name + "/" + ri.Suite)
+	for _, d := range want {
+		pid, ok := running[d]
+		ri.Daemons = append(ri.Daemons, inspect.DaemonInfo{Name: d, Running: ok, PID: pid})
 	}
-	if len(r.MultiPath) == 0 {
-		return []RouteInfo{ri}
+	x, err := ns.Open(m.netnsDir(), nsName)
+	if err != nil {
+		ri.Error = err.Error()
+		return ri
 	}
-	var out []RouteInfo
-	for _, hop := range r.MultiPath {
-		x := ri
-		x.Dev, x.Via = names[hop.LinkIndex], ""
-		if gw := Gateway(hop.Gw, hop.Via); gw.IsValid() {
-			x.Via = gw.String()
+	defer x.Close()
+	v, err := m.openView(labName, nsName)
+	if err != nil {
+		ri.Error = err.Error()
+		return ri
+	}
+	defer v.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	query := func(argv ...string) ([]byte, error) { return RunIn(ctx, x, v, "", argv...) }
+	if ri.Suite == "frr" {
+		ri.Sessions, err = inspect.FRRSessions(query, n.FRR)
+	} else {
+		ri.Sessions, err = inspect.BIRDSessions(query, birdCtl)
+	}
+	if err != nil {
+		ri.Error = err.Error()
+	}
+	return ri
+}
+
+// markedBy maps the command names of the processes whose service mark is
+// tag to their pids.
+func markedBy(tag string) map[string]int {
+	out := map[string]int{}
+	ents, _ := os.ReadDir("/proc")
+	mark := []byte(serviceEnv + "=" + tag)
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
 		}
-		out = append(out, x)
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil || !slices.ContainsFunc(bytes.Split(env, []byte{0}), func(kv []byte) bool { return bytes.Equal(kv, mark) }) {
+			continue
+		}
+		if comm, err := os.ReadFile(filepath.Join("/proc", e.Name(), "comm")); err == nil {
+			out[strings.TrimSpace(string(comm))] = pid
+		}
 	}
 	return out
-}
-
-// frrProtocols names the route protocol numbers FRR's zebra installs with
-// (zebra/rt_netlink.h) that iproute2's table has no name for.
-var frrProtocols = map[netlink.RouteProtocol]string{186: "bgp", 187: "isis", 188: "ospf", 189: "rip", 190: "ripng", 191: "nhrp", 192: "eigrp", 193: "ldp", 194: "sharp", 195: "pbr", 196: "static", 197: "openfabric", 198: "srte"}
-
-func protoName(p netlink.RouteProtocol) string {
-	if n, ok := frrProtocols[p]; ok {
-		return n
-	}
-	return p.String()
-}
-
-func isDefault(n *net.IPNet) bool {
-	ones, _ := n.Mask.Size()
-	return ones == 0
 }

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nslab/nslab/topology/lab/inspect"
 	"github.com/nslab/nslab/topology/walk"
 
 	"github.com/nslab/nslab/topology/spec"
@@ -76,7 +77,7 @@ func modeOf(l netlink.Link) any {
 	return "-"
 }
 
-func ifKind(info *LabInfo, node, ifc string) string {
+func ifKind(info *inspect.LabInfo, node, ifc string) string {
 	for _, n := range info.Nodes {
 		for _, i := range n.Interfaces {
 			if n.Node == node && i.Name == ifc {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nslab/nslab/topology/lab/inspect"
 	"github.com/nslab/nslab/topology/labtest"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/probe"
@@ -470,7 +471,7 @@ func TestPrivilegedInspect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var r NodeInfo
+	var r inspect.NodeInfo
 	for _, n := range info.Nodes {
 		if n.Node == "ns2" {
 			r = n
@@ -482,7 +483,7 @@ func TestPrivilegedInspect(t *testing.T) {
 			}
 		}
 	}
-	got := map[string]IfInfo{}
+	got := map[string]inspect.IfInfo{}
 	for _, i := range r.Interfaces {
 		got[i.Name] = i
 	}

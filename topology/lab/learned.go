@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/nslab/nslab/topology/lab/inspect"
 	"github.com/nslab/nslab/topology/nlsafe"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/vishvananda/netlink"
@@ -254,23 +255,11 @@ func toSpecRoutes(names map[int]string, rt netlink.Route) []*spec.Route {
 	var out []*spec.Route
 	for _, hop := range hops {
 		sr := &spec.Route{To: to, Metric: rt.Priority}
-		sr.Via = Gateway(hop.Gw, hop.Via)
+		sr.Via = inspect.Gateway(hop.Gw, hop.Via)
 		sr.Dev = names[hop.LinkIndex]
 		out = append(out, sr)
 	}
 	return out
-}
-
-// Gateway is a kernel route's next hop: its gateway of the route's own
-// family (RTA_GATEWAY), or of the other (RTA_VIA: an IPv4 route through
-// an IPv6 link-local next hop, as BGP unnumbered installs them); invalid
-// for none.
-func Gateway(gw net.IP, via netlink.Destination) netip.Addr {
-	if v, ok := via.(*netlink.Via); ok && v.Addr != nil {
-		gw = v.Addr
-	}
-	a, _ := netip.AddrFromSlice(gw)
-	return a.Unmap()
 }
 
 // Tables is every local node's main routing table as text, one line per

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nslab/nslab/topology/cgroup"
+	"github.com/nslab/nslab/topology/lab/inspect"
 )
 
 // limitsLab is pairYAML with a busy loop held to 20% of a CPU in ns1, and
@@ -32,13 +33,13 @@ func TestPrivilegedLimits(t *testing.T) {
 		t.Skipf("no cgroups for limits here: %v", err)
 	}
 	f.deploy()
-	limits := func() map[string]*LimitsInfo {
+	limits := func() map[string]*inspect.LimitsInfo {
 		t.Helper()
 		info, err := f.m.Inspect(f.lab.Name)
 		if err != nil {
 			t.Fatal(err)
 		}
-		out := map[string]*LimitsInfo{}
+		out := map[string]*inspect.LimitsInfo{}
 		for _, n := range info.Nodes {
 			if n.Limits == nil || n.Limits.Error != "" {
 				t.Fatalf("node %s: limits %+v", n.Node, n.Limits)

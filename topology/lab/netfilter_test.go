@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
+	"github.com/nslab/nslab/topology/lab/inspect"
 	"github.com/nslab/nslab/topology/labtest"
 	"github.com/nslab/nslab/topology/netfilter"
 	"github.com/nslab/nslab/topology/ns"
@@ -91,13 +92,13 @@ func (f *fixture) deleteTable(node string) {
 	}
 }
 
-func nodeInfo(info *LabInfo, node string) *NodeInfo {
+func nodeInfo(info *inspect.LabInfo, node string) *inspect.NodeInfo {
 	for i := range info.Nodes {
 		if info.Nodes[i].Node == node {
 			return &info.Nodes[i]
 		}
 	}
-	return &NodeInfo{}
+	return &inspect.NodeInfo{}
 }
 
 // nftSnapshot describes every nftables table, chain and rule of a node:

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/nslab/nslab/topology/lab/inspect"
 	"github.com/nslab/nslab/topology/walk"
 
 	"github.com/nslab/nslab/topology/spec"
@@ -247,7 +248,7 @@ func compareHop(h *netlink.Handle, hop walk.Hop, r netlink.Route) []string {
 	if !hop.Gateway {
 		via = netip.Addr{}
 	}
-	if kgw := Gateway(r.Gw, r.Via); kgw != via {
+	if kgw := inspect.Gateway(r.Gw, r.Via); kgw != via {
 		out = append(out, fmt.Sprintf("%s: the kernel's gateway is %s, the file says %s", hop.Node, orOnLink(kgw), orOnLink(via)))
 	}
 	return out

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nslab/nslab/topology/lab/inspect"
 	"github.com/nslab/nslab/topology/labtest"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/qdisc"
@@ -413,7 +414,7 @@ func queues(t *testing.T, f *fixture, node string, links map[int]netlink.Link) m
 			if name == "lo" || l.Type() == "bridge" {
 				continue
 			}
-			q := readQueues(name)
+			q := inspect.ReadQueues(name)
 			out[name] = fmt.Sprintf("%+v napi-cpus=%s", *q, napiAffinity(name, f.napiBefore))
 		}
 		return nil

@@ -215,18 +215,3 @@ func placementHelperNeeded(l *spec.Lab) bool {
 	}
 	return false
 }
-
-// parseMaskFile reads an rps_cpus or xps_cpus file as a CPU set.
-func parseMaskFile(path string) (spec.CPUSet, error) {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	return spec.ParseCPUMask(strings.TrimSpace(string(b)))
-}
-
-// queueCount counts an interface's rx- or tx- queues in sysfs.
-func queueCount(ifc, kind string) int {
-	qs, _ := filepath.Glob(filepath.Join("/sys/class/net", ifc, "queues", kind+"-*"))
-	return len(qs)
-}

@@ -1,4 +1,4 @@
-package lab
+package inspect
 
 import (
 	"fmt"
@@ -40,9 +40,9 @@ type LimitsInfo struct {
 	Error       string `json:"error,omitempty"`
 }
 
-// inspectLimits reads node's cgroup (made at since, unless the cgroup
+// ReadLimits reads node's cgroup (made at since, unless the cgroup
 // file system says when); nil when the state records none for it.
-func inspectLimits(st *state.State, node string, since time.Time) *LimitsInfo {
+func ReadLimits(st *state.State, node string, since time.Time) *LimitsInfo {
 	if len(st.Cgroups) == 0 {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package lab
+package inspect
 
 // What inspect prints: a deployed lab as tables, and the list of labs.
 

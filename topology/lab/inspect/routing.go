@@ -1,18 +1,13 @@
-package lab
+package inspect
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"time"
 
-	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 )
 
@@ -45,73 +40,8 @@ type SessionInfo struct {
 	Routes int `json:"routes"`
 }
 
-// inspectRouting reads node n's daemons, from inside its namespace and view.
-func (m *Manager) inspectRouting(labName string, n *spec.Node, nsName string) *RoutingInfo {
-	var ri *RoutingInfo
-	var want []string
-	switch {
-	case n.FRR != nil:
-		ri, want = &RoutingInfo{Suite: "frr"}, frrDaemons(n.FRR)
-	case n.BIRD != nil:
-		ri, want = &RoutingInfo{Suite: "bird"}, []string{"bird"}
-	default:
-		return nil
-	}
-	running := markedBy(labName + "/" + n.Name + "/" + ri.Suite)
-	for _, d := range want {
-		pid, ok := running[d]
-		ri.Daemons = append(ri.Daemons, DaemonInfo{Name: d, Running: ok, PID: pid})
-	}
-	x, err := ns.Open(m.netnsDir(), nsName)
-	if err != nil {
-		ri.Error = err.Error()
-		return ri
-	}
-	defer x.Close()
-	v, err := m.openView(labName, nsName)
-	if err != nil {
-		ri.Error = err.Error()
-		return ri
-	}
-	defer v.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	query := func(argv ...string) ([]byte, error) { return RunIn(ctx, x, v, "", argv...) }
-	if ri.Suite == "frr" {
-		ri.Sessions, err = frrSessions(query, n.FRR)
-	} else {
-		ri.Sessions, err = birdSessions(query)
-	}
-	if err != nil {
-		ri.Error = err.Error()
-	}
-	return ri
-}
-
-// markedBy maps the command names of the processes whose service mark is
-// tag to their pids.
-func markedBy(tag string) map[string]int {
-	out := map[string]int{}
-	ents, _ := os.ReadDir("/proc")
-	mark := []byte(serviceEnv + "=" + tag)
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err != nil || !slices.ContainsFunc(bytes.Split(env, []byte{0}), func(kv []byte) bool { return bytes.Equal(kv, mark) }) {
-			continue
-		}
-		if comm, err := os.ReadFile(filepath.Join("/proc", e.Name(), "comm")); err == nil {
-			out[strings.TrimSpace(string(comm))] = pid
-		}
-	}
-	return out
-}
-
-// frrSessions reads OSPF neighbours and BGP peers from vtysh's JSON.
-func frrSessions(query func(...string) ([]byte, error), f *spec.FRR) ([]SessionInfo, error) {
+// FRRSessions reads OSPF neighbours and BGP peers from vtysh's JSON.
+func FRRSessions(query func(...string) ([]byte, error), f *spec.FRR) ([]SessionInfo, error) {
 	var out []SessionInfo
 	if slices.Contains(f.Daemons, "ospfd") {
 		b, err := query("vtysh", "-c", "show ip ospf neighbor json")
@@ -217,10 +147,10 @@ func ripSources(b []byte, proto string) []SessionInfo {
 	return out
 }
 
-// birdSessions reads BIRD's BGP and OSPF protocols from birdc: each one's
+// BIRDSessions reads BIRD's BGP and OSPF protocols from birdc: each one's
 // state and info, and the routes its channel imported.
-func birdSessions(query func(...string) ([]byte, error)) ([]SessionInfo, error) {
-	b, err := query("birdc", "-s", birdCtl, "show", "protocols", "all")
+func BIRDSessions(query func(...string) ([]byte, error), ctl string) ([]SessionInfo, error) {
+	b, err := query("birdc", "-s", ctl, "show", "protocols", "all")
 	if err != nil {
 		return nil, fmt.Errorf("birdc: %w: %s", err, bytes.TrimSpace(b))
 	}
