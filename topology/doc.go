@@ -10,7 +10,7 @@
 //     things (nodes, interfaces, file paths and keys), never a command-line
 //     flag; a problem with one field of a request is a typed error naming
 //     the field (pktgen/bench.FieldError), which cmd names as its flag;
-//   - each result type renders itself where it is defined (lab.LabInfo,
+//   - each result type renders itself where it is defined (inspect.LabInfo,
 //     lab.TracedPath, check.Pairs, the pktgen/report types), to an
 //     io.Writer; no library writes to the process's standard output or
 //     error (imports_test.go checks it);

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/nslab/nslab/topology/cgroup"
+	"github.com/nslab/nslab/topology/lab/live"
 	"github.com/nslab/nslab/topology/lab/plan"
 	"github.com/nslab/nslab/topology/lab/state"
 	"github.com/nslab/nslab/topology/nlsafe"
@@ -77,7 +78,7 @@ func (d *deployer) delAddress(n *spec.Node, ifname string, a netip.Prefix) error
 	if idx == 0 {
 		return nil
 	}
-	err := d.handles[n.Name].AddrDel(d.link(n.Name, ifname), &netlink.Addr{IPNet: ipNet(a)})
+	err := d.handles[n.Name].AddrDel(d.link(n.Name, ifname), &netlink.Addr{IPNet: live.IPNet(a)})
 	if !gone(err) {
 		return fmt.Errorf("delete address %s from %s:%s: %w", a, n.Name, ifname, err)
 	}
@@ -88,7 +89,7 @@ func (d *deployer) delAddress(n *spec.Node, ifname string, a netip.Prefix) error
 //
 // Equivalent to: ip -n NS route del ...
 func (d *deployer) delRoute(n *spec.Node, r *spec.Route) error {
-	err := d.handles[n.Name].RouteDel(netlinkRoute(r, d.ifindex(n.Name, r.Dev)))
+	err := d.handles[n.Name].RouteDel(live.Route(r, d.ifindex(n.Name, r.Dev)))
 	if !gone(err) {
 		return fmt.Errorf("delete route %s in %s: %w", r, n.Name, err)
 	}

@@ -2,9 +2,9 @@ package lab
 
 import (
 	"fmt"
-	"net"
 	"net/netip"
 
+	"github.com/nslab/nslab/topology/lab/live"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -43,7 +43,7 @@ func addressSteps(l *spec.Lab, _ string) []Step {
 //
 // Equivalent to: ip -n NS addr add A dev IF [nodad]
 func (d *deployer) addAddress(n *spec.Node, ifname string, a netip.Prefix) error {
-	addr := &netlink.Addr{IPNet: ipNet(a)}
+	addr := &netlink.Addr{IPNet: live.IPNet(a)}
 	if a.Addr().Is6() {
 		addr.Flags = unix.IFA_F_NODAD
 	}
@@ -62,12 +62,4 @@ func shAddress(l *spec.Lab, n *spec.Node, dev string, a netip.Prefix) string {
 		opt = " brd +" // netlink's AddrAdd sets the broadcast address too
 	}
 	return fmt.Sprintf("ip -n %s addr add %s%s dev %s", l.Namespace(n.Name), a, opt, dev)
-}
-
-func ipNet(p netip.Prefix) *net.IPNet {
-	bits := 32
-	if p.Addr().Is6() {
-		bits = 128
-	}
-	return &net.IPNet{IP: net.IP(p.Addr().AsSlice()), Mask: net.CIDRMask(p.Bits(), bits)}
 }

@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"net"
 	"strings"
-	"time"
 
+	"github.com/nslab/nslab/topology/lab/live"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -59,7 +59,7 @@ func (d *deployer) createBridge(n *spec.Node, b *spec.Bridge) error {
 		// operationally up (the kernel sets that asynchronously after the
 		// veth came up); otherwise the port stays disabled for a while and
 		// the first packets through a fresh lab are lost.
-		if err := waitOperUp(h, port.Attrs().Index, portUpTimeout); err != nil {
+		if err := live.WaitOperUp(h, port.Attrs().Index, live.PortUpTimeout); err != nil {
 			return fmt.Errorf("port %s:%s of bridge %s: %w", n.Name, p, b.Name, err)
 		}
 		if err := h.LinkSetMasterByIndex(port, br.Index); err != nil {
@@ -138,25 +138,4 @@ func shPortVLANs(nsName string, v spec.PortVLANs) []string {
 		out = append(out, fmt.Sprintf("bridge -n %s vlan add dev %s vid %d pvid untagged", nsName, v.Port, v.PVID))
 	}
 	return out
-}
-
-// portUpTimeout bounds the wait for a bridge port to be operationally up.
-const portUpTimeout = 3 * time.Second
-
-// waitOperUp polls a link until its operational state is up.
-func waitOperUp(h *netlink.Handle, index int, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		l, err := h.LinkByIndex(index)
-		if err != nil {
-			return err
-		}
-		if l.Attrs().OperState == netlink.OperUp {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("still %s after %s (is its peer up?)", l.Attrs().OperState, timeout)
-		}
-		time.Sleep(100 * time.Microsecond)
-	}
 }

@@ -2,8 +2,8 @@ package lab
 
 import (
 	"fmt"
-	"net"
 
+	"github.com/nslab/nslab/topology/lab/live"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/vishvananda/netlink"
 )
@@ -30,26 +30,11 @@ func routeSteps(l *spec.Lab, _ string) []Step {
 //
 // Equivalent to: ip -n NS route add TO [via GW] [dev IF] [metric M] [table T]
 func (d *deployer) addRoute(n *spec.Node, r *spec.Route) error {
-	route := netlinkRoute(r, d.ifindex(n.Name, r.Dev))
+	route := live.Route(r, d.ifindex(n.Name, r.Dev))
 	if err := d.handles[n.Name].RouteAdd(route); err != nil {
 		return fmt.Errorf("add route %s in %s: %w", r, n.Name, err)
 	}
 	return nil
-}
-
-// netlinkRoute is route r as netlink takes it; devIndex is the ifindex of
-// r.Dev (unused without one).
-func netlinkRoute(r *spec.Route, devIndex int) *netlink.Route {
-	route := &netlink.Route{Dst: ipNet(r.To), Priority: r.Metric, Table: r.Table}
-	if r.Via.IsValid() {
-		route.Gw = net.IP(r.Via.AsSlice())
-	} else {
-		route.Scope = netlink.SCOPE_LINK // on-link, as ip route add gives it
-	}
-	if r.Dev != "" {
-		route.LinkIndex = devIndex
-	}
-	return route
 }
 
 func shRoute(l *spec.Lab, n *spec.Node, r *spec.Route) string {
@@ -112,10 +97,10 @@ func netlinkRule(r *spec.Rule) *netlink.Rule {
 		rule.Family = netlink.FAMILY_V6
 	}
 	if r.From.IsValid() {
-		rule.Src = ipNet(r.From)
+		rule.Src = live.IPNet(r.From)
 	}
 	if r.To.IsValid() {
-		rule.Dst = ipNet(r.To)
+		rule.Dst = live.IPNet(r.To)
 	}
 	rule.IifName, rule.OifName = r.IIF, r.OIF
 	return rule

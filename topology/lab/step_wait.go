@@ -3,6 +3,7 @@ package lab
 import (
 	"fmt"
 
+	"github.com/nslab/nslab/topology/lab/live"
 	"github.com/nslab/nslab/topology/spec"
 )
 
@@ -50,7 +51,7 @@ func (d *deployer) waitLinksUp() error {
 		if tunnels[ep] {
 			continue // a VXLAN device has no carrier: its state stays "unknown"
 		}
-		if err := waitOperUp(d.handles[ep.Node], idx, portUpTimeout); err != nil {
+		if err := live.WaitOperUp(d.handles[ep.Node], idx, live.PortUpTimeout); err != nil {
 			return fmt.Errorf("interface %s: %w", ep, err)
 		}
 	}
