@@ -214,14 +214,17 @@ func shView(l *spec.Lab, n *spec.Node, s ns.ViewSetup) []string {
 	// namespace of the machine.
 	in = append(in, "for m in /run/netns /run/nslab/views /run /tmp /var/log /var/run; do umount -l \"$m\" 2>/dev/null || true; done",
 		"umount -l /sys && mount -t sysfs sysfs /sys",
-		"mount -t tmpfs -o mode=0700 nslab-etc /run && mkdir /run/upper /run/work",
+		"mount -t tmpfs -o mode=0700 nslab-view /run && mkdir /run/upper /run/work /run/dirs",
 		"mount -t overlay -o lowerdir=/etc,upperdir=/run/upper,workdir=/run/work nslab-etc /etc")
-	for _, d := range append(ns.PrivateDirs, "/var/run") { // those the machine has, as nslab
+	// One tmpfs for the view, each private directory a directory of it
+	// bound in place (those the machine has, as nslab), /run last.
+	for _, d := range []string{"/var/log", "/tmp", "/var/run", "/run"} {
 		mode := "0755"
 		if d == "/tmp" {
 			mode = "1777"
 		}
-		in = append(in, fmt.Sprintf("if [ -d %s ] && [ ! -L %s ]; then mount -t tmpfs -o mode=%s nslab-%s %s; fi", d, d, mode, filepath.Base(d), d))
+		own := "/run/dirs/" + strings.ReplaceAll(strings.TrimPrefix(d, "/"), "/", "_")
+		in = append(in, fmt.Sprintf("if [ -d %s ] && [ ! -L %s ]; then mkdir -m %s %s && mount --bind %s %s; fi", d, d, mode, own, own, d))
 	}
 	for _, root := range viewRoots(s) { // as nslab: never through to the host
 		in = append(in, fmt.Sprintf("awk '$5 == \"%s\" {m = 1} END {exit !m}' /proc/self/mountinfo || [ -L %s ] || { echo 'this machine has no %s: the node has none of its own' >&2; exit 1; }", root, root, root))

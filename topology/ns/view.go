@@ -22,7 +22,7 @@ import (
 //   - /sys is a sysfs of the node's network namespace, mounted the first
 //     time something runs in the view (see hideSys);
 //   - /run (and /var/run where it is not a link to /run), /var/log and
-//     /tmp are tmpfs of the view's own;
+//     /tmp are the view's own, directories of one tmpfs of its own;
 //   - /etc is an overlay whose upper layer is the view's own: files written
 //     there (the node's /etc/hosts, /etc/hostname, its files:) never reach
 //     the host's /etc;
@@ -324,7 +324,7 @@ func (m *ViewMaker) Close() {
 // descriptors; the thread goes back to base afterwards.
 //
 // Equivalent to: nsenter --net=NETNS unshare --mount --uts --propagation slave sh -c
-// 'umount -l /sys; mount -t tmpfs ...; mount -t overlay ...; hostname NAME; ...'
+// 'mount -t tmpfs ...; mount -t overlay ...; mount --bind ...; hostname NAME; ...'
 func makeView(base int, net *NS, setup ViewSetup, shared []int) (mnt, uts int, err error) {
 	if err := unix.Setns(base, unix.CLONE_NEWNS); err != nil {
 		return -1, -1, fmt.Errorf("join the base mount namespace: %w", err)
@@ -336,8 +336,7 @@ func makeView(base int, net *NS, setup ViewSetup, shared []int) (mnt, uts int, e
 		return -1, -1, fmt.Errorf("unshare mount and UTS namespaces: %w", err)
 	}
 	steps := []func() error{
-		overlayEtc,
-		tmpfsPrivate,
+		ownDirs,
 		func() error { return writeView(setup) },
 		func() error { return attachShared(setup.Shared, shared) },
 		func() error { return bindEtc(net.Name) },
@@ -388,43 +387,61 @@ func ensureSys() error {
 	return remountSys()
 }
 
-// overlayEtc mounts an overlay on /etc whose upper layer is a tmpfs of the
-// view's own: the host's /etc shows through, and what the view writes
-// stays in it. The tmpfs is mounted on /run first, then hidden under the
-// view's own /run (tmpfsPrivate), so the upper layer is out of sight.
+// viewTmpfs is the staging point of a view's one tmpfs: its directories
+// are the overlay's upper and work layers and the private directories,
+// each bound in place; the view's own /run bound over it last hides it.
+const viewTmpfs = "/run"
+
+// ownDirs gives the view a tmpfs of its own, and from it an overlay on
+// /etc whose upper layer is the view's (the host's /etc shows through,
+// and what the view writes stays in it) and each private directory
+// (/run, /var/run where it is no link, /var/log, /tmp). One tmpfs, not
+// one per directory: a tmpfs's superblock is most of what making a view
+// and ending it cost.
 //
-// Equivalent to: mount -t tmpfs none /run; mkdir /run/u /run/w;
-// mount -t overlay -o lowerdir=/etc,upperdir=/run/u,workdir=/run/w none /etc
-func overlayEtc() error {
-	if err := unix.Mount("nslab-etc", "/run", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0700"); err != nil {
-		return fmt.Errorf("tmpfs for the overlay of %s: %w", Etc, err)
+// Equivalent to: mount -t tmpfs -o mode=0700 nslab-view /run;
+// mkdir /run/upper /run/work /run/dirs/{run,var_log,tmp};
+// mount -t overlay -o lowerdir=/etc,upperdir=/run/upper,workdir=/run/work nslab-etc /etc;
+// mount --bind /run/dirs/var_log /var/log; ...; mount --bind /run/dirs/run /run
+func ownDirs() error {
+	if err := unix.Mount("nslab-view", viewTmpfs, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0700"); err != nil {
+		return fmt.Errorf("the view's tmpfs: %w", err)
 	}
-	for _, d := range []string{"/run/upper", "/run/work"} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			return fmt.Errorf("overlay of %s: %w", Etc, err)
+	dirs := privateDirs()
+	for _, d := range append([]string{"upper", "work", "dirs"}, dirs...) {
+		mode := os.FileMode(0o755)
+		if d == "/tmp" {
+			mode = 0o1777
+		}
+		p := ownDir(d)
+		if err := os.Mkdir(p, mode); err != nil {
+			return fmt.Errorf("make %s in the view's tmpfs: %w", p, err)
+		}
+		if err := os.Chmod(p, mode); err != nil { // past the umask
+			return fmt.Errorf("chmod %s: %w", p, err)
 		}
 	}
-	opts := "lowerdir=" + Etc + ",upperdir=/run/upper,workdir=/run/work"
+	opts := "lowerdir=" + Etc + ",upperdir=" + ownDir("upper") + ",workdir=" + ownDir("work")
 	if err := unix.Mount("nslab-etc", Etc, "overlay", 0, opts); err != nil {
 		return fmt.Errorf("overlay on %s (CONFIG_OVERLAY_FS): %w", Etc, err)
+	}
+	// /run last: bound over the staging point, it hides the rest.
+	sort.SliceStable(dirs, func(i, j int) bool { return dirs[j] == viewTmpfs })
+	for _, d := range dirs {
+		if err := unix.Mount(ownDir(d), d, "", unix.MS_BIND, ""); err != nil {
+			return fmt.Errorf("bind the view's %s: %w", d, err)
+		}
 	}
 	return nil
 }
 
-// tmpfsPrivate mounts a tmpfs of the view's own on each private directory.
-//
-// Equivalent to: mount -t tmpfs -o mode=0755 none /run (and /var/log, /tmp mode 1777)
-func tmpfsPrivate() error {
-	for _, d := range privateDirs() {
-		mode := "mode=0755"
-		if d == "/tmp" {
-			mode = "mode=1777"
-		}
-		if err := unix.Mount("nslab-"+filepath.Base(d), d, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, mode); err != nil {
-			return fmt.Errorf("tmpfs on %s: %w", d, err)
-		}
+// ownDir is where the view's tmpfs keeps d: "upper" and "work" (the
+// overlay's layers) at its root, a private directory under dirs/.
+func ownDir(d string) string {
+	if !strings.HasPrefix(d, "/") {
+		return filepath.Join(viewTmpfs, d)
 	}
-	return nil
+	return filepath.Join(viewTmpfs, "dirs", strings.ReplaceAll(strings.TrimPrefix(d, "/"), "/", "_"))
 }
 
 // writeView makes setup's directories and writes its files, on the
