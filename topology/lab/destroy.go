@@ -252,7 +252,9 @@ func (m *Manager) viewRemoval(labName string) removal {
 		Shell: func() []string {
 			script := &Manager{StateDir: DefaultStateDir} // where the deploy script holds them
 			dir, views := script.labViews(labName), script.viewsDir()
-			return []string{fmt.Sprintf("for f in %s/*; do umount -l \"$f\"; done 2>/dev/null; umount -l %s 2>/dev/null; rm -rf %s; rmdir %s 2>/dev/null && umount -l %s; true", dir, dir, dir, views, views)}
+			// The directory of views goes when no lab has any left: unmounted
+			// first (a mount point cannot be removed), then removed.
+			return []string{fmt.Sprintf("for f in %s/*; do umount -l \"$f\"; done 2>/dev/null; umount -l %s 2>/dev/null; rm -rf %s; if [ -z \"$(ls -A %s 2>/dev/null)\" ]; then umount -l %s 2>/dev/null; rmdir %s 2>/dev/null; fi; true", dir, dir, dir, views, views, views)}
 		},
 		Do:       func(*DestroyReport) error { return m.removeViews(labName) },
 		parallel: true,

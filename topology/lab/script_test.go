@@ -153,6 +153,9 @@ func TestPrivilegedScriptBuildsTheSameLab(t *testing.T) {
 			if left := f.left(); len(left) > 0 {
 				t.Errorf("the destroy script left namespaces %v", left)
 			}
+			if views := filepath.Join(DefaultStateDir, "views"); emptyMount(views) {
+				t.Errorf("the destroy script left %s mounted, with no lab's views in it", views)
+			}
 			compareSnapshots(t, want, got)
 		})
 	}
@@ -603,4 +606,14 @@ func TestPrivilegedScriptStartsDaemons(t *testing.T) {
 	if _, err := os.Stat(script.labViews(f.lab.Name)); err == nil {
 		t.Errorf("the destroy script left the views in %s", script.labViews(f.lab.Name))
 	}
+}
+
+// emptyMount reports whether dir is a mount point with nothing in it.
+func emptyMount(dir string) bool {
+	ents, err := os.ReadDir(dir)
+	if err != nil || len(ents) > 0 {
+		return false
+	}
+	info, err := os.ReadFile("/proc/self/mountinfo")
+	return err == nil && strings.Contains(string(info), " "+dir+" ")
 }
