@@ -2,14 +2,16 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/nslab/nslab/pktgen/bench"
 	"io"
 	"os"
 	"strings"
 	"time"
 
+	"github.com/nslab/nslab/pktgen/bench"
 	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
@@ -141,12 +143,24 @@ func labName(c *cli.Context) (string, error) {
 	if err != nil {
 		return "", cli.Exit("name the lab: -t FILE, --name LAB or --all", 2)
 	}
-	if l, err := spec.ReadFile(path); err == nil {
-		return l.Name, nil
-	}
+	return labNameOf(manager(c), path)
+}
+
+// labNameOf is the name of the lab of file path: the lab deployed from
+// exactly these contents when a state records them (read and hashed in
+// milliseconds, where parsing a file of 10,000 nodes takes a second),
+// else the file's name: key.
+func labNameOf(m *lab.Manager, path string) (string, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return "", fmt.Errorf("read %s: %w (use --name LAB when the file is gone)", path, err)
+	}
+	sum := sha256.Sum256(data)
+	if name, ok := m.DeployedFrom(hex.EncodeToString(sum[:])); ok {
+		return name, nil
+	}
+	if l, err := spec.Parse(path, data); err == nil {
+		return l.Name, nil
 	}
 	var top struct {
 		Name string `yaml:"name"`

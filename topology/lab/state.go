@@ -35,6 +35,28 @@ func (m *Manager) removeLogs(labName string) error {
 // stateLabs lists the labs that have a state file.
 func (m *Manager) stateLabs() ([]string, error) { return state.Labs(m.stateDir()) }
 
+// DeployedFrom returns the lab whose state records a file of exactly these
+// contents (their SHA-256, hex), when one lab's does: the name the file
+// gives, without parsing it.
+func (m *Manager) DeployedFrom(sum string) (string, bool) {
+	labs, err := m.stateLabs()
+	if err != nil {
+		return "", false
+	}
+	found := ""
+	for _, name := range labs {
+		st, err := m.loadState(name)
+		if err != nil || st == nil || st.SHA256 != sum {
+			continue
+		}
+		if found != "" {
+			return "", false // two labs from the same file: let its name: say
+		}
+		found = name
+	}
+	return found, found != ""
+}
+
 // Recorded returns the state nslab keeps of a deployed lab.
 func (m *Manager) Recorded(labName string) (*state.State, error) {
 	st, err := m.loadState(labName)
