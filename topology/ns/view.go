@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -426,8 +427,7 @@ func ownDirs() error {
 		return fmt.Errorf("overlay on %s (CONFIG_OVERLAY_FS): %w", Etc, err)
 	}
 	// /run last: bound over the staging point, it hides the rest.
-	sort.SliceStable(dirs, func(i, j int) bool { return dirs[j] == viewTmpfs })
-	for _, d := range dirs {
+	for _, d := range append(slices.DeleteFunc(dirs, func(d string) bool { return d == viewTmpfs }), viewTmpfs) {
 		if err := unix.Mount(ownDir(d), d, "", unix.MS_BIND, ""); err != nil {
 			return fmt.Errorf("bind the view's %s: %w", d, err)
 		}
