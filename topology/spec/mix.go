@@ -68,8 +68,10 @@ func (r *reporter) trafficMix(f map[string]kv, t *Traffic) {
 	if !ok {
 		return
 	}
-	if _, frame := f["frame"]; frame || t.Mix != nil {
-		r.errf(e.path, "give imix: or frame:/frames:, not both")
+	_, frame := f["frame"]
+	_, frames := f["frames"]
+	if frame || frames {
+		r.errf(e.path, "give imix: or frame:/frames:, not both (a mix sends its own sizes; frames: would be ignored)")
 		return
 	}
 	items, _ := r.list(e.v, e.path, "[{size: 64, weight: 7}, {size: 594, weight: 4}, {size: 1518, weight: 1}]")

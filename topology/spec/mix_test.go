@@ -37,7 +37,21 @@ var mixCases = []struct{ name, from, to, where, msg string }{
 	{"mix weight", "    frame: 64\n", "    imix: [{size: 64, weight: 0}]\n", "x.yaml:38:31: traffic[0].imix[0].weight", "between 1 and 1000"},
 	{"mix no size", "    frame: 64\n", "    imix: [{weight: 2}]\n", "x.yaml:38:12: traffic[0].imix[0]", "missing size:"},
 	{"mix unknown key", "    frame: 64\n", "    imix: [{size: 64, wieght: 2}]\n", "x.yaml:38:23: traffic[0].imix[0].wieght", `did you mean "weight"`},
+	{"mix and frames", "    frame: 64\n", "    frames: [64, 128]\n    imix: [{size: 64}]\n", "x.yaml:39:11: traffic[0].imix", "give imix: or frame:/frames:, not both"},
+	{"more flows than ports", "    frame: 64\n", "    frame: 64\n    flows: 64\n    src_ports: 1000-1010\n", "x.yaml:39:12: traffic[0].flows", "flows: 64 but the ports give at most 11 distinct port pairs"},
+	{"ranges in step", "    frame: 64\n", "    frame: 64\n    flows: 12\n    src_ports: 1000-1009\n    dst_ports: 2000-2009\n", "x.yaml:39:12: traffic[0].flows", "at most 10 distinct port pairs"},
 	{"mix empty", "    frame: 64\n", "    imix: []\n", "x.yaml:38:11: traffic[0].imix", "an empty mix"},
+}
+
+// TestFlowsThatFit: flows within what the port ranges give are taken.
+func TestFlowsThatFit(t *testing.T) {
+	src := string(mustSource(t))
+	for _, keys := range []string{"flows: 11\n    src_ports: 1000-1010\n", "flows: 20\n    src_ports: 1000-1003\n    dst_ports: 2000-2004\n", "flows: 64\n    dst_ports: 2000-2001\n"} {
+		y := strings.Replace(src, "    frame: 64\n", "    frame: 64\n    "+keys, 1)
+		if _, err := Parse("x.yaml", []byte(y)); err != nil {
+			t.Errorf("%q: %v", keys, err)
+		}
+	}
 }
 
 func TestMixRules(t *testing.T) {

@@ -245,6 +245,7 @@ func (r *reporter) trafficFlows(f map[string]kv, t *Traffic) {
 	if e, ok := f["flowlen"]; ok {
 		t.FlowLen, _ = r.integer(e.v, e.path, "packets per flow", 1, 1<<30)
 	}
+	r.flowsFit(f, t)
 	if t.Flows > 1 && t.SrcPorts == [2]int{} {
 		// Flows that differ by source port hash to different CPUs (RPS)
 		// and queues (RSS): one port each, unless the file gives a range.
@@ -260,6 +261,43 @@ func (r *reporter) trafficFlows(f map[string]kv, t *Traffic) {
 			t.Options[o.key] = o.v.Value
 		}
 	}
+}
+
+// flowsFit refuses more flows than the port ranges give distinct port
+// pairs: the engines walk the source and the destination range in step, so
+// ranges of a and b ports give lcm(a, b) pairs, and flows beyond them
+// repeat a pair and are not flows of their own.
+func (r *reporter) flowsFit(f map[string]kv, t *Traffic) {
+	e, ok := f["flows"]
+	_, src := f["src_ports"]
+	_, dst := f["dst_ports"]
+	if !ok || !src && !dst || t.Flows <= 1 {
+		return
+	}
+	a, b := portCount(t.SrcPorts), portCount(t.DstPorts)
+	if !src {
+		a = t.Flows // flows without src_ports get a port each
+	}
+	pairs := a / gcd(a, b) * b
+	if t.Flows > pairs {
+		r.errf(e.path, "flows: %d but the ports give at most %d distinct port pairs (src_ports %d, dst_ports %d): lower flows: to %d or widen src_ports:", t.Flows, pairs, a, b, pairs)
+	}
+}
+
+// portCount is how many ports range p holds (an unset range: the engine's
+// one default port).
+func portCount(p [2]int) int {
+	if p[1] < p[0] || p == [2]int{} {
+		return 1
+	}
+	return p[1] - p[0] + 1
+}
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
 }
 
 // CheckEngine checks an engine name.
