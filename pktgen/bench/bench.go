@@ -411,7 +411,7 @@ func (b *Bench) report(t *spec.Traffic, frame int, res *engine.Result, rd readin
 	rep := &report.Report{Lab: b.run.Lab.Name, Traffic: t.Name, Variant: b.opts.Variant, Block: b.opts.Block, From: t.From.String(), To: t.To.String(), Frame: frame,
 		Engine: res.Engine, Reason: b.reason, OfferedPPS: offeredPPS(t, frame), Elapsed: res.Elapsed, ReceiveWindow: rd.window, Result: res,
 		Path: p.Hops, NextHop: p.NextHop.String(), NextHopMAC: p.SenderMAC().String(), Differences: differenceWords(b.path.Differences), Targets: b.meas.targets, HopRoles: b.meas.roles,
-		Samples: rd.samples, Env: b.env}
+		Samples: rd.samples, Shapers: b.meas.shaperRates(), Env: b.env}
 	if t.Mix != nil {
 		rep.Mix, rep.MeanFrame = t.Mix.String(), t.Mix.Mean()
 	}

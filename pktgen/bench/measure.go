@@ -245,3 +245,15 @@ func intervalDrops(a, b []sample.Counters, roles []string) uint64 {
 	}
 	return n
 }
+
+// shaperRates are the rates of the measured interfaces whose root qdisc
+// limits their rate (tbf, netem with a rate), in bit/s, by target.
+func (m *measurement) shaperRates() map[string]uint64 {
+	out := map[string]uint64{}
+	for t, q := range m.qdiscs {
+		if q.Impair != nil && q.Impair.Rate > 0 {
+			out[t] = q.Impair.Rate
+		}
+	}
+	return out
+}

@@ -13,7 +13,8 @@ import (
 // The verdict: what limited a run, from what was measured in it. Loss
 // points at where the packets dropped and at whatever runs on the CPU
 // whose backlog overflowed; without loss the run was limited by its
-// offered rate, by a node that held the sender back, or by the sender.
+// offered rate, by a shaper whose queue held it back, by a node that held
+// the sender back, or by the sender.
 
 // judge sets the report's verdict.
 func judge(r *report.Report, p placement, sentPPS float64) {
@@ -113,6 +114,9 @@ func noLossVerdict(r *report.Report, p placement, sentPPS float64) report.Verdic
 	if offered := float64(r.OfferedPPS) * float64(threads); offered > 0 && sentPPS >= 0.98*offered {
 		return report.Verdict{Limit: "offered rate", Evidence: []string{fmt.Sprintf("the path carried the %.0f pps offered and dropped nothing", offered)}}
 	}
+	if v, ok := shaperVerdict(r); ok {
+		return v
+	}
 	senderCPUs := senderCPUs(r, p)
 	senderIdle := idleOf(r, senderCPUs)
 	for node, set := range p.byNode {
@@ -126,6 +130,57 @@ func noLossVerdict(r *report.Report, p placement, sentPPS float64) report.Verdic
 		ev = append(ev, cpuEvidence(r, c))
 	}
 	return report.Verdict{Limit: "sender", Node: r.Path[0].Node, CPUs: senderCPUs, Evidence: append(ev, "the path dropped nothing")}
+}
+
+// shaperVerdict: a run that lost nothing and delivered what a shaper on
+// its path lets through (90% of its rate or more) ran at that shaper's
+// rate: the packets waited in its queue and the sender waited for them
+// (on its own interface: its socket's buffer was full). The evidence is
+// the rate carried, the queue's depth in the run's samples and the
+// waiting that depth adds at the shaper's rate.
+func shaperVerdict(r *report.Report) (report.Verdict, bool) {
+	pps := r.SteadyPPS
+	if pps <= 0 {
+		pps = r.PPS
+	}
+	frame := float64(r.Frame)
+	if r.MeanFrame > 0 {
+		frame = r.MeanFrame
+	}
+	bytes := frame - 4 // what a qdisc counts: the frame without its FCS
+	carried := pps * bytes * 8
+	for i, t := range r.Targets {
+		rate := float64(r.Shapers[t.String()])
+		if rate == 0 || carried < 0.9*rate {
+			continue
+		}
+		ev := []string{fmt.Sprintf("%s: carried %.2f Mbit/s, %.0f%% of its rate", r.Env.Impairments[t.String()], carried/1e6, 100*carried/rate)}
+		if most, mean, n := queueDepth(r, i); n > 0 {
+			ev = append(ev, fmt.Sprintf("its queue held up to %d packets (mean %.0f in %d samples): up to %.2f ms of waiting", most, mean, n, 1e3*float64(most)*bytes*8/rate))
+		}
+		return report.Verdict{Limit: "shaper", Node: t.String(), Evidence: append(ev, "the path dropped nothing")}, true
+	}
+	return report.Verdict{}, false
+}
+
+// queueDepth is the most and the mean of the packets target i's qdisc held
+// in the samples taken while the run's packets were on their way (while
+// the engine sent, or until the receiver's last packet when a queue made
+// it later), and how many there were.
+func queueDepth(r *report.Report, i int) (most uint64, mean float64, n int) {
+	var sum uint64
+	window := max(r.Elapsed, r.ReceiveWindow)
+	for _, s := range r.Samples {
+		if s.At > r.Samples[0].At+window || i >= len(s.Counters) {
+			continue
+		}
+		q := s.Counters[i].QdiscQueued
+		most, sum, n = max(most, q), sum+q, n+1
+	}
+	if n > 0 {
+		mean = float64(sum) / float64(n)
+	}
+	return most, mean, n
 }
 
 // senderCPUs are the sender's pinned CPUs; an unpinned sender (and on

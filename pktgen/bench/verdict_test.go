@@ -64,6 +64,32 @@ func TestVerdicts(t *testing.T) {
 	}
 }
 
+// TestShaperVerdict: a run that lost nothing and delivered a shaper's rate
+// names the shaper, with the rate carried, its queue's depth in the
+// samples taken while sending (not those after) and the waiting it added;
+// a run well under the shaper's rate is the sender's.
+func TestShaperVerdict(t *testing.T) {
+	busy := []report.CPUUse{{CPU: "cpu0", N: 0, System: 80, Idle: 20}, {CPU: "cpu1", N: 1, SoftIRQ: 10, Idle: 90}}
+	shaped := func(pps float64) report.Report {
+		samples := []sample.Sample{{At: 0, Counters: []sample.Counters{{QdiscQueued: 0}}}, {At: time.Second, Counters: []sample.Counters{{QdiscQueued: 200}}},
+			{At: 2 * time.Second, Counters: []sample.Counters{{QdiscQueued: 280}}}, {At: 4 * time.Second, Counters: []sample.Counters{{QdiscQueued: 900}}}}
+		return report.Report{Path: crsPath, CPU: busy, Frame: 64, PPS: pps, Sent: uint64(3 * pps), Received: uint64(3 * pps), Elapsed: 3 * time.Second,
+			Targets: []sample.Target{{Node: "ns1", Interface: "veth1"}}, Samples: samples, Shapers: map[string]uint64{"ns1:veth1": 20_000_000},
+			Env: report.Env{Impairments: map[string]string{"ns1:veth1": "tbf rate 20Mbit limit 1000"}}, Result: &engine.Result{Threads: []engine.ThreadResult{{}}}}
+	}
+	r := shaped(41_700) // 41,700 frames of 60 bytes a second: 20.0 Mbit/s
+	judge(&r, placement{}, r.PPS)
+	want := "shaper ns1:veth1 (tbf rate 20Mbit limit 1000: carried 20.02 Mbit/s, 100% of its rate, its queue held up to 280 packets (mean 160 in 3 samples): up to 6.72 ms of waiting, the path dropped nothing)"
+	if r.Bottleneck != want {
+		t.Errorf("verdict\n %q, want\n %q", r.Bottleneck, want)
+	}
+	r = shaped(20_000)
+	judge(&r, placement{}, r.PPS)
+	if r.Verdict.Limit != "sender" {
+		t.Errorf("a run at half the shaper's rate: %q, want the sender", r.Bottleneck)
+	}
+}
+
 // TestSeveralSenders: a group limited by its senders names each sending
 // node once, and the line says "senders".
 func TestSeveralSenders(t *testing.T) {

@@ -124,9 +124,13 @@ type Report struct {
 	Env         Env            `json:"environment"`
 	Result      *engine.Result `json:"engine_result"`
 
-	Targets  []sample.Target `json:"-"`
-	Samples  []sample.Sample `json:"-"`
-	HopRoles []string        `json:"-"` // the role of each of Targets
+	Targets []sample.Target `json:"-"`
+	Samples []sample.Sample `json:"-"`
+	// Shapers are the rates, in bit/s of frames without FCS, of the
+	// measured interfaces whose root qdisc limits them (tbf, netem with a
+	// rate), by target ("ns1:veth1").
+	Shapers  map[string]uint64 `json:"-"`
+	HopRoles []string          `json:"-"` // the role of each of Targets
 }
 
 // HopCounters is one sampled interface's change over the run.
@@ -227,8 +231,8 @@ func (c CPUUse) Busy() float64 { return 100 - c.Idle }
 
 // Verdict is what limited a run, with the measurements that say so.
 type Verdict struct {
-	// Limit is sender, router, receiver, switch, link, offered rate, or
-	// unknown.
+	// Limit is sender, router, receiver, switch, link, shaper, offered
+	// rate, or unknown.
 	Limit    string   `json:"limit"`
 	Node     string   `json:"node,omitempty"`
 	CPUs     []int    `json:"cpus,omitempty"`
