@@ -8,6 +8,8 @@
 //     /proc/thread-self/net/pktgen from a thread in the sender's namespace;
 //   - userspace: an AF_PACKET engine for kernels without pktgen;
 //   - auto: the choice between the two, with the measured reason;
+//   - tcpflow: TCP flows from a sender's namespace to a sink in the
+//     receiver's, with TCP_INFO of both ends over time (a TCP run);
 //   - sample: the counter sampler (IFLA_STATS64 through per-namespace
 //     netlink handles), which only bench uses;
 //   - bench: measured runs through a deployed lab, sweeps, throughput

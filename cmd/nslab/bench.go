@@ -48,6 +48,7 @@ func benchCommand(run func(context.Context, *benchOptions) error) *cli.Command {
 			&cli.Uint64Flag{Name: "count", Usage: "override the run's packet count"},
 			&cli.IntSliceFlag{Name: "frame", Usage: "override the frame size(s), bytes with FCS"},
 			&cli.StringFlag{Name: "engine", Usage: "auto, pktgen, userspace or xdp"},
+			&cli.IntFlag{Name: "tcp", Usage: "send `N` TCP flows (as the run's tcp: {flows: N}) instead of UDP frames: goodput, retransmissions set against the path's drops, RTT and cwnd from TCP_INFO of both ends"},
 			&cli.StringFlag{Name: "from", Usage: "sender `NODE:IF` (a run without a traffic: section)"},
 			&cli.StringFlag{Name: "to", Usage: "destination `ADDRESS` (with --from)"},
 			&cli.StringFlag{Name: "rate", Usage: "max, or e.g. 200kpps, 500Mbit"},
@@ -154,6 +155,9 @@ func benchRequest(c *cli.Context) (bench.Request, error) {
 	if err != nil {
 		return bench.Request{}, err
 	}
+	if err := tcpFlag(c, ts); err != nil {
+		return bench.Request{}, err
+	}
 	req := bench.Request{Lab: l, Traffic: ts[0], Placement: c.String("placement"), Keep: c.Bool("keep"), Wait: c.Duration("wait"), Progress: c.App.ErrWriter,
 		Options: bench.Options{Interval: c.Duration("interval"), Compact: termWidth(os.Stderr) < 100, Version: version, Latency: c.Bool("latency"), LatencyEvery: uint32(c.Uint("latency-every"))}}
 	if len(ts) > 1 {
@@ -182,6 +186,36 @@ func benchRequest(c *cli.Context) (bench.Request, error) {
 		return req, err
 	}
 	return req, variantsRequest(c, &req)
+}
+
+// tcpFlag makes the chosen runs TCP flows when --tcp N is given: N
+// connections each, for the run's duration.
+func tcpFlag(c *cli.Context, ts []*spec.Traffic) error {
+	if !c.IsSet("tcp") {
+		return nil
+	}
+	n := c.Int("tcp")
+	if n < 1 || n > spec.MaxTCPFlows {
+		return cli.Exit(fmt.Sprintf("--tcp %d: give 1 to %d flows", n, spec.MaxTCPFlows), 2)
+	}
+	for _, f := range []string{"count", "frame", "engine", "rate", "threads", "cpus"} {
+		if c.IsSet(f) {
+			return cli.Exit(fmt.Sprintf("--%s is for UDP frames; --tcp sends TCP flows: remove one of them", f), 2)
+		}
+	}
+	for i, t := range ts {
+		if t.Duration <= 0 {
+			return cli.Exit(fmt.Sprintf("--tcp: traffic run %s has no duration (TCP flows write for a time): give --duration", t.Name), 2)
+		}
+		tcp := *t
+		cc := ""
+		if t.TCP != nil {
+			cc = t.TCP.CC
+		}
+		tcp.TCP = &spec.TCP{Flows: n, CC: cc}
+		ts[i] = &tcp
+	}
+	return nil
 }
 
 // variantsRequest reads --variants and the flags of its comparison into

@@ -577,3 +577,38 @@ func TestExportCommand(t *testing.T) {
 		t.Errorf("unknown format: code %d, %q", code, errOut)
 	}
 }
+
+// TestBenchTCPFlag: --tcp N makes the run N TCP flows: the report has each
+// flow and the losses line, in JSON too; a flow count out of range and a
+// flag for UDP frames beside it are refused before anything is deployed.
+func TestBenchTCPFlag(t *testing.T) {
+	c := newCLI(t)
+	file, _ := labFile(t, "client-router-server.yaml")
+	if code, _, errOut := c.run("bench", "--tcp", "0", file); code != 2 || !strings.Contains(errOut, "--tcp 0: give 1 to 128 flows") {
+		t.Errorf("--tcp 0: exit %d, %s", code, errOut)
+	}
+	if code, _, errOut := c.run("bench", "--tcp", "2", "--frame", "128", file); code != 2 || !strings.Contains(errOut, "--frame is for UDP frames") {
+		t.Errorf("--tcp with --frame: exit %d, %s", code, errOut)
+	}
+	labtest.SkipUnlessRoot(t)
+	code, out, errOut := c.run("bench", "-q", "--tcp", "2", "--duration", "1s", "--format", "json", file)
+	var rep struct {
+		TCP struct {
+			Flows []struct {
+				Received uint64 `json:"received_bytes"`
+			} `json:"flows"`
+			Losses struct {
+				Lost     int64 `json:"lost"`
+				Spurious int64 `json:"spurious"`
+				Retrans  int64 `json:"retransmitted"`
+			} `json:"losses"`
+		} `json:"tcp"`
+		Bottleneck string `json:"bottleneck"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil || len(rep.TCP.Flows) != 2 || rep.TCP.Flows[0].Received == 0 || rep.Bottleneck == "" {
+		t.Fatalf("exit %d: %s\n%s", code, out, errOut)
+	}
+	if l := rep.TCP.Losses; l.Lost+l.Spurious != l.Retrans {
+		t.Errorf("retransmitted %d, lost %d, spurious %d", l.Retrans, l.Lost, l.Spurious)
+	}
+}

@@ -128,14 +128,7 @@ func (b *Bench) prepare() error {
 				end, l.Model().Node(end).Host, l.OnHost())
 		}
 	}
-	sender := b.run.Node(b.t.From.Node).NS
-	if b.eng, b.reason, err = b.opts.Chooser.Choose(b.t.Engine, sender); err != nil {
-		return err
-	}
-	if b.senderQdisc, err = b.run.Impairment(b.t.From); err != nil {
-		return err
-	}
-	if b.sink, err = openSink(b.run.Node(receiver).NS, b.t); err != nil {
+	if err := b.prepareEngine(receiver); err != nil {
 		return err
 	}
 	if b.meas, err = newMeasurement(b.run, b.path.Path, b.opts.Measure, b.t.To.Is6()); err != nil {
@@ -160,11 +153,32 @@ func (b *Bench) prepare() error {
 		}
 		b.env.Impairments[t] = q.String()
 	}
-	b.env.Engine, b.env.EngineV = b.eng.Name(), engineVersion(b)
+	b.env.Engine = tcpEngine
+	if b.eng != nil {
+		b.env.Engine, b.env.EngineV = b.eng.Name(), engineVersion(b)
+	}
 	b.env.LabHash, b.env.NSLab = b.run.Lab.SHA256, b.opts.Version
 	b.openCosting()
 	b.startWatch() // last: nothing after it can fail and leave it running
 	return nil
+}
+
+// prepareEngine chooses the engine of a UDP run, reads the sender
+// interface's own qdisc and binds the receiver's sink; a TCP run brings
+// its own sender and sink (tcp.go).
+func (b *Bench) prepareEngine(receiver string) error {
+	if b.t.TCP != nil {
+		return nil
+	}
+	var err error
+	if b.eng, b.reason, err = b.opts.Chooser.Choose(b.t.Engine, b.run.Node(b.t.From.Node).NS); err != nil {
+		return err
+	}
+	if b.senderQdisc, err = b.run.Impairment(b.t.From); err != nil {
+		return err
+	}
+	b.sink, err = openSink(b.run.Node(receiver).NS, b.t)
+	return err
 }
 
 // Close releases what New opened.
@@ -183,11 +197,19 @@ func (b *Bench) Close() {
 }
 
 // Engine names the engine the bench chose, and why.
-func (b *Bench) Engine() (name, reason string) { return b.eng.Name(), b.reason }
+func (b *Bench) Engine() (name, reason string) {
+	if b.eng == nil {
+		return tcpEngine, ""
+	}
+	return b.eng.Name(), b.reason
+}
 
 // Run measures traffic t at one frame size, with the rate and length
 // the traffic run gives.
 func (b *Bench) Run(ctx context.Context, frame int) (*report.Report, error) {
+	if b.t.TCP != nil {
+		return b.measureTCP(ctx)
+	}
 	return b.measure(ctx, b.t, frame)
 }
 

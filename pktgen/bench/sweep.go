@@ -97,6 +97,9 @@ func Sweep(ctx context.Context, m *lab.Manager, req Request) (out *Outcome, err 
 	if len(req.Streams) > 1 && (req.Search != nil || req.MLR != nil || req.RFC2544 != nil || len(req.Measure) > 0) {
 		return out, fmt.Errorf("a search, an RFC 2544 run and measured hops take one traffic run; %d were named", len(req.Streams))
 	}
+	if err := req.checkTCP(); err != nil {
+		return out, err
+	}
 	if err := req.checkVariants(); err != nil {
 		return out, err
 	}
@@ -144,6 +147,36 @@ func Sweep(ctx context.Context, m *lab.Manager, req Request) (out *Outcome, err 
 	}
 	defer b.Close()
 	return out, req.each(ctx, b, out)
+}
+
+// checkTCP refuses, for TCP runs (tcp:), what measures UDP frames only:
+// searches of a rate, latency by sequence number, events, several runs at
+// once, repeats and variants.
+func (req Request) checkTCP() error {
+	tcp := req.Traffic != nil && req.Traffic.TCP != nil
+	for _, t := range req.Streams {
+		tcp = tcp || t.TCP != nil
+	}
+	if !tcp {
+		return nil
+	}
+	for _, c := range []struct {
+		set  bool
+		what string
+	}{
+		{req.Search != nil || req.MLR != nil || req.RFC2544 != nil, "a search of the rate (--search, --search-binary, --rfc2544)"},
+		{len(req.LatencyAt) > 0 || req.Latency, "latency by sequence number (--latency, --latency-at)"},
+		{len(req.Events) > 0, "events (--event)"},
+		{len(req.Streams) > 1, "other runs at once (several --traffic, a group)"},
+		{req.Repeat > 1, "repeats (--repeat)"},
+		{len(req.Variants) > 0, "variants (--variants)"},
+		{len(req.Measure) > 0, "measured interfaces (--measure)"},
+	} {
+		if c.set {
+			return fmt.Errorf("a TCP run (tcp:, --tcp) is measured alone in this version: without %s", c.what)
+		}
+	}
+	return nil
 }
 
 // each measures or searches every frame size in turn, Repeat rounds of

@@ -232,3 +232,27 @@ func LinkSpeed(n *ns.NS, ifname string) uint32 {
 func LineRatePPS(speedMbps uint32, frame int) float64 {
 	return float64(speedMbps) * 1e6 / float64((frame+20)*8)
 }
+
+// TCPCounters reads, from one thread inside namespace n, its TCP counters:
+// the Tcp: lines of /proc/net/snmp (RetransSegs, OutSegs, ...) and the
+// TcpExt: lines of /proc/net/netstat (TCPSpuriousRTOs, TCPLostRetransmit,
+// ...), in one map.
+func TCPCounters(n *ns.NS) (map[string]uint64, error) {
+	var snmp, netstat []byte
+	err := n.Do(func() error {
+		var err error
+		if snmp, err = os.ReadFile("/proc/thread-self/net/snmp"); err != nil {
+			return err
+		}
+		netstat, err = os.ReadFile("/proc/thread-self/net/netstat")
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the TCP counters of %s: %w", n.Name, err)
+	}
+	out := parseLines(string(snmp), "Tcp:")
+	for k, v := range parseLines(string(netstat), "TcpExt:") {
+		out[k] = v
+	}
+	return out, nil
+}

@@ -126,6 +126,9 @@ type Report struct {
 
 	Targets []sample.Target `json:"-"`
 	Samples []sample.Sample `json:"-"`
+	// TCP is a run of TCP flows (a traffic run with tcp:); its Sent,
+	// Received and balance are then not set (TCP resends what was lost).
+	TCP *TCPRun `json:"tcp,omitempty"`
 	// Shapers are the rates, in bit/s of frames without FCS, of the
 	// measured interfaces whose root qdisc limits them (tbf, netem with a
 	// rate), by target ("ns1:veth1").
@@ -170,6 +173,9 @@ type Drop struct {
 	// say nothing.
 	Cause string `json:"cause,omitempty"`
 	Node  string `json:"node"` // the node the packets were entering or crossing
+	// Segments are, in a TCP run, the data segments lost there: a packet
+	// the counters count once may be a GSO packet of several.
+	Segments uint64 `json:"segments,omitempty"`
 }
 
 // SenderCheck reconciles the engine's count with the sender interface's.

@@ -40,6 +40,12 @@ func Write(w io.Writer, format string, reps []*Report) error {
 		return writeMarkdown(w, reps)
 	case "table", "":
 		for _, r := range reps {
+			if r.TCP != nil {
+				if err := r.tcpTable(w); err != nil {
+					return err
+				}
+				continue
+			}
 			if err := r.table(w); err != nil {
 				return err
 			}
@@ -51,6 +57,13 @@ func Write(w io.Writer, format string, reps []*Report) error {
 
 func writeCSV(w io.Writer, reps []*Report) error {
 	ew := &errWriter{w: w}
+	if len(reps) > 0 && reps[0].TCP != nil {
+		ew.printf(tcpCSVHead)
+		for _, r := range reps {
+			r.tcpCSV(ew)
+		}
+		return ew.err
+	}
 	ew.printf("frame,sent,received,loss,loss_pct,named_drops,unaccounted,pps,mbps_l2,mbps_l1,steady_pps,engine,bottleneck,added,%s,router_ns_per_packet,router_relative_cost\n", latencyCSVHead)
 	for _, r := range reps {
 		ns, rel := r.costCells("")
@@ -62,6 +75,13 @@ func writeCSV(w io.Writer, reps []*Report) error {
 
 func writeMarkdown(w io.Writer, reps []*Report) error {
 	ew := &errWriter{w: w}
+	if len(reps) > 0 && reps[0].TCP != nil {
+		ew.printf("| flows | cc | goodput Mb/s | retransmitted | lost | spurious | unexplained | SRTT ms | min RTT ms | bottleneck |\n|---|---|---|---|---|---|---|---|---|---|\n")
+		for _, r := range reps {
+			r.tcpMarkdown(ew)
+		}
+		return ew.err
+	}
 	ew.printf("| frame (B) | pps | Mb/s L2 | Mb/s L1 | sent | received | loss %% | named drops | added | unaccounted | router ns/packet | relative cost | latency p50 / p99 / max | lost / dup / reordered by sequence | bottleneck |\n")
 	ew.printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range reps {
@@ -292,7 +312,11 @@ func (r *Report) tableEnv(ew *errWriter) {
 	}
 	ew.printf("%s\n", strings.Join(sys, " "))
 	if e.LabHash != "" {
-		ew.printf("lab file sha256 %s, nslab %s, engine %s\n", e.LabHash, e.NSLab, e.EngineV)
+		ew.printf("lab file sha256 %s, nslab %s", e.LabHash, e.NSLab)
+		if e.EngineV != "" {
+			ew.printf(", engine %s", e.EngineV)
+		}
+		ew.printf("\n")
 	}
 	ew.printf("\n")
 }

@@ -241,6 +241,13 @@ var trafficDef = mapping{def: "traffic", title: "a traffic run", required: []str
 	{"flowlen", "integer: packets per flow", intRange(1, 1<<30)},
 	{"options", "mapping of engine option to value", mapOf(text)},
 	{"group", "text: runs of one group run together (bench --traffic GROUP)", text},
+	{"tcp", "{flows, cc, duration}: TCP flows from the sender's node to a sink at to: instead of UDP frames", ref("tcp")},
+}}
+
+var tcpDef = mapping{def: "tcp", title: "TCP flows of a traffic run", keys: []key{
+	{"flows", "integer 1-128, default 1: connections", intRange(1, MaxTCPFlows)},
+	{"cc", "cubic, bbr or reno, default the kernel's: each connection's congestion control", enum(TCPCongestion...)},
+	{"duration", "duration (10s), default the run's duration: how long the flows write", text},
 }}
 
 var mixPartDef = mapping{def: "mixPart", title: "a part of a frame mix", required: []string{"size"}, keys: []key{
@@ -306,7 +313,7 @@ var (
 
 // mappings are every mapping of the file, the lab first.
 var mappings = []*mapping{&labDef, &hostDef, &nodeDef, &forwardingDef, &ifaceDef, &macvlanDef, &vlanDef, &bondDef, &vrfDef,
-	&bridgeDef, &portVLANsDef, &routeDef, &ruleDef, &impairDef, &linkDef, &segmentDef, &expectDef, &trafficDef, &mixPartDef, &pfDef, &vfDef,
+	&bridgeDef, &portVLANsDef, &routeDef, &ruleDef, &impairDef, &linkDef, &segmentDef, &expectDef, &trafficDef, &tcpDef, &mixPartDef, &pfDef, &vfDef,
 	&variantNodeDef, &variantIfaceDef, &masqueradeDef, &snatDef, &dnatDef, &filterDef, &firewallDef, &fileDef, &frrDef, &birdDef, &limitsDef}
 
 // keysOf is a mapping's key names, in order: the parser's key list.

@@ -48,7 +48,26 @@ type Traffic struct {
 	// Group names the runs that always run together: nslab bench
 	// --traffic GROUP runs them all at once. "": none.
 	Group string
+	// TCP makes the run TCP flows instead of UDP frames; nil: UDP.
+	TCP *TCP
 }
+
+// TCP is a traffic run's TCP flows: Flows connections from the sender's
+// node to a sink at the run's destination, each with congestion control
+// CC ("": the kernel's default), writing for the run's Duration.
+type TCP struct {
+	Flows int
+	CC    string
+}
+
+// TCPCongestion are the congestion controls a TCP run can ask for.
+var TCPCongestion = []string{"cubic", "bbr", "reno"}
+
+// MaxTCPFlows bounds a TCP run's connections.
+const MaxTCPFlows = 128
+
+// udpOnly are the keys of a UDP run that a TCP run has no use for.
+var udpOnly = []string{"frame", "frames", "imix", "count", "rate", "threads", "cpus", "engine", "src_ports", "dst_ports", "flows", "flowlen", "options"}
 
 // Engines a traffic run can ask for.
 var Engines = []string{"auto", "pktgen", "userspace", "xdp"}
@@ -82,6 +101,7 @@ func (r *reporter) parseTraffic(v *yaml.Node, path string) *Traffic {
 	r.trafficSenders(f, t)
 	r.trafficFlows(f, t)
 	r.trafficXDP(f, t)
+	r.trafficTCP(f, t)
 	return t
 }
 
@@ -103,6 +123,45 @@ func (r *reporter) trafficXDP(f map[string]kv, t *Traffic) {
 	for _, k := range []string{"rate", "imix", "frames", "flows", "src_ports", "dst_ports"} {
 		if e, ok := f[k]; ok && wrong[k] {
 			r.errf(e.path, "engine xdp sends copies of one frame as fast as the device takes them: remove %s: or use engine userspace", k)
+		}
+	}
+}
+
+// trafficTCP reads tcp: and refuses beside it what only UDP frames use.
+func (r *reporter) trafficTCP(f map[string]kv, t *Traffic) {
+	e, ok := f["tcp"]
+	if !ok {
+		return
+	}
+	for _, k := range udpOnly {
+		if u, ok := f[k]; ok {
+			r.errf(u.path, "%s: is for UDP frames; a run with tcp: sends TCP flows: remove %s: (tcp: has flows, cc and duration)", k, k)
+		}
+	}
+	tf := r.fields(e.v, e.path, "TCP flows", keysOf(tcpDef)...)
+	t.TCP = &TCP{Flows: 1}
+	if v, ok := tf["flows"]; ok {
+		t.TCP.Flows, _ = r.integer(v.v, v.path, "connections", 1, MaxTCPFlows)
+	}
+	if v, ok := tf["cc"]; ok {
+		if s, ok := r.str(v.v, v.path, "cubic, bbr or reno"); ok {
+			if !contains(TCPCongestion, s) {
+				r.errf(v.path, "cc %q: use cubic, bbr or reno", s)
+			}
+			t.TCP.CC = s
+		}
+	}
+	if v, ok := tf["duration"]; ok {
+		if _, both := f["duration"]; both {
+			r.errf(v.path, "the run has duration: too: give it once")
+			return
+		}
+		if s, ok := r.str(v.v, v.path, "a duration such as 10s"); ok {
+			d, err := time.ParseDuration(s)
+			if err != nil || d <= 0 {
+				r.errf(v.path, "duration %q: write it like 10s, 500ms or 2m", s)
+			}
+			t.Duration = d
 		}
 	}
 }

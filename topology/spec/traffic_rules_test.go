@@ -4,6 +4,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestTrafficRules(t *testing.T) {
@@ -69,6 +70,47 @@ func TestSegments(t *testing.T) {
 	} {
 		if _, err := Parse("s.yaml", []byte(c.edit)); err == nil || !strings.Contains(err.Error(), c.msg) {
 			t.Errorf("want %q, got %v", c.msg, err)
+		}
+	}
+}
+
+// TestTCPRun: tcp: makes a run TCP flows, with the run's duration or its
+// own; what only UDP frames use, an unknown congestion control and a
+// duration given twice are refused at their places.
+func TestTCPRun(t *testing.T) {
+	src := string(mustSource(t))
+	run := "  - name: forward             # client -> router -> server, as the one-laptop test measures it\n    from: ns1:veth1\n    to: 10.0.2.1\n    frame: 64\n    duration: 10s\n    rate: max\n    threads: 1\n"
+	if !strings.Contains(src, run) {
+		t.Fatal("the example changed: fix the edit")
+	}
+	parse := func(tcp string) (*Lab, error) {
+		return Parse("x.yaml", []byte(strings.Replace(src, run, "  - name: forward\n    from: ns1:veth1\n    to: 10.0.2.1\n"+tcp, 1)))
+	}
+	l, err := parse("    tcp: {flows: 4, cc: reno, duration: 3s}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr := l.TrafficRun("forward"); tr.TCP == nil || tr.TCP.Flows != 4 || tr.TCP.CC != "reno" || tr.Duration != 3*time.Second {
+		t.Errorf("tcp: gave %+v, duration %v", tr.TCP, tr.Duration)
+	}
+	l, err = parse("    duration: 5s\n    tcp: {}\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tr := l.TrafficRun("forward"); tr.TCP == nil || tr.TCP.Flows != 1 || tr.TCP.CC != "" || tr.Duration != 5*time.Second {
+		t.Errorf("tcp: {} gave %+v, duration %v", tr.TCP, tr.Duration)
+	}
+	for _, c := range []struct{ tcp, where, msg string }{
+		{"    frame: 128\n    tcp: {duration: 2s}\n", "x.yaml:38:12: traffic[0].frame", "frame: is for UDP frames; a run with tcp: sends TCP flows: remove frame:"},
+		{"    rate: 10Mbit\n    tcp: {duration: 2s}\n", "x.yaml:38:11: traffic[0].rate", "remove rate:"},
+		{"    tcp: {cc: vegas, duration: 2s}\n", "x.yaml:38:15: traffic[0].tcp.cc", `cc "vegas": use cubic, bbr or reno`},
+		{"    duration: 2s\n    tcp: {duration: 2s}\n", "x.yaml:39:21: traffic[0].tcp.duration", "give it once"},
+		{"    tcp: {flows: 500, duration: 2s}\n", "x.yaml:38:18: traffic[0].tcp.flows", "between 1 and 128"},
+		{"    tcp: {}\n", "traffic[0]", "give count: or duration:"},
+	} {
+		_, err := parse(c.tcp)
+		if err == nil || !strings.Contains(err.Error(), c.where) || !strings.Contains(err.Error(), c.msg) {
+			t.Errorf("%q: got %v, want %s: %s", c.tcp, err, c.where, c.msg)
 		}
 	}
 }

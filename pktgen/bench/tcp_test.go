@@ -1,0 +1,120 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nslab/nslab/pktgen/report"
+	"github.com/nslab/nslab/pktgen/sample"
+	"github.com/nslab/nslab/topology/labtest"
+	"github.com/nslab/nslab/topology/labtest/labdeploy"
+	"github.com/nslab/nslab/topology/qdisc"
+	"github.com/nslab/nslab/topology/spec"
+)
+
+// TestPrivilegedTCPRetransmissionsTraced: one cubic flow through a router
+// whose egress is shaped to 10 Mbit/s with a queue of 100 packets. The
+// flow overflows the queue; every segment it retransmitted is accounted
+// for: lost at that tbf (the only place that dropped data) or named as
+// spurious, the identity holding exactly, in the table and in JSON; the
+// verdict names the shaper.
+func TestPrivilegedTCPRetransmissionsTraced(t *testing.T) {
+	labtest.SkipUnlessRoot(t)
+	data, err := os.ReadFile("../../examples/client-router-server.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := strings.Replace(string(data), "veth2: {addresses: [10.0.2.254/24]}", "veth2: {addresses: [10.0.2.254/24], impair: {rate: 10Mbit, limit: 100}}", 1)
+	if src == string(data) {
+		t.Fatal("the example changed: fix the edit")
+	}
+	l := labdeploy.Deploy(t, labtest.Rename([]byte(src), labtest.Name("b")))
+	r := labdeploy.Open(t, l)
+	b := newBench(t, r, func(tr *spec.Traffic) {
+		tr.Duration, tr.Count, tr.TCP = 4*time.Second, 0, &spec.TCP{Flows: 1, CC: "cubic"}
+	}, Options{Interval: 500 * time.Millisecond})
+	rep, err := b.Run(context.Background(), 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ls := rep.TCP.Losses
+	t.Logf("%s; %s", ls.Line(), rep.Bottleneck)
+	if ls.Retransmitted == 0 || len(ls.Drops) != 1 || ls.Drops[0].Place != "ns2:veth2's tbf" {
+		t.Fatalf("retransmitted %d, drops %+v: want retransmissions, lost at ns2:veth2's tbf alone", ls.Retransmitted, ls.Drops)
+	}
+	if ls.Lost+ls.Spurious != int64(ls.Retransmitted) || ls.Unexplained != 0 || int64(ls.Drops[0].Segments) != ls.Lost {
+		t.Errorf("retransmitted %d = lost %d + spurious %d, %d of them at the tbf, unexplained %d: the identity does not hold", ls.Retransmitted, ls.Lost, ls.Spurious, ls.Drops[0].Segments, ls.Unexplained)
+	}
+	if float64(ls.Drops[0].Segments) < 0.99*float64(ls.Retransmitted) && len(ls.Kernel) == 0 {
+		t.Errorf("%d of %d retransmitted segments were lost at the tbf, and no counter names the rest", ls.Drops[0].Segments, ls.Retransmitted)
+	}
+	// The router's forward bytes agree: what entered from the sender less
+	// what left towards the receiver is the dropped packets' headers (66
+	// bytes each: Ethernet, IPv4, TCP with timestamps) and the lost
+	// segments' payload (1 to MSS bytes each: a segment counts as one
+	// however full).
+	in, out := rep.Hops[1], rep.Hops[2]
+	p, sg, mss := ls.Drops[0].Packets, ls.Drops[0].Segments, uint64(rep.TCP.Flows[0].Sender.MSS)
+	if gone := in.RxBytes - out.TxBytes; gone < p*66+sg || gone > p*66+sg*mss {
+		t.Errorf("the router took in %d bytes more than it sent on: not %d packets holding %d segments of 1 to %d bytes", gone, p, sg, mss)
+	}
+	if rep.Verdict.Limit != "shaper" || rep.Verdict.Node != "ns2:veth2" {
+		t.Errorf("verdict %q, want the shaper ns2:veth2", rep.Bottleneck)
+	}
+	if g := rep.TCP.Total.GoodputMbps; g < 8 || g > 10 {
+		t.Errorf("goodput %.2f Mbit/s through a 10 Mbit/s shaper", g)
+	}
+	var table, js bytes.Buffer
+	if err := report.Write(&table, "table", []*report.Report{rep}); err != nil || !strings.Contains(table.String(), "losses: "+ls.Line()) {
+		t.Errorf("table (%v) has no losses line:\n%s", err, table.String())
+	}
+	if err := report.Write(&js, "json", []*report.Report{rep}); err != nil {
+		t.Fatal(err)
+	}
+	var back struct {
+		TCP struct {
+			Losses struct {
+				Retransmitted uint64 `json:"retransmitted"`
+				Drops         []struct {
+					Place    string `json:"place"`
+					Segments uint64 `json:"segments"`
+				} `json:"drops"`
+			} `json:"losses"`
+		} `json:"tcp"`
+	}
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil || back.TCP.Losses.Retransmitted != ls.Retransmitted || len(back.TCP.Losses.Drops) != 1 || back.TCP.Losses.Drops[0].Segments != ls.Drops[0].Segments {
+		t.Errorf("JSON (%v): %+v", err, back.TCP.Losses)
+	}
+}
+
+// TestTCPDrops: drops are split by direction (an egress's qdisc and a
+// link's drops toward the receiver are data; an ingress's qdisc and a
+// link's drops back are acknowledgements), a veth link's drops counted at
+// both ends are counted once, and lost segments are split between several
+// places by their packets.
+func TestTCPDrops(t *testing.T) {
+	tg := func(node, ifc string) sample.Target { return sample.Target{Node: node, Interface: ifc} }
+	hops := []report.HopCounters{
+		{Target: tg("a", "e0"), Role: "sender", Counters: sample.Counters{TxDropped: 30, RxDropped: 2}},
+		{Target: tg("r", "i0"), Role: "ingress", Counters: sample.Counters{RxDropped: 30, QdiscDrops: 4}},
+		{Target: tg("r", "e1"), Role: "egress", Counters: sample.Counters{QdiscDrops: 10}},
+		{Target: tg("b", "i1"), Role: "receiver"},
+	}
+	qd := map[string]*qdisc.State{"r:i0": {Kind: "tbf"}, "r:e1": {Kind: "tbf"}}
+	data, acks := tcpDrops(hops, qd, []report.SoftnetCPU{{CPU: 1, Dropped: 30}})
+	if len(data) != 2 || data[0].Place != "link a:e0 -> r:i0" || data[0].Packets != 30 || !strings.Contains(data[0].Cause, "30 at cpu1's backlog") ||
+		data[1].Place != "r:e1's tbf" || data[1].Packets != 10 {
+		t.Errorf("data drops %+v", data)
+	}
+	if len(acks) != 2 || acks[0].Place != "link a:e0 -> r:i0 (back)" || acks[0].Packets != 2 || acks[1].Place != "r:i0's tbf" {
+		t.Errorf("acknowledgement drops %+v", acks)
+	}
+	if by := segmentsAt(data, 81); by == "" || data[0].Segments+data[1].Segments != 81 || data[1].Segments != 20 {
+		t.Errorf("81 segments split %d and %d (%q)", data[0].Segments, data[1].Segments, by)
+	}
+}
