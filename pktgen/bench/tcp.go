@@ -36,8 +36,22 @@ func (b *Bench) measureTCP(ctx context.Context) (*report.Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	pr, err := b.newProbe()
+	if err != nil {
+		return nil, err
+	}
+	defer pr.close()
+	idle, idleSeq, err := pr.idle(ctx)
+	if err != nil {
+		return nil, err
+	}
 	st, err := b.start(t, 0)
 	if err != nil {
+		return nil, err
+	}
+	loading, err := pr.start(ctx, t.Duration)
+	if err != nil {
+		st.stop()
 		return nil, err
 	}
 	st.start = time.Now()
@@ -45,11 +59,12 @@ func (b *Bench) measureTCP(ctx context.Context) (*report.Report, error) {
 		Duration: t.Duration, Interval: b.opts.Interval})
 	st.end = time.Now()
 	settle(b.meas.sampler, b.remote())
+	loaded, loadedSeq, perr := loading.finish()
 	st.stopWatch()
 	after, err := snapshot(b.meas.routers, &b.cost)
 	all := st.stop()
-	if runErr != nil || err != nil {
-		return nil, errors.Join(runErr, err)
+	if runErr != nil || err != nil || perr != nil {
+		return nil, errors.Join(runErr, err, perr)
 	}
 	kAfter, err := kstat.TCPCounters(sender)
 	if err != nil {
@@ -69,6 +84,7 @@ func (b *Bench) measureTCP(ctx context.Context) (*report.Report, error) {
 	rep.Softnet = report.SoftnetUses(st.before.softnet, after.softnet)
 	rep.TCP = tcpRun(res, rep.Hops, b.meas.qdiscs, rep.Softnet)
 	rep.TCP.Losses.Kernel = reasonCounts(kBefore, kAfter)
+	rep.TCP.Latency = tcpLatency(idle, loaded, idleSeq, loadedSeq)
 	judgeTCP(rep, b.place)
 	return rep, nil
 }
@@ -92,7 +108,7 @@ func tcpRun(res *tcpflow.Result, hops []report.HopCounters, qdiscs map[string]*q
 		}
 	}
 	if n := len(res.Flows); n > 0 {
-		t.Total.SRTT = srtt / time.Duration(n)
+		t.Total.SRTT = (srtt / time.Duration(n)).Round(time.Microsecond)
 	}
 	if res.Elapsed > 0 {
 		t.Total.GoodputMbps = float64(t.Total.Received) * 8 / res.Elapsed.Seconds() / 1e6
@@ -127,7 +143,7 @@ func tcpDrops(h []report.HopCounters, qdiscs map[string]*qdisc.State, softnet []
 		if x.QdiscDrops > 0 {
 			q := qdiscs[x.String()]
 			d := report.Drop{Place: fmt.Sprintf("%s's %s", x.String(), q.Kind), Packets: x.QdiscDrops, Node: x.Node,
-				Counted: "the qdisc's drop counter", Cause: "its queue: " + q.String()}
+				Counted: "the qdisc's drop counter (the flows' packets and the latency probe's)", Cause: "its queue: " + q.String()}
 			if isOut(x.Role) {
 				data = append(data, d)
 			} else {

@@ -66,6 +66,13 @@ func TestPrivilegedTCPRetransmissionsTraced(t *testing.T) {
 	if rep.Verdict.Limit != "shaper" || rep.Verdict.Node != "ns2:veth2" {
 		t.Errorf("verdict %q, want the shaper ns2:veth2", rep.Bottleneck)
 	}
+	// A full queue of 100 packets at 10 Mbit/s holds up to 121 ms: the
+	// probe waits there under load, and did not idle.
+	if l := rep.TCP.Latency; l == nil || l.Idle.Samples < 90 || l.Loaded.Samples < 300 || l.Loaded.P50Ns < int64(time.Millisecond) || l.RatioP50 < 5 {
+		t.Errorf("latency under load %+v", l)
+	} else {
+		t.Logf("latency: %s", l.Line())
+	}
 	if g := rep.TCP.Total.GoodputMbps; g < 8 || g > 10 {
 		t.Errorf("goodput %.2f Mbit/s through a 10 Mbit/s shaper", g)
 	}

@@ -7,6 +7,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/nslab/nslab/pktgen/receive"
 	"github.com/nslab/nslab/pktgen/tcpflow"
 )
 
@@ -26,6 +27,35 @@ type TCPRun struct {
 	// Losses sets what the senders retransmitted against the drops the
 	// path counted.
 	Losses TCPLosses `json:"losses"`
+	// Latency is the one-way latency of a probe stream, idle and under
+	// the flows' load.
+	Latency *TCPLatency `json:"latency,omitempty"`
+}
+
+// TCPLatency is latency under load, flent's RRUL way: a sequenced UDP
+// probe of RatePPS small frames a second, read at the receiver, first
+// alone (Idle) and then beside the flows (Loaded), and the ratio of their
+// medians and 99th percentiles.
+type TCPLatency struct {
+	RatePPS        int              `json:"rate_pps"`
+	Idle           *receive.Latency `json:"idle"`
+	Loaded         *receive.Latency `json:"loaded"`
+	RatioP50       float64          `json:"ratio_p50,omitempty"`
+	RatioP99       float64          `json:"ratio_p99,omitempty"`
+	IdleLost       uint64           `json:"idle_lost"`
+	LoadedLost     uint64           `json:"loaded_lost"`
+	LoadedReceived uint64           `json:"loaded_received"`
+}
+
+// Line says the latency idle and under load in a line.
+func (l *TCPLatency) Line() string {
+	d := func(ns int64) string { return time.Duration(ns).Round(time.Microsecond).String() }
+	s := fmt.Sprintf("one-way, a probe of %d frames a second: idle p50 %s p99 %s (%d samples); under load p50 %s p99 %s (%d samples, %d probes lost)",
+		l.RatePPS, d(l.Idle.P50Ns), d(l.Idle.P99Ns), l.Idle.Samples, d(l.Loaded.P50Ns), d(l.Loaded.P99Ns), l.Loaded.Samples, l.LoadedLost)
+	if l.RatioP50 > 0 {
+		s += fmt.Sprintf(": %.1fx idle at p50, %.1fx at p99", l.RatioP50, l.RatioP99)
+	}
+	return s
 }
 
 // TCPFlow is one flow (or, as Total, all of them).
@@ -122,6 +152,9 @@ func (r *Report) tcpTable(w io.Writer) error {
 	}
 	fmt.Fprintf(tw, "total\t%.2f\t%d\t%d\t%s\t%s\t\t\t\t\n", t.Total.GoodputMbps, t.Total.Received, t.Total.Retrans, t.Total.SRTT, t.Total.MinRTT)
 	_ = tw.Flush()
+	if t.Latency != nil {
+		ew.printf("\nlatency: %s\n", t.Latency.Line())
+	}
 	ew.printf("\nlosses: %s\n", t.Losses.Line())
 	for _, d := range t.Losses.Drops {
 		ew.printf("  %s: %d segments in %d packets (%s); %s\n", d.Place, d.Segments, d.Packets, d.Counted, d.Cause)

@@ -1,0 +1,114 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/nslab/nslab/pktgen/engine"
+	"github.com/nslab/nslab/pktgen/receive"
+	"github.com/nslab/nslab/pktgen/report"
+	"github.com/nslab/nslab/pktgen/userspace"
+	"github.com/nslab/nslab/topology/frame"
+	"github.com/nslab/nslab/topology/spec"
+)
+
+// Latency under load, flent's RRUL way: a sequenced UDP stream of small
+// frames from the sender to the receiver, read at the receiver with the
+// reader that --latency uses, first alone (idle) and then beside the TCP
+// flows (under load). Its packets take the TCP flows' queues (they go
+// through the sender interface's qdisc too), so what they wait there is
+// what an application's packet would.
+
+// Probe settings: probeRate frames a second (64-byte frames: about 50
+// kbit/s, a hundredth of a 5 Mbit/s link), idle for probeIdle first.
+const (
+	probeRate = 100
+	probeIdle = time.Second
+	probePort = 7 // the echo port: not the UDP runs' 9, so a probe is never taken for one
+)
+
+// probe is the latency probe of a TCP run.
+type probe struct {
+	b    *Bench
+	t    spec.Traffic
+	sink io.Closer
+}
+
+// newProbe binds the probe's port in the receiver's namespace (so that it
+// answers no ICMP) and prepares its stream.
+func (b *Bench) newProbe() (*probe, error) {
+	v6 := b.t.To.Is6()
+	t := spec.Traffic{Name: b.t.Name + " probe", From: b.t.From, To: b.t.To, Frames: []int{frame.Min(v6)}, RatePPS: probeRate, Threads: 1,
+		Engine: "userspace", DstPorts: [2]int{probePort, probePort}}
+	sink, err := openSink(b.run.Node(b.path.Hops[len(b.path.Hops)-1].Node).NS, &t)
+	if err != nil {
+		return nil, fmt.Errorf("latency probe: %w", err)
+	}
+	return &probe{b: b, t: t, sink: sink}, nil
+}
+
+func (p *probe) close() { _ = p.sink.Close() }
+
+// started is a probe stream under way.
+type started struct {
+	reader *receive.Reader
+	done   chan probeSent
+}
+
+type probeSent struct {
+	res *engine.Result
+	err error
+}
+
+// start opens the reader and sends the probe stream for d, in the
+// background.
+func (p *probe) start(ctx context.Context, d time.Duration) (*started, error) {
+	r, err := p.b.openReader(&p.t, 1)
+	if err != nil {
+		return nil, fmt.Errorf("latency probe: %w", err)
+	}
+	job := jobFor(&p.t, p.t.Frames[0], p.b.run.Node(p.t.From.Node).NS, p.b.path.SenderMAC())
+	job.Duration, job.Count = d, 0
+	job.Options = withOption(job.Options, "qdisc", "through")
+	s := &started{reader: r, done: make(chan probeSent, 1)}
+	go func() {
+		res, err := userspace.Engine{}.Run(ctx, job)
+		s.done <- probeSent{res, err}
+	}()
+	return s, nil
+}
+
+// finish waits for the stream to end and reads what arrived: its latency
+// and the accounting by sequence number. The path has settled.
+func (s *started) finish() (*receive.Latency, *receive.Sequence, error) {
+	sent := <-s.done
+	got, err := s.reader.Stop(context.Background(), 100*time.Millisecond)
+	if sent.err != nil || err != nil {
+		return nil, nil, fmt.Errorf("latency probe: %w", errors.Join(sent.err, err))
+	}
+	return got.Tracker.Latency(fmt.Sprintf("a probe of %d frames a second", probeRate), 1),
+		got.Tracker.Sequence(engine.FirstSeq, map[int]uint64{0: sent.res.Handed()}), nil
+}
+
+// idle measures the probe alone, before the flows start.
+func (p *probe) idle(ctx context.Context) (*receive.Latency, *receive.Sequence, error) {
+	s, err := p.start(ctx, probeIdle)
+	if err != nil {
+		return nil, nil, err
+	}
+	return s.finish()
+}
+
+// tcpLatency puts the probe's two readings together.
+func tcpLatency(idle, loaded *receive.Latency, idleSeq, loadedSeq *receive.Sequence) *report.TCPLatency {
+	l := &report.TCPLatency{RatePPS: probeRate, Idle: idle, Loaded: loaded, IdleLost: idleSeq.Lost, LoadedLost: loadedSeq.Lost,
+		LoadedReceived: loadedSeq.UniqueReceived}
+	if idle.Samples > 0 && loaded.Samples > 0 && idle.P50Ns > 0 && idle.P99Ns > 0 {
+		l.RatioP50 = float64(loaded.P50Ns) / float64(idle.P50Ns)
+		l.RatioP99 = float64(loaded.P99Ns) / float64(idle.P99Ns)
+	}
+	return l
+}
