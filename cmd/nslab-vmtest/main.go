@@ -21,6 +21,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -46,7 +47,7 @@ var modules = []string{"drivers/net/veth.ko", "net/core/pktgen.ko", "net/llc/llc
 // modules live (/lib/modules/RELEASE/kernel/...), and nslab loads them
 // itself when a lab needs them, as it would on a distribution kernel (the
 // impairment qdiscs).
-var onDemand = []string{"net/sched/sch_netem.ko", "net/sched/sch_tbf.ko"}
+var onDemand = []string{"net/sched/sch_netem.ko", "net/sched/sch_tbf.ko", "net/sched/sch_fq_codel.ko", "net/sched/sch_fq.ko", "net/sched/sch_cake.ko", "net/sched/sch_htb.ko"}
 
 func main() {
 	cache := flag.String("cache", ".cache/vm", "cache directory (kernel, initramfs)")
@@ -146,14 +147,8 @@ func fetchKernel(cache string) (string, string, error) {
 	if err := copyFile(images[0], vmlinuz, 0o644); err != nil {
 		return "", "", err
 	}
-	for _, m := range append(append([]string(nil), modules...), onDemand...) {
-		found, _ := filepath.Glob(filepath.Join(x, "lib", "modules", "*", "kernel", m))
-		if len(found) != 1 {
-			return "", "", fmt.Errorf("%s has no %s (compressed modules are not handled)", pkg, m)
-		}
-		if err := copyFile(found[0], filepath.Join(mods, filepath.Base(m)), 0o644); err != nil {
-			return "", "", err
-		}
+	if err := copyModules(pkg, x, kdir, mods); err != nil {
+		return "", "", err
 	}
 	releases, _ := filepath.Glob(filepath.Join(x, "lib", "modules", "*"))
 	if len(releases) != 1 {
@@ -168,15 +163,43 @@ func fetchKernel(cache string) (string, string, error) {
 	return vmlinuz, mods, nil
 }
 
+// copyModules copies the modules the VM loads, and those of onDemand the
+// package has (a qdisc built into its kernel has no module), from the
+// unpacked package x into mods, and lists the on-demand ones present in
+// kdir/ondemand.
+func copyModules(pkg, x, kdir, mods string) error {
+	var present []string
+	for _, m := range append(append([]string(nil), modules...), onDemand...) {
+		found, _ := filepath.Glob(filepath.Join(x, "lib", "modules", "*", "kernel", m))
+		if len(found) != 1 && slices.Contains(onDemand, m) {
+			continue
+		}
+		if len(found) != 1 {
+			return fmt.Errorf("%s has no %s (compressed modules are not handled)", pkg, m)
+		}
+		if err := copyFile(found[0], filepath.Join(mods, filepath.Base(m)), 0o644); err != nil {
+			return err
+		}
+		if slices.Contains(onDemand, m) {
+			present = append(present, m)
+		}
+	}
+	return os.WriteFile(filepath.Join(kdir, "ondemand"), []byte(strings.Join(present, "\n")), 0o644)
+}
+
 // cached reports whether every module, and the kernel's release, is in
 // the cache.
 func cached(mods string) bool {
-	for _, m := range append(append([]string(nil), modules...), onDemand...) {
+	for _, m := range modules {
 		if _, err := os.Stat(filepath.Join(mods, filepath.Base(m))); err != nil {
 			return false
 		}
 	}
-	_, err := os.Stat(filepath.Join(filepath.Dir(mods), "release"))
+	got, err := os.ReadFile(filepath.Join(filepath.Dir(mods), "ondemand"))
+	if err != nil || len(strings.Fields(string(got))) == 0 {
+		return false // a cache from before on-demand modules were listed
+	}
+	_, err = os.Stat(filepath.Join(filepath.Dir(mods), "release"))
 	return err == nil
 }
 
@@ -277,7 +300,11 @@ func baseRoot(root, mods string) error {
 	if err != nil {
 		return err
 	}
-	for _, m := range onDemand {
+	present, err := os.ReadFile(filepath.Join(filepath.Dir(mods), "ondemand"))
+	if err != nil {
+		return err
+	}
+	for _, m := range strings.Fields(string(present)) {
 		dir := filepath.Join(root, "lib/modules", string(release), "kernel", filepath.Dir(m))
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return err

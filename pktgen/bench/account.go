@@ -329,20 +329,43 @@ func routerCounts(r *report.Report, before, after hostState, ipv6 bool) {
 	}
 }
 
-// qdiscCause says why an impairment's qdisc dropped, from what it does.
+// qdiscCause says why an interface's qdisc dropped, from what it does:
+// an impairment's loss or full queue, or the queue discipline under it or
+// alone.
 func qdiscCause(q *qdisc.State) string {
-	if q == nil || q.Impair == nil {
+	switch {
+	case q == nil:
 		return "its qdisc dropped them"
+	case q.Impair == nil:
+		return fmt.Sprintf("its queue discipline (%s) dropped them: %s", q.Kind, queueWhy(q.Kind))
 	}
 	m := q.Impair
 	var why []string
 	if m.Loss > 0 {
 		why = append(why, "its loss of "+units.FormatPercent(m.Loss))
 	}
-	if m.Rate > 0 {
+	switch {
+	case q.Child != "" && m.Rate > 0:
+		why = append(why, fmt.Sprintf("its queue (%s) in front of its rate of %s: %s", q.Child, units.FormatBitRate(m.Rate), queueWhy(q.Child)))
+	case q.Child != "":
+		why = append(why, fmt.Sprintf("or its queue (%s): %s", q.Child, queueWhy(q.Child)))
+	case m.Rate > 0:
 		why = append(why, fmt.Sprintf("its queue of %d packets was full, as the run offered more than its rate of %s", m.QueueLimit(), units.FormatBitRate(m.Rate)))
-	} else {
+	default:
 		why = append(why, fmt.Sprintf("or its queue of %d packets was full", m.QueueLimit()))
 	}
 	return fmt.Sprintf("its impairment (%s) dropped them: %s", q, strings.Join(why, ", "))
+}
+
+// queueWhy is how a queue discipline of this kind drops.
+func queueWhy(kind string) string {
+	switch kind {
+	case "fq_codel", "cake":
+		return "full, or CoDel dropped packets that had waited longer than its target"
+	case "htb":
+		return "its class's queue was full, as more was offered than its rate"
+	case "fq":
+		return "full (in all, or a flow's share)"
+	}
+	return "its queue was full"
 }

@@ -77,13 +77,13 @@ nodes:
         - accept: {in: e0, proto: udp, port: 53, state: new}
   b:
     interfaces:
-      e0: {addresses: [10.0.2.1/24], impair: {rate: 20Mbit, limit: 50}}
+      e0: {addresses: [10.0.2.1/24], impair: {rate: 20Mbit, limit: 50}, qdisc: {kind: pfifo, limit: 64}}
     routes: [{to: 10.0.1.0/24, via: 10.0.2.254, metric: 10}]
   c:
     cpus: "0"
     receive: napi
     interfaces:
-      e0: {addresses: [10.0.2.2/24], mtu: 1400}
+      e0: {addresses: [10.0.2.2/24], mtu: 1400, qdisc: {kind: htb, rate: 50Mbit, ceil: 100Mbit}}
     routes: [{to: default, via: 10.0.2.254}]
 links:
   - endpoints: [a:e0, r:e0]
@@ -136,6 +136,9 @@ func TestPrivilegedScriptBuildsTheSameLab(t *testing.T) {
 			if q := want["b/link/e0"] + " " + want["b/queues/e0"]; name == "rich" && (!strings.Contains(q, " txq=4 rxq=4 ") || !strings.Contains(q, "Rx:1 Tx:1 ")) {
 				t.Fatalf("b:e0 is not created with its variant's 4 queues, using 1: %s", q)
 			}
+			if q := want["b/qdisc/e0/100000/10001"] + " " + want["c/qdisc/e0/class 10001/ffffffff"]; name == "rich" && (!strings.HasPrefix(q, "pfifo ") || !strings.Contains(q, "htb rate=6250000 ceil=12500000")) {
+				t.Fatalf("the queues are not in the snapshot: %q", q)
+			}
 			if tbf := want["b/qdisc/e0/10000/ffffffff"]; name == "rich" && !strings.HasPrefix(tbf, "tbf rate=2500000 limit=75700 ") {
 				t.Fatalf("b:e0's impairment is not in the snapshot: %q", tbf)
 			}
@@ -168,7 +171,11 @@ func richLabFor(t *testing.T) string {
 		t.Logf("no netem impairment in the rich lab: %v", err)
 		return richLab
 	}
-	return strings.Replace(richLab, `"fd00:1::fe/64"], mtu: 9000}`, `"fd00:1::fe/64"], mtu: 9000, impair: {delay: 1500us, jitter: 500us, loss: 0.5%, duplicate: 0.1%, reorder: 1%, corrupt: 0.1%, rate: 100Mbit, limit: 300}}`, 1)
+	queue := "" // fq_codel under the netem where the kernel has it (the VM's does)
+	if err := qdisc.CheckQueue("fq_codel"); err == nil {
+		queue = ", qdisc: {kind: fq_codel, target: 5ms, interval: 100ms, limit: 500}"
+	}
+	return strings.Replace(richLab, `"fd00:1::fe/64"], mtu: 9000}`, `"fd00:1::fe/64"], mtu: 9000, impair: {delay: 1500us, jitter: 500us, loss: 0.5%, duplicate: 0.1%, reorder: 1%, corrupt: 0.1%, rate: 100Mbit, limit: 300}`+queue+`}`, 1)
 }
 
 func skipWithoutShellTools(t *testing.T) {
@@ -272,8 +279,21 @@ func qdiscs(t *testing.T, h *netlink.Handle, link netlink.Link) map[string]strin
 				q.Latency, q.Jitter, q.Limit, q.Loss, q.Gap, q.Duplicate, q.ReorderProb, q.CorruptProb, q.Rate64, q.DelayCorr, q.LossCorr, q.DuplicateCorr)
 		case *netlink.Tbf:
 			desc += fmt.Sprintf(" rate=%d limit=%d buffer=%d peak=%d minburst=%d", q.Rate, q.Limit, q.Buffer, q.Peakrate, q.Minburst)
+		case *netlink.Htb:
+			desc += fmt.Sprintf(" defcls=%d r2q=%d", q.Defcls, q.Rate2Quantum)
+		case *netlink.FqCodel:
+			desc += fmt.Sprintf(" target=%d interval=%d limit=%d ecn=%d", q.Target, q.Interval, q.Limit, q.ECN)
 		}
 		out[fmt.Sprintf("%x/%x", a.Handle, a.Parent)] = desc
+	}
+	classes, err := h.ClassList(link, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range classes {
+		if hc, ok := c.(*netlink.HtbClass); ok {
+			out[fmt.Sprintf("class %x/%x", hc.Handle, hc.Parent)] = fmt.Sprintf("htb rate=%d ceil=%d buffer=%d cbuffer=%d", hc.Rate, hc.Ceil, hc.Buffer, hc.Cbuffer)
+		}
 	}
 	return out
 }

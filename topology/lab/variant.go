@@ -231,24 +231,24 @@ func impairChanges(l *spec.Lab, f, n *spec.Node) []Step {
 	var steps []Step
 	for _, i := range n.Interfaces {
 		old := f.Interface(i.Name)
-		if fmt.Sprint(old.Impair) == fmt.Sprint(i.Impair) {
+		if fmt.Sprint(old.Impair) == fmt.Sprint(i.Impair) && fmt.Sprint(old.Queue) == fmt.Sprint(i.Queue) {
 			continue
 		}
-		name, shell := fmt.Sprintf("clear the impairment of %s:%s", n.Name, i.Name), qdisc.ShellClear(l.Namespace(n.Name), i.Name)
-		if i.Impair != nil {
-			name, shell = fmt.Sprintf("impair %s:%s (%s %s)", n.Name, i.Name, i.Impair.Qdisc(), i.Impair), qdisc.Shell(l.Namespace(n.Name), i.Name, i.Impair, mtuOf(i))
+		name, shell := fmt.Sprintf("clear the impairment of %s:%s", n.Name, i.Name), []string{qdisc.ShellClear(l.Namespace(n.Name), i.Name)}
+		if i.Impair != nil || i.Queue != nil {
+			name, shell = egressName(n, i), qdisc.ShellTree(l.Namespace(n.Name), i.Name, i.Impair, i.Queue, mtuOf(i))
 		}
-		steps = append(steps, Step{Name: name, Shell: func() []string { return []string{shell} }, Do: func(d *deployer) error {
+		steps = append(steps, Step{Name: name, Shell: func() []string { return shell }, Do: func(d *deployer) error {
 			h := d.handles[n.Name]
 			link, err := nlsafe.LinkByName(h, i.Name)
 			if err != nil {
 				return fmt.Errorf("find %s:%s: %w", n.Name, i.Name, err)
 			}
-			if i.Impair == nil {
+			if i.Impair == nil && i.Queue == nil {
 				_, err = qdisc.Clear(h, link)
 				return err
 			}
-			return qdisc.Set(h, link, i.Impair)
+			return d.inNS(n.Name, func(x *ns.NS) error { return qdisc.SetTree(x.Do, h, link, i.Impair, i.Queue) })
 		}})
 	}
 	return steps

@@ -24,7 +24,7 @@ nodes:
     nat:
       - masquerade: e1
     interfaces:
-      e0: {addresses: [10.7.1.254/24], impair: {rate: 200Mbit}}
+      e0: {addresses: [10.7.1.254/24], impair: {rate: 200Mbit}, qdisc: {kind: pfifo, limit: 100}}
       e1: {addresses: [10.7.2.254/24]}
   s:
     interfaces:
@@ -39,7 +39,7 @@ variants:
       sysctls: {net.ipv4.ip_default_ttl: 33, net.ipv4.conf.all.rp_filter: 1}
       interfaces:
         e0: {impair: null}
-        e1: {impair: {rate: 50Mbit}, queues: 2}
+        e1: {impair: {rate: 50Mbit}, qdisc: {kind: htb, rate: 20Mbit}, queues: 2}
       nat: []
       firewall: {policy: accept, rules: [{drop: {port: 9}}, {accept: {state: [established]}}]}
       cpus: [1]
@@ -94,6 +94,9 @@ func TestPrivilegedVariantAndBack(t *testing.T) {
 	tuned := snapshot(t, f)
 	if q := tuned["r/queues/e1"]; !strings.Contains(q, "Rx:2 Tx:2 RPS:[1 1]") {
 		t.Errorf("r:e1 under the variant: %s, want 2 queues, each with RPS on cpu 1", q)
+	}
+	if q := fresh["r/qdisc/e0/100000/10001"] + "|" + tuned["r/qdisc/e0/10000/ffffffff"] + "|" + tuned["r/qdisc/e1/100000/10001"]; !strings.HasPrefix(q, "pfifo|pfifo|htb") {
+		t.Errorf("queues (pfifo under r:e0's tbf; the variant: pfifo alone on e0, htb under e1's tbf): %q", q)
 	}
 	changed := diffKeys(fresh, tuned)
 	for _, want := range []string{"r/sysctl/net/ipv4/ip_default_ttl", "r/sysctl/net/ipv4/conf/all/rp_filter", "r/queues/e0", "r/queues/e1", "r/qdisc/e0/", "r/qdisc/e1/", "r/nft/"} {

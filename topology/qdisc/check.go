@@ -9,11 +9,13 @@ import (
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
 )
 
 // configs names the kernel option behind each qdisc kind nslab uses.
-var configs = map[string]string{"netem": "CONFIG_NET_SCH_NETEM", "tbf": "CONFIG_NET_SCH_TBF"}
+var configs = map[string]string{"netem": "CONFIG_NET_SCH_NETEM", "tbf": "CONFIG_NET_SCH_TBF", "pfifo": "CONFIG_NET_SCHED",
+	"fq_codel": "CONFIG_NET_SCH_FQ_CODEL", "fq": "CONFIG_NET_SCH_FQ", "cake": "CONFIG_NET_SCH_CAKE", "htb": "CONFIG_NET_SCH_HTB"}
 
 // MissingError says that the kernel lacks a qdisc kind, with what was
 // measured: the kernel configuration's line and why loading the module
@@ -41,6 +43,35 @@ func Check(kind string) error {
 	if probe == nil {
 		return fmt.Errorf("qdisc kind %q is not one nslab uses", kind)
 	}
+	return check(kind, func(h *netlink.Handle) error {
+		return h.QdiscAdd(Build(probe, 1, 65536)) // lo is ifindex 1 in every namespace
+	})
+}
+
+// CheckQueue is Check for a queue discipline's kind (spec.QueueKinds).
+func CheckQueue(kind string) error {
+	if configs[kind] == "" || kind == "netem" || kind == "tbf" {
+		return fmt.Errorf("queue discipline %q is not one nslab uses", kind)
+	}
+	q := &spec.Queue{Kind: kind, Rate: 1e6}
+	return check(kind, func(h *netlink.Handle) error {
+		if kind == "htb" {
+			return h.QdiscAdd(netlink.NewHtb(netlink.QdiscAttrs{LinkIndex: 1, Parent: netlink.HANDLE_ROOT, Handle: rootHandle}))
+		}
+		req := nl.NewNetlinkRequest(unix.RTM_NEWQDISC, unix.NLM_F_CREATE|unix.NLM_F_EXCL|unix.NLM_F_ACK)
+		req.AddData(&nl.TcMsg{Family: nl.FAMILY_ALL, Ifindex: 1, Handle: rootHandle, Parent: netlink.HANDLE_ROOT})
+		req.AddData(nl.NewRtAttr(nl.TCA_KIND, nl.ZeroTerminated(kind)))
+		if opts := queueOptions(q); opts != nil {
+			req.AddData(opts)
+		}
+		return send(req.Serialize())
+	})
+}
+
+// check adds a qdisc of kind with add, from a thread in a scratch
+// namespace; when the kernel has no such kind, it loads the module and
+// tries again.
+func check(kind string, add func(h *netlink.Handle) error) error {
 	try := func() error {
 		return ns.Scratch(func() error {
 			h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
@@ -48,7 +79,7 @@ func Check(kind string) error {
 				return err
 			}
 			defer h.Close()
-			return h.QdiscAdd(Build(probe, 1, 65536)) // lo is ifindex 1 in every namespace
+			return add(h)
 		})
 	}
 	err := try()

@@ -3,6 +3,8 @@ package qdisc
 import (
 	"errors"
 	"os"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -77,6 +79,96 @@ func TestPrivilegedSetReadClear(t *testing.T) {
 		}
 		if st, err := Read(h, link); err != nil || st != nil {
 			t.Errorf("after clear: %v %v", st, err)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestShellTree(t *testing.T) {
+	for _, c := range []struct {
+		m    *spec.Impair
+		q    spec.Queue
+		want []string
+	}{
+		{nil, spec.Queue{Kind: "pfifo", Limit: 50}, []string{"tc -n n1 qdisc add dev e0 root handle 1: pfifo limit 50"}},
+		{&spec.Impair{Rate: 5e6}, spec.Queue{Kind: "fq_codel", Target: 5 * time.Millisecond, Interval: 100 * time.Millisecond, Limit: 1000}, []string{
+			"tc -n n1 qdisc replace dev e0 root handle 1: tbf rate 5Mbit burst 6250 limit 1514000",
+			"tc -n n1 qdisc add dev e0 parent 1:1 handle 10: fq_codel limit 1000 target 5ms interval 100ms"}},
+		{nil, spec.Queue{Kind: "htb", Rate: 5e6}, []string{"tc -n n1 qdisc add dev e0 root handle 1: htb default 1",
+			"tc -n n1 class add dev e0 parent 1: classid 1:1 htb rate 5Mbit ceil 5Mbit"}},
+		{nil, spec.Queue{Kind: "cake"}, []string{"tc -n n1 qdisc add dev e0 root handle 1: cake unlimited"}},
+		{nil, spec.Queue{Kind: "fq", Limit: 100}, []string{"tc -n n1 qdisc add dev e0 root handle 1: fq plimit 100"}},
+	} {
+		if got := ShellTree("n1", "e0", c.m, &c.q, 1500); !slices.Equal(got, c.want) {
+			t.Errorf("%s:\n got  %q\n want %q", &c.q, got, c.want)
+		}
+	}
+}
+
+// TestPrivilegedTree sets queues on a veth in a scratch namespace, alone
+// and under a tbf, and reads the tree back; fq_codel, fq and cake where
+// the kernel has them (the VM), and otherwise the refusal names the
+// kernel option.
+func TestPrivilegedTree(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
+	cases := []struct {
+		m *spec.Impair
+		q spec.Queue
+	}{{nil, spec.Queue{Kind: "pfifo", Limit: 50}}, {&spec.Impair{Rate: 10e6}, spec.Queue{Kind: "pfifo", Limit: 64}}, {nil, spec.Queue{Kind: "htb", Rate: 5e6, Ceil: 10e6}},
+		{&spec.Impair{Rate: 10e6}, spec.Queue{Kind: "htb", Rate: 5e6}}}
+	for _, kind := range []string{"fq_codel", "fq", "cake"} {
+		err := CheckQueue(kind)
+		var missing *MissingError
+		switch {
+		case err == nil:
+			cases = append(cases, struct {
+				m *spec.Impair
+				q spec.Queue
+			}{&spec.Impair{Rate: 5e6}, spec.Queue{Kind: kind, Limit: 500, Target: 5 * time.Millisecond}})
+		case errors.As(err, &missing) && strings.Contains(err.Error(), configs[kind]):
+			t.Logf("%s not checked: %v", kind, err)
+		default:
+			t.Errorf("%s: %v", kind, err)
+		}
+	}
+	here := func(f func() error) error { return f() }
+	err := ns.Scratch(func() error {
+		h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
+		if err != nil {
+			return err
+		}
+		defer h.Close()
+		if err := h.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "q0"}, PeerName: "q1"}); err != nil {
+			return err
+		}
+		link, err := h.LinkByName("q0")
+		if err != nil {
+			return err
+		}
+		for _, c := range cases {
+			if c.q.Kind == "fq_codel" || c.q.Kind == "fq" {
+				c.q.Target = 0
+			}
+			if c.q.Kind == "fq" || c.q.Kind == "cake" {
+				c.q.Target, c.q.Limit = 0, 0
+			}
+			if err := SetTree(here, h, link, c.m, &c.q); err != nil {
+				return err
+			}
+			st, err := Read(h, link)
+			switch {
+			case err != nil:
+				return err
+			case c.m == nil && (st == nil || st.Kind != c.q.Kind || st.Child != ""):
+				t.Errorf("%s alone: read back %v", &c.q, st)
+			case c.m != nil && (st == nil || st.Kind != "tbf" || st.Child != c.q.Kind):
+				t.Errorf("%s under %s: read back %v", &c.q, c.m, st)
+			}
 		}
 		return nil
 	})

@@ -16,6 +16,9 @@ type State struct {
 	// Impair is what a netem or tbf root does, read back from the kernel;
 	// nil for other kinds.
 	Impair *spec.Impair
+	// Child is the kind of the queue under a netem or tbf root ("" when
+	// it has none of nslab's: tbf's own byte fifo, netem's tfifo).
+	Child string
 	Counters
 }
 
@@ -34,10 +37,14 @@ func (c Counters) Sub(o Counters) Counters {
 
 // String says the root qdisc in tc's words: "netem delay 20ms loss 1%".
 func (s *State) String() string {
-	if s.Impair == nil {
-		return s.Kind
+	out := s.Kind
+	if s.Impair != nil {
+		out += " " + s.Impair.String()
 	}
-	return s.Kind + " " + s.Impair.String()
+	if s.Child != "" {
+		out += ", queue " + s.Child
+	}
+	return out
 }
 
 // Read returns link's root qdisc, or nil when it has none of its own (the
@@ -47,18 +54,32 @@ func Read(h *netlink.Handle, link netlink.Link) (*State, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read the qdiscs of %s: %w", link.Attrs().Name, err)
 	}
+	var st *State
+	var child netlink.Qdisc
 	for _, q := range qs {
 		a := q.Attrs()
-		if a.Parent != netlink.HANDLE_ROOT || a.LinkIndex != link.Attrs().Index || q.Type() == "noqueue" {
-			continue
+		switch {
+		case a.LinkIndex != link.Attrs().Index || q.Type() == "noqueue":
+		case a.Parent == netlink.HANDLE_ROOT:
+			st = &State{Kind: q.Type(), Impair: impairOf(q, link.Attrs().MTU), Counters: countersOf(q)}
+		case a.Parent == netlink.MakeHandle(1, 1) && a.Handle == childHandle:
+			child = q
 		}
-		st := &State{Kind: q.Type(), Impair: impairOf(q, link.Attrs().MTU)}
-		if s := a.Statistics; s != nil && s.Basic != nil && s.Queue != nil {
-			st.Counters = Counters{Packets: s.Basic.Packets, Drops: s.Queue.Drops, Qlen: s.Queue.Qlen}
-		}
-		return st, nil
 	}
-	return nil, nil
+	if st != nil && child != nil {
+		// A drop at the child's enqueue counts at the root too; codel's
+		// drops at dequeue count at the child alone: the larger holds both.
+		st.Child, st.Drops = child.Type(), max(st.Drops, countersOf(child).Drops)
+	}
+	return st, nil
+}
+
+// countersOf reads a qdisc's counters.
+func countersOf(q netlink.Qdisc) Counters {
+	if s := q.Attrs().Statistics; s != nil && s.Basic != nil && s.Queue != nil {
+		return Counters{Packets: s.Basic.Packets, Drops: s.Queue.Drops, Qlen: s.Queue.Qlen}
+	}
+	return Counters{}
 }
 
 // impairOf reads an impairment back from a netem or tbf qdisc.

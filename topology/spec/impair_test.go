@@ -85,3 +85,42 @@ func TestProgramRules(t *testing.T) {
 		}
 	}
 }
+
+// TestQueue: qdisc: is a kind alone or a kind with the settings it takes;
+// every other form is refused at its place.
+func TestQueue(t *testing.T) {
+	src := string(mustSource(t))
+	from := "veth2: {addresses: [10.0.2.254/24]}"
+	parse := func(q string) (*Lab, error) {
+		return Parse("x.yaml", []byte(strings.Replace(src, from, "veth2: {addresses: [10.0.2.254/24], "+q+"}", 1)))
+	}
+	for q, want := range map[string]string{
+		"qdisc: fq_codel": "fq_codel",
+		"impair: {rate: 5Mbit}, qdisc: {kind: fq_codel, target: 5ms, interval: 100ms, limit: 1000}": "fq_codel limit 1000 target 5ms interval 100ms",
+		"qdisc: {kind: pfifo, limit: 1000}":             "pfifo limit 1000",
+		"qdisc: {kind: htb, rate: 5Mbit, ceil: 10Mbit}": "htb rate 5Mbit ceil 10Mbit",
+		"qdisc: {kind: cake, bandwidth: 5Mbit}":         "cake bandwidth 5Mbit",
+	} {
+		l, err := parse(q)
+		if err != nil {
+			t.Errorf("%s: %v", q, err)
+			continue
+		}
+		if got := l.Node("ns2").Interface("veth2").Queue; got == nil || got.String() != want {
+			t.Errorf("%s: %v, want %s", q, got, want)
+		}
+	}
+	for _, c := range []struct{ q, where, msg string }{
+		{"qdisc: sfq", "x.yaml:25:50: nodes.ns2.interfaces.veth2.qdisc", `qdisc "sfq": use pfifo, fq_codel, fq, cake, htb`},
+		{"qdisc: {kind: pfifo, target: 5ms}", "nodes.ns2.interfaces.veth2.qdisc.target", "pfifo takes no target: (it takes limit)"},
+		{"qdisc: {kind: htb}", "nodes.ns2.interfaces.veth2.qdisc", "htb needs rate:"},
+		{"qdisc: {kind: htb, rate: 5Mbit, ceil: 1Mbit}", "nodes.ns2.interfaces.veth2.qdisc.ceil", "ceil 1Mbit is below rate 5Mbit"},
+		{"qdisc: {limit: 5}", "nodes.ns2.interfaces.veth2.qdisc", "missing kind:"},
+		{"qdisc: {kind: fq_codel, target: soon}", "nodes.ns2.interfaces.veth2.qdisc.target", `target "soon"`},
+	} {
+		_, err := parse(c.q)
+		if err == nil || !strings.Contains(err.Error(), c.where) || !strings.Contains(err.Error(), c.msg) {
+			t.Errorf("%s: got %v, want %s: %s", c.q, err, c.where, c.msg)
+		}
+	}
+}

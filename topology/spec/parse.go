@@ -293,6 +293,9 @@ func (r *reporter) parseInterface(name string, v *yaml.Node, path string) *Inter
 	if e, ok := f["impair"]; ok {
 		i.Impair = r.parseImpair(e.v, e.path)
 	}
+	if e, ok := f["qdisc"]; ok {
+		i.Queue = r.parseQueue(e.v, e.path)
+	}
 	return i
 }
 

@@ -137,6 +137,7 @@ var ifaceDef = mapping{def: "interface", title: "an interface of a node", nullab
 	{"mtu", "integer 68-65535, default the kernel's (1500)", intRange(68, 65535)},
 	{"queues", "integer 1-256, default 1: rx and tx queues of a veth end", intRange(1, MaxQueues)},
 	{"impair", "impairment: what the link does to what this interface sends", ref("impair")},
+	{"qdisc", "queue discipline of what it sends: pfifo, fq_codel, fq, cake or htb, or {kind, settings}; under an impairment, the queue in front of it", map[string]any{"oneOf": []any{enum(QueueKinds...), ref("queue")}}},
 	{"macvlan", "{parent: IF, mode: bridge|private|vepa|passthru}: a macvlan over another interface of the node (mode default bridge)", ref("macvlan")},
 	{"vlan", "{parent: IF, id: 1-4094}: an 802.1Q sub-interface", ref("vlan")},
 	{"bond", "{ports: [IF, ...], mode: MODE, miimon: MS}: a bond (mode default balance-rr, miimon default 100)", ref("bond")},
@@ -204,6 +205,16 @@ var impairDef = mapping{def: "impair", title: "an impairment (netem, or tbf for 
 	{"corrupt", "percentage", text},
 	{"rate", "bit rate (10Mbit, 512kbit; bps spellings are refused)", text},
 	{"limit", "integer, default 1000: packets queued at most", intRange(1, 1<<31-1)},
+}}
+
+var queueDef = mapping{def: "queue", title: "a queue discipline (a kind alone, or kind with its settings)", keys: []key{
+	{"kind", "pfifo, fq_codel, fq, cake or htb, required", enum(QueueKinds...)},
+	{"limit", "integer: packets held at most (pfifo, fq_codel, fq)", intRange(1, 1<<20)},
+	{"target", "duration (5ms): fq_codel's acceptable queue delay", text},
+	{"interval", "duration (100ms): fq_codel's interval", text},
+	{"bandwidth", "bit rate: cake's shaped rate (default unlimited)", text},
+	{"rate", "bit rate, required for htb: its class's rate", text},
+	{"ceil", "bit rate, default the rate: htb's class may borrow up to it", text},
 }}
 
 var linkDef = mapping{def: "link", title: "a link", required: []string{"endpoints"}, keys: []key{
@@ -288,6 +299,7 @@ var variantNodeDef = mapping{def: "variantNode", title: "what a variant changes 
 
 var variantIfaceDef = mapping{def: "variantInterface", title: "what a variant changes on an interface", nullable: true, keys: []key{
 	{"impair", "impairment, or null for none", nullable(ref("impair"))},
+	{"qdisc", "queue discipline, or null for none", nullable(map[string]any{"oneOf": []any{enum(QueueKinds...), ref("queue")}})},
 	{"queues", "integer 1-256, or null for the kernel's", nullable(intRange(1, MaxQueues))},
 }}
 
@@ -313,7 +325,7 @@ var (
 
 // mappings are every mapping of the file, the lab first.
 var mappings = []*mapping{&labDef, &hostDef, &nodeDef, &forwardingDef, &ifaceDef, &macvlanDef, &vlanDef, &bondDef, &vrfDef,
-	&bridgeDef, &portVLANsDef, &routeDef, &ruleDef, &impairDef, &linkDef, &segmentDef, &expectDef, &trafficDef, &tcpDef, &mixPartDef, &pfDef, &vfDef,
+	&bridgeDef, &portVLANsDef, &routeDef, &ruleDef, &impairDef, &queueDef, &linkDef, &segmentDef, &expectDef, &trafficDef, &tcpDef, &mixPartDef, &pfDef, &vfDef,
 	&variantNodeDef, &variantIfaceDef, &masqueradeDef, &snatDef, &dnatDef, &filterDef, &firewallDef, &fileDef, &frrDef, &birdDef, &limitsDef}
 
 // keysOf is a mapping's key names, in order: the parser's key list.

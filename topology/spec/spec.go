@@ -203,6 +203,7 @@ type Interface struct {
 	Peer       Endpoint // the other end of its link; zero for all but veth ends
 	MACDerived bool     // MAC was not in the file: nslab derived it
 	Impair     *Impair  // what the link does to what it sends; nil: nothing
+	Queue      *Queue   // its queue discipline (under Impair when both); nil: the default
 	// What a made interface is made of: the one of these its Kind names
 	// is set, the others are nil.
 	Macvlan *Macvlan
