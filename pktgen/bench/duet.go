@@ -61,6 +61,8 @@ func (req *Request) duetRefusal() error {
 		return &FieldError{"duet", fmt.Errorf("lab %s spans hosts or hands SR-IOV devices to nodes: its twin would need a second set of them", req.Lab.Name)}
 	case req.Search != nil || req.MLR != nil || req.RFC2544 != nil || len(req.LatencyAt) > 0:
 		return &FieldError{"duet", errors.New("a duet measures runs, not searches: two searches at once would not keep in step")}
+	case req.Traffic != nil && req.Traffic.TCP != nil:
+		return &FieldError{"duet", errors.New("a TCP run's flows take what CPU they can: two labs' flows at once would share the CPUs unevenly, not alike")}
 	}
 	return nil
 }

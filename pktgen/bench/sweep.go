@@ -150,8 +150,8 @@ func Sweep(ctx context.Context, m *lab.Manager, req Request) (out *Outcome, err 
 }
 
 // checkTCP refuses, for TCP runs (tcp:), what measures UDP frames only:
-// searches of a rate, latency by sequence number, events, several runs at
-// once, repeats and variants.
+// searches of a rate, latency by sequence number, events and several runs
+// at once.
 func (req Request) checkTCP() error {
 	tcp := req.Traffic != nil && req.Traffic.TCP != nil
 	for _, t := range req.Streams {
@@ -168,8 +168,6 @@ func (req Request) checkTCP() error {
 		{len(req.LatencyAt) > 0 || req.Latency, "latency by sequence number (--latency, --latency-at)"},
 		{len(req.Events) > 0, "events (--event)"},
 		{len(req.Streams) > 1, "other runs at once (several --traffic, a group)"},
-		{req.Repeat > 1, "repeats (--repeat)"},
-		{len(req.Variants) > 0, "variants (--variants)"},
 		{len(req.Measure) > 0, "measured interfaces (--measure)"},
 	} {
 		if c.set {
@@ -238,7 +236,10 @@ func (req Request) one(ctx context.Context, b *Bench, frame int, which string, s
 			}
 		}
 	default:
-		if sweep || req.Repeat > 1 {
+		switch {
+		case req.Traffic.TCP != nil && req.Repeat > 1:
+			req.progress("%s %d TCP flow(s)\n", which, req.Traffic.TCP.Flows)
+		case sweep || req.Repeat > 1:
 			req.progress("%s frame %d bytes\n", which, frame)
 		}
 		var rep *report.Report

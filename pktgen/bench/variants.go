@@ -187,6 +187,9 @@ func (req Request) compareVariants(files map[string]*report.ResultsFile, plan st
 // in ns (5.7-6.1% a pair against 3.7-4.0%, the NAT example's duet).
 func (req Request) decisionFigure(rf *report.ResultsFile, placed bool) (report.FigureKey, error) {
 	frame := req.Traffic.Frames[0]
+	if req.Traffic.TCP != nil {
+		frame = 0 // a TCP run has no frame size
+	}
 	var names []string
 	for k := range rf.Figures {
 		if k.Frame == frame {
@@ -194,7 +197,9 @@ func (req Request) decisionFigure(rf *report.ResultsFile, placed bool) (report.F
 		}
 	}
 	want := []string{req.Figure}
-	if req.Figure == "" {
+	if req.Figure == "" && req.Traffic.TCP != nil {
+		want = []string{"goodput_mbps"} // a TCP run: what the flows delivered (--figure loaded_latency_p99_ns for latency under load)
+	} else if req.Figure == "" {
 		want = []string{"router_relative_cost", "router_ns_per_packet", "pps", "throughput_pps"}
 		if !placed || req.changesReceiver() {
 			want = want[1:]

@@ -359,7 +359,11 @@ func (c *Comparison) decisionLines(ew *errWriter, pre, post string) {
 	if d == nil {
 		return
 	}
-	ew.printf("%sdecision on %s (traffic %s, %d bytes): %s%s\n", pre, d.Figure, d.Traffic, d.Frame, d.Decision, post)
+	size := fmt.Sprintf("%d bytes", d.Frame)
+	if d.Frame == 0 {
+		size = "TCP flows" // a TCP run has no frame size
+	}
+	ew.printf("%sdecision on %s (traffic %s, %s): %s%s\n", pre, d.Figure, d.Traffic, size, d.Decision, post)
 	ew.printf("  how: %s; %d pairs", d.Method, d.Pairs)
 	if d.Look > 0 {
 		ew.printf(", decided at look %d", d.Look)

@@ -25,6 +25,9 @@ type figures map[string]float64
 // runFigures are a measured run's figures: the receiver's rate, the loss,
 // and the latency percentiles when measured.
 func runFigures(r *Report) figures {
+	if r.TCP != nil {
+		return tcpFigures(r.TCP)
+	}
 	f := figures{"pps": r.PPS, "loss_pct": r.LossPct}
 	if c := r.Cost; c != nil {
 		if c.Packets > 0 {
@@ -42,6 +45,19 @@ func runFigures(r *Report) figures {
 	}
 	if l := r.Latency; l != nil && l.Samples > 0 {
 		f["latency_p50_ns"], f["latency_p99_ns"], f["latency_max_ns"] = float64(l.P50Ns), float64(l.P99Ns), float64(l.MaxNs)
+	}
+	return f
+}
+
+// tcpFigures are a TCP run's figures: goodput, retransmissions, and the
+// probe's latency under load with its ratio to idle.
+func tcpFigures(t *TCPRun) figures {
+	f := figures{"goodput_mbps": t.Total.GoodputMbps, "retransmitted": float64(t.Losses.Retransmitted), "srtt_ns": float64(t.Total.SRTT)}
+	if l := t.Latency; l != nil && l.Loaded != nil && l.Loaded.Samples > 0 {
+		f["loaded_latency_p50_ns"], f["loaded_latency_p99_ns"] = float64(l.Loaded.P50Ns), float64(l.Loaded.P99Ns)
+		if l.RatioP99 > 0 {
+			f["latency_ratio_p99"] = l.RatioP99
+		}
 	}
 	return f
 }
