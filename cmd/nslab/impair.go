@@ -32,6 +32,7 @@ func impairCommand(run func(context.Context, *impairOptions) error) *cli.Command
 			&cli.StringFlag{Name: "delay", Usage: "delay `D`, e.g. 20ms"},
 			&cli.StringFlag{Name: "jitter", Usage: "jitter `D` of the delay, e.g. 5ms"},
 			&cli.StringFlag{Name: "loss", Usage: "packets lost, e.g. 1%"},
+			&cli.StringFlag{Name: "burst", Usage: "with --loss: lost in runs of `N` packets on average (netem's Gilbert-Elliott model), e.g. 4"},
 			&cli.StringFlag{Name: "duplicate", Usage: "packets duplicated, e.g. 0.1%"},
 			&cli.StringFlag{Name: "reorder", Usage: "packets sent ahead of the delayed rest, e.g. 1% (needs --delay)"},
 			&cli.StringFlag{Name: "corrupt", Usage: "packets with a bit flipped, e.g. 0.1%"},
@@ -80,7 +81,7 @@ func impair(r *lab.Running, ep spec.Endpoint, o *impairOptions) error {
 // impairFlags reads the impairment the flags describe; nil with --clear.
 func impairFlags(c *cli.Context) (*spec.Impair, error) {
 	set := 0
-	for _, f := range []string{"delay", "jitter", "loss", "duplicate", "reorder", "corrupt", "rate", "limit"} {
+	for _, f := range []string{"delay", "jitter", "loss", "burst", "duplicate", "reorder", "corrupt", "rate", "limit"} {
 		if c.IsSet(f) {
 			set++
 		}

@@ -2,6 +2,7 @@ package receive
 
 import (
 	"encoding/binary"
+	"reflect"
 	"testing"
 
 	"golang.org/x/net/bpf"
@@ -153,8 +154,10 @@ func TestTracker(t *testing.T) {
 	}
 	tr.Add(1, 5, 10*ms, 9*ms) // received before it was sent: a clock stepped
 	s := tr.Sequence(1, map[int]uint64{0: 10, 1: 5})
-	want := Sequence{UniqueReceived: 7 + 1, Lost: 3 + 4, Duplicates: 1, Reordered: 1, LongestGapPackets: 3, LongestGapNs: 4 * ms}
-	if *s != want {
+	// The runs of losses: 4-6 of thread 0, 1-4 of thread 1.
+	want := Sequence{UniqueReceived: 7 + 1, Lost: 3 + 4, Duplicates: 1, Reordered: 1, LongestGapPackets: 3, LongestGapNs: 4 * ms,
+		LossRuns: map[uint64]uint64{3: 1, 4: 1}, MeanLossRun: 3.5}
+	if !reflect.DeepEqual(*s, want) {
 		t.Errorf("sequence\n got %+v\nwant %+v", *s, want)
 	}
 	other := NewTracker()

@@ -63,6 +63,11 @@ type Sequence struct {
 	// Outside counts packets whose sequence number the sender never
 	// used in this run (another run's packets, still on the path).
 	Outside uint64 `json:"outside,omitempty"`
+	// LossRuns counts the runs of consecutive lost sequence numbers by
+	// their length (a histogram: length -> runs), and MeanLossRun is
+	// their mean length: loss in bursts shows as long runs.
+	LossRuns    map[uint64]uint64 `json:"loss_runs,omitempty"`
+	MeanLossRun float64           `json:"mean_loss_run,omitempty"`
 }
 
 // Tracker accounts for the packets of one run as they arrive. It is not
@@ -168,6 +173,14 @@ func (t *Tracker) Sequence(first uint32, sent map[int]uint64) *Sequence {
 		if st.gap > s.LongestGapPackets {
 			s.LongestGapPackets, s.LongestGapNs = st.gap, st.gapNs
 		}
+		st.lossRuns(first, n, s)
+	}
+	var runs, lost uint64
+	for length, k := range s.LossRuns {
+		runs, lost = runs+k, lost+length*k
+	}
+	if runs > 0 {
+		s.MeanLossRun = float64(lost) / float64(runs)
 	}
 	for thread, st := range t.threads {
 		if _, ok := sent[thread]; !ok { // a thread the sender did not have
@@ -221,6 +234,31 @@ func (s *seqState) add(seq uint32, rxNs int64) {
 		}
 		s.highest, s.highestRx = seq, rxNs
 	}
+}
+
+// lossRuns adds the runs of sequence numbers in [first, first+n) never
+// seen to out.LossRuns, by length.
+func (s *seqState) lossRuns(first uint32, n uint64, out *Sequence) {
+	var run uint64
+	end := func() {
+		if run > 0 {
+			if out.LossRuns == nil {
+				out.LossRuns = map[uint64]uint64{}
+			}
+			out.LossRuns[run]++
+			run = 0
+		}
+	}
+	for i := uint64(0); i < n; i++ {
+		seq := uint64(first) + i
+		page := s.pages[uint32(seq/pageBits)]
+		if page != nil && page[(seq%pageBits)/64]&(uint64(1)<<(seq%64)) != 0 {
+			end()
+		} else {
+			run++
+		}
+	}
+	end()
 }
 
 // unique counts the sequence numbers seen in [first, first+n), and those

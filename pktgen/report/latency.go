@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -23,6 +24,9 @@ func (r *Report) latencyLines(ew *errWriter) {
 			ew.printf(" (the path's named copies: %d)", r.NamedAdded)
 		}
 		ew.printf(", %d reordered; longest gap %d packets (%s)\n", s.Reordered, s.LongestGapPackets, nsString(float64(s.LongestGapNs)))
+		if len(s.LossRuns) > 0 {
+			ew.printf("runs of losses (length x runs): %s; mean run %.2f packets\n", lossRunsLine(s.LossRuns), s.MeanLossRun)
+		}
 	} else if r.SequenceNote != "" {
 		ew.printf("%s\n", r.SequenceNote)
 	}
@@ -86,4 +90,22 @@ func (r *Report) sequenceCell() string {
 		return "-"
 	}
 	return fmt.Sprintf("%d / %d / %d", s.Lost, s.Duplicates, s.Reordered)
+}
+
+// lossRunsLine is a loss-run histogram, shortest first: "1x812 2x95 3x12".
+func lossRunsLine(h map[uint64]uint64) string {
+	lengths := make([]uint64, 0, len(h))
+	for l := range h {
+		lengths = append(lengths, l)
+	}
+	slices.Sort(lengths)
+	var parts []string
+	for i, l := range lengths {
+		if i == 12 {
+			parts = append(parts, fmt.Sprintf("... (%d lengths more, up to %d)", len(lengths)-12, lengths[len(lengths)-1]))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("%dx%d", l, h[l]))
+	}
+	return strings.Join(parts, " ")
 }

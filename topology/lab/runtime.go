@@ -1,6 +1,8 @@
 package lab
 
 import (
+	"fmt"
+
 	"github.com/nslab/nslab/topology/lab/live"
 	"github.com/nslab/nslab/topology/qdisc"
 	"github.com/nslab/nslab/topology/spec"
@@ -19,6 +21,16 @@ func (r *Running) Handle(node string) *netlink.Handle {
 		return n.Handle
 	}
 	return nil
+}
+
+// Do runs fn on a thread in node's namespace (an error: no such node
+// here).
+func (r *Running) Do(node string, fn func() error) error {
+	n := r.nodes[node]
+	if n == nil {
+		return fmt.Errorf("lab %s has no node %s on this host", r.Lab.Name, node)
+	}
+	return n.NS.Do(fn)
 }
 
 // Impair makes m the impairment of interface ep (see live.Impair).

@@ -23,6 +23,7 @@ func TestShellLines(t *testing.T) {
 		{spec.Impair{Rate: 64e3, Limit: 10}, "tc -n n1 qdisc replace dev e0 root handle 1: tbf rate 64kbit burst 1514 limit 15140"},
 		{spec.Impair{Delay: 20 * time.Millisecond, Jitter: 1500 * time.Microsecond, Loss: 1, Duplicate: 0.1, Reorder: 2, Corrupt: 0.5, Rate: 10e6},
 			"tc -n n1 qdisc replace dev e0 root handle 1: netem delay 20ms 1500us loss 1% duplicate 0.1% reorder 2% corrupt 0.5% rate 10Mbit limit 1000"},
+		{spec.Impair{Loss: 5, LossBurst: 4}, "tc -n n1 qdisc replace dev e0 root handle 1: netem loss gemodel 1.3157894736842106% 25% 100% 0% limit 1000"},
 	} {
 		if got := Shell("n1", "e0", &c.m, 1500); got != c.want {
 			t.Errorf("%s:\n got  %s\n want %s", &c.m, got, c.want)
@@ -121,6 +122,12 @@ func TestPrivilegedTree(t *testing.T) {
 		q spec.Queue
 	}{{nil, spec.Queue{Kind: "pfifo", Limit: 50}}, {&spec.Impair{Rate: 10e6}, spec.Queue{Kind: "pfifo", Limit: 64}}, {nil, spec.Queue{Kind: "htb", Rate: 5e6, Ceil: 10e6}},
 		{&spec.Impair{Rate: 10e6}, spec.Queue{Kind: "htb", Rate: 5e6}}}
+	if Check("netem") == nil { // bursty loss: a raw netem with the Gilbert-Elliott model
+		cases = append(cases, struct {
+			m *spec.Impair
+			q spec.Queue
+		}{&spec.Impair{Loss: 5, LossBurst: 4, Delay: time.Millisecond}, spec.Queue{Kind: "pfifo", Limit: 64}})
+	}
 	for _, kind := range []string{"fq_codel", "fq", "cake"} {
 		err := CheckQueue(kind)
 		var missing *MissingError
@@ -166,7 +173,7 @@ func TestPrivilegedTree(t *testing.T) {
 				return err
 			case c.m == nil && (st == nil || st.Kind != c.q.Kind || st.Child != ""):
 				t.Errorf("%s alone: read back %v", &c.q, st)
-			case c.m != nil && (st == nil || st.Kind != "tbf" || st.Child != c.q.Kind):
+			case c.m != nil && (st == nil || st.Kind != c.m.Qdisc() || st.Child != c.q.Kind || st.Impair.Loss != c.m.Loss || st.Impair.Delay != c.m.Delay):
 				t.Errorf("%s under %s: read back %v", &c.q, c.m, st)
 			}
 		}

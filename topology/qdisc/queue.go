@@ -35,12 +35,19 @@ var childHandle = netlink.MakeHandle(0x10, 0)
 // function on a thread in that namespace (ns.NS.Do), for the raw
 // messages.
 func SetTree(inNS func(func() error) error, h *netlink.Handle, link netlink.Link, m *spec.Impair, q *spec.Queue) error {
-	if m != nil {
+	switch {
+	case m != nil && m.LossBurst > 0:
+		if err := setBursty(inNS, h, link, m); err != nil {
+			return err
+		}
+	case m != nil:
 		if err := Set(h, link, m); err != nil {
 			return err
 		}
-	} else if _, err := Clear(h, link); err != nil {
-		return err
+	default:
+		if _, err := Clear(h, link); err != nil {
+			return err
+		}
 	}
 	if q == nil {
 		return nil

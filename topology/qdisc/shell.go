@@ -29,7 +29,10 @@ func Shell(nsName, ifname string, m *spec.Impair, mtu int) string {
 		name string
 		v    float64
 	}{{"loss", m.Loss}, {"duplicate", m.Duplicate}, {"reorder", m.Reorder}, {"corrupt", m.Corrupt}} {
-		if p.v > 0 {
+		switch {
+		case p.name == "loss" && m.LossBurst > 0:
+			w = append(w, geShell(m)...)
+		case p.v > 0:
 			w = append(w, p.name, units.FormatPercent(p.v))
 		}
 	}

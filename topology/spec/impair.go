@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -20,6 +21,22 @@ type Impair struct {
 	Loss, Duplicate, Reorder, Corrupt float64
 	Rate                              uint64 // bits per second; 0: unlimited
 	Limit                             int    // packets queued at most; 0: DefaultImpairLimit
+	// LossBurst is the mean length of a run of lost packets: Loss is then
+	// the mean of netem's Gilbert-Elliott model (GELoss); 0: each packet
+	// lost on its own, with probability Loss.
+	LossBurst float64
+}
+
+// GELoss is the simple Gilbert model that gives a mean loss of mean
+// percent in runs of burst packets on average, as netem's gemodel takes
+// it (percentages): from the good state, where nothing is lost, to the
+// bad state, where everything is, with probability p; back with
+// probability r. A run of losses is a stay in the bad state, 1/r long on
+// average; the share of packets lost is the share of time in the bad
+// state, p/(p+r). So r = 1/burst and p = r·mean/(100−mean).
+func GELoss(mean, burst float64) (p, r float64) {
+	r = 100 / burst
+	return r * mean / (100 - mean), r
 }
 
 // DefaultImpairLimit is the queue an impairment has when the file sets no
@@ -65,6 +82,9 @@ func (m *Impair) String() string {
 	}{{"loss", m.Loss}, {"duplicate", m.Duplicate}, {"reorder", m.Reorder}, {"corrupt", m.Corrupt}} {
 		if p.v > 0 {
 			w = append(w, p.name+" "+units.FormatPercent(p.v))
+		}
+		if p.name == "loss" && m.LossBurst > 0 {
+			w = append(w, "burst "+strconv.FormatFloat(m.LossBurst, 'f', -1, 64))
 		}
 	}
 	if m.Rate > 0 {
@@ -115,11 +135,16 @@ func (r *reporter) parseImpair(v *yaml.Node, path string) *Impair {
 			}
 		}
 	}
+	bursty := false
+	if e, ok := f["loss"]; ok && e.v.Kind == yaml.MappingNode {
+		m.Loss, m.LossBurst = r.burstyLoss(e.v, e.path)
+		bursty = true
+	}
 	for _, key := range []struct {
 		name string
 		p    *float64
 	}{{"loss", &m.Loss}, {"duplicate", &m.Duplicate}, {"reorder", &m.Reorder}, {"corrupt", &m.Corrupt}} {
-		if e, ok := f[key.name]; ok {
+		if e, ok := f[key.name]; ok && (!bursty || key.name != "loss") {
 			if s, ok := r.str(e.v, e.path, "a percentage such as 1%"); ok {
 				p, err := units.ParsePercent(s)
 				if err != nil {
@@ -149,6 +174,36 @@ func (r *reporter) parseImpair(v *yaml.Node, path string) *Impair {
 	return m
 }
 
+// burstyLoss reads loss: {mean: 5%, burst: 4}: losses in runs of burst
+// packets on average, mean percent of all packets.
+func (r *reporter) burstyLoss(v *yaml.Node, path string) (mean, burst float64) {
+	f := r.fields(v, path, "bursty loss such as {mean: 5%, burst: 4}", keysOf(burstyLossDef)...)
+	if e, ok := f["mean"]; ok {
+		if s, ok := r.str(e.v, e.path, "a percentage such as 5%"); ok {
+			var err error
+			if mean, err = units.ParsePercent(s); err != nil {
+				r.errf(e.path, "%v", err)
+			} else if mean <= 0 || mean >= 100 {
+				r.errf(e.path, "mean %s: give more than 0%% and less than 100%%", s)
+			}
+		}
+	} else {
+		r.errf(path, "missing mean: (the share of packets lost, such as 5%%)")
+	}
+	if e, ok := f["burst"]; ok {
+		if s, ok := r.str(e.v, e.path, "packets, such as 4"); ok {
+			b, err := strconv.ParseFloat(s, 64)
+			if err != nil || b < 1 || b > 1e6 {
+				r.errf(e.path, "burst %q: the mean number of packets lost in a row, 1 or more (such as 4)", s)
+			}
+			burst = b
+		}
+	} else {
+		r.errf(path, "missing burst: (the mean number of packets lost in a row, such as 4; for losses one by one write loss: 5%%)")
+	}
+	return mean, burst
+}
+
 // checkImpair reports the impairment's problem, if any, at its key.
 func (r *reporter) checkImpair(m *Impair, path string, empty bool) {
 	if empty {
@@ -170,13 +225,15 @@ func (m *Impair) Problem() (key, msg string) {
 		return "jitter", fmt.Sprintf("jitter %s is larger than delay %s: some packets' delay would fall below zero; make it at most the delay", FormatDelay(m.Jitter), FormatDelay(m.Delay))
 	case m.Reorder > 0 && m.Delay == 0:
 		return "reorder", "reorder sends some packets at once and delays the rest: set a delay too (delay: 10ms)"
+	case m.LossBurst > 0 && (m.Loss <= 0 || m.Loss >= 100):
+		return "burst", "a burst is of losses: give a loss between 0% and 100% too (loss: {mean: 5%, burst: 4})"
 	}
 	return "", ""
 }
 
 // ImpairKeys are the settings Set takes, as nslab impair's flags and
 // bench --event's impair words name them.
-var ImpairKeys = []string{"delay", "jitter", "loss", "duplicate", "reorder", "corrupt", "rate", "limit"}
+var ImpairKeys = []string{"delay", "jitter", "loss", "burst", "duplicate", "reorder", "corrupt", "rate", "limit"}
 
 // Set reads one setting of an impairment, written as the command line
 // writes it (20ms, 1%, 10Mbit, 1000).
@@ -189,6 +246,11 @@ func (m *Impair) Set(key, value string) error {
 		m.Jitter, err = ParseDelay(value)
 	case "loss":
 		m.Loss, err = units.ParsePercent(value)
+	case "burst":
+		m.LossBurst, err = strconv.ParseFloat(value, 64)
+		if err == nil && (m.LossBurst < 1 || m.LossBurst > 1e6) {
+			err = fmt.Errorf("%q: the mean number of packets lost in a row, 1 or more", value)
+		}
 	case "duplicate":
 		m.Duplicate, err = units.ParsePercent(value)
 	case "reorder":

@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -122,5 +123,47 @@ func TestQueue(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.where) || !strings.Contains(err.Error(), c.msg) {
 			t.Errorf("%s: got %v, want %s: %s", c.q, err, c.where, c.msg)
 		}
+	}
+}
+
+// TestBurstyLoss: loss: {mean, burst} is netem's Gilbert-Elliott model
+// with p and r derived from them (r = 1/burst, p = r·mean/(1-mean)); its
+// mistakes are refused at their places.
+func TestBurstyLoss(t *testing.T) {
+	src := string(mustSource(t))
+	from := "veth2: {addresses: [10.0.2.254/24]}"
+	parse := func(m string) (*Lab, error) {
+		return Parse("x.yaml", []byte(strings.Replace(src, from, "veth2: {addresses: [10.0.2.254/24], impair: "+m+"}", 1)))
+	}
+	l, err := parse("{loss: {mean: 5%, burst: 4}, delay: 10ms}")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := l.Node("ns2").Interface("veth2").Impair
+	if m.Loss != 5 || m.LossBurst != 4 || m.String() != "delay 10ms loss 5% burst 4" {
+		t.Errorf("bursty loss: %+v (%s)", m, m)
+	}
+	if p, r := GELoss(5, 4); r != 25 || math.Abs(p-25*5.0/95) > 1e-12 || math.Abs(100*p/(p+r)-5) > 1e-9 {
+		t.Errorf("GELoss(5%%, 4) = p %v r %v: want r 25%%, a mean of p/(p+r) = 5%%", p, r)
+	}
+	for _, c := range []struct{ m, where, msg string }{
+		{"{loss: {mean: 5%}}", "nodes.ns2.interfaces.veth2.impair.loss", "missing burst:"},
+		{"{loss: {mean: 5%, burst: 0.5}}", "nodes.ns2.interfaces.veth2.impair.loss.burst", `burst "0.5": the mean number of packets lost in a row, 1 or more`},
+		{"{loss: {mean: 0%, burst: 3}}", "nodes.ns2.interfaces.veth2.impair.loss.mean", "give more than 0% and less than 100%"},
+		{"{loss: {mean: 5%, burst: 3, spread: 2}}", "nodes.ns2.interfaces.veth2.impair.loss.spread", "spread"},
+	} {
+		if _, err := parse(c.m); err == nil || !strings.Contains(err.Error(), c.where) || !strings.Contains(err.Error(), c.msg) {
+			t.Errorf("%s: got %v, want %s: %s", c.m, err, c.where, c.msg)
+		}
+	}
+	var cli Impair
+	if err := cli.Set("burst", "0"); err == nil {
+		t.Error("--burst 0 was taken")
+	}
+	if err := cli.Set("burst", "4"); err != nil || cli.LossBurst != 4 {
+		t.Errorf("--burst 4: %v %v", cli.LossBurst, err)
+	}
+	if key, _ := cli.Problem(); key != "burst" {
+		t.Errorf("--burst without --loss: problem %q", key)
 	}
 }

@@ -199,7 +199,7 @@ var ruleDef = mapping{def: "rule", title: "a policy routing rule", required: []s
 var impairDef = mapping{def: "impair", title: "an impairment (netem, or tbf for a rate alone)", keys: []key{
 	{"delay", "duration (20ms, 500us)", text},
 	{"jitter", "duration, not above delay", text},
-	{"loss", "percentage (1%)", text},
+	{"loss", "percentage (1%), or {mean: 5%, burst: 4}: losses in runs of burst packets on average (netem's Gilbert-Elliott model)", map[string]any{"oneOf": []any{text, ref("burstyLoss")}}},
 	{"duplicate", "percentage", text},
 	{"reorder", "percentage; needs a delay", text},
 	{"corrupt", "percentage", text},
@@ -215,6 +215,11 @@ var queueDef = mapping{def: "queue", title: "a queue discipline (a kind alone, o
 	{"bandwidth", "bit rate: cake's shaped rate (default unlimited)", text},
 	{"rate", "bit rate, required for htb: its class's rate", text},
 	{"ceil", "bit rate, default the rate: htb's class may borrow up to it", text},
+}}
+
+var burstyLossDef = mapping{def: "burstyLoss", title: "loss in bursts (netem's Gilbert-Elliott model)", required: []string{"mean", "burst"}, keys: []key{
+	{"mean", "percentage, required: the share of packets lost (5%)", text},
+	{"burst", "number, required, 1 or more: packets lost in a row on average", map[string]any{"type": []any{"number", "string"}}},
 }}
 
 var linkDef = mapping{def: "link", title: "a link", required: []string{"endpoints"}, keys: []key{
@@ -325,7 +330,7 @@ var (
 
 // mappings are every mapping of the file, the lab first.
 var mappings = []*mapping{&labDef, &hostDef, &nodeDef, &forwardingDef, &ifaceDef, &macvlanDef, &vlanDef, &bondDef, &vrfDef,
-	&bridgeDef, &portVLANsDef, &routeDef, &ruleDef, &impairDef, &queueDef, &linkDef, &segmentDef, &expectDef, &trafficDef, &tcpDef, &mixPartDef, &pfDef, &vfDef,
+	&bridgeDef, &portVLANsDef, &routeDef, &ruleDef, &impairDef, &burstyLossDef, &queueDef, &linkDef, &segmentDef, &expectDef, &trafficDef, &tcpDef, &mixPartDef, &pfDef, &vfDef,
 	&variantNodeDef, &variantIfaceDef, &masqueradeDef, &snatDef, &dnatDef, &filterDef, &firewallDef, &fileDef, &frrDef, &birdDef, &limitsDef}
 
 // keysOf is a mapping's key names, in order: the parser's key list.

@@ -23,6 +23,8 @@ type Lab interface {
 	File() *spec.Lab
 	Handle(node string) *netlink.Handle
 	Link(ep spec.Endpoint) (netlink.Link, error)
+	// Do runs a function on a thread in node's namespace.
+	Do(node string, fn func() error) error
 }
 
 // labInterface checks that ep is an interface of the lab a user may
@@ -51,30 +53,41 @@ func labInterface(r Lab, ep spec.Endpoint) (*spec.Interface, error) {
 //
 // Equivalent to: tc -n NS qdisc replace dev IF root handle 1: netem|tbf ...
 func Impair(r Lab, ep spec.Endpoint, m *spec.Impair) error {
-	if _, err := labInterface(r, ep); err != nil {
+	i, err := labInterface(r, ep)
+	if err != nil {
 		return err
 	}
 	link, err := r.Link(ep)
 	if err != nil {
 		return err
 	}
-	if err := qdisc.Set(r.Handle(ep.Node), link, m); err != nil {
+	// The file's queue under it stays (its qdisc:).
+	in := func(fn func() error) error { return r.Do(ep.Node, fn) }
+	if err := qdisc.SetTree(in, r.Handle(ep.Node), link, m, i.Queue); err != nil {
 		return fmt.Errorf("impair %s: %w", ep, err)
 	}
 	return nil
 }
 
 // ClearImpair removes interface ep's impairment and reports whether it had
-// one.
+// one; the file's queue (qdisc:) stays, as the interface's root.
 //
-// Equivalent to: tc -n NS qdisc del dev IF root
+// Equivalent to: tc -n NS qdisc del dev IF root (then the queue's tc line)
 func ClearImpair(r Lab, ep spec.Endpoint) (bool, error) {
-	if _, err := labInterface(r, ep); err != nil {
+	i, err := labInterface(r, ep)
+	if err != nil {
 		return false, err
 	}
 	link, err := r.Link(ep)
 	if err != nil {
 		return false, err
+	}
+	st, err := qdisc.Read(r.Handle(ep.Node), link)
+	if err != nil || st == nil || st.Impair == nil {
+		return false, err // no impairment: its queue, if any, stays
+	}
+	if i.Queue != nil { // the file's queue stays, as the root
+		return true, qdisc.SetTree(func(fn func() error) error { return r.Do(ep.Node, fn) }, r.Handle(ep.Node), link, nil, i.Queue)
 	}
 	return qdisc.Clear(r.Handle(ep.Node), link)
 }
