@@ -152,6 +152,11 @@ func (b *Bench) prepare() error {
 			b.env.Impairments = map[string]string{}
 		}
 		b.env.Impairments[t] = q.String()
+		if q.Impair != nil {
+			st := *q
+			st.Impair = withBurst(q.Impair, b.fileImpair(t))
+			b.env.Impairments[t] = st.String()
+		}
 	}
 	b.env.Engine = tcpEngine
 	if b.eng != nil {
@@ -326,6 +331,7 @@ func (b *Bench) finish(t *spec.Traffic, frame int, st *running, res *engine.Resu
 			return nil, err
 		}
 	}
+	fidelity(rep, b.meas.qdiscs, frameBytes(rep), b.fileImpair)
 	return rep, runErr
 }
 
@@ -456,6 +462,29 @@ func (b *Bench) report(t *spec.Traffic, frame int, res *engine.Result, rd readin
 	}
 	judge(rep, b.place, sentPPS)
 	return rep
+}
+
+// fileImpair is the impairment the lab file gives interface target
+// ("node:interface"), nil when none.
+func (b *Bench) fileImpair(target string) *spec.Impair {
+	ep, err := spec.ParseInterface(target)
+	if err != nil {
+		return nil
+	}
+	if n := b.run.Lab.Node(ep.Node); n != nil {
+		if i := n.Interface(ep.Interface); i != nil {
+			return i.Impair
+		}
+	}
+	return nil
+}
+
+// frameBytes is the mean size of a run's frames, with FCS.
+func frameBytes(r *report.Report) float64 {
+	if r.MeanFrame > 0 {
+		return r.MeanFrame
+	}
+	return float64(r.Frame)
 }
 
 // offeredPPS is the rate a traffic run asks for per thread, in pps.

@@ -7,6 +7,7 @@ import (
 	"context"
 	"math"
 	"os"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,6 +56,10 @@ func TestVMLatencyNetemDelay(t *testing.T) {
 		}
 		if l.ResolutionNs != want {
 			t.Errorf("%s: stamps to %d ns, want %d", rep.Engine, l.ResolutionNs, want)
+		}
+		// The fidelity line shows the delivered distribution against the 20 ms asked.
+		if f := rep.Fidelity; len(f) != 1 || len(f[0].Checks) != 1 || f[0].Checks[0].What != "delay" || !f[0].Checks[0].OK || !strings.Contains(f[0].Checks[0].Delivered, "p50 ") {
+			t.Errorf("%s: fidelity %+v", rep.Engine, f)
 		}
 	}
 }

@@ -45,6 +45,9 @@ func TestVMBurstyLoss(t *testing.T) {
 		case c.burst == 1 && float64(s.LossRuns[1]) < 0.9*float64(runs):
 			t.Errorf("%s: %d of %d runs of length 1, want nine in ten", c.impair, s.LossRuns[1], runs)
 		}
+		if f := rep.Fidelity; len(f) != 1 || len(f[0].Checks) == 0 || f[0].Checks[0].What != "loss" || !f[0].Checks[0].OK {
+			t.Errorf("%s: fidelity %+v", c.impair, f)
+		}
 		if s.Lost != uint64(rep.Loss) || rep.Unaccount != 0 {
 			t.Errorf("%s: lost by sequence %d, by the counters %d, unaccounted %d", c.impair, s.Lost, rep.Loss, rep.Unaccount)
 		}

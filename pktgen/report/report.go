@@ -126,6 +126,9 @@ type Report struct {
 
 	Targets []sample.Target `json:"-"`
 	Samples []sample.Sample `json:"-"`
+	// Fidelity sets, for each impaired interface the run went out of,
+	// what the file asked of it against what it delivered.
+	Fidelity []LinkFidelity `json:"fidelity,omitempty"`
 	// TCP is a run of TCP flows (a traffic run with tcp:); its Sent,
 	// Received and balance are then not set (TCP resends what was lost).
 	TCP *TCPRun `json:"tcp,omitempty"`

@@ -125,6 +125,7 @@ func (r *Report) table(w io.Writer) error {
 	r.latencyLines(ew)
 	r.tableHops(ew)
 	r.tableBalance(ew)
+	r.fidelityLines(ew)
 	r.failoverLines(ew)
 	r.tableCPUs(ew)
 	r.tableEnv(ew)
