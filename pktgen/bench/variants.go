@@ -324,6 +324,9 @@ func (req Request) checkVariants() error {
 			return &FieldError{"variants", fmt.Errorf("%s is named twice", v)}
 		}
 		seen[v] = true
+		if err := lab.CheckVariantKernel(req.Lab.Variant(v)); err != nil {
+			return &FieldError{"variants", err}
+		}
 	}
 	return nil
 }

@@ -43,7 +43,12 @@ func vethQueues(a, b *spec.Interface) (int, int) {
 
 // usedQueues is how many queues an interface uses: the file's (its
 // variant's) count, which may be fewer than it was created with.
-func usedQueues(i *spec.Interface) int { return max(i.Queues, 1) }
+func usedQueues(i *spec.Interface) int {
+	if i == nil {
+		return 1 // an interface the other version does not list (lo)
+	}
+	return max(i.Queues, 1)
+}
 
 func queuesNote(l *spec.Lab, lk *spec.Link) string {
 	a, b := l.Node(lk.A.Node).Interface(lk.A.Interface), l.Node(lk.B.Node).Interface(lk.B.Interface)

@@ -66,6 +66,9 @@ func (m *Manager) ApplyVariant(ctx context.Context, l *spec.Lab, name string) er
 	if v.Lab == l {
 		return nil
 	}
+	if err := CheckVariantKernel(v); err != nil {
+		return err
+	}
 	saved, err := d.capture(l, v.Lab)
 	if err != nil {
 		return fmt.Errorf("variant %s: read what it changes: %w", name, err)
@@ -77,6 +80,16 @@ func (m *Manager) ApplyVariant(ctx context.Context, l *spec.Lab, name string) er
 	steps := append(changeSteps(l, v.Lab, saved), commandSteps(v.Lab, v, "before", v.Before)...)
 	if err := d.run(steps); err != nil {
 		return fmt.Errorf("apply variant %s: %w%s", name, err, undoNote(d.undoVariant()))
+	}
+	return nil
+}
+
+// CheckVariantKernel checks, in a scratch namespace, that this kernel has
+// every qdisc variant v's impairments and queues need; it changes nothing
+// of any lab.
+func CheckVariantKernel(v *spec.Variant) error {
+	if problems := checkQdiscs(v.Lab); len(problems) > 0 {
+		return fmt.Errorf("variant %s: cannot apply it, nothing was changed:\n  %s", v.Name, strings.Join(problems, "\n  "))
 	}
 	return nil
 }
@@ -231,6 +244,9 @@ func impairChanges(l *spec.Lab, f, n *spec.Node) []Step {
 	var steps []Step
 	for _, i := range n.Interfaces {
 		old := f.Interface(i.Name)
+		if old == nil {
+			old = &spec.Interface{} // one the other version does not list (lo, which a lab's model adds)
+		}
 		if fmt.Sprint(old.Impair) == fmt.Sprint(i.Impair) && fmt.Sprint(old.Queue) == fmt.Sprint(i.Queue) {
 			continue
 		}

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/nslab/nslab/topology/spec"
 )
 
 // variantLab is a client, a router and a server, with a variant that
@@ -174,4 +177,27 @@ func diffKeys(a, b map[string]string) []string {
 		}
 	}
 	return out
+}
+
+// TestChangeStepsOtherInterfaces: a version of the lab that lists an
+// interface the other does not (lo, which a lab's model adds) changes
+// nothing on it and does not fail: undoing a variant for bench, whose lab
+// is the model, once panicked there.
+func TestChangeStepsOtherInterfaces(t *testing.T) {
+	l, err := spec.Parse("v.yaml", []byte(variantLab))
+	if err != nil {
+		t.Fatal(err)
+	}
+	model := *l
+	model.Nodes = nil
+	for _, n := range l.Nodes {
+		c := *n
+		c.Interfaces = append(slices.Clone(n.Interfaces), &spec.Interface{Name: "lo", Kind: spec.KindLoopback})
+		model.Nodes = append(model.Nodes, &c)
+	}
+	for _, s := range changeSteps(l.Variant("tuned").Lab, &model, nil) {
+		if strings.Contains(s.Name, ":lo") {
+			t.Errorf("a step on lo: %s", s.Name)
+		}
+	}
 }
