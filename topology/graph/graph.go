@@ -257,17 +257,27 @@ func (g *Graph) Chain() []int {
 	return order
 }
 
-// impairLabel says what link lk does to what each end sends
-// ("ns2:veth2 sends: delay 20ms rate 10Mbit").
+// impairLabel says what link lk does to what each end sends, and the
+// queue in front of it ("ns2:veth2 sends: rate 10Mbit, queue pfifo limit
+// 1000").
 func impairLabel(l *spec.Lab, lk *spec.Link) string {
 	var parts []string
 	if lk.VNI != 0 {
 		parts = append(parts, fmt.Sprintf("%s <-> %s: VXLAN %d, port %d, between hosts %s and %s", lk.A, lk.B, lk.VNI, lk.Port, l.Node(lk.A.Node).Host, l.Node(lk.B.Node).Host))
 	}
 	for _, ep := range []spec.Endpoint{lk.A, lk.B} {
-		if i := l.Node(ep.Node).Interface(ep.Interface); i != nil && i.Impair != nil {
-			parts = append(parts, ep.String()+" sends: "+i.Impair.String())
+		i := l.Node(ep.Node).Interface(ep.Interface)
+		if i == nil || i.Impair == nil && i.Queue == nil {
+			continue
 		}
+		var what []string
+		if i.Impair != nil {
+			what = append(what, i.Impair.String())
+		}
+		if i.Queue != nil {
+			what = append(what, "queue "+i.Queue.String())
+		}
+		parts = append(parts, ep.String()+" sends: "+strings.Join(what, ", "))
 	}
 	return strings.Join(parts, "; ")
 }
