@@ -264,6 +264,7 @@ type running struct {
 	// offPath counts every lab interface, in a run with events (nil
 	// otherwise): the traffic may go round the path.
 	offPath *offPathCounts
+	samples []sample.Sample // what the sampler took, once stopped (a TCP run's)
 }
 
 // start reads the counters and the host state at the start of a run of t

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nslab/nslab/pktgen/kstat"
 	"github.com/nslab/nslab/pktgen/report"
+	"github.com/nslab/nslab/pktgen/sample"
 	"github.com/nslab/nslab/pktgen/tcpflow"
 	"github.com/nslab/nslab/topology/qdisc"
 )
@@ -27,7 +28,7 @@ const tcpEngine = "tcp (nslab's sender and sink, TCP_INFO of both ends)"
 // measureTCP is one measured run of the bench's TCP flows.
 func (b *Bench) measureTCP(ctx context.Context) (*report.Report, error) {
 	if len(b.opts.Events) > 0 || b.opts.Latency || b.opts.Gate != nil {
-		return nil, errors.New("a TCP run (tcp:) is measured alone: without --event, --latency, --variants or other runs at once")
+		return nil, errors.New("a TCP run (tcp:) is measured without --event, --latency, a duet or other runs at once")
 	}
 	defer b.place.confine(b.allowed)()
 	t := b.t
@@ -52,6 +53,7 @@ func (b *Bench) measureTCP(ctx context.Context) (*report.Report, error) {
 	loading, err := pr.start(ctx, t.Duration)
 	if err != nil {
 		st.stop()
+		st.stopWatch()
 		return nil, err
 	}
 	st.start = time.Now()
@@ -62,7 +64,7 @@ func (b *Bench) measureTCP(ctx context.Context) (*report.Report, error) {
 	loaded, loadedSeq, perr := loading.finish()
 	st.stopWatch()
 	after, err := snapshot(b.meas.routers, &b.cost)
-	all := st.stop()
+	st.samples = st.stop()
 	if runErr != nil || err != nil || perr != nil {
 		return nil, errors.Join(runErr, err, perr)
 	}
@@ -74,19 +76,27 @@ func (b *Bench) measureTCP(ctx context.Context) (*report.Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	rep := b.tcpReport(res, st, final, neighbours, after)
+	rep.TCP.Losses.Kernel = reasonCounts(kBefore, kAfter)
+	rep.TCP.Latency = tcpLatency(idle, loaded, idleSeq, loadedSeq)
+	judgeTCP(rep, b.place)
+	return rep, nil
+}
+
+// tcpReport makes a TCP run's report from its readings: the path and
+// its hops' counters, the CPUs, and the flows with their losses.
+func (b *Bench) tcpReport(res *tcpflow.Result, st *running, final sample.Sample, neighbours []control, after hostState) *report.Report {
+	t := b.t
 	rep := &report.Report{Lab: b.run.Lab.Name, Traffic: t.Name, Variant: b.opts.Variant, Block: b.opts.Block, From: t.From.String(), To: t.To.String(),
 		Engine: tcpEngine, Elapsed: res.Elapsed, Path: b.path.Hops, NextHop: b.path.NextHop.String(), NextHopMAC: b.path.SenderMAC().String(),
-		Differences: differenceWords(b.path.Differences), Targets: b.meas.targets, HopRoles: b.meas.roles, Samples: append(all, final),
+		Differences: differenceWords(b.path.Differences), Targets: b.meas.targets, HopRoles: b.meas.roles, Samples: append(st.samples, final),
 		Shapers: b.meas.shaperRates(), Env: b.env, Started: st.start, Ended: st.end}
 	rep.Hops = hopCounters(b.meas, st.base, final, neighbours)
 	rep.CPU = report.CPUUses(st.before.cpu, after.cpu)
 	b.place.label(rep.CPU)
 	rep.Softnet = report.SoftnetUses(st.before.softnet, after.softnet)
 	rep.TCP = tcpRun(res, rep.Hops, b.meas.qdiscs, rep.Softnet)
-	rep.TCP.Losses.Kernel = reasonCounts(kBefore, kAfter)
-	rep.TCP.Latency = tcpLatency(idle, loaded, idleSeq, loadedSeq)
-	judgeTCP(rep, b.place)
-	return rep, nil
+	return rep
 }
 
 // tcpRun puts the flows' figures and the losses together.
