@@ -51,10 +51,11 @@ func draw(path string) error {
 }
 
 // withLatency reports whether the runs carry latency histograms (bench
-// --latency): their plot is the latency's distribution.
+// --latency, or a TCP run's probe): their plot is the latency's
+// distribution.
 func withLatency(reps []*report.Report) bool {
 	for _, r := range reps {
-		if r.Latency != nil && r.Latency.Histogram != "" {
+		if r.Latency != nil && r.Latency.Histogram != "" || r.TCP != nil && r.TCP.Latency != nil {
 			return true
 		}
 	}

@@ -100,7 +100,7 @@ func panel(title, ylabel string, lines map[string]plotter.XYs) (*plot.Plot, erro
 	return p, nil
 }
 
-var plotColors = []color.Color{color.RGBA{0x1f, 0x77, 0xb4, 255}, color.RGBA{0xd6, 0x27, 0x28, 255}, color.RGBA{0x2c, 0xa0, 0x2c, 255}}
+var plotColors = []color.Color{color.RGBA{0x1f, 0x77, 0xb4, 255}, color.RGBA{0xd6, 0x27, 0x28, 255}, color.RGBA{0x2c, 0xa0, 0x2c, 255}, color.RGBA{0xff, 0x7f, 0x0e, 255}, color.RGBA{0x94, 0x67, 0xbd, 255}}
 
 func sortedKeys(m map[string]plotter.XYs) []string {
 	keys := make([]string, 0, len(m))
@@ -239,13 +239,15 @@ func LatencyCDF(path string, reps []*report.Report) error {
 	p.Y.Min, p.Y.Max = 0, 100
 	p.Add(plotter.NewGrid())
 	n := 0
-	for _, r := range reps {
-		if r.Latency == nil || r.Latency.Histogram == "" {
-			continue
+	drawn := map[string]bool{}
+	for _, c := range cdfCurves(reps) {
+		if c.once && drawn[c.label] {
+			continue // a TCP run's repeat (a variant's next pair): its first stands for it
 		}
-		h, err := receive.DecodeHistogram(r.Latency.Histogram)
+		drawn[c.label] = true
+		h, err := receive.DecodeHistogram(c.histogram)
 		if err != nil {
-			return fmt.Errorf("plot: the latency histogram of %s: %w", r.Traffic, err)
+			return fmt.Errorf("plot: the latency histogram of %s: %w", c.label, err)
 		}
 		var pts plotter.XYs
 		for _, b := range h.CumulativeDistribution() {
@@ -259,7 +261,7 @@ func LatencyCDF(path string, reps []*report.Report) error {
 		}
 		line.Color = plotColors[n%len(plotColors)]
 		p.Add(line)
-		p.Legend.Add(cdfLabel(r), line)
+		p.Legend.Add(c.label, line)
 		n++
 	}
 	if n == 0 {
@@ -267,6 +269,39 @@ func LatencyCDF(path string, reps []*report.Report) error {
 	}
 	p.Legend.Top, p.Legend.Left = false, false
 	return save(path, p)
+}
+
+// cdfCurve is one latency distribution to draw.
+type cdfCurve struct {
+	label, histogram string
+	once             bool // draw the first of this label only
+}
+
+// cdfCurves are the reports' latency distributions: a UDP run's, and a
+// TCP run's probe idle and under load, each named with its variant.
+func cdfCurves(reps []*report.Report) []cdfCurve {
+	var out []cdfCurve
+	for _, r := range reps {
+		v := ""
+		if r.Variant != "" {
+			v = r.Variant + ": "
+		}
+		if t := r.TCP; t != nil && t.Latency != nil {
+			for _, l := range []struct {
+				what string
+				lat  *receive.Latency
+			}{{"idle", t.Latency.Idle}, {"under load", t.Latency.Loaded}} {
+				if l.lat != nil && l.lat.Histogram != "" {
+					out = append(out, cdfCurve{v + fmt.Sprintf("%d TCP flows, probe ", len(t.Flows)) + l.what, l.lat.Histogram, true})
+				}
+			}
+			continue
+		}
+		if r.Latency != nil && r.Latency.Histogram != "" {
+			out = append(out, cdfCurve{v + cdfLabel(r), r.Latency.Histogram, false})
+		}
+	}
+	return out
 }
 
 // cdfLabel names a report's line.
