@@ -9,7 +9,6 @@ import (
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"
 )
 
@@ -58,13 +57,7 @@ func CheckQueue(kind string) error {
 		if kind == "htb" {
 			return h.QdiscAdd(netlink.NewHtb(netlink.QdiscAttrs{LinkIndex: 1, Parent: netlink.HANDLE_ROOT, Handle: rootHandle}))
 		}
-		req := nl.NewNetlinkRequest(unix.RTM_NEWQDISC, unix.NLM_F_CREATE|unix.NLM_F_EXCL|unix.NLM_F_ACK)
-		req.AddData(&nl.TcMsg{Family: nl.FAMILY_ALL, Ifindex: 1, Handle: rootHandle, Parent: netlink.HANDLE_ROOT})
-		req.AddData(nl.NewRtAttr(nl.TCA_KIND, nl.ZeroTerminated(kind)))
-		if opts := queueOptions(q); opts != nil {
-			req.AddData(opts)
-		}
-		return send(req.Serialize())
+		return send(newQdisc(1, netlink.HANDLE_ROOT, rootHandle, kind, queueOptions(q))) // lo is ifindex 1
 	})
 }
 

@@ -36,11 +36,8 @@ func setBursty(inNS func(func() error) error, h *netlink.Handle, link netlink.Li
 	if err := Check("netem"); err != nil {
 		return err
 	}
-	req := nl.NewNetlinkRequest(unix.RTM_NEWQDISC, unix.NLM_F_CREATE|unix.NLM_F_EXCL|unix.NLM_F_ACK)
-	req.AddData(&nl.TcMsg{Family: nl.FAMILY_ALL, Ifindex: int32(link.Attrs().Index), Handle: rootHandle, Parent: netlink.HANDLE_ROOT})
-	req.AddData(nl.NewRtAttr(nl.TCA_KIND, nl.ZeroTerminated("netem")))
-	req.AddData(nl.NewRtAttr(nl.TCA_OPTIONS, netemOptions(m)))
-	if err := inNS(func() error { return send(req.Serialize()) }); err != nil {
+	msg := newQdisc(link.Attrs().Index, netlink.HANDLE_ROOT, rootHandle, "netem", nl.NewRtAttr(nl.TCA_OPTIONS, netemOptions(m)))
+	if err := inNS(func() error { return send(msg) }); err != nil {
 		return fmt.Errorf("add netem qdisc (%s) on %s: %w", m, link.Attrs().Name, err)
 	}
 	return nil

@@ -50,19 +50,7 @@ func TestPrivilegedSetReadClear(t *testing.T) {
 		}
 		t.Logf("netem not checked: %v", err)
 	}
-	err := ns.Scratch(func() error {
-		h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
-		if err != nil {
-			return err
-		}
-		defer h.Close()
-		if err := h.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "q0"}, PeerName: "q1"}); err != nil {
-			return err
-		}
-		link, err := h.LinkByName("q0")
-		if err != nil {
-			return err
-		}
+	err := onScratchVeth(func(h *netlink.Handle, link netlink.Link) error {
 		for _, m := range cases {
 			if err := Set(h, link, &m); err != nil {
 				return err
@@ -144,19 +132,7 @@ func TestPrivilegedTree(t *testing.T) {
 		}
 	}
 	here := func(f func() error) error { return f() }
-	err := ns.Scratch(func() error {
-		h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
-		if err != nil {
-			return err
-		}
-		defer h.Close()
-		if err := h.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "q0"}, PeerName: "q1"}); err != nil {
-			return err
-		}
-		link, err := h.LinkByName("q0")
-		if err != nil {
-			return err
-		}
+	err := onScratchVeth(func(h *netlink.Handle, link netlink.Link) error {
 		for _, c := range cases {
 			if c.q.Kind == "fq_codel" || c.q.Kind == "fq" {
 				c.q.Target = 0
@@ -182,4 +158,24 @@ func TestPrivilegedTree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+}
+
+// onScratchVeth runs fn, on a thread in a scratch namespace, with a veth
+// q0 (peer q1) made there and its namespace's handle.
+func onScratchVeth(fn func(h *netlink.Handle, link netlink.Link) error) error {
+	return ns.Scratch(func() error {
+		h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
+		if err != nil {
+			return err
+		}
+		defer h.Close()
+		if err := h.LinkAdd(&netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: "q0"}, PeerName: "q1"}); err != nil {
+			return err
+		}
+		link, err := h.LinkByName("q0")
+		if err != nil {
+			return err
+		}
+		return fn(h, link)
+	})
 }

@@ -81,13 +81,21 @@ func addQueue(inNS func(func() error) error, h *netlink.Handle, ifindex int, par
 			netlink.HtbClassAttrs{Rate: q.Rate, Ceil: ceil})
 		return h.ClassAdd(class)
 	}
+	msg := newQdisc(ifindex, parent, handle, q.Kind, queueOptions(q))
+	return inNS(func() error { return send(msg) })
+}
+
+// newQdisc is the RTM_NEWQDISC message that adds a qdisc of kind with
+// options (nil: the kernel's defaults) at parent, with handle, on the
+// link with index ifindex.
+func newQdisc(ifindex int, parent, handle uint32, kind string, options *nl.RtAttr) []byte {
 	req := nl.NewNetlinkRequest(unix.RTM_NEWQDISC, unix.NLM_F_CREATE|unix.NLM_F_EXCL|unix.NLM_F_ACK)
 	req.AddData(&nl.TcMsg{Family: nl.FAMILY_ALL, Ifindex: int32(ifindex), Handle: handle, Parent: parent})
-	req.AddData(nl.NewRtAttr(nl.TCA_KIND, nl.ZeroTerminated(q.Kind)))
-	if opts := queueOptions(q); opts != nil {
-		req.AddData(opts)
+	req.AddData(nl.NewRtAttr(nl.TCA_KIND, nl.ZeroTerminated(kind)))
+	if options != nil {
+		req.AddData(options)
 	}
-	return inNS(func() error { return send(req.Serialize()) })
+	return req.Serialize()
 }
 
 // queueOptions is q's TCA_OPTIONS (nil: the kernel's defaults).
