@@ -33,22 +33,23 @@ func fidelity(rep *report.Report, qdiscs map[string]*qdisc.State, frame float64,
 			delays++
 		}
 	}
-	for _, h := range rep.Hops {
+	for i, h := range rep.Hops {
 		q := qdiscs[h.String()]
 		if q == nil || q.Impair == nil || !isOut(h.Role) {
 			continue
 		}
 		m := withBurst(q.Impair, file(h.String()))
-		f := report.LinkFidelity{Interface: h.String(), Asked: q.Kind + " " + m.String(), Checks: checksOf(rep, h, m, frame, delays == 1)}
+		f := report.LinkFidelity{Interface: h.String(), Asked: q.Kind + " " + m.String(), Checks: checksOf(rep, i, m, frame, delays == 1)}
 		f.Flag = flagOf(f.Checks)
 		rep.Fidelity = append(rep.Fidelity, f)
 	}
 }
 
-// checksOf are the checks of impairment m of hop h; onlyDelay says it is
+// checksOf are the checks of impairment m of hop i; onlyDelay says it is
 // the only delay on the path (the receiver's latency is then its own).
-func checksOf(rep *report.Report, h report.HopCounters, m *spec.Impair, frame float64, onlyDelay bool) []report.FidelityCheck {
+func checksOf(rep *report.Report, i int, m *spec.Impair, frame float64, onlyDelay bool) []report.FidelityCheck {
 	var out []report.FidelityCheck
+	h := rep.Hops[i]
 	copies := copiesOf(rep, h.String())
 	took := h.TxPackets + h.QdiscDrops + h.QdiscQueued - copies
 	if m.Loss > 0 && m.Rate == 0 && took > 0 {
@@ -58,7 +59,8 @@ func checksOf(rep *report.Report, h report.HopCounters, m *spec.Impair, frame fl
 		out = append(out, shareCheck("duplicates", m.Duplicate, 1, copies, took))
 	}
 	if m.Rate > 0 && rep.Elapsed > 0 {
-		out = append(out, rateCheck(m, h, took, frame, rep.Elapsed, max(rep.Elapsed, rep.ReceiveWindow)))
+		_, queued, _ := queueDepth(rep, i)
+		out = append(out, rateCheck(m, h, took, frame, rep.Elapsed, max(rep.Elapsed, rep.ReceiveWindow), queued))
 	}
 	if (m.Delay > 0 || m.Jitter > 0) && onlyDelay && rep.Latency != nil && rep.Latency.Samples > 0 {
 		out = append(out, delayCheck(m, rep))
@@ -132,19 +134,32 @@ func shareCheck(what string, pct, widen float64, count, n uint64) report.Fidelit
 		Delivered: fmt.Sprintf("%.3f%% (%d of %d; 99.9%% bounds %.3f..%.3f%%)", 100*got, count, n, 100*lo, 100*hi)}
 }
 
+// backloggedQueue is the mean queue, in packets, that shows a shaper was
+// offered more than its rate: offered less, its queue is empty but for a
+// packet now and then.
+const backloggedQueue = 5
+
 // rateCheck: a shaper delivers its rate only when offered more; offered
 // less, the sender could not offer it, and that is flagged. What it
-// offered is what it took while the engine sent; what it sent on, its tx
-// bytes over the receiver's window (its queue drains after the sender
-// stops).
-func rateCheck(m *spec.Impair, h report.HopCounters, took uint64, frame float64, elapsed, window time.Duration) report.FidelityCheck {
+// offered is what it took while the engine sent (its packets at the run's
+// frame size), at least what it sent on: its tx bytes over the receiver's
+// window (its queue drains after the sender stops). A shaper other runs
+// of a group fill, or a TCP run's GSO packets, take more than the frame
+// size says; what it sent on shows it was offered that much, and a queue
+// that held packets on average (queued, from the samples) that it was
+// offered more than its rate.
+func rateCheck(m *spec.Impair, h report.HopCounters, took uint64, frame float64, elapsed, window time.Duration, queued float64) report.FidelityCheck {
 	bytes := frame - 4 // what a qdisc counts: the frame without its FCS
-	offered := float64(took) * bytes * 8 / elapsed.Seconds()
 	sent := float64(h.TxBytes) * 8 / window.Seconds()
+	offered := max(float64(took)*bytes*8/elapsed.Seconds(), sent)
 	c := report.FidelityCheck{What: "rate", Asked: units.FormatBitRate(m.Rate),
 		Delivered: fmt.Sprintf("%.2f Mbit/s, %.1f%% of it (offered %.2f Mbit/s)", sent/1e6, 100*sent/float64(m.Rate), offered/1e6)}
+	backlogged := queued >= backloggedQueue
+	if backlogged && offered < float64(m.Rate) {
+		c.Delivered = fmt.Sprintf("%.2f Mbit/s, %.1f%% of it (offered more: its queue held %.0f packets on average)", sent/1e6, 100*sent/float64(m.Rate), queued)
+	}
 	switch {
-	case offered < float64(m.Rate):
+	case offered < float64(m.Rate) && !backlogged:
 		c.Untested = true
 	case sent > 1.05*float64(m.Rate):
 		c.Delivered += ": more than the rate"

@@ -12,6 +12,7 @@ import (
 	"github.com/nslab/nslab/pktgen/engine"
 	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/pktgen/sample"
+	"github.com/nslab/nslab/pktgen/tcpflow"
 	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/spec"
 )
@@ -31,6 +32,18 @@ type Group struct {
 	ports   []*sample.UDPPort // per stream: its receiver's port counter; nil where the interface's counter is its own
 	shared  [][]string        // per stream: the counters it shares with others ("gw:wan0 tx (with b)")
 	sharedT []map[string]bool // per stream: targets whose counter it shares
+}
+
+// groupRun is one measured run of a group: per stream, its engine's job
+// (a UDP run) or its TCP phases (a TCP run), its samplers, and what it
+// ended with.
+type groupRun struct {
+	jobs    []engine.Job
+	tcp     []*tcpMeasure
+	states  []*running
+	results []*engine.Result
+	flows   []*tcpflow.Result
+	errs    []error
 }
 
 // NewGroup prepares the streams ts of running lab r. Each stream sends from
@@ -61,18 +74,29 @@ func NewGroup(r *lab.Running, ts []*spec.Traffic, o Options) (*Group, error) {
 }
 
 // checkStreams refuses streams that cannot be counted apart: two from one
-// interface, or two to one address and port.
+// interface, or two to one address and port. A TCP run's sink and latency
+// probe have ports of their own: two TCP runs to one node, or a UDP run to
+// a TCP run's address at its probe's port, are refused too.
 func checkStreams(ts []*spec.Traffic) error {
 	from := map[spec.Endpoint]string{}
 	to := map[string]string{}
+	tcpTo := map[string]string{}
 	for _, t := range ts {
 		if other, ok := from[t.From]; ok {
 			return fmt.Errorf("streams %s and %s both send from %s: the sender's counter could not tell them apart; send from another interface, or use threads: in one run", other, t.Name, t.From)
 		}
 		from[t.From] = t.Name
-		key := fmt.Sprintf("%s UDP port %d", t.To, t.Flow().Port)
+		port := t.Flow().Port
+		if t.TCP != nil {
+			if other, ok := tcpTo[t.To.String()]; ok {
+				return fmt.Errorf("TCP runs %s and %s both go to %s: their sinks would share a port; give one run the flows of both (tcp: {flows: N})", other, t.Name, t.To)
+			}
+			tcpTo[t.To.String()] = t.Name
+			port = probePort
+		}
+		key := fmt.Sprintf("%s UDP port %d", t.To, port)
 		if other, ok := to[key]; ok {
-			return fmt.Errorf("streams %s and %s both send to %s: give one of them another destination port (dst_ports: 10)", other, t.Name, key)
+			return fmt.Errorf("streams %s and %s both send to %s (a TCP run's latency probe takes port %d): give the UDP run another destination port (dst_ports: 10)", other, t.Name, key, probePort)
 		}
 		to[key] = t.Name
 	}
@@ -115,7 +139,7 @@ func (g *Group) findShared(r *lab.Running) error {
 			}
 			g.shared[i] = append(g.shared[i], fmt.Sprintf("%s (with %s)", key, strings.Join(others, ", ")))
 			g.sharedT[i][t.String()] = true
-			if b.meas.roles[k] == "receiver" {
+			if b.meas.roles[k] == "receiver" && b.t.TCP == nil { // a TCP run counts itself by TCP_INFO
 				if err := g.openPort(r, i, t); err != nil {
 					return err
 				}
@@ -150,82 +174,149 @@ func (g *Group) Close() {
 
 // Run measures every stream at one frame size, together. A stream whose
 // engine fails stops the others; what was measured is reported with the
-// error.
+// error. A TCP run's probe is measured idle first, before any stream
+// starts.
 func (g *Group) Run(ctx context.Context, frame int) (*report.GroupReport, error) {
 	defer g.placement().confine(g.benches[0].allowed)()
-	jobs := make([]engine.Job, len(g.benches))
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	n := len(g.benches)
+	gr := &groupRun{jobs: make([]engine.Job, n), tcp: make([]*tcpMeasure, n), states: make([]*running, n),
+		results: make([]*engine.Result, n), flows: make([]*tcpflow.Result, n), errs: make([]error, n)}
+	defer gr.closeProbes()
+	if err := g.prepare(ctx, gr, frame); err != nil {
+		return nil, err
+	}
+	if err := g.startAll(ctx, gr, frame); err != nil {
+		cancel()
+		gr.stopAll()
+		return nil, err
+	}
+	g.runEngines(ctx, gr)
+	return g.finish(frame, gr)
+}
+
+// prepare measures the TCP runs' probes idle and primes the UDP runs'
+// paths.
+func (g *Group) prepare(ctx context.Context, gr *groupRun, frame int) error {
 	for i, b := range g.benches {
-		jobs[i] = b.job(b.t, frame)
-		if err := b.prime(ctx, jobs[i]); err != nil {
-			return nil, fmt.Errorf("stream %s: %w", b.t.Name, err)
+		if b.t.TCP == nil {
+			continue
+		}
+		m, err := b.idleTCP(ctx)
+		if err != nil {
+			return fmt.Errorf("stream %s: %w", b.t.Name, err)
+		}
+		gr.tcp[i] = m
+	}
+	for i, b := range g.benches {
+		if b.t.TCP != nil {
+			continue
+		}
+		gr.jobs[i] = b.job(b.t, frame)
+		if err := b.prime(ctx, gr.jobs[i]); err != nil {
+			return fmt.Errorf("stream %s: %w", b.t.Name, err)
 		}
 	}
-	states := make([]*running, len(g.benches))
+	return nil
+}
+
+// startAll reads every stream's counters at the start and starts its
+// samplers (and a TCP run's probe under load).
+func (g *Group) startAll(ctx context.Context, gr *groupRun, frame int) error {
 	for i, b := range g.benches {
+		if m := gr.tcp[i]; m != nil {
+			if err := m.begin(ctx); err != nil {
+				return fmt.Errorf("stream %s: %w", b.t.Name, err)
+			}
+			gr.states[i] = m.st
+			continue
+		}
 		st, err := b.start(b.t, frame)
 		if err != nil {
-			g.stopAll(states)
-			return nil, fmt.Errorf("stream %s: %w", b.t.Name, err)
+			return fmt.Errorf("stream %s: %w", b.t.Name, err)
 		}
-		states[i] = st
+		gr.states[i] = st
 		if p := g.ports[i]; p != nil {
 			if _, err := p.Count(); err != nil { // zero it
-				g.stopAll(states)
-				return nil, err
+				return err
 			}
 		}
 	}
-	results, errs := g.runEngines(ctx, jobs, states)
-	return g.finish(frame, states, results, errs)
+	return nil
 }
 
-// runEngines runs every stream's engine at once; the first to fail cancels
-// the others.
-func (g *Group) runEngines(ctx context.Context, jobs []engine.Job, states []*running) ([]*engine.Result, []error) {
+// runEngines runs every stream's engine (or TCP flows) at once; the first
+// to fail cancels the others.
+func (g *Group) runEngines(ctx context.Context, gr *groupRun) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	results, errs := make([]*engine.Result, len(jobs)), make([]error, len(jobs))
 	var wg sync.WaitGroup
 	for i, b := range g.benches {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			results[i], errs[i] = states[i].run(ctx, b.eng, jobs[i])
-			if errs[i] != nil && !errors.Is(errs[i], context.Canceled) {
+			if m := gr.tcp[i]; m != nil {
+				gr.flows[i], gr.errs[i] = m.flows(ctx)
+			} else {
+				gr.results[i], gr.errs[i] = gr.states[i].run(ctx, b.eng, gr.jobs[i])
+			}
+			if gr.errs[i] != nil && !errors.Is(gr.errs[i], context.Canceled) {
 				cancel()
 			}
 		}()
 	}
 	wg.Wait()
-	return results, errs
 }
 
-// stopAll stops the samplers of the streams started so far.
-func (g *Group) stopAll(states []*running) {
-	for _, st := range states {
-		if st != nil {
-			st.stop()
-			st.stopWatch()
-			if st.reader != nil {
-				_, _ = st.reader.Stop(context.Background(), 0) // the group failed to start: that error is the one to report
-			}
+// stopAll stops the samplers of the streams started so far, and the
+// probes under load (their context cancelled).
+func (gr *groupRun) stopAll() {
+	for i, st := range gr.states {
+		if st == nil {
+			continue
+		}
+		st.stop()
+		st.stopWatch()
+		if st.reader != nil {
+			_, _ = st.reader.Stop(context.Background(), 0) // the group failed to start: that error is the one to report
+		}
+		if m := gr.tcp[i]; m != nil && m.loading != nil {
+			_, _, _ = m.loading.finish() // likewise
+		}
+	}
+}
+
+// closeProbes releases the TCP runs' probe sinks.
+func (gr *groupRun) closeProbes() {
+	for _, m := range gr.tcp {
+		if m != nil {
+			m.pr.close()
 		}
 	}
 }
 
 // finish reads every stream's end, makes its report, and the aggregate.
-func (g *Group) finish(frame int, states []*running, results []*engine.Result, errs []error) (*report.GroupReport, error) {
+func (g *Group) finish(frame int, gr *groupRun) (*report.GroupReport, error) {
 	out := &report.GroupReport{Frame: frame}
 	var runErr error
 	for i, b := range g.benches {
-		rep, err := b.finish(b.t, frame, states[i], results[i], errs[i])
+		var rep *report.Report
+		var err error
+		if m := gr.tcp[i]; m != nil {
+			rep, err = m.end(gr.flows[i], gr.errs[i])
+		} else {
+			rep, err = b.finish(b.t, frame, gr.states[i], gr.results[i], gr.errs[i])
+		}
 		if err != nil {
 			runErr = errors.Join(runErr, fmt.Errorf("stream %s: %w", b.t.Name, err))
 		}
 		if rep == nil {
 			continue
 		}
-		if err := g.countApart(i, rep); err != nil {
+		if rep.TCP != nil {
+			g.tcpApart(i, rep)
+		} else if err := g.countApart(i, rep); err != nil {
 			runErr = errors.Join(runErr, err)
 		}
 		out.Streams = append(out.Streams, rep)

@@ -127,16 +127,55 @@ func (g *Group) aggregate(reps []*report.Report) report.Aggregate {
 	}
 	a.Drops, a.Added = unionDrops(reps)
 	a.NamedDrops, a.NamedAdded = total(a.Drops), total(a.Added)
+	if d, ok := gsoSegments(reps, a.Loss+int64(a.NamedAdded)-int64(a.NamedDrops)); ok {
+		a.Drops = append(a.Drops, d)
+		a.NamedDrops += d.Packets
+	}
 	a.Unaccount = a.Loss + int64(a.NamedAdded) - int64(a.NamedDrops)
 	a.Overlap, a.Span = overlap(reps)
 	return a
+}
+
+// gsoSegments names what the counters cannot see of the TCP runs' losses:
+// TCP_INFO counts every data segment lost, a drop counter a GSO packet of
+// several segments once. The rest of the aggregate's loss (rest) is taken
+// for those segments only when it is fewer than the TCP runs lost (they
+// lost at least one packet); more, and something else is missing: it
+// stays unaccounted.
+func gsoSegments(reps []*report.Report, rest int64) (report.Drop, bool) {
+	var lost int64
+	var runs []string
+	for _, r := range reps {
+		if r.TCP != nil && r.TCP.Losses.Lost > 0 {
+			lost += r.TCP.Losses.Lost
+			runs = append(runs, r.Traffic)
+		}
+	}
+	if rest <= 0 || rest >= lost {
+		return report.Drop{}, false
+	}
+	return report.Drop{Place: "more segments than packets (GSO) in the drops above", Packets: uint64(rest),
+		Cause: fmt.Sprintf("TCP run %s lost %d data segments (TCP_INFO) in %d of the packets counted above: a GSO packet of several segments is counted once",
+			strings.Join(runs, ", "), lost, lost-rest),
+		Counted: "the aggregate's loss less the packets its counters dropped, fewer than the segments the TCP runs lost"}, true
 }
 
 // judge says what limited the runs together, from the aggregate's drops
 // and the machine's counters, and gives it to every run whose losses
 // were at counters it shares (its own counters cannot say).
 func (g *Group) judge(frame int, reps []*report.Report, a *report.Aggregate) {
-	agg := *reps[0]
+	base := firstUDP(reps)
+	if base == nil { // TCP runs alone: each judged itself; the aggregate takes the one that lost the most
+		worst := reps[0]
+		for _, r := range reps[1:] {
+			if r.Loss > worst.Loss {
+				worst = r
+			}
+		}
+		a.Bottleneck, a.Verdict = worst.Bottleneck, worst.Verdict
+		return
+	}
+	agg := *base
 	agg.Drops, agg.Sent, agg.Received, agg.Loss, agg.NamedDrops, agg.Unaccount = a.Drops, a.Sent, a.Received, a.Loss, a.NamedDrops, a.Unaccount
 	agg.Added, agg.NamedAdded = a.Added, a.NamedAdded
 	m := &measurement{mtu: map[string]int{}, qdiscs: map[string]*qdisc.State{}}
@@ -146,7 +185,7 @@ func (g *Group) judge(frame int, reps []*report.Report, a *report.Aggregate) {
 		maps.Copy(m.qdiscs, b.meas.qdiscs)
 	}
 	for _, r := range reps {
-		if r.Elapsed > 0 {
+		if r.Elapsed > 0 && r.TCP == nil {
 			sentPPS += float64(r.Sent) / r.Elapsed.Seconds()
 		}
 	}
@@ -158,8 +197,11 @@ func (g *Group) judge(frame int, reps []*report.Report, a *report.Aggregate) {
 		agg.Bottleneck = agg.Verdict.Line()
 	}
 	a.Drops, a.Bottleneck, a.Verdict = agg.Drops, agg.Bottleneck, agg.Verdict
+	if r := tcpFilled(reps); r != nil && a.Verdict.Limit == "offered rate" { // the UDP runs were carried; the TCP flows found the limit
+		a.Verdict, a.Bottleneck = r.Verdict, r.Bottleneck+" (TCP run "+r.Traffic+"; the UDP runs' offered rates were carried)"
+	}
 	for i, r := range reps {
-		if len(g.shared[i]) == 0 {
+		if len(g.shared[i]) == 0 || r.TCP != nil { // a TCP run's verdict is its own segments'
 			continue
 		}
 		if r.NamedDrops > 0 && r.Unaccount == 0 {
@@ -171,6 +213,27 @@ func (g *Group) judge(frame int, reps []*report.Report, a *report.Aggregate) {
 			judge(r, b.place, float64(r.Sent)/r.Elapsed.Seconds())
 		}
 	}
+}
+
+// tcpFilled is the first TCP run whose flows found a shaper or a link
+// that dropped them, nil when none did.
+func tcpFilled(reps []*report.Report) *report.Report {
+	for _, r := range reps {
+		if r.TCP != nil && (r.Verdict.Limit == "shaper" || r.Verdict.Limit == "link") {
+			return r
+		}
+	}
+	return nil
+}
+
+// firstUDP is the first UDP run of reps, nil when all are TCP runs.
+func firstUDP(reps []*report.Report) *report.Report {
+	for _, r := range reps {
+		if r.TCP == nil {
+			return r
+		}
+	}
+	return nil
 }
 
 // senderNodes names the nodes the runs send from, each once, in the runs'
@@ -271,3 +334,39 @@ func overlap(reps []*report.Report) (both, span time.Duration) {
 	}
 	return max(earliestEnd.Sub(latestStart), 0), last.Sub(first)
 }
+
+// tcpApart gives a TCP run of a group the figures its row and the
+// aggregate count it by, forward: its data segments (the senders'
+// data_segs_out, the receiver's data_segs_in) and its latency probe's
+// frames (by sequence number). Its drops at counters other runs cross
+// carry their packets too, and say so; the segments it lost there are
+// its own (TCP_INFO).
+func (g *Group) tcpApart(i int, rep *report.Report) {
+	t := rep.TCP
+	probeSent, probeRecv := uint64(0), uint64(0)
+	if l := t.Latency; l != nil {
+		probeSent, probeRecv = l.LoadedReceived+l.LoadedLost, l.LoadedReceived
+	}
+	rep.Sent, rep.Received = t.Losses.SentSegments+probeSent, t.Losses.RecvSegments+probeRecv
+	rep.Loss = int64(rep.Sent) - int64(rep.Received)
+	rep.LossPct = 0
+	if rep.Sent > 0 {
+		rep.LossPct = 100 * float64(rep.Loss) / float64(rep.Sent)
+	}
+	if s := rep.Elapsed.Seconds(); s > 0 {
+		rep.PPS = float64(rep.Received) / s
+		bytes := tcpFrame(t, g.benches[i].t.To.Is6())*float64(t.Losses.RecvSegments) + float64(probeRecv*uint64(g.benches[i].probeFrame()))
+		rep.MbpsL2 = bytes * 8 / s / 1e6
+	}
+	rep.SteadyPPS, rep.SteadyL2 = 0, 0
+	rep.CountedBy = "its data segments (data_segs_out of the senders, data_segs_in of the receiver, from TCP_INFO) and its latency probe's frames (by sequence number); Mb/s L2 from the bytes received and each segment's headers"
+	rep.Shared = g.shared[i]
+	for k, d := range t.Losses.Drops {
+		if g.touchesShared(i, report.Drop{Place: strings.TrimSuffix(d.Place, "'s "+lastWord(d.Place)), Node: d.Node}) {
+			t.Losses.Drops[k].Counted += "; other runs cross it too: its packets are theirs as well, the segments this run's"
+		}
+	}
+}
+
+// lastWord is the last space-separated word of s.
+func lastWord(s string) string { return s[strings.LastIndex(s, " ")+1:] }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nslab/nslab/pktgen/engine"
 	"github.com/nslab/nslab/pktgen/report"
+	"github.com/nslab/nslab/pktgen/tcpflow"
 	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/labtest"
 	"github.com/nslab/nslab/topology/labtest/labdeploy"
@@ -184,11 +185,12 @@ func (s stuck) Run(ctx context.Context, _ engine.Job) (*engine.Result, error) {
 // others are cancelled rather than run to their end.
 func TestFailingStreamStopsTheOthers(t *testing.T) {
 	g := &Group{benches: []*Bench{{eng: stuck{}}, {eng: stuck{fail: true}}, {eng: stuck{}}}}
-	states := []*running{{}, {}, {}}
+	gr := &groupRun{jobs: make([]engine.Job, 3), tcp: make([]*tcpMeasure, 3), states: []*running{{}, {}, {}},
+		results: make([]*engine.Result, 3), flows: make([]*tcpflow.Result, 3), errs: make([]error, 3)}
+	errs := gr.errs
 	done := make(chan struct{})
-	var errs []error
 	go func() {
-		_, errs = g.runEngines(context.Background(), make([]engine.Job, 3), states)
+		g.runEngines(context.Background(), gr)
 		close(done)
 	}()
 	select {

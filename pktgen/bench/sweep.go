@@ -150,8 +150,8 @@ func Sweep(ctx context.Context, m *lab.Manager, req Request) (out *Outcome, err 
 }
 
 // checkTCP refuses, for TCP runs (tcp:), what measures UDP frames only:
-// searches of a rate, latency by sequence number, events and several runs
-// at once.
+// searches of a rate, latency by sequence number, events and measured
+// interfaces. (Several runs at once, TCP among them, are a group.)
 func (req Request) checkTCP() error {
 	tcp := req.Traffic != nil && req.Traffic.TCP != nil
 	for _, t := range req.Streams {
@@ -167,11 +167,10 @@ func (req Request) checkTCP() error {
 		{req.Search != nil || req.MLR != nil || req.RFC2544 != nil, "a search of the rate (--search, --search-binary, --rfc2544)"},
 		{len(req.LatencyAt) > 0 || req.Latency, "latency by sequence number (--latency, --latency-at)"},
 		{len(req.Events) > 0, "events (--event)"},
-		{len(req.Streams) > 1, "other runs at once (several --traffic, a group)"},
 		{len(req.Measure) > 0, "measured interfaces (--measure)"},
 	} {
 		if c.set {
-			return fmt.Errorf("a TCP run (tcp:, --tcp) is measured alone in this version: without %s", c.what)
+			return fmt.Errorf("a TCP run (tcp:, --tcp) is measured without %s", c.what)
 		}
 	}
 	return nil
@@ -258,7 +257,10 @@ func (req Request) one(ctx context.Context, b *Bench, frame int, which string, s
 
 // eachTogether measures the streams together at every frame size in turn.
 func (req Request) eachTogether(ctx context.Context, g *Group, out *Outcome) error {
-	frames := req.Traffic.Frames
+	frames := []int{0} // TCP runs alone: no frame size
+	if t := firstUDPRun(req.Streams); t != nil {
+		frames = t.Frames
+	}
 	for i, frame := range frames {
 		if len(frames) > 1 {
 			req.progress("[%d/%d] frame %d bytes, %d runs together\n", i+1, len(frames), frame, len(req.Streams))
@@ -272,6 +274,16 @@ func (req Request) eachTogether(ctx context.Context, g *Group, out *Outcome) err
 		}
 		if err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// firstUDPRun is the first UDP run of ts, nil when all are TCP runs.
+func firstUDPRun(ts []*spec.Traffic) *spec.Traffic {
+	for _, t := range ts {
+		if t.TCP == nil {
+			return t
 		}
 	}
 	return nil

@@ -9,9 +9,11 @@ import (
 	"time"
 
 	"github.com/nslab/nslab/pktgen/kstat"
+	"github.com/nslab/nslab/pktgen/receive"
 	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/pktgen/sample"
 	"github.com/nslab/nslab/pktgen/tcpflow"
+	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/qdisc"
 )
 
@@ -28,47 +30,97 @@ const tcpEngine = "tcp (nslab's sender and sink, TCP_INFO of both ends)"
 // measureTCP is one measured run of the bench's TCP flows.
 func (b *Bench) measureTCP(ctx context.Context) (*report.Report, error) {
 	if len(b.opts.Events) > 0 || b.opts.Latency || b.opts.Gate != nil {
-		return nil, errors.New("a TCP run (tcp:) is measured without --event, --latency, a duet or other runs at once")
+		return nil, errors.New("a TCP run (tcp:) is measured without --event, --latency or a duet")
 	}
 	defer b.place.confine(b.allowed)()
-	t := b.t
-	sender, receiver := b.run.Node(t.From.Node).NS, b.run.Node(b.path.Hops[len(b.path.Hops)-1].Node).NS
-	kBefore, err := kstat.TCPCounters(sender)
+	m, err := b.idleTCP(ctx)
 	if err != nil {
 		return nil, err
 	}
-	pr, err := b.newProbe()
-	if err != nil {
+	defer m.pr.close()
+	if err := m.begin(ctx); err != nil {
 		return nil, err
 	}
-	defer pr.close()
-	idle, idleSeq, err := pr.idle(ctx)
-	if err != nil {
+	return m.end(m.flows(ctx))
+}
+
+// tcpMeasure is a TCP run in its phases: idle (the sender's counters and
+// the probe alone), begun (the samplers and the probe under load going),
+// the flows, and the end (everything read, the report made). A group runs
+// the phases of its TCP runs beside its UDP runs' engines.
+type tcpMeasure struct {
+	b                *Bench
+	sender, receiver *ns.NS
+	kBefore          map[string]uint64
+	pr               *probe
+	idle             *receive.Latency
+	idleSeq          *receive.Sequence
+	st               *running
+	loading          *started
+}
+
+// idleTCP reads the sender's retransmission counters and measures the
+// probe alone, nothing else running. The caller closes m.pr.
+func (b *Bench) idleTCP(ctx context.Context) (*tcpMeasure, error) {
+	m := &tcpMeasure{b: b, sender: b.run.Node(b.t.From.Node).NS, receiver: b.run.Node(b.path.Hops[len(b.path.Hops)-1].Node).NS}
+	var err error
+	if m.kBefore, err = kstat.TCPCounters(m.sender); err != nil {
 		return nil, err
 	}
-	st, err := b.start(t, 0)
-	if err != nil {
+	if m.pr, err = b.newProbe(); err != nil {
 		return nil, err
 	}
-	loading, err := pr.start(ctx, t.Duration)
-	if err != nil {
-		st.stop()
-		st.stopWatch()
+	if m.idle, m.idleSeq, err = m.pr.idle(ctx); err != nil {
+		m.pr.close()
 		return nil, err
 	}
-	st.start = time.Now()
-	res, runErr := tcpflow.Run(ctx, tcpflow.Job{Sender: sender, Receiver: receiver, Dst: t.To, Flows: t.TCP.Flows, CC: t.TCP.CC,
-		Duration: t.Duration, Interval: b.opts.Interval})
-	st.end = time.Now()
+	return m, nil
+}
+
+// begin reads the counters at the start and starts the samplers and the
+// probe under load.
+func (m *tcpMeasure) begin(ctx context.Context) error {
+	var err error
+	if m.st, err = m.b.start(m.b.t, 0); err != nil {
+		return err
+	}
+	if m.loading, err = m.pr.start(ctx, m.b.t.Duration); err != nil {
+		m.stop()
+		return err
+	}
+	return nil
+}
+
+// stop stops the samplers of a run that cannot go on.
+func (m *tcpMeasure) stop() {
+	m.st.stop()
+	m.st.stopWatch()
+}
+
+// flows runs the TCP flows (from the sender's namespace to a sink in the
+// receiver's), noting when they started and ended.
+func (m *tcpMeasure) flows(ctx context.Context) (*tcpflow.Result, error) {
+	t := m.b.t
+	m.st.start = time.Now()
+	res, err := tcpflow.Run(ctx, tcpflow.Job{Sender: m.sender, Receiver: m.receiver, Dst: t.To, Flows: t.TCP.Flows, CC: t.TCP.CC,
+		Duration: t.Duration, Interval: m.b.opts.Interval})
+	m.st.end = time.Now()
+	return res, err
+}
+
+// end waits for the path to settle, reads the probe, the counters and the
+// host, and makes the report.
+func (m *tcpMeasure) end(res *tcpflow.Result, runErr error) (*report.Report, error) {
+	b := m.b
 	settle(b.meas.sampler, b.remote())
-	loaded, loadedSeq, perr := loading.finish()
-	st.stopWatch()
+	loaded, loadedSeq, perr := m.loading.finish()
+	m.st.stopWatch()
 	after, err := snapshot(b.meas.routers, &b.cost)
-	st.samples = st.stop()
+	m.st.samples = m.st.stop()
 	if runErr != nil || err != nil || perr != nil {
 		return nil, errors.Join(runErr, err, perr)
 	}
-	kAfter, err := kstat.TCPCounters(sender)
+	kAfter, err := kstat.TCPCounters(m.sender)
 	if err != nil {
 		return nil, err
 	}
@@ -76,9 +128,9 @@ func (b *Bench) measureTCP(ctx context.Context) (*report.Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	rep := b.tcpReport(res, st, final, neighbours, after)
-	rep.TCP.Losses.Kernel = reasonCounts(kBefore, kAfter)
-	rep.TCP.Latency = tcpLatency(idle, loaded, idleSeq, loadedSeq)
+	rep := b.tcpReport(res, m.st, final, neighbours, after)
+	rep.TCP.Losses.Kernel = reasonCounts(m.kBefore, kAfter)
+	rep.TCP.Latency = tcpLatency(m.idle, loaded, m.idleSeq, loadedSeq)
 	judgeTCP(rep, b.place)
 	return rep, nil
 }
@@ -96,7 +148,22 @@ func (b *Bench) tcpReport(res *tcpflow.Result, st *running, final sample.Sample,
 	b.place.label(rep.CPU)
 	rep.Softnet = report.SoftnetUses(st.before.softnet, after.softnet)
 	rep.TCP = tcpRun(res, rep.Hops, b.meas.qdiscs, rep.Softnet)
+	fidelity(rep, b.meas.qdiscs, tcpFrame(rep.TCP, t.To.Is6()), b.fileImpair)
 	return rep
+}
+
+// tcpFrame is the mean frame of the flows' data segments, with its
+// headers (Ethernet, IP, TCP with timestamps) and the FCS a frame size
+// counts: what an impairment's rate check takes a packet to be.
+func tcpFrame(t *report.TCPRun, v6 bool) float64 {
+	hdr := 70.0
+	if v6 {
+		hdr = 90
+	}
+	if t.Losses.RecvSegments == 0 {
+		return hdr
+	}
+	return float64(t.Total.Received)/float64(t.Losses.RecvSegments) + hdr
 }
 
 // tcpRun puts the flows' figures and the losses together.

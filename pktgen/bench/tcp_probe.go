@@ -40,8 +40,7 @@ type probe struct {
 // newProbe binds the probe's port in the receiver's namespace (so that it
 // answers no ICMP) and prepares its stream.
 func (b *Bench) newProbe() (*probe, error) {
-	v6 := b.t.To.Is6()
-	t := spec.Traffic{Name: b.t.Name + " probe", From: b.t.From, To: b.t.To, Frames: []int{frame.Min(v6)}, RatePPS: probeRate, Threads: 1,
+	t := spec.Traffic{Name: b.t.Name + " probe", From: b.t.From, To: b.t.To, Frames: []int{b.probeFrame()}, RatePPS: probeRate, Threads: 1,
 		Engine: "userspace", DstPorts: [2]int{probePort, probePort}}
 	sink, err := openSink(b.run.Node(b.path.Hops[len(b.path.Hops)-1].Node).NS, &t)
 	if err != nil {
@@ -112,3 +111,6 @@ func tcpLatency(idle, loaded *receive.Latency, idleSeq, loadedSeq *receive.Seque
 	}
 	return l
 }
+
+// probeFrame is the size of the probe's frames.
+func (b *Bench) probeFrame() int { return frame.Min(b.t.To.Is6()) }

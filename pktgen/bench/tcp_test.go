@@ -125,3 +125,66 @@ func TestTCPDrops(t *testing.T) {
 		t.Errorf("81 segments split %d and %d (%q)", data[0].Segments, data[1].Segments, by)
 	}
 }
+
+// TestPrivilegedTCPBesideUDPFlood: a cubic flow and a UDP flood from
+// another client cross the router at once, into one 10 Mbit/s egress with
+// a 100-packet queue. Each run is reported as itself: the flow's
+// retransmissions traced to that tbf (its count of packets there says
+// other runs' are in it), the flood counted apart by its port; the
+// aggregate takes the flow's data segments and probe frames beside the
+// flood's packets, and the tbf's drops are all of them, nothing
+// unaccounted.
+func TestPrivilegedTCPBesideUDPFlood(t *testing.T) {
+	labtest.SkipUnlessRoot(t)
+	l := labdeploy.Deploy(t, labtest.Rename(twoWays(t), labtest.Name("g")))
+	r := labdeploy.Open(t, l)
+	if err := r.Impair(spec.Endpoint{Node: "ns2", Interface: "veth2"}, &spec.Impair{Rate: 10e6, Limit: 100}); err != nil {
+		t.Fatal(err)
+	}
+	ts, err := Streams(l, []string{"ab", "cb"}, Selection{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts[0].TCP, ts[0].Count, ts[0].RatePPS, ts[0].Duration = &spec.TCP{Flows: 1, CC: "cubic"}, 0, 0, 3*time.Second
+	ts[1].Count, ts[1].RatePPS, ts[1].Duration = 0, 2000, 3*time.Second
+	g, err := NewGroup(r, ts, Options{Interval: 250 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.Close)
+	rep, err := g.Run(context.Background(), 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tcp, udp, ag := rep.Streams[0], rep.Streams[1], rep.Aggregate
+	ls := tcp.TCP.Losses
+	t.Logf("tcp: %s; udp: sent %d received %d; aggregate sent %d received %d drops %+v unaccounted %d; overlap %v",
+		ls.Line(), udp.Sent, udp.Received, ag.Sent, ag.Received, ag.Drops, ag.Unaccount, ag.Overlap)
+	if ls.Retransmitted == 0 || len(ls.Drops) != 1 || ls.Drops[0].Place != "ns2:veth2's tbf" || int64(ls.Drops[0].Segments) != ls.Lost ||
+		!strings.Contains(ls.Drops[0].Counted, "other runs cross it") {
+		t.Errorf("the flow's losses %+v: want its lost segments at ns2:veth2's tbf, shared with the flood", ls)
+	}
+	if udp.Loss <= 0 || udp.Unaccount != 0 || !strings.Contains(udp.CountedBy, "UDP destination port") {
+		t.Errorf("the flood: loss %d unaccounted %d counted by %q", udp.Loss, udp.Unaccount, udp.CountedBy)
+	}
+	if tcp.Sent != ls.SentSegments+tcp.TCP.Latency.LoadedReceived+tcp.TCP.Latency.LoadedLost || ag.Sent != tcp.Sent+udp.Sent || ag.Loss != tcp.Loss+udp.Loss {
+		t.Errorf("aggregate sent %d loss %d from the flow's %d/%d and the flood's %d/%d", ag.Sent, ag.Loss, tcp.Sent, tcp.Loss, udp.Sent, udp.Loss)
+	}
+	var atTbf uint64
+	for _, d := range ag.Drops {
+		if d.Place == "qdisc of ns2:veth2" {
+			atTbf = d.Packets
+		}
+	}
+	if atTbf == 0 || ag.Unaccount != 0 || ag.NamedDrops-atTbf >= uint64(ls.Lost) {
+		t.Errorf("aggregate: %d dropped at the tbf, unaccounted %d: %+v", atTbf, ag.Unaccount, ag.Drops)
+	}
+	if ag.Overlap < 2*time.Second {
+		t.Errorf("the runs overlapped %v", ag.Overlap)
+	}
+	var out strings.Builder
+	if err := report.WriteGroups(&out, "table", []*report.GroupReport{rep}); err != nil || !strings.Contains(out.String(), "losses: "+ls.Line()) ||
+		!strings.Contains(out.String(), "--- run cb ---") {
+		t.Errorf("group table (%v):\n%s", err, out.String())
+	}
+}

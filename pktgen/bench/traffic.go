@@ -57,8 +57,8 @@ func Streams(l *spec.Lab, names []string, sel Selection) ([]*spec.Traffic, error
 			if err != nil {
 				return nil, err
 			}
-			if len(out) > 0 && fmt.Sprint(t.Frames) != fmt.Sprint(out[0].Frames) {
-				return nil, fmt.Errorf("runs measured together sweep the same frame sizes: %s has %v, %s %v; give one frame size for all", out[0].Name, out[0].Frames, t.Name, t.Frames)
+			if u := firstUDPRun(out); u != nil && t.TCP == nil && fmt.Sprint(t.Frames) != fmt.Sprint(u.Frames) { // a TCP run has no frame size
+				return nil, fmt.Errorf("runs measured together sweep the same frame sizes: %s has %v, %s %v; give one frame size for all", u.Name, u.Frames, t.Name, t.Frames)
 			}
 			out = append(out, t)
 		}

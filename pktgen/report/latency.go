@@ -77,6 +77,9 @@ func (r *Report) latencyCSV() string {
 // LatencyCell is the markdown cell of the latency ("-" when not measured).
 func (r *Report) LatencyCell() string {
 	l := r.Latency
+	if r.TCP != nil && r.TCP.Latency != nil { // a TCP run's: its probe's under load
+		l = r.TCP.Latency.Loaded
+	}
 	if l == nil || l.Samples == 0 {
 		return "-"
 	}

@@ -172,6 +172,7 @@ func (r *Report) tcpTable(w io.Writer) error {
 	}
 	ew.printf("\n")
 	r.tableHops(ew)
+	r.fidelityLines(ew)
 	r.tableCPUs(ew)
 	r.tableEnv(ew)
 	return ew.err

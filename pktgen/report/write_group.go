@@ -52,7 +52,11 @@ func (g *GroupReport) table(w io.Writer) error {
 		if ew.err != nil {
 			return ew.err
 		}
-		if err := r.table(w); err != nil {
+		write := r.table
+		if r.TCP != nil {
+			write = r.tcpTable
+		}
+		if err := write(w); err != nil {
 			return err
 		}
 	}
