@@ -34,7 +34,7 @@ type topOptions struct {
 func topCommand(run func(context.Context, *topOptions) error) *cli.Command {
 	return &cli.Command{
 		Name:      "top",
-		Usage:     "watch a deployed lab live: every interface's rates and drops, each CPU's softirq, steal and backlog drops, each node's forwarding and conntrack",
+		Usage:     "watch a deployed lab live: every interface's rates and drops, each CPU's softirq, steal and backlog drops, each node's forwarding and conntrack, and the TCP connections moving data (rates, retransmissions, cwnd, RTT)",
 		ArgsUsage: "[LAB]",
 		Flags: []cli.Flag{
 			&cli.DurationFlag{Name: "interval", Value: time.Second, Usage: "refresh every `D` (100ms and up)"},

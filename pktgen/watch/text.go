@@ -34,6 +34,28 @@ func (v *View) WriteTable(w io.Writer) {
 	}
 	tw.Flush()
 	v.writeNodes(w)
+	v.writeTCP(w)
+}
+
+// tcpShown bounds the connections the table lists.
+const tcpShown = 10
+
+// writeTCP lists the TCP connections that moved data in the interval,
+// the fastest first.
+func (v *View) writeTCP(w io.Writer) {
+	if len(v.TCP) == 0 {
+		return
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "NODE\tTCP LOCAL\tREMOTE\tSTATE\tSEND Mb/s\tRECV Mb/s\tRETRANS\tCWND\tSRTT ms\t")
+	for _, c := range v.TCP[:min(len(v.TCP), tcpShown)] {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%.2f\t%.2f\t%d\t%d\t%.2f\t\n", c.Node, c.Local, c.Remote, c.State, c.SendMbps, c.RecvMbps, c.Retrans, c.Cwnd, c.SRTTms)
+	}
+	tw.Flush()
+	if n := len(v.TCP) - tcpShown; n > 0 {
+		fmt.Fprintf(w, "(and %d more connections; --once --format json lists all)\n", n)
+	}
 }
 
 // writeNodes lists the nodes that forwarded, discarded or track
@@ -81,7 +103,11 @@ func (b *BenchStatus) Line() string {
 	s := fmt.Sprintf("bench (pid %d) %s: %s", b.PID, state, b.Traffic)
 	if e := b.Last; e != nil && len(e.Hops) > 0 {
 		last := e.Hops[len(e.Hops)-1]
-		s += fmt.Sprintf(", %d-byte frames, %.1f s in: %s:%s received %.0f pps", e.Frame, e.At, last.Node, last.Interface, last.RxPPS)
+		what := fmt.Sprintf("%d-byte frames", e.Frame)
+		if e.Frame == 0 {
+			what = "TCP flows" // a TCP run has no frame size
+		}
+		s += fmt.Sprintf(", %s, %.1f s in: %s:%s received %.0f pps", what, e.At, last.Node, last.Interface, last.RxPPS)
 	}
 	if e := b.End; e != nil {
 		switch {

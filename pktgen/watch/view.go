@@ -2,6 +2,7 @@ package watch
 
 import (
 	"cmp"
+	"net/netip"
 	"slices"
 	"time"
 
@@ -20,7 +21,24 @@ type View struct {
 	CPU        []report.CPUUse     `json:"cpu"`
 	Softnet    []report.SoftnetCPU `json:"softnet"`
 	Nodes      []Node              `json:"nodes"`
+	TCP        []TCPConn           `json:"tcp"` // the connections that moved data in the interval, the fastest first
 	Bench      *BenchStatus        `json:"bench,omitempty"`
+}
+
+// TCPConn is one TCP connection of a node over the interval: what it sent
+// (bytes acknowledged) and received per second, the segments it
+// retransmitted in the interval, and its congestion window and smoothed
+// RTT now (TCP_INFO through sock_diag, as ss -ti shows them).
+type TCPConn struct {
+	Node     string  `json:"node"`
+	Local    string  `json:"local"`
+	Remote   string  `json:"remote"`
+	State    string  `json:"state"`
+	SendMbps float64 `json:"send_mbps"`
+	RecvMbps float64 `json:"recv_mbps"`
+	Retrans  uint32  `json:"retrans"`
+	Cwnd     uint32  `json:"cwnd"`
+	SRTTms   float64 `json:"srtt_ms"`
 }
 
 // Interface is one interface over the interval: its rates (counter
@@ -85,8 +103,37 @@ func (w *Lab) Delta(a, b *Snapshot) *View {
 			node.Stopped = b.Stopped[n.Name]
 			v.Nodes = append(v.Nodes, node)
 		}
+		v.TCP = append(v.TCP, tcpConns(n.Name, a.TCP[n.Name], b.TCP[n.Name], v.Interval)...)
 	}
+	slices.SortStableFunc(v.TCP, func(x, y TCPConn) int { return cmp.Compare(max(y.SendMbps, y.RecvMbps), max(x.SendMbps, x.RecvMbps)) })
 	return v
+}
+
+// tcpConns are node's connections that moved data or retransmitted
+// between readings a and b, seconds apart; one new since a counts from
+// its start.
+func tcpConns(node string, a, b []kstat.TCPSocket, seconds float64) []TCPConn {
+	if seconds <= 0 {
+		return nil
+	}
+	before := map[[2]netip.AddrPort]kstat.TCPSocket{}
+	for _, s := range a {
+		before[[2]netip.AddrPort{s.Local, s.Remote}] = s
+	}
+	var out []TCPConn
+	for _, s := range b {
+		p := before[[2]netip.AddrPort{s.Local, s.Remote}]
+		if p.BytesAcked > s.BytesAcked || p.BytesReceived > s.BytesReceived { // the same ends, another connection
+			p = kstat.TCPSocket{}
+		}
+		c := TCPConn{Node: node, Local: s.Local.String(), Remote: s.Remote.String(), State: s.State,
+			SendMbps: float64(s.BytesAcked-p.BytesAcked) * 8 / seconds / 1e6, RecvMbps: float64(s.BytesReceived-p.BytesReceived) * 8 / seconds / 1e6,
+			Retrans: s.Retrans - min(p.Retrans, s.Retrans), Cwnd: s.Cwnd, SRTTms: float64(s.SRTT.Microseconds()) / 1e3}
+		if c.SendMbps > 0 || c.RecvMbps > 0 || c.Retrans > 0 {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // node is one node's part of view v.

@@ -132,8 +132,9 @@ type Snapshot struct {
 	CPU        map[int][]uint64
 	Softnet    map[int][]uint64
 	Nodes      map[string]NodeCounters
-	Stopped    map[string]bool // the nodes nslab node stop stopped
-	Bench      *BenchStatus    // nil: no bench has run on the lab since it was deployed
+	TCP        map[string][]kstat.TCPSocket // per node: its TCP connections (sock_diag)
+	Stopped    map[string]bool              // the nodes nslab node stop stopped
+	Bench      *BenchStatus                 // nil: no bench has run on the lab since it was deployed
 }
 
 // ErrGone is returned by Read once the lab is no longer deployed; the
@@ -158,7 +159,8 @@ func (w *Lab) Read() (*Snapshot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("lab %s: %w", w.Name, err)
 	}
-	s := &Snapshot{Time: time.Now(), Interfaces: smp, CPU: kstat.CPUTimes(), Softnet: kstat.Softnet(), Nodes: map[string]NodeCounters{}, Stopped: map[string]bool{}}
+	s := &Snapshot{Time: time.Now(), Interfaces: smp, CPU: kstat.CPUTimes(), Softnet: kstat.Softnet(), Nodes: map[string]NodeCounters{}, TCP: map[string][]kstat.TCPSocket{},
+		Stopped: map[string]bool{}}
 	for _, x := range st.Stopped {
 		s.Stopped[x.Node] = true
 	}
@@ -172,6 +174,9 @@ func (w *Lab) Read() (*Snapshot, error) {
 			return nil, fmt.Errorf("lab %s: %w", w.Name, err)
 		}
 		s.Nodes[n.Name] = NodeCounters{MIB: mib, Conntrack: ct}
+		if s.TCP[n.Name], err = kstat.TCPSockets(node.NS); err != nil {
+			return nil, fmt.Errorf("lab %s: %w", w.Name, err)
+		}
 	}
 	s.Bench = w.bench.read()
 	return s, nil
