@@ -199,12 +199,48 @@ func TestPrivilegedDeployExecInspectDestroy(t *testing.T) {
 	if code, out, _ = c.run("inspect", "-t", file); code != 0 || !strings.Contains(out, "ns2:veth2") {
 		t.Errorf("inspect table: %d %q", code, out)
 	}
+	inspectQdisc(t, c, file, name)
 	code, out, errOut = c.run("destroy", "-t", file, "--wait")
 	if code != 0 || !strings.Contains(out, "2 namespaces removed") || !strings.Contains(out, "the kernel finished tearing the namespaces down") {
 		t.Errorf("destroy --wait: %d %q %s", code, out, errOut)
 	}
 	if code, out, _ = c.run("destroy", "-t", file); code != 0 || !strings.Contains(out, "nothing to destroy") {
 		t.Errorf("second destroy: %d %q", code, out)
+	}
+}
+
+// inspectQdisc: an impairment's counters in inspect, JSON and table, are
+// the kernel's after a bench overflows it: packets sent, dropped, and the
+// times its rate held one back.
+func inspectQdisc(t *testing.T, c *runner, file, name string) {
+	t.Helper()
+	if code, out, errOut := c.run("impair", "ns1:veth1", "--name", name, "--rate", "100kbit", "--limit", "3"); code != 0 {
+		t.Fatalf("impair: %d %s %s", code, out, errOut)
+	}
+	if code, out, errOut := c.run("bench", "--traffic", "pair", "--count", "2000", "--rate", "20kpps", file); code != 0 || !strings.Contains(out, "qdisc of ns1:veth1") {
+		t.Fatalf("bench into the impairment: %d %s %s", code, out, errOut) // it loses: the point
+	}
+	code, out, _ := c.run("inspect", "--name", name, "--format", "json")
+	var info struct {
+		Nodes []struct {
+			Interfaces []struct {
+				Name   string
+				Qdiscs []struct {
+					Kind                       string
+					Packets, Drops, Overlimits uint32
+				}
+			}
+		}
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &info) != nil || len(info.Nodes[0].Interfaces) < 2 {
+		t.Fatalf("inspect json: %d %q", code, out)
+	}
+	q := info.Nodes[0].Interfaces[1].Qdiscs
+	if len(q) != 1 || q[0].Kind != "tbf" || q[0].Packets == 0 || q[0].Drops == 0 || q[0].Overlimits == 0 {
+		t.Errorf("ns1:veth1's qdiscs after 2,000 frames at 20 kpps into 100 kbit/s and 3 packets: %+v", q)
+	}
+	if code, out, _ = c.run("inspect", "--name", name); code != 0 || !strings.Contains(out, "OVERLIMITS") || !strings.Contains(out, "tbf (root)") {
+		t.Errorf("inspect table: %d %q", code, out)
 	}
 }
 

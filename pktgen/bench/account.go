@@ -145,13 +145,24 @@ func qdiscPlaces(x report.HopCounters) []report.Drop {
 	var out []report.Drop
 	if x.QdiscDrops > 0 {
 		out = append(out, report.Drop{Place: "qdisc of " + x.String(), Packets: x.QdiscDrops, Node: x.Node,
-			Counted: fmt.Sprintf("the qdisc's drop counter: %d", x.QdiscDrops)})
+			Counted: "the qdisc's drop counter: " + qdiscCounts(x)})
 	}
 	if x.QdiscQueued > 0 {
 		out = append(out, report.Drop{Place: "still queued in the qdisc of " + x.String(), Packets: x.QdiscQueued, Node: x.Node,
-			Counted: fmt.Sprintf("the qdisc held %d packets when the run was read", x.QdiscQueued)})
+			Counted: fmt.Sprintf("the qdisc held %d packets (%d bytes) when the run was read", x.QdiscQueued, x.QdiscBacklog)})
 	}
 	return out
+}
+
+// qdiscCounts says an interface's qdisc counters over the run: its drops,
+// the times its rate held a packet back (overlimits) and its backlog at
+// the end.
+func qdiscCounts(x report.HopCounters) string {
+	s := fmt.Sprintf("%d dropped", x.QdiscDrops)
+	if x.QdiscOverlimits > 0 {
+		s += fmt.Sprintf(", %d overlimits (times its rate held a packet back)", x.QdiscOverlimits)
+	}
+	return s + fmt.Sprintf(", backlog %d packets (%d bytes) at the end", x.QdiscQueued, x.QdiscBacklog)
 }
 
 // pathDrops names the drops along a path: in each sending interface's own

@@ -220,7 +220,7 @@ func tcpDrops(h []report.HopCounters, qdiscs map[string]*qdisc.State, softnet []
 		if x.QdiscDrops > 0 {
 			q := qdiscs[x.String()]
 			d := report.Drop{Place: fmt.Sprintf("%s's %s", x.String(), q.Kind), Packets: x.QdiscDrops, Node: x.Node,
-				Counted: "the qdisc's drop counter (the flows' packets and the latency probe's)", Cause: "its queue: " + q.String()}
+				Counted: "the qdisc's drop counter (the flows' packets and the latency probe's): " + qdiscCounts(x), Cause: "its queue: " + q.String()}
 			if isOut(x.Role) {
 				data = append(data, d)
 			} else {

@@ -250,9 +250,18 @@ func (r *Report) tableBalance(ew *errWriter) {
 func places(ew *errWriter, ds []Drop) {
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	for _, d := range ds {
-		fmt.Fprintf(tw, "  %s\t%d\t%s\n", d.Place, d.Packets, d.Cause)
+		fmt.Fprintf(tw, "  %s\t%d\t%s\n", d.Place, d.Packets, d.causeAndQdisc())
 	}
 	tw.Flush()
+}
+
+// causeAndQdisc is a drop's cause, and for a qdisc's drops its counters
+// too (drops, overlimits, backlog).
+func (d Drop) causeAndQdisc() string {
+	if strings.HasPrefix(d.Place, "qdisc of ") && d.Cause != "" && d.Counted != "" {
+		return d.Cause + " (" + d.Counted + ")"
+	}
+	return d.Cause
 }
 
 // BalanceLine is the accounting in a line: sent (+ added) = received +

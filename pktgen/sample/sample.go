@@ -49,14 +49,20 @@ type Counters struct {
 	// holds now. Packets it drops never reach the device's counters.
 	QdiscDrops  uint64 `json:"qdisc_drops,omitempty"`
 	QdiscQueued uint64 `json:"qdisc_queued,omitempty"`
+	// QdiscOverlimits: times its rate held a packet back (a shaper's);
+	// QdiscBacklog: the bytes it holds now.
+	QdiscOverlimits uint64 `json:"qdisc_overlimits,omitempty"`
+	QdiscBacklog    uint64 `json:"qdisc_backlog,omitempty"`
 }
 
-// Sub returns c - o, counter by counter; QdiscQueued is c's (a level, not
-// a count).
+// Sub returns c - o, counter by counter; QdiscQueued and QdiscBacklog
+// are c's (levels, not counts).
 func (c Counters) Sub(o Counters) Counters {
-	return Counters{c.RxPackets - o.RxPackets, c.TxPackets - o.TxPackets, c.RxBytes - o.RxBytes, c.TxBytes - o.TxBytes,
-		c.RxDropped - o.RxDropped, c.TxDropped - o.TxDropped, c.RxErrors - o.RxErrors, c.TxErrors - o.TxErrors, c.RxMissed - o.RxMissed,
-		uint64(uint32(c.QdiscDrops) - uint32(o.QdiscDrops)), c.QdiscQueued} // the kernel's qdisc drop counter is 32 bits
+	return Counters{RxPackets: c.RxPackets - o.RxPackets, TxPackets: c.TxPackets - o.TxPackets, RxBytes: c.RxBytes - o.RxBytes, TxBytes: c.TxBytes - o.TxBytes,
+		RxDropped: c.RxDropped - o.RxDropped, TxDropped: c.TxDropped - o.TxDropped, RxErrors: c.RxErrors - o.RxErrors, TxErrors: c.TxErrors - o.TxErrors,
+		RxMissed:   c.RxMissed - o.RxMissed,
+		QdiscDrops: uint64(uint32(c.QdiscDrops) - uint32(o.QdiscDrops)), QdiscQueued: c.QdiscQueued, // the kernel's qdisc counters are 32 bits
+		QdiscOverlimits: uint64(uint32(c.QdiscOverlimits) - uint32(o.QdiscOverlimits)), QdiscBacklog: c.QdiscBacklog}
 }
 
 // Sample is every target's counters at one moment.
@@ -142,14 +148,16 @@ func (s *Sampler) Read() (Sample, error) {
 		if st == nil {
 			return out, fmt.Errorf("sample %s: the kernel sent no counters", s.Targets[i])
 		}
-		out.Counters[i] = Counters{st.RxPackets, st.TxPackets, st.RxBytes, st.TxBytes, st.RxDropped, st.TxDropped, st.RxErrors, st.TxErrors, st.RxMissedErrors, 0, 0}
+		out.Counters[i] = Counters{RxPackets: st.RxPackets, TxPackets: st.TxPackets, RxBytes: st.RxBytes, TxBytes: st.TxBytes, RxDropped: st.RxDropped,
+			TxDropped: st.TxDropped, RxErrors: st.RxErrors, TxErrors: st.TxErrors, RxMissed: st.RxMissedErrors}
 		if s.links[i] != nil {
 			q, err := qdisc.Read(h, s.links[i])
 			if err != nil {
 				return out, fmt.Errorf("sample %s: %w", s.Targets[i], err)
 			}
 			if q != nil {
-				out.Counters[i].QdiscDrops, out.Counters[i].QdiscQueued = uint64(q.Drops), uint64(q.Qlen)
+				c := &out.Counters[i]
+				c.QdiscDrops, c.QdiscQueued, c.QdiscOverlimits, c.QdiscBacklog = uint64(q.Drops), uint64(q.Qlen), uint64(q.Overlimits), uint64(q.Backlog)
 			}
 		}
 	}

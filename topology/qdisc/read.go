@@ -20,19 +20,29 @@ type State struct {
 	// it has none of nslab's: tbf's own byte fifo, netem's tfifo).
 	Child string
 	Counters
+	// ChildCounters are the child queue's own counters (nil without one):
+	// a drop at its enqueue counts at the root too, codel's at its
+	// dequeue at the child alone.
+	ChildCounters *Counters
 }
 
-// Counters are a root qdisc's counters (its children's drops included).
+// Counters are a qdisc's counters: a root's hold its children's enqueue
+// drops.
 type Counters struct {
-	Packets uint32 `json:"packets"` // sent on to the device
-	Drops   uint32 `json:"drops"`   // dropped: netem's loss, a full queue
-	Qlen    uint32 `json:"qlen"`    // packets queued now
+	Packets    uint32 `json:"packets"`    // sent on to the device
+	Bytes      uint64 `json:"bytes"`      // sent on to the device
+	Drops      uint32 `json:"drops"`      // dropped: netem's loss, a full queue, AQM
+	Overlimits uint32 `json:"overlimits"` // times a shaper's rate held a packet back (tbf, htb); marks for some AQMs
+	Requeues   uint32 `json:"requeues"`   // handed back by a busy device
+	Qlen       uint32 `json:"qlen"`       // packets queued now
+	Backlog    uint32 `json:"backlog"`    // bytes queued now
 }
 
 // Sub returns c - o (the counters wrap at 2^32, so this is right across a
-// wrap too).
+// wrap too); Qlen and Backlog are c's (levels, not counts).
 func (c Counters) Sub(o Counters) Counters {
-	return Counters{Packets: c.Packets - o.Packets, Drops: c.Drops - o.Drops, Qlen: c.Qlen}
+	return Counters{Packets: c.Packets - o.Packets, Bytes: c.Bytes - o.Bytes, Drops: c.Drops - o.Drops, Overlimits: c.Overlimits - o.Overlimits,
+		Requeues: c.Requeues - o.Requeues, Qlen: c.Qlen, Backlog: c.Backlog}
 }
 
 // String says the root qdisc in tc's words: "netem delay 20ms loss 1%".
@@ -69,7 +79,8 @@ func Read(h *netlink.Handle, link netlink.Link) (*State, error) {
 	if st != nil && child != nil {
 		// A drop at the child's enqueue counts at the root too; codel's
 		// drops at dequeue count at the child alone: the larger holds both.
-		st.Child, st.Drops = child.Type(), max(st.Drops, countersOf(child).Drops)
+		cc := countersOf(child)
+		st.Child, st.Drops, st.ChildCounters = child.Type(), max(st.Drops, cc.Drops), &cc
 	}
 	return st, nil
 }
@@ -77,7 +88,8 @@ func Read(h *netlink.Handle, link netlink.Link) (*State, error) {
 // countersOf reads a qdisc's counters.
 func countersOf(q netlink.Qdisc) Counters {
 	if s := q.Attrs().Statistics; s != nil && s.Basic != nil && s.Queue != nil {
-		return Counters{Packets: s.Basic.Packets, Drops: s.Queue.Drops, Qlen: s.Queue.Qlen}
+		return Counters{Packets: s.Basic.Packets, Bytes: s.Basic.Bytes, Drops: s.Queue.Drops, Overlimits: s.Queue.Overlimits,
+			Requeues: s.Queue.Requeues, Qlen: s.Queue.Qlen, Backlog: s.Queue.Backlog}
 	}
 	return Counters{}
 }

@@ -106,6 +106,16 @@ type IfInfo struct {
 	// ("netem delay 20ms loss 1%"), set by the file or by nslab impair;
 	// "" when it has none of its own.
 	Impairment string `json:"impairment,omitempty"`
+	// Qdiscs are the counters of its root qdisc and of the queue under
+	// it, since they were made (nil without a qdisc of its own).
+	Qdiscs []QdiscCounts `json:"qdiscs,omitempty"`
+}
+
+// QdiscCounts is one qdisc of an interface with its counters.
+type QdiscCounts struct {
+	Kind   string `json:"kind"`
+	Parent string `json:"parent"` // "root", or "root's child"
+	qdisc.Counters
 }
 
 // Queues is an interface's queues as the kernel has them now: their
@@ -255,6 +265,10 @@ func LinkInfo(h *netlink.Handle, lk netlink.Link, names map[int]string) (IfInfo,
 	}
 	if st != nil {
 		ifc.Impairment = st.String()
+		ifc.Qdiscs = []QdiscCounts{{Kind: st.Kind, Parent: "root", Counters: st.Counters}}
+		if st.ChildCounters != nil {
+			ifc.Qdiscs = append(ifc.Qdiscs, QdiscCounts{Kind: st.Child, Parent: "root's child", Counters: *st.ChildCounters})
+		}
 	}
 	return ifc, nil
 }

@@ -183,7 +183,9 @@ func cpuLists(per []string) string {
 }
 
 // printImpairments lists the interfaces whose egress has a qdisc of its own
-// (an impairment), as the kernel has it now.
+// (an impairment, a queue), as the kernel has it now, with each qdisc's
+// counters since it was made: a row for the root, one for the queue
+// under it.
 func printImpairments(w io.Writer, info *LabInfo) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	shown := false
@@ -193,10 +195,16 @@ func printImpairments(w io.Writer, info *LabInfo) {
 				continue
 			}
 			if !shown {
-				fmt.Fprintln(tw, "NODE\tINTERFACE\tIMPAIRMENT (what it sends)")
+				fmt.Fprintln(tw, "NODE\tINTERFACE\tIMPAIRMENT (what it sends)\tQDISC\tSENT\tDROPPED\tOVERLIMITS\tREQUEUES\tBACKLOG")
 				shown = true
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\n", n.Node, i.Name, i.Impairment)
+			for k, q := range i.Qdiscs {
+				node, ifc, what := n.Node, i.Name, i.Impairment
+				if k > 0 {
+					node, ifc, what = "", "", ""
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%s (%s)\t%d\t%d\t%d\t%d\t%dp %db\n", node, ifc, what, q.Kind, q.Parent, q.Packets, q.Drops, q.Overlimits, q.Requeues, q.Qlen, q.Backlog)
+			}
 		}
 	}
 	tw.Flush()
