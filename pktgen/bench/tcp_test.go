@@ -11,6 +11,7 @@ import (
 
 	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/pktgen/sample"
+	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/labtest"
 	"github.com/nslab/nslab/topology/labtest/labdeploy"
 	"github.com/nslab/nslab/topology/qdisc"
@@ -186,5 +187,53 @@ func TestPrivilegedTCPBesideUDPFlood(t *testing.T) {
 	if err := report.WriteGroups(&out, "table", []*report.GroupReport{rep}); err != nil || !strings.Contains(out.String(), "losses: "+ls.Line()) ||
 		!strings.Contains(out.String(), "--- run cb ---") {
 		t.Errorf("group table (%v):\n%s", err, out.String())
+	}
+}
+
+// TestPrivilegedCCVariant: congestion control as a variant: the variant
+// sets the sender node's default (net.ipv4.tcp_congestion_control) and a
+// run that names none takes it, each report saying the one its sockets
+// used; a run that names its own is refused with such a variant, before
+// anything is deployed.
+func TestPrivilegedCCVariant(t *testing.T) {
+	labtest.SkipUnlessRoot(t)
+	data, err := os.ReadFile("../../examples/client-router-server.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := strings.Replace(string(data), "veth2: {addresses: [10.0.2.254/24]}", "veth2: {addresses: [10.0.2.254/24], impair: {rate: 20Mbit}}", 1)
+	// A new namespace takes the host's default: the variant sets another.
+	def, err := os.ReadFile("/proc/sys/net/ipv4/tcp_congestion_control")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base, other := strings.TrimSpace(string(def)), "reno"
+	if base == "reno" {
+		other = "cubic"
+	}
+	src += "variants:\n  other:\n    ns1:\n      sysctls: {net.ipv4.tcp_congestion_control: " + other + "}\n"
+	l, err := spec.Parse("cc.yaml", labtest.Rename([]byte(src), labtest.Name("c")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := *l.TrafficRun("forward")
+	tr.Duration, tr.Count, tr.TCP = time.Second, 0, &spec.TCP{Flows: 1, CC: "cubic"}
+	m := &lab.Manager{StateDir: t.TempDir()}
+	req := Request{Lab: l, Traffic: &tr, Variants: []string{"base", "other"}, Repeat: 2}
+	if _, err := Sweep(context.Background(), m, req); err == nil || !strings.Contains(err.Error(), "remove cc: from the run") || m.Deployed(l) {
+		t.Fatalf("a run naming cubic with a variant of the default: %v (deployed %v)", err, m.Deployed(l))
+	}
+	tr.TCP.CC = ""
+	t.Cleanup(func() { m.Destroy(l.Name) })
+	out, err := Sweep(context.Background(), m, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, r := range out.Reports {
+		got[r.Variant] = r.TCP.CC
+	}
+	if len(out.Reports) != 4 || got["base"] != base || got["other"] != other {
+		t.Errorf("congestion control by variant in %d runs: %v, want base %s (the host's default), other %s", len(out.Reports), got, base, other)
 	}
 }

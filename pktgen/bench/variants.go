@@ -327,6 +327,28 @@ func (req Request) checkVariants() error {
 		if err := lab.CheckVariantKernel(req.Lab.Variant(v)); err != nil {
 			return &FieldError{"variants", err}
 		}
+		if err := ccOverridden(req.Traffic, req.Lab.Variant(v)); err != nil {
+			return &FieldError{"variants", err}
+		}
+	}
+	return nil
+}
+
+// ccSysctl is a namespace's default congestion control.
+const ccSysctl = "net.ipv4.tcp_congestion_control"
+
+// ccOverridden refuses a variant that sets the sender node's default
+// congestion control for a TCP run that names its own (tcp: {cc: ...}):
+// the run sets it on every socket, so the variant would change nothing.
+func ccOverridden(t *spec.Traffic, v *spec.Variant) error {
+	if t == nil || t.TCP == nil || t.TCP.CC == "" || !slices.Contains(v.Nodes, t.From.Node) {
+		return nil
+	}
+	for _, s := range v.Lab.Node(t.From.Node).Sysctls {
+		if s.Key == ccSysctl {
+			return fmt.Errorf("variant %s sets %s on %s, but run %s names its congestion control (tcp: {cc: %s}), which every socket of the run takes: remove cc: from the run to compare the variants' defaults",
+				v.Name, ccSysctl, t.From.Node, t.Name, t.TCP.CC)
+		}
 	}
 	return nil
 }

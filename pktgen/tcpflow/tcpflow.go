@@ -22,6 +22,7 @@ import (
 	"net"
 	"net/netip"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -138,7 +139,7 @@ func Run(ctx context.Context, j Job) (*Result, error) {
 
 // run writes on conns for the job's duration, sampling them, then drains.
 func run(ctx context.Context, j Job, s *sink, conns []*net.TCPConn) (*Result, error) {
-	res := &Result{CC: j.CC, Flows: make([]Flow, len(conns))}
+	res := &Result{CC: congestionOf(conns[0]), Flows: make([]Flow, len(conns))}
 	start := time.Now()
 	stop := make(chan struct{})
 	var writers sync.WaitGroup
@@ -160,6 +161,19 @@ func run(ctx context.Context, j Job, s *sink, conns []*net.TCPConn) (*Result, er
 	}
 	res.Drained = s.wait(len(conns), drainLimit)
 	return res, finish(res, conns, s, start)
+}
+
+// congestionOf is the congestion control c uses, read back from its
+// socket (TCP_CONGESTION): the job's, or the sender namespace's default
+// (net.ipv4.tcp_congestion_control) when the job names none.
+func congestionOf(c *net.TCPConn) string {
+	rc, err := c.SyscallConn()
+	if err != nil {
+		return ""
+	}
+	var cc string
+	_ = rc.Control(func(fd uintptr) { cc, _ = unix.GetsockoptString(int(fd), unix.IPPROTO_TCP, unix.TCP_CONGESTION) }) // "" when it cannot be read
+	return strings.TrimRight(cc, "\x00")
 }
 
 // sampleUntil samples every flow's sender at the job's interval until its

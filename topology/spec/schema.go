@@ -262,7 +262,7 @@ var trafficDef = mapping{def: "traffic", title: "a traffic run", required: []str
 
 var tcpDef = mapping{def: "tcp", title: "TCP flows of a traffic run", keys: []key{
 	{"flows", "integer 1-128, default 1: connections", intRange(1, MaxTCPFlows)},
-	{"cc", "cubic, bbr or reno, default the kernel's: each connection's congestion control", enum(TCPCongestion...)},
+	{"cc", "cubic, bbr or reno: each connection's congestion control; without it the sender node's default (net.ipv4.tcp_congestion_control: a variant may set it), the report naming the one used", enum(TCPCongestion...)},
 	{"duration", "duration (10s), default the run's duration: how long the flows write", text},
 }}
 
