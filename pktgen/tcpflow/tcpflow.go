@@ -28,11 +28,12 @@ import (
 	"time"
 
 	"github.com/nslab/nslab/topology/ns"
+	"github.com/nslab/nslab/topology/spec"
 	"golang.org/x/sys/unix"
 )
 
 // DefaultPort is the sink's TCP port when a job gives none.
-const DefaultPort = 5301
+const DefaultPort = spec.TCPPort
 
 // drainLimit bounds how long the flows may take, after the duration, to
 // deliver what they had sent (a slow link behind a deep buffer); past it

@@ -63,6 +63,10 @@ type TCP struct {
 // TCPCongestion are the congestion controls a TCP run can ask for.
 var TCPCongestion = []string{"cubic", "bbr", "reno"}
 
+// TCPPort is the port a TCP run's sink listens on: its flows' packets are
+// traced, through policy routing and firewalls, as TCP to it.
+const TCPPort = 5301
+
 // MaxTCPFlows bounds a TCP run's connections.
 const MaxTCPFlows = 128
 
@@ -371,8 +375,12 @@ func CheckEngine(name string) error {
 const DefaultPort = 9
 
 // Flow is the run's packets as the NAT and firewall rules on their path
-// see them: UDP to the first destination port of the run.
+// see them: UDP to the first destination port of the run, or a TCP
+// run's TCP to its sink's port.
 func (t *Traffic) Flow() Flow {
+	if t.TCP != nil {
+		return Flow{Proto: "tcp", Port: TCPPort}
+	}
 	port := t.DstPorts[0]
 	if port == 0 {
 		port = DefaultPort

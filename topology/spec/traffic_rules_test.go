@@ -114,3 +114,16 @@ func TestTCPRun(t *testing.T) {
 		}
 	}
 }
+
+// TestFlowOfTCPRun: a TCP run's packets are traced as TCP to its sink's
+// port (policy routing and firewalls may treat them apart from UDP).
+func TestFlowOfTCPRun(t *testing.T) {
+	udp := &Traffic{DstPorts: [2]int{53, 53}}
+	tcp := &Traffic{DstPorts: [2]int{53, 53}, TCP: &TCP{Flows: 1}}
+	if f := udp.Flow(); f.Proto != "udp" || f.Port != 53 {
+		t.Errorf("UDP run: %+v", f)
+	}
+	if f := tcp.Flow(); f.Proto != "tcp" || f.Port != TCPPort {
+		t.Errorf("TCP run: %+v", f)
+	}
+}
