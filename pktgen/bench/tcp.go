@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"time"
@@ -102,10 +103,44 @@ func (m *tcpMeasure) stop() {
 func (m *tcpMeasure) flows(ctx context.Context) (*tcpflow.Result, error) {
 	t := m.b.t
 	m.st.start = time.Now()
-	res, err := tcpflow.Run(ctx, tcpflow.Job{Sender: m.sender, Receiver: m.receiver, Dst: t.To, Flows: t.TCP.Flows, CC: t.TCP.CC,
-		Duration: t.Duration, Interval: m.b.opts.Interval})
+	job := tcpflow.Job{Sender: m.sender, Receiver: m.receiver, Dst: t.To, Flows: t.TCP.Flows, CC: t.TCP.CC, Duration: t.Duration, Interval: m.b.opts.Interval}
+	if m.b.opts.Live != nil {
+		job.OnSample = tcpLiveLine(m.b.opts.Live)
+	}
+	res, err := tcpflow.Run(ctx, job)
 	m.st.end = time.Now()
 	return res, err
+}
+
+// tcpLiveLine prints, after each TCP_INFO sample, the flows' goodput over
+// the interval (bytes acknowledged), their retransmissions in it, and
+// each flow's cwnd and smoothed RTT now.
+func tcpLiveLine(w io.Writer) func([]tcpflow.Flow) {
+	var last time.Duration
+	return func(flows []tcpflow.Flow) {
+		var acked uint64
+		var retrans uint32
+		var at time.Duration
+		var cwnd, srtt []string
+		for _, f := range flows {
+			n := len(f.Points)
+			if n == 0 {
+				continue
+			}
+			p, prev := f.Points[n-1], tcpflow.Point{}
+			if n > 1 {
+				prev = f.Points[n-2]
+			}
+			acked, retrans, at = acked+p.Acked-prev.Acked, retrans+p.Retrans-prev.Retrans, p.At
+			cwnd, srtt = append(cwnd, fmt.Sprint(p.Cwnd)), append(srtt, p.SRTT.Round(100*time.Microsecond).String())
+		}
+		if at <= last {
+			return
+		}
+		fmt.Fprintf(w, "  tcp, %.1fs into the flows: goodput %.2f Mbit/s  retransmitted %d  cwnd %s  srtt %s\n", at.Seconds(),
+			float64(acked)*8/(at-last).Seconds()/1e6, retrans, strings.Join(cwnd, "/"), strings.Join(srtt, "/"))
+		last = at
+	}
 }
 
 // end waits for the path to settle, reads the probe, the counters and the

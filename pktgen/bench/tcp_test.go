@@ -11,6 +11,7 @@ import (
 
 	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/pktgen/sample"
+	"github.com/nslab/nslab/pktgen/tcpflow"
 	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/labtest"
 	"github.com/nslab/nslab/topology/labtest/labdeploy"
@@ -235,5 +236,27 @@ func TestPrivilegedCCVariant(t *testing.T) {
 	}
 	if len(out.Reports) != 4 || got["base"] != base || got["other"] != other {
 		t.Errorf("congestion control by variant in %d runs: %v, want base %s (the host's default), other %s", len(out.Reports), got, base, other)
+	}
+}
+
+// TestTCPLiveLine: a live line gives the flows' goodput over the last
+// interval (their acknowledged bytes' growth), the retransmissions in it
+// and each flow's cwnd; a sample no flow has yet prints nothing.
+func TestTCPLiveLine(t *testing.T) {
+	var out bytes.Buffer
+	line := tcpLiveLine(&out)
+	p := func(at time.Duration, acked uint64, retrans, cwnd uint32) tcpflow.Point {
+		return tcpflow.Point{At: at, Acked: acked, Retrans: retrans, Cwnd: cwnd, SRTT: time.Millisecond}
+	}
+	line([]tcpflow.Flow{{}, {}})
+	flows := []tcpflow.Flow{{Points: []tcpflow.Point{p(time.Second, 500000, 1, 10)}}, {Points: []tcpflow.Point{p(time.Second, 750000, 0, 12)}}}
+	line(flows)
+	flows[0].Points = append(flows[0].Points, p(2*time.Second, 1000000, 4, 20))
+	flows[1].Points = append(flows[1].Points, p(2*time.Second, 1000000, 0, 22))
+	line(flows)
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], "1.0s into the flows: goodput 10.00 Mbit/s  retransmitted 1  cwnd 10/12") ||
+		!strings.Contains(lines[1], "2.0s into the flows: goodput 6.00 Mbit/s  retransmitted 3  cwnd 20/22") {
+		t.Errorf("live lines:\n%s", out.String())
 	}
 }

@@ -49,6 +49,9 @@ type Job struct {
 	CC               string     // congestion control (TCP_CONGESTION); "": the kernel's default
 	Duration         time.Duration
 	Interval         time.Duration // between TCP_INFO samples; 0: 1 s
+	// OnSample, when set, is called after each sample with every flow's
+	// points so far (the live lines of a bench), from Run's goroutine.
+	OnSample func(flows []Flow)
 }
 
 // Point is one sample of a flow's sending end.
@@ -197,6 +200,9 @@ func sampleUntil(ctx context.Context, j Job, conns []*net.TCPConn, res *Result, 
 					res.Flows[i].Points = append(res.Flows[i].Points, Point{At: at, Acked: ti.Bytes_acked, Retrans: ti.Total_retrans,
 						SRTT: time.Duration(ti.Rtt) * time.Microsecond, Cwnd: ti.Snd_cwnd})
 				}
+			}
+			if j.OnSample != nil {
+				j.OnSample(res.Flows)
 			}
 		}
 	}
