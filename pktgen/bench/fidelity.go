@@ -5,6 +5,7 @@ import (
 	"math"
 	"time"
 
+	"github.com/nslab/nslab/pktgen/receive"
 	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/topology/qdisc"
 	"github.com/nslab/nslab/topology/spec"
@@ -62,7 +63,7 @@ func checksOf(rep *report.Report, i int, m *spec.Impair, frame float64, onlyDela
 		_, queued, _ := queueDepth(rep, i)
 		out = append(out, rateCheck(m, h, took, frame, rep.Elapsed, max(rep.Elapsed, rep.ReceiveWindow), queued))
 	}
-	if (m.Delay > 0 || m.Jitter > 0) && onlyDelay && rep.Latency != nil && rep.Latency.Samples > 0 {
+	if l, _ := pathLatency(rep); (m.Delay > 0 || m.Jitter > 0) && onlyDelay && l != nil && l.Samples > 0 {
 		out = append(out, delayCheck(m, rep))
 	}
 	if s := rep.Sequence; m.Reorder > 0 && s != nil && s.UniqueReceived > 0 {
@@ -169,13 +170,23 @@ func rateCheck(m *spec.Impair, h report.HopCounters, took uint64, frame float64,
 	return c
 }
 
+// pathLatency is the one-way latency of the path without the run's own
+// queueing where there is one: a TCP run's probe alone, before the flows
+// (from says so); else the run's latency (--latency).
+func pathLatency(rep *report.Report) (l *receive.Latency, from string) {
+	if t := rep.TCP; t != nil && t.Latency != nil {
+		return t.Latency.Idle, " of the latency probe alone, before the flows"
+	}
+	return rep.Latency, ""
+}
+
 // delayCheck: the receiver's one-way latency against the delay asked,
 // when this impairment is the only delay on the path. The median must
 // lie within the jitter's half and 2 ms (or a tenth) above the delay (the
 // rest of the path adds a little); a miss names the CPU stalls of the
 // run, which delay packets on a virtual machine.
 func delayCheck(m *spec.Impair, rep *report.Report) report.FidelityCheck {
-	l := rep.Latency
+	l, from := pathLatency(rep)
 	d := func(ns int64) string { return time.Duration(ns).Round(10 * time.Microsecond).String() }
 	asked := spec.FormatDelay(m.Delay)
 	if m.Jitter > 0 {
@@ -184,7 +195,7 @@ func delayCheck(m *spec.Impair, rep *report.Report) report.FidelityCheck {
 	lo := m.Delay - m.Jitter/2
 	hi := m.Delay + m.Jitter/2 + max(2*time.Millisecond, m.Delay/10)
 	c := report.FidelityCheck{What: "delay", Asked: asked, OK: time.Duration(l.P50Ns) >= lo && time.Duration(l.P50Ns) <= hi,
-		Delivered: fmt.Sprintf("p50 %s (min %s, p99 %s, max %s; %d samples)", d(l.P50Ns), d(l.MinNs), d(l.P99Ns), d(l.MaxNs), l.Samples)}
+		Delivered: fmt.Sprintf("p50 %s (min %s, p99 %s, max %s; %d samples%s)", d(l.P50Ns), d(l.MinNs), d(l.P99Ns), d(l.MaxNs), l.Samples, from)}
 	if !c.OK && rep.Stalls != nil && rep.Stalls.Stalls > 0 {
 		c.Delivered += fmt.Sprintf(": the host stalled %d times (%s in all)", rep.Stalls.Stalls, rep.Stalls.TotalNs.Round(time.Microsecond))
 	}

@@ -61,4 +61,22 @@ func TestFidelity(t *testing.T) {
 	if c := f.Checks[0]; c.OK || !strings.Contains(f.Flag, "asked delay 20ms, delivered p50 23.4ms (min 20ms, p99 30ms, max 41ms; 1000 samples): the host stalled 7 times (12ms in all)") {
 		t.Errorf("23.4 ms for 20 ms: %+v", f)
 	}
+	// A TCP run: the delay is the probe's alone, before the flows queued.
+	probe := func(r *report.Report) {
+		r.TCP = &report.TCPRun{Latency: &report.TCPLatency{Idle: &receive.Latency{Samples: 100, MinNs: int64(20 * time.Millisecond), P50Ns: int64(20100 * time.Microsecond),
+			P99Ns: int64(21 * time.Millisecond), MaxNs: int64(22 * time.Millisecond)}, Loaded: &receive.Latency{Samples: 500, P50Ns: int64(300 * time.Millisecond)}}}
+	}
+	f = run(spec.Impair{Delay: 20 * time.Millisecond}, sample.Counters{TxPackets: 1000}, probe)
+	if c := f.Checks[0]; !c.OK || !strings.Contains(c.Delivered, "p50 20.1ms (min 20ms, p99 21ms, max 22ms; 100 samples of the latency probe alone, before the flows)") {
+		t.Errorf("a TCP run's 20 ms: %+v", f)
+	}
+	// A shaper whose queue held packets was offered more than its rate,
+	// whatever the run's frame size says (a group's other runs, GSO).
+	full := func(r *report.Report) {
+		r.Samples = []sample.Sample{{Counters: []sample.Counters{{QdiscQueued: 80}}}, {At: time.Second / 2, Counters: []sample.Counters{{QdiscQueued: 120}}}}
+	}
+	f = run(spec.Impair{Rate: 10e6}, sample.Counters{TxPackets: 800, TxBytes: 1_200_000}, full)
+	if c := f.Checks[0]; !c.OK || c.Untested || !strings.Contains(c.Delivered, "offered more: its queue held 100 packets on average") {
+		t.Errorf("a shaper whose queue held 100 packets: %+v", f)
+	}
 }

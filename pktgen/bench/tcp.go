@@ -166,6 +166,7 @@ func (m *tcpMeasure) end(res *tcpflow.Result, runErr error) (*report.Report, err
 	rep := b.tcpReport(res, m.st, final, neighbours, after)
 	rep.TCP.Losses.Kernel = reasonCounts(m.kBefore, kAfter)
 	rep.TCP.Latency = tcpLatency(m.idle, loaded, m.idleSeq, loadedSeq)
+	fidelity(rep, b.meas.qdiscs, tcpFrame(rep.TCP, b.t.To.Is6()), b.fileImpair) // the delay from the probe's idle latency
 	judgeTCP(rep, b.place)
 	return rep, nil
 }
@@ -183,7 +184,6 @@ func (b *Bench) tcpReport(res *tcpflow.Result, st *running, final sample.Sample,
 	b.place.label(rep.CPU)
 	rep.Softnet = report.SoftnetUses(st.before.softnet, after.softnet)
 	rep.TCP = tcpRun(res, rep.Hops, b.meas.qdiscs, rep.Softnet)
-	fidelity(rep, b.meas.qdiscs, tcpFrame(rep.TCP, t.To.Is6()), b.fileImpair)
 	return rep
 }
 

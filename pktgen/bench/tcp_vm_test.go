@@ -12,6 +12,7 @@ import (
 	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/labtest"
+	"github.com/nslab/nslab/topology/labtest/labdeploy"
 	"github.com/nslab/nslab/topology/spec"
 )
 
@@ -79,4 +80,30 @@ func TestVMBufferbloat(t *testing.T) {
 	if !strings.Contains(reps["codel"].Env.Impairments["ns2:veth2"], "queue fq_codel") {
 		t.Errorf("the variant's queue: %q", reps["codel"].Env.Impairments["ns2:veth2"])
 	}
+}
+
+// TestVMTCPDelayFidelity: a TCP run through 20 ms of netem delay: the
+// fidelity line checks the delay with the latency probe alone (the flows'
+// queueing would add to it), and finds what was asked.
+func TestVMTCPDelayFidelity(t *testing.T) {
+	labtest.SkipUnlessRoot(t)
+	data, err := os.ReadFile("../../examples/client-router-server.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := strings.Replace(string(data), "veth2: {addresses: [10.0.2.254/24]}", "veth2: {addresses: [10.0.2.254/24], impair: {delay: 20ms}}", 1)
+	l := labdeploy.Deploy(t, labtest.Rename([]byte(src), labtest.Name("d")))
+	r := labdeploy.Open(t, l)
+	b := newBench(t, r, func(tr *spec.Traffic) {
+		tr.Duration, tr.Count, tr.TCP = 2*time.Second, 0, &spec.TCP{Flows: 1}
+	}, Options{Interval: 500 * time.Millisecond})
+	rep, err := b.Run(context.Background(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := rep.Fidelity
+	if len(f) != 1 || len(f[0].Checks) != 1 || f[0].Checks[0].What != "delay" || !f[0].Checks[0].OK || !strings.Contains(f[0].Checks[0].Delivered, "latency probe alone") {
+		t.Fatalf("fidelity %+v", f)
+	}
+	t.Logf("%s: %s", f[0].Interface, f[0].Checks[0].Delivered)
 }
