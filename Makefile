@@ -162,13 +162,16 @@ vm-deps:
 # VM: its WAN link needs netem, which our machines' kernel lacks.
 # tutorials: regenerate the tutorials' outputs from today's code: the tour
 # and the NAT router here, the laptop lab (which needs netem) from its
-# walk-through in the VM.
+# walk-through in the VM, the queues tutorial here and its fq_codel part
+# (and plot) in the VM.
 tutorials: build vm-deps deps
 	$(GO) build -o $(BIN)/nslab-tutorials ./cmd/nslab-tutorials
 	$(GO) build -o $(BIN)/nslab-vmtest ./cmd/nslab-vmtest
 	$(BIN)/nslab-vmtest -script examples/laptop-lab.sh > $(BIN)/laptop-lab.transcript
-	$(BIN)/nslab-tutorials README.md docs/tutorials/tour.md docs/tutorials/nat-router.md docs/tutorials/forwarding-benchmark.md docs/tutorials/several-hosts.md docs/tutorials/routing.md docs/tutorials/queues.md
+	$(BIN)/nslab-vmtest -script examples/queues-vm.sh > $(BIN)/queues.transcript
+	$(BIN)/nslab-tutorials README.md docs/tutorials/tour.md docs/tutorials/nat-router.md docs/tutorials/forwarding-benchmark.md docs/tutorials/several-hosts.md docs/tutorials/routing.md
 	$(BIN)/nslab-tutorials -transcript $(BIN)/laptop-lab.transcript docs/tutorials/laptop-lab.md
+	$(BIN)/nslab-tutorials -transcript $(BIN)/queues.transcript docs/tutorials/queues.md
 
 # benchdocs: the benchmark runs the documentation shows, from today's code
 # (docs/benchmarking.md and docs/engines.md: every "$ " line of

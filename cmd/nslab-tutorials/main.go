@@ -17,10 +17,12 @@ package main
 
 import (
 	"bytes"
+	"encoding/base64"
 	"flag"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
@@ -67,6 +69,9 @@ func regen(path, transcript string) error {
 			return err
 		}
 		cmds, outs = merge(here, outs, vm, vmOuts)
+		if err := attachments(transcript, filepath.Dir(path)); err != nil {
+			return err
+		}
 	}
 	return os.WriteFile(path, []byte(rewrite(lines, cmds, outs)), 0o644)
 }
@@ -185,8 +190,8 @@ func fromTranscript(path string, lines []string, cmds []int) (map[int]string, er
 				continue
 			}
 			j := i + 1
-			for j < len(tl) && !strings.HasPrefix(tl[j], "$ ") && !strings.HasPrefix(tl[j], "vmtest: ") {
-				j++ // up to the next command, or the VM harness's own lines
+			for j < len(tl) && !strings.HasPrefix(tl[j], "$ ") && !strings.HasPrefix(tl[j], "vmtest: ") && !strings.HasPrefix(tl[j], fileMark) {
+				j++ // up to the next command, the VM harness's own lines or a file
 			}
 			outs[k] = strings.Join(tl[i+1:j], "\n") + "\n"
 			from, found = j, true
@@ -197,6 +202,38 @@ func fromTranscript(path string, lines []string, cmds []int) (map[int]string, er
 		}
 	}
 	return outs, nil
+}
+
+// fileMark starts a transcript's line naming a file the VM made (a plot):
+// the next line is its content in base64.
+const fileMark = "@@file "
+
+// attachments writes the files a transcript carries into dir, each under
+// its own name (a bare name: nothing outside dir).
+func attachments(transcript, dir string) error {
+	data, err := os.ReadFile(transcript)
+	if err != nil {
+		return err
+	}
+	tl := strings.Split(strings.ReplaceAll(string(data), "\r", ""), "\n")
+	for i, l := range tl {
+		name, ok := strings.CutPrefix(l, fileMark)
+		if !ok {
+			continue
+		}
+		if name != filepath.Base(name) || name == "." || i+1 >= len(tl) {
+			return fmt.Errorf("transcript %s: %q is not a file name with its content after it", transcript, l)
+		}
+		content, err := base64.StdEncoding.DecodeString(strings.TrimSpace(tl[i+1]))
+		if err != nil {
+			return fmt.Errorf("transcript %s: file %s: %w", transcript, name, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), content, 0o644); err != nil {
+			return err
+		}
+		fmt.Printf("nslab-tutorials: %s from the transcript\n", filepath.Join(dir, name))
+	}
+	return nil
 }
 
 // rewrite puts each command's new output after it.

@@ -244,6 +244,10 @@ func buildRoot(root, mods string, pkgs []string, filter, script string) error {
 		return err
 	}
 	if script != "" {
+		// The plot helper, for a script's --plot.
+		if err := goBuild("build nslab-plot", "build", "-o", filepath.Join(root, "bin/nslab-plot"), "./cmd/nslab-plot"); err != nil {
+			return err
+		}
 		// At the same place under /src as in the tree, so that its paths hold.
 		rel, err := filepath.Rel(".", script)
 		if err != nil || strings.HasPrefix(rel, "..") {

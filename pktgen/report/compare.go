@@ -293,7 +293,7 @@ func (ch *Change) unpairedChange(old, cur []float64) {
 	if math.IsNaN(ch.ChangePct) {
 		ch.ChangePct, ch.Undefined = 0, ch.New != 0
 	}
-	if math.IsNaN(ch.ChangeLow) || math.IsNaN(ch.ChangeHigh) {
+	if ch.Undefined || math.IsNaN(ch.ChangeLow) || math.IsNaN(ch.ChangeHigh) { // no ratio to 0: the resamples' intervals would mean nothing
 		ch.ChangeLow, ch.ChangeHigh = ch.ChangePct, ch.ChangePct
 	}
 	_, ch.P = stats.MannWhitney(old, cur)
@@ -419,8 +419,12 @@ func (c *Comparison) Write(w io.Writer, format string) error {
 			if x.Paired {
 				verdict += fmt.Sprintf(", %d pairs", x.Pairs)
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%.6g (n=%d)\t%.6g (n=%d)\t%+.2f%%\t%+.2f%% .. %+.2f%%\t%.3g\t%s\t\n", x.Traffic, x.Frame, x.Figure,
-				x.Old, x.OldN, x.New, x.NewN, x.ChangePct, x.ChangeLow, x.ChangeHigh, x.P, verdict)
+			change, interval := fmt.Sprintf("%+.2f%%", x.ChangePct), fmt.Sprintf("%+.2f%% .. %+.2f%%", x.ChangeLow, x.ChangeHigh)
+			if x.Undefined {
+				change, interval = "n/a", "(old median 0)"
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%.6g (n=%d)\t%.6g (n=%d)\t%s\t%s\t%.3g\t%s\t\n", x.Traffic, x.Frame, x.Figure,
+				x.Old, x.OldN, x.New, x.NewN, change, interval, x.P, verdict)
 		}
 		tw.Flush()
 		return ew.err

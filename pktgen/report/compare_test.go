@@ -174,3 +174,19 @@ func TestLossAgainst(t *testing.T) {
 		t.Errorf("as fast as it goes: %v, want the path's 0.01", got)
 	}
 }
+
+// TestChangeFromZero: against an old median of 0 there is no ratio: the
+// change is undefined, its interval none, and the table says so rather
+// than a percentage from resamples that happened not to be 0.
+func TestChangeFromZero(t *testing.T) {
+	ch := &Change{Old: 0, New: 404.5}
+	ch.unpairedChange([]float64{0, 0, 0, 0, 3, 0}, []float64{400, 410, 399, 405, 404, 420})
+	if !ch.Undefined || ch.ChangeLow != 0 || ch.ChangeHigh != 0 {
+		t.Fatalf("%+v", ch)
+	}
+	c := &Comparison{Old: "a", New: "b", Changes: []Change{*ch}}
+	var out strings.Builder
+	if err := c.Write(&out, "table"); err != nil || !strings.Contains(out.String(), "n/a  (old median 0)") {
+		t.Errorf("table (%v):\n%s", err, out.String())
+	}
+}
