@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"github.com/nslab/nslab/topology/xdpfwd"
 	"sort"
 	"strings"
 
@@ -331,6 +332,7 @@ func routerCounts(r *report.Report, before, after hostState, ipv6 bool) {
 				rc.Discards[k] = d
 			}
 		}
+		rc.XDP = xdpCounts(before.xdp[node], after.xdp[node])
 		r.Routers = append(r.Routers, rc)
 		if before.ct[node] != nil && after.ct[node] != nil {
 			if ct := conntrackCounts(node, before.ct[node], after.ct[node]); ct.Moved() {
@@ -338,6 +340,21 @@ func routerCounts(r *report.Report, before, after hostState, ipv6 bool) {
 			}
 		}
 	}
+}
+
+// xdpCounts is a router's XDP fast path over the run (nil without one).
+func xdpCounts(before, after xdpfwd.Counts) *report.XDPCounts {
+	if before == nil || after == nil {
+		return nil
+	}
+	d := after.Sub(before)
+	x := &report.XDPCounts{Forwarded: d.Forwarded(), Passed: d.Passed(), Dropped: d.Dropped(), Why: map[string]uint64{}}
+	for i, r := range xdpfwd.Reasons[1:] {
+		if d[i+1] > 0 {
+			x.Why[r] = d[i+1]
+		}
+	}
+	return x
 }
 
 // qdiscCause says why an interface's qdisc dropped, from what it does:

@@ -4,6 +4,7 @@ import (
 	"github.com/nslab/nslab/pktgen/kstat"
 	"github.com/nslab/nslab/pktgen/softirq"
 	"github.com/nslab/nslab/topology/ns"
+	"github.com/nslab/nslab/topology/xdpfwd"
 )
 
 // What a run reads besides interface counters: CPU times and softnet per
@@ -18,12 +19,14 @@ type hostState struct {
 	ct      map[string]map[string]uint64 // router node -> nf_conntrack column -> value (nil: none)
 	softirq *softirq.Reading             // every CPU's softirq time (nil: no counter)
 	devices map[string][]softirq.DevTime // what the routers' ingress packets cost so far, by interface, per CPU
+	xdp     map[string]xdpfwd.Counts     // router node -> its XDP fast path's counters (none: no fast path)
 }
 
 // snapshot reads the host state; routers maps router nodes to their open
 // namespaces; c is the softirq time counters.
 func snapshot(routers map[string]*ns.NS, c *costing) (hostState, error) {
-	h := hostState{cpu: kstat.CPUTimes(), softnet: kstat.Softnet(), mib: map[string]map[string]uint64{}, ct: map[string]map[string]uint64{}}
+	h := hostState{cpu: kstat.CPUTimes(), softnet: kstat.Softnet(), mib: map[string]map[string]uint64{}, ct: map[string]map[string]uint64{},
+		xdp: map[string]xdpfwd.Counts{}}
 	var err error
 	if h.softirq, h.devices, err = c.read(); err != nil {
 		return h, err
@@ -32,6 +35,11 @@ func snapshot(routers map[string]*ns.NS, c *costing) (hostState, error) {
 		var err error
 		if h.mib[node], h.ct[node], err = kstat.RouterCounters(n); err != nil {
 			return h, err
+		}
+		if c, err := xdpfwd.ReadNode(n); err != nil {
+			return h, err
+		} else if c != nil {
+			h.xdp[node] = c
 		}
 	}
 	return h, nil

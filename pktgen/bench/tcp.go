@@ -180,6 +180,7 @@ func (b *Bench) tcpReport(res *tcpflow.Result, st *running, final sample.Sample,
 		Differences: differenceWords(b.path.Differences), Targets: b.meas.targets, HopRoles: b.meas.roles, Samples: append(st.samples, final),
 		Shapers: b.meas.shaperRates(), Env: b.env, Started: st.start, Ended: st.end}
 	rep.Hops = hopCounters(b.meas, st.base, final, neighbours)
+	routerCounts(rep, st.before, after, t.To.Is6())
 	rep.CPU = report.CPUUses(st.before.cpu, after.cpu)
 	b.place.label(rep.CPU)
 	rep.Softnet = report.SoftnetUses(st.before.softnet, after.softnet)

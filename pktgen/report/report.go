@@ -209,6 +209,20 @@ type RouterCounts struct {
 	DuplicatedAtEgress uint64            `json:"duplicated_at_egress,omitempty"`
 	ForwDatagrams      uint64            `json:"ip_forw_datagrams"` // IP MIB: handed to output
 	Discards           map[string]uint64 `json:"ip_discards"`       // IP MIB counters that count drops
+	// XDP is its XDP fast path's counters over the run (nil: none):
+	// every frame its interfaces took, forwarded, passed to the stack or
+	// dropped by the program.
+	XDP *XDPCounts `json:"xdp,omitempty"`
+}
+
+// XDPCounts are a router's XDP fast path over a run: what it forwarded,
+// passed to the stack (and why) and dropped; forwarded + passed + dropped
+// is every frame its interfaces took, the run's and others.
+type XDPCounts struct {
+	Forwarded uint64            `json:"forwarded"`
+	Passed    uint64            `json:"passed"`
+	Dropped   uint64            `json:"dropped"`
+	Why       map[string]uint64 `json:"why,omitempty"` // reason -> frames, those that moved
 }
 
 // SoftnetCPU is one CPU's /proc/net/softnet_stat change over the run. The

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -202,6 +204,12 @@ func (r *Report) tableHops(ew *errWriter) {
 		for _, k := range kstat.IPDiscards {
 			if d := rt.Discards[k]; d > 0 {
 				ew.printf(", %s %d", k, d)
+			}
+		}
+		if x := rt.XDP; x != nil {
+			ew.printf("; XDP fast path: forwarded %d, passed to the stack %d, dropped %d", x.Forwarded, x.Passed, x.Dropped)
+			for _, k := range slices.Sorted(maps.Keys(x.Why)) {
+				ew.printf(" (%s %d)", k, x.Why[k])
 			}
 		}
 		ew.printf("\n")

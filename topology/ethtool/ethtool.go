@@ -1,5 +1,6 @@
 // Package ethtool is the SIOCETHTOOL ioctl, for the few settings nslab
-// reads and changes on a lab's interfaces: TSO and GRO, rx/tx queues
+// reads and changes on a lab's interfaces: TSO, GRO and transmit
+// checksumming, rx/tx queues
 // (channels) and the link speed. Every call acts on the interface of that
 // name in the calling thread's network namespace (run it from a thread
 // inside the node: ns.NS.Do).
@@ -19,6 +20,8 @@ import (
 // Commands (linux/ethtool.h).
 const (
 	cmdGSet      = 0x01
+	cmdGTxCsum   = 0x16
+	cmdSTxCsum   = 0x17
 	cmdGTSO      = 0x1e
 	cmdSTSO      = 0x1f
 	cmdGGRO      = 0x2b
@@ -64,6 +67,19 @@ func SetTSO(ifc string, on bool) error { return setFeature(ifc, cmdSTSO, "tso", 
 // TSO reads whether TCP segmentation offload is on.
 func TSO(ifc string) (bool, error) {
 	v, err := value(ifc, cmdGTSO, 0)
+	return v != 0, err
+}
+
+// SetTxChecksum turns transmit checksum offload on or off (off, the
+// stack fills every checksum before the frame leaves; TSO and
+// scatter-gather, which need it, go off with it).
+//
+// Equivalent to: ethtool -K IF tx on|off
+func SetTxChecksum(ifc string, on bool) error { return setFeature(ifc, cmdSTxCsum, "tx", on) }
+
+// TxChecksum reads whether transmit checksum offload is on.
+func TxChecksum(ifc string) (bool, error) {
+	v, err := value(ifc, cmdGTxCsum, 0)
 	return v != 0, err
 }
 

@@ -145,6 +145,9 @@ func (m *Manager) inspectNode(ni *inspect.NodeInfo, l *spec.Lab, indexes map[spe
 	if err := inspect.ReadNodeSysfs(node.NS, ni); err != nil {
 		return err
 	}
+	if ni.FastPath, err = inspect.ReadFastPath(links); err != nil {
+		return fmt.Errorf("%w in %s", err, ni.Namespace)
+	}
 	if err := inspect.ReadNetfilter(node.NS, l, ni); err != nil {
 		return err
 	}

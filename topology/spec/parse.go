@@ -463,6 +463,15 @@ func (r *reporter) parseForwarding(v *yaml.Node, path string) Forwarding {
 	if e, ok := f["ipv6"]; ok {
 		fw.IPv6, _ = r.boolean(e.v, e.path, "ipv6 forwarding")
 	}
+	if e, ok := f["fastpath"]; ok {
+		fw.FastPath, _ = r.str(e.v, e.path, "a fast path")
+		switch {
+		case fw.FastPath != "" && !contains(FastPaths, fw.FastPath):
+			r.errf(e.path, "fastpath %q: use %s (an XDP program that forwards by the node's routes), or leave it out for the stack alone", fw.FastPath, strings.Join(FastPaths, ", "))
+		case !fw.IPv4 && !fw.IPv6:
+			r.errf(e.path, "fastpath: %s forwards for a node that forwards: add ipv4: true or ipv6: true", fw.FastPath)
+		}
+	}
 	return fw
 }
 

@@ -87,7 +87,7 @@ var nodeDef = mapping{def: "node", title: "a node (a network namespace)", keys: 
 	{"bridges", "mapping of bridge name to bridge, inside the node", mapOf(nullable(ref("bridge")))},
 	{"routes", "list of static routes", listOf(ref("route"))},
 	{"rules", "list of policy routing rules (ip rule)", listOf(ref("rule"))},
-	{"forwarding", "true, false or {ipv4: B, ipv6: B}, default false: whether the node routes", map[string]any{"oneOf": []any{boolean, ref("forwarding")}}},
+	{"forwarding", "true, false or {ipv4: B, ipv6: B, fastpath: xdp}, default false: whether the node routes", map[string]any{"oneOf": []any{boolean, ref("forwarding")}}},
 	{"sysctls", "mapping of namespace-scoped net.* key to value (net.ipv4.conf.all.rp_filter: 0)", mapOf(map[string]any{"type": []string{"string", "number", "boolean"}})},
 	{"cpus", "CPU set ([1], 1 or \"0-3\"), default none: where the node's receive work runs", cpuSet},
 	{"receive", "rps or napi, default rps with cpus: how the receive work is put on the CPUs", enum(ReceiveRPS, ReceiveNAPI)},
@@ -129,6 +129,7 @@ var birdDef = mapping{def: "bird", title: "BIRD 2 in a node", keys: []key{
 var forwardingDef = mapping{def: "forwarding", title: "forwarding per IP version", keys: []key{
 	{"ipv4", "true or false, default false", boolean},
 	{"ipv6", "true or false, default false", boolean},
+	{"fastpath", "xdp: an XDP program on the node's veth interfaces forwards by its routes and neighbours (bpf_fib_lookup, a devmap redirect), the stack taking the rest; default none", enum(FastPaths...)},
 }}
 
 var ifaceDef = mapping{def: "interface", title: "an interface of a node", nullable: true, keys: []key{

@@ -155,7 +155,17 @@ func (n *Node) Placed() bool { return len(n.CPUs) > 0 }
 type Forwarding struct {
 	IPv4 bool `json:"ipv4"`
 	IPv6 bool `json:"ipv6"`
+	// FastPath is how the node forwards besides its stack: "" the stack
+	// alone, FastPathXDP an XDP program on its interfaces that forwards
+	// what its FIB and neighbours allow and passes the rest to the stack.
+	FastPath string `json:"fastpath,omitempty"`
 }
+
+// FastPathXDP is the XDP forwarding fast path (package xdpfwd).
+const FastPathXDP = "xdp"
+
+// FastPaths are the fast paths a node's forwarding can take.
+var FastPaths = []string{FastPathXDP}
 
 // Sysctl is one namespace-scoped net.* setting, key in dotted form.
 type Sysctl struct {

@@ -67,6 +67,7 @@ func validate(r *reporter, lab *Lab, ex *extra) {
 		validateRoutes(r, n)
 		validateRules(r, n)
 		validateSysctls(r, n)
+		validateFastPath(r, n)
 		validatePlacement(r, n)
 		validateNetfilter(r, lab, n, ownersOnce)
 		validateRouting(r, n)
@@ -421,6 +422,21 @@ func onSubnet(a netip.Addr, ps []netip.Prefix) bool {
 		}
 	}
 	return false
+}
+
+// validateFastPath refuses an XDP fast path on a node whose interfaces
+// impair or queue what they send: an XDP redirect hands frames to the
+// target device directly, past its qdisc, so they would skip both.
+func validateFastPath(r *reporter, n *Node) {
+	if n.Forwarding.FastPath != FastPathXDP {
+		return
+	}
+	for _, i := range n.Interfaces {
+		if i.Impair != nil || i.Queue != nil {
+			r.errf(fmt.Sprintf("nodes.%s.forwarding.fastpath", n.Name), "fastpath: xdp redirects frames past an interface's qdisc, and %s has an impairment or a queue the forwarded frames would skip: move it to the next node's interface, or leave the fast path out", i.Name)
+			return
+		}
+	}
 }
 
 func validateSysctls(r *reporter, n *Node) {

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -325,4 +326,22 @@ func wantProblem(t *testing.T, yml, where, msg string) {
 		}
 	}
 	t.Errorf("no problem at %q containing %q; got:\n%v", where, msg, err)
+}
+
+// TestFastPathRules: fastpath: xdp is for a forwarding node whose
+// interfaces neither impair nor queue (a redirect skips the qdisc), and
+// names no other fast path.
+func TestFastPathRules(t *testing.T) {
+	base := "name: f\nnodes:\n  r:\n    forwarding: %s\n    interfaces:\n      e0: {addresses: [10.0.0.1/24]%s}\n  h:\n    interfaces:\n      e0: {addresses: [10.0.0.2/24]}\nlinks:\n  - endpoints: [r:e0, h:e0]\n"
+	for _, c := range []struct{ fw, ifc, want string }{
+		{"{ipv4: true, fastpath: xdp}", "", ""},
+		{"{ipv4: true, fastpath: dpdk}", "", `fastpath "dpdk": use xdp`},
+		{"{ipv4: false, fastpath: xdp}", "", "add ipv4: true or ipv6: true"},
+		{"{ipv4: true, fastpath: xdp}", ", impair: {rate: 10Mbit}", "past an interface's qdisc"},
+	} {
+		_, err := Parse("f.yaml", []byte(fmt.Sprintf(base, c.fw, c.ifc)))
+		if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("forwarding %s%s: %v, want %q", c.fw, c.ifc, err, c.want)
+		}
+	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/qdisc"
 	"github.com/nslab/nslab/topology/spec"
+	"github.com/nslab/nslab/topology/xdpfwd"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
@@ -68,9 +69,47 @@ type NodeInfo struct {
 	Routing *RoutingInfo `json:"routing,omitempty"`
 	// Limits is the node's use against its limits (limits:); nil: none.
 	Limits *LimitsInfo `json:"limits,omitempty"`
+	// FastPath is the node's XDP forwarding program with its counters
+	// since it was attached (nil: none on its interfaces).
+	FastPath *FastPathInfo `json:"fastpath,omitempty"`
 	// Stopped: nslab node stop stopped the node, at StoppedSince.
 	Stopped      bool      `json:"stopped,omitempty"`
 	StoppedSince time.Time `json:"stopped_since,omitzero"`
+}
+
+// FastPathInfo is a node's XDP fast path as the kernel has it now: the
+// interfaces that carry it and its counters by reason (xdpfwd.Reasons).
+type FastPathInfo struct {
+	Kind       string            `json:"kind"` // xdp
+	Interfaces []string          `json:"interfaces"`
+	Counts     map[string]uint64 `json:"counts"`
+	Entered    uint64            `json:"entered"`
+	Forwarded  uint64            `json:"forwarded"`
+	Passed     uint64            `json:"passed"`
+	Dropped    uint64            `json:"dropped"`
+}
+
+// ReadFastPath reads the XDP forwarding program of a node from its
+// interfaces as listed (nil when none has it).
+func ReadFastPath(links []netlink.Link) (*FastPathInfo, error) {
+	var fp *FastPathInfo
+	for _, lk := range links {
+		c, err := xdpfwd.ReadLink(lk)
+		if err != nil {
+			return nil, err
+		}
+		if c == nil {
+			continue
+		}
+		if fp == nil { // one program, one set of counters, on every interface
+			fp = &FastPathInfo{Kind: spec.FastPathXDP, Counts: map[string]uint64{}, Entered: c.Entered(), Forwarded: c.Forwarded(), Passed: c.Passed(), Dropped: c.Dropped()}
+			for i, r := range xdpfwd.Reasons {
+				fp.Counts[r] = c[i]
+			}
+		}
+		fp.Interfaces = append(fp.Interfaces, lk.Attrs().Name)
+	}
+	return fp, nil
 }
 
 // NetfilterInfo is a node's nslab nftables table: its chains, and its

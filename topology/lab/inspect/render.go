@@ -6,6 +6,7 @@ import (
 	"cmp"
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -60,6 +61,7 @@ func (info *LabInfo) WriteTable(w io.Writer) {
 	printStopped(w, info)
 	printQueues(w, info)
 	printImpairments(w, info)
+	printFastPaths(w, info)
 	printNetfilter(w, info)
 	printServices(w, info)
 	printLimits(w, info)
@@ -206,6 +208,34 @@ func printImpairments(w io.Writer, info *LabInfo) {
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s (%s)\t%d\t%d\t%d\t%d\t%dp %db\n", node, ifc, what, q.Kind, q.Parent, q.Packets, q.Drops, q.Overlimits, q.Requeues, q.Qlen, q.Backlog)
 			}
 		}
+	}
+	tw.Flush()
+	if shown {
+		fmt.Fprintln(w)
+	}
+}
+
+// printFastPaths lists the nodes' XDP fast paths with their counters
+// since they were attached, and why it passed what it passed.
+func printFastPaths(w io.Writer, info *LabInfo) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	shown := false
+	for _, n := range info.Nodes {
+		fp := n.FastPath
+		if fp == nil {
+			continue
+		}
+		if !shown {
+			fmt.Fprintln(tw, "NODE\tFAST PATH\tINTERFACES\tENTERED\tFORWARDED\tPASSED\tDROPPED\tWHY PASSED")
+			shown = true
+		}
+		var why []string
+		for _, r := range slices.Sorted(maps.Keys(fp.Counts)) {
+			if c := fp.Counts[r]; c > 0 && strings.HasPrefix(r, "passed: ") {
+				why = append(why, fmt.Sprintf("%d %s", c, strings.TrimPrefix(r, "passed: ")))
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", n.Node, fp.Kind, strings.Join(fp.Interfaces, ","), fp.Entered, fp.Forwarded, fp.Passed, fp.Dropped, strings.Join(why, "; "))
 	}
 	tw.Flush()
 	if shown {
