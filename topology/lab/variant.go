@@ -183,8 +183,27 @@ func changeSteps(from, to *spec.Lab, saved map[string]string) []Step {
 		queues := queuesChange(to, f, n)
 		steps = append(steps, queues...)
 		steps = append(steps, placementChange(to, f, n, saved, len(queues) > 0)...)
+		steps = append(steps, fastPathChange(to, f, n)...)
 	}
 	return steps
+}
+
+// fastPathChange attaches or detaches node n's XDP fast path where f (the
+// version it changes from) has it otherwise.
+func fastPathChange(l *spec.Lab, f, n *spec.Node) []Step {
+	on := n.Forwarding.FastPath == spec.FastPathXDP
+	if on == (f.Forwarding.FastPath == spec.FastPathXDP) {
+		return nil
+	}
+	verb := "detach"
+	if on {
+		verb = "attach"
+	}
+	return []Step{{
+		Name:  fmt.Sprintf("%s the XDP fast path of %s", verb, n.Name),
+		Shell: func() []string { return []string{fmt.Sprintf("# %s the XDP fast path of %s (nslab, topology/xdpfwd)", verb, n.Name)} },
+		Do:    func(d *deployer) error { return d.fastPath(l, n, on) },
+	}}
 }
 
 // sysctlChange writes the sysctls whose value differs between f and n

@@ -9,7 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nslab/nslab/topology/ethtool"
+	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
+	"github.com/nslab/nslab/topology/xdpfwd"
 )
 
 // variantLab is a client, a router and a server, with a variant that
@@ -200,4 +203,73 @@ func TestChangeStepsOtherInterfaces(t *testing.T) {
 			t.Errorf("a step on lo: %s", s.Name)
 		}
 	}
+}
+
+// TestPrivilegedFastPathVariant: a variant gives the router the XDP fast
+// path (its program on the router's interfaces, the passing one and tx
+// checksumming off on their peers), pings cross it; back to the lab as
+// deployed, none of it is left and the lab is what a fresh deploy built.
+func TestPrivilegedFastPathVariant(t *testing.T) {
+	src := strings.SplitN(variantLab, "variants:", 2)[0] + "variants:\n  xdp:\n    r:\n      forwarding: {ipv4: true, ipv6: true, fastpath: xdp}\n"
+	src = strings.Replace(src, ", impair: {rate: 200Mbit}, qdisc: {kind: pfifo, limit: 100}", "", 1)
+	f := newFixture(t, src)
+	f.deploy()
+	fresh := snapshot(t, f)
+	ctx := context.Background()
+	if err := f.m.ApplyVariant(ctx, f.lab, "xdp"); err != nil {
+		t.Fatal(err)
+	}
+	if c := f.fastPath("r"); c == nil {
+		t.Fatal("no XDP fast path on r under the variant")
+	}
+	if on := f.txChecksum("c", "e0"); on {
+		t.Error("c:e0, a peer of the router, still offloads its tx checksums")
+	}
+	f.ping("c", "10.7.2.1")
+	if c := f.fastPath("r"); c.Forwarded() == 0 {
+		t.Errorf("pings crossed the router, XDP forwarded none: %v", c)
+	}
+	if err := f.m.ApplyVariant(ctx, f.lab, "base"); err != nil {
+		t.Fatal(err)
+	}
+	if c := f.fastPath("r"); c != nil || !f.txChecksum("c", "e0") || !f.txChecksum("s", "e0") {
+		t.Errorf("back to the lab as deployed: fast path %v, peers' tx checksums on: %v %v", c, f.txChecksum("c", "e0"), f.txChecksum("s", "e0"))
+	}
+	compareSnapshots(t, fresh, snapshot(t, f))
+}
+
+// fastPath reads node's XDP fast path counters (nil: none).
+func (f *fixture) fastPath(node string) xdpfwd.Counts {
+	f.t.Helper()
+	var c xdpfwd.Counts
+	x, err := ns.Open(f.m.netnsDir(), f.ns(node))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer x.Close()
+	c, err = xdpfwd.ReadNode(x)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return c
+}
+
+// txChecksum reads whether interface ifc of node offloads tx checksums.
+func (f *fixture) txChecksum(node, ifc string) bool {
+	f.t.Helper()
+	var on bool
+	x, err := ns.Open(f.m.netnsDir(), f.ns(node))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer x.Close()
+	err = x.Do(func() error {
+		var err error
+		on, err = ethtool.TxChecksum(ifc)
+		return err
+	})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return on
 }

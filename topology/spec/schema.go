@@ -296,6 +296,7 @@ var variantNodeDef = mapping{def: "variantNode", title: "what a variant changes 
 	{"sysctls", "mapping of net.* key to value, merged over the node's", mapOf(map[string]any{"type": []string{"string", "number", "boolean"}})},
 	{"interfaces", "mapping of interface to {impair, queues}", mapOf(ref("variantInterface"))},
 	{"cpus", "CPU set, or null for none", nullable(cpuSet)},
+	{"forwarding", "the node's forwarding with another fastpath (xdp, or none): ipv4 and ipv6 as the node's", ref("forwarding")},
 	{"receive", "rps (a variant cannot change threaded NAPI), or null", nullable(enum(ReceiveRPS, ReceiveNAPI))},
 	{"nat", "list of NAT rules, replacing the node's; null for none", nullable(listOf(ref("natRule")))},
 	{"firewall", "firewall, replacing the node's; null for none", nullable(ref("firewall"))},

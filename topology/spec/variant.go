@@ -163,6 +163,10 @@ func (r *reporter) parseVariant(root *yaml.Node, lab *Lab, ve kv, path string) *
 	}
 	for _, node := range v.Nodes {
 		b, n := lab.Node(node), v.Lab.Node(node)
+		if b.Forwarding.IPv4 != n.Forwarding.IPv4 || b.Forwarding.IPv6 != n.Forwarding.IPv6 {
+			r.errf(path+"."+node+".forwarding", "a variant changes a node's fastpath, not whether it forwards: give ipv4: %v and ipv6: %v as the node has them", b.Forwarding.IPv4, b.Forwarding.IPv6)
+			return nil
+		}
 		if (b.Receive == ReceiveNAPI || n.Receive == ReceiveNAPI) && (b.CPUs.String() != n.CPUs.String() || b.Receive != n.Receive) {
 			r.errf(path+"."+node, "a variant cannot change threaded NAPI placement (receive: napi), which starts and stops the kernel's napi kthreads: give the variant receive: rps, or deploy each placement apart")
 			return nil

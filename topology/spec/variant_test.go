@@ -2,6 +2,7 @@ package spec
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -119,4 +120,20 @@ func sysctlOf(n *Node, key string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// TestFastPathVariant: a variant may give a node the XDP fast path, but
+// not change whether it forwards.
+func TestFastPathVariant(t *testing.T) {
+	src := "name: v\nnodes:\n  r:\n    forwarding: true\n    interfaces:\n      e0: {addresses: [10.0.0.1/24]}\n  h:\n    interfaces:\n      e0: {addresses: [10.0.0.2/24]}\nlinks:\n  - endpoints: [r:e0, h:e0]\nvariants:\n  xdp:\n    r:\n      forwarding: %s\n"
+	l, err := Parse("v.yaml", []byte(fmt.Sprintf(src, "{ipv4: true, ipv6: true, fastpath: xdp}")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := l.Variant("xdp"); v == nil || v.Lab.Node("r").Forwarding.FastPath != FastPathXDP || l.Node("r").Forwarding.FastPath != "" {
+		t.Errorf("variant xdp: %+v", v)
+	}
+	if _, err := Parse("v.yaml", []byte(fmt.Sprintf(src, "{ipv4: true, fastpath: xdp}"))); err == nil || !strings.Contains(err.Error(), "not whether it forwards") {
+		t.Errorf("a variant that stops IPv6 forwarding: %v", err)
+	}
 }
