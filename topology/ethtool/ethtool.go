@@ -20,8 +20,12 @@ import (
 // Commands (linux/ethtool.h).
 const (
 	cmdGSet      = 0x01
+	cmdGRxCsum   = 0x14
+	cmdSRxCsum   = 0x15
 	cmdGTxCsum   = 0x16
 	cmdSTxCsum   = 0x17
+	cmdGGSO      = 0x23
+	cmdSGSO      = 0x24
 	cmdGTSO      = 0x1e
 	cmdSTSO      = 0x1f
 	cmdGGRO      = 0x2b
@@ -81,6 +85,44 @@ func SetTxChecksum(ifc string, on bool) error { return setFeature(ifc, cmdSTxCsu
 func TxChecksum(ifc string) (bool, error) {
 	v, err := value(ifc, cmdGTxCsum, 0)
 	return v != 0, err
+}
+
+// Offloads are the offloads Feature and SetFeature take, by the names
+// nslab's lab file gives them, with ethtool -K's word and the ioctl's get
+// and set commands.
+var Offloads = map[string]struct {
+	Word     string
+	Get, Set uint32
+}{
+	"gro":         {"gro", cmdGGRO, cmdSGRO},
+	"gso":         {"gso", cmdGGSO, cmdSGSO},
+	"tso":         {"tso", cmdGTSO, cmdSTSO},
+	"rx-checksum": {"rx", cmdGRxCsum, cmdSRxCsum},
+	"tx-checksum": {"tx", cmdGTxCsum, cmdSTxCsum},
+}
+
+// Feature reads offload name (a key of Offloads) of interface ifc.
+func Feature(ifc, name string) (bool, error) {
+	o, ok := Offloads[name]
+	if !ok {
+		return false, fmt.Errorf("no offload %q", name)
+	}
+	v, err := value(ifc, o.Get, 0)
+	if err != nil {
+		return false, fmt.Errorf("ethtool -k %s (%s): %w", ifc, o.Word, err)
+	}
+	return v != 0, nil
+}
+
+// SetFeature turns offload name (a key of Offloads) of ifc on or off.
+//
+// Equivalent to: ethtool -K IF WORD on|off
+func SetFeature(ifc, name string, on bool) error {
+	o, ok := Offloads[name]
+	if !ok {
+		return fmt.Errorf("no offload %q", name)
+	}
+	return setFeature(ifc, o.Set, o.Word, on)
 }
 
 // SetGRO turns generic receive offload on or off.

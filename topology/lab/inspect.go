@@ -140,6 +140,16 @@ func (m *Manager) inspectNode(ni *inspect.NodeInfo, l *spec.Lab, indexes map[spe
 			return fmt.Errorf("%w in %s", err, ni.Namespace)
 		}
 		indexes[spec.Endpoint{Node: ni.Node, Interface: ifc.Name}] = lk.Attrs().Index
+		if n := l.Node(ni.Node); n != nil {
+			if fi := n.Interface(ifc.Name); fi != nil {
+				ifc.NAPISet = fi.NAPI != nil
+				for _, k := range spec.OffloadNames {
+					if _, ok := fi.Offloads[k]; ok {
+						ifc.OffloadsSet = append(ifc.OffloadsSet, k)
+					}
+				}
+			}
+		}
 		ni.Interfaces = append(ni.Interfaces, ifc)
 	}
 	if err := inspect.ReadNodeSysfs(node.NS, ni); err != nil {

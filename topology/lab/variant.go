@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/nslab/nslab/topology/ethtool"
+	"github.com/nslab/nslab/topology/lab/inspect"
 	"github.com/nslab/nslab/topology/lab/state"
 	"github.com/nslab/nslab/topology/netfilter"
 	"github.com/nslab/nslab/topology/nlsafe"
@@ -184,6 +185,99 @@ func changeSteps(from, to *spec.Lab, saved map[string]string) []Step {
 		steps = append(steps, queues...)
 		steps = append(steps, placementChange(to, f, n, saved, len(queues) > 0)...)
 		steps = append(steps, fastPathChange(to, f, n)...)
+		steps = append(steps, offloadsChange(to, f, n, saved)...)
+		steps = append(steps, napiChange(to, f, n, saved)...)
+	}
+	return steps
+}
+
+// napiChange writes the NAPI files of n's interfaces whose settings differ
+// from f's: n's values, and where only f gives one, what the file had
+// before (saved).
+func napiChange(l *spec.Lab, f, n *spec.Node, saved map[string]string) []Step {
+	var steps []Step
+	for _, i := range n.Interfaces {
+		fi := f.Interface(i.Name)
+		if fi == nil || napiKey(fi.NAPI) == napiKey(i.NAPI) {
+			continue
+		}
+		var files []napiFile
+		if i.NAPI != nil {
+			files = napiFiles(i.NAPI)
+		}
+		for _, name := range inspect.NAPIFiles {
+			if v, ok := saved[savedKey(n.Name, "napi", i.Name+" "+name)]; ok && !hasNAPIFile(files, name) {
+				files = append(files, napiFile{name, v})
+			}
+		}
+		if len(files) == 0 {
+			continue
+		}
+		steps = append(steps, Step{
+			Name:  fmt.Sprintf("NAPI %s:%s (%s)", n.Name, i.Name, napiFileWords(files)),
+			Shell: func() []string { return shNAPI(l.Namespace(n.Name), i.Name, files) },
+			Do:    func(d *deployer) error { return d.writeNAPI(n.Name, i.Name, files) },
+		})
+	}
+	return steps
+}
+
+// napiKey compares NAPI settings.
+func napiKey(s *spec.NAPI) string {
+	if s == nil {
+		return ""
+	}
+	return s.Words()
+}
+
+func hasNAPIFile(files []napiFile, name string) bool {
+	for _, f := range files {
+		if f.name == name {
+			return true
+		}
+	}
+	return false
+}
+
+func napiFileWords(files []napiFile) string {
+	var out []string
+	for _, f := range files {
+		out = append(out, f.name+" "+f.value)
+	}
+	return strings.Join(out, ", ")
+}
+
+// offloadsChange sets the offloads of n's interfaces that differ from f's:
+// n's value, or where only f sets one, what the interface had before
+// (saved).
+func offloadsChange(l *spec.Lab, f, n *spec.Node, saved map[string]string) []Step {
+	var steps []Step
+	for _, i := range n.Interfaces {
+		fi := f.Interface(i.Name)
+		if fi == nil {
+			continue
+		}
+		want := map[string]bool{}
+		for _, k := range spec.OffloadNames {
+			now, inTo := i.Offloads[k]
+			was, inFrom := fi.Offloads[k]
+			switch {
+			case inTo && (!inFrom || now != was):
+				want[k] = now
+			case !inTo && inFrom:
+				if v, ok := saved[savedKey(n.Name, "offload", i.Name+" "+k)]; ok {
+					want[k] = v == "on"
+				}
+			}
+		}
+		if len(want) == 0 {
+			continue
+		}
+		steps = append(steps, Step{
+			Name:  fmt.Sprintf("offloads %s:%s (%s)", n.Name, i.Name, spec.OffloadWords(want)),
+			Shell: func() []string { return []string{shOffloads(l.Namespace(n.Name), i.Name, want)} },
+			Do:    func(d *deployer) error { return d.setOffloads(n.Name, i.Name, want) },
+		})
 	}
 	return steps
 }
@@ -200,9 +294,11 @@ func fastPathChange(l *spec.Lab, f, n *spec.Node) []Step {
 		verb = "attach"
 	}
 	return []Step{{
-		Name:  fmt.Sprintf("%s the XDP fast path of %s", verb, n.Name),
-		Shell: func() []string { return []string{fmt.Sprintf("# %s the XDP fast path of %s (nslab, topology/xdpfwd)", verb, n.Name)} },
-		Do:    func(d *deployer) error { return d.fastPath(l, n, on) },
+		Name: fmt.Sprintf("%s the XDP fast path of %s", verb, n.Name),
+		Shell: func() []string {
+			return []string{fmt.Sprintf("# %s the XDP fast path of %s (nslab, topology/xdpfwd)", verb, n.Name)}
+		},
+		Do: func(d *deployer) error { return d.fastPath(l, n, on) },
 	}}
 }
 
@@ -430,8 +526,80 @@ func (d *deployer) capture(l, v *spec.Lab) (map[string]string, error) {
 				return nil, err
 			}
 		}
+		if err := d.captureOffloads(base, n, saved); err != nil {
+			return nil, err
+		}
+		if err := d.captureNAPI(base, n, saved); err != nil {
+			return nil, err
+		}
 	}
 	return saved, nil
+}
+
+// captureNAPI reads the NAPI files of each interface whose NAPI settings
+// variant node n changes from the lab as deployed (base), from a thread
+// that sees the node's sysfs.
+func (d *deployer) captureNAPI(base, n *spec.Node, saved map[string]string) error {
+	var ifcs []string
+	for _, i := range n.Interfaces {
+		if bi := base.Interface(i.Name); bi != nil && napiKey(bi.NAPI) != napiKey(i.NAPI) {
+			ifcs = append(ifcs, i.Name)
+		}
+	}
+	if len(ifcs) == 0 {
+		return nil
+	}
+	return d.inNS(n.Name, func(x *ns.NS) error {
+		return x.DoSysfs(func() error {
+			for _, ifc := range ifcs {
+				vals, err := inspect.ReadNAPI(ifc)
+				if err != nil {
+					return fmt.Errorf("%s:%s: %w", n.Name, ifc, err)
+				}
+				for name, v := range vals {
+					saved[savedKey(n.Name, "napi", ifc+" "+name)] = v
+				}
+			}
+			return nil
+		})
+	})
+}
+
+// captureOffloads reads each offload variant node n sets on an interface
+// that the lab as deployed (base) does not set, from a thread in the node.
+func (d *deployer) captureOffloads(base, n *spec.Node, saved map[string]string) error {
+	var keys [][2]string // interface, offload
+	for _, i := range n.Interfaces {
+		var had map[string]bool
+		if bi := base.Interface(i.Name); bi != nil {
+			had = bi.Offloads
+		}
+		for _, k := range spec.OffloadNames {
+			_, sets := i.Offloads[k]
+			if _, ok := had[k]; sets && !ok {
+				keys = append(keys, [2]string{i.Name, k})
+			}
+		}
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	return d.inNS(n.Name, func(x *ns.NS) error {
+		return x.Do(func() error {
+			for _, k := range keys {
+				on, err := ethtool.Feature(k[0], k[1])
+				if err != nil {
+					return fmt.Errorf("%s:%s: %w", n.Name, k[0], err)
+				}
+				w := "off"
+				if on {
+					w = "on"
+				}
+				saved[savedKey(n.Name, "offload", k[0]+" "+k[1])] = w
+			}
+			return nil
+		})
+	})
 }
 
 // captureMasks reads every rps_cpus and xps_cpus of node n's placed

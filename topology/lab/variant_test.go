@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/nslab/nslab/topology/ethtool"
+	"github.com/nslab/nslab/topology/lab/inspect"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/nslab/nslab/topology/xdpfwd"
@@ -272,4 +273,78 @@ func (f *fixture) txChecksum(node, ifc string) bool {
 		f.t.Fatal(err)
 	}
 	return on
+}
+
+// TestPrivilegedOffloads: the file's offloads are set at deploy and shown
+// by inspect; a variant turns others off and back, giving the interface
+// what it had (the kernel's, where neither sets one).
+func TestPrivilegedOffloads(t *testing.T) {
+	src := strings.SplitN(variantLab, "variants:", 2)[0] + "variants:\n  lean:\n    r:\n      interfaces:\n        e1: {offloads: {tx-checksum: false}, napi: {gro_flush_timeout: 1ms}}\n"
+	src = strings.Replace(src, "      e1: {addresses: [10.7.2.254/24]}", "      e1: {addresses: [10.7.2.254/24], offloads: {gro: true, tso: false}, napi: {threaded: true, gro_flush_timeout: 50us, defer_hard_irqs: 2}}", 1)
+	f := newFixture(t, src)
+	f.deploy()
+	feature := func(name string) bool {
+		t.Helper()
+		x, err := ns.Open(f.m.netnsDir(), f.ns("r"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer x.Close()
+		var on bool
+		if err := x.Do(func() error { on, err = ethtool.Feature("e1", name); return err }); err != nil {
+			t.Fatal(err)
+		}
+		return on
+	}
+	if !feature("gro") || feature("tso") || !feature("tx-checksum") {
+		t.Fatalf("r:e1 after deploy: gro %v tso %v tx %v, want gro on, tso off, tx as the kernel's (on)", feature("gro"), feature("tso"), feature("tx-checksum"))
+	}
+	napi := func() string {
+		t.Helper()
+		x, err := ns.Open(f.m.netnsDir(), f.ns("r"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer x.Close()
+		var v map[string]string
+		if err := x.DoSysfs(func() error { v, err = inspect.ReadNAPI("e1"); return err }); err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprintf("%s %s %s", v["gro_flush_timeout"], v["napi_defer_hard_irqs"], v["threaded"])
+	}
+	deployed := napi()
+	if deployed != "50000 2 1" {
+		t.Fatalf("r:e1's NAPI after deploy: %q, want 50000 2 1", deployed)
+	}
+	info, err := f.m.Inspect(f.lab.Name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shown string
+	for _, n := range info.Nodes {
+		for _, i := range n.Interfaces {
+			if n.Node == "r" && i.Name == "e1" {
+				shown = spec.OffloadWords(i.Offloads) + " | " + strings.Join(i.OffloadsSet, ",")
+			}
+		}
+	}
+	if !strings.HasPrefix(shown, "gro on, gso on, tso off, rx-checksum on, tx-checksum on | gro,tso") {
+		t.Errorf("inspect: %q", shown)
+	}
+	ctx := context.Background()
+	if err := f.m.ApplyVariant(ctx, f.lab, "lean"); err != nil {
+		t.Fatal(err)
+	}
+	if !feature("gro") || feature("tx-checksum") || feature("tso") {
+		t.Errorf("under the variant: gro %v tx %v tso %v, want gro on, tx and tso off", feature("gro"), feature("tx-checksum"), feature("tso"))
+	}
+	if got := napi(); got != "1000000 2 1" {
+		t.Errorf("r:e1's NAPI under the variant: %q, want its timeout 1ms and the rest as it was", got)
+	}
+	if err := f.m.ApplyVariant(ctx, f.lab, "base"); err != nil {
+		t.Fatal(err)
+	}
+	if !feature("gro") || feature("tso") || !feature("tx-checksum") || napi() != deployed {
+		t.Errorf("back to the lab as deployed: gro %v tso %v tx %v, NAPI %q", feature("gro"), feature("tso"), feature("tx-checksum"), napi())
+	}
 }

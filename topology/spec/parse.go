@@ -8,6 +8,7 @@ import (
 	"net/netip"
 	"os"
 	"strings"
+	"time"
 
 	"gopkg.in/yaml.v3"
 )
@@ -296,7 +297,46 @@ func (r *reporter) parseInterface(name string, v *yaml.Node, path string) *Inter
 	if e, ok := f["qdisc"]; ok {
 		i.Queue = r.parseQueue(e.v, e.path)
 	}
+	if e, ok := f["offloads"]; ok {
+		i.Offloads = r.parseOffloads(e)
+	}
+	if e, ok := f["napi"]; ok {
+		i.NAPI = r.parseNAPI(e)
+	}
 	return i
+}
+
+// parseNAPI reads napi: {threaded, gro_flush_timeout, defer_hard_irqs}.
+func (r *reporter) parseNAPI(e kv) *NAPI {
+	n := &NAPI{}
+	f := r.fields(e.v, e.path, "NAPI settings", keysOf(napiDef)...)
+	if v, ok := f["threaded"]; ok {
+		b, _ := r.boolean(v.v, v.path, "threaded")
+		n.Threaded = &b
+	}
+	if v, ok := f["gro_flush_timeout"]; ok {
+		if s, ok := r.str(v.v, v.path, "a duration such as 50us"); ok {
+			d, err := time.ParseDuration(s)
+			if err != nil || d < 0 || d > time.Second {
+				r.errf(v.path, "gro_flush_timeout %q: a duration from 0 to 1s, such as 50us or 2ms", s)
+			}
+			n.GROFlushTimeout = &d
+		}
+	}
+	if v, ok := f["defer_hard_irqs"]; ok {
+		k, _ := r.integer(v.v, v.path, "polls", 0, 1000000)
+		n.DeferHardIRQs = &k
+	}
+	return n
+}
+
+// parseOffloads reads offloads: {gro: true, tso: false, ...}.
+func (r *reporter) parseOffloads(e kv) map[string]bool {
+	out := map[string]bool{}
+	for k, v := range r.fields(e.v, e.path, "offloads", keysOf(offloadsDef)...) {
+		out[k], _ = r.boolean(v.v, v.path, k)
+	}
+	return out
 }
 
 // MaxQueues bounds an interface's queue count in a lab file.

@@ -139,10 +139,26 @@ var ifaceDef = mapping{def: "interface", title: "an interface of a node", nullab
 	{"queues", "integer 1-256, default 1: rx and tx queues of a veth end", intRange(1, MaxQueues)},
 	{"impair", "impairment: what the link does to what this interface sends", ref("impair")},
 	{"qdisc", "queue discipline of what it sends: pfifo, fq_codel, fq, cake or htb, or {kind, settings}; under an impairment, the queue in front of it", map[string]any{"oneOf": []any{enum(QueueKinds...), ref("queue")}}},
+	{"offloads", "{gro, gso, tso, rx-checksum, tx-checksum}: each true or false, the others as the kernel has them (ethtool -K)", ref("offloads")},
+	{"napi", "{threaded, gro_flush_timeout, defer_hard_irqs}: the device's NAPI settings (its sysfs files), the others as the kernel has them", ref("napi")},
 	{"macvlan", "{parent: IF, mode: bridge|private|vepa|passthru}: a macvlan over another interface of the node (mode default bridge)", ref("macvlan")},
 	{"vlan", "{parent: IF, id: 1-4094}: an 802.1Q sub-interface", ref("vlan")},
 	{"bond", "{ports: [IF, ...], mode: MODE, miimon: MS}: a bond (mode default balance-rr, miimon default 100)", ref("bond")},
 	{"vrf", "{table: N, ports: [IF, ...]}: a VRF whose table is N (not 253-255)", ref("vrf")},
+}}
+
+var offloadsDef = mapping{def: "offloads", title: "an interface's offloads", keys: []key{
+	{"gro", "true or false: generic receive offload (on a veth, also its NAPI)", boolean},
+	{"gso", "true or false: generic segmentation offload", boolean},
+	{"tso", "true or false: TCP segmentation offload", boolean},
+	{"rx-checksum", "true or false: receive checksum offload", boolean},
+	{"tx-checksum", "true or false: transmit checksum offload (off, TSO and scatter-gather go off with it)", boolean},
+}}
+
+var napiDef = mapping{def: "napi", title: "an interface's NAPI settings", keys: []key{
+	{"threaded", "true or false: NAPI polls in a kthread of its own (napi/IF-N) instead of softirq context", boolean},
+	{"gro_flush_timeout", "duration, 0 to 1s (50us): how long GRO may hold packets before it flushes them", text},
+	{"defer_hard_irqs", "integer 0-1000000: NAPI polls that may end before the device's interrupt is enabled again", intRange(0, 1000000)},
 }}
 
 var macvlanDef = mapping{def: "macvlan", title: "a macvlan", required: []string{"parent"}, keys: []key{
@@ -308,6 +324,8 @@ var variantIfaceDef = mapping{def: "variantInterface", title: "what a variant ch
 	{"impair", "impairment, or null for none", nullable(ref("impair"))},
 	{"qdisc", "queue discipline, or null for none", nullable(map[string]any{"oneOf": []any{enum(QueueKinds...), ref("queue")}})},
 	{"queues", "integer 1-256, or null for the kernel's", nullable(intRange(1, MaxQueues))},
+	{"offloads", "offloads, merged over the interface's (what neither sets stays as the kernel has it)", ref("offloads")},
+	{"napi", "NAPI settings, replacing the interface's (what it does not give goes back to what the interface had)", ref("napi")},
 }}
 
 // natKeysOf and filterDef are the rules of nat: and firewall:.
@@ -331,7 +349,7 @@ var (
 )
 
 // mappings are every mapping of the file, the lab first.
-var mappings = []*mapping{&labDef, &hostDef, &nodeDef, &forwardingDef, &ifaceDef, &macvlanDef, &vlanDef, &bondDef, &vrfDef,
+var mappings = []*mapping{&labDef, &hostDef, &nodeDef, &forwardingDef, &ifaceDef, &offloadsDef, &napiDef, &macvlanDef, &vlanDef, &bondDef, &vrfDef,
 	&bridgeDef, &portVLANsDef, &routeDef, &ruleDef, &impairDef, &burstyLossDef, &queueDef, &linkDef, &segmentDef, &expectDef, &trafficDef, &tcpDef, &mixPartDef, &pfDef, &vfDef,
 	&variantNodeDef, &variantIfaceDef, &masqueradeDef, &snatDef, &dnatDef, &filterDef, &firewallDef, &fileDef, &frrDef, &birdDef, &limitsDef}
 

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Lab is a validated topology file.
@@ -214,6 +215,12 @@ type Interface struct {
 	MACDerived bool     // MAC was not in the file: nslab derived it
 	Impair     *Impair  // what the link does to what it sends; nil: nothing
 	Queue      *Queue   // its queue discipline (under Impair when both); nil: the default
+	// Offloads are the offloads the file turns on or off (OffloadNames),
+	// nil: the kernel's.
+	Offloads map[string]bool
+	// NAPI are its NAPI settings the file gives (sysfs of the device);
+	// nil: the kernel's.
+	NAPI *NAPI
 	// What a made interface is made of: the one of these its Kind names
 	// is set, the others are nil.
 	Macvlan *Macvlan
@@ -229,6 +236,58 @@ type Interface struct {
 	Live      []netip.Prefix
 	Down      bool
 	NoCarrier bool
+}
+
+// NAPI are an interface's NAPI settings, each nil where the file gives
+// none: threaded NAPI (a kthread per NAPI instance instead of softirq
+// context), how long GRO holds packets before flushing them, and how many
+// times a NAPI poll defers re-enabling interrupts.
+type NAPI struct {
+	Threaded        *bool
+	GROFlushTimeout *time.Duration
+	DeferHardIRQs   *int
+}
+
+// Words says the settings in a line ("threaded on, gro_flush_timeout 50µs").
+func (n *NAPI) Words() string {
+	var out []string
+	if n.Threaded != nil {
+		out = append(out, fmt.Sprintf("threaded %v", onOff(*n.Threaded)))
+	}
+	if n.GROFlushTimeout != nil {
+		out = append(out, fmt.Sprintf("gro_flush_timeout %v", *n.GROFlushTimeout))
+	}
+	if n.DeferHardIRQs != nil {
+		out = append(out, fmt.Sprintf("defer_hard_irqs %d", *n.DeferHardIRQs))
+	}
+	return strings.Join(out, ", ")
+}
+
+func onOff(b bool) string {
+	if b {
+		return "on"
+	}
+	return "off"
+}
+
+// OffloadNames are the offloads an interface's offloads: may set, in the
+// order they are set and shown.
+var OffloadNames = keysOf(offloadsDef)
+
+// OffloadWords says offloads in a line, in OffloadNames' order ("gro on,
+// tso off").
+func OffloadWords(o map[string]bool) string {
+	var out []string
+	for _, k := range OffloadNames {
+		if on, ok := o[k]; ok {
+			w := "off"
+			if on {
+				w = "on"
+			}
+			out = append(out, k+" "+w)
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // HasIPv6 reports whether any address is IPv6.

@@ -428,6 +428,11 @@ func onSubnet(a netip.Addr, ps []netip.Prefix) bool {
 // impair or queue what they send: an XDP redirect hands frames to the
 // target device directly, past its qdisc, so they would skip both.
 func validateFastPath(r *reporter, n *Node) {
+	for _, i := range n.Interfaces {
+		if i.NAPI != nil && i.NAPI.Threaded != nil && n.Receive == ReceiveNAPI && n.Placed() {
+			r.errf(fmt.Sprintf("nodes.%s.interfaces.%s.napi.threaded", n.Name, i.Name), "receive: napi on %s makes its interfaces' NAPI threaded and pins it: leave threaded out here", n.Name)
+		}
+	}
 	if n.Forwarding.FastPath != FastPathXDP {
 		return
 	}

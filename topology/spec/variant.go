@@ -213,6 +213,10 @@ func (r *reporter) spliceInterfaces(n *Node, target *yaml.Node, e kv) {
 			*it = yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: it.Line, Column: it.Column}
 		}
 		for _, fe := range r.fields(ie.v, ipath, "a variant's interface (what a variant may change)", variantIfaceKeys...) {
+			if fe.key == "offloads" { // merged: a variant sets some, the rest stay as deployed
+				mergeMapping(it, fe)
+				continue
+			}
 			setKey(it, fe.k, fe.v)
 		}
 	}

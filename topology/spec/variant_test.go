@@ -137,3 +137,43 @@ func TestFastPathVariant(t *testing.T) {
 		t.Errorf("a variant that stops IPv6 forwarding: %v", err)
 	}
 }
+
+// TestOffloads: an interface's offloads are read by name, an unknown one
+// refused with the names there are; a variant's offloads merge over the
+// interface's.
+func TestOffloads(t *testing.T) {
+	src := "name: o\nnodes:\n  a:\n    interfaces:\n      e0: {addresses: [10.0.0.1/24], offloads: %s}\n  b:\n    interfaces:\n      e0: {addresses: [10.0.0.2/24]}\nlinks:\n  - endpoints: [a:e0, b:e0]\nvariants:\n  v:\n    a:\n      interfaces:\n        e0: {offloads: {tx-checksum: false, gro: false}}\n"
+	l, err := Parse("o.yaml", []byte(fmt.Sprintf(src, "{gro: true, tso: false}")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := l.Node("a").Interface("e0").Offloads; len(o) != 2 || !o["gro"] || o["tso"] {
+		t.Errorf("offloads %v", o)
+	}
+	if got := OffloadWords(l.Variant("v").Lab.Node("a").Interface("e0").Offloads); got != "gro off, tso off, tx-checksum off" {
+		t.Errorf("the variant's offloads: %s", got)
+	}
+	if _, err := Parse("o.yaml", []byte(fmt.Sprintf(src, "{lro: true}"))); err == nil || !strings.Contains(err.Error(), "tx-checksum") {
+		t.Errorf("an unknown offload: %v", err)
+	}
+}
+
+// TestNAPISettings: an interface's napi: is read with its units, a
+// timeout past 1s refused, and threaded refused where receive: napi
+// already threads and pins the node's NAPI.
+func TestNAPISettings(t *testing.T) {
+	src := "name: n\nnodes:\n  a:\n%s    interfaces:\n      e0: {addresses: [10.0.0.1/24], napi: %s}\n  b:\n    interfaces:\n      e0: {addresses: [10.0.0.2/24]}\nlinks:\n  - endpoints: [a:e0, b:e0]\n"
+	l, err := Parse("n.yaml", []byte(fmt.Sprintf(src, "", "{threaded: true, gro_flush_timeout: 50us, defer_hard_irqs: 2}")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := l.Node("a").Interface("e0").NAPI.Words(); got != "threaded on, gro_flush_timeout 50µs, defer_hard_irqs 2" {
+		t.Errorf("napi: %s", got)
+	}
+	if _, err := Parse("n.yaml", []byte(fmt.Sprintf(src, "", "{gro_flush_timeout: 2s}"))); err == nil || !strings.Contains(err.Error(), "from 0 to 1s") {
+		t.Errorf("a 2 s timeout: %v", err)
+	}
+	if _, err := Parse("n.yaml", []byte(fmt.Sprintf(src, "    cpus: [0]\n    receive: napi\n", "{threaded: false}"))); err == nil || !strings.Contains(err.Error(), "leave threaded out") {
+		t.Errorf("threaded under receive: napi: %v", err)
+	}
+}

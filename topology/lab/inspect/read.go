@@ -148,6 +148,33 @@ type IfInfo struct {
 	// Qdiscs are the counters of its root qdisc and of the queue under
 	// it, since they were made (nil without a qdisc of its own).
 	Qdiscs []QdiscCounts `json:"qdiscs,omitempty"`
+	// Offloads are its offloads as the kernel has them now (spec's
+	// OffloadNames; nil for lo and where ethtool answers nothing), and
+	// OffloadsSet those the file sets.
+	Offloads    map[string]bool `json:"offloads,omitempty"`
+	OffloadsSet []string        `json:"offloads_set,omitempty"`
+	// NAPI are its NAPI sysfs files as the kernel has them now (NAPIFiles;
+	// nil where the device has none), NAPISet whether the file gives any.
+	NAPI    map[string]string `json:"napi,omitempty"`
+	NAPISet bool              `json:"napi_set,omitempty"`
+}
+
+// NAPIFiles are the sysfs files of a device's NAPI settings.
+var NAPIFiles = []string{"gro_flush_timeout", "napi_defer_hard_irqs", "threaded"}
+
+// ReadNAPI reads the NAPI files of interface ifc (their values as the
+// kernel gives them: gro_flush_timeout in ns), from a thread that sees its
+// node's sysfs.
+func ReadNAPI(ifc string) (map[string]string, error) {
+	out := map[string]string{}
+	for _, name := range NAPIFiles {
+		b, err := os.ReadFile(filepath.Join("/sys/class/net", ifc, name))
+		if err != nil {
+			return nil, err
+		}
+		out[name] = strings.TrimSpace(string(b))
+	}
+	return out, nil
 }
 
 // QdiscCounts is one qdisc of an interface with its counters.
@@ -324,9 +351,26 @@ func ReadNodeSysfs(x *ns.NS, ni *NodeInfo) error {
 				continue
 			}
 			ifc.Queues = ReadQueues(ifc.Name)
+			ifc.Offloads = readOffloads(ifc.Name)
+			ifc.NAPI, _ = ReadNAPI(ifc.Name) // none for a device without them
 		}
 		return nil
 	})
+}
+
+// readOffloads reads interface ifc's offloads, from a thread in its
+// namespace (nil when ethtool answers none of them).
+func readOffloads(ifc string) map[string]bool {
+	out := map[string]bool{}
+	for _, k := range spec.OffloadNames {
+		if on, err := ethtool.Feature(ifc, k); err == nil {
+			out[k] = on
+		}
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
 }
 
 // ReadQueues reads an interface's queues from the calling thread's sysfs.

@@ -5,6 +5,7 @@ package inspect
 import (
 	"cmp"
 	"fmt"
+	"github.com/nslab/nslab/topology/spec"
 	"io"
 	"maps"
 	"slices"
@@ -62,6 +63,7 @@ func (info *LabInfo) WriteTable(w io.Writer) {
 	printQueues(w, info)
 	printImpairments(w, info)
 	printFastPaths(w, info)
+	printOffloads(w, info)
 	printNetfilter(w, info)
 	printServices(w, info)
 	printLimits(w, info)
@@ -207,6 +209,35 @@ func printImpairments(w io.Writer, info *LabInfo) {
 				}
 				fmt.Fprintf(tw, "%s\t%s\t%s\t%s (%s)\t%d\t%d\t%d\t%d\t%dp %db\n", node, ifc, what, q.Kind, q.Parent, q.Packets, q.Drops, q.Overlimits, q.Requeues, q.Qlen, q.Backlog)
 			}
+		}
+	}
+	tw.Flush()
+	if shown {
+		fmt.Fprintln(w)
+	}
+}
+
+// printOffloads lists the interfaces whose offloads the file sets, with
+// every offload as the kernel has it now.
+func printOffloads(w io.Writer, info *LabInfo) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	shown := false
+	for _, n := range info.Nodes {
+		for _, i := range n.Interfaces {
+			if len(i.OffloadsSet) == 0 && !i.NAPISet {
+				continue
+			}
+			if !shown {
+				fmt.Fprintln(tw, "NODE\tINTERFACE\tOFFLOADS (the kernel's now)\tTHE FILE SETS\tNAPI (the kernel's now)")
+				shown = true
+			}
+			var napi []string
+			for _, f := range NAPIFiles {
+				if v, ok := i.NAPI[f]; ok {
+					napi = append(napi, f+" "+v)
+				}
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", n.Node, i.Name, spec.OffloadWords(i.Offloads), strings.Join(i.OffloadsSet, ", "), strings.Join(napi, ", "))
 		}
 	}
 	tw.Flush()
