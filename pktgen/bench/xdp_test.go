@@ -34,7 +34,7 @@ func TestPrivilegedXDPFastPath(t *testing.T) {
 	}
 	l := labdeploy.Deploy(t, labtest.Rename([]byte(src), labtest.Name("x")))
 	r := labdeploy.Open(t, l)
-	b := newBench(t, r, func(tr *spec.Traffic) { tr.Count, tr.Duration, tr.RatePPS = 100000, 0, 0 }, Options{Interval: 100 * time.Millisecond})
+	b := newBench(t, r, func(tr *spec.Traffic) { tr.Count, tr.Duration, tr.RatePPS, tr.Engine = 100000, 0, 0, "userspace" }, Options{Interval: 100 * time.Millisecond})
 	rep, err := b.Run(context.Background(), 64)
 	if err != nil {
 		t.Fatal(err)
