@@ -163,6 +163,9 @@ func (b *Bench) prepare() error {
 		b.env.Engine, b.env.EngineV = b.eng.Name(), engineVersion(b)
 	}
 	b.env.LabHash, b.env.NSLab = b.run.Lab.SHA256, b.opts.Version
+	for _, s := range b.run.Lab.Machine {
+		b.env.LabSets = append(b.env.LabSets, s.Key+"="+s.Value)
+	}
 	b.openCosting()
 	b.startWatch() // last: nothing after it can fail and leave it running
 	return nil

@@ -24,6 +24,9 @@ type Env struct {
 	Impairments map[string]string `json:"impairments,omitempty"`
 	Sampler     string            `json:"sampler"`
 	Sysctls     map[string]string `json:"sysctls"`
+	// LabSets are the machine-wide sysctls the lab file sets while it is
+	// deployed (machine: sysctls), "key=value".
+	LabSets []string `json:"lab_sets,omitempty"`
 	Engine      string            `json:"engine"`
 	EngineV     string            `json:"engine_version,omitempty"`
 	LabHash     string            `json:"lab_sha256,omitempty"`

@@ -328,7 +328,11 @@ func (r *Report) tableEnv(ew *errWriter) {
 			sys = append(sys, k+"="+v)
 		}
 	}
-	ew.printf("%s\n", strings.Join(sys, " "))
+	ew.printf("%s", strings.Join(sys, " "))
+	if len(e.LabSets) > 0 {
+		ew.printf("; set by the lab file (machine: sysctls, given back at destroy): %s", strings.Join(e.LabSets, " "))
+	}
+	ew.printf("\n")
 	if e.LabHash != "" {
 		ew.printf("lab file sha256 %s, nslab %s", e.LabHash, e.NSLab)
 		if e.EngineV != "" {

@@ -203,9 +203,10 @@ func ensureFiles(nodes int) string {
 // rollback removes what a failed deploy created, newest first, and the state
 // file when that succeeded. Namespace removal takes every object inside.
 func (m *Manager) rollback(d *deployer, st *state.State) error {
-	// Services stop, and VFs go back to the host, before their namespaces go.
+	// Services stop, VFs and machine-wide sysctls go back to the host,
+	// before the namespaces go.
 	_, err := stopServices(st.Lab, st)
-	errs := []error{err, cgroup.Remove(labCgroups(st.Lab, st)), m.removeViews(st.Lab), m.restoreSRIOV(st)}
+	errs := []error{err, cgroup.Remove(labCgroups(st.Lab, st)), m.removeViews(st.Lab), m.restoreSRIOV(st), restoreMachine(st.Machine)}
 	// A VXLAN interface goes before its namespace: one left in a namespace
 	// the kernel tears down in the background keeps its VNI taken.
 	for _, r := range st.Tunnels {

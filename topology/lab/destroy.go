@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/nslab/nslab/topology/lab/state"
@@ -180,6 +181,7 @@ func (m *Manager) removals(labName string, st *state.State, records []state.NSRe
 	case st != nil:
 		plan = append(plan, m.tunnelRemovals(labName, st.Tunnels, nsNames)...)
 		plan = append(plan, m.vfRemovals(st)...)
+		plan = append(plan, machineRemoval(st)...)
 	case l != nil:
 		plan = append(plan, m.tunnelRemovals(labName, tunnelRecords(l), nsNames)...)
 		plan = append(plan, unrecordedVFs(l)...)
@@ -259,6 +261,23 @@ func (m *Manager) viewRemoval(labName string) removal {
 		Do:       func(*DestroyReport) error { return m.removeViews(labName) },
 		parallel: true,
 	}
+}
+
+// machineRemoval gives the machine-wide sysctls the lab set their old
+// values back.
+func machineRemoval(st *state.State) []removal {
+	if len(st.Machine) == 0 {
+		return nil
+	}
+	var words []string
+	for _, r := range st.Machine {
+		words = append(words, r.Key+"="+r.Was)
+	}
+	return []removal{{
+		Name:  "give the machine-wide sysctls back: " + strings.Join(words, ", "),
+		Shell: func() []string { return []string{"sysctl -q -w " + strings.Join(words, " ")} },
+		Do:    func(*DestroyReport) error { return restoreMachine(st.Machine) },
+	}}
 }
 
 // vfRemovals gives every recorded VF back, newest first, and restores

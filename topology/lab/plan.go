@@ -15,13 +15,13 @@ type Step = plan.Step[*deployer]
 // is mounted, which only the SR-IOV steps' shell lines name.
 type stepKind func(l *spec.Lab, sysfs string) []Step
 
-// kinds is the order of a deploy: namespaces, VFs, veth pairs, VXLAN
+// kinds is the order of a deploy: namespaces, machine-wide sysctls, VFs, veth pairs, VXLAN
 // interfaces of links to other hosts, interfaces made over those
 // (macvlan, VLAN, bond, VRF), bridges, per-node settings, addresses, the
 // wait for links to be up, CPU placement, impairments, offloads and NAPI settings, XDP fast paths, routes, policy
 // routing rules, NAT and firewall, the nodes' views (their own mounts and
 // hostname), their cgroups (limits:), one-shot commands, routing daemons, services.
-var kinds = []stepKind{namespaceSteps, sriovSteps, vethSteps, tunnelSteps, madeSteps, bridgeSteps, nodeSettingSteps, addressSteps, waitSteps, placementSteps, impairSteps, offloadSteps, napiSettingSteps, fastPathSteps, routeSteps, ruleSteps, netfilterSteps, viewSteps, limitSteps, execSteps, routingSteps, serviceSteps}
+var kinds = []stepKind{namespaceSteps, machineSteps, sriovSteps, vethSteps, tunnelSteps, madeSteps, bridgeSteps, nodeSettingSteps, addressSteps, waitSteps, placementSteps, impairSteps, offloadSteps, napiSettingSteps, fastPathSteps, routeSteps, ruleSteps, netfilterSteps, viewSteps, limitSteps, execSteps, routingSteps, serviceSteps}
 
 // Plan returns the steps that deploy lab, in order.
 func Plan(lab *spec.Lab) []Step { return planFor(lab, "") }

@@ -117,6 +117,12 @@ func (r *reporter) parseLab(root *yaml.Node, lab *Lab) *extra {
 	if e, ok := f["vars"]; ok {
 		lab.Vars = r.parseVars(e)
 	}
+	if e, ok := f["machine"]; ok {
+		mf := r.fields(e.v, "machine", "the machine's settings", keysOf(machineDef)...)
+		if se, ok := mf["sysctls"]; ok {
+			lab.Machine = r.parseSysctls(se)
+		}
+	}
 	if e, ok := f["traffic"]; ok {
 		items, _ := r.list(e.v, "traffic", "[{name: forward, from: ns1:veth1, to: 10.0.2.1, frame: 64, duration: 10s}]")
 		for i, item := range items {

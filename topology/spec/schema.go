@@ -74,6 +74,11 @@ var labDef = mapping{def: "lab", title: "an nslab lab file", required: []string{
 	{"sriov", "list of SR-IOV PFs whose VFs are handed to nodes", listOf(ref("pf"))},
 	{"variants", "mapping of variant name to a mapping of node name to what the variant changes (bench --variants)", mapOf(mapOf(ref("variantNode")))},
 	{"vars", "mapping of name to value, default none: what templates read as {{.Vars.NAME}} (a node's vars: override them)", varsSchema},
+	{"machine", "{sysctls}: machine-wide settings the lab changes while deployed (net.core.netdev_budget, ...), given back at destroy", ref("machine")},
+}}
+
+var machineDef = mapping{def: "machine", title: "machine-wide settings of a lab", keys: []key{
+	{"sysctls", "mapping of a machine-wide net.* key (one the kernel keeps for the whole machine, not per namespace) to its value while the lab is deployed", mapOf(map[string]any{"type": []string{"string", "number", "boolean"}})},
 }}
 
 var hostDef = mapping{def: "host", title: "a host of a lab that spans hosts", required: []string{"underlay"}, keys: []key{
@@ -349,7 +354,7 @@ var (
 )
 
 // mappings are every mapping of the file, the lab first.
-var mappings = []*mapping{&labDef, &hostDef, &nodeDef, &forwardingDef, &ifaceDef, &offloadsDef, &napiDef, &macvlanDef, &vlanDef, &bondDef, &vrfDef,
+var mappings = []*mapping{&labDef, &machineDef, &hostDef, &nodeDef, &forwardingDef, &ifaceDef, &offloadsDef, &napiDef, &macvlanDef, &vlanDef, &bondDef, &vrfDef,
 	&bridgeDef, &portVLANsDef, &routeDef, &ruleDef, &impairDef, &burstyLossDef, &queueDef, &linkDef, &segmentDef, &expectDef, &trafficDef, &tcpDef, &mixPartDef, &pfDef, &vfDef,
 	&variantNodeDef, &variantIfaceDef, &masqueradeDef, &snatDef, &dnatDef, &filterDef, &firewallDef, &fileDef, &frrDef, &birdDef, &limitsDef}
 

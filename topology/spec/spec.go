@@ -27,6 +27,9 @@ type Lab struct {
 	Links   []*Link
 	Traffic []*Traffic
 	SRIOV   []*PF
+	// Machine are the machine-wide sysctls (global net.* keys) the lab
+	// sets while it is deployed, in file order; destroy gives them back.
+	Machine []Sysctl
 	// Variants are the file's named changes to the deployed lab (see
 	// Variant), in file order.
 	Variants []*Variant

@@ -61,6 +61,7 @@ func validate(r *reporter, lab *Lab, ex *extra) {
 		return owners
 	}
 	validateExpects(r, lab)
+	validateMachine(r, lab)
 	for _, n := range lab.Nodes {
 		validateBridges(r, n)
 		validateKinds(r, n)
@@ -424,6 +425,16 @@ func onSubnet(a netip.Addr, ps []netip.Prefix) bool {
 	return false
 }
 
+// validateMachine keeps machine: sysctls to the keys the kernel keeps for
+// the whole machine: one a namespace has of its own belongs to a node.
+func validateMachine(r *reporter, lab *Lab) {
+	for _, s := range lab.Machine {
+		if !contains(globalNetSysctls, s.Key) {
+			r.errf(fmt.Sprintf("machine.sysctls[%q]", s.Key), "%s is not one of the machine-wide keys (%s): a key each namespace has of its own goes under a node's sysctls:", s.Key, strings.Join(globalNetSysctls, ", "))
+		}
+	}
+}
+
 // validateFastPath refuses an XDP fast path on a node whose interfaces
 // impair or queue what they send: an XDP redirect hands frames to the
 // target device directly, past its qdisc, so they would skip both.
@@ -453,7 +464,7 @@ func validateSysctls(r *reporter, n *Node) {
 		case !sysctlRE().MatchString(s.Key) || strings.Contains(s.Key, "..") || escapes(s.Key):
 			r.errf(path, "sysctl key %q: write dotted names such as net.ipv4.conf.all.rp_filter (use / for a dot inside an interface name)", s.Key)
 		case contains(globalNetSysctls, s.Key):
-			r.errf(path, "%s is not per namespace: the kernel keeps one value for the whole machine, so a lab must not set it; set it on the host yourself if you need it", s.Key)
+			r.errf(path, "%s is not per namespace: the kernel keeps one value for the whole machine; give it under machine: {sysctls: {%s: %s}} (the lab sets it while deployed, and destroy gives the old value back)", s.Key, s.Key, s.Value)
 		case strings.ContainsAny(s.Value, "\n\x00"):
 			r.errf(path, "value must be one line")
 		}

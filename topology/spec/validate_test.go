@@ -345,3 +345,19 @@ func TestFastPathRules(t *testing.T) {
 		}
 	}
 }
+
+// TestMachineSysctls: machine: takes the machine-wide keys only, and a
+// node's sysctls: naming one points there.
+func TestMachineSysctls(t *testing.T) {
+	src := "name: m\n%snodes:\n  a:\n%s    interfaces:\n      e0: {addresses: [10.0.0.1/24]}\n  b:\n    interfaces:\n      e0: {addresses: [10.0.0.2/24]}\nlinks:\n  - endpoints: [a:e0, b:e0]\n"
+	l, err := Parse("m.yaml", []byte(fmt.Sprintf(src, "machine:\n  sysctls: {net.core.netdev_budget: 600}\n", "")))
+	if err != nil || len(l.Machine) != 1 || l.Machine[0].Value != "600" {
+		t.Fatalf("machine sysctls: %+v, %v", l, err)
+	}
+	if _, err := Parse("m.yaml", []byte(fmt.Sprintf(src, "machine:\n  sysctls: {net.ipv4.ip_forward: 1}\n", ""))); err == nil || !strings.Contains(err.Error(), "goes under a node's sysctls") {
+		t.Errorf("a per-namespace key under machine: %v", err)
+	}
+	if _, err := Parse("m.yaml", []byte(fmt.Sprintf(src, "", "    sysctls: {net.core.netdev_budget: 600}\n"))); err == nil || !strings.Contains(err.Error(), "give it under machine: {sysctls: {net.core.netdev_budget: 600}}") {
+		t.Errorf("a machine-wide key in a node: %v", err)
+	}
+}

@@ -42,6 +42,9 @@ type State struct {
 	Deployed   time.Time  `json:"deployed,omitzero"`
 	Namespaces []NSRecord `json:"namespaces"`
 	SRIOV      []PFRecord `json:"sriov,omitempty"` // host changes, recorded before they are made
+	// Machine are the machine-wide sysctls the lab set, each with the
+	// value it had, recorded before it is written.
+	Machine []MachineRecord `json:"machine,omitempty"`
 	// Placement is the CPU placement applied, node by node; Unplaced
 	// says why the file's placement was left out (bench --placement
 	// auto on a machine without the CPUs), empty when it was not.
@@ -85,6 +88,14 @@ type NSRecord struct {
 	Node  string `json:"node"`
 	Name  string `json:"name"`
 	Inode uint64 `json:"inode,omitempty"` // nsfs inode once created
+}
+
+// MachineRecord is one machine-wide sysctl a lab set: its key (dotted),
+// the value it had before and the lab's.
+type MachineRecord struct {
+	Key   string `json:"key"`
+	Was   string `json:"was"`
+	Value string `json:"value"`
 }
 
 // PFRecord is what a deploy changed on one PF, written before the change.
