@@ -1,11 +1,10 @@
 package bench
 
 import (
-	"bytes"
 	"context"
+	"errors"
 	"net/netip"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +13,7 @@ import (
 	"github.com/nslab/nslab/topology/labtest/labdeploy"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
+	"golang.org/x/sys/unix"
 )
 
 // TestPrivilegedXDPFastPath: the client-router-server lab with the
@@ -61,21 +61,54 @@ func TestPrivilegedXDPFastPath(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer n.Close()
-	res, err := echoTTL1(n, netip.MustParseAddr("10.0.2.1"))
-	if err != nil || !strings.Contains(res, "time to live exceeded") {
-		t.Errorf("a ping with TTL 1 through the router: %q, %v", res, err)
+	typ, from, err := ttl1(n, netip.MustParseAddr("10.0.2.1"))
+	if err != nil || typ != 11 || from != netip.MustParseAddr("10.0.1.254") {
+		t.Errorf("a datagram with TTL 1 through the router: ICMP type %d from %v (%v), want time exceeded (11) from the router", typ, from, err)
 	}
 }
 
-// echoTTL1 pings dst once with TTL 1 from namespace n (iputils ping) and
-// returns what it printed.
-func echoTTL1(n *ns.NS, dst netip.Addr) (string, error) {
-	var out bytes.Buffer
-	cmd := exec.Command("ping", "-c", "1", "-t", "1", "-W", "2", dst.String())
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := n.Start(cmd); err != nil {
-		return "", err
-	}
-	_ = cmd.Wait() // ping exits 1 when no echo reply came: the point
-	return strings.ToLower(out.String()), nil
+// ttl1 sends one UDP datagram with TTL 1 from namespace n to dst and
+// reads the ICMP error it brings back from the socket's error queue
+// (IP_RECVERR): its type and the address of the node that sent it.
+func ttl1(n *ns.NS, dst netip.Addr) (icmpType uint8, from netip.Addr, err error) {
+	err = n.Do(func() error {
+		fd, err := unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		defer unix.Close(fd)
+		if err := unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_TTL, 1); err != nil {
+			return err
+		}
+		if err := unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_RECVERR, 1); err != nil {
+			return err
+		}
+		if err := unix.Sendto(fd, []byte("ttl"), 0, &unix.SockaddrInet4{Port: 9, Addr: dst.As4()}); err != nil {
+			return err
+		}
+		buf, oob := make([]byte, 64), make([]byte, 512)
+		for range 100 {
+			_, oobn, _, _, err := unix.Recvmsg(fd, buf, oob, unix.MSG_ERRQUEUE|unix.MSG_DONTWAIT)
+			if errors.Is(err, unix.EAGAIN) {
+				time.Sleep(20 * time.Millisecond)
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			msgs, err := unix.ParseSocketControlMessage(oob[:oobn])
+			if err != nil {
+				return err
+			}
+			for _, m := range msgs {
+				if m.Header.Level == unix.SOL_IP && m.Header.Type == unix.IP_RECVERR && len(m.Data) >= 24 {
+					icmpType = m.Data[5]                           // struct sock_extended_err: ee_type
+					from = netip.AddrFrom4([4]byte(m.Data[20:24])) // the offender's sockaddr_in after it
+				}
+			}
+			return nil
+		}
+		return errors.New("no ICMP error came back in 2 s")
+	})
+	return icmpType, from, err
 }
