@@ -228,10 +228,8 @@ func tcpFilled(reps []*report.Report) *report.Report {
 
 // firstUDP is the first UDP run of reps, nil when all are TCP runs.
 func firstUDP(reps []*report.Report) *report.Report {
-	for _, r := range reps {
-		if r.TCP == nil {
-			return r
-		}
+	if i := slices.IndexFunc(reps, func(r *report.Report) bool { return r.TCP == nil }); i >= 0 {
+		return reps[i]
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/nslab/nslab/pktgen/report"
@@ -281,10 +282,8 @@ func (req Request) eachTogether(ctx context.Context, g *Group, out *Outcome) err
 
 // firstUDPRun is the first UDP run of ts, nil when all are TCP runs.
 func firstUDPRun(ts []*spec.Traffic) *spec.Traffic {
-	for _, t := range ts {
-		if t.TCP == nil {
-			return t
-		}
+	if i := slices.IndexFunc(ts, func(t *spec.Traffic) bool { return t.TCP == nil }); i >= 0 {
+		return ts[i]
 	}
 	return nil
 }

@@ -23,6 +23,10 @@ type TCPSocket struct {
 	SRTT          time.Duration
 }
 
+// ErrNoTCPDiag is TCPSockets' error on a kernel without TCP sock_diag
+// (CONFIG_INET_TCP_DIAG, or its module tcp_diag not loaded).
+var ErrNoTCPDiag = errors.New("the kernel lists no TCP sockets through sock_diag (tcp_diag: CONFIG_INET_TCP_DIAG, or its module not loaded)")
+
 // tcpStates are the kernel's TCP states by number (include/net/tcp_states.h).
 var tcpStates = map[uint8]string{1: "established", 2: "syn-sent", 3: "syn-recv", 4: "fin-wait-1", 5: "fin-wait-2", 6: "time-wait",
 	7: "close", 8: "close-wait", 9: "last-ack", 10: "listen", 11: "closing", 12: "new-syn-recv"}
@@ -41,6 +45,9 @@ func TCPSockets(n *ns.NS) ([]TCPSocket, error) {
 		defer h.Close()
 		for _, family := range []uint8{unix.AF_INET, unix.AF_INET6} {
 			resp, err := h.SocketDiagTCPInfo(family)
+			if errors.Is(err, unix.ENOENT) {
+				return ErrNoTCPDiag // the kernel has no tcp_diag (a module not loaded)
+			}
 			if err != nil && !errors.Is(err, netlink.ErrDumpInterrupted) {
 				return err
 			}

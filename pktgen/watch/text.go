@@ -43,6 +43,9 @@ const tcpShown = 10
 // writeTCP lists the TCP connections that moved data in the interval,
 // the fastest first.
 func (v *View) writeTCP(w io.Writer) {
+	if v.NoTCP != "" {
+		fmt.Fprintf(w, "\nTCP connections: none listed: %s\n", v.NoTCP)
+	}
 	if len(v.TCP) == 0 {
 		return
 	}

@@ -21,7 +21,8 @@ type View struct {
 	CPU        []report.CPUUse     `json:"cpu"`
 	Softnet    []report.SoftnetCPU `json:"softnet"`
 	Nodes      []Node              `json:"nodes"`
-	TCP        []TCPConn           `json:"tcp"` // the connections that moved data in the interval, the fastest first
+	TCP        []TCPConn           `json:"tcp"`              // the connections that moved data in the interval, the fastest first
+	NoTCP      string              `json:"no_tcp,omitempty"` // why TCP lists none: the kernel cannot list them
 	Bench      *BenchStatus        `json:"bench,omitempty"`
 }
 
@@ -87,7 +88,7 @@ var conntrackShown = []string{"entries", "drop", "early_drop", "insert_failed", 
 
 // Delta is the view of the interval from a to b.
 func (w *Lab) Delta(a, b *Snapshot) *View {
-	v := &View{Lab: w.Name, Time: b.Time, Interval: (b.Interfaces.At - a.Interfaces.At).Seconds(), Bench: b.Bench,
+	v := &View{Lab: w.Name, Time: b.Time, Interval: (b.Interfaces.At - a.Interfaces.At).Seconds(), Bench: b.Bench, NoTCP: b.NoTCP,
 		CPU: report.CPUUses(a.CPU, b.CPU), Softnet: report.SoftnetUses(a.Softnet, b.Softnet)}
 	for i, r := range sample.Rates(a.Interfaces, b.Interfaces) {
 		t, c := w.targets[i], b.Interfaces.Counters[i]

@@ -133,6 +133,7 @@ type Snapshot struct {
 	Softnet    map[int][]uint64
 	Nodes      map[string]NodeCounters
 	TCP        map[string][]kstat.TCPSocket // per node: its TCP connections (sock_diag)
+	NoTCP      string                       // why there are none: the kernel cannot list them
 	Stopped    map[string]bool              // the nodes nslab node stop stopped
 	Bench      *BenchStatus                 // nil: no bench has run on the lab since it was deployed
 }
@@ -174,7 +175,10 @@ func (w *Lab) Read() (*Snapshot, error) {
 			return nil, fmt.Errorf("lab %s: %w", w.Name, err)
 		}
 		s.Nodes[n.Name] = NodeCounters{MIB: mib, Conntrack: ct}
-		if s.TCP[n.Name], err = kstat.TCPSockets(node.NS); err != nil {
+		switch s.TCP[n.Name], err = kstat.TCPSockets(node.NS); {
+		case errors.Is(err, kstat.ErrNoTCPDiag):
+			s.NoTCP = err.Error() // the rest of the view is still the kernel's
+		case err != nil:
 			return nil, fmt.Errorf("lab %s: %w", w.Name, err)
 		}
 	}

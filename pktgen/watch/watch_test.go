@@ -99,11 +99,10 @@ func TestDelta(t *testing.T) {
 	}
 }
 
-// TestPrivilegedWatch: a watched lab's counters are the kernel's, read
-// between two reads of the kernel's own, while traffic flows; once the
-// lab is destroyed, Read says it is gone and the lab is closed.
-func TestPrivilegedWatch(t *testing.T) {
-	labtest.SkipUnlessRoot(t)
+// watchedCRS deploys the client-router-server lab under a name of its own
+// (destroyed when the test ends) and opens it for watching.
+func watchedCRS(t *testing.T) (*lab.Manager, *spec.Lab, *Lab) {
+	t.Helper()
 	name := labtest.Name("w")
 	data, err := os.ReadFile("../../examples/client-router-server.yaml")
 	if err != nil {
@@ -122,7 +121,17 @@ func TestPrivilegedWatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer w.Close()
+	t.Cleanup(w.Close)
+	return m, l, w
+}
+
+// TestPrivilegedWatch: a watched lab's counters are the kernel's, read
+// between two reads of the kernel's own, while traffic flows; once the
+// lab is destroyed, Read says it is gone and the lab is closed.
+func TestPrivilegedWatch(t *testing.T) {
+	labtest.SkipUnlessRoot(t)
+	m, l, w := watchedCRS(t)
+	name := l.Name
 	if len(w.Targets()) != 4 {
 		t.Fatalf("targets %v", w.Targets())
 	}
