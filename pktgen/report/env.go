@@ -27,8 +27,8 @@ type Env struct {
 	// LabSets are the machine-wide sysctls the lab file sets while it is
 	// deployed (machine: sysctls), "key=value".
 	LabSets []string `json:"lab_sets,omitempty"`
-	Engine      string            `json:"engine"`
-	EngineV     string            `json:"engine_version,omitempty"`
-	LabHash     string            `json:"lab_sha256,omitempty"`
-	NSLab       string            `json:"nslab_version,omitempty"`
+	Engine  string   `json:"engine"`
+	EngineV string   `json:"engine_version,omitempty"`
+	LabHash string   `json:"lab_sha256,omitempty"`
+	NSLab   string   `json:"nslab_version,omitempty"`
 }
