@@ -94,7 +94,10 @@ func TestVMNetemDuplicateReorder(t *testing.T) {
 }
 
 // TestVMIMIXPktgen: kernel pktgen's imix_weights send the 7:4:1 mix; the
-// reader counts each size within 5 standard deviations of its share.
+// reader counts each size within 5 standard deviations of its share, give
+// or take one percent: pktgen draws each frame's size from a table of 100
+// entries (IMIX_PRECISION), so a share is whole percents, 8.33% a 1518's
+// 8 or 9 entries.
 func TestVMIMIXPktgen(t *testing.T) {
 	_, r := deployCRS(t)
 	const n = 12000
@@ -110,8 +113,8 @@ func TestVMIMIXPktgen(t *testing.T) {
 	for _, p := range spec.SimpleIMIX {
 		share := float64(p.Weight) / 12
 		got, mean, sd := float64(rep.ReceivedSizes[p.Size]), n*share, math.Sqrt(n*share*(1-share))
-		if rep.Received != n || got < mean-5*sd || got > mean+5*sd {
-			t.Errorf("%d-byte frames: %.0f of %d received, want %.0f within 5 sd (%.0f)", p.Size, got, rep.Received, mean, sd)
+		if slack := 5*sd + 0.01*n; rep.Received != n || got < mean-slack || got > mean+slack {
+			t.Errorf("%d-byte frames: %.0f of %d received, want %.0f within 5 sd (%.0f) and pktgen's 1%% table step", p.Size, got, rep.Received, mean, sd)
 		}
 	}
 }
