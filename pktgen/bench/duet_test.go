@@ -85,11 +85,17 @@ func TestPrivilegedDuetFindsRuleCost(t *testing.T) {
 }
 
 // TestPrivilegedDuetAgainstItself: a variant that changes nothing,
-// against the lab as deployed: the estimate is within 3% of none (a duet
-// pair spreads under 1% here).
+// against the lab as deployed: the duet must not call them different,
+// its interval holds 0, and the smallest change it could have seen is
+// stated. How small that is depends on the host's noise (a pair spread
+// 1% on a quiet day and 4.7% under a neighbour's load), so the bound
+// here is the old comparison's reach (about 20%), not a quiet day's.
 func TestPrivilegedDuetAgainstItself(t *testing.T) {
 	d := duet(t, ruleLab(t), "rps1", "same").Comparisons[0].Decision
-	if math.Abs(d.Estimate) > 3 || d.MDE <= 0 || d.MDE > 5 {
-		t.Errorf("A against A: %+v", d)
+	if d.Outcome == stats.Different || d.CILow > 0 || d.CIHigh < 0 {
+		t.Errorf("A against A called different: %+v", d)
+	}
+	if d.MDE <= 0 || math.IsInf(d.MDE, 0) || d.MDE >= 20 {
+		t.Errorf("A against A: smallest detectable change %.2f%% not stated or not below 20%%: %+v", d.MDE, d)
 	}
 }
