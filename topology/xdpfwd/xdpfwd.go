@@ -32,9 +32,10 @@ import (
 )
 
 // Reasons name the program's counters, in the order of its enum reason.
-var Reasons = []string{"forwarded", "passed: not IP (ARP, VLAN, ...)", "passed: TTL or hop limit 1", "passed: IPv4 options or a fragment",
+var Reasons = []string{"forwarded", "passed: not IP (ARP, VLAN, ...)", "passed: TTL or hop limit 1", "passed: IPv4 options or a fragment, IPv6 hop-by-hop",
 	"passed: to the node itself", "passed: no neighbour entry yet", "passed: no route, blackhole, unreachable, prohibited or forwarding off",
-	"passed: leaves by an interface the program does not redirect to", "dropped: shorter than its headers"}
+	"passed: leaves by an interface the program does not redirect to", "passed: IPv6 link-local or multicast",
+	"dropped: shorter than its headers"}
 
 // Counts are the program's counters of one node, summed over the CPUs, in
 // the order of Reasons.
@@ -189,8 +190,12 @@ func countsOf(id ebpf.MapID) (Counts, error) {
 		return nil, err
 	}
 	defer func() { _ = m.Close() }() // only read
-	if info, err := m.Info(); err != nil || info.Name != "counts" {
+	info, err := m.Info()
+	if err != nil || info.Name != "counts" {
 		return nil, err
+	}
+	if int(info.MaxEntries) != len(Reasons) {
+		return nil, fmt.Errorf("XDP counters: %d slots, this nslab knows %d: the program is another nslab's; destroy and deploy the lab again", info.MaxEntries, len(Reasons))
 	}
 	out := make(Counts, len(Reasons))
 	for i := range out {

@@ -22,11 +22,12 @@ enum reason {
 	FORWARDED,
 	PASS_NOT_IP,      // ARP, LLDP, VLAN-tagged: not IPv4 or IPv6
 	PASS_TTL,         // TTL or hop limit 1 or 0: the stack sends time exceeded
-	PASS_OPTIONS,     // IPv4 options or a fragment
+	PASS_OPTIONS,     // IPv4 options or a fragment, an IPv6 hop-by-hop header
 	PASS_LOCAL,       // to the node itself (BPF_FIB_LKUP_RET_NOT_FWDED)
 	PASS_NO_NEIGH,    // no neighbour entry yet: the stack resolves it
 	PASS_FIB_OTHER,   // blackhole, unreachable, prohibit, forwarding off, MTU...
 	PASS_NOT_IN_MAP,  // the route leaves by an interface the program does not redirect to
+	PASS_SCOPE,       // IPv6 link-local source or destination, or multicast: never routed
 	DROP_MALFORMED,   // shorter than its headers say
 	REASONS,
 };
@@ -61,6 +62,14 @@ static __always_inline void decrease_ttl(struct iphdr *iph)
 	check += (__u32)bpf_htons(0x0100);
 	iph->check = (__sum16)(check + (check >= 0xFFFF));
 	iph->ttl--;
+}
+
+// link_local_or_multicast: fe80::/10 or ff00::/8, which a router does
+// not forward (the stack answers with what RFC 4291 asks).
+static __always_inline int link_local_or_multicast(struct in6_addr *a)
+{
+	__u8 b0 = a->in6_u.u6_addr8[0], b1 = a->in6_u.u6_addr8[1];
+	return b0 == 0xff || (b0 == 0xfe && (b1 & 0xc0) == 0x80);
 }
 
 static __always_inline int lookup(struct xdp_md *ctx, struct bpf_fib_lookup *fib, struct ethhdr *eth, struct iphdr *iph, struct ipv6hdr *ip6h)
@@ -121,6 +130,10 @@ int xdp_forward(struct xdp_md *ctx)
 			return count(DROP_MALFORMED, XDP_DROP);
 		if (ip6h->hop_limit <= 1)
 			return count(PASS_TTL, XDP_PASS);
+		if (ip6h->nexthdr == IPPROTO_HOPOPTS)
+			return count(PASS_OPTIONS, XDP_PASS);
+		if (link_local_or_multicast(&ip6h->daddr) || link_local_or_multicast(&ip6h->saddr))
+			return count(PASS_SCOPE, XDP_PASS);
 		fib.family = AF_INET6;
 		fib.flowinfo = *(__be32 *)ip6h & bpf_htonl(0x0FFFFFFF);
 		fib.l4_protocol = ip6h->nexthdr;
