@@ -2,7 +2,9 @@ package lab
 
 import (
 	"fmt"
+	"strings"
 
+	"github.com/nslab/nslab/topology/host"
 	"github.com/nslab/nslab/topology/netfilter"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
@@ -32,6 +34,13 @@ func netfilterSteps(l *spec.Lab, _ string) []Step {
 	return steps
 }
 
+// withoutFlowtable is a copy of n with no flowtable.
+func withoutFlowtable(n *spec.Node) *spec.Node {
+	c := *n
+	c.Flowtable = false
+	return &c
+}
+
 // checkNetfilter asks the kernel, in a scratch namespace, whether it can
 // hold each node's table, before anything is changed.
 func checkNetfilter(l *spec.Lab) []string {
@@ -41,6 +50,11 @@ func checkNetfilter(l *spec.Lab) []string {
 			continue
 		}
 		if err := netfilter.Check(l.Name, n); err != nil {
+			if n.Flowtable && netfilter.Check(l.Name, withoutFlowtable(n)) == nil {
+				problems = append(problems, fmt.Sprintf("nodes.%s.flowtable: this kernel has no nftables flowtable: it needs CONFIG_NF_FLOW_TABLE, CONFIG_NF_FLOW_TABLE_INET and CONFIG_NFT_FLOW_OFFLOAD (%s): %v; leave flowtable out, or run on a kernel that has them",
+					n.Name, host.ConfigSays("CONFIG_NF_FLOW_TABLE", host.KernelConfig("CONFIG_NF_FLOW_TABLE")), strings.ReplaceAll(err.Error(), "\n", "; ")))
+				continue
+			}
 			problems = append(problems, fmt.Sprintf("nodes.%s (nat, firewall): this kernel cannot hold the rules (needs CONFIG_NF_TABLES, CONFIG_NF_TABLES_INET, CONFIG_NFT_NAT, CONFIG_NFT_MASQ, CONFIG_NFT_CT): %v", n.Name, err))
 			break // one node says it for all
 		}

@@ -22,7 +22,7 @@ func Apply(nsFD int, labName string, n *spec.Node) error {
 	if err != nil {
 		return fmt.Errorf("nftables in %s: %w", n.Name, err)
 	}
-	queueTable(c, labName, n)
+	queueTable(c, labName, n, true)
 	if err := c.Flush(); err != nil {
 		return fmt.Errorf("nftables table inet %s in %s: %w", Table, n.Name, err)
 	}
@@ -33,6 +33,9 @@ func Apply(nsFD int, labName string, n *spec.Node) error {
 func Shell(nsName, labName string, n *spec.Node) []string {
 	run := func(cmd string) string { return fmt.Sprintf("ip netns exec %s nft %s", nsName, cmd) }
 	out := []string{run("add table inet " + Table)}
+	if n.Flowtable {
+		out = append(out, run(fmt.Sprintf("add flowtable inet %s %s '{ hook ingress priority filter; devices = { %s }; }'", Table, Flowtable, strings.Join(flowDevices(n), ", "))))
+	}
 	for _, d := range chainsOf(n) {
 		out = append(out, run(fmt.Sprintf("add chain inet %s %s %s", Table, d.name, d.shell)))
 	}
@@ -51,6 +54,9 @@ func Describe(n *spec.Node) string {
 	if fw := n.Firewall; fw != nil {
 		parts = append(parts, fmt.Sprintf("firewall with %d rule%s, policy %s", len(fw.Rules), plural(len(fw.Rules)), fw.Policy))
 	}
+	if n.Flowtable {
+		parts = append(parts, "flowtable over "+strings.Join(flowDevices(n), ", "))
+	}
 	return strings.Join(parts, ", ")
 }
 
@@ -62,7 +68,9 @@ func plural(n int) string {
 }
 
 // Check asks the kernel, in a scratch namespace, whether it can hold node
-// n's table: nf_tables, its NAT, masquerade and conntrack expressions.
+// n's table: nf_tables, its NAT, masquerade and conntrack expressions,
+// and its flowtable (over no devices: the scratch namespace has none of
+// the node's).
 func Check(labName string, n *spec.Node) error {
 	return ns.Scratch(func() error {
 		f, err := os.Open("/proc/thread-self/ns/net")
@@ -70,7 +78,12 @@ func Check(labName string, n *spec.Node) error {
 			return err
 		}
 		defer f.Close()
-		return Apply(int(f.Fd()), labName, n)
+		c, err := nftables.New(nftables.WithNetNSFd(int(f.Fd())))
+		if err != nil {
+			return fmt.Errorf("nftables: %w", err)
+		}
+		queueTable(c, labName, n, false)
+		return c.Flush()
 	})
 }
 
@@ -184,7 +197,7 @@ func Replace(nsFD int, labName string, n *spec.Node) error {
 		return nil // none there, none wanted
 	}
 	if n.HasNetfilter() {
-		queueTable(c, labName, n)
+		queueTable(c, labName, n, true)
 	}
 	if err := c.Flush(); err != nil {
 		return fmt.Errorf("replace nftables table inet %s in %s: %w", Table, n.Name, err)
@@ -201,10 +214,17 @@ func ShellReplace(nsName, labName string, n *spec.Node) []string {
 	return out
 }
 
-// queueTable queues node n's table, chains and rules on c, for its next
-// Flush.
-func queueTable(c *nftables.Conn, labName string, n *spec.Node) {
+// queueTable queues node n's table, its flowtable (over the node's
+// interfaces when devices), chains and rules on c, for its next Flush.
+func queueTable(c *nftables.Conn, labName string, n *spec.Node, devices bool) {
 	t := c.AddTable(&nftables.Table{Name: Table, Family: nftables.TableFamilyINet})
+	if n.Flowtable {
+		ft := &nftables.Flowtable{Table: t, Name: Flowtable, Hooknum: nftables.FlowtableHookIngress, Priority: nftables.FlowtablePriorityFilter}
+		if devices {
+			ft.Devices = flowDevices(n)
+		}
+		c.AddFlowtable(ft)
+	}
 	chains := map[string]*nftables.Chain{}
 	for _, d := range chainsOf(n) {
 		policy := d.policy
@@ -235,4 +255,32 @@ func Remove(nsFD int) error {
 		return fmt.Errorf("delete table inet %s: %w", Table, err)
 	}
 	return nil
+}
+
+// FlowtableInfo is a flowtable of nslab's table as the kernel holds it.
+type FlowtableInfo struct {
+	Name    string   `json:"name"`
+	Devices []string `json:"devices"`
+}
+
+// Flowtables lists the flowtables of nslab's table in the namespace nsFD
+// refers to (none when it has no table). It runs in the caller's
+// namespace.
+func Flowtables(nsFD int) ([]FlowtableInfo, error) {
+	c, err := nftables.New(nftables.WithNetNSFd(nsFD))
+	if err != nil {
+		return nil, fmt.Errorf("nftables: %w", err)
+	}
+	fts, err := c.ListFlowtables(&nftables.Table{Name: Table, Family: nftables.TableFamilyINet})
+	if err != nil {
+		if isNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("list flowtables of inet %s: %w", Table, err)
+	}
+	out := make([]FlowtableInfo, 0, len(fts))
+	for _, f := range fts {
+		out = append(out, FlowtableInfo{Name: f.Name, Devices: f.Devices})
+	}
+	return out, nil
 }

@@ -55,15 +55,46 @@ func chainsOf(n *spec.Node) []chainDef {
 		out = append(out, chainDef{Postrouting, nftables.ChainTypeNAT, nftables.ChainHookPostrouting, nftables.ChainPriorityNATSource, nftables.ChainPolicyAccept,
 			"'{ type nat hook postrouting priority srcnat; policy accept; }'"})
 	}
-	if fw := n.Firewall; fw != nil {
-		policy := nftables.ChainPolicyAccept
-		if fw.Policy == spec.Drop {
-			policy = nftables.ChainPolicyDrop
+	if fw := n.Firewall; fw != nil || n.Flowtable {
+		policy, word := nftables.ChainPolicyAccept, spec.Accept
+		if fw != nil && fw.Policy == spec.Drop {
+			policy, word = nftables.ChainPolicyDrop, spec.Drop
 		}
 		out = append(out, chainDef{Forward, nftables.ChainTypeFilter, nftables.ChainHookForward, nftables.ChainPriorityFilter, policy,
-			fmt.Sprintf("'{ type filter hook forward priority filter; policy %s; }'", fw.Policy)})
+			fmt.Sprintf("'{ type filter hook forward priority filter; policy %s; }'", word)})
 	}
 	return out
+}
+
+// Flowtable is the name of the flowtable in nslab's table (a node's
+// flowtable: true).
+const Flowtable = "ft"
+
+// FlowtablePath is where a node's flowtable is in the file: the comment
+// of the rule that adds flows to it names this place.
+func FlowtablePath(n *spec.Node) string { return "nodes." + n.Name + ".flowtable" }
+
+// flowDevices are the interfaces node n's flowtable covers: all of its
+// own but lo (a flow is offloaded only when both its ways enter by one).
+func flowDevices(n *spec.Node) []string {
+	var out []string
+	for _, i := range n.Interfaces {
+		if i.Name != "lo" {
+			out = append(out, i.Name)
+		}
+	}
+	return out
+}
+
+// flowRule is the forward chain's first rule when the node has a
+// flowtable: it counts every packet that takes the forward path (each
+// flow's first packets, and what the flowtable does not hold) and adds
+// the flow. The kernel adds a TCP or UDP flow once conntrack confirmed
+// it; its later packets go from the ingress hook straight to the next
+// hop, past this chain, the firewall's rules included (which saw the
+// flow's first packet: a flow a rule drops is never confirmed).
+func flowRule(labName string, n *spec.Node) rule {
+	return rule{Forward, []expr.Any{&expr.Counter{}, &expr.FlowOffload{Name: Flowtable}}, "counter flow add @" + Flowtable, Comment(labName, FlowtablePath(n))}
 }
 
 // rule is one rule of the table: its chain, what it matches and does,
@@ -91,6 +122,9 @@ func rulesOf(labName string, n *spec.Node) []rule {
 		if r.Source() {
 			out = append(out, natRule(labName, r))
 		}
+	}
+	if n.Flowtable {
+		out = append(out, flowRule(labName, n))
 	}
 	if fw := n.Firewall; fw != nil {
 		for _, r := range fw.Rules {

@@ -216,11 +216,14 @@ func (n *Node) RuleWords() map[string]string {
 			out[r.Path] = r.String()
 		}
 	}
+	if n.Flowtable {
+		out["nodes."+n.Name+".flowtable"] = "add each flow to the flowtable"
+	}
 	return out
 }
 
 // HasNetfilter reports whether the node has NAT or firewall rules.
-func (n *Node) HasNetfilter() bool { return len(n.NAT) > 0 || n.Firewall != nil }
+func (n *Node) HasNetfilter() bool { return len(n.NAT) > 0 || n.Firewall != nil || n.Flowtable }
 
 // parseMatchKeys reads the match keys of a rule that the rule allows.
 func (r *reporter) parseMatch(f map[string]kv) Match {

@@ -196,6 +196,9 @@ func (r *reporter) parseNode(name string, v *yaml.Node, path string) *Node {
 	if e, ok := f["firewall"]; ok {
 		n.Firewall = r.parseFirewall(e)
 	}
+	if e, ok := f["flowtable"]; ok {
+		n.Flowtable, _ = r.boolean(e.v, e.path, "whether the node has a flowtable")
+	}
 	r.parseNodeView(f, n)
 	return n
 }

@@ -100,6 +100,7 @@ var nodeDef = mapping{def: "node", title: "a node (a network namespace)", keys: 
 	{"run", "list of command lines, services started in the node and kept running until destroy", texts},
 	{"nat", "list of NAT rules, each one of {masquerade: ...}, {snat: ...}, {dnat: ...}; first match wins", listOf(ref("natRule"))},
 	{"firewall", "a list of firewall rules (policy accept), or {policy: accept|drop, rules: [...]}: what the node forwards", ref("firewall")},
+	{"flowtable", "true or false, default false: an nftables flowtable over the node's interfaces; the forward chain adds each TCP and UDP flow after its first packet, and its later packets skip the forward path (needs CONFIG_NF_FLOW_TABLE)", boolean},
 	{"hostname", "host name, default the node's name: the node's own hostname (nslab exec NODE -- hostname)", text},
 	{"vars", "mapping of name to value: template variables of this node, over the lab's vars:", varsSchema},
 	{"files", "mapping of absolute path to text or {text|from: FILE, mode: \"0644\"}: files of the node's own tree (under /etc, /run, /var/run, /var/log or /tmp; never the host's), each a Go template", mapOf(map[string]any{"oneOf": []any{text, ref("file")}})},
@@ -321,6 +322,7 @@ var variantNodeDef = mapping{def: "variantNode", title: "what a variant changes 
 	{"receive", "rps (a variant cannot change threaded NAPI), or null", nullable(enum(ReceiveRPS, ReceiveNAPI))},
 	{"nat", "list of NAT rules, replacing the node's; null for none", nullable(listOf(ref("natRule")))},
 	{"firewall", "firewall, replacing the node's; null for none", nullable(ref("firewall"))},
+	{"flowtable", "true or false: the nftables flowtable on or off", boolean},
 	{"before", "list of command lines run in the node before each round", nullable(texts)},
 	{"after", "list of command lines run in the node after each round", nullable(texts)},
 }}

@@ -114,6 +114,10 @@ type Node struct {
 	// the node forwards; nil: none.
 	NAT      []*NATRule
 	Firewall *Firewall
+	// Flowtable: the node's nftables table has a flowtable over its
+	// interfaces, and its forward chain adds every TCP and UDP flow to
+	// it (the kernel's software fast path for established flows).
+	Flowtable bool
 	// Hostname is the node's own host name ("": its name; see
 	// HostnameOrName); Vars its template variables (over the lab's);
 	// Files the files of its own tree; FRR and BIRD its routing daemons

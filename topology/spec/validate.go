@@ -69,6 +69,7 @@ func validate(r *reporter, lab *Lab, ex *extra) {
 		validateRules(r, n)
 		validateSysctls(r, n)
 		validateFastPath(r, n)
+		validateFlowtable(r, n)
 		validatePlacement(r, n)
 		validateNetfilter(r, lab, n, ownersOnce)
 		validateRouting(r, n)
@@ -452,6 +453,14 @@ func validateFastPath(r *reporter, n *Node) {
 			r.errf(fmt.Sprintf("nodes.%s.forwarding.fastpath", n.Name), "fastpath: xdp redirects frames past an interface's qdisc, and %s has an impairment or a queue the forwarded frames would skip: move it to the next node's interface, or leave the fast path out", i.Name)
 			return
 		}
+	}
+}
+
+// validateFlowtable refuses a flowtable on a node that forwards nothing:
+// the flowtable takes over flows the forward chain saw.
+func validateFlowtable(r *reporter, n *Node) {
+	if n.Flowtable && !n.Forwarding.IPv4 && !n.Forwarding.IPv6 {
+		r.errf(fmt.Sprintf("nodes.%s.flowtable", n.Name), "a flowtable speeds up what %s forwards, and it forwards nothing: give it forwarding: true, or leave flowtable out", n.Name)
 	}
 }
 

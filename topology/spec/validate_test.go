@@ -361,3 +361,24 @@ func TestMachineSysctls(t *testing.T) {
 		t.Errorf("a machine-wide key in a node: %v", err)
 	}
 }
+
+// TestFlowtableRules: flowtable: is true or false, for a node that
+// forwards, refused at its line and column otherwise; a variant may turn
+// it on.
+func TestFlowtableRules(t *testing.T) {
+	base := "name: f\nnodes:\n  r:\n    forwarding: %s\n    flowtable: %s\n    interfaces:\n      e0: {addresses: [10.0.0.1/24]}\n  h:\n    interfaces:\n      e0: {addresses: [10.0.0.2/24]}\nlinks:\n  - endpoints: [r:e0, h:e0]\n"
+	for _, c := range []struct{ fw, ft, want string }{
+		{"true", "true", ""},
+		{"false", "true", "f.yaml:5:16: nodes.r.flowtable: a flowtable speeds up what r forwards, and it forwards nothing"},
+		{"true", "yes", "f.yaml:5:16: nodes.r.flowtable: must be true or false"},
+	} {
+		l, err := Parse("f.yaml", []byte(fmt.Sprintf(base, c.fw, c.ft)))
+		if c.want == "" && (err != nil || !l.Node("r").Flowtable) || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("forwarding %s, flowtable %s: %v, want %q", c.fw, c.ft, err, c.want)
+		}
+	}
+	l, err := Parse("f.yaml", []byte(fmt.Sprintf(base, "true", "false")+"variants:\n  ft:\n    r: {flowtable: true}\n"))
+	if err != nil || l.Node("r").Flowtable || !l.Variant("ft").Lab.Node("r").Flowtable {
+		t.Errorf("a variant turning the flowtable on: %v", err)
+	}
+}

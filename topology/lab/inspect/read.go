@@ -120,6 +120,9 @@ type NetfilterInfo struct {
 	Missing bool                  `json:"missing,omitempty"`
 	Chains  []netfilter.ChainInfo `json:"chains,omitempty"`
 	Rules   []RuleInfo            `json:"rules,omitempty"`
+	// Flowtables are the table's flowtables (a node's flowtable: true)
+	// with the interfaces they cover.
+	Flowtables []netfilter.FlowtableInfo `json:"flowtables,omitempty"`
 }
 
 // RuleInfo is one rule of a node's table: where it is in the file, what it
@@ -295,6 +298,11 @@ func ReadNetfilter(x *ns.NS, l *spec.Lab, ni *NodeInfo) error {
 		return fmt.Errorf("nftables in %s: %w", ni.Namespace, err)
 	}
 	info := &NetfilterInfo{Table: "inet " + netfilter.Table, Missing: !found, Chains: chains}
+	if n.Flowtable && found {
+		if info.Flowtables, err = netfilter.Flowtables(x.Fd()); err != nil {
+			return fmt.Errorf("nftables in %s: %w", ni.Namespace, err)
+		}
+	}
 	words := n.RuleWords()
 	prefix := netfilter.Comment(l.Name, "")
 	for _, r := range rules {

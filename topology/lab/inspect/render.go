@@ -292,6 +292,9 @@ func printNetfilter(w io.Writer, info *LabInfo) {
 			fmt.Fprintf(tw, "%s\t-\tMISSING: no table %s\t-\t-\t-\n", n.Node, nf.Table)
 			continue
 		}
+		for _, ft := range nf.Flowtables {
+			fmt.Fprintf(tw, "%s\tflowtable %s\tover %s\t-\t-\tnodes.%s.flowtable\n", n.Node, ft.Name, strings.Join(ft.Devices, ", "), n.Node)
+		}
 		for _, c := range nf.Chains {
 			if c.Hook == "forward" {
 				fmt.Fprintf(tw, "%s\t%s\tpolicy %s\t-\t-\t-\n", n.Node, c.Name, c.Policy)
