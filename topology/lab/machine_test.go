@@ -1,12 +1,15 @@
 package lab
 
 import (
+	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/nslab/nslab/topology/labtest"
+	"github.com/nslab/nslab/topology/spec"
 )
 
 // TestPrivilegedMachineSysctls: a lab's machine-wide sysctl is set while
@@ -48,5 +51,54 @@ func TestPrivilegedMachineSysctls(t *testing.T) {
 	}
 	if got := read(); got != before {
 		t.Errorf("destroyed: netdev_budget %s, want %s back", got, before)
+	}
+}
+
+// TestPrivilegedMachineVariant: a variant changes a machine-wide key the
+// lab sets and sets one the lab does not; undoing it gives both their
+// values back, and destroy with the variant applied leaves the machine
+// as it found it.
+func TestPrivilegedMachineVariant(t *testing.T) {
+	labtest.SkipUnlessRoot(t)
+	keys := []string{"/proc/sys/net/core/netdev_budget", "/proc/sys/net/core/dev_weight"}
+	read := func() []int {
+		t.Helper()
+		var out []int
+		for _, k := range keys {
+			b, err := os.ReadFile(k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			v, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+			out = append(out, v)
+		}
+		return out
+	}
+	before := read()
+	t.Cleanup(func() {
+		for i, k := range keys {
+			_ = os.WriteFile(k, []byte(strconv.Itoa(before[i])), 0o644) // whatever the test left
+		}
+	})
+	budget, variantBudget, weight := before[0]+7, before[0]+9, before[1]+5
+	src := fmt.Sprintf("name: m\nmachine:\n  sysctls: {net.core.netdev_budget: %d}\nnodes:\n  a:\n    interfaces:\n      e0: {addresses: [10.9.0.1/24]}\n  b:\n    interfaces:\n      e0: {addresses: [10.9.0.2/24]}\nlinks:\n  - endpoints: [a:e0, b:e0]\nvariants:\n  busy:\n    machine:\n      sysctls: {net.core.netdev_budget: %d, net.core.dev_weight: %d}\n", budget, variantBudget, weight)
+	f := newFixture(t, src)
+	f.deploy()
+	for _, c := range []struct {
+		variant string
+		want    []int
+	}{{"busy", []int{variantBudget, weight}}, {spec.BaseVariant, []int{budget, before[1]}}, {"busy", []int{variantBudget, weight}}} {
+		if err := f.m.ApplyVariant(t.Context(), f.lab, c.variant); err != nil {
+			t.Fatal(err)
+		}
+		if got := read(); !slices.Equal(got, c.want) {
+			t.Errorf("variant %s: netdev_budget, dev_weight %v, want %v", c.variant, got, c.want)
+		}
+	}
+	if _, err := f.m.Destroy(f.lab.Name); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(); !slices.Equal(got, before) {
+		t.Errorf("destroyed with the variant applied: %v, want %v back", got, before)
 	}
 }

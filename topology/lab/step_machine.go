@@ -3,6 +3,7 @@ package lab
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/nslab/nslab/topology/lab/state"
@@ -99,4 +100,91 @@ func restoreMachine(recs []state.MachineRecord) error {
 		}
 	}
 	return nil
+}
+
+// machineChange is the step that takes the machine-wide sysctls from lab
+// version from to version to (a variant's, either way).
+func machineChange(from, to *spec.Lab) []Step {
+	kvs := machineDiff(from.Machine, to.Machine)
+	if len(kvs) == 0 {
+		return nil
+	}
+	var words []string
+	for _, s := range kvs {
+		words = append(words, s.Key+"="+s.Value)
+	}
+	return []Step{{
+		Name:  "machine-wide sysctls (given back at undo and destroy): " + strings.Join(words, ", "),
+		Shell: func() []string { return []string{shMachine(kvs)} },
+		Do:    func(d *deployer) error { return d.changeMachine(from.Machine, to.Machine) },
+	}}
+}
+
+// machineDiff is what changes from from to to: to's keys whose value
+// differs, and from's keys to lacks (their value before the lab, in words:
+// the state file holds it).
+func machineDiff(from, to []spec.Sysctl) []spec.Sysctl {
+	var out []spec.Sysctl
+	for _, s := range from {
+		if _, ok := machineValue(to, s.Key); !ok {
+			out = append(out, spec.Sysctl{Key: s.Key, Value: "<its value before the lab>"})
+		}
+	}
+	for _, s := range to {
+		if v, ok := machineValue(from, s.Key); !ok || v != s.Value {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func machineValue(kvs []spec.Sysctl, key string) (string, bool) {
+	for _, s := range kvs {
+		if s.Key == key {
+			return s.Value, true
+		}
+	}
+	return "", false
+}
+
+// changeMachine takes the machine-wide sysctls from from's to to's, in
+// nslab's own namespace: a key only from sets gets its recorded old value
+// back and its record goes; a key to sets is written, recorded first (as
+// deploy does, so destroy gives it back) when no record holds it.
+func (d *deployer) changeMachine(from, to []spec.Sysctl) error {
+	for _, s := range from {
+		if _, ok := machineValue(to, s.Key); ok {
+			continue
+		}
+		i := slices.IndexFunc(d.st.Machine, func(r state.MachineRecord) bool { return r.Key == s.Key })
+		if i < 0 {
+			continue // never written by this lab
+		}
+		if err := restoreMachine(d.st.Machine[i : i+1]); err != nil {
+			return err
+		}
+		d.st.Machine = slices.Delete(d.st.Machine, i, i+1)
+		if err := d.m.saveState(d.st); err != nil {
+			return err
+		}
+	}
+	var fresh []spec.Sysctl
+	for _, s := range to {
+		if v, ok := machineValue(from, s.Key); ok && v == s.Value {
+			continue
+		}
+		i := slices.IndexFunc(d.st.Machine, func(r state.MachineRecord) bool { return r.Key == s.Key })
+		if i < 0 {
+			fresh = append(fresh, s)
+			continue
+		}
+		d.st.Machine[i].Value = s.Value
+		if err := d.m.saveState(d.st); err != nil {
+			return err
+		}
+		if err := os.WriteFile(s.ProcPath(), []byte(s.Value), 0o644); err != nil {
+			return fmt.Errorf("write %s=%s: %w", s.Key, s.Value, err)
+		}
+	}
+	return d.setMachine(fresh)
 }

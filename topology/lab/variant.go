@@ -86,10 +86,10 @@ func (m *Manager) ApplyVariant(ctx context.Context, l *spec.Lab, name string) er
 }
 
 // CheckVariantKernel checks, in a scratch namespace, that this kernel has
-// every qdisc variant v's impairments and queues need; it changes nothing
-// of any lab.
+// every qdisc variant v's impairments and queues need, and can hold its
+// nodes' nftables tables (a flowtable); it changes nothing of any lab.
 func CheckVariantKernel(v *spec.Variant) error {
-	if problems := checkQdiscs(v.Lab); len(problems) > 0 {
+	if problems := append(checkQdiscs(v.Lab), checkNetfilter(v.Lab)...); len(problems) > 0 {
 		return fmt.Errorf("variant %s: cannot apply it, nothing was changed:\n  %s", v.Name, strings.Join(problems, "\n  "))
 	}
 	return nil
@@ -175,7 +175,7 @@ func (d *deployer) run(steps []Step) error {
 // node: sysctls, impairments, the nftables table, CPU placement. saved
 // gives what to restore where to does not set a value from sets.
 func changeSteps(from, to *spec.Lab, saved map[string]string) []Step {
-	var steps []Step
+	steps := machineChange(from, to)
 	for _, n := range to.Nodes {
 		f := from.Node(n.Name)
 		steps = append(steps, sysctlChange(to, f, n, saved)...)

@@ -72,7 +72,7 @@ var labDef = mapping{def: "lab", title: "an nslab lab file", required: []string{
 	{"segments", "list of segments: each a shared wire of one or more interfaces (a switch, Kathara's collision domain), made as a bridge in a node of its own", listOf(ref("segment"))},
 	{"traffic", "list of traffic runs bench can send", listOf(ref("traffic"))},
 	{"sriov", "list of SR-IOV PFs whose VFs are handed to nodes", listOf(ref("pf"))},
-	{"variants", "mapping of variant name to a mapping of node name to what the variant changes (bench --variants)", mapOf(mapOf(ref("variantNode")))},
+	{"variants", "mapping of variant name to a mapping of node name to what the variant changes (bench --variants), and machine: {sysctls} for the machine-wide settings (merged over the lab's)", mapOf(map[string]any{"type": []string{"object", "null"}, "properties": map[string]any{VariantMachine: ref("machine")}, "additionalProperties": ref("variantNode")})},
 	{"vars", "mapping of name to value, default none: what templates read as {{.Vars.NAME}} (a node's vars: override them)", varsSchema},
 	{"machine", "{sysctls}: machine-wide settings the lab changes while deployed (net.core.netdev_budget, ...), given back at destroy", ref("machine")},
 }}

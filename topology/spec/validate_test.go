@@ -382,3 +382,27 @@ func TestFlowtableRules(t *testing.T) {
 		t.Errorf("a variant turning the flowtable on: %v", err)
 	}
 }
+
+// TestMachineVariant: a variant's machine: {sysctls} merges over the
+// lab's machine-wide settings; a per-namespace key there is refused at
+// its place, and so is machine: in a lab with a node of that name.
+func TestMachineVariant(t *testing.T) {
+	src := "name: m\nmachine:\n  sysctls: {net.core.netdev_budget: 600}\nnodes:\n  %s:\n    interfaces:\n      e0: {addresses: [10.0.0.1/24]}\n  b:\n    interfaces:\n      e0: {addresses: [10.0.0.2/24]}\nlinks:\n  - endpoints: [%s:e0, b:e0]\nvariants:\n  busy:\n    machine:\n      sysctls: {%s}\n"
+	l, err := Parse("m.yaml", []byte(fmt.Sprintf(src, "a", "a", "net.core.netdev_budget: 300, net.core.dev_weight: 128")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, s := range l.Variant("busy").Lab.Machine {
+		got[s.Key] = s.Value
+	}
+	if len(got) != 2 || got["net.core.netdev_budget"] != "300" || got["net.core.dev_weight"] != "128" || l.Machine[0].Value != "600" {
+		t.Errorf("variant's machine sysctls %v (the lab's %v)", got, l.Machine)
+	}
+	if _, err := Parse("m.yaml", []byte(fmt.Sprintf(src, "a", "a", "net.ipv4.ip_forward: 1"))); err == nil || !strings.Contains(err.Error(), "m.yaml:16:") || !strings.Contains(err.Error(), "in variant busy") {
+		t.Errorf("a per-namespace key in a variant's machine: %v", err)
+	}
+	if _, err := Parse("m.yaml", []byte(fmt.Sprintf(src, "machine", "machine", "net.core.dev_weight: 128"))); err == nil || !strings.Contains(err.Error(), "m.yaml:15:5: variants.busy.machine: in a variant, machine: is the machine-wide settings") {
+		t.Errorf("machine: in a lab with a node named machine: %v", err)
+	}
+}

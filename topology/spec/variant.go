@@ -124,6 +124,14 @@ func (r *reporter) parseVariant(root *yaml.Node, lab *Lab, ve kv, path string) *
 	for _, ne := range r.entries(ve.v, path, "node name: changes") {
 		npath := path + "." + ne.key
 		r.at(npath, ne.k.Line, ne.k.Column)
+		if ne.key == VariantMachine {
+			if lab.Node(VariantMachine) != nil {
+				r.errAt(ne.k.Line, ne.k.Column, npath, "in a variant, machine: is the machine-wide settings, and this lab has a node named machine too: rename the node to change it in a variant")
+				continue
+			}
+			r.spliceMachine(doc, ne, npath)
+			continue
+		}
 		target := mappingValue(nodes, ne.key)
 		if target == nil {
 			r.errAt(ne.k.Line, ne.k.Column, npath, "no node %s in nodes: name one of %s", ne.key, strings.Join(nodeNames(lab), ", "))
@@ -173,6 +181,27 @@ func (r *reporter) parseVariant(root *yaml.Node, lab *Lab, ve kv, path string) *
 		}
 	}
 	return v
+}
+
+// VariantMachine is the key of a variant's machine-wide changes
+// (machine: {sysctls: ...}), beside its nodes: no node of a lab with
+// variants may have this name.
+const VariantMachine = "machine"
+
+// spliceMachine merges a variant's machine: {sysctls} over the lab's
+// machine: mapping in the copy, creating it.
+func (r *reporter) spliceMachine(doc *yaml.Node, e kv, path string) {
+	f := r.fields(e.v, path, "a variant's machine settings", keysOf(machineDef)...)
+	se, ok := f["sysctls"]
+	if !ok {
+		return
+	}
+	m := mappingValue(doc, VariantMachine)
+	if m == nil {
+		m = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
+		doc.Content = append(doc.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: VariantMachine}, m)
+	}
+	mergeMapping(m, se)
 }
 
 // mergeMapping sets each entry of a variant's mapping e (sysctls) in the
