@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/netip"
 	"slices"
 	"strings"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/nslab/nslab/pktgen/tcpflow"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/qdisc"
+	"github.com/nslab/nslab/topology/spec"
 )
 
 // A TCP run (a traffic run with tcp:) is measured like a UDP one, the
@@ -103,7 +105,8 @@ func (m *tcpMeasure) stop() {
 func (m *tcpMeasure) flows(ctx context.Context) (*tcpflow.Result, error) {
 	t := m.b.t
 	m.st.start = time.Now()
-	job := tcpflow.Job{Sender: m.sender, Receiver: m.receiver, Dst: t.To, Flows: t.TCP.Flows, CC: t.TCP.CC, Duration: t.Duration, Interval: m.b.opts.Interval}
+	job := tcpflow.Job{Sender: m.sender, Receiver: m.receiver, Dst: t.To, Flows: t.TCP.Flows, CC: t.TCP.CC, Duration: t.Duration, Interval: m.b.opts.Interval,
+		BusyPoll: sinkBusyPoll(m.b.run.Lab.Node(m.b.path.Hops[len(m.b.path.Hops)-1].Node), t.To)}
 	if m.b.opts.Live != nil {
 		job.OnSample = tcpLiveLine(m.b.opts.Live)
 	}
@@ -204,7 +207,7 @@ func tcpFrame(t *report.TCPRun, v6 bool) float64 {
 
 // tcpRun puts the flows' figures and the losses together.
 func tcpRun(res *tcpflow.Result, hops []report.HopCounters, qdiscs map[string]*qdisc.State, softnet []report.SoftnetCPU) *report.TCPRun {
-	t := &report.TCPRun{CC: res.CC, Duration: res.Duration, Elapsed: res.Elapsed, Drained: res.Drained}
+	t := &report.TCPRun{CC: res.CC, Duration: res.Duration, Elapsed: res.Elapsed, Drained: res.Drained, BusyPoll: res.BusyPoll}
 	var srtt time.Duration
 	for _, f := range res.Flows {
 		tf := report.TCPFlow{Port: f.Port, Received: f.Received, Retrans: f.Sender.TotalRetrans, SRTT: f.Sender.SRTT, MinRTT: f.Sender.MinRTT,
@@ -390,4 +393,17 @@ func heldBack(r *report.Report, p placement) report.Verdict {
 		ev = append(ev, fmt.Sprintf("the send buffer held the flows back %.0f%% of the time they had data", share(sndbuf)))
 	}
 	return report.Verdict{Limit: "sender", Node: r.Path[0].Node, CPUs: senderCPUs(r, p), Evidence: append(ev, "no segment dropped")}
+}
+
+// sinkBusyPoll is the napi: busy_poll of receiver's interface that holds
+// the run's destination address (0: none given).
+func sinkBusyPoll(receiver *spec.Node, to netip.Addr) time.Duration {
+	for _, i := range receiver.Interfaces {
+		for _, a := range i.Addresses {
+			if a.Addr() == to && i.NAPI != nil && i.NAPI.BusyPoll != nil {
+				return *i.NAPI.BusyPoll
+			}
+		}
+	}
+	return 0
 }

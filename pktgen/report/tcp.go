@@ -22,8 +22,11 @@ type TCPRun struct {
 	// (the flows deliver what they wrote after Duration).
 	Elapsed time.Duration `json:"elapsed"`
 	Drained bool          `json:"drained"`
-	Flows   []TCPFlow     `json:"flows"`
-	Total   TCPFlow       `json:"total"`
+	// BusyPoll is how long the sink's sockets busy-polled (napi:
+	// busy_poll of the receiving interface), as the kernel gave it back.
+	BusyPoll time.Duration `json:"receiver_busy_poll,omitempty"`
+	Flows    []TCPFlow     `json:"flows"`
+	Total    TCPFlow       `json:"total"`
 	// Losses sets what the senders retransmitted against the drops the
 	// path counted.
 	Losses TCPLosses `json:"losses"`
@@ -142,6 +145,9 @@ func (r *Report) tcpTable(w io.Writer) error {
 		t.Duration.Round(time.Millisecond), t.Elapsed.Round(time.Millisecond))
 	if !t.Drained {
 		ew.printf(" (NOT drained: reset after waiting)")
+	}
+	if t.BusyPoll > 0 {
+		ew.printf("; the sink's sockets busy-poll %s (SO_BUSY_POLL, read back)", t.BusyPoll)
 	}
 	ew.printf("\n\nbottleneck: %s\n\n", r.Bottleneck)
 	tw := tabwriter.NewWriter(ew, 2, 8, 2, ' ', 0)

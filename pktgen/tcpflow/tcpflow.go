@@ -52,6 +52,12 @@ type Job struct {
 	// OnSample, when set, is called after each sample with every flow's
 	// points so far (the live lines of a bench), from Run's goroutine.
 	OnSample func(flows []Flow)
+	// BusyPoll, when above 0, is how long the sink's sockets busy-poll
+	// the NAPI instance their packets come from (SO_BUSY_POLL with
+	// SO_PREFER_BUSY_POLL, set on the listener to learn early that the
+	// kernel refuses it, and on each connection, which does not inherit
+	// it; Go's non-blocking reads poll once per read).
+	BusyPoll time.Duration
 }
 
 // Point is one sample of a flow's sending end.
@@ -113,6 +119,9 @@ type Result struct {
 	Elapsed time.Duration `json:"elapsed"`
 	Drained bool          `json:"drained"` // every flow delivered all it wrote
 	Flows   []Flow        `json:"flows"`
+	// BusyPoll is the sink's connections' SO_BUSY_POLL as the kernel
+	// gives it back (0: none).
+	BusyPoll time.Duration `json:"receiver_busy_poll,omitempty"`
 }
 
 // Run runs job: the sink listens in the receiver's namespace, the flows
@@ -128,7 +137,7 @@ func Run(ctx context.Context, j Job) (*Result, error) {
 	if j.Interval <= 0 {
 		j.Interval = time.Second
 	}
-	s, err := listen(j.Receiver, j.Dst, j.Port)
+	s, err := listen(j.Receiver, j.Dst, j.Port, j.BusyPoll)
 	if err != nil {
 		return nil, err
 	}
@@ -164,6 +173,7 @@ func run(ctx context.Context, j Job, s *sink, conns []*net.TCPConn) (*Result, er
 		_ = c.CloseWrite() // FIN after what was written: the sink reads to the end
 	}
 	res.Drained = s.wait(len(conns), drainLimit)
+	res.BusyPoll = s.busyPoll()
 	return res, finish(res, conns, s, start)
 }
 
@@ -330,6 +340,7 @@ type sink struct {
 	mu    sync.Mutex
 	flows map[int]*peer // by the sender's port
 	done  chan struct{} // a flow read to its end
+	busy  time.Duration // each connection's SO_BUSY_POLL (0: none)
 }
 
 // peer is the sink's end of one flow.
@@ -340,19 +351,21 @@ type peer struct {
 	info Info
 }
 
-// listen opens the sink on dst:port, from a thread in namespace n.
-func listen(n *ns.NS, dst netip.Addr, port int) (*sink, error) {
+// listen opens the sink on dst:port, from a thread in namespace n; its
+// sockets busy-poll for busyPoll when that is above 0.
+func listen(n *ns.NS, dst netip.Addr, port int, busyPoll time.Duration) (*sink, error) {
 	var ln net.Listener
 	addr := net.JoinHostPort(dst.String(), strconv.Itoa(port))
+	lc := net.ListenConfig{Control: func(_, _ string, rc syscall.RawConn) error { return setBusyPoll(rc, busyPoll) }}
 	err := n.Do(func() error {
 		var err error
-		ln, err = net.Listen("tcp", addr)
+		ln, err = lc.Listen(context.Background(), "tcp", addr)
 		return err
 	})
 	if err != nil {
 		return nil, fmt.Errorf("TCP sink on %s in %s: %w", addr, n.Name, err)
 	}
-	s := &sink{ln: ln.(*net.TCPListener), flows: map[int]*peer{}, done: make(chan struct{}, 1024)}
+	s := &sink{ln: ln.(*net.TCPListener), flows: map[int]*peer{}, done: make(chan struct{}, 1024), busy: busyPoll}
 	go s.accept()
 	return s, nil
 }
@@ -362,6 +375,9 @@ func (s *sink) accept() {
 		c, err := s.ln.AcceptTCP()
 		if err != nil {
 			return // closed
+		}
+		if rc, err := c.SyscallConn(); err == nil {
+			_ = setBusyPoll(rc, s.busy) // the listener took it: a connection does too
 		}
 		p := &peer{conn: c}
 		s.mu.Lock()
@@ -393,6 +409,40 @@ func (s *sink) read(p *peer) {
 	}
 	s.mu.Unlock()
 	s.done <- struct{}{}
+}
+
+// setBusyPoll makes socket rc busy-poll for d (nothing when d is 0).
+func setBusyPoll(rc syscall.RawConn, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	var serr error
+	err := rc.Control(func(fd uintptr) {
+		serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_BUSY_POLL, int(d/time.Microsecond))
+		if serr == nil {
+			serr = unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_PREFER_BUSY_POLL, 1)
+		}
+	})
+	if serr != nil {
+		return fmt.Errorf("busy_poll %v on the sink: %w (the kernel needs CONFIG_NET_RX_BUSY_POLL)", d, serr)
+	}
+	return err
+}
+
+// busyPoll reads SO_BUSY_POLL back from one of the sink's connections.
+func (s *sink) busyPoll() time.Duration {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range s.flows {
+		rc, err := p.conn.SyscallConn()
+		if err != nil {
+			return 0
+		}
+		var us int
+		_ = rc.Control(func(fd uintptr) { us, _ = unix.GetsockoptInt(int(fd), unix.SOL_SOCKET, unix.SO_BUSY_POLL) })
+		return time.Duration(us) * time.Microsecond
+	}
+	return 0
 }
 
 // wait waits until n flows were read to their end, at most limit.

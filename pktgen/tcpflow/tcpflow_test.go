@@ -14,18 +14,22 @@ import (
 // client-router-server lab: each delivers everything it wrote (the sink
 // read what the sender's TCP_INFO says was acked, and the receiver's
 // says was received), both ends' TCP_INFO
-// is read, and the sender was sampled over the run.
+// is read, and the sender was sampled over the run; the sink's
+// connections took the job's busy polling from the listener.
 func TestPrivilegedFlows(t *testing.T) {
 	labtest.SkipUnlessRoot(t)
 	l := labdeploy.Example(t, "client-router-server.yaml", "t")
 	r := labdeploy.Open(t, l)
 	res, err := Run(context.Background(), Job{Sender: r.Node("ns1").NS, Receiver: r.Node("ns3").NS, Dst: netip.MustParseAddr("10.0.2.1"),
-		Flows: 2, CC: "reno", Duration: time.Second, Interval: 200 * time.Millisecond})
+		Flows: 2, CC: "reno", Duration: time.Second, Interval: 200 * time.Millisecond, BusyPoll: 50 * time.Microsecond})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !res.Drained || len(res.Flows) != 2 {
 		t.Fatalf("drained %v, %d flows", res.Drained, len(res.Flows))
+	}
+	if res.BusyPoll != 50*time.Microsecond {
+		t.Errorf("the sink's connections busy-poll %v, want the job's 50µs", res.BusyPoll)
 	}
 	for i, f := range res.Flows {
 		t.Logf("flow %d: port %d received %d in %v, sender %+v, receiver %+v, %d points", i, f.Port, f.Received, f.Last, f.Sender, f.Receiver, len(f.Points))

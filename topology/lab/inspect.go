@@ -143,6 +143,9 @@ func (m *Manager) inspectNode(ni *inspect.NodeInfo, l *spec.Lab, indexes map[spe
 		if n := l.Node(ni.Node); n != nil {
 			if fi := n.Interface(ifc.Name); fi != nil {
 				ifc.NAPISet = fi.NAPI != nil
+				if fi.NAPI != nil && fi.NAPI.BusyPoll != nil {
+					ifc.BusyPoll = fi.NAPI.BusyPoll.String()
+				}
 				for _, k := range spec.OffloadNames {
 					if _, ok := fi.Offloads[k]; ok {
 						ifc.OffloadsSet = append(ifc.OffloadsSet, k)

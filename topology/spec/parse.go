@@ -315,7 +315,8 @@ func (r *reporter) parseInterface(name string, v *yaml.Node, path string) *Inter
 	return i
 }
 
-// parseNAPI reads napi: {threaded, gro_flush_timeout, defer_hard_irqs}.
+// parseNAPI reads napi: {threaded, gro_flush_timeout, defer_hard_irqs,
+// busy_poll}.
 func (r *reporter) parseNAPI(e kv) *NAPI {
 	n := &NAPI{}
 	f := r.fields(e.v, e.path, "NAPI settings", keysOf(napiDef)...)
@@ -335,6 +336,15 @@ func (r *reporter) parseNAPI(e kv) *NAPI {
 	if v, ok := f["defer_hard_irqs"]; ok {
 		k, _ := r.integer(v.v, v.path, "polls", 0, 1000000)
 		n.DeferHardIRQs = &k
+	}
+	if v, ok := f["busy_poll"]; ok {
+		if s, ok := r.str(v.v, v.path, "a duration such as 50us"); ok {
+			d, err := time.ParseDuration(s)
+			if err != nil || d < 0 || d > time.Second || d%time.Microsecond != 0 {
+				r.errf(v.path, "busy_poll %q: a whole number of microseconds from 0 to 1s, such as 50us", s)
+			}
+			n.BusyPoll = &d
+		}
 	}
 	return n
 }

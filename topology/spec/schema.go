@@ -146,7 +146,7 @@ var ifaceDef = mapping{def: "interface", title: "an interface of a node", nullab
 	{"impair", "impairment: what the link does to what this interface sends", ref("impair")},
 	{"qdisc", "queue discipline of what it sends: pfifo, fq_codel, fq, cake or htb, or {kind, settings}; under an impairment, the queue in front of it", map[string]any{"oneOf": []any{enum(QueueKinds...), ref("queue")}}},
 	{"offloads", "{gro, gso, tso, rx-checksum, tx-checksum}: each true or false, the others as the kernel has them (ethtool -K)", ref("offloads")},
-	{"napi", "{threaded, gro_flush_timeout, defer_hard_irqs}: the device's NAPI settings (its sysfs files), the others as the kernel has them", ref("napi")},
+	{"napi", "{threaded, gro_flush_timeout, defer_hard_irqs, busy_poll}: the device's NAPI settings (its sysfs files; busy_poll its receiving sockets'), the others as the kernel has them", ref("napi")},
 	{"macvlan", "{parent: IF, mode: bridge|private|vepa|passthru}: a macvlan over another interface of the node (mode default bridge)", ref("macvlan")},
 	{"vlan", "{parent: IF, id: 1-4094}: an 802.1Q sub-interface", ref("vlan")},
 	{"bond", "{ports: [IF, ...], mode: MODE, miimon: MS}: a bond (mode default balance-rr, miimon default 100)", ref("bond")},
@@ -165,6 +165,7 @@ var napiDef = mapping{def: "napi", title: "an interface's NAPI settings", keys: 
 	{"threaded", "true or false: NAPI polls in a kthread of its own (napi/IF-N) instead of softirq context", boolean},
 	{"gro_flush_timeout", "duration, 0 to 1s (50us): how long GRO may hold packets before it flushes them", text},
 	{"defer_hard_irqs", "integer 0-1000000: NAPI polls that may end before the device's interrupt is enabled again", intRange(0, 1000000)},
+	{"busy_poll", "duration in whole microseconds, 0 to 1s (50us): how long the sockets nslab opens to receive on this interface (a TCP run's sink) busy-poll its NAPI (SO_BUSY_POLL); the kernel has no per-interface busy polling, machine: sysctls sets net.core.busy_read for every socket", text},
 }}
 
 var macvlanDef = mapping{def: "macvlan", title: "a macvlan", required: []string{"parent"}, keys: []key{

@@ -249,10 +249,18 @@ type Interface struct {
 // none: threaded NAPI (a kthread per NAPI instance instead of softirq
 // context), how long GRO holds packets before flushing them, and how many
 // times a NAPI poll defers re-enabling interrupts.
+//
+// BusyPoll is not the device's: the kernel has no busy polling per
+// interface, only per socket (SO_BUSY_POLL) and machine-wide
+// (net.core.busy_read, net.core.busy_poll). It is how long the sockets
+// nslab opens to receive on this interface (a TCP run's sink) busy-poll
+// the NAPI instance their packets come from, instead of sleeping until
+// its softirq has run.
 type NAPI struct {
 	Threaded        *bool
 	GROFlushTimeout *time.Duration
 	DeferHardIRQs   *int
+	BusyPoll        *time.Duration
 }
 
 // Words says the settings in a line ("threaded on, gro_flush_timeout 50µs").
@@ -266,6 +274,9 @@ func (n *NAPI) Words() string {
 	}
 	if n.DeferHardIRQs != nil {
 		out = append(out, fmt.Sprintf("defer_hard_irqs %d", *n.DeferHardIRQs))
+	}
+	if n.BusyPoll != nil {
+		out = append(out, fmt.Sprintf("busy_poll %v (nslab's receiving sockets)", *n.BusyPoll))
 	}
 	return strings.Join(out, ", ")
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 )
 
 // routed is base with a router between a and b, for variants to change.
@@ -172,6 +173,13 @@ func TestNAPISettings(t *testing.T) {
 	}
 	if _, err := Parse("n.yaml", []byte(fmt.Sprintf(src, "", "{gro_flush_timeout: 2s}"))); err == nil || !strings.Contains(err.Error(), "from 0 to 1s") {
 		t.Errorf("a 2 s timeout: %v", err)
+	}
+	l, err = Parse("n.yaml", []byte(fmt.Sprintf(src, "", "{busy_poll: 50us}")))
+	if err != nil || *l.Node("a").Interface("e0").NAPI.BusyPoll != 50*time.Microsecond {
+		t.Errorf("busy_poll 50us: %v", err)
+	}
+	if _, err := Parse("n.yaml", []byte(fmt.Sprintf(src, "", "{busy_poll: 1500ns}"))); err == nil || !strings.Contains(err.Error(), "n.yaml:5:56: nodes.a.interfaces.e0.napi.busy_poll: busy_poll \"1500ns\": a whole number of microseconds") {
+		t.Errorf("busy_poll 1500ns: %v", err)
 	}
 	if _, err := Parse("n.yaml", []byte(fmt.Sprintf(src, "    cpus: [0]\n    receive: napi\n", "{threaded: false}"))); err == nil || !strings.Contains(err.Error(), "leave threaded out") {
 		t.Errorf("threaded under receive: napi: %v", err)

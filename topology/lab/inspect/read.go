@@ -160,6 +160,9 @@ type IfInfo struct {
 	// nil where the device has none), NAPISet whether the file gives any.
 	NAPI    map[string]string `json:"napi,omitempty"`
 	NAPISet bool              `json:"napi_set,omitempty"`
+	// BusyPoll is the file's napi: busy_poll, which no kernel object
+	// holds: the sockets nslab opens to receive here take it when opened.
+	BusyPoll string `json:"busy_poll,omitempty"`
 }
 
 // NAPIFiles are the sysfs files of a device's NAPI settings.

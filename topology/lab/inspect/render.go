@@ -237,6 +237,9 @@ func printOffloads(w io.Writer, info *LabInfo) {
 					napi = append(napi, f+" "+v)
 				}
 			}
+			if i.BusyPoll != "" {
+				napi = append(napi, "busy_poll "+i.BusyPoll+" (the file's: nslab's receiving sockets take it)")
+			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", n.Node, i.Name, spec.OffloadWords(i.Offloads), strings.Join(i.OffloadsSet, ", "), strings.Join(napi, ", "))
 		}
 	}
