@@ -2,6 +2,7 @@ package lab
 
 import (
 	"fmt"
+	"path/filepath"
 
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
@@ -25,7 +26,7 @@ func fastPathSteps(l *spec.Lab, _ string) []Step {
 			needs = append(needs, p.Node+":"+p.Interface)
 		}
 		steps = append(steps, Step{
-			Name: fmt.Sprintf("XDP fast path on %s's veth interfaces (bpf_fib_lookup, devmap redirect; the peers pass)", n.Name),
+			Name: fmt.Sprintf("XDP fast path on %s's veth interfaces (bpf_fib_lookup, devmap redirect; the peers pass)%s", n.Name, xdpPlacementWords(n)),
 			Shell: func() []string {
 				return []string{fmt.Sprintf("# XDP fast path of %s: nslab loads it (topology/xdpfwd), ip link set dev IF xdpdrv cannot fill its devmap", n.Name)}
 			},
@@ -35,6 +36,14 @@ func fastPathSteps(l *spec.Lab, _ string) []Step {
 		})
 	}
 	return steps
+}
+
+// xdpPlacementWords says where a placed node's fast path runs.
+func xdpPlacementWords(n *spec.Node) string {
+	if !n.Placed() || receiveMode(n) != spec.ReceiveRPS {
+		return ""
+	}
+	return fmt.Sprintf("; its NAPI threaded and pinned to cpu %s, where RPS cannot move XDP", n.CPUs)
 }
 
 // vethPeers are the other ends of node n's veth links, by its interface.
@@ -83,11 +92,46 @@ func (d *deployer) fastPath(l *spec.Lab, n *spec.Node, on bool) error {
 	}
 	return d.inNS(n.Name, func(x *ns.NS) error {
 		if on {
-			return xdpfwd.Attach(x, ports)
+			if err := xdpfwd.Attach(x, ports); err != nil {
+				return err
+			}
+			return x.DoSysfs(func() error { return placeXDP(n, true) })
+		}
+		if err := x.DoSysfs(func() error { return placeXDP(n, false) }); err != nil {
+			return err
 		}
 		if err := xdpfwd.Detach(x, ports); !gone(err) {
 			return err
 		}
 		return nil
 	})
+}
+
+// placeXDP keeps a placed node's fast path on its CPUs. On veth the
+// program runs in the NAPI of the interface that receives, which the
+// sending CPU schedules: RPS, which moves the stack's receive work,
+// comes after XDP and cannot move it. So for a node placed by RPS the
+// interfaces' NAPI is made threaded and its kthreads are pinned to the
+// node's CPUs (as receive: napi does), and taken back (threaded off) with
+// the fast path. A node placed by threaded NAPI has that already. It runs
+// on a thread in the node's namespace that sees its sysfs.
+func placeXDP(n *spec.Node, on bool) error {
+	if !n.Placed() || receiveMode(n) != spec.ReceiveRPS {
+		return nil
+	}
+	for _, i := range n.Interfaces {
+		if i.Kind != spec.KindVeth {
+			continue
+		}
+		var err error
+		if on {
+			_, err = threadedNAPI(i.Name, n.CPUs, false)
+		} else {
+			err = writeSysfs(filepath.Join("/sys/class/net", i.Name, "threaded"), "0")
+		}
+		if err != nil && !gone(err) {
+			return fmt.Errorf("XDP fast path of %s:%s on cpu %s (threaded NAPI): %w", n.Name, i.Name, n.CPUs, err)
+		}
+	}
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/nslab/nslab/topology/ethtool"
+	"github.com/nslab/nslab/topology/host"
 	"github.com/nslab/nslab/topology/lab/inspect"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
@@ -347,4 +348,39 @@ func TestPrivilegedOffloads(t *testing.T) {
 	if !feature("gro") || feature("tso") || !feature("tx-checksum") || napi() != deployed {
 		t.Errorf("back to the lab as deployed: gro %v tso %v tx %v, NAPI %q", feature("gro"), feature("tso"), feature("tx-checksum"), napi())
 	}
+}
+
+// TestPrivilegedFastPathPlaced: on a router placed on CPU 1 by RPS, the
+// XDP variant runs the program where RPS cannot move it, in its
+// interfaces' NAPI: nslab makes it threaded and pins the kthreads to CPU
+// 1; back to the lab as deployed, they go, and the lab is as a fresh
+// deploy left it.
+func TestPrivilegedFastPathPlaced(t *testing.T) {
+	if online, err := (host.Machine{}).OnlineCPUs(); err != nil || len(online) < 2 {
+		t.Skipf("placement needs 2 CPUs (%v %v)", online, err)
+	}
+	src := strings.SplitN(variantLab, "variants:", 2)[0] + "variants:\n  xdp:\n    r:\n      forwarding: {ipv4: true, ipv6: true, fastpath: xdp}\n"
+	src = strings.Replace(src, ", impair: {rate: 200Mbit}, qdisc: {kind: pfifo, limit: 100}", "", 1)
+	src = strings.Replace(src, "    forwarding: true\n", "    forwarding: true\n    cpus: [1]\n", 1)
+	f := newFixture(t, src)
+	f.napiBefore = napiThreads()
+	f.deploy()
+	fresh := snapshot(t, f)
+	ctx := context.Background()
+	if err := f.m.ApplyVariant(ctx, f.lab, "xdp"); err != nil {
+		t.Fatal(err)
+	}
+	for _, ifc := range []string{"e0", "e1"} {
+		if got := napiAffinity(ifc, f.napiBefore); got != "[1]" {
+			t.Errorf("r:%s under the XDP variant: napi kthreads on CPUs %q, want one on [1]", ifc, got)
+		}
+	}
+	f.ping("c", "10.7.2.1")
+	if c := f.fastPath("r"); c.Forwarded() == 0 {
+		t.Errorf("pings crossed the router, XDP forwarded none: %v", c)
+	}
+	if err := f.m.ApplyVariant(ctx, f.lab, "base"); err != nil {
+		t.Fatal(err)
+	}
+	compareSnapshots(t, fresh, snapshot(t, f))
 }
