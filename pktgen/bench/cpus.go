@@ -45,7 +45,10 @@ func placementOf(l *spec.Lab, path *walk.Path, t *spec.Traffic, allowed spec.CPU
 			role = "switch"
 		}
 		p.byNode[h.Node] = n.CPUs
-		p.napi[h.Node] = n.Receive == spec.ReceiveNAPI
+		// Its receive work runs in pinned napi kthreads, which a full
+		// NAPI ring shows: receive: napi, or an XDP fast path on a placed
+		// node (topology/lab threads its NAPI).
+		p.napi[h.Node] = n.Placed() && (n.Receive == spec.ReceiveNAPI || n.Forwarding.FastPath == spec.FastPathXDP)
 		for _, c := range n.CPUs {
 			p.roles[c] = append(p.roles[c], role+" "+h.Node)
 		}
