@@ -196,6 +196,7 @@ func newLiveGen(j engine.Job, srcMAC []byte, src netip.Addr) (*liveGen, error) {
 		l.csum, l.pg = ethLen+ipv6Len+6, ethLen+ipv6Len+udpLen
 	}
 	l.ns = size >= l.pg+pgHdrLen+nsLen
+	l.head = buf[:l.csum-6] // Ethernet and IP, up to the UDP header
 	off, err := taiOffset()
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package userspace
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/cilium/ebpf"
@@ -21,6 +22,12 @@ type stampLayout struct {
 	csum, pg int
 	ns       bool
 	frameLen int
+	// head is the template's Ethernet and IP headers, which the program
+	// writes back into every frame: a frame's page is recycled with what
+	// the path wrote into it in place (an XDP router that forwarded it
+	// without a copy rewrote its MACs and its TTL), so a run would
+	// otherwise send frames whose TTL falls by one a round.
+	head []byte
 }
 
 // words is how many 16-bit words of the payload header the program
@@ -51,6 +58,9 @@ func liveProgram(counts *ebpf.Map, slot uint32, first uint32, taiOffset int64, l
 		asm.Mov.Reg(asm.R2, asm.R6),
 		asm.Add.Imm(asm.R2, int32(l.frameLen)),
 		asm.JGT.Reg(asm.R2, asm.R7, "drop"),
+	}
+	insns = append(insns, restoreHead(l.head)...)
+	insns = append(insns,
 		// r8 = this slot's count; count this frame.
 		asm.Mov.Imm(asm.R2, int32(slot)),
 		asm.StoreMem(asm.RFP, -4, asm.R2, asm.Word),
@@ -66,7 +76,7 @@ func liveProgram(counts *ebpf.Map, slot uint32, first uint32, taiOffset int64, l
 		// r9 = ~checksum + the complement of every word rewritten.
 		asm.LoadMem(asm.R9, asm.R6, int16(l.csum), asm.Half),
 		asm.Xor.Imm(asm.R9, 0xffff),
-	}
+	)
 	sumWords := func(complement bool) {
 		for i := 0; i < l.words(); i++ {
 			insns = append(insns, asm.LoadMem(asm.R1, asm.R6, seqAt+int16(2*i), asm.Half))
@@ -129,6 +139,25 @@ func liveProgram(counts *ebpf.Map, slot uint32, first uint32, taiOffset int64, l
 		asm.Return(),
 	)
 	return insns
+}
+
+// restoreHead stores head at the frame's start (r6), four bytes at a
+// time, then two: the stores' immediates are in the host's byte order,
+// as the frame's bytes are in memory.
+func restoreHead(head []byte) asm.Instructions {
+	var out asm.Instructions
+	i := 0
+	for ; i+4 <= len(head); i += 4 {
+		out = append(out, asm.StoreImm(asm.R6, int16(i), int64(int32(binary.NativeEndian.Uint32(head[i:]))), asm.Word))
+	}
+	if i+2 <= len(head) {
+		out = append(out, asm.StoreImm(asm.R6, int16(i), int64(binary.NativeEndian.Uint16(head[i:])), asm.Half))
+		i += 2
+	}
+	if i < len(head) {
+		out = append(out, asm.StoreImm(asm.R6, int16(i), int64(head[i]), asm.Byte))
+	}
+	return out
 }
 
 // loadLive loads thread slot's program.
