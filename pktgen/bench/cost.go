@@ -149,6 +149,18 @@ func (b *Bench) costCPUs() (cpus []int, placed bool) {
 	return b.allowed, false
 }
 
+// threadedRouters names the routers on the path whose receive work runs
+// in pinned napi kthreads ("" when none does).
+func (b *Bench) threadedRouters(rep *report.Report) string {
+	var out []string
+	for _, r := range rep.Routers {
+		if b.place.napi[r.Node] {
+			out = append(out, r.Node)
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
 // receiverKey is where a reading keeps the receiver's interface, beside
 // the routers' ingress interfaces (by their node:interface names).
 const receiverKey = "receiver"
@@ -174,7 +186,9 @@ func (b *Bench) routerCost(rep *report.Report, before, after hostState) {
 		c.Nodes = append(c.Nodes, r.Node)
 		c.Forwarded += r.Forwarded
 	}
-	if c.Forwarded > 0 {
+	if threaded := b.threadedRouters(rep); threaded != "" {
+		c.CPUNote = fmt.Sprintf("the receive work of %s runs in napi kthreads, which is not NET_RX softirq time (only the softirq raised inside them is): the softirq time over the packets would leave most of it out", threaded)
+	} else if c.Forwarded > 0 {
 		c.CPUNsPerPacket = float64(ns) / float64(c.Forwarded)
 	}
 	var router, receiver []softirq.DevTime // per CPU, during the run

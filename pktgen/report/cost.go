@@ -41,6 +41,9 @@ type RouterCost struct {
 	Runs           uint64  `json:"softirq_runs"`
 	Forwarded      uint64  `json:"forwarded"`
 	CPUNsPerPacket float64 `json:"cpu_ns_per_packet"`
+	// CPUNote says why CPUNsPerPacket is missing (0) when a router's
+	// work ran outside softirq context.
+	CPUNote string `json:"cpu_note,omitempty"`
 	// Shared says the CPUs' count holds a twin lab's work too (a duet:
 	// two labs measured at once on the same CPUs): only the routers' own
 	// count is theirs.
@@ -88,6 +91,10 @@ func (r *Report) costLines(ew *errWriter) {
 	}
 	if c.Shared {
 		ew.printf("CPU cost: not this lab's alone (its CPUs also ran the duet's twin lab)\n")
+		return
+	}
+	if c.CPUNote != "" {
+		ew.printf("CPU cost: none: %s\n", c.CPUNote)
 		return
 	}
 	ew.printf("CPU cost: %.0f ns a packet forwarded (%v of NET_RX/TX softirq on %s in %d runs, the receiver's work there included, over %d packets that left %s)",

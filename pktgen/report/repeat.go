@@ -39,7 +39,7 @@ func runFigures(r *Report) figures {
 		if c.RelativeCost > 0 {
 			f["router_relative_cost"] = c.RelativeCost
 		}
-		if c.Forwarded > 0 && !c.Shared {
+		if c.Forwarded > 0 && !c.Shared && c.CPUNote == "" {
 			f["cpu_ns_per_packet"] = c.CPUNsPerPacket
 		}
 	}
