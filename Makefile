@@ -169,7 +169,7 @@ tutorials: build vm-deps deps
 	$(GO) build -o $(BIN)/nslab-vmtest ./cmd/nslab-vmtest
 	$(BIN)/nslab-vmtest -script examples/laptop-lab.sh > $(BIN)/laptop-lab.transcript
 	$(BIN)/nslab-vmtest -script examples/queues-vm.sh > $(BIN)/queues.transcript
-	$(BIN)/nslab-tutorials README.md docs/tutorials/tour.md docs/tutorials/nat-router.md docs/tutorials/forwarding-benchmark.md docs/tutorials/several-hosts.md docs/tutorials/routing.md
+	$(BIN)/nslab-tutorials README.md docs/tutorials/tour.md docs/tutorials/nat-router.md docs/tutorials/forwarding-benchmark.md docs/tutorials/several-hosts.md docs/tutorials/routing.md docs/tutorials/router-optimizations.md
 	$(BIN)/nslab-tutorials -transcript $(BIN)/laptop-lab.transcript docs/tutorials/laptop-lab.md
 	$(BIN)/nslab-tutorials -transcript $(BIN)/queues.transcript docs/tutorials/queues.md
 

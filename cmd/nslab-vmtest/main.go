@@ -41,7 +41,8 @@ var modules = []string{"drivers/net/veth.ko", "net/core/pktgen.ko", "net/llc/llc
 	"net/802/mrp.ko", "net/802/garp.ko", "net/8021q/8021q.ko", "net/tls/tls.ko", "drivers/net/bonding/bonding.ko", "drivers/net/macvlan.ko", "drivers/net/vrf.ko",
 	"net/netfilter/nfnetlink.ko", "lib/libcrc32c.ko", "net/netfilter/nf_tables.ko", "net/ipv4/netfilter/nf_defrag_ipv4.ko",
 	"net/ipv6/netfilter/nf_defrag_ipv6.ko", "net/netfilter/nf_conntrack.ko", "net/netfilter/nf_nat.ko", "net/netfilter/nft_chain_nat.ko",
-	"net/netfilter/nft_nat.ko", "net/netfilter/nft_masq.ko", "net/netfilter/nft_ct.ko", "fs/overlayfs/overlay.ko"}
+	"net/netfilter/nft_nat.ko", "net/netfilter/nft_masq.ko", "net/netfilter/nft_ct.ko", "net/netfilter/nf_flow_table.ko",
+	"net/netfilter/nf_flow_table_inet.ko", "net/netfilter/nft_flow_offload.ko", "fs/overlayfs/overlay.ko"}
 
 // onDemand modules are not loaded by /init: they sit where the kernel's
 // modules live (/lib/modules/RELEASE/kernel/...), and nslab loads them

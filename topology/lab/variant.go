@@ -289,14 +289,16 @@ func fastPathChange(l *spec.Lab, f, n *spec.Node) []Step {
 	if on == (f.Forwarding.FastPath == spec.FastPathXDP) {
 		return nil
 	}
-	verb := "detach"
+	verb, how := "detach", ""
 	if on {
-		verb = "attach"
+		verb, how = "attach", xdpPlacementWords(n)
+	} else if xdpPlacementWords(n) != "" {
+		how = "; its NAPI threaded no more"
 	}
 	return []Step{{
-		Name: fmt.Sprintf("%s the XDP fast path of %s", verb, n.Name),
+		Name: fmt.Sprintf("%s the XDP fast path of %s%s", verb, n.Name, how),
 		Shell: func() []string {
-			return []string{fmt.Sprintf("# %s the XDP fast path of %s (nslab, topology/xdpfwd)", verb, n.Name)}
+			return []string{fmt.Sprintf("# %s the XDP fast path of %s (nslab, topology/xdpfwd)%s", verb, n.Name, how)}
 		},
 		Do: func(d *deployer) error { return d.fastPath(l, n, on) },
 	}}
