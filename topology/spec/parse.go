@@ -190,6 +190,14 @@ func (r *reporter) parseNode(name string, v *yaml.Node, path string) *Node {
 	if e, ok := f["receive"]; ok {
 		n.Receive, _ = r.str(e.v, e.path, "rps or napi")
 	}
+	r.parseNodeNetfilter(f, n)
+	r.parseNodeView(f, n)
+	return n
+}
+
+// parseNodeNetfilter reads what goes into a node's nftables table: nat:,
+// firewall: and flowtable:.
+func (r *reporter) parseNodeNetfilter(f map[string]kv, n *Node) {
 	if e, ok := f["nat"]; ok {
 		n.NAT = r.parseNAT(e)
 	}
@@ -199,8 +207,6 @@ func (r *reporter) parseNode(name string, v *yaml.Node, path string) *Node {
 	if e, ok := f["flowtable"]; ok {
 		n.Flowtable, _ = r.boolean(e.v, e.path, "whether the node has a flowtable")
 	}
-	r.parseNodeView(f, n)
-	return n
 }
 
 // parseNodeView reads what a node's own view holds, and what bounds the

@@ -119,68 +119,72 @@ func validVariantName(s string) bool {
 func (r *reporter) parseVariant(root *yaml.Node, lab *Lab, ve kv, path string) *Variant {
 	doc := deepCopy(root)
 	deleteKey(doc, "variants")
-	nodes := mappingValue(doc, "nodes")
 	v := &Variant{Name: ve.key, Before: map[string][]string{}, After: map[string][]string{}}
 	for _, ne := range r.entries(ve.v, path, "node name: changes") {
 		npath := path + "." + ne.key
 		r.at(npath, ne.k.Line, ne.k.Column)
 		if ne.key == VariantMachine {
-			if lab.Node(VariantMachine) != nil {
-				r.errAt(ne.k.Line, ne.k.Column, npath, "in a variant, machine: is the machine-wide settings, and this lab has a node named machine too: rename the node to change it in a variant")
-				continue
-			}
-			r.spliceMachine(doc, ne, npath)
+			r.spliceMachine(doc, lab, ne, npath)
 			continue
 		}
-		target := mappingValue(nodes, ne.key)
-		if target == nil {
-			r.errAt(ne.k.Line, ne.k.Column, npath, "no node %s in nodes: name one of %s", ne.key, strings.Join(nodeNames(lab), ", "))
-			continue
-		}
-		if target.Kind != yaml.MappingNode { // a node written as null: give it a mapping to change
-			*target = yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: target.Line, Column: target.Column}
-		}
-		v.Nodes = append(v.Nodes, ne.key)
-		f := r.fields(ne.v, npath, "a variant's node (what a variant may change)", variantNodeKeys...)
-		for _, key := range variantNodeKeys {
-			e, ok := f[key]
-			switch {
-			case !ok:
-			case key == "before" || key == "after":
-				lines := r.commands(e)
-				if key == "before" {
-					v.Before[ne.key] = lines
-				} else {
-					v.After[ne.key] = lines
-				}
-			case key == "interfaces":
-				r.spliceInterfaces(lab.Node(ne.key), target, e)
-			case key == "sysctls": // merged: a variant sets some, the rest stay as deployed
-				mergeMapping(target, e)
-			default:
-				setKey(target, e.k, e.v)
-			}
-		}
+		r.spliceNode(doc, lab, v, ne, npath)
 	}
 	if len(r.probs) > 0 {
 		return nil
 	}
 	v.Lab = r.parseSpliced(doc, lab, v.Name, path)
-	if v.Lab == nil {
+	if v.Lab == nil || !r.variantKeepsForwarding(lab, v, path) {
 		return nil
 	}
+	return v
+}
+
+// spliceNode puts a variant's changes of one node (ne) into the copy
+// doc, and its before: and after: commands into v.
+func (r *reporter) spliceNode(doc *yaml.Node, lab *Lab, v *Variant, ne kv, npath string) {
+	target := mappingValue(mappingValue(doc, "nodes"), ne.key)
+	if target == nil {
+		r.errAt(ne.k.Line, ne.k.Column, npath, "no node %s in nodes: name one of %s", ne.key, strings.Join(nodeNames(lab), ", "))
+		return
+	}
+	if target.Kind != yaml.MappingNode { // a node written as null: give it a mapping to change
+		*target = yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: target.Line, Column: target.Column}
+	}
+	v.Nodes = append(v.Nodes, ne.key)
+	f := r.fields(ne.v, npath, "a variant's node (what a variant may change)", variantNodeKeys...)
+	for _, key := range variantNodeKeys {
+		e, ok := f[key]
+		switch {
+		case !ok:
+		case key == "before":
+			v.Before[ne.key] = r.commands(e)
+		case key == "after":
+			v.After[ne.key] = r.commands(e)
+		case key == "interfaces":
+			r.spliceInterfaces(lab.Node(ne.key), target, e)
+		case key == "sysctls": // merged: a variant sets some, the rest stay as deployed
+			mergeMapping(target, e)
+		default:
+			setKey(target, e.k, e.v)
+		}
+	}
+}
+
+// variantKeepsForwarding refuses a variant that changes whether a node
+// forwards, or its threaded NAPI placement.
+func (r *reporter) variantKeepsForwarding(lab *Lab, v *Variant, path string) bool {
 	for _, node := range v.Nodes {
 		b, n := lab.Node(node), v.Lab.Node(node)
 		if b.Forwarding.IPv4 != n.Forwarding.IPv4 || b.Forwarding.IPv6 != n.Forwarding.IPv6 {
 			r.errf(path+"."+node+".forwarding", "a variant changes a node's fastpath, not whether it forwards: give ipv4: %v and ipv6: %v as the node has them", b.Forwarding.IPv4, b.Forwarding.IPv6)
-			return nil
+			return false
 		}
 		if (b.Receive == ReceiveNAPI || n.Receive == ReceiveNAPI) && (b.CPUs.String() != n.CPUs.String() || b.Receive != n.Receive) {
 			r.errf(path+"."+node, "a variant cannot change threaded NAPI placement (receive: napi), which starts and stops the kernel's napi kthreads: give the variant receive: rps, or deploy each placement apart")
-			return nil
+			return false
 		}
 	}
-	return v
+	return true
 }
 
 // VariantMachine is the key of a variant's machine-wide changes
@@ -190,7 +194,11 @@ const VariantMachine = "machine"
 
 // spliceMachine merges a variant's machine: {sysctls} over the lab's
 // machine: mapping in the copy, creating it.
-func (r *reporter) spliceMachine(doc *yaml.Node, e kv, path string) {
+func (r *reporter) spliceMachine(doc *yaml.Node, lab *Lab, e kv, path string) {
+	if lab.Node(VariantMachine) != nil {
+		r.errAt(e.k.Line, e.k.Column, path, "in a variant, machine: is the machine-wide settings, and this lab has a node named machine too: rename the node to change it in a variant")
+		return
+	}
 	f := r.fields(e.v, path, "a variant's machine settings", keysOf(machineDef)...)
 	se, ok := f["sysctls"]
 	if !ok {
