@@ -127,7 +127,10 @@ func newApp(commands ...*cli.Command) *cli.App {
 			&cli.StringFlag{Name: "host", Value: "", Usage: "the `HOST` this machine is, for a lab that spans hosts (its hosts: section): deploy, check, path and bench work on that host's part", EnvVars: []string{"NSLAB_HOST"}},
 			&cli.StringFlag{Name: "sysfs", Value: "", Usage: "where sysfs is, for SR-IOV (default /sys)", Hidden: true, EnvVars: []string{"NSLAB_SYSFS"}},
 		},
-		Commands:       withHelp(commands),
+		Commands:       withUsageErrors(withHelp(commands)),
+		Action:         unknownVerb,
+		Suggest:        true, // nslab help VERB with a typo: the nearest verb
+		OnUsageError:   usageError,
 		ExitErrHandler: func(*cli.Context, error) {}, // run() prints and maps errors
 	}
 }
@@ -199,7 +202,11 @@ func topoFlag() *cli.StringFlag {
 // anything after it is refused rather than silently ignored.
 func topoPath(c *cli.Context) (string, error) {
 	if c.NArg() > 1 || (c.String("topo") != "" && c.NArg() > 0) {
-		return "", cli.Exit(fmt.Sprintf("unexpected %q after the file: put options before it, e.g. nslab %s --duration 3s FILE", c.Args().Slice()[1], c.Command.Name), 2)
+		file, rest := c.Args().First(), c.Args().Slice()[1:]
+		if c.String("topo") != "" {
+			file, rest = "-t "+c.String("topo"), c.Args().Slice()
+		}
+		return "", cli.Exit(fmt.Sprintf("unexpected %q after the file: put options before it: nslab %s %s %s", rest[0], c.Command.FullName(), strings.Join(rest, " "), file), 2)
 	}
 	if p := c.String("topo"); p != "" {
 		return p, nil

@@ -44,7 +44,7 @@ func Streams(l *spec.Lab, names []string, sel Selection) ([]*spec.Traffic, error
 	for _, name := range names {
 		runs := l.Runs(name)
 		if len(runs) == 0 {
-			return nil, fmt.Errorf("%s has no traffic run or group %q", l.File, name)
+			return nil, fmt.Errorf("%s has %s", l.File, l.NoRun(name))
 		}
 		for _, r := range runs {
 			if seen[r.Name] {
@@ -106,7 +106,7 @@ func pick(l *spec.Lab, sel Selection) (*spec.Traffic, error) {
 	t := l.Traffic[0]
 	if sel.Name != "" {
 		if t = l.TrafficRun(sel.Name); t == nil {
-			return nil, fmt.Errorf("%s has no traffic run %q", l.File, sel.Name)
+			return nil, fmt.Errorf("%s has %s", l.File, l.NoRun(sel.Name))
 		}
 	}
 	cp := *t
