@@ -36,14 +36,14 @@ func (r *reporter) decodeDocument(data []byte) *yaml.Node {
 			r.errAt(0, 0, "", "file is empty: a lab needs at least name: and nodes:")
 			return nil
 		}
-		r.yamlError(err)
+		r.yamlError(err, data)
 		return nil
 	}
 	var extra yaml.Node
 	if err := dec.Decode(&extra); err == nil {
 		r.errAt(extra.Line, extra.Column, "", "a second YAML document starts here: a topology file holds one document; remove the extra ---")
 	} else if !errors.Is(err, io.EOF) {
-		r.yamlError(err)
+		r.yamlError(err, data)
 	}
 	if len(doc.Content) == 0 {
 		r.errAt(0, 0, "", "file is empty: a lab needs at least name: and nodes:")
@@ -60,13 +60,20 @@ func (r *reporter) decodeDocument(data []byte) *yaml.Node {
 
 var yamlLine = lazyRE(`line (\d+)`)
 
-// yamlError turns a yaml.v3 syntax error into a positioned problem.
-func (r *reporter) yamlError(err error) {
+// yamlError turns a yaml.v3 syntax error into a positioned problem: at
+// the mistake when a look at the text finds it (syntaxSpot), with the
+// line's text, else where yaml.v3 says.
+func (r *reporter) yamlError(err error, data []byte) {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	line := 0
 	if m := yamlLine().FindStringSubmatch(msg); m != nil {
 		line, _ = strconv.Atoi(m[1])
 		msg = strings.TrimSpace(strings.Replace(msg, m[0]+":", "", 1))
+	}
+	if s := syntaxSpot(data); s != nil {
+		text := strings.TrimSpace(strings.Split(string(data), "\n")[s.line-1])
+		r.errAt(s.line, s.col, "", "YAML syntax: %s (the line: %q; the parser: %s)", s.what, text, msg)
+		return
 	}
 	r.errAt(line, 1, "", "YAML syntax: %s", msg)
 }
