@@ -196,7 +196,9 @@ vmtest: go-deps vm-deps
 # with its verdict, destroy the lab (bench deploys and destroys it
 # itself). On a machine with one CPU the placement is left out and the
 # report says so.
-run: deps build
+# run: the main job needs Go and nothing else (the example starts no other
+# program): no Debian package is installed for it.
+run: go-deps build
 	$(BIN)/nslab bench --placement auto --duration 5s $(EXAMPLE)
 
 bench-topology: deps build
