@@ -39,7 +39,7 @@ func TestTrafficSelection(t *testing.T) {
 		sel  Selection
 		want string
 	}{
-		{Selection{Name: "nope"}, `no traffic run "nope"`},
+		{Selection{Name: "nope"}, `no traffic run or group "nope" (its runs: forward, sweep, flows)`},
 		{Selection{Engine: "dpdk"}, `engine "dpdk"`},
 		{Selection{Frames: []int{40}}, "frame 40 bytes"},
 		{Selection{From: "client", To: "10.0.2.1"}, "must be node:interface"},
