@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nslab/nslab/pktgen/report"
 )
@@ -128,6 +129,9 @@ func noLossVerdict(r *report.Report, p placement, sentPPS float64) report.Verdic
 	var ev []string
 	for _, c := range senderCPUs {
 		ev = append(ev, cpuEvidence(r, c))
+	}
+	if b := r.Result.Behind; b > 0 {
+		ev = append(ev, fmt.Sprintf("a sending thread did not run for %v of its schedule (a stalled CPU) and took it up again without a burst", b.Round(time.Microsecond)))
 	}
 	return report.Verdict{Limit: "sender", Node: r.Path[0].Node, CPUs: senderCPUs, Evidence: append(ev, "the path dropped nothing")}
 }

@@ -50,6 +50,12 @@ func TestVerdicts(t *testing.T) {
 		{"offered", verdictOf(nil, nil, busy, placed, 1000000), "offered rate", "", "1000000 pps offered"},
 		{"held back", verdictOf(nil, nil, []report.CPUUse{{CPU: "cpu0", N: 0, System: 50, Idle: 50}, {CPU: "cpu1", N: 1, System: 99, Idle: 1}}, placed, 0), "router", "ns2", "held back"},
 	}
+	stalled := &report.Report{Path: crsPath, CPU: busy, Sent: 1000000, Elapsed: time.Second,
+		Result: &engine.Result{Threads: []engine.ThreadResult{{}}, Behind: 12 * time.Millisecond}, Env: report.Env{Sysctls: map[string]string{}}}
+	judge(stalled, placed, 1e6)
+	if line := stalled.Verdict.Line(); stalled.Verdict.Limit != "sender" || !strings.Contains(line, "did not run for 12ms") {
+		t.Errorf("a sender that gave up 12 ms of its schedule: %q", line)
+	}
 	if v := verdictOf([]report.Drop{link}, []report.SoftnetCPU{{CPU: 1, Dropped: 500}}, idle, placed, 0); !v.Bursts {
 		t.Error("drops on a CPU 20% busy are not marked as bursts")
 	}

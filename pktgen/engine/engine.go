@@ -113,6 +113,11 @@ type Result struct {
 	Mbps    float64       // PPS*8*(Frame-4)/1e6: as pktgen, without FCS, preamble or gap
 	Threads []ThreadResult
 	Stopped bool // ended by duration or cancel rather than by count
+	// Behind is the longest schedule time a paced thread gave up because
+	// it did not run (a stalled CPU): it starts its schedule again from
+	// where it is instead of sending a burst, as kernel pktgen does. A
+	// paced run offers RatePPS × (Duration − Behind) packets.
+	Behind time.Duration
 }
 
 // Handed is what the engine gave the sender's device: accepted, or taken
@@ -128,6 +133,7 @@ type ThreadResult struct {
 	Elapsed time.Duration
 	PPS     float64
 	Mbps    float64
+	Behind  time.Duration // see Result.Behind
 }
 
 // FirstSeq is the sequence number of a sending thread's first packet in

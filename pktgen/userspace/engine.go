@@ -273,7 +273,7 @@ func summarize(j engine.Job, senders []*sender) *engine.Result {
 		if s.sent == 0 || el < 0 {
 			el = 0
 		}
-		t := engine.ThreadResult{Name: fmt.Sprintf("%s@%d", j.Interface, i), CPU: s.cpu, Sent: s.sent, Errors: s.errs, Elapsed: el}
+		t := engine.ThreadResult{Name: fmt.Sprintf("%s@%d", j.Interface, i), CPU: s.cpu, Sent: s.sent, Errors: s.errs, Elapsed: el, Behind: s.skipped}
 		if el > 0 {
 			t.PPS = float64(s.sent) / el.Seconds()
 			t.Mbps = t.PPS * 8 * (j.MeanFrame() - fcs) / 1e6
@@ -282,6 +282,7 @@ func summarize(j engine.Job, senders []*sender) *engine.Result {
 		res.Sent += t.Sent
 		res.Errors += t.Errors
 		res.Elapsed = max(res.Elapsed, el)
+		res.Behind = max(res.Behind, s.skipped)
 		res.PPS += t.PPS
 		res.Mbps += t.Mbps
 		if j.Count == 0 || s.sent < j.Count {

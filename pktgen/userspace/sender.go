@@ -50,6 +50,7 @@ type sender struct {
 
 	sent, errs  uint64
 	first, last time.Time
+	skipped     time.Duration             // schedule time given up because the thread did not run (see pacer)
 	addr        unix.RawSockaddrLinklayer // where the batch goes (the headers point at it)
 }
 
@@ -72,6 +73,7 @@ func (s *sender) run(ctx context.Context) error {
 	}
 	bufs, iovs, msgs := s.buffers()
 	p := pacer{start: time.Now(), gap: s.gap}
+	defer func() { s.skipped = p.skipped }()
 	var end time.Time
 	if s.dur > 0 {
 		end = p.start.Add(s.dur)
@@ -127,6 +129,9 @@ func (s *sender) buffers() ([][]byte, []unix.Iovec, []mmsghdr) {
 type pacer struct {
 	start time.Time
 	gap   time.Duration // 0: as fast as possible
+	// skipped is the schedule's time given up: each time the sender fell
+	// behind by more than maxLag, how far behind it was.
+	skipped time.Duration
 }
 
 // Pacing bounds. A paced sender sends at most what is due within the
@@ -154,6 +159,7 @@ func (p *pacer) next(ctx context.Context, handed uint64, n int, now time.Time) (
 		now = time.Now()
 	} else if -wait > maxLag {
 		p.start = p.start.Add(-wait) // the schedule starts again from now
+		p.skipped += -wait
 		due = now
 	}
 	ahead := int((now.Sub(due)+paceWindow)/p.gap) + 1
