@@ -31,6 +31,7 @@ type benchOptions struct {
 	// Live is --live: where the live stream goes besides the lab's live
 	// file ("": nowhere else, "-": stdout, and the report to ErrOut).
 	Live   string
+	Quiet  bool // -q: no live lines, no status line
 	Out    io.Writer
 	ErrOut io.Writer
 }
@@ -87,7 +88,7 @@ func benchCommand(run func(context.Context, *benchOptions) error) *cli.Command {
 		Action: action(func(c *cli.Context) (*benchOptions, error) {
 			req, err := benchRequest(c)
 			return &benchOptions{Request: req, Manager: manager(c), DryRun: c.Bool("dry-run"), ResultsFile: c.String("out"),
-				Plot: c.String("plot"), Format: c.String("format"), Live: c.String("live"), Out: c.App.Writer, ErrOut: c.App.ErrWriter}, err
+				Plot: c.String("plot"), Format: c.String("format"), Live: c.String("live"), Quiet: c.Bool("quiet"), Out: c.App.Writer, ErrOut: c.App.ErrWriter}, err
 		}, or(run, runBench)),
 	}
 }
@@ -120,7 +121,10 @@ func runBench(ctx context.Context, o *benchOptions) error {
 	}
 	req.Stream = live.send
 	live.start(req)
+	status := showStatus(o, &req)
+	defer status.Stop()
 	out, err := bench.Sweep(ctx, o.Manager, req)
+	status.Stop() // before the output
 	live.end(out, err)
 	if lerr := live.Close(); lerr != nil && err == nil {
 		err = lerr
@@ -135,6 +139,42 @@ func runBench(ctx context.Context, o *benchOptions) error {
 		err = runPlot(plotter, o.Plot, out)
 	}
 	return err
+}
+
+// showStatus puts up a status line on the terminal for a run that lasts
+// minutes (a search, RFC 2544, variants, repeats, latency at several
+// loads), through which the run's other lines on stderr go; it is off for
+// a single run, whose live lines say enough, and with -q.
+func showStatus(o *benchOptions, req *bench.Request) *statusLine {
+	what := longRun(req)
+	s := newStatusLine(o.ErrOut, o.Quiet || what == "", what)
+	req.Status = s.Func()
+	if req.Progress != nil {
+		req.Progress = s.Writer(req.Progress)
+	}
+	if req.Live != nil {
+		req.Live = s.Writer(req.Live)
+	}
+	return s
+}
+
+// longRun names a request that runs many measured runs, or is "".
+func longRun(req *bench.Request) string {
+	switch {
+	case req.RFC2544 != nil:
+		return "RFC 2544"
+	case req.MLR != nil:
+		return "MLRsearch"
+	case req.Search != nil:
+		return "throughput search"
+	case len(req.Variants) > 0:
+		return "variants " + strings.Join(req.Variants, ", ")
+	case req.Repeat > 1:
+		return fmt.Sprintf("%d repeats", req.Repeat)
+	case len(req.LatencyAt) > 1:
+		return fmt.Sprintf("latency at %d loads", len(req.LatencyAt))
+	}
+	return ""
 }
 
 // benchRequest turns the flags into a checked request.

@@ -24,6 +24,10 @@ type checkOptions struct {
 	// (see check.Converge); Settle is how long the tables must stay
 	// the same.
 	Wait, Settle time.Duration
+	// ErrOut is where the status line of a wait goes (a terminal, else
+	// nowhere); Quiet is -q.
+	ErrOut io.Writer
+	Quiet  bool
 }
 
 func checkCommand(run func(context.Context, *checkOptions) error) *cli.Command {
@@ -39,6 +43,7 @@ func checkCommand(run func(context.Context, *checkOptions) error) *cli.Command {
 			&cli.StringFlag{Name: "format", Value: "matrix", Usage: "matrix, list or json ({pairs, differences, summary, ok})"},
 			&cli.DurationFlag{Name: "wait", Usage: "wait up to `DURATION` until every pair answers as the routes say and the nodes' routing tables have stopped changing, then print how long convergence took (labs whose routers run FRR or BIRD)"},
 			&cli.DurationFlag{Name: "settle", Value: 2 * time.Second, Usage: "with --wait: how long the routing tables must stay the same"},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "with --wait: no status line while it waits"},
 		},
 		Action: action(func(c *cli.Context) (*checkOptions, error) {
 			switch c.String("format") {
@@ -48,7 +53,8 @@ func checkCommand(run func(context.Context, *checkOptions) error) *cli.Command {
 			}
 			l, err := readPart(c)
 			return &checkOptions{Lab: l, Manager: manager(c), Options: check.Options{Timeout: c.Duration("timeout"), Tries: c.Int("tries")},
-				Format: c.String("format"), Out: c.App.Writer, Wait: c.Duration("wait"), Settle: c.Duration("settle")}, err
+				Format: c.String("format"), Out: c.App.Writer, Wait: c.Duration("wait"), Settle: c.Duration("settle"),
+				ErrOut: c.App.ErrWriter, Quiet: c.Bool("quiet")}, err
 		}, or(run, runCheck)),
 	}
 }
@@ -129,7 +135,11 @@ func (o *checkOptions) probe(ctx context.Context, r *lab.Running) (check.Pairs, 
 	if st, err := o.Manager.Recorded(o.Lab.Name); err == nil && st != nil {
 		since = check.MarkOf(st)
 	}
-	pairs, conv, err := check.Converge(ctx, r, o.Options, o.Wait, o.Settle, since)
+	status := newStatusLine(o.ErrOut, o.Quiet, fmt.Sprintf("waiting up to %v for the routing to converge", o.Wait))
+	opts := o.Options
+	opts.Status = status.Func()
+	pairs, conv, err := check.Converge(ctx, r, opts, o.Wait, o.Settle, since)
+	status.Stop()
 	if err != nil && pairs != nil {
 		pairs.WriteProblems(o.Out)
 	}

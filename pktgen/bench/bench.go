@@ -35,7 +35,10 @@ type Options struct {
 	// interval of every run, searches' trials included (see
 	// report.LiveEvent), on the sampler's goroutine; nil: none.
 	Stream  func(report.LiveEvent)
-	Compact bool   // with Live: one short line per interval (not a wide terminal)
+	Compact bool // with Live: one short line per interval (not a wide terminal)
+	// Status gets a line saying what each measured run found, as it
+	// ends (a terminal's status line during a long run); nil: none.
+	Status  func(string)
 	Version string // nslab's version, recorded in the report
 	// Measure replaces the interfaces derived from the path; the last
 	// one is the receiver whose rx counter counts what arrived.
@@ -216,7 +219,9 @@ func (b *Bench) Engine() (name, reason string) {
 // the traffic run gives.
 func (b *Bench) Run(ctx context.Context, frame int) (*report.Report, error) {
 	if b.t.TCP != nil {
-		return b.measureTCP(ctx)
+		rep, err := b.measureTCP(ctx)
+		b.status(rep)
+		return rep, err
 	}
 	return b.measure(ctx, b.t, frame)
 }
@@ -224,6 +229,32 @@ func (b *Bench) Run(ctx context.Context, frame int) (*report.Report, error) {
 // measure is one measured run of t (the bench's traffic, or a trial's
 // variant of it).
 func (b *Bench) measure(ctx context.Context, t *spec.Traffic, frame int) (*report.Report, error) {
+	rep, err := b.measureUDP(ctx, t, frame)
+	b.status(rep)
+	return rep, err
+}
+
+// status says on the status line what a measured run found.
+func (b *Bench) status(r *report.Report) {
+	if b.opts.Status == nil || r == nil {
+		return
+	}
+	what := r.Traffic
+	if r.Variant != "" {
+		what += ", variant " + r.Variant
+	}
+	if r.Frame > 0 {
+		what += fmt.Sprintf(", %d-byte frames", r.Frame)
+	}
+	lost := 0.0
+	if r.Sent > 0 {
+		lost = 100 * (float64(r.Sent) - float64(r.Received)) / float64(r.Sent)
+	}
+	b.opts.Status(fmt.Sprintf("last run: %s: %.0f pps received, %.2f%% of the sent lost", what, r.PPS, lost))
+}
+
+// measureUDP is measure of a UDP run.
+func (b *Bench) measureUDP(ctx context.Context, t *spec.Traffic, frame int) (*report.Report, error) {
 	defer b.place.confine(b.allowed)()
 	job := b.job(t, frame)
 	if err := b.prime(ctx, job); err != nil {

@@ -73,6 +73,9 @@ func (p Pair) Unexpected() bool { return !p.Expect && p.Answered }
 type Options struct {
 	Timeout time.Duration // per echo; 0: 1 s
 	Tries   int           // echoes per pair until one answers; 0: 2
+	// Status gets a line on how a wait for convergence stands, at every
+	// look at the routing tables (Converge); nil: none.
+	Status func(string)
 }
 
 // Expected computes every pair and whether the lab's model (the file's,

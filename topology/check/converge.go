@@ -107,6 +107,9 @@ func Converge(ctx context.Context, r *lab.Running, o Options, wait, settle time.
 				}
 			}
 		}
+		if o.Status != nil {
+			o.Status(waitStatus(c, pairs, time.Since(changed), settle))
+		}
 		if time.Since(start) > wait {
 			return pairs, c, fmt.Errorf("not converged within %v: the routing tables were still changing (%d changes seen, the last %.2f s ago)", wait, c.Changes, time.Since(changed).Seconds())
 		}
@@ -116,4 +119,16 @@ func Converge(ctx context.Context, r *lab.Running, o Options, wait, settle time.
 		case <-time.After(poll):
 		}
 	}
+}
+
+// waitStatus says how a wait for convergence stands: the tables' changes
+// so far, how long they have not changed against how long they must not,
+// and the last check's summary when there was one.
+func waitStatus(c Convergence, last Pairs, still, settle time.Duration) string {
+	line := fmt.Sprintf("%d routing table change(s) seen, unchanged for %.1f s of the %v asked", c.Changes, still.Seconds(), settle)
+	if last != nil {
+		summary, _ := last.Summary()
+		line += "; last check: " + summary
+	}
+	return line
 }
