@@ -32,7 +32,7 @@ export GOFLAGS := -tags=$(TAGS)
 export CGO_ENABLED := 0
 
 PREFIX  ?= /usr/local
-.PHONY: benchdocs tutorials install install-check docs release fuzz soak bench-latency all build test unit-test lint lint-deps vmtest walkthrough vm-deps run deps go-deps bench-topology bench-forwarding bench-nat bench-compare bench-engine bench-sampler bench-live clean
+.PHONY: benchdocs tutorials install install-check docs release packages fuzz soak bench-latency all build test unit-test lint lint-deps vmtest walkthrough vm-deps run deps go-deps bench-topology bench-forwarding bench-nat bench-compare bench-engine bench-sampler bench-live clean
 
 all: build
 
@@ -68,13 +68,19 @@ docs: build
 	$(GO) test ./topology/spec -run TestLabFileDoc -update
 
 # release: static binaries for both architectures, the version stamped
-# in, and their checksums.
+# in, .deb and .rpm packages of each, and their checksums.
 release: go-deps
 	@rm -rf dist; mkdir -p dist
 	@for arch in amd64 arm64; do for p in nslab nslab-capture nslab-plot nslab-web; do \
 		GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o dist/$$p-linux-$$arch ./cmd/$$p || exit 1; \
 	done; done
+	packaging/build amd64 arm64
 	cd dist && sha256sum * > SHA256SUMS && cat SHA256SUMS
+
+# packages: a .deb and an .rpm of this machine's build under dist/
+# (packaging/build: make install's tree, packed by nfpm).
+packages: build
+	packaging/build $$($(GO) env GOARCH)
 
 go-deps:
 	@command -v $(GO) >/dev/null || { echo "Go is missing: install Go 1.26 or newer"; exit 1; }
