@@ -112,8 +112,18 @@ func stallEvidence(r *report.Report, cpus []int) string {
 // by a node that held the sender back, or by the sender itself.
 func noLossVerdict(r *report.Report, p placement, sentPPS float64) report.Verdict {
 	threads := max(1, len(r.Result.Threads))
-	if offered := float64(r.OfferedPPS) * float64(threads); offered > 0 && sentPPS >= 0.98*offered {
-		return report.Verdict{Limit: "offered rate", Evidence: []string{fmt.Sprintf("the path carried the %.0f pps offered and dropped nothing", offered)}}
+	// A paced thread that did not run (a stalled CPU) gave up schedule
+	// time rather than bursting: over the time it ran it offered the rate.
+	ranPPS, behind := sentPPS, r.Result.Behind
+	if behind > 0 && behind < r.Elapsed {
+		ranPPS = sentPPS * r.Elapsed.Seconds() / (r.Elapsed - behind).Seconds()
+	}
+	if offered := float64(r.OfferedPPS) * float64(threads); offered > 0 && ranPPS >= 0.98*offered {
+		ev := []string{fmt.Sprintf("the path carried the %.0f pps offered and dropped nothing", offered)}
+		if behind > 0 {
+			ev = append(ev, fmt.Sprintf("a sending thread did not run for %v of its schedule (a stalled CPU), so %.0f pps were offered over the run", behind.Round(time.Microsecond), sentPPS))
+		}
+		return report.Verdict{Limit: "offered rate", Evidence: ev}
 	}
 	if v, ok := shaperVerdict(r); ok {
 		return v

@@ -56,6 +56,19 @@ func TestVerdicts(t *testing.T) {
 	if line := stalled.Verdict.Line(); stalled.Verdict.Limit != "sender" || !strings.Contains(line, "did not run for 12ms") {
 		t.Errorf("a sender that gave up 12 ms of its schedule: %q", line)
 	}
+	// The same stall in a paced run: 19,520 pps over 3 s, 20,000 over the
+	// time the thread ran: the offered rate, with the stall said.
+	paced := &report.Report{Path: crsPath, CPU: busy, Sent: 58560, Elapsed: 3 * time.Second, OfferedPPS: 20000,
+		Result: &engine.Result{Threads: []engine.ThreadResult{{}}, Behind: 72 * time.Millisecond}, Env: report.Env{Sysctls: map[string]string{}}}
+	judge(paced, placed, 19520)
+	if line := paced.Verdict.Line(); paced.Verdict.Limit != "offered rate" || !strings.Contains(line, "did not run for 72ms") {
+		t.Errorf("a paced sender that gave up 72 ms of 3 s: %q", line)
+	}
+	paced.Result.Behind = 0
+	judge(paced, placed, 19520)
+	if paced.Verdict.Limit != "sender" {
+		t.Errorf("a paced sender 2.4%% short with no stall: %q, want the sender", paced.Verdict.Line())
+	}
 	if v := verdictOf([]report.Drop{link}, []report.SoftnetCPU{{CPU: 1, Dropped: 500}}, idle, placed, 0); !v.Bursts {
 		t.Error("drops on a CPU 20% busy are not marked as bursts")
 	}
