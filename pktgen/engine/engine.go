@@ -114,9 +114,11 @@ type Result struct {
 	Threads []ThreadResult
 	Stopped bool // ended by duration or cancel rather than by count
 	// Behind is the longest schedule time a paced thread gave up because
-	// it did not run (a stalled CPU): it starts its schedule again from
-	// where it is instead of sending a burst, as kernel pktgen does. A
-	// paced run offers RatePPS × (Duration − Behind) packets.
+	// it did not run (a stalled CPU: more than 1 ms between two of its
+	// turns): it starts its schedule again from where it is instead of
+	// sending a burst, as kernel pktgen does. A paced run offers
+	// RatePPS × (Duration − Behind) packets. A thread too slow for its
+	// rate, falling behind a little at every turn, is not counted here.
 	Behind time.Duration
 }
 
