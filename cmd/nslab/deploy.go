@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"time"
 
 	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/spec"
@@ -18,7 +19,13 @@ type deployOptions struct {
 	DryRun  bool
 	Sysfs   string
 	Out     io.Writer
+	ErrOut  io.Writer // the progress line of a large lab's deploy, on a terminal
+	Quiet   bool      // -q: no progress line
 }
+
+// progressNodes: a lab of more nodes than this shows its deploy's
+// progress (a smaller one deploys in well under a second).
+const progressNodes = 100
 
 func deployCommand(run func(context.Context, *deployOptions) error) *cli.Command {
 	return &cli.Command{
@@ -29,10 +36,12 @@ func deployCommand(run func(context.Context, *deployOptions) error) *cli.Command
 			hostFlag(),
 			topoFlag(),
 			&cli.BoolFlag{Name: "dry-run", Usage: "print the equivalent iproute2/sysctl shell script, step for step, and change nothing"},
+			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: fmt.Sprintf("no progress line (shown on a terminal for a lab of more than %d nodes)", progressNodes)},
 		},
 		Action: action(func(c *cli.Context) (*deployOptions, error) {
 			l, err := readPart(c)
-			return &deployOptions{Lab: l, Manager: manager(c), DryRun: c.Bool("dry-run"), Sysfs: c.String("sysfs"), Out: c.App.Writer}, err
+			return &deployOptions{Lab: l, Manager: manager(c), DryRun: c.Bool("dry-run"), Sysfs: c.String("sysfs"), Out: c.App.Writer,
+				ErrOut: c.App.ErrWriter, Quiet: c.Bool("quiet")}, err
 		}, or(run, runDeploy)),
 	}
 }
@@ -45,6 +54,12 @@ func runDeploy(ctx context.Context, o *deployOptions) error {
 	}
 	if err := lab.CheckPrivileges(); err != nil {
 		return err
+	}
+	if len(l.Nodes) > progressNodes {
+		status := newStatusLine(o.ErrOut, o.Quiet, fmt.Sprintf("deploying lab %s (%d nodes)", l.Name, len(l.Nodes)))
+		defer status.Stop()
+		o.Manager.Progress = deployProgress(status)
+		defer func() { o.Manager.Progress = nil }()
 	}
 	res, err := o.Manager.Deploy(ctx, l)
 	if err != nil {
@@ -60,4 +75,22 @@ func runDeploy(ctx context.Context, o *deployOptions) error {
 		fmt.Fprintf(o.Out, "note: %v; the kernels' routes decide (exec lines, daemons, routes added by hand): nslab path shows them\n", p)
 	}
 	return nil
+}
+
+// deployProgress sets the status line to the deploy's last step at most
+// five times a second (a large lab has thousands of steps); nil when the
+// line is off.
+func deployProgress(status *statusLine) func(done, total int, step string) {
+	set := status.Func()
+	if set == nil {
+		return nil
+	}
+	var last time.Time
+	return func(done, total int, step string) {
+		if done < total && time.Since(last) < 200*time.Millisecond {
+			return
+		}
+		last = time.Now()
+		set(fmt.Sprintf("step %d of %d: %s", done, total, step))
+	}
 }

@@ -111,7 +111,8 @@ func writeMLR(w io.Writer, format string, rs []*MLRResult) error {
 				fmt.Sprintf("%gs", g.DurationSumS), fmt.Sprintf("%g%%", 100*g.Width), f0(g.LowerBoundPPS), upper, f0(g.ConditionalThroughputPPS))
 		}
 		t.section(r.Noise.lines())
-		t.header("load pps", "duration", "sent pps", "sent", "received", "loss %", "steal %", "stalls (longest)", "bottleneck")
+		t.section("trials: loss % of load is what the load asked for over the trial and did not arrive, frames the sender did not send included (so a trial with sent = received can show loss)")
+		t.header("load pps", "duration", "sent pps", "sent", "received", "loss % of load", "steal %", "stalls (longest)", "bottleneck")
 		for _, tr := range r.Trials {
 			load := f0(tr.LoadPPS)
 			if tr.Warmup {

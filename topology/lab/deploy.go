@@ -122,6 +122,9 @@ func (m *Manager) Deploy(ctx context.Context, lab *spec.Lab) (*DeployResult, err
 			d.close()
 			return nil, &StepError{Index: i, Step: s.Name, Err: err, RollbackErr: m.rollback(d, st)}
 		}
+		if m.Progress != nil {
+			m.Progress(i+1, len(steps), s.Name)
+		}
 	}
 	for i := range st.Namespaces {
 		st.Namespaces[i].Inode = d.inodes[st.Namespaces[i].Node]

@@ -47,6 +47,11 @@ type Manager struct {
 	// fails that step. It is a test seam (rollback at every position, a
 	// deploy paused to be killed or interrupted), not for normal use.
 	BeforeStep func(ctx context.Context, i int, s Step) error
+
+	// Progress, when set, is called after each step of a deploy, in the
+	// deploying goroutine, with how many of how many steps are done and
+	// the step's name (a progress line for a large lab).
+	Progress func(done, total int, step string)
 }
 
 func (m *Manager) netnsDir() string {
