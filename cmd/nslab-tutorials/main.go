@@ -18,6 +18,7 @@ package main
 import (
 	"bytes"
 	"encoding/base64"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -31,9 +32,27 @@ import (
 
 func main() {
 	transcript := flag.String("transcript", "", "take the outputs from this transcript (\"$ CMD\" lines, each followed by its output) instead of running the commands")
+	checkOnly := flag.Bool("check", false, "change nothing: run the commands and fail when a doc's output (figures masked) or a figure its prose quotes is not what today's code prints")
 	flag.Parse()
 	if flag.NArg() == 0 {
-		fail(fmt.Errorf("usage: nslab-tutorials [-transcript FILE] TUTORIAL.md [TUTORIAL.md]"))
+		fail(fmt.Errorf("usage: nslab-tutorials [-check] [-transcript FILE] TUTORIAL.md [TUTORIAL.md]"))
+	}
+	if *checkOnly {
+		drifted := 0
+		for _, path := range flag.Args() {
+			found, err := checkDoc(path)
+			if err != nil {
+				fail(fmt.Errorf("%s: %w", path, err))
+			}
+			for _, f := range found {
+				fmt.Printf("%s: %s\n", path, f)
+			}
+			drifted += len(found)
+		}
+		if drifted > 0 {
+			fail(fmt.Errorf("%d place(s) drifted from today's code: run make tutorials (or make benchdocs), and say in prose only what the block shows", drifted))
+		}
+		return
 	}
 	for _, path := range flag.Args() {
 		if err := regen(path, *transcript); err != nil {
@@ -76,6 +95,45 @@ func regen(path, transcript string) error {
 	return os.WriteFile(path, []byte(rewrite(lines, cmds, outs)), 0o644)
 }
 
+// checkDoc runs a doc's commands (those this machine runs) and returns
+// where it drifted: outputs that differ, figures masked, and figures its
+// prose quotes that its blocks do not show.
+func checkDoc(path string) ([]string, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	lines := strings.Split(string(data), "\n")
+	found := proseFigures(lines)
+	here, _ := commands(lines)
+	dir, err := scratch()
+	if err != nil {
+		return nil, err
+	}
+	outs, err := runIn(dir, lines, here)
+	if rmErr := os.RemoveAll(dir); err == nil && rmErr != nil {
+		err = fmt.Errorf("remove the scratch copy: %w", rmErr)
+	}
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range compare(lines, here, outs) {
+		found = append(found, d.String())
+	}
+	return found, nil
+}
+
+// vmMarked says whether the marks right above the fence at line i hold
+// vmMark.
+func vmMarked(lines []string, i int) bool {
+	for i--; i >= 0 && strings.HasPrefix(lines[i], "<!-- nslab-tutorials: "); i-- {
+		if strings.TrimSpace(lines[i]) == vmMark {
+			return true
+		}
+	}
+	return false
+}
+
 // commands are the line numbers of the "$ " lines inside code blocks:
 // those of blocks this machine runs, and those of blocks marked vmMark.
 func commands(lines []string) (here, vm []int) {
@@ -83,7 +141,7 @@ func commands(lines []string) (here, vm []int) {
 	for i, l := range lines {
 		if strings.HasPrefix(l, "```") {
 			in = !in
-			marked = in && i > 0 && strings.TrimSpace(lines[i-1]) == vmMark
+			marked = in && vmMarked(lines, i)
 			continue
 		}
 		if in && strings.HasPrefix(l, "$ ") {
@@ -129,8 +187,68 @@ func end(lines []string, cmds []int, k int) int {
 	return len(lines)
 }
 
-// run runs the commands in one bash and returns each one's output.
+// scratch is a copy of the repository's tracked files in a new temporary
+// directory, with its bin/ the repository's: a check runs the docs'
+// commands there, so those that write files (a plot, an imported lab)
+// change nothing in the repository.
+func scratch() (string, error) {
+	root, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	files, err := exec.Command("git", "ls-files", "-z").Output()
+	if err != nil {
+		return "", fmt.Errorf("git ls-files (run from the repository's root): %w", err)
+	}
+	dir, err := os.MkdirTemp("", "nslab-docs-check-")
+	if err != nil {
+		return "", err
+	}
+	for _, f := range strings.Split(strings.TrimRight(string(files), "\x00"), "\x00") {
+		if err = copyFile(filepath.Join(root, f), filepath.Join(dir, f)); err != nil {
+			break
+		}
+	}
+	if err == nil {
+		err = os.Symlink(filepath.Join(root, "bin"), filepath.Join(dir, "bin"))
+	}
+	if err != nil {
+		return "", errors.Join(err, os.RemoveAll(dir))
+	}
+	return dir, nil
+}
+
+// copyFile copies one file, its mode kept, making its directory.
+func copyFile(from, to string) error {
+	fi, err := os.Lstat(from)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+		return err
+	}
+	if fi.Mode()&os.ModeSymlink != 0 {
+		target, err := os.Readlink(from)
+		if err != nil {
+			return err
+		}
+		return os.Symlink(target, to)
+	}
+	data, err := os.ReadFile(from)
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(to, data, fi.Mode().Perm())
+}
+
+// run runs the commands in one bash in the repository's root and returns
+// each one's output.
 func run(lines []string, cmds []int) (map[int]string, error) {
+	return runIn("", lines, cmds)
+}
+
+// runIn is run in dir ("": the current directory).
+func runIn(dir string, lines []string, cmds []int) (map[int]string, error) {
 	if len(cmds) == 0 {
 		return map[int]string{}, nil
 	}
@@ -141,6 +259,7 @@ func run(lines []string, cmds []int) (map[int]string, error) {
 	}
 	script.WriteString("echo '@@nslab-tutorials end'\n")
 	cmd := exec.Command("bash", "--norc", "--noprofile")
+	cmd.Dir = dir
 	cmd.Stdin = strings.NewReader(script.String())
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
