@@ -32,6 +32,7 @@ var (
 // mask is one output line as compare sees it.
 func mask(line string) string {
 	line = inRepo.ReplaceAllString(line, "$1")
+	line = strings.ReplaceAll(line, "-dirty", "") // a version built from a changed tree
 	line = duration.ReplaceAllString(line, "#t")
 	return strings.TrimSpace(blanks.ReplaceAllString(figure.ReplaceAllString(line, "#"), " "))
 }

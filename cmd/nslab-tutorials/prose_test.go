@@ -56,9 +56,9 @@ func TestProseFigures(t *testing.T) {
 // more (a table of losses the doc's run did not have); a changed word, or
 // a doc line today's output lacks, is a drift at the doc's line.
 func TestCompareMasksFigures(t *testing.T) {
-	doc := strings.Split("```\n$ nslab bench x\nlab bc33720: sent   20000 in 2.01s\n\nloss 0 (0.00%)\n$ nslab path x\nhop 1 r1\nhop 2 r2\n```", "\n")
-	cmds := []int{1, 5}
-	same := map[int]string{0: "lab 9f1e2d0: sent 1234567 in 13.4s\nwhere the 17 lost packets went:\nloss 17 (0.12%)\n", 1: "hop 2 r1\nhop 3 r2\n"}
+	doc := strings.Split("```\n$ nslab bench x\nlab bc33720: sent   20000 in 2.01s\n\nloss 0 (0.00%)\nnslab 7092f33-dirty\n$ nslab path x\nhop 1 r1\nhop 2 r2\n```", "\n")
+	cmds := []int{1, 6}
+	same := map[int]string{0: "lab 9f1e2d0: sent 1234567 in 13.4s\nwhere the 17 lost packets went:\nloss 17 (0.12%)\nnslab 21b384e\n", 1: "hop 2 r1\nhop 3 r2\n"}
 	if d := compare(doc, cmds, same); len(d) != 0 {
 		t.Errorf("figures and an added line alone differ, found %v", d)
 	}
