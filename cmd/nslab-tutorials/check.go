@@ -54,12 +54,12 @@ func (d drift) String() string {
 	return fmt.Sprintf("line %d, %s: the doc shows %q, which today's code does not print (its next line there: %s)", d.Line, d.Command, d.DocLine, next)
 }
 
-// nonBlank are the lines of an output that are not blank.
+// nonBlank are the lines of an output that are not blank, trimmed.
 func nonBlank(lines []string) []string {
 	var out []string
 	for _, l := range lines {
-		if mask(l) != "" {
-			out = append(out, strings.TrimSpace(l))
+		if l = strings.TrimSpace(l); l != "" {
+			out = append(out, l)
 		}
 	}
 	return out
@@ -114,10 +114,14 @@ func compare(lines []string, cmds []int, outs map[int]string) []drift {
 		starts := varying(lines, c)
 		doc := without(nonBlank(lines[c+1:end(lines, cmds, k)]), starts)
 		today := without(nonBlank(strings.Split(outs[k], "\n")), starts)
+		masked := make([]string, len(today))
+		for i, t := range today {
+			masked[i] = mask(t)
+		}
 		j := 0
 		for _, d := range doc {
-			from := j
-			for j < len(today) && mask(today[j]) != mask(d) {
+			from, md := j, mask(d)
+			for j < len(today) && masked[j] != md {
 				j++
 			}
 			if j == len(today) {

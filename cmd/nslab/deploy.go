@@ -55,13 +55,13 @@ func runDeploy(ctx context.Context, o *deployOptions) error {
 	if err := lab.CheckPrivileges(); err != nil {
 		return err
 	}
+	m := *o.Manager // this deploy's own, with its progress line
 	if len(l.Nodes) > progressNodes {
 		status := newStatusLine(o.ErrOut, o.Quiet, fmt.Sprintf("deploying lab %s (%d nodes)", l.Name, len(l.Nodes)))
 		defer status.Stop()
-		o.Manager.Progress = deployProgress(status)
-		defer func() { o.Manager.Progress = nil }()
+		m.Progress = deployProgress(status)
 	}
-	res, err := o.Manager.Deploy(ctx, l)
+	res, err := m.Deploy(ctx, l)
 	if err != nil {
 		return fmt.Errorf("deploy lab %s: %w", l.Name, err)
 	}

@@ -134,9 +134,9 @@ type pacer struct {
 	// skipped is the schedule's time given up because the thread did not
 	// run: each time it came back more than maxLag after it was last seen
 	// and owed more than maxLag and maxOwed packets, how far behind it
-	// was (at most the time it was away). A sender too slow for its rate falls behind a
-	// little at every call: it gives up schedule time too, but that is
-	// the sender's limit, not a stall, and is not counted.
+	// was (at most the time it was away). A sender too slow for its rate
+	// falls behind a little at every call: it gives up schedule time too,
+	// but that is the sender's limit, not a stall, and is not counted.
 	skipped time.Duration
 }
 
