@@ -1,6 +1,7 @@
 package userspace
 
 import (
+	"errors"
 	"context"
 	"fmt"
 	"runtime"
@@ -29,8 +30,15 @@ func openSocket(ifindex int, bypass bool) (int, error) {
 			return -1, fmt.Errorf("PACKET_QDISC_BYPASS: %w", err)
 		}
 	}
-	// A large send buffer keeps sendmmsg from blocking on skb memory.
-	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, 16<<20); err != nil {
+	// A large send buffer keeps sendmmsg from blocking on skb memory. Past
+	// net.core.wmem_max only the host's root may force it; without (a
+	// rootless lab) the socket gets what wmem_max allows, and a full
+	// buffer makes sendmmsg wait, which the pacer counts as the sender's.
+	err = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, 16<<20)
+	if errors.Is(err, unix.EPERM) {
+		err = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, 16<<20)
+	}
+	if err != nil {
 		unix.Close(fd)
 		return -1, fmt.Errorf("SO_SNDBUFFORCE: %w", err)
 	}
@@ -223,12 +231,29 @@ func (s *sender) send(msgs []mmsghdr) error {
 	return nil
 }
 
-// sleep waits d or until ctx is done; it reports whether to go on.
+// preciseSleep is the longest wait slept with nanosleep(2) on the
+// sender's own thread instead of a Go timer: a timer's wait shorter than a
+// millisecond ends a millisecond or more late (the runtime's netpoller
+// waits in whole milliseconds when its thread has nothing else to do), and
+// a pacer at 10 kpps woken so found itself behind at every packet and sent
+// 900 pps. The kernel's hrtimer wakes within the thread's timer slack
+// (50 us).
+const preciseSleep = 2 * time.Millisecond
+
+// sleep waits d or until ctx is done; it reports whether to go on. It
+// runs on the sender's thread, which it blocks for waits up to
+// preciseSleep.
 func sleep(ctx context.Context, d time.Duration) bool {
 	if d < 50*time.Microsecond {
 		// Timers are too coarse for this: spin.
 		end := time.Now().Add(d)
 		for time.Now().Before(end) {
+		}
+		return ctx.Err() == nil
+	}
+	if d <= preciseSleep {
+		ts := unix.NsecToTimespec(d.Nanoseconds())
+		for unix.Nanosleep(&ts, &ts) == unix.EINTR {
 		}
 		return ctx.Err() == nil
 	}
