@@ -11,6 +11,7 @@ import (
 	"github.com/nslab/nslab/pktgen/bench"
 	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/topology/lab"
+	"github.com/nslab/nslab/topology/rootless"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/nslab/nslab/topology/units"
 	"github.com/urfave/cli/v2"
@@ -55,7 +56,7 @@ func benchCommand(run func(context.Context, *benchOptions) error) *cli.Command {
 			&cli.StringFlag{Name: "rate", Usage: "max, or e.g. 200kpps, 500Mbit", DefaultText: "the run's rate in the file, else max"},
 			&cli.IntFlag{Name: "threads", Usage: "sending threads"},
 			&cli.StringFlag{Name: "cpus", Usage: "pin the sending threads to these `CPUS`, one thread each (e.g. 0 or 0-1)"},
-			&cli.StringFlag{Name: "placement", Value: "on", Usage: "the file's CPU placement: on, auto (left out, and said why, where the machine lacks the CPUs) or off"},
+			&cli.StringFlag{Name: "placement", Value: "on", Usage: "the file's CPU placement: on, auto (left out, and said why, where the machine lacks the CPUs) or off; a rootless lab's default is auto"},
 			&cli.StringFlag{Name: "measure", Usage: "measure these `NODE:IF,...` instead of the path's interfaces (the last is the receiver)"},
 			&cli.DurationFlag{Name: "interval", Value: time.Second, Usage: "sampling interval (100ms and up)"},
 			&cli.StringFlag{Name: "format", Value: "table", Usage: "table, json, csv or markdown"},
@@ -198,7 +199,7 @@ func benchRequest(c *cli.Context) (bench.Request, error) {
 	if err := tcpFlag(c, ts); err != nil {
 		return bench.Request{}, err
 	}
-	req := bench.Request{Lab: l, Traffic: ts[0], Placement: c.String("placement"), Keep: c.Bool("keep"), Wait: c.Duration("wait"), Progress: c.App.ErrWriter,
+	req := bench.Request{Lab: l, Traffic: ts[0], Placement: placementMode(c), Keep: c.Bool("keep"), Wait: c.Duration("wait"), Progress: c.App.ErrWriter,
 		Options: bench.Options{Interval: c.Duration("interval"), Compact: termWidth(os.Stderr) < 100, Version: version, Latency: c.Bool("latency"), LatencyEvery: uint32(c.Uint("latency-every"))}}
 	if len(ts) > 1 {
 		req.Streams = ts
@@ -473,4 +474,14 @@ func eventsRequest(c *cli.Context, req *bench.Request) error {
 		req.LatencyEvery = 1
 	}
 	return nil
+}
+
+// placementMode is --placement; a rootless lab, which cannot place a
+// node's receive work, runs without its placement and says why unless
+// the user asked for it.
+func placementMode(c *cli.Context) string {
+	if !c.IsSet("placement") && rootless.Active() {
+		return "auto"
+	}
+	return c.String("placement")
 }

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/nslab/nslab/topology/lab"
+	"github.com/nslab/nslab/topology/rootless"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/urfave/cli/v2"
 )
@@ -54,6 +56,10 @@ func runDeploy(ctx context.Context, o *deployOptions) error {
 	}
 	if err := lab.CheckPrivileges(); err != nil {
 		return err
+	}
+	if rootless.Active() && slices.ContainsFunc(l.Nodes, (*spec.Node).Placed) {
+		l.Unplace(rootless.Unplaced)
+		fmt.Fprintf(o.ErrOut, "nslab: lab %s is deployed without its nodes' CPU placement: %s\n", l.Name, rootless.Unplaced)
 	}
 	m := *o.Manager // this deploy's own, with its progress line
 	if len(l.Nodes) > progressNodes {

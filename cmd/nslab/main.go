@@ -10,11 +10,13 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"syscall"
 
 	"github.com/nslab/nslab/pktgen/bench"
 	"github.com/nslab/nslab/topology/lab"
+	"github.com/nslab/nslab/topology/rootless"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/urfave/cli/v2"
 )
@@ -47,6 +49,7 @@ func init() {
 const exitInterrupted = 130
 
 func main() {
+	rootless.MaybeHold()
 	tuneGC()
 	os.Exit(run(os.Args))
 }
@@ -70,6 +73,9 @@ func run(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	app := newApp(commands()...)
+	if code, ok := runRootless(args, app); ok {
+		return code
+	}
 	if at := commandAt(args, app); at > 0 && operandsFirst[args[at]] {
 		for _, cmd := range app.Commands {
 			if cmd.Name == args[at] {
@@ -125,6 +131,7 @@ func newApp(commands ...*cli.Command) *cli.App {
 			&cli.StringFlag{Name: "netns-dir", Value: "", Usage: "directory of named namespaces (default /run/netns)", Hidden: true, EnvVars: []string{"NSLAB_NETNS_DIR"}},
 			&cli.StringFlag{Name: "state-dir", Value: "", Usage: "`DIR` of lab state files and service logs (default /run/nslab): two nslab runs with their own state dirs keep their labs apart", EnvVars: []string{"NSLAB_STATE_DIR"}},
 			&cli.StringFlag{Name: "host", Value: "", Usage: "the `HOST` this machine is, for a lab that spans hosts (its hosts: section): deploy, check, path and bench work on that host's part", EnvVars: []string{"NSLAB_HOST"}},
+			&cli.BoolFlag{Name: "rootless", Usage: "run the lab verbs in the user's own namespaces, without root (the default for a user other than root): the labs live in a user namespace of the user's; kernel pktgen, BPF, SR-IOV, tunnels to other hosts and the machine's settings are refused"},
 			&cli.StringFlag{Name: "sysfs", Value: "", Usage: "where sysfs is, for SR-IOV (default /sys)", Hidden: true, EnvVars: []string{"NSLAB_SYSFS"}},
 		},
 		Commands:       withUsageErrors(withHelp(commands)),
@@ -150,6 +157,51 @@ func flagWords(err error) string {
 // options, as tc and ip are written (nslab impair ns2:eth1 --delay 50ms).
 var operandsFirst = map[string]bool{"impair": true, "link": true, "node": true, "capture": true, "generate": true, "export": true, "compare": true,
 	"top": true, "web": true, "metrics": true}
+
+// labVerbs are the verbs that work on deployed labs: run by a user other
+// than root, or with --rootless, they run inside the user's rootless labs.
+var labVerbs = map[string]bool{"deploy": true, "apply": true, "destroy": true, "inspect": true, "exec": true, "bench": true,
+	"path": true, "check": true, "impair": true, "link": true, "node": true, "capture": true, "top": true, "web": true, "metrics": true}
+
+// runRootless runs a lab verb in the user's rootless labs (package
+// rootless) when args are one that runs rootless, and returns its exit
+// code and true; false when this process is to run args itself.
+func runRootless(args []string, app *cli.App) (int, bool) {
+	at := commandAt(args, app)
+	if at <= 0 || !labVerbs[args[at]] || rootless.Active() || !rootless.Wanted(rootlessAsked(args[:at])) {
+		return 0, false
+	}
+	code, err := enterRootless(args[:at], args)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "nslab:", err)
+		return 1, true
+	}
+	return code, true
+}
+
+// enterRootless runs args inside the user's holder. Their namespaces and
+// state are the holder's: a private --state-dir or --netns-dir, which
+// would put them elsewhere, is refused before anything starts.
+func enterRootless(global, args []string) (int, error) {
+	for _, name := range []string{"state-dir", "netns-dir"} {
+		env := "NSLAB_" + strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+		if os.Getenv(env) != "" || slices.ContainsFunc(global, func(a string) bool { return strings.TrimLeft(strings.SplitN(a, "=", 2)[0], "-") == name }) {
+			return 0, fmt.Errorf("--%s (or %s) is for labs deployed by root: a rootless lab keeps its namespaces and state in the user's own (under $XDG_RUNTIME_DIR/nslab); leave it out, or run nslab as root", name, env)
+		}
+	}
+	return rootless.Run(args)
+}
+
+// rootlessAsked reports whether the global options (before the verb) ask
+// for --rootless.
+func rootlessAsked(global []string) bool {
+	for _, a := range global[1:] {
+		if a == "--rootless" || a == "-rootless" || a == "--rootless=true" {
+			return true
+		}
+	}
+	return false
+}
 
 // commandAt is the index of the verb in args, after the global options
 // (-1 when there is none).

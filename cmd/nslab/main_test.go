@@ -19,6 +19,7 @@ import (
 	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/labtest"
 	"github.com/nslab/nslab/topology/ns"
+	"github.com/nslab/nslab/topology/rootless"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/vishvananda/netlink"
 )
@@ -26,6 +27,7 @@ import (
 // TestMain lets the test binary act as the nslab command, so CLI tests run
 // the real main path in a subprocess (exit codes, signals, exec).
 func TestMain(m *testing.M) {
+	rootless.MaybeHold() // the test binary is the rootless holder too
 	if os.Getenv("NSLAB_RUN_MAIN") == "1" {
 		if k, err := strconv.Atoi(os.Getenv("NSLAB_TEST_PAUSE_AT")); err == nil {
 			beforeStep = pauseAt(k)
@@ -143,6 +145,9 @@ func TestValidateCommand(t *testing.T) {
 
 // TestNotRoot runs nslab as an unprivileged user: one clear line, exit 1,
 // nothing attempted.
+// TestNotRoot: a user other than root gets rootless labs, and one that
+// also names a state directory of its own (as this runner does) is
+// refused in one line before anything starts.
 func TestNotRoot(t *testing.T) {
 	c := asNobody(t)
 	file, name := labFile(t, "pair.yaml")
@@ -158,7 +163,7 @@ func TestNotRoot(t *testing.T) {
 			t.Fatalf("%v as nobody: %v", args, err)
 		}
 		lines := strings.Split(strings.TrimSpace(errb.String()), "\n")
-		if len(lines) != 1 || !strings.Contains(lines[0], "nslab needs root") {
+		if len(lines) != 1 || !strings.Contains(lines[0], "--state-dir (or NSLAB_STATE_DIR) is for labs deployed by root") {
 			t.Errorf("%v as nobody: %q", args, errb.String())
 		}
 	}
@@ -167,6 +172,9 @@ func TestNotRoot(t *testing.T) {
 	}
 	if ok, _ := ns.Exists(ns.DefaultDir, name+"-ns1"); ok {
 		t.Errorf("unprivileged run created a namespace")
+	}
+	if _, err := os.Stat("/tmp/nslab-65534/holder"); err == nil {
+		t.Errorf("a refused run started a rootless holder")
 	}
 }
 

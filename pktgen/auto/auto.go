@@ -12,6 +12,7 @@ import (
 	"github.com/nslab/nslab/pktgen/kernel"
 	"github.com/nslab/nslab/pktgen/userspace"
 	"github.com/nslab/nslab/topology/ns"
+	"github.com/nslab/nslab/topology/rootless"
 )
 
 // Chooser chooses engines. Its zero value probes the kernel for real.
@@ -26,6 +27,9 @@ type Chooser struct {
 // or xdp) for sends from namespace sender, and why it is that one. It
 // enters sender only to probe for pktgen (auto).
 func (c Chooser) Choose(name string, sender *ns.NS) (engine.Engine, string, error) {
+	if rootless.Active() {
+		return chooseRootless(name, sender)
+	}
 	switch name {
 	case "pktgen":
 		return kernel.Engine{}, "asked for", nil
@@ -52,6 +56,23 @@ func (c Chooser) Choose(name string, sender *ns.NS) (engine.Engine, string, erro
 		return userspace.Engine{}, fmt.Sprintf("kernel pktgen is not available in %s (%v), so the userspace engine ran", sender.Name, err), nil
 	}
 	return nil, "", fmt.Errorf("probe for kernel pktgen in %s: %w", sender.Name, err)
+}
+
+// chooseRootless is Choose in a rootless lab: kernel pktgen and the XDP
+// engine need the host's root (pktgen's threads are the host's, XDP is
+// BPF), so auto is the userspace engine and the others are refused.
+func chooseRootless(name string, sender *ns.NS) (engine.Engine, string, error) {
+	switch name {
+	case "", "auto":
+		return userspace.Engine{}, fmt.Sprintf("this lab is rootless, and kernel pktgen in %s needs root on the host, so the userspace engine ran", sender.Name), nil
+	case "userspace":
+		return userspace.Engine{}, "asked for", nil
+	case "pktgen":
+		return nil, "", rootless.Refuse("kernel pktgen (--engine pktgen)", "use --engine userspace")
+	case "xdp":
+		return nil, "", rootless.Refuse("the XDP engine (--engine xdp, a BPF program)", "use --engine userspace")
+	}
+	return nil, "", fmt.Errorf("engine %q: use auto or userspace (this lab is rootless)", name)
 }
 
 // Engine chooses for every run it is given, and puts the reason in the

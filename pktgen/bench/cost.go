@@ -8,6 +8,7 @@ import (
 
 	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/pktgen/softirq"
+	"github.com/nslab/nslab/topology/rootless"
 	"github.com/nslab/nslab/topology/spec"
 )
 
@@ -42,6 +43,10 @@ type costing struct {
 // says why.
 func (b *Bench) openCosting() {
 	c := &b.cost
+	if rootless.Active() {
+		c.note = "no cost per packet: " + rootless.Refuse("counting softirq time (BPF)", "run as root to have it").Error()
+		return
+	}
 	var err error
 	if c.cpu, err = softirq.Open(); err != nil {
 		c.note = fmt.Sprintf("no cost per packet: %v", err)

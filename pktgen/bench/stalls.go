@@ -6,6 +6,7 @@ import (
 
 	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/pktgen/stall"
+	"github.com/nslab/nslab/topology/rootless"
 )
 
 // Stalls of the run's CPUs (package stall): one watch per bench, on each
@@ -21,6 +22,10 @@ const maxStallList = 100
 func (b *Bench) startWatch() {
 	if !watchStalls {
 		b.watchNote = "stalls not watched: emulated CPUs (the VM harness)"
+		return
+	}
+	if rootless.Active() {
+		b.watchNote = "stalls not watched: " + rootless.Refuse("the stall watch (BPF)", "run as root to have it").Error()
 		return
 	}
 	var cpus, tick []int

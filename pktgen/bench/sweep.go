@@ -13,6 +13,7 @@ import (
 	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/topology/host"
 	"github.com/nslab/nslab/topology/lab"
+	"github.com/nslab/nslab/topology/rootless"
 	"github.com/nslab/nslab/topology/spec"
 )
 
@@ -440,6 +441,9 @@ func placementMissing(l *spec.Lab, t *spec.Traffic) (string, error) {
 	allowed, err := host.AllowedCPUs()
 	if err != nil {
 		return "", err
+	}
+	if rootless.Active() && slices.ContainsFunc(l.Nodes, (*spec.Node).Placed) {
+		return rootless.Unplaced, nil
 	}
 	var named spec.CPUSet
 	for _, n := range l.Nodes {

@@ -1,8 +1,8 @@
 package userspace
 
 import (
-	"errors"
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"time"

@@ -122,6 +122,11 @@ func heldByAncestor(dir string) (bool, error) {
 		return false, fmt.Errorf("read this process's mounts: %w", err)
 	}
 	m, _ := mountOf(parseMountinfo(string(text)), dir)
+	// PID 1 is every process's ancestor, even where the parent is outside
+	// this PID namespace (getppid is 0 there: under nsenter -p).
+	if ino, err := mountNamespaceOf("1"); err == nil && ino == self {
+		return true, nil
+	}
 	for pid := os.Getppid(); pid >= 1; pid = parentOf(pid) {
 		if ino, err := mountNamespaceOf(strconv.Itoa(pid)); err == nil && ino == self {
 			return true, nil

@@ -1,0 +1,219 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nslab/nslab/topology/labtest"
+	"github.com/nslab/nslab/topology/ns"
+	"github.com/vishvananda/netlink"
+)
+
+// student is a user made for a test (useradd), who runs nslab with su as
+// a person without root would. Everything is removed at the test's end.
+type student struct {
+	t    *testing.T
+	name string
+	uid  int
+	dir  string // the nslab binary and lab files, readable by the user
+}
+
+func newStudent(t *testing.T) *student {
+	t.Helper()
+	labtest.SkipUnlessRoot(t)
+	for _, tool := range []string{"useradd", "userdel", "su", "nsenter"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Fatalf("%s: %v", tool, err)
+		}
+	}
+	name := labtest.Name("st")
+	if out, err := exec.Command("useradd", "--no-create-home", "--shell", "/bin/sh", name).CombinedOutput(); err != nil {
+		t.Fatalf("useradd %s: %v: %s", name, err, out)
+	}
+	s := &student{t: t, name: name, dir: t.TempDir()}
+	t.Cleanup(s.remove)
+	out, err := exec.Command("id", "-u", name).Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.uid, err = strconv.Atoi(strings.TrimSpace(string(out))); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(s.dir, 0o755)
+	os.Chmod(filepath.Dir(s.dir), 0o755)
+	data, err := os.ReadFile(os.Args[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(s.dir, "nslab"), data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// stateDir is the user's rootless directory (no XDG_RUNTIME_DIR under su).
+func (s *student) stateDir() string { return fmt.Sprintf("/tmp/nslab-%d", s.uid) }
+
+// nslab runs nslab ARGS as the user, in the test's directory, and returns
+// its exit code and its output.
+func (s *student) nslab(args ...string) (int, string) {
+	s.t.Helper()
+	quoted := make([]string, len(args))
+	for i, a := range args {
+		quoted[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+	}
+	line := "unset XDG_RUNTIME_DIR NSLAB_STATE_DIR NSLAB_NETNS_DIR; cd " + s.dir + " && NSLAB_RUN_MAIN=1 TMPDIR=/tmp exec ./nslab " + strings.Join(quoted, " ")
+	cmd := exec.Command("su", s.name, "-s", "/bin/sh", "-c", line)
+	out, err := cmd.CombinedOutput()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		s.t.Fatal(err)
+	}
+	return code, string(out)
+}
+
+// must runs nslab ARGS as the user and fails the test unless it succeeds.
+func (s *student) must(args ...string) string {
+	s.t.Helper()
+	code, out := s.nslab(args...)
+	if code != 0 {
+		s.t.Fatalf("nslab %s as %s: exit %d:\n%s", strings.Join(args, " "), s.name, code, out)
+	}
+	return out
+}
+
+// processes are the user's processes (zombies the host's init has not
+// reaped yet included).
+func (s *student) processes() string {
+	out, _ := exec.Command("ps", "-u", strconv.Itoa(s.uid), "-o", "pid=,stat=,args=").Output()
+	return strings.TrimSpace(string(out))
+}
+
+// remove kills what the user left (a failed test's holder ends its labs
+// with it) and removes the user and its directory.
+func (s *student) remove() {
+	exec.Command("pkill", "-KILL", "-u", strconv.Itoa(s.uid)).Run()
+	for i := 0; i < 50 && s.processes() != ""; i++ {
+		time.Sleep(100 * time.Millisecond)
+	}
+	os.RemoveAll(s.stateDir())
+	if out, err := exec.Command("userdel", s.name).CombinedOutput(); err != nil {
+		s.t.Errorf("userdel %s: %v: %s", s.name, err, out)
+	}
+}
+
+// TestPrivilegedRootlessLab: a user without root deploys the
+// client-router-server lab, pings across it, checks it, traces a path,
+// benches it at 20 kpps with the userspace engine, inspects it, watches it
+// with top and destroys it; nothing is left on the host.
+func TestPrivilegedRootlessLab(t *testing.T) {
+	s := newStudent(t)
+	file, name := labFile(t, "client-router-server.yaml")
+	lab := filepath.Join(s.dir, "crs.yaml")
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(lab, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hostLinks := func() int {
+		links, err := netlink.LinkList()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(links)
+	}
+	before := hostLinks()
+
+	if out := s.must("deploy", "crs.yaml"); !strings.Contains(out, "deployed lab "+name) {
+		t.Fatalf("deploy: %s", out)
+	}
+	if _, err := os.Stat(filepath.Join(s.stateDir(), "state", name+".json")); err != nil {
+		t.Errorf("the lab's state is not under the user's directory: %v", err)
+	}
+	if ok, _ := ns.Exists(ns.DefaultDir, name+"-ns1"); ok || hostLinks() != before {
+		t.Errorf("the rootless lab shows on the host: namespace %v, links %d (before %d)", ok, hostLinks(), before)
+	}
+	if out := s.must("exec", "ns1", "--", "ping", "-c", "2", "-W", "2", "10.0.2.1"); !strings.Contains(out, "2 received") {
+		t.Errorf("ping across: %s", out)
+	}
+	if out := s.must("check", "crs.yaml"); !strings.Contains(out, "0 broken") {
+		t.Errorf("check: %s", out)
+	}
+	if out := s.must("path", "-t", "crs.yaml", "ns1", "10.0.2.1"); !strings.Contains(out, "ns2") {
+		t.Errorf("path: %s", out)
+	}
+	bench := s.must("bench", "--engine", "userspace", "--rate", "20kpps", "--duration", "2s", "crs.yaml")
+	for _, want := range []string{"engine: userspace", "needs root on the host, and this lab is rootless", "unaccounted 0"} {
+		if !strings.Contains(bench, want) {
+			t.Errorf("bench says no %q:\n%s", want, bench)
+		}
+	}
+	if out := s.must("inspect", "crs.yaml"); !strings.Contains(out, "10.0.2.1/24") {
+		t.Errorf("inspect: %s", out)
+	}
+	if out := s.must("top", "--once", name); !strings.Contains(out, "veth2-peer") {
+		t.Errorf("top: %s", out)
+	}
+	code, out := s.nslab("bench", "--engine", "pktgen", "--duration", "1s", "crs.yaml")
+	if code == 0 || strings.Count(strings.TrimSpace(out), "\n") != 0 || !strings.Contains(out, "kernel pktgen (--engine pktgen) needs root on the host") {
+		t.Errorf("kernel pktgen in a rootless lab: exit %d: %s", code, out)
+	}
+	if out := s.must("destroy", "-t", "crs.yaml"); !strings.Contains(out, "destroyed lab "+name) {
+		t.Errorf("destroy: %s", out)
+	}
+
+	labs, _ := os.ReadDir(filepath.Join(s.stateDir(), "state"))
+	for _, e := range labs {
+		if strings.HasSuffix(e.Name(), ".json") {
+			t.Errorf("state left: %s", e.Name())
+		}
+	}
+	if _, err := os.Stat(filepath.Join(s.stateDir(), "holder")); err == nil {
+		t.Errorf("the holder is still recorded after the last lab went")
+	}
+	// The stopped holder is a zombie until the host's init reaps it.
+	left := s.processes()
+	for i := 0; i < 100 && left != ""; i++ {
+		time.Sleep(100 * time.Millisecond)
+		left = s.processes()
+	}
+	if left != "" {
+		t.Errorf("processes left:\n%s", left)
+	}
+	if hostLinks() != before {
+		t.Errorf("host links %d, before %d", hostLinks(), before)
+	}
+}
+
+// TestPrivilegedRootlessRefuses: what needs the host's root is refused
+// in one line per item before anything is made, and the holder started
+// for the deploy ends with it.
+func TestPrivilegedRootlessRefuses(t *testing.T) {
+	s := newStudent(t)
+	file, _ := labFile(t, "crs-grown.yaml")
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(s.dir, "grown.yaml"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out := s.nslab("deploy", "grown.yaml")
+	if code == 0 || !strings.Contains(out, "nothing was changed") || !strings.Contains(out, "nodes.ns3.limits: (cgroups of the host's) needs root on the host") ||
+		!strings.Contains(out, fmt.Sprintf("(nslab runs as uid %d)", s.uid)) {
+		t.Errorf("deploy of a lab with limits: exit %d:\n%s", code, out)
+	}
+	if _, err := os.Stat(filepath.Join(s.stateDir(), "holder")); err == nil {
+		t.Errorf("the holder stayed after a refused deploy")
+	}
+}

@@ -1,0 +1,128 @@
+package rootless
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// Run runs the nslab command args (args[0] is ignored: this executable
+// runs again) inside the user's holder, starting one when there is none,
+// and stops the holder when the command leaves no lab. It returns the
+// command's exit code. It runs in the caller's (the host's) namespaces.
+//
+// Commands hold the user's holder lock shared while they run; a holder is
+// started, and stopped, only under it held alone, so a command never
+// finds its holder stopped under it by another's end.
+func Run(args []string) (int, error) {
+	dir, err := Dir()
+	if err != nil {
+		return 0, err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return 0, fmt.Errorf("find nslab's executable: %w", err)
+	}
+	lock, err := unix.Open(filepath.Join(dir, "holder.lock"), unix.O_RDWR|unix.O_CREAT|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return 0, fmt.Errorf("rootless holder lock: %w", err)
+	}
+	defer unix.Close(lock)
+	pid, err := holderLocked(lock, dir, self)
+	if err != nil {
+		return 0, err
+	}
+	code, err := enter(pid, self, args[1:])
+	if err != nil {
+		return 0, err
+	}
+	return code, stopIdle(lock, dir, pid)
+}
+
+// holderLocked returns the running holder's pid, starting one if there is
+// none, with lock held shared.
+func holderLocked(lock int, dir, self string) (int, error) {
+	for {
+		if err := unix.Flock(lock, unix.LOCK_SH); err != nil {
+			return 0, fmt.Errorf("rootless holder lock: %w", err)
+		}
+		if pid := running(dir); pid > 0 {
+			return pid, nil
+		}
+		if err := unix.Flock(lock, unix.LOCK_EX); err != nil {
+			return 0, fmt.Errorf("rootless holder lock: %w", err)
+		}
+		if running(dir) == 0 {
+			if _, err := start(dir, self); err != nil {
+				_ = unix.Flock(lock, unix.LOCK_UN) // closing it unlocks it too
+				return 0, err
+			}
+		}
+		// Taken shared again from the top: the holder is checked once more.
+		if err := unix.Flock(lock, unix.LOCK_UN); err != nil {
+			return 0, fmt.Errorf("rootless holder lock: %w", err)
+		}
+	}
+}
+
+// enter runs self with args in the holder pid's user, mount, network and
+// PID namespaces, in this directory, and returns its exit code. Signals
+// that end this process are passed on to it.
+//
+// Equivalent to: nsenter --preserve-credentials -U -m -n -p -t PID --wd=$PWD -- nslab ARGS
+func enter(pid int, self string, args []string) (int, error) {
+	wd, err := os.Getwd()
+	if err != nil {
+		return 0, fmt.Errorf("working directory: %w", err)
+	}
+	nsenter, err := exec.LookPath("nsenter")
+	if err != nil {
+		return 0, fmt.Errorf("rootless labs need nsenter (Debian's util-linux): %w", err)
+	}
+	cmd := exec.Command(nsenter, append([]string{"--preserve-credentials", "-U", "-m", "-n", "-p",
+		"-t", strconv.Itoa(pid), "--wd=" + wd, "--", self}, args...)...)
+	cmd.Env = append(os.Environ(), envInside+"=1")
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP)
+	defer signal.Stop(sigs)
+	if err := cmd.Start(); err != nil {
+		return 0, fmt.Errorf("enter the rootless lab namespaces: %w", err)
+	}
+	go func() {
+		for s := range sigs {
+			_ = cmd.Process.Signal(s) // it may have ended: its exit says how
+		}
+	}()
+	err = cmd.Wait()
+	var ee *exec.ExitError
+	switch {
+	case err == nil:
+		return 0, nil
+	case errors.As(err, &ee):
+		if ws, ok := ee.Sys().(unix.WaitStatus); ok && ws.Signaled() {
+			return 128 + int(ws.Signal()), nil
+		}
+		return ee.ExitCode(), nil
+	}
+	return 0, fmt.Errorf("enter the rootless lab namespaces: %w", err)
+}
+
+// stopIdle stops the holder pid when no lab is left and no other command
+// holds the lock (lock is held shared on entry).
+func stopIdle(lock int, dir string, pid int) error {
+	if err := unix.Flock(lock, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		return nil // another command is running in the holder
+	}
+	labs, err := Labs(dir)
+	if err != nil || len(labs) > 0 {
+		return err
+	}
+	return stop(dir, pid)
+}
