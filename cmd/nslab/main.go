@@ -49,7 +49,9 @@ func init() {
 const exitInterrupted = 130
 
 func main() {
-	rootless.MaybeHold()
+	if rootless.Holding() {
+		os.Exit(hold())
+	}
 	tuneGC()
 	os.Exit(run(os.Args))
 }
@@ -189,8 +191,27 @@ func enterRootless(global, args []string) (int, error) {
 			return 0, fmt.Errorf("--%s (or %s) is for labs deployed by root: a rootless lab keeps its namespaces and state in the user's own (under $XDG_RUNTIME_DIR/nslab); leave it out, or run nslab as root", name, env)
 		}
 	}
-	return rootless.Run(args)
+	return rootless.Run(args, servesHost[args[len(global)]], [3]*os.File{os.Stdin, os.Stdout, os.Stderr})
 }
+
+// hold is the life of a rootless holder (package rootless): it says
+// it is ready on its standard output, which its starter reads, and what
+// goes wrong on its standard error, a log under the user's directory.
+func hold() int {
+	err := rootless.Hold(func() {
+		fmt.Println(rootless.Ready)
+		os.Stdout.Close()
+	}, func(err error) { fmt.Fprintln(os.Stderr, "nslab rootless holder:", err) })
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "nslab rootless holder:", err)
+		return 1
+	}
+	return 0
+}
+
+// servesHost are the lab verbs that listen for the host's clients: run
+// rootless, they stay in the host's network namespace.
+var servesHost = map[string]bool{"web": true, "metrics": true}
 
 // rootlessAsked reports whether the global options (before the verb) ask
 // for --rootless.

@@ -2,11 +2,14 @@ package main
 
 import (
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -90,6 +93,37 @@ func (s *student) must(args ...string) string {
 	return out
 }
 
+// metrics runs nslab metrics as the user and returns what the host's
+// loopback gets from it: a verb that serves stays in the host's network
+// namespace.
+func (s *student) metrics(lab string) string {
+	s.t.Helper()
+	if out, err := exec.Command("go", "build", "-o", filepath.Join(s.dir, webHelperName), "../nslab-web").CombinedOutput(); err != nil {
+		s.t.Fatalf("build %s: %v\n%s", webHelperName, err, out)
+	}
+	addr := freePort(s.t)
+	cmd := exec.Command("su", s.name, "-s", "/bin/sh", "-c", "unset XDG_RUNTIME_DIR; cd "+s.dir+" && NSLAB_RUN_MAIN=1 TMPDIR=/tmp exec ./nslab metrics --listen "+addr+" "+lab)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		s.t.Fatal(err)
+	}
+	defer func() {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		cmd.Wait()
+	}()
+	for i := 0; i < 50; i++ {
+		time.Sleep(100 * time.Millisecond)
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err != nil {
+			continue
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		return string(body)
+	}
+	return "(nothing listens on " + addr + ")"
+}
+
 // processes are the user's processes (zombies the host's init has not
 // reaped yet included).
 func (s *student) processes() string {
@@ -163,6 +197,9 @@ func TestPrivilegedRootlessLab(t *testing.T) {
 	}
 	if out := s.must("top", "--once", name); !strings.Contains(out, "veth2-peer") {
 		t.Errorf("top: %s", out)
+	}
+	if body := s.metrics(name); !strings.Contains(body, fmt.Sprintf(`nslab_bench_running{lab=%q}`, name)) {
+		t.Errorf("metrics of the rootless lab, from the host: %s", body)
 	}
 	code, out := s.nslab("bench", "--engine", "pktgen", "--duration", "1s", "crs.yaml")
 	if code == 0 || strings.Count(strings.TrimSpace(out), "\n") != 0 || !strings.Contains(out, "kernel pktgen (--engine pktgen) needs root on the host") {

@@ -18,30 +18,32 @@ import (
 // envHolder is set, to the user's Dir, for the holder process.
 const envHolder = "NSLAB_ROOTLESS_HOLDER"
 
-// ready is what the holder writes on its stdout once its namespaces are
-// set up.
-const ready = "ready"
+// Ready is the line the holder writes on its standard output once its
+// namespaces are set up; the command that started it waits for it.
+const Ready = "ready"
 
 // holderFile records the running holder: its pid and its user namespace,
 // "PID user:[INODE]", so a pid reused by another process is not taken
 // for it.
 func holderFile(dir string) string { return filepath.Join(dir, "holder") }
 
-// MaybeHold makes this process the holder and never returns when it was
-// started as one (nslab's main calls it first). It runs as PID 1 of the
-// holder's PID namespace, in its new user, mount and network namespaces.
-func MaybeHold() {
-	dir := os.Getenv(envHolder)
-	if dir == "" || os.Getpid() != 1 {
-		return
+// Holding reports whether this process was started as a user's holder
+// (nslab's main asks first, and then runs Hold and nothing else).
+func Holding() bool { return os.Getenv(envHolder) != "" && os.Getpid() == 1 }
+
+// Hold is the holder's life: it sets its namespaces up, calls ready (which
+// writes Ready for the command waiting on it), and then waits, reaping the
+// processes the labs leave to it, until it is told to end; its namespaces
+// end with it. warn hears what is missing but not needed. It runs as PID 1
+// of the holder's PID namespace, in its new user, mount and network
+// namespaces.
+func Hold(ready func(), warn func(error)) error {
+	if err := setUp(os.Getenv(envHolder), warn); err != nil {
+		return err
 	}
-	if err := setUp(dir); err != nil {
-		fmt.Fprintln(os.Stderr, "nslab rootless holder:", err)
-		os.Exit(1)
-	}
-	fmt.Println(ready)
-	os.Stdout.Close()
+	ready()
 	hold()
+	return nil
 }
 
 // setUp gives the holder's mount namespace what nslab's commands need:
@@ -49,7 +51,7 @@ func MaybeHold() {
 // a user namespace may only do for a PID namespace it owns), a tmpfs on
 // /run, the user's state directory on /run/nslab, and a sysfs of the
 // holder's network namespace. It runs in the holder's namespaces.
-func setUp(dir string) error {
+func setUp(dir string, warn func(error)) error {
 	if err := unix.Mount("", "/", "", unix.MS_REC|unix.MS_PRIVATE, ""); err != nil {
 		return fmt.Errorf("make / private: %w", err)
 	}
@@ -82,19 +84,19 @@ func setUp(dir string) error {
 	// The host's sysfs shows the host's interfaces; this one the holder's
 	// (none but lo). Without it nothing fails that a lab needs.
 	if err := unix.Mount("sysfs", "/sys", "sysfs", locked, ""); err != nil {
-		fmt.Fprintln(os.Stderr, "nslab rootless holder: sysfs of the lab namespace:", err)
+		warn(fmt.Errorf("sysfs of the holder's network namespace: %w", err))
 	}
 	return nil
 }
 
 // hold waits, as PID 1, reaping the processes the labs leave to it, until
-// it is told to end (SIGTERM or SIGINT); its namespaces end with it.
+// it is told to end (SIGTERM, SIGINT or SIGHUP).
 func hold() {
 	sigs := make(chan os.Signal, 8)
 	signal.Notify(sigs, unix.SIGCHLD, unix.SIGTERM, unix.SIGINT, unix.SIGHUP)
 	for s := range sigs {
 		if s != unix.SIGCHLD {
-			os.Exit(0)
+			return
 		}
 		for {
 			pid, err := unix.Wait4(-1, nil, unix.WNOHANG, nil)
@@ -134,7 +136,7 @@ func start(dir, self string) (int, error) {
 		return 0, fmt.Errorf("start the rootless holder (a user namespace; is user.max_user_namespaces 0?): %w", err)
 	}
 	line, _ := bufio.NewReader(out).ReadString('\n')
-	if strings.TrimSpace(line) != ready {
+	if strings.TrimSpace(line) != Ready {
 		abandon(cmd)
 		why, _ := os.ReadFile(logPath)
 		return 0, fmt.Errorf("the rootless holder did not start: %s", strings.TrimSpace(string(why)))

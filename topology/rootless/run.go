@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -17,10 +18,14 @@ import (
 // and stops the holder when the command leaves no lab. It returns the
 // command's exit code. It runs in the caller's (the host's) namespaces.
 //
+// A command that serves the host (hostNet: nslab web, metrics) stays in
+// the host's network namespace, so its port is the host's; it enters the
+// labs' nodes as any command does (the holder's user namespace owns them).
+//
 // Commands hold the user's holder lock shared while they run; a holder is
 // started, and stopped, only under it held alone, so a command never
 // finds its holder stopped under it by another's end.
-func Run(args []string) (int, error) {
+func Run(args []string, hostNet bool, stdio [3]*os.File) (int, error) {
 	dir, err := Dir()
 	if err != nil {
 		return 0, err
@@ -38,7 +43,7 @@ func Run(args []string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	code, err := enter(pid, self, args[1:])
+	code, err := enter(pid, self, args[1:], hostNet, stdio)
 	if err != nil {
 		return 0, err
 	}
@@ -71,12 +76,14 @@ func holderLocked(lock int, dir, self string) (int, error) {
 	}
 }
 
-// enter runs self with args in the holder pid's user, mount, network and
-// PID namespaces, in this directory, and returns its exit code. Signals
-// that end this process are passed on to it.
+// enter runs self with args in the holder pid's user, mount, network
+// (unless hostNet) and PID namespaces, in this directory, and returns its
+// exit code. It has this process's standard input, output and error
+// (stdio, a terminal as it is). Signals that end this process are passed
+// on to it.
 //
 // Equivalent to: nsenter --preserve-credentials -U -m -n -p -t PID --wd=$PWD -- nslab ARGS
-func enter(pid int, self string, args []string) (int, error) {
+func enter(pid int, self string, args []string, hostNet bool, stdio [3]*os.File) (int, error) {
 	wd, err := os.Getwd()
 	if err != nil {
 		return 0, fmt.Errorf("working directory: %w", err)
@@ -85,10 +92,13 @@ func enter(pid int, self string, args []string) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("rootless labs need nsenter (Debian's util-linux): %w", err)
 	}
-	cmd := exec.Command(nsenter, append([]string{"--preserve-credentials", "-U", "-m", "-n", "-p",
-		"-t", strconv.Itoa(pid), "--wd=" + wd, "--", self}, args...)...)
+	opts := []string{"--preserve-credentials", "-U", "-m", "-n", "-p"}
+	if hostNet {
+		opts = slices.DeleteFunc(opts, func(o string) bool { return o == "-n" })
+	}
+	cmd := exec.Command(nsenter, append(append(opts, "-t", strconv.Itoa(pid), "--wd="+wd, "--", self), args...)...)
 	cmd.Env = append(os.Environ(), envInside+"=1")
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio[0], stdio[1], stdio[2]
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP)
 	defer signal.Stop(sigs)
