@@ -78,6 +78,26 @@ func run(args []string) int {
 	if code, ok := runRootless(args, app); ok {
 		return code
 	}
+	args = operandsLast(args, app)
+	err := app.RunContext(ctx, args)
+	if err == nil {
+		return 0
+	}
+	printError(err)
+	var ec cli.ExitCoder
+	switch {
+	case errors.Is(err, context.Canceled) || ctx.Err() != nil:
+		return exitInterrupted
+	case errors.As(err, &ec):
+		return ec.ExitCode()
+	}
+	return 1
+}
+
+// operandsLast moves the options of a verb that takes its operands first
+// (and of import's subcommands) before the operands, where the CLI
+// library wants them.
+func operandsLast(args []string, app *cli.App) []string {
 	if at := commandAt(args, app); at > 0 && operandsFirst[args[at]] {
 		for _, cmd := range app.Commands {
 			if cmd.Name == args[at] {
@@ -95,24 +115,20 @@ func run(args []string) int {
 			}
 		}
 	}
-	err := app.RunContext(ctx, args)
-	if err == nil {
-		return 0
-	}
+	return args
+}
+
+// printError says what went wrong on stderr.
+func printError(err error) {
 	var ps spec.Problems
 	if errors.As(err, &ps) {
 		fmt.Fprintf(os.Stderr, "nslab: the topology file has %d problem(s); nothing was changed:\n%v\n", len(ps), ps)
 	} else if err.Error() != "" { // a helper program has said why already
 		fmt.Fprintln(os.Stderr, "nslab:", flagWords(err))
 	}
-	var ec cli.ExitCoder
-	switch {
-	case errors.Is(err, context.Canceled) || ctx.Err() != nil:
-		return exitInterrupted
-	case errors.As(err, &ec):
-		return ec.ExitCode()
+	if rootlessWhyNot != nil && errors.Is(err, lab.ErrNotPrivileged) {
+		fmt.Fprintln(os.Stderr, "nslab:", rootlessWhyNot)
 	}
-	return 1
 }
 
 // commands are nslab's verbs, each with its real run function.
@@ -174,6 +190,10 @@ func runRootless(args []string, app *cli.App) (int, bool) {
 		return 0, false
 	}
 	code, err := enterRootless(args[:at], args)
+	if errors.Is(err, rootless.ErrUnavailable) {
+		rootlessWhyNot = err // the verb runs here, and says it needs root
+		return 0, false
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "nslab:", err)
 		return 1, true
@@ -193,6 +213,10 @@ func enterRootless(global, args []string) (int, error) {
 	}
 	return rootless.Run(args, servesHost[args[len(global)]], [3]*os.File{os.Stdin, os.Stdout, os.Stderr})
 }
+
+// rootlessWhyNot is why a user other than root has no rootless labs on
+// this machine, said after the verb's "needs root".
+var rootlessWhyNot error
 
 // hold is the life of a rootless holder (package rootless): it says
 // it is ready on its standard output, which its starter reads, and what

@@ -83,6 +83,19 @@ func asNobody(t *testing.T) *runner {
 	return &runner{t: t, bin: bin, stateDir: filepath.Join(dir, "state"), nobody: true}
 }
 
+// asNobodyRootless is asNobody with the state directory of a rootless
+// user (package rootless), which it removes at the end.
+func asNobodyRootless(t *testing.T) *runner {
+	c := asNobody(t)
+	c.stateDir = ""
+	dir := "/tmp/nslab-65534"
+	if _, err := os.Stat(dir); err == nil {
+		t.Fatalf("%s is there before the test", dir)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return c
+}
+
 func newCLI(t *testing.T) *runner {
 	return &runner{t: t, bin: os.Args[0], stateDir: t.TempDir()}
 }
@@ -93,7 +106,10 @@ func (c *runner) cmd(args ...string) *exec.Cmd {
 	if len(c.wrap) > 0 {
 		cmd = exec.Command(c.wrap[0], append(append(c.wrap[1:len(c.wrap):len(c.wrap)], c.bin), args...)...)
 	}
-	cmd.Env = append(os.Environ(), "NSLAB_RUN_MAIN=1", "NSLAB_STATE_DIR="+c.stateDir)
+	cmd.Env = append(os.Environ(), "NSLAB_RUN_MAIN=1")
+	if c.stateDir != "" {
+		cmd.Env = append(cmd.Env, "NSLAB_STATE_DIR="+c.stateDir)
+	}
 	cmd.Env = append(cmd.Env, c.env...)
 	if c.nobody {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}

@@ -254,3 +254,39 @@ func TestPrivilegedRootlessRefuses(t *testing.T) {
 		t.Errorf("the holder stayed after a refused deploy")
 	}
 }
+
+// TestPrivilegedRootlessUnavailable: where a user may not make a user
+// namespace, a lab verb runs as it did before rootless labs, and says
+// why there are none: deploy needs root, path answers from the file. The
+// user (nobody) runs in a user namespace of the test's whose limit of
+// user namespaces is 0.
+func TestPrivilegedRootlessUnavailable(t *testing.T) {
+	c := asNobodyRootless(t)
+	file, _ := labFile(t, "client-router-server.yaml")
+	os.Chmod(filepath.Dir(file), 0o755)
+	os.Chmod(file, 0o644)
+	nslab := func(args ...string) (int, string) {
+		line := "echo 0 > /proc/sys/user/max_user_namespaces && exec setpriv --reuid=65534 --regid=65534 --clear-groups \"$@\""
+		cmd := exec.Command("sh", append([]string{"-c", line, "sh", c.bin}, args...)...)
+		cmd.Env = append(os.Environ(), "NSLAB_RUN_MAIN=1", "TMPDIR=/tmp")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Cloneflags: syscall.CLONE_NEWUSER,
+			UidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 65536}},
+			GidMappings: []syscall.SysProcIDMap{{ContainerID: 0, HostID: 0, Size: 65536}}, GidMappingsEnableSetgroups: true}
+		out, err := cmd.CombinedOutput()
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return code, string(out)
+	}
+	code, out := nslab("deploy", file)
+	if code != 1 || !strings.Contains(out, "nslab needs root") || !strings.Contains(out, "rootless labs are not available here: a user namespace cannot be made") {
+		t.Errorf("deploy without user namespaces: exit %d:\n%s", code, out)
+	}
+	code, out = nslab("path", file, "ns1", "ns3")
+	if code != 0 || !strings.Contains(out, "from the file (the lab is not deployed)") {
+		t.Errorf("path without user namespaces: exit %d:\n%s", code, out)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/nslab/nslab/topology/lab/inspect"
+	"github.com/nslab/nslab/topology/rootless"
 	"github.com/nslab/nslab/topology/walk"
 
 	"github.com/nslab/nslab/topology/spec"
@@ -79,7 +80,10 @@ func (m *Manager) Trace(l *spec.Lab, from spec.Endpoint, to netip.Addr, f spec.F
 	if terr != nil {
 		return nil, terr
 	}
-	if !errors.Is(err, ErrNotPresent) && os.Geteuid() != 0 {
+	switch {
+	case errors.Is(err, ErrNotPresent) && rootless.Active():
+		tp.NotAsked = "the lab is not among this user's rootless labs; one deployed by root is root's to ask"
+	case !errors.Is(err, ErrNotPresent) && os.Geteuid() != 0:
 		tp.NotAsked = "the lab's namespaces exist, but entering them to ask the kernel needs root"
 	}
 	return tp, nil

@@ -133,13 +133,13 @@ func start(dir, self string) (int, error) {
 		Setsid:                     true,
 	}
 	if err := cmd.Start(); err != nil {
-		return 0, fmt.Errorf("start the rootless holder (a user namespace; is user.max_user_namespaces 0?): %w", err)
+		return 0, fmt.Errorf("%w: a user namespace cannot be made (user.max_user_namespaces 0, or a sandbox): %w", ErrUnavailable, err)
 	}
 	line, _ := bufio.NewReader(out).ReadString('\n')
 	if strings.TrimSpace(line) != Ready {
 		abandon(cmd)
 		why, _ := os.ReadFile(logPath)
-		return 0, fmt.Errorf("the rootless holder did not start: %s", strings.TrimSpace(string(why)))
+		return 0, fmt.Errorf("%w: the holder did not start: %s", ErrUnavailable, strings.TrimSpace(string(why)))
 	}
 	pid := cmd.Process.Pid
 	userns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/user", pid))

@@ -44,6 +44,10 @@ func Active() bool { return os.Getenv(envInside) != "" }
 // have.
 var ErrNeedsRoot = errors.New("needs root on the host")
 
+// ErrUnavailable is returned by Run when this machine gives the user no
+// namespaces of their own; nothing was started.
+var ErrUnavailable = errors.New("rootless labs are not available here")
+
 // Refuse is the one-line refusal of what (a feature, named as the user
 // wrote it) in a rootless lab: why, and what to do instead.
 func Refuse(what, instead string) error {
