@@ -181,6 +181,7 @@ const crsDefault = "      - {to: default, via: 10.0.2.254}\n"
 // the pairs that needed the route are expected silent and are, nothing is
 // flagged, and the difference from the file is a finding.
 func TestPrivilegedCheckRouteRemoved(t *testing.T) {
+	labtest.CoveredOnHost(t)
 	l := labdeploy.Example(t, "client-router-server.yaml", "c")
 	h := handle(t, l, "ns3")
 	routes, err := h.RouteList(nil, netlink.FAMILY_V4)
@@ -242,6 +243,7 @@ func assertDifference(t *testing.T, r *lab.Running, want lab.Difference) {
 // reachable answer as the kernels' routes say, and the route is a
 // difference from the file.
 func TestPrivilegedCheckRouteAdded(t *testing.T) {
+	labtest.CoveredOnHost(t)
 	labtest.SkipUnlessRoot(t)
 	data, err := os.ReadFile(filepath.Join("../../examples", "client-router-server.yaml"))
 	if err != nil {
@@ -267,6 +269,7 @@ func TestPrivilegedCheckRouteAdded(t *testing.T) {
 // TestPrivilegedCheckNothingToCheck: a deployed lab without an address
 // anywhere gives no pair, and that is a failure, not a pass.
 func TestPrivilegedCheckNothingToCheck(t *testing.T) {
+	labtest.CoveredOnHost(t)
 	l := labdeploy.Deploy(t, labtest.Rename([]byte("name: x\nnodes:\n  a: {}\n  b: {}\nlinks:\n  - endpoints: [a:e0, b:e0]\n"), labtest.Name("c")))
 	pairs, err := Run(context.Background(), labdeploy.Open(t, l), Options{})
 	if err != nil {

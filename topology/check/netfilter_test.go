@@ -78,6 +78,7 @@ func TestExpectedThroughNAT(t *testing.T) {
 // expected silence. With nslab's table deleted underneath, check flags
 // the change: the LAN loses the WAN, and the dropped pair answers.
 func TestPrivilegedCheckNAT(t *testing.T) {
+	labtest.CoveredOnHost(t)
 	l := labdeploy.Example(t, "nat-router.yaml", "k")
 	r := labdeploy.Open(t, l)
 	pairs := probeAll(t, r)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/nslab/nslab/topology/lab"
+	"github.com/nslab/nslab/topology/labtest"
 	"github.com/nslab/nslab/topology/labtest/labdeploy"
 	"github.com/nslab/nslab/topology/qdisc"
 	"github.com/nslab/nslab/topology/spec"
@@ -31,6 +32,7 @@ func broken(t *testing.T, r *lab.Running) []string {
 // is a difference from the file; brought up again, every pair answers, so
 // the route the kernel removed is back.
 func TestPrivilegedLinkDownAndUp(t *testing.T) {
+	labtest.CoveredOnHost(t)
 	l := labdeploy.Example(t, "two-routers.yaml", "k")
 	r := labdeploy.Open(t, l)
 	if b := broken(t, r); len(b) != 0 {

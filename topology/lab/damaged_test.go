@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/nslab/nslab/topology/lab/state"
+	"github.com/nslab/nslab/topology/labtest"
 )
 
 // damages are the ways a state file can be spoiled: a full disk, a power
@@ -50,6 +51,7 @@ func TestDecodeStateDamaged(t *testing.T) {
 // that names the file, and destroy still removes the lab: its namespaces
 // by their marker, its service by its mark, and the file itself.
 func TestPrivilegedDamagedState(t *testing.T) {
+	labtest.CoveredOnHost(t)
 	for _, d := range damages {
 		t.Run(d.name, func(t *testing.T) {
 			f := newFixture(t, serviceLab(`[]`, `["sleep 1000"]`))

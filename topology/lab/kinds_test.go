@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nslab/nslab/topology/lab/inspect"
+	"github.com/nslab/nslab/topology/labtest"
 	"github.com/nslab/nslab/topology/walk"
 
 	"github.com/nslab/nslab/topology/spec"
@@ -38,6 +39,7 @@ links:
 // each from across the link; the kernel has them as macvlans of that end,
 // in bridge mode, with the MACs the file derives.
 func TestPrivilegedMacvlan(t *testing.T) {
+	labtest.CoveredOnHost(t)
 	needKind(t, spec.KindMacvlan)
 	f := newFixture(t, macvlanLab)
 	f.deploy()
@@ -94,6 +96,7 @@ func ifKind(info *inspect.LabInfo, node, ifc string) string {
 // the file's path and the uplinks' counters under a ping all say so, and
 // the first subnet keeps the main table's uplink.
 func TestPrivilegedPolicyRouting(t *testing.T) {
+	labtest.CoveredOnHost(t)
 	f := newFixture(t, "policy-routing.yaml")
 	f.deploy()
 	for _, c := range []struct{ from, iif, want string }{{"10.0.2.1", "e2", "u2"}, {"10.0.1.1", "e1", "u1"}} {

@@ -185,6 +185,7 @@ func TestPrivilegedExamples(t *testing.T) {
 // TestPrivilegedRollbackEveryStep fails each step of the plan in turn and
 // checks that nothing is left. The topology has every kind of step.
 func TestPrivilegedRollbackEveryStep(t *testing.T) {
+	labtest.CoveredOnHost(t)
 	topo := `name: x
 nodes:
   a:
@@ -416,6 +417,7 @@ func TestPrivilegedLeavesSameNamedHostLinkAlone(t *testing.T) {
 }
 
 func TestPrivilegedTwoLabs(t *testing.T) {
+	labtest.CoveredOnHost(t)
 	a := newFixture(t, "client-router-server.yaml")
 	b := newFixture(t, "client-router-server.yaml")
 	b.m = a.m // same state directory: two labs side by side
@@ -445,6 +447,7 @@ func TestPrivilegedTwoLabs(t *testing.T) {
 // TestPrivilegedDestroyAll uses a private namespace directory, so that --all
 // sees only this test's labs.
 func TestPrivilegedDestroyAll(t *testing.T) {
+	labtest.CoveredOnHost(t)
 	a := newFixture(t, "pair.yaml")
 	b := newFixture(t, "switch.yaml")
 	m := &Manager{NetnsDir: labtest.NetnsDir(t), StateDir: t.TempDir()}
@@ -512,6 +515,7 @@ func TestPrivilegedInspect(t *testing.T) {
 // no autoconfiguration traffic (no link-local address, so no DAD, router
 // solicitation or MLD), while an interface with an IPv6 address gets it.
 func TestPrivilegedIPv6Quiet(t *testing.T) {
+	labtest.CoveredOnHost(t)
 	f := newFixture(t, strings.Replace(pairYAML, "      veth2: {addresses: [192.168.1.12/24]}", "      veth2: {addresses: [192.168.1.12/24, \"fd00:9::2/64\"]}", 1))
 	f.deploy()
 	h1 := f.handle("ns1")
@@ -596,6 +600,7 @@ func TestPrivilegedPlacementNeedsTheCPUs(t *testing.T) {
 // from the kernel (RPS masks per queue, queue counts, threaded NAPI) and
 // from the state.
 func TestPrivilegedInspectShowsPlacement(t *testing.T) {
+	labtest.CoveredOnHost(t)
 	src := strings.Replace(pairYAML, "  ns2:\n", "  ns2:\n    cpus: [0]\n", 1)
 	src = strings.Replace(src, "veth1: {", "veth1: {queues: 2, ", 1)
 	f := newFixture(t, src)
@@ -647,6 +652,7 @@ links:
 // link-local included, is still tentative in DAD), and no node sends a
 // router solicitation.
 func TestPrivilegedIPv6ReadyAtOnce(t *testing.T) {
+	labtest.CoveredOnHost(t)
 	f := newFixture(t, ipv6CRSYAML)
 	f.deploy()
 	c, err := ns.Open(f.m.netnsDir(), f.ns("c"))
@@ -731,6 +737,7 @@ links:
 // TestPrivilegedBridgePortsWithoutEntries deploys a switch whose ports have
 // no entries under interfaces: and pings across it from h1 to h2 and h3.
 func TestPrivilegedBridgePortsWithoutEntries(t *testing.T) {
+	labtest.CoveredOnHost(t)
 	f := newFixture(t, bridgeNoEntriesYAML)
 	f.deploy()
 	h1, err := ns.Open(f.m.netnsDir(), f.ns("h1"))
@@ -764,6 +771,7 @@ func TestPrivilegedBridgePortsWithoutEntries(t *testing.T) {
 // open in this process afterwards, and a holder that is full closes what
 // it is handed at once.
 func TestPrivilegedDestroyReleasesNamespaces(t *testing.T) {
+	labtest.CoveredOnHost(t)
 	f := newFixture(t, "client-router-server.yaml")
 	before := openNamespaces(t)
 	f.deploy()

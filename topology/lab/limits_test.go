@@ -8,6 +8,7 @@ import (
 
 	"github.com/nslab/nslab/topology/cgroup"
 	"github.com/nslab/nslab/topology/lab/inspect"
+	"github.com/nslab/nslab/topology/labtest"
 )
 
 // limitsLab is pairYAML with a busy loop held to 20% of a CPU in ns1, and
@@ -28,6 +29,7 @@ func limitsLab() string {
 // node's memory limit is killed and inspect counts it, a fork past the
 // pids limit is refused, and destroy removes the cgroups.
 func TestPrivilegedLimits(t *testing.T) {
+	labtest.CoveredOnHost(t)
 	f := newFixture(t, limitsLab())
 	if _, err := cgroup.Find(); err != nil {
 		t.Skipf("no cgroups for limits here: %v", err)

@@ -16,6 +16,7 @@ import (
 // it is deployed and given its old value back at destroy, and after a
 // deploy that fails at any step; a second lab may not set the same key.
 func TestPrivilegedMachineSysctls(t *testing.T) {
+	labtest.CoveredOnHost(t)
 	labtest.SkipUnlessRoot(t)
 	const key = "/proc/sys/net/core/netdev_budget"
 	read := func() string {
@@ -59,6 +60,7 @@ func TestPrivilegedMachineSysctls(t *testing.T) {
 // values back, and destroy with the variant applied leaves the machine
 // as it found it.
 func TestPrivilegedMachineVariant(t *testing.T) {
+	labtest.CoveredOnHost(t)
 	labtest.SkipUnlessRoot(t)
 	keys := []string{"/proc/sys/net/core/netdev_budget", "/proc/sys/net/core/dev_weight"}
 	read := func() []int {

@@ -28,6 +28,7 @@ import (
 // lookups agree with the paths through the NAT hop (with the addresses
 // rewritten), and inspect shows the rules with counters that moved.
 func TestPrivilegedNATLab(t *testing.T) {
+	labtest.CoveredOnHost(t)
 	f := newFixture(t, "nat-router.yaml")
 	f.deploy()
 	f.ping("lan", "172.30.0.2")

@@ -18,6 +18,7 @@ import (
 // starts the service again, and traffic passes as before. A second stop,
 // and a start of a running node, are refused.
 func TestPrivilegedNodeStopStart(t *testing.T) {
+	labtest.CoveredOnHost(t)
 	data, err := os.ReadFile("../../examples/client-router-server.yaml")
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nslab/nslab/topology/labtest"
 	"github.com/nslab/nslab/topology/walk"
 
 	"github.com/nslab/nslab/topology/ns"
@@ -51,6 +52,7 @@ func checkEveryPath(t *testing.T, f *fixture) int {
 }
 
 func TestPrivilegedPathAgreesWithKernel(t *testing.T) {
+	labtest.CoveredOnHost(t)
 	for _, file := range []string{"client-router-server.yaml", "pair.yaml", "switch.yaml", "two-routers.yaml"} {
 		t.Run(file, func(t *testing.T) {
 			f := newFixture(t, file)
@@ -94,6 +96,7 @@ func TestPrivilegedPathUnreachable(t *testing.T) {
 // TestPrivilegedPathKernelDisagrees changes the deployed lab underneath
 // and expects Trace to name the hop.
 func TestPrivilegedPathKernelDisagrees(t *testing.T) {
+	labtest.CoveredOnHost(t)
 	f := newFixture(t, "client-router-server.yaml")
 	f.deploy()
 	server := netip.MustParseAddr("10.0.2.1")
@@ -139,6 +142,7 @@ func TestPrivilegedPathKernelDisagrees(t *testing.T) {
 // lab's path is its kernels', and the route added by hand is followed and
 // named as a difference from the file.
 func TestPrivilegedPathFollowsHandRoute(t *testing.T) {
+	labtest.CoveredOnHost(t)
 	data, err := os.ReadFile("../../examples/two-routers.yaml")
 	must(t, err)
 	y := strings.Replace(string(data), "      - {to: 10.2.0.0/24, via: 10.12.0.2}\n", "", 1)
@@ -176,6 +180,7 @@ func TestPrivilegedPathFollowsHandRoute(t *testing.T) {
 // the kernels' (r1's route through it is gone with it), one answer, and
 // the difference from the file is said.
 func TestPrivilegedPathLinkDown(t *testing.T) {
+	labtest.CoveredOnHost(t)
 	f := newFixture(t, "two-routers.yaml")
 	f.deploy()
 	r, err := f.m.Open(f.lab)

@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nslab/nslab/topology/lab/state"
+	"github.com/nslab/nslab/topology/labtest"
 )
 
 // serviceLab is pairYAML with one-shot commands and services in ns2.
@@ -24,6 +25,7 @@ func serviceLab(exec, run string) string {
 // lists it) and is reported running by inspect, and destroy stops it and
 // removes the logs.
 func TestPrivilegedServiceLifecycle(t *testing.T) {
+	labtest.CoveredOnHost(t)
 	f := newFixture(t, serviceLab(`["ip -o addr show dev veth2 >&2"]`, `["sleep 1000"]`))
 	f.deploy()
 	st, err := f.m.loadState(f.lab.Name)
@@ -95,6 +97,7 @@ func TestPrivilegedExecFails(t *testing.T) {
 // starting it and recording it: the state says deploying) is stopped by
 // destroy too; one with another lab's mark is left alone.
 func TestPrivilegedUnrecordedServiceStopped(t *testing.T) {
+	labtest.CoveredOnHost(t)
 	f := newFixture(t, pairYAML)
 	f.deploy()
 	st, err := f.m.loadState(f.lab.Name)

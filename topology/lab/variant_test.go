@@ -12,6 +12,7 @@ import (
 	"github.com/nslab/nslab/topology/ethtool"
 	"github.com/nslab/nslab/topology/host"
 	"github.com/nslab/nslab/topology/lab/inspect"
+	"github.com/nslab/nslab/topology/labtest"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/nslab/nslab/topology/xdpfwd"
@@ -86,6 +87,7 @@ func variantFixture(t *testing.T) (*fixture, string) {
 // first), the lab is object by object what a fresh deploy built, and the
 // state forgets the variant.
 func TestPrivilegedVariantAndBack(t *testing.T) {
+	labtest.CoveredOnHost(t)
 	f, mark := variantFixture(t)
 	fresh := snapshot(t, f)
 	if !strings.Contains(fresh["r/link/e1"], " txq=2 rxq=2 ") || !strings.Contains(fresh["r/queues/e1"], "Rx:1 Tx:1 ") {
@@ -136,6 +138,7 @@ func TestPrivilegedVariantAndBack(t *testing.T) {
 // is undone (its sysctl and firewall gone), the error says so, and the
 // lab is as deployed.
 func TestPrivilegedVariantFailsUndone(t *testing.T) {
+	labtest.CoveredOnHost(t)
 	f, _ := variantFixture(t)
 	fresh := snapshot(t, f)
 	err := f.m.ApplyVariant(context.Background(), f.lab, "broken")
@@ -153,6 +156,7 @@ func TestPrivilegedVariantFailsUndone(t *testing.T) {
 // next nslab run) gives the lab back from what the state saved, and
 // switches from one variant to another through the lab as deployed.
 func TestPrivilegedVariantAfterKill(t *testing.T) {
+	labtest.CoveredOnHost(t)
 	f, _ := variantFixture(t)
 	fresh := snapshot(t, f)
 	if err := f.m.ApplyVariant(context.Background(), f.lab, "tuned"); err != nil {
@@ -212,6 +216,7 @@ func TestChangeStepsOtherInterfaces(t *testing.T) {
 // checksumming off on their peers), pings cross it; back to the lab as
 // deployed, none of it is left and the lab is what a fresh deploy built.
 func TestPrivilegedFastPathVariant(t *testing.T) {
+	labtest.CoveredOnHost(t)
 	src := strings.SplitN(variantLab, "variants:", 2)[0] + "variants:\n  xdp:\n    r:\n      forwarding: {ipv4: true, ipv6: true, fastpath: xdp}\n"
 	src = strings.Replace(src, ", impair: {rate: 200Mbit}, qdisc: {kind: pfifo, limit: 100}", "", 1)
 	f := newFixture(t, src)
@@ -280,6 +285,7 @@ func (f *fixture) txChecksum(node, ifc string) bool {
 // by inspect; a variant turns others off and back, giving the interface
 // what it had (the kernel's, where neither sets one).
 func TestPrivilegedOffloads(t *testing.T) {
+	labtest.CoveredOnHost(t)
 	src := strings.SplitN(variantLab, "variants:", 2)[0] + "variants:\n  lean:\n    r:\n      interfaces:\n        e1: {offloads: {tx-checksum: false}, napi: {gro_flush_timeout: 1ms}}\n"
 	src = strings.Replace(src, "      e1: {addresses: [10.7.2.254/24]}", "      e1: {addresses: [10.7.2.254/24], offloads: {gro: true, tso: false}, napi: {threaded: true, gro_flush_timeout: 50us, defer_hard_irqs: 2}}", 1)
 	f := newFixture(t, src)
@@ -356,6 +362,7 @@ func TestPrivilegedOffloads(t *testing.T) {
 // 1; back to the lab as deployed, they go, and the lab is as a fresh
 // deploy left it.
 func TestPrivilegedFastPathPlaced(t *testing.T) {
+	labtest.CoveredOnHost(t)
 	if online, err := (host.Machine{}).OnlineCPUs(); err != nil || len(online) < 2 {
 		t.Skipf("placement needs 2 CPUs (%v %v)", online, err)
 	}

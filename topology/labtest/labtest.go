@@ -204,3 +204,16 @@ func Churn(t testing.TB, h *netlink.Handle) *atomic.Int64 {
 	t.Cleanup(func() { close(stop); <-done })
 	return &changes
 }
+
+// CoveredOnHost skips a privileged test in the VM harness when the host's
+// run of the same test covers it: its path does not depend on anything
+// the host's kernel lacks (no pktgen, netem, 802.1Q, ...), and under the
+// VM's emulated CPUs it runs five to seven times slower for nothing new.
+// A test whose path differs in the VM (bench's auto engine picks kernel
+// pktgen there) does not call it.
+func CoveredOnHost(tb testing.TB) {
+	tb.Helper()
+	if InVM {
+		tb.Skip("the host's run covers this test (nothing in its path is what the host's kernel lacks)")
+	}
+}
