@@ -290,3 +290,49 @@ func TestPrivilegedRootlessUnavailable(t *testing.T) {
 		t.Errorf("path without user namespaces: exit %d:\n%s", code, out)
 	}
 }
+
+// TestPrivilegedRootlessCtrlC: Ctrl-C on a rootless bench (SIGINT to its
+// process group, as a terminal sends it) ends it as it ends a bench of
+// root's: the lab it deployed for the run is destroyed before the prompt
+// comes back, exit 130, and with no lab left the holder ends.
+func TestPrivilegedRootlessCtrlC(t *testing.T) {
+	s := newStudent(t)
+	file, name := labFile(t, "client-router-server.yaml")
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(s.dir, "crs.yaml"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(filepath.Join(s.dir, "nslab"), "bench", "--engine", "userspace", "--rate", "10kpps", "--duration", "30s", "crs.yaml")
+	cmd.Dir = s.dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "TMPDIR=/tmp", "NSLAB_RUN_MAIN=1"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: &syscall.Credential{Uid: uint32(s.uid), Gid: uint32(s.uid)}}
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	state := filepath.Join(s.stateDir(), "state", name+".json")
+	for i := 0; i < 100; i++ {
+		if _, err := os.Stat(state); err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	time.Sleep(time.Second) // the run under way
+	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	err = cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitInterrupted {
+		t.Errorf("bench after Ctrl-C: %v, want exit %d:\n%s", err, exitInterrupted, errb.String())
+	}
+	if _, err := os.Stat(state); err == nil {
+		t.Errorf("the lab the bench deployed is still recorded after it returned:\n%s", errb.String())
+	}
+	if _, err := os.Stat(filepath.Join(s.stateDir(), "holder")); err == nil {
+		t.Errorf("the holder is still recorded after the bench returned")
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -79,10 +80,15 @@ func holderLocked(lock int, dir, self string) (int, error) {
 // enter runs self with args in the holder pid's user, mount, network
 // (unless hostNet) and PID namespaces, in this directory, and returns its
 // exit code. It has this process's standard input, output and error
-// (stdio, a terminal as it is). Signals that end this process are passed
-// on to it.
+// (stdio, a terminal as it is).
 //
 // Equivalent to: nsenter --preserve-credentials -U -m -n -p -t PID --wd=$PWD -- nslab ARGS
+//
+// nsenter -p runs the command as its child and waits for it; it is
+// started with SIGINT ignored, so that a Ctrl-C, which reaches the
+// command too (nslab inside catches SIGINT again and cleans up), does not
+// end the wait before the command has. Signals sent to this process go to
+// the command.
 func enter(pid int, self string, args []string, hostNet bool, stdio [3]*os.File) (int, error) {
 	wd, err := os.Getwd()
 	if err != nil {
@@ -99,18 +105,34 @@ func enter(pid int, self string, args []string, hostNet bool, stdio [3]*os.File)
 	cmd := exec.Command(nsenter, append(append(opts, "-t", strconv.Itoa(pid), "--wd="+wd, "--", self), args...)...)
 	cmd.Env = append(os.Environ(), envInside+"=1")
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdio[0], stdio[1], stdio[2]
+	signal.Ignore(unix.SIGINT)
+	err = cmd.Start()
 	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, unix.SIGINT, unix.SIGTERM, unix.SIGHUP)
 	defer signal.Stop(sigs)
-	if err := cmd.Start(); err != nil {
+	if err != nil {
 		return 0, fmt.Errorf("enter the rootless lab namespaces: %w", err)
 	}
-	go func() {
-		for s := range sigs {
-			_ = cmd.Process.Signal(s) // it may have ended: its exit says how
+	go forward(sigs, cmd.Process.Pid)
+	return exitCode(cmd.Wait())
+}
+
+// forward sends the signals that come to this process to the command
+// nsenter (pid) runs, or to nsenter while it has none.
+func forward(sigs <-chan os.Signal, pid int) {
+	for s := range sigs {
+		to := pid
+		if kids, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, pid)); err == nil {
+			if f := strings.Fields(string(kids)); len(f) == 1 {
+				to, _ = strconv.Atoi(f[0])
+			}
 		}
-	}()
-	err = cmd.Wait()
+		_ = unix.Kill(to, s.(unix.Signal)) // it may have ended: its exit says how
+	}
+}
+
+// exitCode is the exit code of the entered command, from nsenter's wait.
+func exitCode(err error) (int, error) {
 	var ee *exec.ExitError
 	switch {
 	case err == nil:
