@@ -119,6 +119,10 @@ deps: go-deps
 
 test: lint unit-test docs-check install-check vmtest
 
+# -parallel 8: the tests that call t.Parallel (the imported labs', which
+# wait for their daemons, most of the time idle) run all at once after the
+# others, not two at a time: 75 s instead of 125 s of the suite.
+#
 # -p 1: one package at a time. The privileged tests measure this machine
 # (a router's backlog drops, softnet_stat, CPU use, all machine-wide), so
 # two packages sending at once would measure each other.
@@ -135,7 +139,7 @@ PRISTINE = unshare --mount --propagation private -- \
 unit-test: deps
 	$(GO) vet ./...
 	$(GO) vet -tags vmtest ./...
-	$(if $(filter 0,$(shell id -u)),$(PRISTINE)) $(GO) test -p 1 -count=1 ./...
+	$(if $(filter 0,$(shell id -u)),$(PRISTINE)) $(GO) test -p 1 -parallel 8 -count=1 ./...
 
 # docs-check: every transcript of the docs that runs here, run again in
 # the pristine state: it fails when a command's output (figures masked)

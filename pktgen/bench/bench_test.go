@@ -198,6 +198,7 @@ func TestPrivilegedRouterLimited(t *testing.T) {
 // TestPrivilegedPlacedRunHeld: with placement on, a rate the router holds
 // still arrives whole.
 func TestPrivilegedPlacedRunHeld(t *testing.T) {
+	labtest.CoveredOnHost(t) // the userspace engine (or TCP): the same path as here
 	r, sender, _ := placedCRS(t)
 	b := newBench(t, r, func(tr *spec.Traffic) {
 		tr.Duration, tr.Count, tr.RatePPS, tr.Engine, tr.CPUs = 0, 20000, placedHeldRate, "userspace", spec.CPUSet{sender}
@@ -215,6 +216,7 @@ func itoa(i int) string { return strconv.Itoa(i) }
 // the packets over the rate are named as the impairment's qdisc drops, the
 // balance holds, and the verdict names the link.
 func TestPrivilegedRateShaping(t *testing.T) {
+	labtest.CoveredOnHost(t) // the userspace engine (or TCP): the same path as here
 	labtest.SkipUnlessRoot(t)
 	data, err := os.ReadFile("../../examples/client-router-server.yaml")
 	if err != nil {

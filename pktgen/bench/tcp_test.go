@@ -26,6 +26,7 @@ import (
 // spurious, the identity holding exactly, in the table and in JSON; the
 // verdict names the shaper.
 func TestPrivilegedTCPRetransmissionsTraced(t *testing.T) {
+	labtest.CoveredOnHost(t) // the userspace engine (or TCP): the same path as here
 	labtest.SkipUnlessRoot(t)
 	data, err := os.ReadFile("../../examples/client-router-server.yaml")
 	if err != nil {

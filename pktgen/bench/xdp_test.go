@@ -23,6 +23,7 @@ import (
 // frame they took); a TCP flow crosses it; a ping with TTL 1 is the
 // stack's (time exceeded comes back).
 func TestPrivilegedXDPFastPath(t *testing.T) {
+	labtest.CoveredOnHost(t) // the userspace engine (or TCP): the same path as here
 	labtest.SkipUnlessRoot(t)
 	data, err := os.ReadFile("../../examples/client-router-server.yaml")
 	if err != nil {
