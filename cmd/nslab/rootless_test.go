@@ -60,6 +60,21 @@ func newStudent(t *testing.T) *student {
 	return s
 }
 
+// lab writes an example (labFile: a random lab name) where the user
+// reads it, as file, and returns the lab's name.
+func (s *student) lab(example, file string) string {
+	s.t.Helper()
+	path, name := labFile(s.t, example)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(s.dir, file), data, 0o644); err != nil {
+		s.t.Fatal(err)
+	}
+	return name
+}
+
 // stateDir is the user's rootless directory (no XDG_RUNTIME_DIR under su).
 func (s *student) stateDir() string { return fmt.Sprintf("/tmp/nslab-%d", s.uid) }
 
@@ -150,15 +165,7 @@ func (s *student) remove() {
 // with top and destroys it; nothing is left on the host.
 func TestPrivilegedRootlessLab(t *testing.T) {
 	s := newStudent(t)
-	file, name := labFile(t, "client-router-server.yaml")
-	lab := filepath.Join(s.dir, "crs.yaml")
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(lab, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	name := s.lab("client-router-server.yaml", "crs.yaml")
 	hostLinks := func() int {
 		links, err := netlink.LinkList()
 		if err != nil {
@@ -237,14 +244,7 @@ func TestPrivilegedRootlessLab(t *testing.T) {
 // for the deploy ends with it.
 func TestPrivilegedRootlessRefuses(t *testing.T) {
 	s := newStudent(t)
-	file, _ := labFile(t, "crs-grown.yaml")
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(s.dir, "grown.yaml"), data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	s.lab("crs-grown.yaml", "grown.yaml")
 	code, out := s.nslab("deploy", "grown.yaml")
 	if code == 0 || !strings.Contains(out, "nothing was changed") || !strings.Contains(out, "nodes.ns3.limits: (cgroups of the host's) needs root on the host") ||
 		!strings.Contains(out, fmt.Sprintf("(nslab runs as uid %d)", s.uid)) {
@@ -297,14 +297,7 @@ func TestPrivilegedRootlessUnavailable(t *testing.T) {
 // comes back, exit 130, and with no lab left the holder ends.
 func TestPrivilegedRootlessCtrlC(t *testing.T) {
 	s := newStudent(t)
-	file, name := labFile(t, "client-router-server.yaml")
-	data, err := os.ReadFile(file)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(s.dir, "crs.yaml"), data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	name := s.lab("client-router-server.yaml", "crs.yaml")
 	cmd := exec.Command(filepath.Join(s.dir, "nslab"), "bench", "--engine", "userspace", "--rate", "10kpps", "--duration", "30s", "crs.yaml")
 	cmd.Dir = s.dir
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "TMPDIR=/tmp", "NSLAB_RUN_MAIN=1"}
@@ -325,7 +318,7 @@ func TestPrivilegedRootlessCtrlC(t *testing.T) {
 	if err := syscall.Kill(-cmd.Process.Pid, syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
-	err = cmd.Wait()
+	err := cmd.Wait()
 	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != exitInterrupted {
 		t.Errorf("bench after Ctrl-C: %v, want exit %d:\n%s", err, exitInterrupted, errb.String())
 	}
