@@ -8,17 +8,18 @@
 // same way), and the holder is stopped when the last lab is destroyed, which
 // ends every namespace and process of the labs with it.
 //
-// Inside, /run is a tmpfs of the holder's (the labs' /run/netns and
-// nslab's state directory, /run/nslab, are there: nothing of the host's
-// /run is written), and /run/nslab is the directory state under the
-// user's own runtime directory (Dir), so the user sees the labs' state
-// files where the issue tracker of the host cannot.
+// Inside, /run is a tmpfs of the holder's (the labs' /run/netns is there:
+// nothing of the host's /run is written), and /run/nslab, nslab's state
+// directory, is the directory state under the user's own (Dir), where the
+// user, and the command that decides whether to stop the holder, see the
+// labs' state files from outside.
 //
-// The host is never changed: the labs' network namespaces are children of
-// the holder's, not of the host's, so no veth or address ever appears on
-// the host. What needs the host's root is refused by the commands (see
-// Active): kernel pktgen, BPF, SR-IOV, tunnels to other hosts and writes
-// to the machine's own settings.
+// The host is never changed: the labs' network namespaces belong to the
+// holder's user namespace and are named only in its mount namespace, so
+// no veth or address ever appears on the host. What needs the host's
+// root is refused by the commands (see Active): kernel pktgen, BPF,
+// SR-IOV, tunnels to other hosts and writes to the machine's own
+// settings.
 package rootless
 
 import (
