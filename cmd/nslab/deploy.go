@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"slices"
 	"time"
 
 	"github.com/nslab/nslab/topology/lab"
@@ -57,7 +56,7 @@ func runDeploy(ctx context.Context, o *deployOptions) error {
 	if err := lab.CheckPrivileges(); err != nil {
 		return err
 	}
-	if rootless.Active() && slices.ContainsFunc(l.Nodes, (*spec.Node).Placed) {
+	if rootless.Active() && l.NodesPlaced() {
 		l.Unplace(rootless.Unplaced)
 		fmt.Fprintf(o.ErrOut, "nslab: lab %s is deployed without its nodes' CPU placement: %s\n", l.Name, rootless.Unplaced)
 	}

@@ -442,7 +442,7 @@ func placementMissing(l *spec.Lab, t *spec.Traffic) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if rootless.Active() && slices.ContainsFunc(l.Nodes, (*spec.Node).Placed) {
+	if rootless.Active() && l.NodesPlaced() {
 		return rootless.Unplaced, nil
 	}
 	var named spec.CPUSet

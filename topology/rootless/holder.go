@@ -109,11 +109,11 @@ func hold() {
 
 // start starts the user's holder and records it under dir. Its creator
 // is this process's thread; the holder runs on in a session of its own.
-func start(dir, self string) (int, error) {
+func start(dir, self string) error {
 	logPath := filepath.Join(dir, "holder.log")
 	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err != nil {
-		return 0, fmt.Errorf("holder log: %w", err)
+		return fmt.Errorf("holder log: %w", err)
 	}
 	defer logf.Close()
 	cmd := exec.Command(self)
@@ -122,7 +122,7 @@ func start(dir, self string) (int, error) {
 	cmd.Dir = "/"
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return 0, err
+		return err
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		Cloneflags:  unix.CLONE_NEWUSER | unix.CLONE_NEWNS | unix.CLONE_NEWNET | unix.CLONE_NEWPID,
@@ -133,13 +133,13 @@ func start(dir, self string) (int, error) {
 		Setsid:                     true,
 	}
 	if err := cmd.Start(); err != nil {
-		return 0, fmt.Errorf("%w: a user namespace cannot be made (user.max_user_namespaces 0, or a sandbox): %w", ErrUnavailable, err)
+		return fmt.Errorf("%w: a user namespace cannot be made (user.max_user_namespaces 0, or a sandbox): %w", ErrUnavailable, err)
 	}
 	line, _ := bufio.NewReader(out).ReadString('\n')
 	if strings.TrimSpace(line) != Ready {
 		abandon(cmd)
 		why, _ := os.ReadFile(logPath)
-		return 0, fmt.Errorf("%w: the holder did not start: %s", ErrUnavailable, strings.TrimSpace(string(why)))
+		return fmt.Errorf("%w: the holder did not start: %s", ErrUnavailable, strings.TrimSpace(string(why)))
 	}
 	pid := cmd.Process.Pid
 	userns, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/user", pid))
@@ -148,11 +148,11 @@ func start(dir, self string) (int, error) {
 	}
 	if err != nil {
 		abandon(cmd)
-		return 0, fmt.Errorf("record the rootless holder: %w", err)
+		return fmt.Errorf("record the rootless holder: %w", err)
 	}
 	// The holder outlives this command; it is never waited for here.
 	_ = cmd.Process.Release()
-	return pid, nil
+	return nil
 }
 
 // abandon ends a holder that did not start (its error is what the caller

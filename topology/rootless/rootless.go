@@ -109,5 +109,5 @@ func Dir() (string, error) {
 // it on /run/nslab.
 func stateDir(dir string) string { return filepath.Join(dir, "state") }
 
-// Labs lists the labs a user's holder keeps (their state files under dir).
-func Labs(dir string) ([]string, error) { return state.Labs(stateDir(dir)) }
+// labs lists the labs a user's holder keeps (their state files under dir).
+func labs(dir string) ([]string, error) { return state.Labs(stateDir(dir)) }

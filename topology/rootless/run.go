@@ -65,7 +65,7 @@ func holderLocked(lock int, dir, self string) (int, error) {
 			return 0, fmt.Errorf("rootless holder lock: %w", err)
 		}
 		if running(dir) == 0 {
-			if _, err := start(dir, self); err != nil {
+			if err := start(dir, self); err != nil {
 				_ = unix.Flock(lock, unix.LOCK_UN) // closing it unlocks it too
 				return 0, err
 			}
@@ -152,8 +152,8 @@ func stopIdle(lock int, dir string, pid int) error {
 	if err := unix.Flock(lock, unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		return nil // another command is running in the holder
 	}
-	labs, err := Labs(dir)
-	if err != nil || len(labs) > 0 {
+	left, err := labs(dir)
+	if err != nil || len(left) > 0 {
 		return err
 	}
 	return stop(dir, pid)

@@ -58,10 +58,8 @@ type Lab struct {
 
 // Placed reports whether any node or traffic run of the lab has CPUs.
 func (l *Lab) Placed() bool {
-	for _, n := range l.Nodes {
-		if n.Placed() {
-			return true
-		}
+	if l.NodesPlaced() {
+		return true
 	}
 	for _, t := range l.Traffic {
 		if len(t.CPUs) > 0 {
@@ -70,6 +68,10 @@ func (l *Lab) Placed() bool {
 	}
 	return false
 }
+
+// NodesPlaced reports whether any node's receive work is placed on CPUs
+// (a traffic run's sender threads aside).
+func (l *Lab) NodesPlaced() bool { return slices.ContainsFunc(l.Nodes, (*Node).Placed) }
 
 // Unplace takes the CPU placement out of the lab (nodes and traffic
 // runs), for a machine that cannot give it, and records why.
