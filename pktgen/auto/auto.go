@@ -21,6 +21,12 @@ type Chooser struct {
 	// an error wrapping kernel.ErrNoPktgen that says why not); nil:
 	// kernel.Available. Tests replace it.
 	Probe func(n *ns.NS) error
+	// LiveProbe reports whether the kernel runs the XDP engine's
+	// live-frame call in a namespace (nil, or an error that wraps
+	// userspace.ErrLiveFramesRefused when the machine's policy refuses
+	// it); nil: userspace.ProbeLiveFrames on a thread in it. Tests
+	// replace it.
+	LiveProbe func(n *ns.NS) error
 }
 
 // Choose returns the engine that name asks for (auto, pktgen, userspace
@@ -36,7 +42,7 @@ func (c Chooser) Choose(name string, sender *ns.NS) (engine.Engine, string, erro
 	case "userspace":
 		return userspace.Engine{}, "asked for", nil
 	case "xdp":
-		return userspace.XDP{}, "asked for", nil
+		return c.chooseXDP(sender)
 	case "", "auto":
 	default:
 		return nil, "", fmt.Errorf("engine %q: use auto, pktgen, userspace or xdp", name)
@@ -56,6 +62,25 @@ func (c Chooser) Choose(name string, sender *ns.NS) (engine.Engine, string, erro
 		return userspace.Engine{}, fmt.Sprintf("kernel pktgen is not available in %s (%v), so the userspace engine ran", sender.Name, err), nil
 	}
 	return nil, "", fmt.Errorf("probe for kernel pktgen in %s: %w", sender.Name, err)
+}
+
+// chooseXDP is the XDP engine when the kernel runs its live-frame call in
+// sender (probed there, nothing sent), and the userspace engine, with the
+// kernel's reason, when the machine's policy refuses it. Any other failure
+// of the probe is an error.
+func (c Chooser) chooseXDP(sender *ns.NS) (engine.Engine, string, error) {
+	probe := c.LiveProbe
+	if probe == nil {
+		probe = func(n *ns.NS) error { return n.Do(userspace.ProbeLiveFrames) }
+	}
+	err := probe(sender)
+	switch {
+	case err == nil:
+		return userspace.XDP{}, "asked for", nil
+	case errors.Is(err, userspace.ErrLiveFramesRefused):
+		return userspace.Engine{}, fmt.Sprintf("the XDP engine was asked for, but %v; so the userspace engine (AF_PACKET) ran", err), nil
+	}
+	return nil, "", fmt.Errorf("XDP engine in %s: %w", sender.Name, err)
 }
 
 // chooseRootless is Choose in a rootless lab: kernel pktgen and the XDP

@@ -260,6 +260,9 @@ func (g *liveGen) run(slot uint32, ifindex, n int) error {
 		BatchSize: uint32(min(n, 256)),
 	})
 	if err != nil {
+		if refused := refusal(err); refused != nil {
+			return refused
+		}
 		return fmt.Errorf("run the XDP generator: %w", err)
 	}
 	return nil

@@ -2,6 +2,7 @@ package userspace
 
 import (
 	"context"
+	"errors"
 	"net"
 	"net/netip"
 	"strings"
@@ -43,6 +44,21 @@ func (c *crs) passXDP(node, ifname string) {
 	c.t.Cleanup(func() { l.Close() })
 }
 
+// skipUnlessLiveFrames skips the test when the machine's policy refuses
+// the live-frame call in the client's namespace (the probe names why), and
+// fails it when the probe fails otherwise: a refusal of our own making is
+// a bug, not a reason to skip.
+func (c *crs) skipUnlessLiveFrames() {
+	c.t.Helper()
+	err := c.client.Do(ProbeLiveFrames)
+	switch {
+	case errors.Is(err, ErrLiveFramesRefused):
+		c.t.Skipf("the XDP engine cannot run here: %v", err)
+	case err != nil:
+		c.t.Fatalf("live-frame probe: %v", err)
+	}
+}
+
 // TestPrivilegedXDPThroughRouter: the live-frame engine's frames cross the
 // router to the server as the AF_PACKET engine's do: exactly the count
 // handed (the device's drops counted as errors), every frame with valid
@@ -52,6 +68,7 @@ func (c *crs) passXDP(node, ifname string) {
 // (3000 lost nine tenths at the router here).
 func TestPrivilegedXDPThroughRouter(t *testing.T) {
 	c := deployCRS(t)
+	c.skipUnlessLiveFrames()
 	c.passXDP("ns2", "veth1-peer")
 	const n = 200
 	cp := c.capture("ns3", "veth2-peer")
@@ -106,6 +123,7 @@ func be32(b []byte) uint32 {
 // packets nobody received.
 func TestPrivilegedXDPRefusesPeerWithoutNAPI(t *testing.T) {
 	c := deployCRS(t)
+	c.skipUnlessLiveFrames()
 	job := c.job(100)
 	job.RatePPS = 0
 	_, err := (XDP{}).Run(context.Background(), job)
@@ -118,6 +136,7 @@ func TestPrivilegedXDPRefusesPeerWithoutNAPI(t *testing.T) {
 // and a cancelled one within about a call.
 func TestPrivilegedXDPDurationAndCancel(t *testing.T) {
 	c := deployCRS(t)
+	c.skipUnlessLiveFrames()
 	c.passXDP("ns2", "veth1-peer")
 	job := c.job(0)
 	job.RatePPS, job.Duration = 0, 500*time.Millisecond

@@ -165,6 +165,9 @@ func loadLive(counts *ebpf.Map, slot uint32, first uint32, taiOffset int64, l st
 	p, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: "nslab_live", Type: ebpf.XDP, License: "GPL",
 		Instructions: liveProgram(counts, slot, first, taiOffset, l)})
 	if err != nil {
+		if refused := refusal(err); refused != nil {
+			return nil, refused
+		}
 		return nil, fmt.Errorf("load the XDP generator: %w", err)
 	}
 	return p, nil
