@@ -62,7 +62,7 @@ func ProbeLiveFrames() error {
 		}
 		return fmt.Errorf("load the live-frame probe: %w", err)
 	}
-	defer p.Close()
+	defer func() { _ = p.Close() }() // a probe that will not close goes with the process
 	frame := make([]byte, 64)
 	_, err = p.Run(&ebpf.RunOptions{Data: frame, Repeat: 1, Flags: unix.BPF_F_TEST_XDP_LIVE_FRAMES, BatchSize: 1})
 	if err == nil {
