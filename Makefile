@@ -1,7 +1,12 @@
 # nslab: build, test and benchmark. Every target installs what it needs.
 #   make run              build, then the forwarding benchmark: deploy examples/forwarding-benchmark.yaml,
 #                         send through its router at full speed, print the report, destroy the lab
-#   make test             the whole test suite (privileged tests need root), VM tests included
+#   make test             the whole test suite (privileged tests need root), VM tests included:
+#                         lint, test-unit, test-root, docs-check, install-check and test-vm
+#   make test-unit        the unit tests: no root, no namespace (go test -short -race, as nobody when
+#                         root runs it); the inner loop, under a minute on a warm build cache
+#   make test-root        the privileged tests: labs of real namespaces on this kernel (root)
+#   make test-vm          the kernel tests in a VM (as make vmtest)
 #   make vmtest           the kernel tests (pktgen) in a VM on a Debian distribution kernel
 #   make bench-topology   deploy/destroy speed against an equivalent iproute2 script, and start-up
 #   make bench-forwarding MLRsearch's NDR and PDR of the placed router, 5 times, beside the old binary search, and reruns
@@ -32,7 +37,7 @@ export GOFLAGS := -tags=$(TAGS)
 export CGO_ENABLED := 0
 
 PREFIX  ?= /usr/local
-.PHONY: benchdocs tutorials docs-check docs-check-long install install-check docs release packages fuzz soak bench-latency all build test unit-test lint lint-deps vmtest walkthrough vm-deps run deps go-deps bench-topology bench-forwarding bench-nat bench-compare bench-engine bench-sampler bench-live clean
+.PHONY: test-unit test-root test-vm benchdocs tutorials docs-check docs-check-long install install-check docs release packages fuzz soak bench-latency all build test unit-test lint lint-deps vmtest walkthrough vm-deps run deps go-deps bench-topology bench-forwarding bench-nat bench-compare bench-engine bench-sampler bench-live clean
 
 all: build
 
@@ -117,7 +122,26 @@ deps: go-deps
 		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
 	fi
 
-test: lint unit-test docs-check install-check vmtest
+test: lint test-unit test-root docs-check install-check test-vm
+
+# test-unit: every test that needs neither root nor a network namespace,
+# with the race detector (which needs cgo), in a minute on a warm cache.
+# Tests that need root skip under -short with the reason
+# (labtest.SkipUnlessRoot). Run by root, it runs as nobody, with a build
+# and module cache of its own under /var/tmp (warm from the second run
+# on, and outside the tree, where tools that walk it would find the
+# modules' sources), so that no test can lean on root.
+UNIT_DIR := /var/tmp/nslab-test-unit-$(shell id -u)
+UNIT_ENV := env HOME=$(UNIT_DIR)/home GOCACHE=$(UNIT_DIR)/build GOMODCACHE=$(UNIT_DIR)/mod GOPATH=$(UNIT_DIR)/gopath \
+	GOFLAGS="$(GOFLAGS) -buildvcs=false" CGO_ENABLED=1 PATH="$(PATH)"
+UNIT_AS := $(if $(filter 0,$(shell id -u)),setpriv --reuid=65534 --regid=65534 --clear-groups)
+test-unit: go-deps
+	@mkdir -p $(UNIT_DIR)/home $(UNIT_DIR)/build $(UNIT_DIR)/mod $(UNIT_DIR)/gopath
+	@$(if $(UNIT_AS),chown -R 65534:65534 $(UNIT_DIR))
+	$(UNIT_AS) $(UNIT_ENV) $(GO) test -short -race -count=1 ./...
+
+test-root: unit-test
+test-vm: vmtest
 
 # -parallel 8: the tests that call t.Parallel (the imported labs', which
 # wait for their daemons, most of the time idle) run all at once after the

@@ -15,6 +15,11 @@
 //   - the router's relative cost (the default figure) and cost per
 //     packet in repeated runs of 20 one-second trials each, against
 //     their median;
+//   - positive controls (bench --check-sensitivity): 8 rules added to
+//     the lab as deployed, in the default set-up (a duet at 100 kpps,
+//     the relative cost), at full load (sequential pairs, the rate), and
+//     in a set-up that cannot see it (the rate at 100 kpps, which the
+//     router holds): seen, seen, and "cannot see it";
 //   - the time each took.
 package main
 
@@ -50,7 +55,7 @@ func main() {
 	flag.IntVar(&c.tries, "tries", 10, "comparisons of 1 against 2 rules, and of 2 against 4")
 	flag.IntVar(&c.nats, "nats", 5, "comparisons of NAT against plain forwarding")
 	flag.IntVar(&c.repeats, "repeats", 5, "repeats of the router's relative cost and cost per packet (20 one-second trials each)")
-	flag.StringVar(&c.steps, "steps", "aa,dose,tries,nat,repeats", "the steps to run, in this order")
+	flag.StringVar(&c.steps, "steps", "control,aa,dose,tries,nat,repeats", "the steps to run, in this order")
 	flag.Parse()
 	benchrun.Main("bench-compare", *file, "c", func(m *lab.Manager, l *spec.Lab) int { return run(m, l, c) })
 }
@@ -63,6 +68,7 @@ func run(m *lab.Manager, l *spec.Lab, c config) int {
 		key, name string
 		fn        func() error
 	}{
+		{"control", "positive controls", func() error { return controls(m, l) }},
 		{"aa", "A against A", func() error { return aa(m, l, c.aa) }},
 		{"dose", "dose response", func() error { return dose(m, l) }},
 		{"tries", "one rule more, and two", func() error { return tries(m, l, c.tries) }},
@@ -95,6 +101,36 @@ func compare(m *lab.Manager, l *spec.Lab, variants []string, duet bool, results 
 		return nil, 0, err
 	}
 	return out.Comparisons, time.Since(start), nil
+}
+
+// controls measures a positive control of 8 rules in three set-ups: two
+// that can see the routers' cost and one that cannot, saying what each
+// found and how long it took.
+func controls(m *lab.Manager, l *spec.Lab) error {
+	for _, s := range []struct {
+		what string
+		req  bench.Request
+		sel  bench.Selection
+		want bool
+	}{
+		{"duet at 100 kpps, the default figure", bench.Request{Duet: true}, bench.Selection{}, true},
+		{"full load, sequential pairs, the rate", bench.Request{Duet: true, DuetAuto: true}, bench.Selection{Rate: "max"}, true},
+		{"100 kpps, the rate (held: it cannot move)", bench.Request{Duet: true, Figure: "pps"}, bench.Selection{}, false},
+	} {
+		start := time.Now()
+		s.req.CheckSensitivity, s.req.ControlRules = true, 8
+		out, err := benchrun.Sweep(m, l, s.req, s.sel)
+		if err != nil {
+			return fmt.Errorf("%s: %w", s.what, err)
+		}
+		c := out.Control
+		verdict := "as expected"
+		if c.Seen != s.want {
+			verdict = "NOT as expected"
+		}
+		fmt.Printf("  %-42s seen %-5v (%s), size as expected %v, %3.0f s: %s\n", s.what, c.Seen, verdict, c.SizeAsExpected, time.Since(start).Seconds(), c.Sentence)
+	}
+	return nil
 }
 
 // line prints one comparison's decision (on d.Figure), and the spread

@@ -22,7 +22,11 @@ import (
 // A path to the repository's files is masked to the part inside it: a
 // doc made in one clone shows /work/main/examples/x.yaml, a check in a
 // scratch copy prints /tmp/nslab-docs-check-1/examples/x.yaml.
+// The report's machine line ("kernel 6.18.44 ...; AMD EPYC") is masked
+// after the kernel: machines of one kind differ in their CPU model (a
+// README made on an AMD EPYC failed the check on an Intel Xeon).
 var (
+	cpuModel = regexp.MustCompile(`^(kernel \S.*; ).+$`)
 	inRepo   = regexp.MustCompile(`(?:/[^\s/]+)+/((?:examples|docs)/)`)
 	duration = regexp.MustCompile(`(?:\d+(?:\.\d+)?\s?(?:h|m|s|ms|µs|us|ns)\b)+`)
 	figure   = regexp.MustCompile(`[0-9A-Fa-f]*[0-9][0-9A-Fa-f]*(?:[.,][0-9]+)*`)
@@ -32,6 +36,7 @@ var (
 // mask is one output line as compare sees it.
 func mask(line string) string {
 	line = inRepo.ReplaceAllString(line, "$1")
+	line = cpuModel.ReplaceAllString(line, "${1}CPU")
 	line = strings.ReplaceAll(line, "-dirty", "") // a version built from a changed tree
 	line = duration.ReplaceAllString(line, "#t")
 	return strings.TrimSpace(blanks.ReplaceAllString(figure.ReplaceAllString(line, "#"), " "))

@@ -86,3 +86,16 @@ func TestCompareVaries(t *testing.T) {
 		t.Errorf("drifts %+v, want the second block's outage line alone", d)
 	}
 }
+
+// TestMaskCPUModel: the report's machine line names the CPU model, which
+// differs between machines of one kind; a line that only looks like it
+// (no "kernel" first, or no model after "; ") keeps its words.
+func TestMaskCPUModel(t *testing.T) {
+	amd, intel := mask("kernel 6.18.44-fc-v1252 #1 SMP PREEMPT_DYNAMIC @0; AMD EPYC"), mask("kernel 6.18.44-fc-v1294 #1 SMP PREEMPT_DYNAMIC @0; Intel(R) Xeon(R) Processor")
+	if amd != intel {
+		t.Errorf("%q and %q differ", amd, intel)
+	}
+	if mask("the kernel drops it; AMD EPYC") == mask("the kernel drops it; Intel Xeon") {
+		t.Error("a prose-like line lost its words")
+	}
+}

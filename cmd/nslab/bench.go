@@ -64,10 +64,12 @@ func benchCommand(run func(context.Context, *benchOptions) error) *cli.Command {
 			&cli.UintFlag{Name: "latency-every", Usage: "with --latency: read one packet in `N` (a power of two; 1: every packet, with the accounting by sequence); default: every packet, or about 1000 a second when the lab is placed"},
 			&cli.StringFlag{Name: "latency-at", Usage: "measure latency at these `FRACTIONS` of the run's rate, or of its top rate when it has none (a first run as fast as the engine goes), e.g. 10%,50%,90%"},
 			&cli.IntFlag{Name: "repeat", Value: 1, Usage: "measure (or search) every frame size `N` times, in interleaved rounds, and give each figure's median, range and confidence interval"},
-			&cli.StringFlag{Name: "variants", Usage: "compare these lab `VARIANTS` (the file's variants:, and base, the lab as deployed): blocks of one trial each, back to back in a random order, undone after each turn; each variant after the first is compared with the first pair by pair (signed-rank test) and a decision made (faster, slower, no change beyond --margin, or inconclusive), looking after 10, 20 and 40 pairs (--repeat N: N/4, N/2 and N) and stopping when it has decided; the figure decided on is the router's cost per packet when the traffic has a fixed rate, the rate received otherwise"},
+			&cli.StringFlag{Name: "variants", Usage: "compare these lab `VARIANTS` (the file's variants:, and base, the lab as deployed): blocks of one trial each, back to back in a random order, undone after each turn; each variant after the first is compared with the first pair by pair (signed-rank test) and a decision made (faster, slower, no change beyond --margin where a positive control of the set-up moved (--check-sensitivity), cannot tell where the figure cannot move in the set-up or no control moved, or inconclusive), looking after 10, 20 and 40 pairs (--repeat N: N/4, N/2 and N) and stopping when it has decided; the figure decided on is the router's cost per packet when the traffic has a fixed rate, the rate received otherwise"},
 			&cli.BoolFlag{Name: "duet", Value: true, Usage: "with --variants: measure the first variant and each other at the same time, one in the lab and one in a twin of it deployed for the run (which holds which drawn at random per block), so that what the machine does to the CPUs meanwhile cancels in each pair (the default where the lab can be twinned; --duet=false: sequential pairs)"},
 			&cli.StringFlag{Name: "margin", Usage: "with --variants: what no change means: none larger than this `PERCENT` (default 2% in a duet, 3% in sequential pairs)"},
 			&cli.DurationFlag{Name: "max-time", Usage: "with --variants: measure for at most this long (default 2m per variant compared with the first), then decide or say how many more pairs would"},
+			&cli.BoolFlag{Name: "check-sensitivity", Usage: "measure a positive control first: the first variant (or the lab as deployed) against itself with --control-rules firewall rules that match nothing added to every node that forwards, in the set-up and on the figure the comparison uses; it says whether that set-up sees a known cost, and is saved for a day (this machine, lab file and traffic): a comparison says \"no change\" only where such a control moved, \"cannot tell\" otherwise"},
+			&cli.IntFlag{Name: "control-rules", Value: bench.DefaultControlRules, Usage: "with --check-sensitivity: the known cost, in firewall rules that match nothing (`N`; about 56 ns a packet each on our machines)"},
 			&cli.StringFlag{Name: "figure", Usage: "with --variants: decide on this `FIGURE` (router_relative_cost, router_ns_per_packet, pps, loss_pct, latency_p50_ns, throughput_pps, \"NDR conditional_throughput_pps\", ...)"},
 			&cli.BoolFlag{Name: "keep", Usage: "keep a lab that bench deployed"},
 			&cli.DurationFlag{Name: "wait", Value: bench.DefaultRoutingWait, Usage: "in a lab whose nodes run routing daemons: wait up to `DURATION` for them to converge (as check --wait: every pair answering as the kernels' routes say, the tables unchanged for 2s)"},
@@ -263,6 +265,15 @@ func tcpFlag(c *cli.Context, ts []*spec.Traffic) error {
 // req.
 func variantsRequest(c *cli.Context, req *bench.Request) error {
 	v := c.String("variants")
+	req.CheckSensitivity, req.ControlRules = c.Bool("check-sensitivity"), c.Int("control-rules")
+	if c.IsSet("control-rules") && (!req.CheckSensitivity || req.ControlRules < 1) {
+		return cli.Exit(fmt.Sprintf("--control-rules %d: a count of 1 or more, with --check-sensitivity", req.ControlRules), 2)
+	}
+	if v == "" && req.CheckSensitivity {
+		req.Repeat, req.MaxTime, req.Figure = 0, c.Duration("max-time"), c.String("figure")
+		req.Duet, req.DuetAuto = c.Bool("duet"), !c.IsSet("duet")
+		return nil
+	}
 	if v == "" {
 		for _, f := range []string{"margin", "max-time", "figure", "duet"} { // duet: only when set
 			if c.IsSet(f) {
@@ -350,7 +361,7 @@ func writeOutcome(o *benchOptions, out *bench.Outcome) error {
 	if out == nil {
 		return nil
 	}
-	return report.WriteOutput(o.Out, o.Format, &report.Output{Results: out.Results, Summaries: out.Summaries, Comparisons: out.Comparisons})
+	return report.WriteOutput(o.Out, o.Format, &report.Output{Results: out.Results, Summaries: out.Summaries, Comparisons: out.Comparisons, Control: out.Control})
 }
 
 // termWidth is the width of the terminal f is, or 0 when it is none.

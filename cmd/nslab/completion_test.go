@@ -11,19 +11,24 @@ import (
 )
 
 // bashComplete runs bash's completion of nslab for words (the last one
-// being completed), with the script nslab completion bash prints and c's
-// nslab first on PATH, and returns the candidates.
-func bashComplete(t *testing.T, c *runner, dir string, words ...string) []string {
+// being completed), with the script nslab completion bash printed (in
+// file completion) and c's nslab first on PATH, and returns the
+// candidates.
+func bashComplete(t *testing.T, c *runner, dir, completion string, words ...string) []string {
 	t.Helper()
 	quoted := make([]string, len(words))
 	for i, w := range words {
 		quoted[i] = "'" + w + "'"
 	}
-	script := fmt.Sprintf("source <(nslab completion bash)\nCOMP_WORDS=(nslab %s)\nCOMP_CWORD=%d\n_nslab\nprintf '%%s\\n' \"${COMPREPLY[@]}\"\n",
-		strings.Join(quoted, " "), len(words))
+	script := fmt.Sprintf("source %s\nCOMP_WORDS=(nslab %s)\nCOMP_CWORD=%d\n_nslab\nprintf '%%s\\n' \"${COMPREPLY[@]}\"\n",
+		completion, strings.Join(quoted, " "), len(words))
 	cmd := exec.Command("bash", "--norc", "--noprofile", "-c", script)
 	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(c.bin)+":"+os.Getenv("PATH"), "NSLAB_RUN_MAIN=1", "NSLAB_STATE_DIR="+c.stateDir)
+	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(c.bin)+":"+os.Getenv("PATH"), "NSLAB_RUN_MAIN=1")
+	if c.stateDir != "" {
+		cmd.Env = append(cmd.Env, "NSLAB_STATE_DIR="+c.stateDir)
+	}
+	cmd.Env = append(cmd.Env, c.env...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		t.Fatalf("bash completion of %q: %v\n%s", words, err, out)
@@ -77,15 +82,27 @@ func TestBashCompletion(t *testing.T) {
 			}{[]string{"web", ""}, []string{name}},
 		)
 	}
-	for _, k := range cases {
-		got := bashComplete(t, c, dir, k.words...)
-		slices.Sort(got)
-		want := slices.Clone(k.want)
-		slices.Sort(want)
-		if !slices.Equal(got, want) {
-			t.Errorf("nslab %s<TAB>: %q, want %q", strings.Join(k.words, " "), got, want)
-		}
+	code, script, errs := c.run("completion", "bash")
+	completion := filepath.Join(t.TempDir(), "nslab.bash")
+	if code != 0 || os.WriteFile(completion, []byte(script), 0o644) != nil {
+		t.Fatalf("nslab completion bash: exit %d, %s", code, errs)
 	}
+	// Each case starts bash and nslab (slow under the race detector): they
+	// run side by side.
+	t.Run("cases", func(t *testing.T) {
+		for _, k := range cases {
+			t.Run(strings.Join(k.words, " "), func(t *testing.T) {
+				t.Parallel()
+				got := bashComplete(t, c, dir, completion, k.words...)
+				slices.Sort(got)
+				want := slices.Clone(k.want)
+				slices.Sort(want)
+				if !slices.Equal(got, want) {
+					t.Errorf("nslab %s<TAB>: %q, want %q", strings.Join(k.words, " "), got, want)
+				}
+			})
+		}
+	})
 }
 
 // asCompletingNslab is a runner whose nslab is a program called nslab on

@@ -96,7 +96,13 @@ func asNobodyRootless(t *testing.T) *runner {
 	return c
 }
 
+// newCLI runs nslab as this test runs: as root with a state directory of
+// the test's own; as another user (make test-unit) rootless, with a
+// runtime directory of the test's own (a state directory is root's).
 func newCLI(t *testing.T) *runner {
+	if os.Geteuid() != 0 {
+		return &runner{t: t, bin: os.Args[0], env: []string{"XDG_RUNTIME_DIR=" + t.TempDir()}}
+	}
 	return &runner{t: t, bin: os.Args[0], stateDir: t.TempDir()}
 }
 

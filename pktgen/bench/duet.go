@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -49,10 +50,36 @@ func (req *Request) settleDuet() error {
 	err := req.duetRefusal()
 	if err != nil && req.DuetAuto {
 		req.progress("variants measured in sequential pairs, not as a duet: %v\n", err)
-		req.Duet = false
+		req.Duet, req.replaced = false, fmt.Sprintf("sequential pairs, not a duet: %v", err)
 		return nil
 	}
 	return err
+}
+
+// twinControl gives the duet's twin the positive control variant the
+// lab has (the twin is the file parsed anew, without it).
+func (req *Request) twinControl(twin *spec.Lab) error {
+	if req.controlName == "" {
+		return nil
+	}
+	_, err := addControl(twin, req.controlBase, req.controlName, req.controlRules())
+	return err
+}
+
+// placedCPUs are the CPUs l's forwarding nodes are placed on.
+func placedCPUs(l *spec.Lab) []int {
+	var cpus []int
+	for _, n := range l.Nodes {
+		if (n.Forwarding.IPv4 || n.Forwarding.IPv6) && n.Placed() {
+			for _, c := range n.CPUs {
+				if !slices.Contains(cpus, c) {
+					cpus = append(cpus, c)
+				}
+			}
+		}
+	}
+	slices.Sort(cpus)
+	return cpus
 }
 
 // duetRefusal says why the request cannot be a duet.
@@ -64,6 +91,8 @@ func (req *Request) duetRefusal() error {
 		return &FieldError{"duet", errors.New("a duet measures runs, not searches: two searches at once would not keep in step")}
 	case req.Traffic != nil && req.Traffic.TCP != nil:
 		return &FieldError{"duet", errors.New("a TCP run's flows take what CPU they can: two labs' flows at once would share the CPUs unevenly, not alike")}
+	case req.Traffic != nil && req.Traffic.RatePPS == 0 && req.Traffic.RateMbps == 0:
+		return &FieldError{"duet", fmt.Errorf("%s; give the traffic a rate the routers hold (the figure is then their cost per packet), or measure in sequential pairs (--duet=false)", fullLoadDuet(placedCPUs(req.Lab)))}
 	}
 	return req.sameScheduling()
 }
@@ -156,6 +185,9 @@ func LeftTwin(m *lab.Manager, name string) string {
 func (req Request) deployTwin(ctx context.Context, m *lab.Manager) (*spec.Lab, *lab.Running, func() error, error) {
 	twin, err := twinOf(req.Lab)
 	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := req.twinControl(twin); err != nil {
 		return nil, nil, nil, err
 	}
 	if left := LeftTwin(m, req.Lab.Name); left != "" {

@@ -99,3 +99,45 @@ func TestPrivilegedDuetAgainstItself(t *testing.T) {
 		t.Errorf("A against A: smallest detectable change %.2f%% not stated or not below 20%%: %+v", d.MDE, d)
 	}
 }
+
+// TestPrivilegedPositiveControl: bench --check-sensitivity with 16 rules
+// in the duet at 50 kpps sees the known cost on the default figure, and
+// lets the comparison that follows say "no change" only with it; on the
+// rate, which a router that holds 50 kpps cannot move, the control says
+// this set-up cannot see it, and nothing is decided on that figure.
+func TestPrivilegedPositiveControl(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir()) // the controls saved go with the test
+	l := ruleLab(t)
+	tr := *l.TrafficRun("forward")
+	tr.Duration, tr.RatePPS = 300*time.Millisecond, 50000
+	m := &lab.Manager{StateDir: t.TempDir()}
+	req := Request{Lab: l, Traffic: &tr, Variants: []string{"rps1", "same"}, Repeat: 10, Duet: true, CheckSensitivity: true, ControlRules: 16}
+	out, err := Sweep(context.Background(), m, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := out.Control
+	if c == nil || !c.Seen || c.Figure != "router_relative_cost" || c.Estimate < 5 || c.Saved == "" || len(out.Comparisons) != 2 {
+		t.Fatalf("control %+v, %d comparisons", c, len(out.Comparisons))
+	}
+	t.Logf("control: %s", c.Sentence)
+	if l.Variant("control") != nil {
+		t.Error("the control's variant was left in the caller's lab")
+	}
+	d := out.Comparisons[1].Decision
+	t.Logf("same against rps1: %s", d.Decision)
+	if d.Outcome == stats.Same && d.Control == nil || d.Outcome == stats.CannotTell || d.Setup != "duet at 50000 pps" || d.FigureReason == "" {
+		t.Errorf("with a control that moved: %+v", d)
+	}
+	req.Figure = "pps"
+	out, err = Sweep(context.Background(), m, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := out.Control; c == nil || c.Seen || !strings.Contains(c.Sentence, "this set-up cannot see it") {
+		t.Errorf("the rate at 50 kpps: control %+v", c)
+	}
+	if d := out.Comparisons[1].Decision; d.Outcome != stats.CannotTell || !strings.Contains(d.Decision, "is the rate offered") {
+		t.Errorf("the rate at 50 kpps: %s", d.Decision)
+	}
+}

@@ -50,6 +50,21 @@ type Request struct {
 	// in a twin of it deployed for the run (duet.go); DuetAuto measures a
 	// lab that cannot be twinned in sequential pairs instead of refusing.
 	Duet, DuetAuto bool
+	// CheckSensitivity measures a positive control first (control.go):
+	// the first variant (or base) against itself with ControlRules
+	// firewall rules that match nothing added to the routers (0:
+	// DefaultControlRules), in the set-up of the comparison; "no change"
+	// is said only where such a control moved.
+	CheckSensitivity bool
+	ControlRules     int
+	// control is the positive control that vouches for this run's set-up
+	// (measured first, or found saved); replaced why the set-up asked for
+	// was replaced (a duet at full load measured in sequential pairs).
+	control  *report.Control
+	replaced string
+	// controlName and controlBase are the control variant's name and the
+	// variant it adds the cost to, while the control is measured.
+	controlName, controlBase string
 	// Placement is on (the file's CPU placement, refused where the
 	// machine cannot give it), auto (left out, and the report says why,
 	// where the machine cannot give it) or off (left out).
@@ -87,6 +102,10 @@ type Outcome struct {
 	Comparisons []*report.Comparison
 	Deployed    bool   // the sweep deployed the lab itself
 	Unplaced    string // why the lab's placement was left out; "" when applied
+	// Control is the positive control measured first (CheckSensitivity);
+	// its comparison is the first of Comparisons.
+	Control            *report.Control
+	controlComparisons []*report.Comparison
 }
 
 // Sweep runs a request on this machine: it settles the placement, deploys
@@ -132,23 +151,48 @@ func Sweep(ctx context.Context, m *lab.Manager, req Request) (out *Outcome, err 
 	if err := awaitRouting(ctx, r, req.Wait, req.Progress); err != nil {
 		return out, err
 	}
+	return out, req.measure(ctx, m, r, out)
+}
+
+// measure runs the request in the lab r, deployed and converged: several
+// runs at once, a comparison of variants (or a positive control), or the
+// runs of one traffic run.
+func (req Request) measure(ctx context.Context, m *lab.Manager, r *lab.Running, out *Outcome) error {
 	if len(req.Streams) > 1 {
 		g, err := NewGroup(r, req.Streams, req.Options)
 		if err != nil {
-			return out, err
+			return err
 		}
 		defer g.Close()
-		return out, req.eachTogether(ctx, g, out)
+		return req.eachTogether(ctx, g, out)
 	}
-	if len(req.Variants) > 0 {
-		return out, req.eachVariant(ctx, m, r, out)
+	if len(req.Variants) > 0 || req.CheckSensitivity {
+		return req.compare(ctx, m, r, out)
 	}
 	b, err := New(r, req.Traffic, req.Options)
 	if err != nil {
-		return out, err
+		return err
 	}
 	defer b.Close()
-	return out, req.each(ctx, b, out)
+	return req.each(ctx, b, out)
+}
+
+// compare measures the positive control (CheckSensitivity), then
+// compares the variants, with the control vouching for their "no change".
+func (req Request) compare(ctx context.Context, m *lab.Manager, r *lab.Running, out *Outcome) error {
+	var err error
+	if req.CheckSensitivity {
+		if out.Control, err = req.runControl(ctx, m, r, out); err != nil {
+			return err
+		}
+		req.control = out.Control
+	}
+	if len(req.Variants) > 0 {
+		err = req.eachVariant(ctx, m, r, out)
+	}
+	out.Comparisons = append(out.controlComparisons, out.Comparisons...)
+	out.Summaries = report.Summaries(&out.Results, report.SummaryLevel)
+	return err
 }
 
 // checkTCP refuses, for TCP runs (tcp:), what measures UDP frames only:

@@ -157,7 +157,7 @@ func (req Request) compareVariants(files map[string]*report.ResultsFile, plan st
 			return false, fmt.Errorf("compare variant %s with %s: %w", name, req.Variants[0], err)
 		}
 		c.Ignored = nil // the same lab, kernel, engine and nslab; a placement that differs is the variant's own change
-		key, err := req.decisionFigure(files[name], routersPlaced(out.Reports))
+		key, why, err := req.decisionFigure(files[name], routersPlaced(out.Reports))
 		if err != nil {
 			return false, err
 		}
@@ -165,6 +165,7 @@ func (req Request) compareVariants(files map[string]*report.ResultsFile, plan st
 		if err != nil {
 			return false, err
 		}
+		outcome = req.judge(c.Decision, why, out.Reports, outcome)
 		req.progress("%s against %s after %d pairs: %s\n", name, req.Variants[0], c.Decision.Pairs, c.Decision.Decision)
 		decided = decided && outcome != stats.MeasureMore
 		out.Comparisons = append(out.Comparisons, c)
@@ -185,7 +186,7 @@ func (req Request) compareVariants(files map[string]*report.ResultsFile, plan st
 // nothing is placed, the routers' and the receiver's work share the
 // senders' CPU, and there the relative cost spread more than the cost
 // in ns (5.7-6.1% a pair against 3.7-4.0%, the NAT example's duet).
-func (req Request) decisionFigure(rf *report.ResultsFile, placed bool) (report.FigureKey, error) {
+func (req Request) decisionFigure(rf *report.ResultsFile, placed bool) (report.FigureKey, string, error) {
 	frame := req.Traffic.Frames[0]
 	if req.Traffic.TCP != nil {
 		frame = 0 // a TCP run has no frame size
@@ -218,13 +219,90 @@ func (req Request) decisionFigure(rf *report.ResultsFile, placed bool) (report.F
 	for _, w := range want {
 		for k := range rf.Figures {
 			if k.Frame == frame && k.Figure == w {
-				return k, nil
+				return k, req.figureReason(w, placed), nil
 			}
 		}
 	}
 	slices.Sort(names)
 	names = slices.Compact(names)
-	return report.FigureKey{}, &FieldError{"figure", fmt.Errorf("the runs have no figure %s at %d bytes (they have: %s)", strings.Join(want, " or "), frame, strings.Join(names, ", "))}
+	return report.FigureKey{}, "", &FieldError{"figure", fmt.Errorf("the runs have no figure %s at %d bytes (they have: %s)", strings.Join(want, " or "), frame, strings.Join(names, ", "))}
+}
+
+// figureReason says why figure was the one decided on.
+func (req Request) figureReason(figure string, placed bool) string {
+	t := req.Traffic
+	switch {
+	case req.Figure != "":
+		return figure + ": asked for"
+	case t.TCP != nil:
+		return figure + ": a TCP run's figure is what its flows delivered"
+	case req.MLR != nil:
+		return figure + ": the search's first goal"
+	case t.RatePPS == 0 && t.RateMbps == 0:
+		return figure + ": the traffic has no rate, so the routers are overloaded and their cost per packet is not theirs alone (it holds the drops'); the rate received is what they forward"
+	case figure == "router_relative_cost":
+		return figure + ": the traffic has a fixed rate and the routers are placed on CPUs of their own, so their cost per packet over the receiver's on the same CPU in the same trial cancels the CPU's speed, which drifts from one second to the next"
+	case figure == "router_ns_per_packet" && !placed:
+		return figure + ": the traffic has a fixed rate; the routers are not placed on CPUs of their own, so the receiver's cost on their CPU is no yardstick, and their CPU time per packet (BPF) is the figure"
+	case figure == "router_ns_per_packet":
+		return figure + ": the traffic has a fixed rate; a variant changes the receiver, so its cost is no yardstick, and the routers' CPU time per packet (BPF) is the figure"
+	}
+	return figure + ": the first of the run's figures that a comparison can decide on (the routers' cost was not measured)"
+}
+
+// judge completes decision d with its set-up, why its figure was chosen
+// and whether that figure can move there, and turns it into "cannot tell"
+// where it cannot, or where it says "no change" with no positive control
+// that moved in this set-up. It returns the outcome that stands.
+func (req Request) judge(d *report.Decision, why string, reps []*report.Report, outcome string) string {
+	s := req.setupOf(d.Figure, reps)
+	v := judgeSetup(s)
+	d.Setup, d.FigureReason, d.Validity = s.words(), why, v.why
+	if req.replaced != "" {
+		d.Setup += " (" + req.replaced + ")"
+	}
+	switch {
+	case !v.valid:
+		d.CannotTellWith(v.why)
+		return stats.CannotTell
+	case outcome != stats.Same || req.controlName != "":
+		return outcome // the control itself: its "same" is that it saw nothing
+	}
+	ctl := req.control
+	if ctl == nil {
+		ctl = findControl(req.controlKey(d.Figure))
+	}
+	switch {
+	case ctl != nil && ctl.Seen && ctl.Figure == d.Figure:
+		d.Control = ctl
+		return outcome
+	case ctl != nil:
+		d.Control = ctl
+		d.CannotTellWith(fmt.Sprintf("%s did not move for a known cost in this set-up (positive control: %s), so no change here is no evidence", d.Figure, ctl.Sentence))
+	default:
+		d.CannotTellWith(fmt.Sprintf("no positive control has shown that %s moves in this set-up (%s) on this machine: measure one with bench --check-sensitivity (alone, or with these variants)", d.Figure, d.Setup))
+	}
+	return stats.CannotTell
+}
+
+// setupOf is the set-up of this request's comparison on figure, with
+// what reps measured.
+func (req Request) setupOf(figure string, reps []*report.Report) setup {
+	t := req.Traffic
+	s := setup{duet: req.Duet, fullLoad: t.RatePPS == 0 && t.RateMbps == 0, figure: figure, routerCPUs: placedCPUs(req.Lab)}
+	switch {
+	case t.RatePPS > 0:
+		s.rate = fmt.Sprintf("%d pps", t.RatePPS)
+	case t.RateMbps > 0:
+		s.rate = fmt.Sprintf("%d Mbit/s", t.RateMbps)
+	}
+	lossy := false
+	for _, r := range reps {
+		s.measured = true
+		lossy = lossy || r.Loss > 0
+	}
+	s.lossless = s.measured && !lossy
+	return s
 }
 
 // routersPlaced reports whether every measured run's routers were
@@ -304,7 +382,7 @@ func (req Request) underVariant(ctx context.Context, r *lab.Running, name, block
 // not have, and a variant run of several streams.
 func (req Request) checkVariants() error {
 	if len(req.Variants) == 0 {
-		if req.Duet && !req.DuetAuto {
+		if req.Duet && !req.DuetAuto && !req.CheckSensitivity {
 			return &FieldError{"duet", errors.New("a duet compares variants: name two or more with --variants")}
 		}
 		return nil

@@ -373,6 +373,14 @@ func (c *Comparison) decisionLines(ew *errWriter, pre, post string) {
 		ew.printf("  bootstrap interval of the median pair: %+.2f%% .. %+.2f%%; one pair spreads %.2f%%; the smallest change these pairs detect (90%% power): %.2f%%\n",
 			d.BootstrapLow, d.BootstrapHigh, d.PairSD, d.MDE)
 	}
+	for _, l := range []struct{ label, text string }{{"set-up", d.Setup}, {"figure", d.FigureReason}, {"can it move", d.Validity}} {
+		if l.text != "" {
+			ew.printf("  %s: %s\n", l.label, l.text)
+		}
+	}
+	if c := d.Control; c != nil {
+		ew.printf("  positive control: %s\n", c.Sentence)
+	}
 }
 
 // Write writes the comparison as a table, JSON, CSV or markdown.

@@ -14,6 +14,9 @@ type Output struct {
 	Results
 	Summaries   []FigureSummary
 	Comparisons []*Comparison
+	// Control is the positive control the run measured (bench
+	// --check-sensitivity), nil when it measured none.
+	Control *Control
 }
 
 // WriteOutput is the one writer of bench output: it picks the format,
@@ -28,7 +31,11 @@ func WriteOutput(w io.Writer, format string, o *Output) error {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
 		if len(o.Summaries) > 0 || len(o.Comparisons) > 0 {
-			return enc.Encode(map[string]any{"results": o.results(), "summaries": o.Summaries, "comparisons": o.Comparisons})
+			doc := map[string]any{"results": o.results(), "summaries": o.Summaries, "comparisons": o.Comparisons}
+			if o.Control != nil {
+				doc["positive_control"] = o.Control
+			}
+			return enc.Encode(doc)
 		}
 		if len(o.RFC2544)+len(o.MLR)+len(o.Searches) == 0 {
 			return o.writeResults(w, format) // runs and groups: their writers' JSON
@@ -50,6 +57,11 @@ func WriteOutput(w io.Writer, format string, o *Output) error {
 	}
 	for _, c := range o.Comparisons {
 		if err := c.write(w, format); err != nil {
+			return err
+		}
+	}
+	if c := o.Control; c != nil && format != "csv" {
+		if _, err := fmt.Fprintf(w, "\npositive control: %s\n", c.Sentence); err != nil {
 			return err
 		}
 	}

@@ -144,6 +144,27 @@ type Decision struct {
 	PairSD    float64 `json:"pair_sd_pct"`
 	MorePairs int     `json:"more_pairs,omitempty"`
 	Lower     bool    `json:"lower_is_better"`
+	// Setup is how the pairs were measured ("duet at 100kpps",
+	// "sequential pairs at full load (no rate)"), with what replaced the
+	// set-up asked for and why; FigureReason why this figure was chosen;
+	// Validity why it can (or cannot) show the variants' difference here.
+	Setup        string `json:"setup,omitempty"`
+	FigureReason string `json:"figure_reason,omitempty"`
+	Validity     string `json:"validity,omitempty"`
+	// CannotTell says why the decision is cannot tell: the figure is
+	// pinned in this set-up, or no positive control showed it moves.
+	CannotTell string `json:"cannot_tell,omitempty"`
+	// Control is the positive control that lets "no change" be said: a
+	// known cost added to A, and whether this set-up saw it.
+	Control *Control `json:"positive_control,omitempty"`
+}
+
+// CannotTellWith turns the decision into "cannot tell with this figure",
+// for why: the figure cannot show the difference, or nothing showed it
+// can. The measured change stays, as what was measured.
+func (d *Decision) CannotTellWith(why string) {
+	d.Outcome, d.CannotTell = stats.CannotTell, why
+	d.Decision = d.sentence()
 }
 
 // Decide makes the comparison's decision on the change of figure
@@ -203,6 +224,8 @@ func (d *Decision) sentence() string {
 		return fmt.Sprintf("B is %.2f%% %s (%s)", math.Abs(d.Faster), word, in)
 	case stats.Same:
 		return fmt.Sprintf("no change larger than the margin of %.3g%% (%s)", d.Margin, in)
+	case stats.CannotTell:
+		return fmt.Sprintf("cannot tell with this figure: %s (measured: %s)", d.CannotTell, in)
 	case stats.Inconclusive:
 		if d.MorePairs > 0 {
 			return fmt.Sprintf("inconclusive: about %d more pairs would decide (%s; one pair spreads %.2f%%)", d.MorePairs, in, d.PairSD)

@@ -24,6 +24,10 @@ const (
 	Same         = "same"
 	Inconclusive = "inconclusive"
 	MeasureMore  = "measure more"
+	// CannotTell is said instead of a decision when the figure cannot
+	// show the difference in the set-up measured (bench's validity rules),
+	// or "no change" would rest on no evidence that it can.
+	CannotTell = "cannot tell"
 )
 
 // Plan is how a sequential comparison runs: the pair counts it looks at

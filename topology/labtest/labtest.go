@@ -21,9 +21,13 @@ import (
 	"github.com/vishvananda/netlink"
 )
 
-// SkipUnlessRoot skips privileged tests for unprivileged runs.
+// SkipUnlessRoot skips privileged tests for unprivileged runs, and under
+// -short (make test-unit: no root, no network namespace, whoever runs it).
 func SkipUnlessRoot(tb testing.TB) {
 	tb.Helper()
+	if testing.Short() {
+		tb.Skip("needs root and builds namespaces: skipped under -short (make test-root runs it)")
+	}
 	if os.Geteuid() != 0 {
 		tb.Skip("needs root (CAP_NET_ADMIN, CAP_SYS_ADMIN)")
 	}
