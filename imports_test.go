@@ -25,6 +25,31 @@ const module = "github.com/nslab/nslab"
 var dataOnly = map[string][]string{
 	"topology/lab/plan":  {},
 	"topology/lab/state": {"topology/spec", "topology/sriov"},
+	"pktgen/measured":    {},
+}
+
+// readers are the packages that read what a run measured (reports,
+// plots, results files) and the programs made of them: none may depend,
+// even through another package, on the deployer, netlink or nftables.
+var readers = []string{"./pktgen/report", "./pktgen/bench/plot", "./cmd/nslab-plot"}
+
+// notForReaders are the packages readers must not depend on.
+var notForReaders = []string{module + "/topology/lab", "github.com/vishvananda/netlink", "github.com/google/nftables"}
+
+func TestReadersNeedNoDeployer(t *testing.T) {
+	for _, r := range readers {
+		out, err := exec.Command("go", "list", "-deps", r).Output()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v", r, err)
+		}
+		for _, dep := range strings.Fields(string(out)) {
+			for _, bad := range notForReaders {
+				if dep == bad || strings.HasPrefix(dep, bad+"/") {
+					t.Errorf("%s depends on %s: what it reads belongs in pktgen/measured (data, no kernel access)", r, dep)
+				}
+			}
+		}
+	}
 }
 
 func TestImportRules(t *testing.T) {

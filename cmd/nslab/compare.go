@@ -22,7 +22,10 @@ type compareOptions struct {
 	// decide on ("": the comparison's main figure).
 	Margin float64
 	Figure string
-	Out    io.Writer
+	// Control is a positive control saved by bench --check-sensitivity
+	// ("": none): "no change" stands only with one that moved.
+	Control string
+	Out     io.Writer
 }
 
 func compareCommand(run func(context.Context, *compareOptions) error) *cli.Command {
@@ -37,7 +40,8 @@ func compareCommand(run func(context.Context, *compareOptions) error) *cli.Comma
 			"signed-rank interval and test. Results measured apart are compared by their medians: a bootstrap interval and the\n" +
 			"Mann-Whitney U test. The output says which. Each file after the first is compared with the first; one file of\n" +
 			"bench --variants compares each variant in it with the first. On the main figure (the router's cost per packet,\n" +
-			"else the rate) it decides: B faster or slower, no change larger than --margin, or inconclusive.\n" +
+			"else the rate) it decides: B faster or slower, no change larger than --margin (only with a positive control that\n" +
+			"moved, --control; else cannot tell), or inconclusive.\n" +
 			"Files measured differently (lab sha256, kernel, engine, placement, nslab version) are refused unless --force.\n\n" +
 			"Examples:\n  nslab bench --repeat 5 --out a.jsonl lab.yaml    # then change something\n" +
 			"  nslab bench --repeat 5 --out b.jsonl lab.yaml\n  nslab compare a.jsonl b.jsonl\n" +
@@ -47,6 +51,7 @@ func compareCommand(run func(context.Context, *compareOptions) error) *cli.Comma
 			&cli.BoolFlag{Name: "force", Usage: "compare files whose environments differ (the differences are printed)"},
 			&cli.StringFlag{Name: "margin", Value: "3%", Usage: "what no change means: none larger than this `PERCENT`"},
 			&cli.StringFlag{Name: "figure", Usage: "decide on this `FIGURE` (default: router_ns_per_packet, else pps, else a search's throughput)"},
+			&cli.StringFlag{Name: "control", Usage: "the positive control (a `FILE` bench --check-sensitivity saved, in the set-up the files were measured in) that lets the decision say no change: without one that moved on the figure decided on, no change is cannot tell"},
 		},
 		Action: action(func(c *cli.Context) (*compareOptions, error) {
 			if c.NArg() < 1 {
@@ -56,7 +61,7 @@ func compareCommand(run func(context.Context, *compareOptions) error) *cli.Comma
 			if err != nil || m <= 0 {
 				return nil, cli.Exit(fmt.Sprintf("--margin %s: a percentage above 0, such as 3%%", c.String("margin")), 2)
 			}
-			return &compareOptions{Files: c.Args().Slice(), Format: c.String("format"), Force: c.Bool("force"), Margin: m, Figure: c.String("figure"), Out: c.App.Writer}, nil
+			return &compareOptions{Files: c.Args().Slice(), Format: c.String("format"), Force: c.Bool("force"), Margin: m, Figure: c.String("figure"), Control: c.String("control"), Out: c.App.Writer}, nil
 		}, or(run, runCompare)),
 	}
 }
@@ -101,8 +106,29 @@ func (o *compareOptions) decide(c *report.Comparison) error {
 		return nil // nothing to decide on: the figures are printed
 	}
 	plan := stats.Plan{Looks: []int{6}, Alpha: bench.VariantAlpha, Margin: o.Margin, Power: bench.VariantPower}
-	_, err := c.Decide(key, plan, true)
-	return err
+	outcome, err := c.Decide(key, plan, true)
+	if err != nil || outcome != stats.Same {
+		return err
+	}
+	return o.vouch(c.Decision)
+}
+
+// vouch keeps decision d's "no change" when the positive control given
+// moved on its figure, and makes it cannot tell otherwise.
+func (o *compareOptions) vouch(d *report.Decision) error {
+	if o.Control == "" {
+		d.CannotTellWith(fmt.Sprintf("files give no evidence that %s could move in the set-up they were measured in: measure a positive control there (bench --check-sensitivity) and give the file it saved (--control)", d.Figure))
+		return nil
+	}
+	ctl, err := bench.ReadControl(o.Control)
+	if err != nil {
+		return err
+	}
+	d.Control = ctl
+	if !ctl.Seen || ctl.Figure != d.Figure {
+		d.CannotTellWith(fmt.Sprintf("the positive control of %s (%s) did not show that %s moves: %s", o.Control, ctl.Figure, d.Figure, ctl.Sentence))
+	}
+	return nil
 }
 
 // runCompare reads the files and compares each with the first.

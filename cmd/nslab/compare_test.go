@@ -2,10 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/nslab/nslab/pktgen/report"
+	"github.com/nslab/nslab/pktgen/stats"
 	"github.com/nslab/nslab/topology/labtest"
 )
 
@@ -93,5 +96,42 @@ func TestPrivilegedCompare(t *testing.T) {
 	}
 	if code, _, errOut := c.run("compare", a); code != 2 || !strings.Contains(errOut, "two results files") {
 		t.Errorf("one file: %d %s", code, errOut)
+	}
+}
+
+// TestCompareNoChangeNeedsControl: compare's "no change" stands only with
+// a positive control file whose figure moved; without one, or with one
+// that did not move, it is cannot tell, saying why.
+func TestCompareNoChangeNeedsControl(t *testing.T) {
+	write := func(c report.Control) string {
+		b, err := json.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(t.TempDir(), "control.json")
+		if err := os.WriteFile(p, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	same := func() *report.Decision {
+		return &report.Decision{Figure: "router_ns_per_packet", Outcome: stats.Same}
+	}
+	seen := write(report.Control{Key: "k", Figure: "router_ns_per_packet", Seen: true, Sentence: "seen"})
+	blind := write(report.Control{Key: "k", Figure: "router_ns_per_packet", Sentence: "this set-up cannot see it"})
+	for _, tc := range []struct {
+		control, want, says string
+	}{
+		{"", stats.CannotTell, "files give no evidence that router_ns_per_packet could move"},
+		{seen, stats.Same, ""},
+		{blind, stats.CannotTell, "did not show that router_ns_per_packet moves: this set-up cannot see it"},
+	} {
+		d := same()
+		if err := (&compareOptions{Control: tc.control}).vouch(d); err != nil || d.Outcome != tc.want || !strings.Contains(d.Decision, tc.says) {
+			t.Errorf("control %q: %v, %s %q; want %s, %q", tc.control, err, d.Outcome, d.Decision, tc.want, tc.says)
+		}
+	}
+	if err := (&compareOptions{Control: filepath.Join(t.TempDir(), "none")}).vouch(same()); err == nil {
+		t.Error("a missing control file was taken")
 	}
 }

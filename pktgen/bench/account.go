@@ -137,7 +137,13 @@ func reconcile(c *report.SenderCheck, sender report.HopCounters, control uint64)
 // took is what an interface took to send: what its device sent and
 // dropped, and what its own qdisc (an impairment) dropped or still holds.
 func took(h report.HopCounters) uint64 {
-	return h.TxPackets + h.TxDropped + h.QdiscDrops + h.QdiscQueued
+	return h.TxPackets + egressLoss(h)
+}
+
+// egressLoss is what an interface took to send and did not: its device
+// dropped it, or its own qdisc dropped it or still holds it.
+func egressLoss(h report.HopCounters) uint64 {
+	return h.TxDropped + h.QdiscDrops + h.QdiscQueued
 }
 
 // qdiscPlaces names what an interface's own qdisc dropped, and what it
@@ -186,7 +192,7 @@ func pathDrops(h []report.HopCounters, frame int) (out, added []report.Drop) {
 					Counted: fmt.Sprintf("%s tx_dropped %d, %s rx_dropped %d (the same packets, counted once)", a.Target, a.TxDropped, b.Target, b.RxDropped+b.RxMissed)})
 			}
 		case isIn(a.Role) && isOut(b.Role) && a.Node == b.Node:
-			egress := txRun(h, i+1) + b.TxDropped + b.QdiscDrops + b.QdiscQueued + b.Detour
+			egress := txRun(h, i+1) + egressLoss(b) + b.Detour
 			inside := int64(rxRun(h, i)+a.Joined) - int64(egress)
 			counted := fmt.Sprintf("%s received %d, %s took %d", a.Target, rxRun(h, i), b.Target, egress)
 			if a.Joined+b.Detour > 0 {
@@ -321,7 +327,7 @@ func routerCounts(r *report.Report, before, after hostState, ipv6 bool) {
 			continue
 		}
 		node := h[i].Node
-		rc := report.RouterCounts{Node: node, Entered: rxRun(h, i), Forwarded: txRun(h, i+1), DroppedAtEgress: h[i+1].TxDropped + h[i+1].QdiscDrops + h[i+1].QdiscQueued,
+		rc := report.RouterCounts{Node: node, Entered: rxRun(h, i), Forwarded: txRun(h, i+1), DroppedAtEgress: egressLoss(h[i+1]),
 			ForwDatagrams: after.mib[node][kstat.ForwardedKey(ipv6)] - before.mib[node][kstat.ForwardedKey(ipv6)], Discards: map[string]uint64{}}
 		rc.Inside = int64(rc.Entered+h[i].Joined) - int64(rc.Forwarded+rc.DroppedAtEgress+h[i+1].Detour)
 		if rc.Inside < 0 && h[i+1].Duplicates != "" {

@@ -273,6 +273,20 @@ func saveControl(c *report.Control) error {
 	return nil
 }
 
+// ReadControl reads a positive control that bench saved.
+func ReadControl(path string) (*report.Control, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read the positive control: %w", err)
+	}
+	var c report.Control
+	if err := json.Unmarshal(b, &c); err != nil || c.Key == "" {
+		return nil, fmt.Errorf("%s is not a positive control bench --check-sensitivity saved (%v)", path, err)
+	}
+	c.Saved = path
+	return &c, nil
+}
+
 // findControl is the saved control of key, when there is one younger
 // than controlMaxAge (nil otherwise: none is no error).
 func findControl(key string) *report.Control {

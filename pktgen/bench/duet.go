@@ -49,11 +49,23 @@ func (req *Request) settleDuet() error {
 	}
 	err := req.duetRefusal()
 	if err != nil && req.DuetAuto {
-		req.progress("variants measured in sequential pairs, not as a duet: %v\n", err)
-		req.Duet, req.replaced = false, fmt.Sprintf("sequential pairs, not a duet: %v", err)
+		why := err.Error()
+		if fe, ok := errors.AsType[*FieldError](err); ok {
+			why = fe.Err.Error()
+		}
+		req.progress("variants measured in sequential pairs, not as a duet: %s\n", why)
+		req.Duet, req.replaced = false, "not a duet: "+why
 		return nil
 	}
+	if err != nil && req.fullLoad() {
+		return fmt.Errorf("%w; give the traffic a rate the routers hold (the figure is then their cost per packet), or measure in sequential pairs (--duet=false)", err)
+	}
 	return err
+}
+
+// fullLoad reports whether the traffic has no rate.
+func (req *Request) fullLoad() bool {
+	return req.Traffic != nil && req.Traffic.TCP == nil && req.Traffic.RatePPS == 0 && req.Traffic.RateMbps == 0
 }
 
 // twinControl gives the duet's twin the positive control variant the
@@ -91,8 +103,8 @@ func (req *Request) duetRefusal() error {
 		return &FieldError{"duet", errors.New("a duet measures runs, not searches: two searches at once would not keep in step")}
 	case req.Traffic != nil && req.Traffic.TCP != nil:
 		return &FieldError{"duet", errors.New("a TCP run's flows take what CPU they can: two labs' flows at once would share the CPUs unevenly, not alike")}
-	case req.Traffic != nil && req.Traffic.RatePPS == 0 && req.Traffic.RateMbps == 0:
-		return &FieldError{"duet", fmt.Errorf("%s; give the traffic a rate the routers hold (the figure is then their cost per packet), or measure in sequential pairs (--duet=false)", fullLoadDuet(placedCPUs(req.Lab)))}
+	case req.fullLoad() && shareBacklog(placedCPUs(req.Lab), placedCPUs(req.Lab)): // the twin keeps the lab's placement
+		return &FieldError{"duet", errors.New(fullLoadDuet(placedCPUs(req.Lab)))}
 	}
 	return req.sameScheduling()
 }

@@ -278,7 +278,7 @@ func unionDrops(reps []*report.Report) (out, added []report.Drop) {
 				if a.Duplicates != "" {
 					copier[a.Node] = a
 				}
-				outOf[a.Node] += int64(a.TxPackets-b.Neighbour) + int64(a.TxDropped+a.QdiscDrops+a.QdiscQueued)
+				outOf[a.Node] += int64(a.TxPackets-b.Neighbour) + int64(egressLoss(a))
 			}
 			if transitIn(b.Role) && !counted[b.String()+" rx"] {
 				counted[b.String()+" rx"] = true

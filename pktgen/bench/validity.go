@@ -23,8 +23,9 @@ type setup struct {
 	rate     string // the offered rate in words, when it has one
 	figure   string
 	// routerCPUs are the CPUs the routers' receive work is placed on
-	// (none: not placed, it runs where the packets arrive).
-	routerCPUs []int
+	// (none: not placed, it runs where the packets arrive); twinCPUs the
+	// twin's, in a duet (the twin copies the lab's placement today).
+	routerCPUs, twinCPUs []int
 	// measured says whether lossless was measured (no trial yet: false);
 	// lossless that no trial of any variant lost a packet.
 	measured, lossless bool
@@ -48,8 +49,10 @@ var costFigures = []string{"router_ns_per_packet", "router_relative_cost", "cpu_
 func judgeSetup(s setup) validity {
 	rate, cost := slices.Contains(rateFigures, s.figure), slices.Contains(costFigures, s.figure)
 	switch {
-	case s.duet && s.fullLoad:
+	case s.duet && s.fullLoad && shareBacklog(s.routerCPUs, s.twinCPUs):
 		return validity{why: fullLoadDuet(s.routerCPUs)}
+	case s.duet && s.fullLoad:
+		return validity{valid: true, why: fmt.Sprintf("in a duet at full load each twin's routers drain a backlog of their own (cpu%s and cpu%s), so what each forwards is what it can", joinInts(s.routerCPUs, ","), joinInts(s.twinCPUs, ","))}
 	case rate && s.measured && s.lossless && !s.fullLoad:
 		return validity{why: fmt.Sprintf("no trial of any variant lost a packet at %s: %s is the rate offered whatever the routers cost, so it cannot move; decide on router_relative_cost or router_ns_per_packet (the default at a fixed rate), or offer more than the routers forward", s.rate, s.figure)}
 	case rate && s.measured && s.lossless:
@@ -62,6 +65,21 @@ func judgeSetup(s setup) validity {
 		return validity{valid: true, why: fmt.Sprintf("%s counts the routers' CPU time per packet (BPF) at %s, a load measured as it was offered: it moves with every nanosecond the variants add", s.figure, s.rate)}
 	}
 	return validity{valid: true, why: fmt.Sprintf("%s was measured in each trial; no rule of nslab's says it is pinned in this set-up", s.figure)}
+}
+
+// shareBacklog reports whether two twins' routers drain one backlog:
+// either is not placed (its work runs where the packets arrive, the
+// senders' CPUs), or their CPUs overlap.
+func shareBacklog(a, b []int) bool {
+	if len(a) == 0 || len(b) == 0 {
+		return true
+	}
+	for _, c := range a {
+		if slices.Contains(b, c) {
+			return true
+		}
+	}
+	return false
 }
 
 // fullLoadDuet is why a duet at full load cannot compare routers.

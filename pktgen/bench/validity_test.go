@@ -23,7 +23,9 @@ func TestJudgeSetup(t *testing.T) {
 		valid bool
 		want  string
 	}{
-		{"duet, full load, shared router CPU", setup{duet: true, fullLoad: true, figure: "pps", routerCPUs: []int{1}}, false, "drain one backlog (cpu1)"},
+		{"duet, full load, shared router CPU", setup{duet: true, fullLoad: true, figure: "pps", routerCPUs: []int{1}, twinCPUs: []int{1}}, false, "drain one backlog (cpu1)"},
+		{"duet, full load, overlapping CPUs", setup{duet: true, fullLoad: true, figure: "pps", routerCPUs: []int{1, 2}, twinCPUs: []int{2, 3}}, false, "drain one backlog (cpu1,2)"},
+		{"duet, full load, one CPU per twin", setup{duet: true, fullLoad: true, figure: "pps", routerCPUs: []int{1}, twinCPUs: []int{2}}, true, "a backlog of their own (cpu1 and cpu2)"},
 		{"duet, full load, not placed", setup{duet: true, fullLoad: true, figure: "router_ns_per_packet"}, false, "the CPUs the packets arrive on"},
 		{"duet, fixed rate, cost", setup{duet: true, rate: "100000 pps", figure: "router_relative_cost", routerCPUs: []int{1}, measured: true, lossless: true}, true, "at 100000 pps"},
 		{"sequential, fixed rate, pps, no loss", setup{rate: "100000 pps", figure: "pps", measured: true, lossless: true}, false, "is the rate offered"},

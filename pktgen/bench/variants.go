@@ -290,6 +290,9 @@ func (req Request) judge(d *report.Decision, why string, reps []*report.Report, 
 func (req Request) setupOf(figure string, reps []*report.Report) setup {
 	t := req.Traffic
 	s := setup{duet: req.Duet, fullLoad: t.RatePPS == 0 && t.RateMbps == 0, figure: figure, routerCPUs: placedCPUs(req.Lab)}
+	if req.Duet {
+		s.twinCPUs = s.routerCPUs // twinOf keeps the lab's placement
+	}
 	switch {
 	case t.RatePPS > 0:
 		s.rate = fmt.Sprintf("%d pps", t.RatePPS)

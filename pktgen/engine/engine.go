@@ -6,6 +6,7 @@ package engine
 
 import (
 	"context"
+	"github.com/nslab/nslab/pktgen/measured"
 	"net"
 	"net/netip"
 	"time"
@@ -101,42 +102,12 @@ type Random struct {
 // PortRange is an inclusive range of UDP ports; zero: the engine's default.
 type PortRange struct{ Min, Max int }
 
-// Result is what an engine sent.
-type Result struct {
-	Engine  string        // which engine ran
-	Reason  string        // why it was chosen
-	Frame   int           // L2 frame size including FCS
-	Sent    uint64        // packets the device accepted
-	Errors  uint64        // packets the device took but dropped (NET_XMIT_DROP), or refused
-	Elapsed time.Duration // from the first to the last packet (longest thread)
-	PPS     float64       // Sent/Elapsed, as the engine reports it
-	Mbps    float64       // PPS*8*(Frame-4)/1e6: as pktgen, without FCS, preamble or gap
-	Threads []ThreadResult
-	Stopped bool // ended by duration or cancel rather than by count
-	// Behind is the longest schedule time a paced thread gave up because
-	// it did not run (a stalled CPU: more than 1 ms between two of its
-	// turns): it starts its schedule again from where it is instead of
-	// sending a burst, as kernel pktgen does. A paced run offers
-	// RatePPS × (Duration − Behind) packets. A thread too slow for its
-	// rate, falling behind a little at every turn, is not counted here.
-	Behind time.Duration
-}
-
-// Handed is what the engine gave the sender's device: accepted, or taken
-// and dropped by it.
-func (r *Result) Handed() uint64 { return r.Sent + r.Errors }
+// Result is what an engine sent (package measured: the report reads it
+// without the engines).
+type Result = measured.Result
 
 // ThreadResult is one sending thread's share.
-type ThreadResult struct {
-	Name    string // e.g. "veth1@0"
-	CPU     int    // the CPU it was pinned to, -1: not pinned
-	Sent    uint64
-	Errors  uint64
-	Elapsed time.Duration
-	PPS     float64
-	Mbps    float64
-	Behind  time.Duration // see Result.Behind
-}
+type ThreadResult = measured.ThreadResult
 
 // FirstSeq is the sequence number of a sending thread's first packet in
 // a run, in both engines: kernel pktgen starts every run at 1

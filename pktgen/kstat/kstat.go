@@ -10,6 +10,7 @@ package kstat
 
 import (
 	"fmt"
+	"github.com/nslab/nslab/pktgen/measured"
 	"os"
 	"slices"
 	"strconv"
@@ -74,11 +75,9 @@ func Softnet() map[int][]uint64 {
 	return out
 }
 
-// IPDiscards are the IP MIB counters (/proc/net/snmp and snmp6 of a
-// namespace) that count packets a router dropped.
-var IPDiscards = []string{"InHdrErrors", "InAddrErrors", "InUnknownProtos", "InDiscards", "OutDiscards", "OutNoRoutes", "InNoRoutes",
-	"Ip6InHdrErrors", "Ip6InTooBigErrors", "Ip6InNoRoutes", "Ip6InAddrErrors", "Ip6InUnknownProtos", "Ip6InTruncatedPkts",
-	"Ip6InDiscards", "Ip6OutDiscards", "Ip6OutNoRoutes", NeighDiscards}
+// IPDiscards are the IP MIB counters that count packets the stack
+// discarded (measured.IPDiscards).
+var IPDiscards = measured.IPDiscards
 
 // NeighDiscards is the key RouterCounters gives the packets its
 // neighbour tables dropped while waiting for a next hop's address to
@@ -86,7 +85,7 @@ var IPDiscards = []string{"InHdrErrors", "InAddrErrors", "InUnknownProtos", "InD
 // ndisc_cache, summed over CPUs): the first packets to a next hop no one
 // has talked to yet, after a route changed, die there and in no IP MIB
 // counter.
-const NeighDiscards = "NeighUnresolvedDiscards"
+const NeighDiscards = measured.NeighDiscards
 
 // ForwardedKey names the IP MIB counter of forwarded datagrams per family.
 func ForwardedKey(ipv6 bool) string {

@@ -1,6 +1,7 @@
 package receive
 
 import (
+	"github.com/nslab/nslab/pktgen/measured"
 	"math"
 	"math/bits"
 	"time"
@@ -19,56 +20,12 @@ import (
 // ones count at that value.
 const latencyMax = int64(100 * time.Second)
 
-// Latency is the one-way latency of the packets a run measured, in
-// nanoseconds. Its JSON names are the interface scripts rely on.
-type Latency struct {
-	Method   string  `json:"method"`  // how it was measured
-	Samples  uint64  `json:"samples"` // packets measured
-	MinNs    int64   `json:"min_ns"`
-	P50Ns    int64   `json:"p50_ns"`
-	P90Ns    int64   `json:"p90_ns"`
-	P99Ns    int64   `json:"p99_ns"`
-	P999Ns   int64   `json:"p999_ns"`
-	MaxNs    int64   `json:"max_ns"`
-	MeanNs   float64 `json:"mean_ns"`
-	JitterNs float64 `json:"jitter_ns"` // RFC 3550 interarrival jitter, in arrival order
-	// ResolutionNs is the send timestamp's resolution: 1000 for kernel
-	// pktgen (microseconds), 1 for the userspace engine where the frame
-	// has room for its nanoseconds.
-	ResolutionNs int64 `json:"resolution_ns"`
-	// Negative counts packets received before they were sent by the
-	// clocks (a clock stepped): they are left out.
-	Negative uint64 `json:"negative,omitempty"`
-	// Histogram is the whole latency histogram in HdrHistogram's
-	// interchange form (V2, compressed, base64: any HdrHistogram library
-	// decodes it; values in nanoseconds); nslab-plot draws its CDF.
-	Histogram string `json:"histogram,omitempty"`
-}
-
-// Sequence is the accounting by sequence number. Its JSON names are the
-// interface scripts rely on.
-type Sequence struct {
-	UniqueReceived uint64 `json:"unique_received"`
-	Lost           uint64 `json:"lost"`       // sent, and never received
-	Duplicates     uint64 `json:"duplicates"` // received again
-	// Reordered counts packets that arrived with a sequence number below
-	// the highest seen before them (RFC 4737 section 3), duplicates not
-	// included.
-	Reordered uint64 `json:"reordered"`
-	// LongestGap is the most consecutive sequence numbers skipped between
-	// a packet and the next one to arrive above it, and the time between
-	// their arrivals: how long the path was broken.
-	LongestGapPackets uint64 `json:"longest_gap_packets"`
-	LongestGapNs      int64  `json:"longest_gap_ns"`
-	// Outside counts packets whose sequence number the sender never
-	// used in this run (another run's packets, still on the path).
-	Outside uint64 `json:"outside,omitempty"`
-	// LossRuns counts the runs of consecutive lost sequence numbers by
-	// their length (a histogram: length -> runs), and MeanLossRun is
-	// their mean length: loss in bursts shows as long runs.
-	LossRuns    map[uint64]uint64 `json:"loss_runs,omitempty"`
-	MeanLossRun float64           `json:"mean_loss_run,omitempty"`
-}
+// Latency is the one-way latency of the packets a run measured, and
+// Sequence the accounting by sequence number (package measured).
+type (
+	Latency  = measured.Latency
+	Sequence = measured.Sequence
+)
 
 // Tracker accounts for the packets of one run as they arrive. It is not
 // safe for concurrent use: one reader feeds it.
@@ -146,10 +103,8 @@ func (t *Tracker) Latency(method string, resolutionNs int64) *Latency {
 	return l
 }
 
-// DecodeHistogram reads a Latency's Histogram back.
-func DecodeHistogram(s string) (*hdrhistogram.Histogram, error) {
-	return hdrhistogram.Decode([]byte(s))
-}
+// DecodeHistogram reads a Latency's Histogram back (measured.DecodeHistogram).
+func DecodeHistogram(s string) (*hdrhistogram.Histogram, error) { return measured.DecodeHistogram(s) }
 
 // Histogram is a copy of the latency histogram (nanoseconds).
 func (t *Tracker) Histogram() *hdrhistogram.Histogram { return t.hist.Clone() }

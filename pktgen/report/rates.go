@@ -1,6 +1,6 @@
 package report
 
-import "github.com/nslab/nslab/pktgen/sample"
+import "github.com/nslab/nslab/pktgen/measured"
 
 // Rates fills the receiver's rates from the counts and the samples.
 func (r *Report) Rates() {
@@ -11,9 +11,9 @@ func (r *Report) Rates() {
 		r.PPS = float64(r.Received) / r.Elapsed.Seconds()
 	}
 	r.MbpsL2, r.MbpsL1 = Mbps(r.PPS, r.frameBytes())
-	if a, b, ok := sample.Steady(r.sendingSamples()); ok {
+	if a, b, ok := measured.Steady(r.sendingSamples()); ok {
 		last := len(r.Hops) - 1
-		r.SteadyPPS = sample.Rates(a, b)[last].RxPPS
+		r.SteadyPPS = measured.Rates(a, b)[last].RxPPS
 		r.SteadyL2, _ = Mbps(r.SteadyPPS, r.frameBytes())
 	}
 }
@@ -26,7 +26,7 @@ func Mbps(pps float64, frame float64) (l2, l1 float64) {
 // the first (taken as it started) to Elapsed after it. Those after are the
 // path draining (an impairment's queue, another host's), which a steady
 // window of the sending must not take in.
-func (r *Report) sendingSamples() []sample.Sample {
+func (r *Report) sendingSamples() []measured.Sample {
 	if len(r.Samples) == 0 || r.Elapsed <= 0 {
 		return r.Samples
 	}

@@ -1,13 +1,11 @@
 package report
 
 import (
+	"github.com/nslab/nslab/pktgen/measured"
 	"time"
 
 	"github.com/nslab/nslab/topology/walk"
 
-	"github.com/nslab/nslab/pktgen/engine"
-	"github.com/nslab/nslab/pktgen/receive"
-	"github.com/nslab/nslab/pktgen/sample"
 	"github.com/nslab/nslab/pktgen/stall"
 )
 
@@ -73,10 +71,10 @@ type Report struct {
 	// (Options.Latency); nil without it. SequenceNote says why there is
 	// no Sequence when there is a Latency; ReaderMissed counts packets
 	// the reader's ring had no room for.
-	Latency      *receive.Latency  `json:"latency,omitempty"`
-	Sequence     *receive.Sequence `json:"sequence,omitempty"`
-	SequenceNote string            `json:"sequence_note,omitempty"`
-	ReaderMissed uint64            `json:"reader_missed,omitempty"`
+	Latency      *measured.Latency  `json:"latency,omitempty"`
+	Sequence     *measured.Sequence `json:"sequence,omitempty"`
+	SequenceNote string             `json:"sequence_note,omitempty"`
+	ReaderMissed uint64             `json:"reader_missed,omitempty"`
 	// ReceivedSizes counts the frames the reader read by size (with
 	// FCS), for runs with a frame mix.
 	ReceivedSizes map[int]uint64 `json:"received_sizes,omitempty"`
@@ -120,12 +118,12 @@ type Report struct {
 	// Differences are where the kernels of the nodes on the path differ
 	// from the lab's file: the run went by the kernels' addresses and
 	// routes.
-	Differences []string       `json:"differences,omitempty"`
-	Env         Env            `json:"environment"`
-	Result      *engine.Result `json:"engine_result"`
+	Differences []string         `json:"differences,omitempty"`
+	Env         Env              `json:"environment"`
+	Result      *measured.Result `json:"engine_result"`
 
-	Targets []sample.Target `json:"-"`
-	Samples []sample.Sample `json:"-"`
+	Targets []measured.Target `json:"-"`
+	Samples []measured.Sample `json:"-"`
 	// Fidelity sets, for each impaired interface the run went out of,
 	// what the file asked of it against what it delivered.
 	Fidelity []LinkFidelity `json:"fidelity,omitempty"`
@@ -141,9 +139,9 @@ type Report struct {
 
 // HopCounters is one sampled interface's change over the run.
 type HopCounters struct {
-	sample.Target
+	measured.Target
 	Role string `json:"role"` // sender, ingress, egress, receiver, switch in/out, measured
-	sample.Counters
+	measured.Counters
 	// Neighbour frames (ARP, IPv6 neighbour discovery) it received in
 	// the run: counted in RxPackets, and in the previous hop's TxPackets,
 	// but not the run's.

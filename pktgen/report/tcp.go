@@ -2,13 +2,11 @@ package report
 
 import (
 	"fmt"
+	"github.com/nslab/nslab/pktgen/measured"
 	"io"
 	"strings"
 	"text/tabwriter"
 	"time"
-
-	"github.com/nslab/nslab/pktgen/receive"
-	"github.com/nslab/nslab/pktgen/tcpflow"
 )
 
 // TCPRun is what a run of TCP flows measured (Report.TCP): each flow's
@@ -40,14 +38,14 @@ type TCPRun struct {
 // alone (Idle) and then beside the flows (Loaded), and the ratio of their
 // medians and 99th percentiles.
 type TCPLatency struct {
-	RatePPS        int              `json:"rate_pps"`
-	Idle           *receive.Latency `json:"idle"`
-	Loaded         *receive.Latency `json:"loaded"`
-	RatioP50       float64          `json:"ratio_p50,omitempty"`
-	RatioP99       float64          `json:"ratio_p99,omitempty"`
-	IdleLost       uint64           `json:"idle_lost"`
-	LoadedLost     uint64           `json:"loaded_lost"`
-	LoadedReceived uint64           `json:"loaded_received"`
+	RatePPS        int               `json:"rate_pps"`
+	Idle           *measured.Latency `json:"idle"`
+	Loaded         *measured.Latency `json:"loaded"`
+	RatioP50       float64           `json:"ratio_p50,omitempty"`
+	RatioP99       float64           `json:"ratio_p99,omitempty"`
+	IdleLost       uint64            `json:"idle_lost"`
+	LoadedLost     uint64            `json:"loaded_lost"`
+	LoadedReceived uint64            `json:"loaded_received"`
 }
 
 // Line says the latency idle and under load in a line.
@@ -63,15 +61,15 @@ func (l *TCPLatency) Line() string {
 
 // TCPFlow is one flow (or, as Total, all of them).
 type TCPFlow struct {
-	Port        int             `json:"port,omitempty"`
-	Received    uint64          `json:"received_bytes"`
-	GoodputMbps float64         `json:"goodput_mbps"` // bytes the sink read ÷ the time to its last byte
-	Retrans     uint32          `json:"retransmitted"`
-	SRTT        time.Duration   `json:"srtt"`    // smoothed, at the end (Total: the flows' mean)
-	MinRTT      time.Duration   `json:"min_rtt"` // Total: the least
-	Points      []tcpflow.Point `json:"points,omitempty"`
-	Sender      *tcpflow.Info   `json:"sender,omitempty"`
-	Receiver    *tcpflow.Info   `json:"receiver,omitempty"`
+	Port        int              `json:"port,omitempty"`
+	Received    uint64           `json:"received_bytes"`
+	GoodputMbps float64          `json:"goodput_mbps"` // bytes the sink read ÷ the time to its last byte
+	Retrans     uint32           `json:"retransmitted"`
+	SRTT        time.Duration    `json:"srtt"`    // smoothed, at the end (Total: the flows' mean)
+	MinRTT      time.Duration    `json:"min_rtt"` // Total: the least
+	Points      []measured.Point `json:"points,omitempty"`
+	Sender      *measured.Info   `json:"sender,omitempty"`
+	Receiver    *measured.Info   `json:"receiver,omitempty"`
 }
 
 // TCPLosses accounts for the retransmitted segments. TCP_INFO of both ends

@@ -3,13 +3,12 @@ package report
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/nslab/nslab/pktgen/measured"
 	"io"
 	"maps"
 	"slices"
 	"strings"
 	"text/tabwriter"
-
-	"github.com/nslab/nslab/pktgen/kstat"
 )
 
 // Formats a report can be written in.
@@ -201,7 +200,7 @@ func (r *Report) tableHops(ew *errWriter) {
 			ew.printf(", copies its egress added %d", rt.DuplicatedAtEgress)
 		}
 		ew.printf(", lost inside %d; IP MIB: forwarded %d", rt.Inside, rt.ForwDatagrams)
-		for _, k := range kstat.IPDiscards {
+		for _, k := range measured.IPDiscards {
 			if d := rt.Discards[k]; d > 0 {
 				ew.printf(", %s %d", k, d)
 			}

@@ -35,8 +35,8 @@ func BenchmarkRead10(b *testing.B) {
 	var targets []Target
 	for i := 0; i < 5; i++ {
 		fmt.Fprintf(&y, "  - endpoints: [n%d:r, n%d:l]\n", i, i+1)
-		targets = append(targets, Target{fmt.Sprintf("n%d", i), fmt.Sprintf("%s-n%d", name, i), "r"},
-			Target{fmt.Sprintf("n%d", i+1), fmt.Sprintf("%s-n%d", name, i+1), "l"})
+		targets = append(targets, Target{Node: fmt.Sprintf("n%d", i), Namespace: fmt.Sprintf("%s-n%d", name, i), Interface: "r"},
+			Target{Node: fmt.Sprintf("n%d", i+1), Namespace: fmt.Sprintf("%s-n%d", name, i+1), Interface: "l"})
 	}
 	l, err := spec.Parse("bench.yaml", []byte(y.String()))
 	if err != nil {

@@ -10,6 +10,7 @@ package sample
 import (
 	"context"
 	"fmt"
+	"github.com/nslab/nslab/pktgen/measured"
 	"time"
 
 	"github.com/nslab/nslab/topology/lab"
@@ -19,57 +20,20 @@ import (
 	"github.com/vishvananda/netlink"
 )
 
-// Target is one interface to sample.
-type Target struct {
-	Node      string `json:"node"`
-	Namespace string `json:"namespace"`
-	Interface string `json:"interface"`
-}
+// Target is one interface to sample (package measured).
+type Target = measured.Target
 
 // TargetOf is the target for interface ep of a running lab.
 func TargetOf(r *lab.Running, ep spec.Endpoint) Target {
 	return Target{Node: ep.Node, Namespace: r.Lab.Namespace(ep.Node), Interface: ep.Interface}
 }
 
-func (t Target) String() string { return t.Node + ":" + t.Interface }
-
-// Counters are one interface's counters at one moment.
-type Counters struct {
-	RxPackets uint64 `json:"rx_packets"`
-	TxPackets uint64 `json:"tx_packets"`
-	RxBytes   uint64 `json:"rx_bytes"`
-	TxBytes   uint64 `json:"tx_bytes"`
-	RxDropped uint64 `json:"rx_dropped"`
-	TxDropped uint64 `json:"tx_dropped"`
-	RxErrors  uint64 `json:"rx_errors"`
-	TxErrors  uint64 `json:"tx_errors"`
-	RxMissed  uint64 `json:"rx_missed"`
-	// The interface's own root qdisc (an impairment), when it has one:
-	// packets it dropped (netem's loss, a full queue) and packets it
-	// holds now. Packets it drops never reach the device's counters.
-	QdiscDrops  uint64 `json:"qdisc_drops,omitempty"`
-	QdiscQueued uint64 `json:"qdisc_queued,omitempty"`
-	// QdiscOverlimits: times its rate held a packet back (a shaper's);
-	// QdiscBacklog: the bytes it holds now.
-	QdiscOverlimits uint64 `json:"qdisc_overlimits,omitempty"`
-	QdiscBacklog    uint64 `json:"qdisc_backlog,omitempty"`
-}
-
-// Sub returns c - o, counter by counter; QdiscQueued and QdiscBacklog
-// are c's (levels, not counts).
-func (c Counters) Sub(o Counters) Counters {
-	return Counters{RxPackets: c.RxPackets - o.RxPackets, TxPackets: c.TxPackets - o.TxPackets, RxBytes: c.RxBytes - o.RxBytes, TxBytes: c.TxBytes - o.TxBytes,
-		RxDropped: c.RxDropped - o.RxDropped, TxDropped: c.TxDropped - o.TxDropped, RxErrors: c.RxErrors - o.RxErrors, TxErrors: c.TxErrors - o.TxErrors,
-		RxMissed:   c.RxMissed - o.RxMissed,
-		QdiscDrops: uint64(uint32(c.QdiscDrops) - uint32(o.QdiscDrops)), QdiscQueued: c.QdiscQueued, // the kernel's qdisc counters are 32 bits
-		QdiscOverlimits: uint64(uint32(c.QdiscOverlimits) - uint32(o.QdiscOverlimits)), QdiscBacklog: c.QdiscBacklog}
-}
-
-// Sample is every target's counters at one moment.
-type Sample struct {
-	At       time.Duration `json:"at"` // since the sampler started, monotonic
-	Counters []Counters    `json:"counters"`
-}
+// Counters are one interface's counters at one moment, and Sample every
+// target's at one moment (package measured).
+type (
+	Counters = measured.Counters
+	Sample   = measured.Sample
+)
 
 // Sampler reads a fixed set of interfaces, each through its node's handle:
 // one RTM_GETLINK per interface and read.
@@ -189,34 +153,12 @@ func (s *Sampler) Run(ctx context.Context, interval time.Duration, fn func(Sampl
 	}
 }
 
-// Rate is one interface's traffic over an interval.
-type Rate struct {
-	RxPPS, TxPPS   float64
-	RxMbps, TxMbps float64 // counter bytes: L2 without FCS
-	Drops          uint64  // rx and tx dropped, rx missed, qdisc drops
-}
+// Rate is one interface's traffic over an interval (package measured).
+type Rate = measured.Rate
 
 // Rates computes every target's rates between two samples.
-func Rates(a, b Sample) []Rate {
-	dt := (b.At - a.At).Seconds()
-	out := make([]Rate, len(a.Counters))
-	if dt <= 0 {
-		return out
-	}
-	for i := range a.Counters {
-		d := b.Counters[i].Sub(a.Counters[i])
-		out[i] = Rate{float64(d.RxPackets) / dt, float64(d.TxPackets) / dt, float64(d.RxBytes) * 8 / dt / 1e6, float64(d.TxBytes) * 8 / dt / 1e6,
-			d.RxDropped + d.TxDropped + d.RxMissed + d.QdiscDrops}
-	}
-	return out
-}
+func Rates(a, b Sample) []Rate { return measured.Rates(a, b) }
 
-// Steady returns the first and last samples of the steady window: the
-// samples of a run without its first and last intervals, which the run
-// only partly covers. ok is false with fewer than four samples.
-func Steady(samples []Sample) (first, last Sample, ok bool) {
-	if len(samples) < 4 {
-		return Sample{}, Sample{}, false
-	}
-	return samples[1], samples[len(samples)-2], true
-}
+// Steady returns the first and last samples of the steady window (see
+// measured.Steady).
+func Steady(samples []Sample) (first, last Sample, ok bool) { return measured.Steady(samples) }

@@ -19,6 +19,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/nslab/nslab/pktgen/measured"
 	"net"
 	"net/netip"
 	"strconv"
@@ -60,43 +61,12 @@ type Job struct {
 	BusyPoll time.Duration
 }
 
-// Point is one sample of a flow's sending end.
-type Point struct {
-	At      time.Duration `json:"at"`          // since the flows started
-	Acked   uint64        `json:"bytes_acked"` // so far
-	Retrans uint32        `json:"retrans"`     // segments retransmitted so far
-	SRTT    time.Duration `json:"srtt"`
-	Cwnd    uint32        `json:"cwnd"` // segments
-}
-
-// Info is what a report keeps of one end's TCP_INFO. Its byte counts are
-// sequence numbers: BytesAcked holds the SYN and the FIN as a byte each,
-// BytesRecv the FIN.
-type Info struct {
-	SegsOut      uint32        `json:"segs_out"`
-	SegsIn       uint32        `json:"segs_in"`
-	DataSegsOut  uint32        `json:"data_segs_out"`
-	DataSegsIn   uint32        `json:"data_segs_in"`
-	TotalRetrans uint32        `json:"total_retrans"`
-	BytesSent    uint64        `json:"bytes_sent"`
-	BytesRetrans uint64        `json:"bytes_retrans"`
-	BytesAcked   uint64        `json:"bytes_acked"`
-	BytesRecv    uint64        `json:"bytes_received"`
-	SRTT         time.Duration `json:"srtt"`
-	RTTVar       time.Duration `json:"rttvar"`
-	MinRTT       time.Duration `json:"min_rtt"`
-	Cwnd         uint32        `json:"cwnd"`
-	MSS          uint32        `json:"mss"`
-	Reordering   uint32        `json:"reordering"`
-	DSACKDups    uint32        `json:"dsack_dups"`
-	RTOs         uint16        `json:"rtos"`
-	// Busy is how long the connection had data to send; RwndLimited and
-	// SndbufLimited how much of that the receiver's window and the send
-	// buffer held it back.
-	Busy          time.Duration `json:"busy"`
-	RwndLimited   time.Duration `json:"rwnd_limited"`
-	SndbufLimited time.Duration `json:"sndbuf_limited"`
-}
+// Point is one sample of a flow's sending end, and Info what a report
+// keeps of one end's TCP_INFO (package measured).
+type (
+	Point = measured.Point
+	Info  = measured.Info
+)
 
 // Flow is one connection's run.
 type Flow struct {

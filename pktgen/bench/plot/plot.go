@@ -8,6 +8,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"fmt"
+	"github.com/nslab/nslab/pktgen/measured"
 	"image/color"
 	"io"
 	"os"
@@ -15,7 +16,6 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/nslab/nslab/pktgen/receive"
 	"github.com/nslab/nslab/pktgen/report"
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -245,7 +245,7 @@ func LatencyCDF(path string, reps []*report.Report) error {
 			continue // a TCP run's repeat (a variant's next pair): its first stands for it
 		}
 		drawn[c.label] = true
-		h, err := receive.DecodeHistogram(c.histogram)
+		h, err := measured.DecodeHistogram(c.histogram)
 		if err != nil {
 			return fmt.Errorf("plot: the latency histogram of %s: %w", c.label, err)
 		}
@@ -289,7 +289,7 @@ func cdfCurves(reps []*report.Report) []cdfCurve {
 		if t := r.TCP; t != nil && t.Latency != nil {
 			for _, l := range []struct {
 				what string
-				lat  *receive.Latency
+				lat  *measured.Latency
 			}{{"idle", t.Latency.Idle}, {"under load", t.Latency.Loaded}} {
 				if l.lat != nil && l.lat.Histogram != "" {
 					out = append(out, cdfCurve{v + fmt.Sprintf("%d TCP flows, probe ", len(t.Flows)) + l.what, l.lat.Histogram, true})
