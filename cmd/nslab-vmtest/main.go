@@ -16,6 +16,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/nslab/nslab/topology/caps"
 	"io"
 	"os"
 	"os/exec"
@@ -442,14 +443,17 @@ func packCpio(root, out string) error {
 
 // boot runs the VM and reads its console until the result marker.
 func boot(kernel, initrd string, timeout time.Duration, kvm bool, cpus int, verbose bool) error {
-	accel := "tcg,thread=multi"
+	// Under TCG the kernel is told its CPUs are emulated (caps.Detect
+	// reads it): the tests then watch no stalls, which would be the
+	// emulator's.
+	accel, cmdline := "tcg,thread=multi", "console=ttyS0 panic=-1 quiet loglevel=3 "+caps.EmulatedCPUsWord
 	if kvm {
-		accel = "kvm"
+		accel, cmdline = "kvm", "console=ttyS0 panic=-1 quiet loglevel=3"
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	args := []string{"-accel", accel, "-cpu", "max", "-smp", fmt.Sprint(cpus), "-m", "1024",
-		"-kernel", kernel, "-initrd", initrd, "-append", "console=ttyS0 panic=-1 quiet loglevel=3",
+		"-kernel", kernel, "-initrd", initrd, "-append", cmdline,
 		"-nographic", "-no-reboot", "-nic", "none", "-monitor", "none", "-serial", "stdio"}
 	cmd := exec.CommandContext(ctx, "qemu-system-x86_64", args...)
 	out, err := cmd.StdoutPipe()

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/nslab/nslab/pktgen/auto"
+	"github.com/nslab/nslab/topology/caps"
 	"io"
 	"os"
 	"strings"
@@ -201,8 +203,10 @@ func benchRequest(c *cli.Context) (bench.Request, error) {
 	if err := tcpFlag(c, ts); err != nil {
 		return bench.Request{}, err
 	}
+	here := caps.Detect() // once: every part of the run takes this value
 	req := bench.Request{Lab: l, Traffic: ts[0], Placement: placementMode(c), Keep: c.Bool("keep"), Wait: c.Duration("wait"), Progress: c.App.ErrWriter,
-		Options: bench.Options{Interval: c.Duration("interval"), Compact: termWidth(os.Stderr) < 100, Version: version, Latency: c.Bool("latency"), LatencyEvery: uint32(c.Uint("latency-every"))}}
+		Options: bench.Options{Interval: c.Duration("interval"), Compact: termWidth(os.Stderr) < 100, Version: version, Latency: c.Bool("latency"), LatencyEvery: uint32(c.Uint("latency-every")),
+			Caps: &here, Chooser: auto.Chooser{Caps: &here}}}
 	if len(ts) > 1 {
 		req.Streams = ts
 		for _, f := range []string{"search", "search-binary", "measure", "plot"} {

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/nslab/nslab/topology/caps"
 
 	"github.com/nslab/nslab/pktgen/engine"
 	"github.com/nslab/nslab/pktgen/kernel"
@@ -27,13 +28,15 @@ type Chooser struct {
 	// it); nil: userspace.ProbeLiveFrames on a thread in it. Tests
 	// replace it.
 	LiveProbe func(n *ns.NS) error
+	// Caps are what this process may do here; nil: caps.Detect.
+	Caps *caps.Capabilities
 }
 
 // Choose returns the engine that name asks for (auto, pktgen, userspace
 // or xdp) for sends from namespace sender, and why it is that one. It
 // enters sender only to probe for pktgen (auto).
 func (c Chooser) Choose(name string, sender *ns.NS) (engine.Engine, string, error) {
-	if rootless.Active() {
+	if caps.Or(c.Caps).Rootless {
 		return chooseRootless(name, sender)
 	}
 	switch name {

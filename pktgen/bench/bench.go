@@ -9,6 +9,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"github.com/nslab/nslab/topology/caps"
 	"io"
 	"net"
 	"net/netip"
@@ -45,6 +46,9 @@ type Options struct {
 	Measure []spec.Endpoint
 	// Chooser chooses the engine; its zero value probes for real.
 	Chooser auto.Chooser
+	// Caps are what this process may do here (cmd finds them once);
+	// nil: caps.Detect.
+	Caps *caps.Capabilities
 	// Latency reads the run's packets at the receiver: one-way latency
 	// and, reading every packet, the accounting by sequence number
 	// (latency.go). LatencyEvery reads one packet in that many (a power

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"github.com/nslab/nslab/topology/caps"
 	"maps"
 	"slices"
 	"strings"
@@ -43,7 +44,7 @@ type costing struct {
 // says why.
 func (b *Bench) openCosting() {
 	c := &b.cost
-	if rootless.Active() {
+	if !caps.Or(b.opts.Caps).BPF() {
 		c.note = "no cost per packet: " + rootless.Refuse("counting softirq time (BPF)", "run as root to have it").Error()
 		return
 	}

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"github.com/nslab/nslab/topology/caps"
 	"slices"
 
 	"github.com/nslab/nslab/pktgen/report"
@@ -20,11 +21,12 @@ const maxStallList = 100
 // startWatch starts the bench's stall watch; the note says why there is
 // none when it cannot start (the bench goes on without).
 func (b *Bench) startWatch() {
-	if !watchStalls {
+	c := caps.Or(b.opts.Caps)
+	if c.EmulatedCPUs {
 		b.watchNote = "stalls not watched: emulated CPUs (the VM harness)"
 		return
 	}
-	if rootless.Active() {
+	if !c.BPF() {
 		b.watchNote = "stalls not watched: " + rootless.Refuse("the stall watch (BPF)", "run as root to have it").Error()
 		return
 	}

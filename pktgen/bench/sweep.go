@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/nslab/nslab/topology/caps"
 	"io"
 	"os"
 	"slices"
@@ -446,7 +447,7 @@ func settlePlacement(req *Request) error {
 		if !l.Placed() && len(t.CPUs) == 0 {
 			continue
 		}
-		why, err := placementMissing(l, t)
+		why, err := placementMissing(l, t, caps.Or(req.Caps))
 		if err != nil {
 			return err
 		}
@@ -477,7 +478,7 @@ func (req Request) runs() []*spec.Traffic {
 
 // placementMissing says why this machine cannot give the lab and the run
 // the CPUs they name, from what it has: "" when it can.
-func placementMissing(l *spec.Lab, t *spec.Traffic) (string, error) {
+func placementMissing(l *spec.Lab, t *spec.Traffic, c caps.Capabilities) (string, error) {
 	online, err := host.Machine{}.OnlineCPUs()
 	if err != nil {
 		return "", err
@@ -486,7 +487,7 @@ func placementMissing(l *spec.Lab, t *spec.Traffic) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if rootless.Active() && l.NodesPlaced() {
+	if c.Rootless && l.NodesPlaced() {
 		return rootless.Unplaced, nil
 	}
 	var named spec.CPUSet
