@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"slices"
-	"text/tabwriter"
 	"time"
 
 	"github.com/nslab/nslab/topology/cgroup"
@@ -73,30 +72,22 @@ func ReadLimits(st *state.State, node string, since time.Time) *LimitsInfo {
 // printLimits lists the nodes' use against their limits, when a node has
 // limits.
 func printLimits(w io.Writer, info *LabInfo) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	header := false
+	t := newTable(w, "NODE\tCPU (used, average since made / limit)\tTHROTTLED\tMEMORY (now, peak / limit)\tKILLED OVER MEMORY\tPIDS / LIMIT")
 	for _, n := range info.Nodes {
 		l := n.Limits
 		if l == nil {
 			continue
 		}
-		if !header {
-			fmt.Fprintln(tw, "NODE\tCPU (used, average since made / limit)\tTHROTTLED\tMEMORY (now, peak / limit)\tKILLED OVER MEMORY\tPIDS / LIMIT")
-			header = true
-		}
 		if l.Error != "" {
-			fmt.Fprintf(tw, "%s\t%s\t\t\t\t\n", n.Node, l.Error)
+			t.row("%s\t%s\t\t\t\t", n.Node, l.Error)
 			continue
 		}
-		fmt.Fprintf(tw, "%s\t%.1fs, %.1f%% / %s\t%d periods\t%s, %s / %s\t%d\t%d / %s (%d refused)\n", n.Node,
+		t.row("%s\t%.1fs, %.1f%% / %s\t%d periods\t%s, %s / %s\t%d\t%d / %s (%d refused)", n.Node,
 			l.CPUSeconds, l.CPUAverage, limitText(l.CPULimit > 0, units.FormatPercent(l.CPULimit)), l.Throttled,
 			units.FormatBytes(l.Memory), units.FormatBytes(l.MemoryPeak), limitText(l.MemoryLimit > 0, units.FormatBytes(l.MemoryLimit)),
 			l.OOMKills, l.Pids, limitText(l.PidsLimit > 0, fmt.Sprint(l.PidsLimit)), l.PidsRefused)
 	}
-	tw.Flush()
-	if header {
-		fmt.Fprintln(w)
-	}
+	t.end()
 }
 
 // limitText is s, or "none" when there is no limit.

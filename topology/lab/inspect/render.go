@@ -191,45 +191,33 @@ func cpuLists(per []string) string {
 // counters since it was made: a row for the root, one for the queue
 // under it.
 func printImpairments(w io.Writer, info *LabInfo) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	shown := false
+	t := newTable(w, "NODE\tINTERFACE\tIMPAIRMENT (what it sends)\tQDISC\tSENT\tDROPPED\tOVERLIMITS\tREQUEUES\tBACKLOG")
 	for _, n := range info.Nodes {
 		for _, i := range n.Interfaces {
 			if i.Impairment == "" {
 				continue
 			}
-			if !shown {
-				fmt.Fprintln(tw, "NODE\tINTERFACE\tIMPAIRMENT (what it sends)\tQDISC\tSENT\tDROPPED\tOVERLIMITS\tREQUEUES\tBACKLOG")
-				shown = true
-			}
+			t.start()
 			for k, q := range i.Qdiscs {
 				node, ifc, what := n.Node, i.Name, i.Impairment
 				if k > 0 {
 					node, ifc, what = "", "", ""
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%s\t%s (%s)\t%d\t%d\t%d\t%d\t%dp %db\n", node, ifc, what, q.Kind, q.Parent, q.Packets, q.Drops, q.Overlimits, q.Requeues, q.Qlen, q.Backlog)
+				t.row("%s\t%s\t%s\t%s (%s)\t%d\t%d\t%d\t%d\t%dp %db", node, ifc, what, q.Kind, q.Parent, q.Packets, q.Drops, q.Overlimits, q.Requeues, q.Qlen, q.Backlog)
 			}
 		}
 	}
-	tw.Flush()
-	if shown {
-		fmt.Fprintln(w)
-	}
+	t.end()
 }
 
 // printOffloads lists the interfaces whose offloads the file sets, with
 // every offload as the kernel has it now.
 func printOffloads(w io.Writer, info *LabInfo) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	shown := false
+	t := newTable(w, "NODE\tINTERFACE\tOFFLOADS (the kernel's now)\tTHE FILE SETS\tNAPI (the kernel's now)")
 	for _, n := range info.Nodes {
 		for _, i := range n.Interfaces {
 			if len(i.OffloadsSet) == 0 && !i.NAPISet {
 				continue
-			}
-			if !shown {
-				fmt.Fprintln(tw, "NODE\tINTERFACE\tOFFLOADS (the kernel's now)\tTHE FILE SETS\tNAPI (the kernel's now)")
-				shown = true
 			}
 			var napi []string
 			for _, f := range NAPIFiles {
@@ -240,28 +228,20 @@ func printOffloads(w io.Writer, info *LabInfo) {
 			if i.BusyPoll != "" {
 				napi = append(napi, "busy_poll "+i.BusyPoll+" (the file's: nslab's receiving sockets take it)")
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", n.Node, i.Name, spec.OffloadWords(i.Offloads), strings.Join(i.OffloadsSet, ", "), strings.Join(napi, ", "))
+			t.row("%s\t%s\t%s\t%s\t%s", n.Node, i.Name, spec.OffloadWords(i.Offloads), strings.Join(i.OffloadsSet, ", "), strings.Join(napi, ", "))
 		}
 	}
-	tw.Flush()
-	if shown {
-		fmt.Fprintln(w)
-	}
+	t.end()
 }
 
 // printFastPaths lists the nodes' XDP fast paths with their counters
 // since they were attached, and why it passed what it passed.
 func printFastPaths(w io.Writer, info *LabInfo) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	shown := false
+	t := newTable(w, "NODE\tFAST PATH\tINTERFACES\tENTERED\tFORWARDED\tPASSED\tDROPPED\tWHY PASSED")
 	for _, n := range info.Nodes {
 		fp := n.FastPath
 		if fp == nil {
 			continue
-		}
-		if !shown {
-			fmt.Fprintln(tw, "NODE\tFAST PATH\tINTERFACES\tENTERED\tFORWARDED\tPASSED\tDROPPED\tWHY PASSED")
-			shown = true
 		}
 		var why []string
 		for _, r := range slices.Sorted(maps.Keys(fp.Counts)) {
@@ -269,48 +249,38 @@ func printFastPaths(w io.Writer, info *LabInfo) {
 				why = append(why, fmt.Sprintf("%d %s", c, strings.TrimPrefix(r, "passed: ")))
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", n.Node, fp.Kind, strings.Join(fp.Interfaces, ","), fp.Entered, fp.Forwarded, fp.Passed, fp.Dropped, strings.Join(why, "; "))
+		t.row("%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s", n.Node, fp.Kind, strings.Join(fp.Interfaces, ","), fp.Entered, fp.Forwarded, fp.Passed, fp.Dropped, strings.Join(why, "; "))
 	}
-	tw.Flush()
-	if shown {
-		fmt.Fprintln(w)
-	}
+	t.end()
 }
 
 // printNetfilter lists each node's NAT and firewall rules as the kernel
 // has them now, with their counters.
 func printNetfilter(w io.Writer, info *LabInfo) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	shown := false
+	t := newTable(w, "NODE\tCHAIN\tRULE\tPACKETS\tBYTES\tFROM THE FILE")
 	for _, n := range info.Nodes {
 		nf := n.Netfilter
 		if nf == nil {
 			continue
 		}
-		if !shown {
-			fmt.Fprintln(tw, "NODE\tCHAIN\tRULE\tPACKETS\tBYTES\tFROM THE FILE")
-			shown = true
-		}
+		t.start()
 		if nf.Missing {
-			fmt.Fprintf(tw, "%s\t-\tMISSING: no table %s\t-\t-\t-\n", n.Node, nf.Table)
+			t.row("%s\t-\tMISSING: no table %s\t-\t-\t-", n.Node, nf.Table)
 			continue
 		}
 		for _, ft := range nf.Flowtables {
-			fmt.Fprintf(tw, "%s\tflowtable %s\tover %s\t-\t-\tnodes.%s.flowtable\n", n.Node, ft.Name, strings.Join(ft.Devices, ", "), n.Node)
+			t.row("%s\tflowtable %s\tover %s\t-\t-\tnodes.%s.flowtable", n.Node, ft.Name, strings.Join(ft.Devices, ", "), n.Node)
 		}
 		for _, c := range nf.Chains {
 			if c.Hook == "forward" {
-				fmt.Fprintf(tw, "%s\t%s\tpolicy %s\t-\t-\t-\n", n.Node, c.Name, c.Policy)
+				t.row("%s\t%s\tpolicy %s\t-\t-\t-", n.Node, c.Name, c.Policy)
 			}
 		}
 		for _, r := range nf.Rules {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%s\n", n.Node, r.Chain, dash(r.Rule), r.Packets, r.Bytes, dash(r.Path))
+			t.row("%s\t%s\t%s\t%d\t%d\t%s", n.Node, r.Chain, dash(r.Rule), r.Packets, r.Bytes, dash(r.Path))
 		}
 	}
-	tw.Flush()
-	if shown {
-		fmt.Fprintln(w)
-	}
+	t.end()
 }
 
 // printServices lists the lab's services and whether each still runs.
