@@ -106,3 +106,22 @@ func TestLibrariesDoNotPrint(t *testing.T) {
 		}
 	}
 }
+
+// TestLayoutListsEveryPackage: docs/design/layout.md names every package
+// of the module (as `path`), so that each has its one job written down.
+func TestLayoutListsEveryPackage(t *testing.T) {
+	doc, err := os.ReadFile("docs/design/layout.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command("go", "list", "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		rel := strings.TrimPrefix(strings.TrimPrefix(pkg, module), "/")
+		if rel != "" && !strings.Contains(string(doc), "`"+rel+"`") {
+			t.Errorf("docs/design/layout.md does not name %s: say what its one job is", rel)
+		}
+	}
+}
