@@ -116,8 +116,11 @@ func hostsFile(l *spec.Lab) string {
 
 // ids looks up a user and group of the routing packages (frr, bird), or
 // root when they are missing (the deploy's start then fails with the
-// package named).
-func ids(name string) (int, int) {
+// package named). A variable: the golden plans' test gives it a fixed
+// user database, since the ids differ from machine to machine.
+var ids = lookupIDs
+
+func lookupIDs(name string) (int, int) {
 	u, err := user.Lookup(name)
 	if err != nil {
 		return 0, 0
