@@ -73,7 +73,7 @@ func addControl(l *spec.Lab, base, name string, rules int) ([]string, error) {
 	if orig == nil || bv == nil {
 		return nil, fmt.Errorf("the positive control: lab %s has no variant %s", l.Name, base)
 	}
-	if err := noneIn(l, controlPrefix(0, false), controlPrefix(0, true)); err != nil {
+	if err := noneIn(l); err != nil {
 		return nil, err
 	}
 	var nodes []string
@@ -113,14 +113,17 @@ func controlPrefix(i int, v6 bool) netip.Prefix {
 	return netip.PrefixFrom(netip.AddrFrom4([4]byte{198, 18, byte(i), 0}), 24)
 }
 
+// controlRanges are the benchmarking ranges the control's rules drop
+// from (RFC 2544's and RFC 5180's): no lab should use them.
+var controlRanges = []netip.Prefix{netip.MustParsePrefix("198.18.0.0/15"), netip.MustParsePrefix("2001:2::/48")}
+
 // noneIn refuses a lab with an address in the control's ranges (its
 // rules would then match something).
-func noneIn(l *spec.Lab, first ...netip.Prefix) error {
-	ranges := []netip.Prefix{netip.MustParsePrefix("198.18.0.0/15"), netip.MustParsePrefix("2001:2::/48")}
+func noneIn(l *spec.Lab) error {
 	for a, by := range l.AddressOwners() {
-		for _, r := range ranges {
+		for _, r := range controlRanges {
 			if r.Contains(a) {
-				return fmt.Errorf("the positive control's rules drop from %s and %s, and %s:%s has %s in %s: they would match the lab's own packets", first[0], first[1], by.Node, by.Interface, a, r)
+				return fmt.Errorf("the positive control's rules drop from %s and %s, and %s:%s has %s in %s: they would match the lab's own packets", controlRanges[0], controlRanges[1], by.Node, by.Interface, a, r)
 			}
 		}
 	}
