@@ -97,7 +97,9 @@ go-deps:
 # tcpdump reads back what nslab capture wrote; nftables (nft) runs the
 # dry-run script's NAT and firewall lines; iputils-ping for checking by
 # hand; tmux runs nslab top as a person would, headless chromium loads
-# nslab web's page, and curl scrapes the installed nslab metrics.
+# nslab web's page, and curl scrapes the installed nslab metrics;
+# openssh-server is the real sshd of each simulated host a lab over
+# several hosts is deployed to from one command (cmd/nslab/fleet_test.go).
 deps: go-deps
 	@missing=""; \
 	command -v ip     >/dev/null || missing="$$missing iproute2"; \
@@ -116,6 +118,9 @@ deps: go-deps
 	command -v bird   >/dev/null || missing="$$missing bird2"; \
 	command -v tmux   >/dev/null || missing="$$missing tmux"; \
 	command -v curl   >/dev/null || missing="$$missing curl"; \
+	[ -x /usr/sbin/sshd ] || missing="$$missing openssh-server"; \
+	command -v ssh    >/dev/null || missing="$$missing openssh-client"; \
+	command -v nsenter >/dev/null || missing="$$missing util-linux"; \
 	[ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \

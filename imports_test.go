@@ -28,6 +28,14 @@ var dataOnly = map[string][]string{
 	"pktgen/measured":    {},
 }
 
+// byProcess are packages that change the machine only through nslab's own
+// verbs run as processes (the agent of a lab that spans hosts runs
+// `nslab --host H VERB`, as a user on that host would), with the module's
+// packages each may import: never the deployer in-process.
+var byProcess = map[string][]string{
+	"topology/fleet": {"topology/spec", "topology/probe", "topology/ns"},
+}
+
 // readers are the packages that read what a run measured (reports,
 // plots, results files) and the programs made of them: none may depend,
 // even through another package, on the deployer, netlink or nftables.
@@ -69,6 +77,9 @@ func TestImportRules(t *testing.T) {
 			}
 			if allowed, ok := dataOnly[strings.TrimPrefix(pkg, module+"/")]; ok && strings.HasPrefix(imp, module+"/") && !slices.Contains(allowed, strings.TrimPrefix(imp, module+"/")) {
 				t.Errorf("%s imports %s: it is data (see dataOnly); move what it needs below it", pkg, imp)
+			}
+			if allowed, ok := byProcess[strings.TrimPrefix(pkg, module+"/")]; ok && strings.HasPrefix(imp, module+"/") && !slices.Contains(allowed, strings.TrimPrefix(imp, module+"/")) {
+				t.Errorf("%s imports %s: it runs nslab's verbs as processes (see byProcess), not the library", pkg, imp)
 			}
 		}
 	}

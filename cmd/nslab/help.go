@@ -18,7 +18,14 @@ var verbHelp = map[string]struct {
 		"through netlink, in the order the plan gives (--dry-run prints it as an iproute2 script). It is atomic: a step\n" +
 		"that fails, or Ctrl-C, removes everything created so far. Before changing anything it checks that the lab is\n" +
 		"not deployed, that its namespace names are free and that the kernel has every kind of device and qdisc it uses.",
-		[]string{"nslab deploy examples/client-router-server.yaml", "nslab deploy --dry-run examples/policy-routing.yaml > lab.sh", "nslab deploy --host a examples/two-hosts.yaml"}},
+		[]string{"nslab deploy examples/client-router-server.yaml", "nslab deploy --dry-run examples/policy-routing.yaml > lab.sh", "nslab deploy --host a examples/two-hosts.yaml",
+			"nslab deploy examples/three-hosts.yaml   # every host over ssh, from here"}},
+	"agent": {"Serves one coordinator on its standard input and output, one JSON request per line: nslab starts it\n" +
+		"over ssh on each host of a lab that spans hosts (each host's ssh: in the file, or --inventory), and it\n" +
+		"opens no listener. It checks that the coordinator's plan is the one it computes from the same file, then\n" +
+		"runs nslab's verbs on its host's share as `nslab --host HOST VERB` would, and probes the underlay's MTU\n" +
+		"with DF set. When the coordinator goes, a verb in progress is interrupted as by Ctrl-C.",
+		[]string{"ssh root@192.0.2.2 nslab agent   # what nslab deploy examples/three-hosts.yaml runs on host b"}},
 	"destroy": {"Removes everything the lab's state file records, and what carries the lab's marker when the state is\n" +
 		"damaged or gone; it never touches what nslab did not create. Re-running it is harmless.",
 		[]string{"nslab destroy -t examples/client-router-server.yaml", "nslab destroy --name crs", "nslab destroy --all --wait"}},

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -61,6 +62,9 @@ func newSimHosts(t *testing.T) *simHosts {
 		}
 	}
 	s.file, s.name = labFile(t, "two-hosts.yaml")
+	// One command per host here: without ssh:, nslab does not reach the hosts itself.
+	data, _ := os.ReadFile(s.file)
+	os.WriteFile(s.file, regexp.MustCompile(`, ssh: [^}]*`).ReplaceAll(data, nil), 0o644)
 	s.onA = &runner{t: t, bin: os.Args[0], stateDir: t.TempDir(), wrap: []string{"ip", "netns", "exec", s.a}}
 	s.onB = &runner{t: t, bin: os.Args[0], stateDir: t.TempDir(), wrap: []string{"ip", "netns", "exec", s.b}}
 	t.Cleanup(func() {

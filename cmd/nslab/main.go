@@ -79,6 +79,7 @@ func run(args []string) int {
 		return code
 	}
 	args = operandsLast(args, app)
+	app.Metadata = map[string]any{"args": args} // as given, for a verb run on other hosts
 	err := app.RunContext(ctx, args)
 	if err == nil {
 		return 0
@@ -133,9 +134,9 @@ func printError(err error) {
 
 // commands are nslab's verbs, each with its real run function.
 func commands() []*cli.Command {
-	return []*cli.Command{deployCommand(nil), applyCommand(nil), destroyCommand(nil), inspectCommand(nil), execCommand(nil), validateCommand(nil), benchCommand(nil),
-		compareCommand(nil), graphCommand(nil), pathCommand(nil), checkCommand(nil), impairCommand(nil), linkCommand(nil), nodeCommand(nil), captureCommand(nil),
-		topCommand(nil), webCommand(nil), metricsCommand(nil), generateCommand(nil), exportCommand(nil), importCommand(nil), schemaCommand(nil), completionCommand(nil), gendocsCommand(nil), completeCommand(nil)}
+	return []*cli.Command{viaAgents(deployCommand(nil)), applyCommand(nil), viaAgents(destroyCommand(nil)), viaAgents(inspectCommand(nil)), execCommand(nil), validateCommand(nil),
+		viaAgents(benchCommand(nil)), compareCommand(nil), graphCommand(nil), viaAgents(pathCommand(nil)), viaAgents(checkCommand(nil)), impairCommand(nil), linkCommand(nil), nodeCommand(nil), captureCommand(nil),
+		topCommand(nil), webCommand(nil), metricsCommand(nil), generateCommand(nil), exportCommand(nil), importCommand(nil), schemaCommand(nil), completionCommand(nil), gendocsCommand(nil), completeCommand(nil), agentCommand()}
 }
 
 // newApp is nslab with its global options and these verbs (tests build
@@ -150,6 +151,8 @@ func newApp(commands ...*cli.Command) *cli.App {
 			&cli.StringFlag{Name: "state-dir", Value: "", Usage: "`DIR` of lab state files and service logs (default /run/nslab): two nslab runs with their own state dirs keep their labs apart", EnvVars: []string{"NSLAB_STATE_DIR"}},
 			&cli.StringFlag{Name: "host", Value: "", Usage: "the `HOST` this machine is, for a lab that spans hosts (its hosts: section): deploy, check, path and bench work on that host's part", EnvVars: []string{"NSLAB_HOST"}},
 			&cli.BoolFlag{Name: "rootless", Usage: "run the lab verbs in the user's own namespaces, without root (the default for a user other than root): the labs live in a user namespace of the user's; kernel pktgen, BPF, SR-IOV, tunnels to other hosts and the machine's settings are refused"},
+			&cli.StringFlag{Name: "ssh-config", Usage: "ssh's configuration `FILE` (ssh -F) for reaching the hosts of a lab that spans hosts, instead of ~/.ssh/config"},
+			&cli.StringFlag{Name: "inventory", Usage: "an Ansible inventory `FILE` (INI) naming how to reach each host of a lab that spans hosts (ansible_host, ansible_user, ansible_port), instead of their ssh:"},
 			&cli.StringFlag{Name: "sysfs", Value: "", Usage: "where sysfs is, for SR-IOV (default /sys)", Hidden: true, EnvVars: []string{"NSLAB_SYSFS"}},
 		},
 		Commands:       withUsageErrors(withHelp(commands)),
@@ -344,7 +347,7 @@ func partOf(c *cli.Context, l *spec.Lab) (*spec.Lab, error) {
 	case !l.Spans():
 		return nil, cli.Exit(fmt.Sprintf("--host %s: lab %s does not span hosts (its file has no hosts: section): leave --host out", host, l.Name), 2)
 	case host == "":
-		return nil, cli.Exit(fmt.Sprintf("lab %s spans hosts %s: say which one this machine is with --host NAME (one command per host)", l.Name, strings.Join(l.HostNames(), ", ")), 2)
+		return nil, cli.Exit(fmt.Sprintf("lab %s spans hosts %s: say which one this machine is with --host NAME (one command per host), or give each host ssh: [user@]host to run it on every host from here", l.Name, strings.Join(l.HostNames(), ", ")), 2)
 	}
 	p, err := l.PartOf(host)
 	if err != nil {

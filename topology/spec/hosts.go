@@ -19,6 +19,7 @@ type Host struct {
 	Name     string
 	Underlay netip.Addr // this host's address on the network between hosts
 	MTU      int        // the underlay's MTU; DefaultUnderlayMTU when not given
+	SSH      string     // how a coordinator reaches the host: [user@]host as ssh takes it; "" when not given
 }
 
 const (
@@ -130,6 +131,12 @@ func (r *reporter) parseHosts(e kv) []*Host {
 		}
 		if m, ok := f["mtu"]; ok {
 			h.MTU, _ = r.integer(m.v, m.path, "the underlay MTU", 1280, 65535)
+		}
+		if s, ok := f["ssh"]; ok {
+			h.SSH, _ = r.str(s.v, s.path, "how to reach the host over SSH, such as root@192.0.2.1")
+			if strings.HasPrefix(h.SSH, "-") || strings.ContainsAny(h.SSH, " \t\n'\"") {
+				r.errf(s.path, "ssh %q is not a destination: give [user@]host as ssh takes it, such as root@192.0.2.1 (options go in ~/.ssh/config)", h.SSH)
+			}
 		}
 		out = append(out, h)
 	}

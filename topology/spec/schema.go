@@ -84,6 +84,7 @@ var machineDef = mapping{def: "machine", title: "machine-wide settings of a lab"
 var hostDef = mapping{def: "host", title: "a host of a lab that spans hosts", required: []string{"underlay"}, keys: []key{
 	{"underlay", "address, required: the host's address on the network between the hosts (192.0.2.1)", text},
 	{"mtu", "integer 1280-65535, default 1500: the underlay's MTU (a VXLAN link's interfaces may have 50 less over IPv4, 70 over IPv6)", intRange(1280, 65535)},
+	{"ssh", "text: how nslab reaches the host to deploy its part from one command: [user@]host as ssh takes it (root@192.0.2.1; the user's ssh config, agent and known_hosts apply)", text},
 }}
 
 var nodeDef = mapping{def: "node", title: "a node (a network namespace)", keys: []key{

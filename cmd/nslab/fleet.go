@@ -1,0 +1,308 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/nslab/nslab/topology/fleet"
+	"github.com/nslab/nslab/topology/spec"
+	"github.com/urfave/cli/v2"
+)
+
+// fleetOptions is a verb run from here on every host of a lab that spans
+// hosts (package fleet): the plan, how each host is reached, the verb's
+// own arguments with the file's place marked, and the hosts it runs on.
+type fleetOptions struct {
+	Verb    string
+	Args    []string // the verb's arguments, fleet.FileArg for the file
+	Hosts   []string // where a verb about one node or one traffic run goes; nil for every host
+	Plan    *fleet.Plan
+	File    []byte
+	Dialers map[string]fleet.Dialer
+	Out     io.Writer
+}
+
+// viaAgents lets verb run on every host of a lab that spans hosts from
+// this machine, when its file gives each host's ssh: (or --inventory
+// does) and no --host says this machine is one of them.
+func viaAgents(cmd *cli.Command) *cli.Command {
+	local := cmd.Action
+	cmd.Action = func(c *cli.Context) error {
+		o, err := readFleet(c)
+		switch {
+		case err != nil:
+			return err
+		case o == nil:
+			return local(c)
+		}
+		return runFleet(c.Context, o)
+	}
+	return cmd
+}
+
+// readFleet reads a verb run on every host: nil when the verb is to run
+// here (--host given, no file, a lab on one machine, hosts without ssh:).
+func readFleet(c *cli.Context) (*fleetOptions, error) {
+	path := c.String("topo")
+	if path == "" {
+		path = c.Args().First()
+	}
+	data, err := os.ReadFile(path)
+	if hostOf(c) != "" || path == "" || err != nil {
+		return nil, nil
+	}
+	l, err := spec.Parse(path, data)
+	if err != nil || !l.Spans() {
+		return nil, nil
+	}
+	targets, err := sshTargets(c, l)
+	if err != nil || targets == nil {
+		return nil, err
+	}
+	plan, err := fleet.NewPlan(data, l)
+	if err != nil {
+		return nil, err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find nslab's executable, to run it on the hosts: %w", err)
+	}
+	id, err := fleet.BinaryID(exe)
+	if err != nil {
+		return nil, err
+	}
+	o := &fleetOptions{Verb: c.Command.Name, Plan: plan, File: data, Dialers: map[string]fleet.Dialer{}, Out: c.App.Writer}
+	for h, t := range targets {
+		o.Dialers[h] = fleet.SSH{Target: t, Config: globalString(c, "ssh-config"), Exe: exe, ID: id}
+	}
+	o.Args = verbArgs(c, path)
+	o.Hosts, err = fleetHosts(c, l)
+	return o, err
+}
+
+// sshTargets is how each host is reached: its ssh:, or the inventory's
+// line for it. Nil when no host has either (one command per host).
+func sshTargets(c *cli.Context, l *spec.Lab) (map[string]string, error) {
+	inv := map[string]string{}
+	if f := globalString(c, "inventory"); f != "" {
+		var err error
+		if inv, err = readInventory(f); err != nil {
+			return nil, err
+		}
+	}
+	out, missing := map[string]string{}, []string{}
+	for _, h := range l.Hosts {
+		if t := cmpStr(inv[h.Name], h.SSH); t != "" {
+			out[h.Name] = t
+		} else {
+			missing = append(missing, h.Name)
+		}
+	}
+	switch {
+	case len(out) == 0:
+		return nil, nil
+	case len(missing) > 0:
+		return nil, cli.Exit(fmt.Sprintf("lab %s: no way to reach host %s from here: give it ssh: [user@]host under hosts:, or a line in --inventory (or run nslab --host NAME on each host)", l.Name, strings.Join(missing, ", ")), 2)
+	}
+	return out, nil
+}
+
+func cmpStr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// globalString is a global option's value, given before the verb or after.
+func globalString(c *cli.Context, name string) string {
+	for _, x := range c.Lineage() {
+		if x.IsSet(name) {
+			return x.String(name)
+		}
+	}
+	return ""
+}
+
+// readInventory reads an Ansible inventory in INI form: a line per host,
+// its name first, then ansible_host=, ansible_user= and ansible_port=
+// (the name is the address when ansible_host is not given). Groups,
+// [sections] and other variables are passed over.
+func readInventory(path string) (map[string]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("--inventory: %w", err)
+	}
+	defer f.Close()
+	out := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for line := 1; sc.Scan(); line++ {
+		fields := strings.Fields(sc.Text())
+		if len(fields) == 0 || strings.HasPrefix(fields[0], "#") || strings.HasPrefix(fields[0], ";") || strings.HasPrefix(fields[0], "[") {
+			continue
+		}
+		vars := map[string]string{"ansible_host": fields[0]}
+		for _, kv := range fields[1:] {
+			if k, v, ok := strings.Cut(kv, "="); ok {
+				vars[k] = strings.Trim(v, `"'`)
+			} else {
+				return nil, fmt.Errorf("%s:%d: %q is not NAME=VALUE: an inventory line is a host's name and its variables (ansible_host=192.0.2.1 ansible_user=root)", path, line, kv)
+			}
+		}
+		t := vars["ansible_host"]
+		if u := vars["ansible_user"]; u != "" {
+			t = u + "@" + t
+		}
+		if p := vars["ansible_port"]; p != "" {
+			t = "ssh://" + t + ":" + p
+		}
+		out[fields[0]] = t
+	}
+	return out, sc.Err()
+}
+
+// verbArgs are the verb's own arguments as given, the file marked.
+func verbArgs(c *cli.Context, path string) []string {
+	raw, _ := c.App.Metadata["args"].([]string)
+	at := slices.Index(raw, c.Command.Name)
+	var out []string
+	for _, a := range raw[at+1:] {
+		switch {
+		case a == path:
+			a = fleet.FileArg
+		case strings.HasSuffix(a, "="+path) && strings.HasPrefix(a, "-"):
+			a = strings.TrimSuffix(a, path) + fleet.FileArg
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+// fleetHosts is where a verb about one node (path, from its source) or
+// one traffic run (bench, from its sender's host) runs; nil for every
+// host.
+func fleetHosts(c *cli.Context, l *spec.Lab) ([]string, error) {
+	var node string
+	ops := c.Args().Slice()
+	if c.String("topo") == "" && len(ops) > 0 {
+		ops = ops[1:]
+	}
+	switch c.Command.Name {
+	case "path":
+		if len(ops) > 0 {
+			node, _, _ = strings.Cut(ops[0], ":")
+		}
+	case "bench":
+		names := c.StringSlice("traffic")
+		for _, t := range l.Traffic {
+			if len(names) == 0 || slices.Contains(names, t.Name) {
+				node = t.From.Node
+				break
+			}
+		}
+	default:
+		return nil, nil
+	}
+	if n := l.Node(node); n != nil {
+		return []string{n.Host}, nil
+	}
+	return nil, cli.Exit(fmt.Sprintf("lab %s: %s names no node of the lab, so no host to run it on", l.Name, c.Command.Name), 2)
+}
+
+// runFleet runs the verb on every host (or the one its node is on) from
+// here, each host's part at once, and prints each host's output under
+// its name.
+func runFleet(ctx context.Context, o *fleetOptions) error {
+	start := time.Now()
+	co, err := fleet.Open(ctx, o.Plan, o.File, o.Dialers, nil)
+	if err != nil {
+		return fmt.Errorf("lab %s: %w", o.Plan.Lab, err)
+	}
+	defer co.Close()
+	var res []fleet.Result
+	switch o.Verb {
+	case "deploy":
+		res, err = co.Deploy(ctx)
+	case "destroy":
+		res, err = co.Destroy(ctx)
+	default:
+		hosts := o.Hosts
+		if hosts == nil {
+			hosts = o.Plan.Hosts()
+		}
+		res, err = co.RunOn(ctx, hosts, append([]string{o.Verb}, o.Args...)...)
+	}
+	printResults(o.Out, res, len(o.Hosts) == 1)
+	if err != nil {
+		return fmt.Errorf("lab %s: %w", o.Plan.Lab, err)
+	}
+	if o.Verb == "destroy" && len(res) == 0 {
+		fmt.Fprintf(o.Out, "lab %s is deployed on none of hosts %s: nothing to destroy\n", o.Plan.Lab, strings.Join(o.Plan.Hosts(), ", "))
+		return nil
+	}
+	if o.Verb == "deploy" || o.Verb == "destroy" {
+		fmt.Fprintf(o.Out, "%sed lab %s on hosts %s from here in %s; %s\n", o.Verb, o.Plan.Lab, strings.Join(o.Plan.Hosts(), ", "),
+			time.Since(start).Round(time.Millisecond), clocks(co))
+	}
+	if f := fleet.Failed(res); len(f) > 0 {
+		return cli.Exit(fmt.Sprintf("lab %s: %s failed on host %s", o.Plan.Lab, o.Verb, f[0].Host), max(f[0].Code, 1))
+	}
+	return nil
+}
+
+// printResults prints each host's output: under a line naming the host,
+// or each line after the host's name for one-line outputs.
+func printResults(w io.Writer, res []fleet.Result, one bool) {
+	for _, r := range res {
+		out := strings.TrimRight(r.Stdout+r.Stderr, "\n")
+		switch {
+		case out == "":
+		case one:
+			fmt.Fprintf(w, "on host %s:\n%s\n", r.Host, out)
+		case !strings.Contains(out, "\n"):
+			fmt.Fprintf(w, "host %s: %s\n", r.Host, out)
+		default:
+			fmt.Fprintf(w, "host %s:\n%s\n\n", r.Host, out)
+		}
+	}
+}
+
+// clocks says each host's clock against this one's, as the hello
+// measured it.
+func clocks(co *fleet.Coordinator) string {
+	var parts []string
+	for _, h := range co.Plan.Hosts() {
+		o := co.Offsets[h]
+		parts = append(parts, fmt.Sprintf("%s %+.3fms ±%.3fms", h, float64(o.Offset.Microseconds())/1000, float64(o.RTT.Microseconds())/2000))
+	}
+	return "hosts' clocks against this one's: " + strings.Join(parts, ", ")
+}
+
+// agentCommand is nslab agent: the side of a lab that spans hosts that
+// runs on each host, started by the coordinator over ssh.
+func agentCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "agent",
+		Usage: "serve a coordinator on standard input and output: build and read this host's share of a lab that spans hosts (nslab starts it over ssh; it opens no listener)",
+		Action: func(c *cli.Context) error {
+			exe, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			var global []string
+			for _, name := range []string{"state-dir", "netns-dir"} {
+				if v := c.String(name); v != "" {
+					global = append(global, "--"+name, v)
+				}
+			}
+			a := &fleet.Agent{Version: version, Exe: exe, Global: global, In: os.Stdin, Out: os.Stdout}
+			return a.Serve(c.Context)
+		},
+	}
+}

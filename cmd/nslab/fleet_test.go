@@ -1,0 +1,443 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nslab/nslab/topology/labtest"
+	"github.com/nslab/nslab/topology/ns"
+	"github.com/vishvananda/netlink"
+)
+
+// sshHost is one simulated machine: a network namespace on the underlay
+// bridge, a mount namespace of its own (held by a sleeping process) with
+// its own /run (named namespaces, nslab's state, sshd's) and /root (where
+// a copied nslab goes), and a real sshd listening on its underlay
+// address.
+type sshHost struct {
+	name, netns string
+	addr        string
+	holder      *exec.Cmd
+	sshd        *exec.Cmd
+	config      string // sshd_config
+}
+
+// sshHosts are the simulated machines, the ssh configuration that
+// reaches them (the user's key, their host keys in known_hosts) and the
+// coordinator: nslab run in host a's network namespace.
+type sshHosts struct {
+	hosts     []*sshHost
+	dir       string
+	sshConfig string
+	coord     *runner
+}
+
+// newSSHHosts simulates n hosts (a, b, c, ...: 192.168.77.1, .2, ...) on an
+// underlay bridge whose ports have MTU mtu.
+func newSSHHosts(t *testing.T, n, mtu int, sshdEnv map[string]string) *sshHosts {
+	t.Helper()
+	labtest.SkipUnlessRoot(t)
+	if _, err := exec.LookPath("/usr/sbin/sshd"); err != nil {
+		t.Fatal("no sshd: make test installs openssh-server (make deps)")
+	}
+	s := &sshHosts{dir: t.TempDir()}
+	os.Chmod(s.dir, 0o755)
+	under := labtest.Namespace(t, ns.DefaultDir)
+	hu := labtest.Handle(t, ns.DefaultDir, under)
+	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "br0", MTU: mtu}}
+	if err := hu.LinkAdd(br); err != nil {
+		t.Fatal(err)
+	}
+	hu.LinkSetUp(br)
+	keygen(t, filepath.Join(s.dir, "user"))
+	pub, _ := os.ReadFile(filepath.Join(s.dir, "user.pub"))
+	os.WriteFile(filepath.Join(s.dir, "root.keys"), pub, 0o644)
+	var known bytes.Buffer
+	for i := range n {
+		h := &sshHost{name: string(rune('a' + i)), netns: labtest.Namespace(t, ns.DefaultDir), addr: fmt.Sprintf("192.168.77.%d", i+1)}
+		s.plug(t, hu, br, h, i, mtu)
+		key := filepath.Join(s.dir, "host-"+h.name)
+		keygen(t, key)
+		hk, _ := os.ReadFile(key + ".pub")
+		fmt.Fprintf(&known, "%s %s", h.addr, hk)
+		h.config = filepath.Join(s.dir, "sshd-"+h.name)
+		cfg := fmt.Sprintf("ListenAddress %s\nHostKey %s\nPidFile none\nUsePAM no\nPermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nStrictModes no\nAuthorizedKeysFile %s/%%u.keys\nSetEnv NSLAB_RUN_MAIN=1%s\n",
+			h.addr, key, s.dir, envWords(sshdEnv[h.name]))
+		os.WriteFile(h.config, []byte(cfg), 0o644)
+		s.hold(t, h)
+		s.startSSHD(t, h)
+		s.hosts = append(s.hosts, h)
+	}
+	os.WriteFile(filepath.Join(s.dir, "known_hosts"), known.Bytes(), 0o644)
+	s.sshConfig = filepath.Join(s.dir, "ssh_config")
+	os.WriteFile(s.sshConfig, fmt.Appendf(nil, "Host *\n  IdentityFile %s/user\n  IdentitiesOnly yes\n  UserKnownHostsFile %s/known_hosts\n  GlobalKnownHostsFile /dev/null\n  ConnectTimeout 5\n", s.dir, s.dir), 0o644)
+	s.coord = &runner{t: t, bin: os.Args[0], stateDir: t.TempDir(), wrap: []string{"ip", "netns", "exec", s.hosts[0].netns}}
+	return s
+}
+
+func envWords(env string) string {
+	if env == "" {
+		return ""
+	}
+	return " " + env
+}
+
+func keygen(t *testing.T, path string) {
+	t.Helper()
+	if out, err := exec.Command("ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "nslab-test", "-f", path).CombinedOutput(); err != nil {
+		t.Fatalf("ssh-keygen: %v %s", err, out)
+	}
+}
+
+// plug joins host h to the bridge by a veth: under0 in the host, its
+// peer a port of the bridge of MTU mtu (the hosts' own ends keep 1500: a
+// frame too large is lost on the way, as on a switch).
+func (s *sshHosts) plug(t *testing.T, hu *netlink.Handle, br *netlink.Bridge, h *sshHost, i, mtu int) {
+	t.Helper()
+	peer, err := ns.Open(ns.DefaultDir, h.netns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer peer.Close()
+	port := fmt.Sprintf("p%d", i)
+	veth := &netlink.Veth{LinkAttrs: netlink.LinkAttrs{Name: port, MTU: mtu, MasterIndex: br.Index}, PeerName: "under0", PeerNamespace: netlink.NsFd(peer.Fd())}
+	if err := hu.LinkAdd(veth); err != nil {
+		t.Fatal(err)
+	}
+	l, _ := hu.LinkByName(port)
+	hu.LinkSetMaster(l, br)
+	hu.LinkSetUp(l)
+	hh := labtest.Handle(t, ns.DefaultDir, h.netns)
+	ul, err := hh.LinkByName("under0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hh.LinkSetMTU(ul, 1500)
+	a, _ := netlink.ParseAddr(h.addr + "/24")
+	if err := hh.AddrAdd(ul, a); err != nil {
+		t.Fatal(err)
+	}
+	hh.LinkSetUp(ul)
+}
+
+// hold starts the process that holds host h's mount namespace: /run and
+// /root are its own, empty.
+func (s *sshHosts) hold(t *testing.T, h *sshHost) {
+	t.Helper()
+	h.holder = exec.Command("ip", "netns", "exec", h.netns, "unshare", "--mount", "--propagation", "private", "--",
+		"sh", "-c", "mount -t tmpfs nslab-sim /run && mount -t tmpfs nslab-sim /root && mkdir -p /run/sshd /run/netns && echo ready && exec sleep 100000")
+	out, _ := h.holder.StdoutPipe()
+	h.holder.Stderr = os.Stderr
+	if err := h.holder.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 6)
+	if _, err := out.Read(buf); err != nil || string(buf) != "ready\n" {
+		t.Fatalf("host %s's holder: %q %v", h.name, buf, err)
+	}
+	t.Cleanup(func() {
+		s.killIn(h, "")
+		h.holder.Process.Kill()
+		h.holder.Wait()
+	})
+}
+
+// startSSHD starts sshd in host h's namespaces and waits until it listens.
+func (s *sshHosts) startSSHD(t *testing.T, h *sshHost) {
+	t.Helper()
+	h.sshd = exec.Command("nsenter", "-t", strconv.Itoa(h.holder.Process.Pid), "-m", "-n", "/usr/sbin/sshd", "-D", "-e", "-f", h.config)
+	var logs bytes.Buffer
+	h.sshd.Stderr = &logs
+	if err := h.sshd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go h.sshd.Wait()
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		if s.inHost(h, "sh", "-c", "exec 3<>/dev/tcp/"+h.addr+"/22") == nil {
+			return
+		}
+		if exec.Command("nsenter", "-t", strconv.Itoa(h.holder.Process.Pid), "-n", "bash", "-c", "exec 3<>/dev/tcp/"+h.addr+"/22").Run() == nil {
+			return
+		}
+	}
+	t.Fatalf("sshd on host %s does not listen: %s", h.name, logs.String())
+}
+
+// inHost runs a command in host h's network and mount namespaces.
+func (s *sshHosts) inHost(h *sshHost, args ...string) error {
+	return exec.Command("nsenter", append([]string{"-t", strconv.Itoa(h.holder.Process.Pid), "-m", "-n"}, args...)...).Run()
+}
+
+// outIn is a command's output in host h's namespaces.
+func (s *sshHosts) outIn(t *testing.T, h *sshHost, args ...string) string {
+	t.Helper()
+	out, err := exec.Command("nsenter", append([]string{"-t", strconv.Itoa(h.holder.Process.Pid), "-m", "-n"}, args...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("host %s: %v: %v %s", h.name, args, err, out)
+	}
+	return string(out)
+}
+
+// pidsIn lists the processes in host h's network namespace (but its
+// holder) whose command name has prefix comm.
+func (s *sshHosts) pidsIn(h *sshHost, comm string) []int {
+	want, err := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", h.holder.Process.Pid))
+	if err != nil {
+		return nil
+	}
+	var out []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == h.holder.Process.Pid {
+			continue
+		}
+		if got, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid)); got != want {
+			continue
+		}
+		name, _ := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+		if strings.HasPrefix(strings.TrimSpace(string(name)), comm) {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// killIn kills the processes of host h whose name has prefix comm ("" for
+// all).
+func (s *sshHosts) killIn(h *sshHost, comm string) {
+	for _, pid := range s.pidsIn(h, comm) {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+}
+
+// run runs nslab on the coordinator (host a) with the hosts' ssh
+// configuration; go test -v shows each command and what it printed (the
+// transcript docs/tutorials/several-hosts.md quotes).
+func (s *sshHosts) run(args ...string) (int, string, string) {
+	code, out, errOut := s.coord.run(append([]string{"--ssh-config", s.sshConfig}, args...)...)
+	s.coord.t.Logf("$ nslab %s\n%s%s(exit %d)", strings.Join(args, " "), out, errOut, code)
+	return code, out, errOut
+}
+
+// assertNothingLeft: on every host, no named namespace, no link but lo
+// and the underlay, no nslab state, and no process but its sshd.
+func (s *sshHosts) assertNothingLeft(t *testing.T) {
+	t.Helper()
+	for _, h := range s.hosts {
+		if got := strings.Fields(s.outIn(t, h, "sh", "-c", "ls -A /run/netns; ls -A /run/nslab 2>/dev/null | grep -v '^lock$' ; true")); len(got) > 0 {
+			t.Errorf("host %s holds %v in /run/netns or /run/nslab", h.name, got)
+		}
+		if got := strings.Join(hostLinks(t, h.netns), " "); got != "lo under0" {
+			t.Errorf("host %s has links %s, want lo under0", h.name, got)
+		}
+		for end := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			all, sshd := s.pidsIn(h, ""), s.pidsIn(h, "sshd")
+			if len(all) == len(sshd) {
+				break
+			}
+			if time.Now().After(end) {
+				t.Errorf("host %s runs processes other than sshd: %v", h.name, procNames(all))
+				break
+			}
+		}
+	}
+}
+
+func procNames(pids []int) []string {
+	var out []string
+	for _, p := range pids {
+		b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p))
+		out = append(out, strings.ReplaceAll(string(b), "\x00", " "))
+	}
+	return out
+}
+
+// sshLab writes an example under a random lab name.
+func sshLab(t *testing.T, example string) (string, string) {
+	return labFile(t, example)
+}
+
+// TestPrivilegedFleetOverSSH: two-hosts.yaml and three-hosts.yaml deploy,
+// check, path and destroy from one command on three simulated hosts with
+// real sshd; nothing is left on any host.
+func TestPrivilegedFleetOverSSH(t *testing.T) {
+	s := newSSHHosts(t, 3, 1500, nil)
+	for _, x := range []struct {
+		example, pairs string
+	}{{"two-hosts.yaml", "8 pairs: 8 answered"}, {"three-hosts.yaml", "4 pairs: 4 answered"}} {
+		file, name := sshLab(t, x.example)
+		t.Cleanup(func() { s.run("destroy", file) })
+		code, out, errOut := s.run("deploy", file)
+		if code != 0 || !strings.Contains(out, "host a: deployed lab "+name) || !strings.Contains(out, "hosts' clocks against this one's") {
+			t.Fatalf("%s: deploy: %d %s %s", x.example, code, out, errOut)
+		}
+		code, out, errOut = s.run("check", file)
+		if code != 0 || !strings.Contains(out, "host a:\n") || !strings.Contains(out, x.pairs) || strings.Contains(out, " 1 broken") || strings.Count(out, "0 broken") != strings.Count(out, "pairs:") {
+			t.Errorf("%s: check: %d %s %s", x.example, code, out, errOut)
+		}
+		code, out, errOut = s.run("path", file, "client", "10.1.2.1")
+		if code != 0 || !strings.Contains(out, "on host a:") || !strings.Contains(out, "router on host b") {
+			t.Errorf("%s: path: %d %s %s", x.example, code, out, errOut)
+		}
+		if x.example == "two-hosts.yaml" { // sent and received on host a, through host b
+			code, out, errOut = s.run("bench", "-q", "--traffic", "through-b", "--count", "20000", file)
+			if code != 0 || !strings.Contains(out, "on host a:") || !strings.Contains(out, "sent 20000 = received 20000 + named drops 0 + unaccounted 0") {
+				t.Errorf("bench: %d %s %s", code, out, errOut)
+			}
+		}
+		code, out, errOut = s.run("destroy", file)
+		if code != 0 || !strings.Contains(out, "destroyed lab "+name+" on hosts") {
+			t.Fatalf("%s: destroy: %d %s %s", x.example, code, out, errOut)
+		}
+		s.assertNothingLeft(t)
+	}
+}
+
+// TestPrivilegedFleetHostLost: host c's sshd (the daemon and its
+// sessions) killed while host c's deploy is paused at its third step:
+// the deploy fails naming host c, hosts a and b hold nothing afterwards,
+// nor does host c (its agent read the end of its input and interrupted its
+// deploy); with sshd back, the same deploy succeeds.
+func TestPrivilegedFleetHostLost(t *testing.T) {
+	s := newSSHHosts(t, 3, 1500, map[string]string{"c": "NSLAB_TEST_PAUSE_AT=3"})
+	file, name := sshLab(t, "three-hosts.yaml")
+	t.Cleanup(func() { s.run("destroy", file) })
+	cmd := s.coord.cmd("--ssh-config", s.sshConfig, "deploy", file)
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	c := s.hosts[2]
+	waitFor(t, "host c's deploy to pause", func() bool {
+		return slices.ContainsFunc(procNames(s.pidsIn(c, "")), func(p string) bool { return strings.Contains(p, " deploy -q ") })
+	})
+	time.Sleep(300 * time.Millisecond) // hosts a and b finish theirs
+	s.killIn(c, "sshd")
+	err := cmd.Wait()
+	if strings.Count(errOut.String(), "host c: deploy") != 1 {
+		t.Errorf("host c's failure said other than once: %s", errOut.String())
+	}
+	if err == nil || !strings.Contains(errOut.String(), "host c: deploy: ") || !strings.Contains(errOut.String(), "every host's share was taken back") {
+		t.Fatalf("deploy with host c lost: %v\n%s\n%s", err, out.String(), errOut.String())
+	}
+	s.assertNothingLeft(t)
+	os.WriteFile(c.config, bytes.ReplaceAll(must(os.ReadFile(c.config)), []byte(" NSLAB_TEST_PAUSE_AT=3"), nil), 0o644)
+	s.startSSHD(t, c)
+	if code, out, errOut := s.run("deploy", file); code != 0 || !strings.Contains(out, "deployed lab "+name+" on hosts a, b, c") {
+		t.Fatalf("deploy again: %d %s %s", code, out, errOut)
+	}
+	if code, out, errOut := s.run("destroy", file); code != 0 {
+		t.Fatalf("destroy: %d %s %s", code, out, errOut)
+	}
+	s.assertNothingLeft(t)
+}
+
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
+
+func waitFor(t *testing.T, what string, ok func() bool) {
+	t.Helper()
+	for end := time.Now().Add(20 * time.Second); !ok(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("waited 20 s for %s", what)
+		}
+	}
+}
+
+// TestPrivilegedFleetCoordinatorKilled: the coordinator SIGKILLed ten
+// times at points through a deploy (0 to 1.35 s in); each time the next
+// command (a deploy, then a destroy; or a destroy) leaves nothing behind.
+func TestPrivilegedFleetCoordinatorKilled(t *testing.T) {
+	s := newSSHHosts(t, 3, 1500, nil)
+	file, name := sshLab(t, "three-hosts.yaml")
+	t.Cleanup(func() { s.run("destroy", file) })
+	for i := range 10 {
+		cmd := s.coord.cmd("--ssh-config", s.sshConfig, "deploy", file)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(i) * 150 * time.Millisecond)
+		cmd.Process.Kill()
+		cmd.Wait()
+		if i%2 == 0 {
+			code, out, errOut := s.run("deploy", file)
+			if code != 0 && !strings.Contains(errOut, "already deployed on every host") {
+				t.Fatalf("kill %d: the next deploy: %d %s %s", i, code, out, errOut)
+			}
+			if code == 0 && !strings.Contains(out, "deployed lab "+name+" on hosts a, b, c") {
+				t.Errorf("kill %d: the next deploy: %s", i, out)
+			}
+		}
+		if code, out, errOut := s.run("destroy", file); code != 0 {
+			t.Fatalf("kill %d: destroy: %d %s %s", i, code, out, errOut)
+		}
+		s.assertNothingLeft(t)
+	}
+}
+
+// TestPrivilegedFleetUnderlayMTU: an underlay whose switch carries 1400
+// bytes, a lab whose links ask for 1450 (1500 on the wire): refused before
+// anything is made, naming each link and the largest MTU that fits.
+func TestPrivilegedFleetUnderlayMTU(t *testing.T) {
+	s := newSSHHosts(t, 2, 1400, nil)
+	file, _ := sshLab(t, "two-hosts.yaml")
+	code, out, errOut := s.run("deploy", file)
+	if code == 0 || !strings.Contains(errOut, "link client:eth0 <-> router:eth0 (host a to host b)") || !strings.Contains(errOut, "link router:eth0 <-> client:eth0 (host b to host a)") ||
+		!strings.Contains(errOut, "the largest answered with DF set is 1400: set mtu: 1350 or less") || !strings.Contains(errOut, "nothing was made") {
+		t.Fatalf("deploy over a 1400-byte underlay: %d %s %s", code, out, errOut)
+	}
+	s.assertNothingLeft(t)
+}
+
+// TestPrivilegedFleetRefusesStrangers: a host whose key is not in
+// known_hosts, and a user the host does not know, are refused before
+// anything is made on any host, and the error names the host.
+func TestPrivilegedFleetRefusesStrangers(t *testing.T) {
+	s := newSSHHosts(t, 3, 1500, nil)
+	file, _ := sshLab(t, "three-hosts.yaml")
+	known := filepath.Join(s.dir, "known_hosts")
+	all := must(os.ReadFile(known))
+	os.WriteFile(known, bytes.Join(bytes.Split(all, []byte("\n"))[:2], []byte("\n")), 0o644) // a and b only
+	code, out, errOut := s.run("deploy", file)
+	if code == 0 || !strings.Contains(errOut, "host c: reach the agent: ssh root@192.168.77.3: ") || !strings.Contains(errOut, "Host key verification failed") {
+		t.Errorf("deploy with host c's key unknown: %d %s %s", code, out, errOut)
+	}
+	s.assertNothingLeft(t)
+	os.WriteFile(known, all, 0o644)
+	os.WriteFile(file, bytes.Replace(must(os.ReadFile(file)), []byte("ssh: root@192.168.77.2"), []byte("ssh: nobody@192.168.77.2"), 1), 0o644)
+	code, out, errOut = s.run("deploy", file)
+	if code == 0 || !strings.Contains(errOut, "host b: reach the agent: ssh nobody@192.168.77.2: ") || !strings.Contains(errOut, "Permission denied") {
+		t.Errorf("deploy as a user host b does not know: %d %s %s", code, out, errOut)
+	}
+	s.assertNothingLeft(t)
+}
+
+// TestReadInventory: an Ansible INI inventory's hosts become ssh
+// destinations; a line that is not NAME=VALUE is refused at its line.
+func TestReadInventory(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "hosts.ini")
+	os.WriteFile(f, []byte("[lab]\na ansible_host=192.0.2.1 ansible_user=root\nb ansible_host=192.0.2.2 ansible_port=2222 ansible_user=ops\n# c\nc\n"), 0o644)
+	got, err := readInventory(f)
+	if err != nil || got["a"] != "root@192.0.2.1" || got["b"] != "ssh://ops@192.0.2.2:2222" || got["c"] != "c" || len(got) != 3 {
+		t.Errorf("inventory: %v %v", got, err)
+	}
+	os.WriteFile(f, []byte("a ansible_host=192.0.2.1\nb oops\n"), 0o644)
+	if _, err := readInventory(f); err == nil || !strings.Contains(err.Error(), f+`:2: "oops" is not NAME=VALUE`) {
+		t.Errorf("a bad line: %v", err)
+	}
+}

@@ -1,0 +1,202 @@
+package fleet
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/nslab/nslab/topology/spec"
+	"golang.org/x/sys/unix"
+)
+
+// Agent serves one coordinator on one host, over In and Out (the ssh
+// session's standard input and output). It runs in the host's own
+// namespaces.
+type Agent struct {
+	Version string
+	Exe     string   // nslab's executable, run for each verb
+	Global  []string // nslab's global options the agent was given (--state-dir), passed to each verb
+	In      io.Reader
+	Out     io.Writer
+
+	plan *Plan
+	host string
+	file string // the lab's file, written where the verbs read it
+	id   string // BinaryID(Exe), once known
+}
+
+// agentVerbs are the verbs a coordinator may run on a host's share.
+var agentVerbs = []string{"deploy", "apply", "destroy", "inspect", "check", "path", "bench", "impair", "link", "node"}
+
+// Serve answers requests until the coordinator closes the channel. When
+// it does (the coordinator ended, or its ssh did) while a verb runs, the
+// verb is interrupted as Ctrl-C would: a deploy takes back what it made.
+func (a *Agent) Serve(ctx context.Context) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s := newStream(a.In, a.Out)
+	reqs := make(chan Request)
+	go func() {
+		defer close(reqs)
+		defer cancel()
+		for {
+			var r Request
+			if err := s.recv(&r); err != nil {
+				return
+			}
+			select {
+			case reqs <- r:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	defer a.removeFile()
+	for r := range reqs {
+		resp := a.handle(ctx, r)
+		if err := s.send(resp); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (a *Agent) handle(ctx context.Context, r Request) Response {
+	var err error
+	resp := Response{}
+	switch r.Op {
+	case OpHello:
+		resp.Hello, err = a.hello()
+	case OpPlan:
+		err = a.takePlan(r)
+	case OpRun:
+		resp, err = a.run(ctx, r.Args)
+	case OpMTU:
+		resp.Largest, err = LargestAnswered(ctx, r.To, r.Size)
+		resp.Fits = resp.Largest >= r.Size
+	default:
+		err = fmt.Errorf("unknown request %q", r.Op)
+	}
+	if err != nil {
+		resp.Error = err.Error()
+	}
+	return resp
+}
+
+// hello says who the agent is, and what its clock says as it answers.
+func (a *Agent) hello() (*Hello, error) {
+	if a.id == "" {
+		id, err := BinaryID(a.Exe)
+		if err != nil {
+			return nil, err
+		}
+		a.id = id
+	}
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return nil, fmt.Errorf("uname: %w", err)
+	}
+	return &Hello{Version: a.Version, Binary: a.id, Arch: runtime.GOARCH, Kernel: unix.ByteSliceToString(u.Release[:]),
+		Clock: time.Now().UnixNano()}, nil
+}
+
+// BinaryID is the SHA-256 of the executable at path: two nslabs are the
+// same when it is.
+func BinaryID(path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("read nslab's executable: %w", err)
+	}
+	defer f.Close()
+	h := sha256.New()
+	if _, err := io.Copy(h, f); err != nil {
+		return "", fmt.Errorf("read nslab's executable: %w", err)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// takePlan checks the coordinator's plan against the one this host
+// computes from the file, and keeps the file for the verbs.
+func (a *Agent) takePlan(r Request) error {
+	if r.Plan == nil || r.Plan.Share(r.Host) == nil {
+		return fmt.Errorf("the plan has no host %q", r.Host)
+	}
+	l, err := spec.Parse(r.Plan.Lab+".yaml", r.File)
+	if err != nil {
+		return fmt.Errorf("the lab's file does not parse here: %w", err)
+	}
+	mine, err := NewPlan(r.File, l)
+	if err != nil {
+		return err
+	}
+	if err := r.Plan.Agrees(mine); err != nil {
+		return err
+	}
+	a.removeFile()
+	dir, err := os.MkdirTemp("", "nslab-agent-")
+	if err != nil {
+		return fmt.Errorf("keep the lab's file: %w", err)
+	}
+	a.file = filepath.Join(dir, r.Plan.Lab+".yaml")
+	if err := os.WriteFile(a.file, r.File, 0o600); err != nil {
+		return fmt.Errorf("keep the lab's file: %w", err)
+	}
+	a.plan, a.host = r.Plan, r.Host
+	return nil
+}
+
+// removeFile removes the lab's file the agent kept, with its directory
+// (a temporary directory of the agent's own, which nothing else uses).
+func (a *Agent) removeFile() {
+	if a.file != "" {
+		_ = os.RemoveAll(filepath.Dir(a.file))
+		a.file = ""
+	}
+}
+
+// run runs `nslab --host HOST VERB ARGS` for the host's share, the lab's
+// file where FileArg stands, and returns what it printed and its exit
+// code. It is interrupted (SIGTERM, as Ctrl-C: a deploy undoes itself)
+// when ctx ends.
+func (a *Agent) run(ctx context.Context, args []string) (Response, error) {
+	if a.plan == nil {
+		return Response{}, errors.New("no plan yet: the coordinator sends the plan before any verb")
+	}
+	if len(args) == 0 || !slices.Contains(agentVerbs, args[0]) {
+		return Response{}, fmt.Errorf("verb %q is not one an agent runs (it runs %s)", strings.Join(args[:min(1, len(args))], ""), strings.Join(agentVerbs, ", "))
+	}
+	argv := append(slices.Clone(a.Global), "--host", a.host)
+	for _, s := range args {
+		if s == FileArg {
+			s = a.file
+		}
+		argv = append(argv, s)
+	}
+	cmd := exec.CommandContext(ctx, a.Exe, argv...)
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = 2 * time.Minute // a deploy's undo takes its time
+	var out, errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err := cmd.Run()
+	resp := Response{Stdout: out.String(), Stderr: errOut.String()}
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		resp.Code = ee.ExitCode()
+	case err != nil:
+		return resp, fmt.Errorf("run nslab %s: %w", args[0], err)
+	}
+	return resp, nil
+}

@@ -1,0 +1,114 @@
+package fleet
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// undoTime bounds taking the shares back after a failed deploy.
+const undoTime = 3 * time.Minute
+
+// Deploy builds every host's share at once, once the underlay is known to
+// carry every link between hosts. The parts an interrupted deploy of this
+// lab left on some hosts (a coordinator killed) are removed first; a lab
+// deployed on every host already is refused. If any host fails, or cannot
+// be reached, the share of every host that can be is taken back.
+func (c *Coordinator) Deploy(ctx context.Context) ([]Result, error) {
+	if err := c.CheckMTU(ctx); err != nil {
+		return nil, fmt.Errorf("the underlay does not carry the lab's links between hosts; nothing was made:\n%w", err)
+	}
+	present, err := c.present(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(present) == len(c.Plan.Shares) {
+		return nil, fmt.Errorf("lab %s is already deployed on every host (%s): destroy it first", c.Plan.Lab, strings.Join(present, ", "))
+	}
+	if len(present) > 0 {
+		if err := c.destroyOn(ctx, present); err != nil {
+			return nil, fmt.Errorf("remove what an interrupted deploy of lab %s left: %w", c.Plan.Lab, err)
+		}
+	}
+	res, err := c.Run(ctx, "deploy", "-q", FileArg)
+	if failed := Failed(res); err == nil && len(failed) == 0 {
+		return res, nil
+	} else {
+		err = errors.Join(err, resultErrors("deploy", failed))
+	}
+	uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), undoTime)
+	defer cancel()
+	if uerr := c.destroyOn(uctx, c.reachable(err)); uerr != nil {
+		return res, fmt.Errorf("%w\nand taking the shares back failed too:\n%w", err, uerr)
+	}
+	return res, fmt.Errorf("%w\nevery host's share was taken back", err)
+}
+
+// Destroy removes every host's share; a host without one is no error.
+func (c *Coordinator) Destroy(ctx context.Context) ([]Result, error) {
+	present, err := c.present(ctx)
+	if err != nil {
+		return nil, err
+	}
+	res, err := c.RunOn(ctx, present, "destroy", "--name", c.Plan.Lab)
+	return res, errors.Join(err, resultErrors("destroy", Failed(res)))
+}
+
+// destroyOn destroys the lab on hosts.
+func (c *Coordinator) destroyOn(ctx context.Context, hosts []string) error {
+	res, err := c.RunOn(ctx, hosts, "destroy", "--name", c.Plan.Lab)
+	return errors.Join(err, resultErrors("destroy", Failed(res)))
+}
+
+// present lists the hosts where the lab (or a part of it) is deployed.
+func (c *Coordinator) present(ctx context.Context) ([]string, error) {
+	res, err := c.Run(ctx, "inspect", "--name", c.Plan.Lab)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, r := range res {
+		if r.Code == 0 {
+			out = append(out, r.Host)
+		}
+	}
+	return out, nil
+}
+
+// reachable lists the hosts that err does not name as unreachable.
+func (c *Coordinator) reachable(err error) []string {
+	var out []string
+	for _, h := range c.Plan.Hosts() {
+		if !lostHost(err, h) {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// lostHost reports whether err holds a HostError of host (its agent could
+// not be asked).
+func lostHost(err error, host string) bool {
+	if he, ok := err.(*HostError); ok {
+		return he.Host == host
+	}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			if lostHost(e, host) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// resultErrors is one error per host whose verb failed, with its words.
+func resultErrors(step string, failed []Result) error {
+	var errs []error
+	for _, r := range failed {
+		errs = append(errs, &HostError{r.Host, step, errors.New(strings.TrimSpace(strings.TrimPrefix(strings.TrimSpace(r.Stderr), "nslab: ")))})
+	}
+	return errors.Join(errs...)
+}
