@@ -42,13 +42,13 @@ const FileArg = "@lab"
 // (a verb that ran and failed has its exit code and words in Code and
 // Stderr instead).
 type Response struct {
-	Error  string `json:"error,omitempty"`
-	Hello  *Hello `json:"hello,omitempty"`
-	Code   int    `json:"code"`
-	Stdout string `json:"stdout,omitempty"`
-	Stderr string `json:"stderr,omitempty"`
-	Fits   bool   `json:"fits,omitempty"`    // OpMTU: a packet of Size was answered
-	Largest int   `json:"largest,omitempty"` // OpMTU: the largest size answered, when Size was not
+	Error   string `json:"error,omitempty"`
+	Hello   *Hello `json:"hello,omitempty"`
+	Code    int    `json:"code"`
+	Stdout  string `json:"stdout,omitempty"`
+	Stderr  string `json:"stderr,omitempty"`
+	Fits    bool   `json:"fits,omitempty"`    // OpMTU: a packet of Size was answered
+	Largest int    `json:"largest,omitempty"` // OpMTU: the largest size answered, when Size was not
 }
 
 // Hello is what an agent says of itself.

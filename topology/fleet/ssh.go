@@ -210,6 +210,6 @@ func (c *Conn) Hello(ctx context.Context) (*Hello, error) {
 
 // Close ends the channel: the agent reads the end of its input and exits.
 func (c *Conn) Close() {
-	_ = c.in.Close() // ssh may have ended already
+	_ = c.in.Close()             // ssh may have ended already
 	go func() { _ = c.wait() }() // reaped; its exit matters to no one now
 }
