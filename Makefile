@@ -37,7 +37,7 @@ export GOFLAGS := -tags=$(TAGS)
 export CGO_ENABLED := 0
 
 PREFIX  ?= /usr/local
-.PHONY: test-unit test-root test-vm benchdocs tutorials docs-check docs-check-long install install-check docs release packages fuzz soak bench-latency all build test unit-test lint lint-deps vmtest walkthrough vm-deps run deps go-deps bench-topology bench-forwarding bench-nat bench-compare bench-engine bench-sampler bench-live clean
+.PHONY: test-unit test-root test-vm benchdocs tutorials docs-check docs-check-long install install-check docs release packages fuzz soak bench-latency all build test unit-test lint lint-deps vmtest walkthrough vm-deps run deps go-deps bench-topology bench-forwarding bench-nat bench-compare bench-engine bench-sampler bench-live bench-fleet clean
 
 all: build
 
@@ -344,6 +344,12 @@ fuzz: go-deps
 SOAK_KILLS ?= 50
 soak: deps
 	$(if $(filter 0,$(shell id -u)),$(PRISTINE)) env NSLAB_SOAK_KILLS=$(SOAK_KILLS) $(GO) test -count=1 -timeout 60m -v -run '^TestPrivilegedKillSoak$$' ./cmd/nslab/
+
+# bench-fleet: a chain of FLEET_CHAIN nodes deployed on one host, and over
+# three simulated hosts (real sshd each) from one command, alternately.
+FLEET_CHAIN ?= 3000
+bench-fleet: deps
+	$(if $(filter 0,$(shell id -u)),$(PRISTINE)) env NSLAB_FLEET_CHAIN=$(FLEET_CHAIN) $(GO) test -count=1 -timeout 30m -v -run '^TestPrivilegedFleetChainScale$$' ./cmd/nslab/
 
 bench-sampler: go-deps
 	$(GO) test -run '^$$' -bench Read10 -benchtime 5000x ./pktgen/sample/

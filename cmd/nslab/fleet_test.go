@@ -441,3 +441,74 @@ func TestReadInventory(t *testing.T) {
 		t.Errorf("a bad line: %v", err)
 	}
 }
+
+// TestPrivilegedFleetChainScale (make bench-fleet; NSLAB_FLEET_CHAIN=N
+// nodes): a chain of N nodes deployed on one host by nslab there, and the
+// same chain spread over three hosts in thirds (two links between hosts)
+// from one command, alternately, twice each, in one run; it prints each
+// time and the ratio of the medians, and fails above 1.5.
+func TestPrivilegedFleetChainScale(t *testing.T) {
+	n, err := strconv.Atoi(os.Getenv("NSLAB_FLEET_CHAIN"))
+	if err != nil || n < 3 {
+		t.Skip("make bench-fleet runs it (NSLAB_FLEET_CHAIN=nodes)")
+	}
+	s := newSSHHosts(t, 3, 1500, nil)
+	name := labtest.Name("k")
+	src := chainLab(t, n, name)
+	one, three := filepath.Join(s.dir, "one.yaml"), filepath.Join(s.dir, "three.yaml")
+	os.WriteFile(one, []byte(src), 0o644)
+	os.WriteFile(three, []byte(spreadOver(src, n)), 0o644)
+	local := &runner{t: t, bin: os.Args[0], stateDir: t.TempDir(), wrap: []string{"nsenter", "-t", strconv.Itoa(s.hosts[0].holder.Process.Pid), "-m", "-n"}}
+	t.Cleanup(func() { local.run("destroy", "--name", name); s.run("destroy", three) })
+	var tOne, tThree []time.Duration
+	for range 2 {
+		tOne = append(tOne, timedOK(t, func() (int, string, string) { return local.run("deploy", "-q", one) }))
+		if code, out, errOut := local.run("destroy", "--name", name); code != 0 {
+			t.Fatalf("destroy: %s %s", out, errOut)
+		}
+		tThree = append(tThree, timedOK(t, func() (int, string, string) { return s.run("deploy", three) }))
+		if code, out, errOut := s.run("destroy", three); code != 0 {
+			t.Fatalf("destroy over three hosts: %s %s", out, errOut)
+		}
+	}
+	ratio := float64(slices.Max(tThree)+slices.Min(tThree)) / float64(slices.Max(tOne)+slices.Min(tOne))
+	fmt.Printf("chain of %d nodes: deploy on one host %v, over three hosts from one command %v: ratio %.2f (medians of two)\n", n, tOne, tThree, ratio)
+	if ratio > 1.5 {
+		t.Errorf("over three hosts %.2fx the time on one host (want at most 1.5x)", ratio)
+	}
+}
+
+func timedOK(t *testing.T, f func() (int, string, string)) time.Duration {
+	t.Helper()
+	start := time.Now()
+	code, out, errOut := f()
+	if code != 0 {
+		t.Fatalf("deploy: %d %s %s", code, out, errOut)
+	}
+	return time.Since(start).Round(time.Millisecond)
+}
+
+// chainLab is nslab generate chain --n n --routes, named name.
+func chainLab(t *testing.T, n int, name string) string {
+	c := newCLI(t)
+	code, out, errOut := c.run("generate", "chain", "-n", strconv.Itoa(n), "--routes", "--name", name)
+	if code != 0 {
+		t.Fatalf("generate: %s", errOut)
+	}
+	return out
+}
+
+// spreadOver puts a generated chain's nodes on hosts a, b and c in thirds.
+func spreadOver(src string, n int) string {
+	var b strings.Builder
+	for _, line := range strings.SplitAfter(src, "\n") {
+		b.WriteString(line)
+		if strings.HasPrefix(line, "name: ") {
+			b.WriteString("hosts:\n  a: {underlay: 192.168.77.1, ssh: root@192.168.77.1}\n  b: {underlay: 192.168.77.2, ssh: root@192.168.77.2}\n  c: {underlay: 192.168.77.3, ssh: root@192.168.77.3}\n")
+		}
+		if k, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(line), "n"), ":")); err == nil && strings.HasPrefix(line, "  n") {
+			b.WriteString("    host: " + string(rune('a'+k*3/n)) + "\n")
+		}
+	}
+	return b.String()
+}
