@@ -224,7 +224,7 @@ vm-deps:
 HERE_DOCS := README.md docs/tutorials/tour.md docs/tutorials/nat-router.md \
 	docs/tutorials/forwarding-benchmark.md docs/tutorials/several-hosts.md \
 	docs/tutorials/routing.md docs/tutorials/router-optimizations.md \
-	docs/export.md docs/imported-labs.md docs/lab-file-guide.md
+	docs/export.md docs/imported-labs.md docs/lab-file-guide.md docs/testing-labs.md
 
 tutorials: build vm-deps deps
 	$(GO) build -o $(BIN)/nslab-tutorials ./cmd/nslab-tutorials

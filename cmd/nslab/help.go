@@ -26,6 +26,12 @@ var verbHelp = map[string]struct {
 		"runs nslab's verbs on its host's share as `nslab --host HOST VERB` would, and probes the underlay's MTU\n" +
 		"with DF set. When the coordinator goes, a verb in progress is interrupted as by Ctrl-C.",
 		[]string{"ssh root@192.0.2.2 nslab agent   # what nslab deploy examples/three-hosts.yaml runs on host b"}},
+	"test": {"Checks a deployed lab against its file's tests: (reachability and its absence, routes, addresses,\n" +
+		"neighbours, FRR's BGP and OSPF state from vtysh's JSON, BIRD's protocols, a traffic run's loss, rate and\n" +
+		"latency), each tried again until it passes or its wait: is over. A lab that is not deployed is deployed\n" +
+		"first and destroyed after (unless --keep). Prints each test with what was expected, what was measured and\n" +
+		"where; exits 0 only if every test passed. --junit writes JUnit XML for CI, --tap prints TAP.",
+		[]string{"nslab test examples/client-router-server.yaml", "nslab test --junit results.xml examples/ospf-ring.yaml", "nslab test --format json examples/bgp-pair.yaml"}},
 	"destroy": {"Removes everything the lab's state file records, and what carries the lab's marker when the state is\n" +
 		"damaged or gone; it never touches what nslab did not create. Re-running it is harmless.",
 		[]string{"nslab destroy -t examples/client-router-server.yaml", "nslab destroy --name crs", "nslab destroy --all --wait"}},

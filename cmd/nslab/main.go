@@ -135,7 +135,7 @@ func printError(err error) {
 // commands are nslab's verbs, each with its real run function.
 func commands() []*cli.Command {
 	return []*cli.Command{viaAgents(deployCommand(nil)), applyCommand(nil), viaAgents(destroyCommand(nil)), viaAgents(inspectCommand(nil)), execCommand(nil), validateCommand(nil),
-		viaAgents(benchCommand(nil)), compareCommand(nil), graphCommand(nil), viaAgents(pathCommand(nil)), viaAgents(checkCommand(nil)), impairCommand(nil), linkCommand(nil), nodeCommand(nil), captureCommand(nil),
+		viaAgents(benchCommand(nil)), compareCommand(nil), graphCommand(nil), viaAgents(pathCommand(nil)), viaAgents(checkCommand(nil)), testCommand(nil), impairCommand(nil), linkCommand(nil), nodeCommand(nil), captureCommand(nil),
 		topCommand(nil), webCommand(nil), metricsCommand(nil), generateCommand(nil), exportCommand(nil), importCommand(nil), schemaCommand(nil), completionCommand(nil), gendocsCommand(nil), completeCommand(nil), agentCommand()}
 }
 
@@ -182,7 +182,7 @@ var operandsFirst = map[string]bool{"impair": true, "link": true, "node": true, 
 // labVerbs are the verbs that work on deployed labs: run by a user other
 // than root, or with --rootless, they run inside the user's rootless labs.
 var labVerbs = map[string]bool{"deploy": true, "apply": true, "destroy": true, "inspect": true, "exec": true, "bench": true,
-	"path": true, "check": true, "impair": true, "link": true, "node": true, "capture": true, "top": true, "web": true, "metrics": true}
+	"path": true, "check": true, "test": true, "impair": true, "link": true, "node": true, "capture": true, "top": true, "web": true, "metrics": true}
 
 // runRootless runs a lab verb in the user's rootless labs (package
 // rootless) when args are one that runs rootless, and returns its exit

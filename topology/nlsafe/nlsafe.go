@@ -90,3 +90,10 @@ var Caller = &netlink.Handle{}
 func RuleList(h *netlink.Handle, family int) ([]netlink.Rule, error) {
 	return retry("list rules", func() ([]netlink.Rule, error) { return h.RuleList(family) })
 }
+
+// NeighList lists the neighbour entries of every link of one family.
+//
+// Equivalent to: ip [-6] neigh show
+func NeighList(h *netlink.Handle, family int) ([]netlink.Neigh, error) {
+	return retry("list neighbours", func() ([]netlink.Neigh, error) { return h.NeighList(0, family) })
+}

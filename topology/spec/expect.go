@@ -131,22 +131,32 @@ func parseExpectation(s string, reach bool) (Expectation, error) {
 // interfaces of the lab.
 func validateExpects(r *reporter, lab *Lab) {
 	for i, x := range lab.Expects {
-		p := lab.expectPaths[i]
-		if x.From != "*" && lab.Node(x.From) == nil {
-			r.errf(p, "%q: %s is no node of the lab (FROM is a node, node:interface or *)", x.Line, x.From)
-		} else if x.Source != "" && !lab.Node(x.From).hasDevice(x.Source) {
-			r.errf(p, "%q: %s is no interface of %s (the source's interface: lo, one of its links' or a bridge)", x.Line, x.Source, x.From)
+		validateExpectation(r, lab, x, lab.expectPaths[i])
+	}
+	for _, t := range lab.Tests {
+		if t.Kind == "reachable" || t.Kind == "unreachable" {
+			validateExpectation(r, lab, t.Reach, t.Path+"."+t.Kind)
 		}
-		if x.pfx.IsValid() {
-			continue
-		}
-		ep, err := ParseEndpoint(x.To)
-		switch {
-		case err != nil || lab.Node(ep.Node) == nil:
-			r.errf(p, "%q: %s is neither an address, a prefix nor a node of the lab", x.Line, x.To)
-		case ep.Interface != "" && !lab.Node(ep.Node).hasDevice(ep.Interface):
-			r.errf(p, "%q: %s is no interface of %s", x.Line, ep.Interface, ep.Node)
-		}
+	}
+}
+
+// validateExpectation checks that FROM and TO of one line name the lab's
+// nodes and interfaces.
+func validateExpectation(r *reporter, lab *Lab, x Expectation, p string) {
+	if x.From != "*" && lab.Node(x.From) == nil {
+		r.errf(p, "%q: %s is no node of the lab (FROM is a node, node:interface or *)", x.Line, x.From)
+	} else if x.Source != "" && !lab.Node(x.From).hasDevice(x.Source) {
+		r.errf(p, "%q: %s is no interface of %s (the source's interface: lo, one of its links' or a bridge)", x.Line, x.Source, x.From)
+	}
+	if x.pfx.IsValid() {
+		return
+	}
+	ep, err := ParseEndpoint(x.To)
+	switch {
+	case err != nil || lab.Node(ep.Node) == nil:
+		r.errf(p, "%q: %s is neither an address, a prefix nor a node of the lab", x.Line, x.To)
+	case ep.Interface != "" && !lab.Node(ep.Node).hasDevice(ep.Interface):
+		r.errf(p, "%q: %s is no interface of %s", x.Line, ep.Interface, ep.Node)
 	}
 }
 

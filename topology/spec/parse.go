@@ -546,6 +546,9 @@ func (r *reporter) parseShared(f map[string]kv, lab *Lab, ex *extra) {
 	if e, ok := f["expect"]; ok {
 		r.parseExpect(e, lab)
 	}
+	if e, ok := f["tests"]; ok {
+		r.parseTests(e, lab)
+	}
 	if e, ok := f["segments"]; ok {
 		items, _ := r.list(e.v, "segments", "[{name: sw1, endpoints: [r1:eth0, r2:eth0, r3:eth0]}]")
 		for i, item := range items {

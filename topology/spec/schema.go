@@ -69,6 +69,7 @@ var labDef = mapping{def: "lab", title: "an nslab lab file", required: []string{
 	{"nodes", "mapping of node name to node, required: each node is a network namespace", mapOf(nullable(ref("node")))},
 	{"links", "list of links: each a veth pair, or a VXLAN link between hosts", listOf(ref("link"))},
 	{"expect", "what check holds echoes to over the routes (a lab's prefixes left out of its routing on purpose): lines \"FROM -> TO\", FROM a node or *, TO an address, prefix, node or node:interface; the last line that covers a pair wins", ref("expect")},
+	{"tests", "list of tests nslab test checks on the deployed lab, each with its own wait (see test)", listOf(ref("test"))},
 	{"segments", "list of segments: each a shared wire of one or more interfaces (a switch, Kathara's collision domain), made as a bridge in a node of its own", listOf(ref("segment"))},
 	{"traffic", "list of traffic runs bench can send", listOf(ref("traffic"))},
 	{"sriov", "list of SR-IOV PFs whose VFs are handed to nodes", listOf(ref("pf"))},
@@ -258,6 +259,91 @@ var expectDef = mapping{def: "expect", title: "what nslab check expects of echoe
 	{"reachable", "list of \"FROM -> TO\": echoes that are answered", texts},
 }}
 
+var testDef = mapping{def: "test", title: "a test nslab test checks on the deployed lab: one kind's key, and name, wait, every, points", keys: []key{
+	{"reachable", "\"FROM -> TO\": an echo from FROM (a node; node:interface sends from that interface's address) to TO (an address, node or node:interface) is answered", text},
+	{"unreachable", "\"FROM -> TO\": such an echo is not answered", text},
+	{"route", "a route in a node's kernel (see routeTest)", ref("routeTest")},
+	{"address", "an address on a node's interface (see addressTest)", ref("addressTest")},
+	{"neighbour", "a neighbour a node's kernel has resolved (see neighbourTest)", ref("neighbourTest")},
+	{"bgp", "an FRR BGP session's state, read from vtysh's JSON (see bgpTest)", ref("bgpTest")},
+	{"bgp-route", "a prefix FRR learned by BGP, with its AS path (see bgpRouteTest)", ref("bgpRouteTest")},
+	{"ospf", "an FRR OSPF neighbour's state, read from vtysh's JSON (see ospfTest)", ref("ospfTest")},
+	{"ospf6", "an FRR OSPFv3 neighbour's state, read from vtysh's JSON (see ospfTest)", ref("ospfTest")},
+	{"bird", "a BIRD protocol's state, read from birdc (see birdTest)", ref("birdTest")},
+	{"traffic", "a traffic run's figures from a bench of it (see trafficTest)", ref("trafficTest")},
+	{"name", "text, default the test in a line: what the result table and JUnit call it", text},
+	{"wait", "duration, default 0 (once): try again until the test passes or this much time passed (a routing daemon converging)", text},
+	{"every", "duration, default 1s: the time between tries", text},
+	{"points", "integer 0-1000, default 1: what the test is worth in a grade", intRange(0, 1000)},
+}}
+
+var routeTestDef = mapping{def: "routeTest", title: "a route a node's kernel must have", required: []string{"node", "to"}, keys: []key{
+	{"node", "text, required: the node", text},
+	{"to", "prefix or default, required: the route's destination (10.0.2.0/24)", text},
+	{"via", "address: its next hop", text},
+	{"dev", "text: its interface", text},
+	{"table", "integer, default 254 (main): its table", text},
+	{"protocol", "text: who installed it, as ip route shows it (static, kernel, boot, bgp, ospf, zebra)", text},
+}}
+
+var addressTestDef = mapping{def: "addressTest", title: "an address a node's interface must have", required: []string{"node", "interface", "address"}, keys: []key{
+	{"node", "text, required: the node", text},
+	{"interface", "text, required: the interface", text},
+	{"address", "address/length, required (10.0.1.1/24)", text},
+}}
+
+var neighbourTestDef = mapping{def: "neighbourTest", title: "a neighbour a node's kernel must have resolved (reachable, stale, delay, probe or permanent)", required: []string{"node", "address"}, keys: []key{
+	{"node", "text, required: the node", text},
+	{"address", "address, required: the neighbour's", text},
+}}
+
+var bgpTestDef = mapping{def: "bgpTest", title: "an FRR BGP session", required: []string{"node", "neighbor"}, keys: []key{
+	{"node", "text, required: the node (it runs FRR)", text},
+	{"neighbor", "address, required: the neighbour's, as frr.conf names it", text},
+	{"state", "text, default Established: the session's state as FRR says it", text},
+	{"prefixes", "integer: at least this many prefixes received (accepted) from it", text},
+}}
+
+var bgpRouteTestDef = mapping{def: "bgpRouteTest", title: "a prefix FRR learned by BGP", required: []string{"node", "prefix"}, keys: []key{
+	{"node", "text, required: the node (it runs FRR)", text},
+	{"prefix", "prefix, required (10.9.0.0/24)", text},
+	{"as-path", "text: the best path's AS path, as FRR writes it (\"65002 65003\")", text},
+}}
+
+var ospfTestDef = mapping{def: "ospfTest", title: "an FRR OSPF (ospf:) or OSPFv3 (ospf6:) neighbour", required: []string{"node", "neighbor"}, keys: []key{
+	{"node", "text, required: the node (it runs FRR)", text},
+	{"neighbor", "router ID, required: the neighbour's (10.0.0.2)", text},
+	{"state", "text, default Full: the adjacency's state, as FRR says it (its part before /)", text},
+}}
+
+var birdTestDef = mapping{def: "birdTest", title: "a BIRD protocol", required: []string{"node", "protocol"}, keys: []key{
+	{"node", "text, required: the node (it runs BIRD)", text},
+	{"protocol", "text, required: the protocol's name in bird.conf", text},
+	{"state", "text, default up: its state as birdc show protocols says it", text},
+}}
+
+var trafficTestDef = mapping{def: "trafficTest", title: "a traffic run's figures, from a bench of it", required: []string{"run"}, keys: []key{
+	{"run", "text, required: a traffic run of the file", text},
+	{"rate", "packet rate: send at this rate instead of the run's (200kpps)", text},
+	{"loss", "percentage: the loss at most (0.1%)", text},
+	{"received", "packet rate: the receiver's rate at least (190kpps)", text},
+	{"p99", "duration: the 99th percentile of the latency at most (1ms)", text},
+}}
+
+// testDefs are the mappings of the tests' kinds, by kind.
+var testDefs = map[string]*mapping{"route": &routeTestDef, "address": &addressTestDef, "neighbour": &neighbourTestDef, "bgp": &bgpTestDef,
+	"bgp-route": &bgpRouteTestDef, "ospf": &ospfTestDef, "ospf6": &ospfTestDef, "bird": &birdTestDef, "traffic": &trafficTestDef}
+
+// keyDoc is key k's doc.
+func (m mapping) keyDoc(k string) string {
+	for _, x := range m.keys {
+		if x.name == k {
+			return x.doc
+		}
+	}
+	return ""
+}
+
 var segmentDef = mapping{def: "segment", title: "a segment: a bridge in a node of its own, with a veth to each endpoint", required: []string{"name", "endpoints"}, keys: []key{
 	{"name", "text, required: the segment's node (its namespace); a name no node has", text},
 	{"endpoints", "list of one or more node:interface, required: the interfaces on the segment", map[string]any{"type": "array", "items": text, "minItems": 1}},
@@ -359,7 +445,7 @@ var (
 
 // mappings are every mapping of the file, the lab first.
 var mappings = []*mapping{&labDef, &machineDef, &hostDef, &nodeDef, &forwardingDef, &ifaceDef, &offloadsDef, &napiDef, &macvlanDef, &vlanDef, &bondDef, &vrfDef,
-	&bridgeDef, &portVLANsDef, &routeDef, &ruleDef, &impairDef, &burstyLossDef, &queueDef, &linkDef, &segmentDef, &expectDef, &trafficDef, &tcpDef, &mixPartDef, &pfDef, &vfDef,
+	&bridgeDef, &portVLANsDef, &routeDef, &ruleDef, &impairDef, &burstyLossDef, &queueDef, &linkDef, &segmentDef, &expectDef, &testDef, &routeTestDef, &addressTestDef, &neighbourTestDef, &bgpTestDef, &bgpRouteTestDef, &ospfTestDef, &birdTestDef, &trafficTestDef, &trafficDef, &tcpDef, &mixPartDef, &pfDef, &vfDef,
 	&variantNodeDef, &variantIfaceDef, &masqueradeDef, &snatDef, &dnatDef, &filterDef, &firewallDef, &fileDef, &frrDef, &birdDef, &limitsDef}
 
 // keysOf is a mapping's key names, in order: the parser's key list.

@@ -52,7 +52,9 @@ type Lab struct {
 	// kernels.
 	Unrouted Problems
 	// Expects are the file's expect: lines, in order (see Expectation).
-	Expects     []Expectation
+	Expects []Expectation
+	// Tests are the file's tests: (see Test), in order.
+	Tests       []*Test
 	expectPaths []string
 }
 

@@ -61,6 +61,7 @@ func validate(r *reporter, lab *Lab, ex *extra) {
 		return owners
 	}
 	validateExpects(r, lab)
+	validateTests(r, lab)
 	validateMachine(r, lab)
 	for _, n := range lab.Nodes {
 		validateBridges(r, n)

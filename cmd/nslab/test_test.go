@@ -1,0 +1,117 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"encoding/xml"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nslab/nslab/topology/labtest"
+)
+
+// crsTests are tests of client-router-server.yaml: four that hold, one
+// that cannot (ns3 has no route to 10.0.1.0/24 of its own: its default
+// route carries it).
+const crsTests = `  - name: check
+    from: ns1:veth1
+    to: 10.0.2.1
+    frame: 64
+    count: 20000
+    rate: 20kpps
+tests:
+  - reachable: ns1 -> ns3
+  - unreachable: ns1 -> 10.9.9.9
+  - route: {node: ns2, to: 10.0.2.0/24, dev: veth2, protocol: kernel}
+  - neighbour: {node: ns1, address: 10.0.1.254}
+  - traffic: {run: check, loss: 1%, received: 10kpps}
+  - name: ns3 has a route to ns1's network
+    route: {node: ns3, to: 10.0.1.0/24}
+    points: 3
+`
+
+// TestPrivilegedTestVerb: nslab test deploys the lab, runs every test
+// (the kernels', a traffic run's), prints each result, names the failure
+// with node and value, writes JUnit XML and one JSON document, exits 1,
+// and destroys the lab it deployed.
+func TestPrivilegedTestVerb(t *testing.T) {
+	labtest.SkipUnlessRoot(t)
+	c := newCLI(t)
+	file, name := labFile(t, "client-router-server.yaml")
+	data, _ := os.ReadFile(file)
+	data, _, _ = bytes.Cut(data, []byte("# What nslab test checks")) // its own tests: instead
+	os.WriteFile(file, append(data, crsTests...), 0o644)
+	t.Cleanup(func() { c.run("destroy", "--name", name) })
+	junit := filepath.Join(t.TempDir(), "results.xml")
+	code, out, errOut := c.run("test", "--junit", junit, file)
+	if code != 1 || !strings.Contains(out, "lab "+name+": 5 of 6 tests passed, 1 failed; 5 of 8 points") ||
+		!strings.Contains(out, "FAIL ns3 has a route to ns1's network (ns3): expected a route to 10.0.1.0/24, measured no route to 10.0.1.0/24 in table main") {
+		t.Fatalf("test: %d\n%s\n%s", code, out, errOut)
+	}
+	if left := nsLeft(name, "ns1", "ns2", "ns3"); len(left) > 0 {
+		t.Errorf("nslab test left the lab it deployed: %v", left)
+	}
+	var doc struct {
+		Tests    int `xml:"tests,attr"`
+		Failures int `xml:"failures,attr"`
+		Suite    []struct {
+			Cases []struct {
+				Name    string `xml:"name,attr"`
+				Failure *struct {
+					Message string `xml:"message,attr"`
+				} `xml:"failure"`
+			} `xml:"testcase"`
+		} `xml:"testsuite"`
+	}
+	raw, _ := os.ReadFile(junit)
+	if err := xml.Unmarshal(raw, &doc); err != nil || doc.Tests != 6 || doc.Failures != 1 || doc.Suite[0].Cases[5].Failure == nil || doc.Suite[0].Cases[4].Failure != nil {
+		t.Errorf("JUnit: %v %+v\n%s", err, doc, raw)
+	}
+	code, out, _ = c.run("test", "--format", "json", file)
+	var js struct {
+		Tests []struct {
+			Name, Measured string
+			Pass           bool
+		}
+		OK bool
+	}
+	if err := json.Unmarshal([]byte(out), &js); err != nil || code != 1 || js.OK || len(js.Tests) != 6 || !js.Tests[4].Pass || !strings.Contains(js.Tests[4].Measured, " of 20000), received ") {
+		t.Errorf("--format json: %d %v\n%s", code, err, out)
+	}
+}
+
+// TestPrivilegedTestBGPDownUp: bgp-pair.yaml's BGP test fails while the
+// link under the session is down (after the hold time), naming node and
+// state, and passes within its wait once the link is back.
+func TestPrivilegedTestBGPDownUp(t *testing.T) {
+	c := newCLI(t)
+	file, name := routingLab(t, "bgp-pair.yaml")
+	t.Cleanup(func() { c.run("destroy", "--name", name) })
+	// BIRD waits a minute after an error before it connects again: a
+	// second here, so that the session comes back within the test's wait.
+	data, _ := os.ReadFile(file)
+	os.WriteFile(file, []byte(strings.Replace(string(data), "connect retry time 1;", "connect retry time 1; error wait time 1, 2;", 1)), 0o644)
+	if code, out, errOut := c.run("test", "--keep", file); code != 0 || !strings.Contains(out, "5 of 5 tests passed") {
+		t.Fatalf("test: %d\n%s\n%s", code, out, errOut)
+	}
+	if code, out, errOut := c.run("link", "down", name+":r1:eth1"); code != 0 {
+		t.Fatalf("link down: %s %s", out, errOut)
+	}
+	time.Sleep(4 * time.Second) // the session's hold time is 3 s
+	data, _ = os.ReadFile(file)
+	short := filepath.Join(t.TempDir(), filepath.Base(file))
+	os.WriteFile(short, []byte(strings.ReplaceAll(string(data), "wait: 30s", "wait: 3s")), 0o644)
+	code, out, errOut := c.run("test", short)
+	if code != 1 || !strings.Contains(out, "FAIL r1's BGP session with r2 is up, r2's prefix received (r1 (FRR)): expected Established, at least 1 prefixes, measured ") || strings.Contains(out, "measured Established") {
+		t.Fatalf("test with the link down: %d\n%s\n%s", code, out, errOut)
+	}
+	if code, out, errOut := c.run("link", "up", name+":r1:eth1"); code != 0 {
+		t.Fatalf("link up: %s %s", out, errOut)
+	}
+	if code, out, errOut := c.run("test", file); code != 0 || !strings.Contains(out, "5 of 5 tests passed") {
+		t.Fatalf("test with the link back: %d\n%s\n%s", code, out, errOut)
+	}
+}

@@ -1,0 +1,144 @@
+package verify
+
+import (
+	"encoding/xml"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+)
+
+// Outcomes are a run's results, in the file's order.
+type Outcomes []Outcome
+
+// Passed counts the tests that passed.
+func (os Outcomes) Passed() int {
+	n := 0
+	for _, o := range os {
+		if o.Pass {
+			n++
+		}
+	}
+	return n
+}
+
+// Score is the points scored and the points there were.
+func (os Outcomes) Score() (scored, total int) {
+	for _, o := range os {
+		scored += o.Scored
+		total += o.Points
+	}
+	return scored, total
+}
+
+// Summary is the run in a line.
+func (os Outcomes) Summary(lab string) string {
+	scored, total := os.Score()
+	return fmt.Sprintf("lab %s: %d of %d tests passed, %d failed; %d of %d points", lab, os.Passed(), len(os), len(os)-os.Passed(), scored, total)
+}
+
+// WriteTable writes a table: each test, its result, what was measured,
+// what was expected, where, and how long it waited.
+func (os Outcomes) WriteTable(w io.Writer) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "TEST\tRESULT\tMEASURED\tEXPECTED\tWHERE\tTRIES\tWAITED")
+	for _, o := range os {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", o.Name, passWord(o.Pass), o.Measured, o.Expected, o.Where, o.Tries, o.Took.Round(time.Millisecond))
+	}
+	tw.Flush()
+}
+
+func passWord(p bool) string {
+	if p {
+		return "PASS"
+	}
+	return "FAIL"
+}
+
+// WriteFailures says, for each failed test, what was expected, what was
+// measured and where.
+func (os Outcomes) WriteFailures(w io.Writer) {
+	for _, o := range os {
+		if !o.Pass {
+			fmt.Fprintf(w, "FAIL %s (%s): expected %s, measured %s\n", o.Name, o.Where, o.Expected, o.Measured)
+		}
+	}
+}
+
+// WriteTAP writes the results as TAP version 13, each failure with a
+// YAML block of what was expected and measured.
+func (os Outcomes) WriteTAP(w io.Writer) {
+	fmt.Fprintf(w, "TAP version 13\n1..%d\n", len(os))
+	for i, o := range os {
+		ok := "ok"
+		if !o.Pass {
+			ok = "not ok"
+		}
+		fmt.Fprintf(w, "%s %d - %s\n", ok, i+1, o.Name)
+		if !o.Pass {
+			fmt.Fprintf(w, "  ---\n  where: %q\n  expected: %q\n  measured: %q\n  tries: %d\n  ...\n", o.Where, o.Expected, o.Measured, o.Tries)
+		}
+	}
+}
+
+// junitSuites is JUnit XML as CI systems read it (Jenkins, GitLab,
+// GitHub's test reporters): a suite per lab, a case per test, a failure
+// element for each failed test.
+type junitSuites struct {
+	XMLName  xml.Name     `xml:"testsuites"`
+	Name     string       `xml:"name,attr"`
+	Tests    int          `xml:"tests,attr"`
+	Failures int          `xml:"failures,attr"`
+	Time     float64      `xml:"time,attr"`
+	Suites   []junitSuite `xml:"testsuite"`
+}
+
+type junitSuite struct {
+	Name      string      `xml:"name,attr"`
+	Tests     int         `xml:"tests,attr"`
+	Failures  int         `xml:"failures,attr"`
+	Errors    int         `xml:"errors,attr"`
+	Skipped   int         `xml:"skipped,attr"`
+	Time      float64     `xml:"time,attr"`
+	Timestamp string      `xml:"timestamp,attr"`
+	Cases     []junitCase `xml:"testcase"`
+}
+
+type junitCase struct {
+	Name      string        `xml:"name,attr"`
+	Classname string        `xml:"classname,attr"`
+	Time      float64       `xml:"time,attr"`
+	Failure   *junitFailure `xml:"failure,omitempty"`
+	SystemOut string        `xml:"system-out,omitempty"`
+}
+
+type junitFailure struct {
+	Message string `xml:"message,attr"`
+	Type    string `xml:"type,attr"`
+	Text    string `xml:",chardata"`
+}
+
+// WriteJUnit writes the results as JUnit XML, one suite for lab.
+func (os Outcomes) WriteJUnit(w io.Writer, lab string, started time.Time) error {
+	s := junitSuite{Name: lab, Tests: len(os), Failures: len(os) - os.Passed(), Timestamp: started.UTC().Format("2006-01-02T15:04:05")}
+	for _, o := range os {
+		c := junitCase{Name: o.Name, Classname: "nslab." + lab + "." + o.Kind, Time: o.Took.Seconds(), SystemOut: "measured: " + o.Measured}
+		if !o.Pass {
+			c.Failure = &junitFailure{Message: fmt.Sprintf("expected %s, measured %s", o.Expected, o.Measured), Type: o.Kind,
+				Text: fmt.Sprintf("where: %s\nexpected: %s\nmeasured: %s\ntries: %d", o.Where, o.Expected, o.Measured, o.Tries)}
+		}
+		s.Time += c.Time
+		s.Cases = append(s.Cases, c)
+	}
+	out := junitSuites{Name: "nslab test", Tests: s.Tests, Failures: s.Failures, Time: s.Time, Suites: []junitSuite{s}}
+	if _, err := io.WriteString(w, xml.Header); err != nil {
+		return err
+	}
+	enc := xml.NewEncoder(w)
+	enc.Indent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		return fmt.Errorf("write JUnit XML: %w", err)
+	}
+	_, err := io.WriteString(w, "\n")
+	return err
+}
