@@ -29,6 +29,9 @@ type testOptions struct {
 	Keep    bool
 	Wait    time.Duration // for tests without wait: of a lab that runs routing daemons
 	Out     io.Writer
+	Grade   string // --grade: a submission, or with CSV a directory of them
+	CSV     bool
+	started time.Time
 }
 
 // daemonWait is how long a test without wait: of a lab whose nodes run
@@ -40,7 +43,7 @@ func testCommand(run func(context.Context, *testOptions) error) *cli.Command {
 		Name:      "test",
 		Usage:     "check a lab against its file's tests: deploy it if it is not, run every test, print each result, exit 0 only if all pass",
 		ArgsUsage: "[FILE]",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			hostFlag(),
 			topoFlag(),
 			&cli.StringFlag{Name: "format", Value: "table", Usage: "table or json (one document: tests, summary, ok)"},
@@ -48,16 +51,32 @@ func testCommand(run func(context.Context, *testOptions) error) *cli.Command {
 			&cli.StringFlag{Name: "junit", Usage: "also write the results as JUnit XML to `FILE`, as CI systems read it"},
 			&cli.BoolFlag{Name: "keep", Usage: "keep a lab test deployed (by default it destroys what it deployed)"},
 			&cli.DurationFlag{Name: "wait", Value: daemonWait, Usage: "how long a test without wait: is tried again in a lab whose nodes run FRR or BIRD (their routing converges after the deploy)"},
-		},
+		}, gradeFlags()...),
 		Action: action(func(c *cli.Context) (*testOptions, error) {
-			l, err := readPart(c)
+			l, err := readTestLab(c)
 			if err == nil && c.String("format") != "table" && c.String("format") != "json" {
 				err = cli.Exit("--format: table or json", 2)
 			}
+			if err == nil && c.Bool("csv") && c.String("grade") == "" {
+				err = cli.Exit("--csv grades a directory of submissions: give it with --grade DIR", 2)
+			}
 			return &testOptions{Lab: l, Manager: manager(c), Format: c.String("format"), TAP: c.Bool("tap"), JUnit: c.String("junit"), Keep: c.Bool("keep"),
-				Wait: c.Duration("wait"), Out: c.App.Writer}, err
+				Wait: c.Duration("wait"), Out: c.App.Writer, Grade: c.String("grade"), CSV: c.Bool("csv"), started: time.Now()}, err
 		}, or(run, runTest)),
 	}
+}
+
+// readTestLab is the lab to test, or with --grade the teacher's tests
+// alone (the lab is each submission).
+func readTestLab(c *cli.Context) (*spec.Lab, error) {
+	if c.String("grade") == "" {
+		return readPart(c)
+	}
+	path, err := topoPath(c)
+	if err != nil {
+		return nil, err
+	}
+	return spec.ReadTests(path)
 }
 
 // runTest deploys the lab if it is not deployed, runs its tests, writes
@@ -69,26 +88,37 @@ func runTest(ctx context.Context, o *testOptions) error {
 	if len(o.Lab.Tests) == 0 {
 		return cli.Exit(fmt.Sprintf("lab %s has no tests: (see docs/testing-labs.md)", o.Lab.Name), 2)
 	}
-	started := time.Now()
-	deployed, err := o.deployIfNeeded(ctx)
+	if o.Grade != "" {
+		return runGrade(ctx, o)
+	}
+	res, err := o.deployAndCheck(ctx)
 	if err != nil {
 		return err
+	}
+	return o.write(res, o.started)
+}
+
+// deployAndCheck deploys the lab unless it is deployed, runs its tests,
+// and destroys what it deployed (unless --keep).
+func (o *testOptions) deployAndCheck(ctx context.Context) (verify.Outcomes, error) {
+	deployed, err := o.deployIfNeeded(ctx)
+	if err != nil {
+		return nil, err
 	}
 	if deployed && !o.Keep {
 		defer func() { _, _ = o.Manager.Destroy(o.Lab.Name) }() // what it deployed, even after a failed test
 	}
 	r, err := o.Manager.Open(o.Lab)
 	if err != nil {
-		return fmt.Errorf("lab %s is not deployed completely: %w", o.Lab.Name, err)
+		return nil, fmt.Errorf("lab %s is not deployed completely: %w", o.Lab.Name, err)
 	}
 	defer r.Close()
 	ck := &verify.Checker{Run: r, Command: o.inNode, Traffic: o.bench(r)}
 	var res verify.Outcomes
 	for _, t := range o.Lab.Tests {
-		t := o.withWait(t)
-		res = append(res, ck.Check(ctx, t))
+		res = append(res, ck.Check(ctx, o.withWait(t)))
 	}
-	return o.write(res, started)
+	return res, nil
 }
 
 // deployIfNeeded deploys the lab unless it is deployed; it reports

@@ -115,3 +115,67 @@ func TestPrivilegedTestBGPDownUp(t *testing.T) {
 		t.Fatalf("test with the link back: %d\n%s\n%s", code, out, errOut)
 	}
 }
+
+// TestPrivilegedExercises: each exercise's submissions graded to the
+// CSV its expected.csv gives (the correct one full marks, each broken
+// one losing exactly the points of the test that catches its mistake),
+// and no lab left behind.
+func TestPrivilegedExercises(t *testing.T) {
+	labtest.SkipUnlessRoot(t)
+	c := newCLI(t)
+	for _, ex := range []string{"static-routing", "ospf", "nat-firewall"} {
+		dir := filepath.Join("../../examples/exercises", ex)
+		code, out, errOut := c.run("test", "--grade", filepath.Join(dir, "submissions"), "--csv", filepath.Join(dir, "lab.yaml"))
+		want, _ := os.ReadFile(filepath.Join(dir, "expected.csv"))
+		if code != 0 || out != string(want) {
+			t.Errorf("%s: %d\n%s\nwant\n%s\n%s", ex, code, out, want, errOut)
+		}
+		if _, out, _ := c.run("inspect"); !strings.Contains(out, "no labs deployed") {
+			t.Errorf("%s: labs left: %s", ex, out)
+		}
+	}
+}
+
+// TestPrivilegedGradeSix: six submissions graded in one command take at
+// most 1.5 times the six nslab test --grade runs of one each, measured
+// in one run, and give the same scores.
+func TestPrivilegedGradeSix(t *testing.T) {
+	labtest.SkipUnlessRoot(t)
+	c := newCLI(t)
+	dir := "../../examples/exercises/static-routing"
+	subs := t.TempDir()
+	var names []string
+	for _, s := range []string{"correct", "default-route", "no-forwarding"} {
+		for _, k := range []string{"a", "b"} {
+			data, _ := os.ReadFile(filepath.Join(dir, "submissions", s, "lab.yaml"))
+			os.WriteFile(filepath.Join(subs, s+"-"+k+".yaml"), data, 0o644)
+			names = append(names, s+"-"+k+".yaml")
+		}
+	}
+	start := time.Now()
+	var singles []string
+	for _, n := range names {
+		_, out, _ := c.run("test", "--grade", filepath.Join(subs, n), "--format", "json", filepath.Join(dir, "lab.yaml"))
+		var js struct{ Summary string }
+		json.Unmarshal([]byte(out), &js)
+		singles = append(singles, js.Summary)
+	}
+	alone := time.Since(start)
+	start = time.Now()
+	code, out, errOut := c.run("test", "--grade", subs, "--csv", filepath.Join(dir, "lab.yaml"))
+	graded := time.Since(start)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if code != 0 || len(lines) != 7 || !strings.HasPrefix(lines[1], "correct-a.yaml,1,1,1,1,2,6,6,") || !strings.HasPrefix(lines[4], "default-route-b.yaml,1,1,0,1,2,5,6,") {
+		t.Fatalf("grade: %d\n%s\n%s", code, out, errOut)
+	}
+	if !strings.Contains(singles[0], "6 of 6 points") || !strings.Contains(singles[5], "4 of 6 points") {
+		t.Errorf("one at a time: %q", singles)
+	}
+	t.Logf("six submissions: graded in one command %v, one nslab test each %v (%.2fx)", graded, alone, graded.Seconds()/alone.Seconds())
+	if graded > alone*3/2 {
+		t.Errorf("grading six took %v, the six runs alone %v: more than 1.5x", graded, alone)
+	}
+	if _, out, _ := c.run("inspect"); !strings.Contains(out, "no labs deployed") {
+		t.Errorf("labs left: %s", out)
+	}
+}

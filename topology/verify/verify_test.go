@@ -27,12 +27,12 @@ func fakeDaemons(answers map[string]string) func(string, ...string) ([]byte, err
 
 func TestDaemonTests(t *testing.T) {
 	c := &Checker{Command: fakeDaemons(map[string]string{
-		"r1 vtysh -c show bgp neighbors 10.0.0.2 json": `{"10.0.0.2":{"remoteAs":65002,"bgpState":"Established","addressFamilyInfo":{"ipv4Unicast":{"acceptedPrefixCounter":1}}}}`,
-		"r1 vtysh -c show bgp neighbors 10.0.0.3 json": `{"10.0.0.3":{"bgpState":"Active","addressFamilyInfo":{}}}`,
+		"r1 vtysh -c show bgp neighbors 10.0.0.2 json":       `{"10.0.0.2":{"remoteAs":65002,"bgpState":"Established","addressFamilyInfo":{"ipv4Unicast":{"acceptedPrefixCounter":1}}}}`,
+		"r1 vtysh -c show bgp neighbors 10.0.0.3 json":       `{"10.0.0.3":{"bgpState":"Active","addressFamilyInfo":{}}}`,
 		"r1 vtysh -c show bgp ipv4 unicast 10.2.0.0/24 json": `{"prefix":"10.2.0.0/24","paths":[{"aspath":{"string":"65002","segments":[]},"valid":true,"bestpath":{"overall":true}}]}`,
-		"r1 vtysh -c show ip ospf neighbor json": `{"neighbors":{"10.0.0.2":[{"priority":1,"nbrState":"Full/DR","address":"10.0.0.2"}]}}`,
-		"r1 vtysh -c show ipv6 ospf6 neighbor json": `{"neighbors":[{"neighborId":"10.0.0.2","state":"ExStart"}]}`,
-		"r2 birdc -s /run/bird/bird.ctl show protocols r1": "BIRD 2.0.12 ready.\nName       Proto      Table      State  Since         Info\nr1         BGP        ---        start  21:48:40.365  Active        Socket: Connection refused\n",
+		"r1 vtysh -c show ip ospf neighbor json":             `{"neighbors":{"10.0.0.2":[{"priority":1,"nbrState":"Full/DR","address":"10.0.0.2"}]}}`,
+		"r1 vtysh -c show ipv6 ospf6 neighbor json":          `{"neighbors":[{"neighborId":"10.0.0.2","state":"ExStart"}]}`,
+		"r2 birdc -s /run/bird/bird.ctl show protocols r1":   "BIRD 2.0.12 ready.\nName       Proto      Table      State  Since         Info\nr1         BGP        ---        start  21:48:40.365  Active        Socket: Connection refused\n",
 	})}
 	a2, a3 := netip.MustParseAddr("10.0.0.2"), netip.MustParseAddr("10.0.0.3")
 	for _, x := range []struct {
