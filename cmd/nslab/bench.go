@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"github.com/nslab/nslab/pktgen/auto"
@@ -33,10 +34,11 @@ type benchOptions struct {
 	Format      string
 	// Live is --live: where the live stream goes besides the lab's live
 	// file ("": nowhere else, "-": stdout, and the report to ErrOut).
-	Live   string
-	Quiet  bool // -q: no live lines, no status line
-	Out    io.Writer
-	ErrOut io.Writer
+	Live     string
+	Quiet    bool // -q: no live lines, no status line
+	Out      io.Writer
+	ErrOut   io.Writer
+	Baseline baselineOptions
 }
 
 func benchCommand(run func(context.Context, *benchOptions) error) *cli.Command {
@@ -44,7 +46,7 @@ func benchCommand(run func(context.Context, *benchOptions) error) *cli.Command {
 		Name:      "bench",
 		Usage:     "run a traffic run of the file through the lab and report pps, Mbps, loss hop by hop and what limited it",
 		ArgsUsage: "[FILE]",
-		Flags: []cli.Flag{
+		Flags: append([]cli.Flag{
 			hostFlag(),
 			topoFlag(),
 			&cli.StringSliceFlag{Name: "traffic", Usage: "traffic run or group `NAME` (default: the first run); several (--traffic ab --traffic ba) run together"},
@@ -89,11 +91,15 @@ func benchCommand(run func(context.Context, *benchOptions) error) *cli.Command {
 			&cli.IntFlag{Name: "confirm", Value: 1, Usage: "with --search-binary: trials in a row the rate found must pass"},
 			&cli.StringSliceFlag{Name: "event", Usage: "change the lab while the traffic runs, and measure the outage: `TIME:down|up:NODE:IF`, TIME:impair:NODE:IF:loss=5%,delay=10ms, TIME:clear:NODE:IF, TIME:stop|start:NODE (as nslab node) or TIME:apply:FILE (as nslab apply), TIME from the start of sending (repeat for several; reads every packet at the receiver, for the longest sequence gap)"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "print the equivalent kernel pktgen shell script (destination MAC resolved) and change nothing"},
-		},
+		}, baselineFlags()...),
 		Action: action(func(c *cli.Context) (*benchOptions, error) {
 			req, err := benchRequest(c)
+			var bo baselineOptions
+			if err == nil {
+				bo, err = readBaselineOptions(c, &req.Repeat)
+			}
 			return &benchOptions{Request: req, Manager: manager(c), DryRun: c.Bool("dry-run"), ResultsFile: c.String("out"),
-				Plot: c.String("plot"), Format: c.String("format"), Live: c.String("live"), Quiet: c.Bool("quiet"), Out: c.App.Writer, ErrOut: c.App.ErrWriter}, err
+				Plot: c.String("plot"), Format: c.String("format"), Live: c.String("live"), Quiet: c.Bool("quiet"), Out: c.App.Writer, ErrOut: c.App.ErrWriter, Baseline: bo}, err
 		}, or(run, runBench)),
 	}
 }
@@ -120,6 +126,8 @@ func runBench(ctx context.Context, o *benchOptions) error {
 		defer f.Close()
 		req.Results = f
 	}
+	var kept bytes.Buffer // the run's results, for a baseline
+	req.Results = o.Baseline.tee(req.Results, &kept)
 	live, err := openLive(o.Manager, req.Lab.Name, o.Live, o.Out)
 	if err != nil {
 		return err
@@ -137,11 +145,19 @@ func runBench(ctx context.Context, o *benchOptions) error {
 	if o.Live == "-" {
 		o.Out = o.ErrOut // stdout is the stream's alone
 	}
-	if werr := writeOutcome(o, out); werr != nil && err == nil {
+	var verdict *report.BaselineVerdict
+	var history *report.History
+	if err == nil && out != nil {
+		verdict, history, err = o.Baseline.after(o.ErrOut, kept.Bytes())
+	}
+	if werr := writeOutcome(o, out, verdict, history); werr != nil && err == nil {
 		err = werr
 	}
 	if err == nil && plotter != "" {
 		err = runPlot(plotter, o.Plot, out)
+	}
+	if err == nil {
+		err = verdictExit(verdict)
 	}
 	return err
 }
@@ -361,11 +377,12 @@ func variantsDryRun(w io.Writer, req bench.Request) error {
 
 // writeOutcome prints what finished in the chosen format, through the
 // report package's one writer.
-func writeOutcome(o *benchOptions, out *bench.Outcome) error {
+func writeOutcome(o *benchOptions, out *bench.Outcome, v *report.BaselineVerdict, h *report.History) error {
 	if out == nil {
 		return nil
 	}
-	return report.WriteOutput(o.Out, o.Format, &report.Output{Results: out.Results, Summaries: out.Summaries, Comparisons: out.Comparisons, Control: out.Control})
+	return report.WriteOutput(o.Out, o.Format, &report.Output{Results: out.Results, Summaries: out.Summaries, Comparisons: out.Comparisons, Control: out.Control,
+		Baseline: v, History: h})
 }
 
 // termWidth is the width of the terminal f is, or 0 when it is none.

@@ -46,6 +46,10 @@ type sshHosts struct {
 func newSSHHosts(t *testing.T, n, mtu int, sshdEnv map[string]string) *sshHosts {
 	t.Helper()
 	labtest.SkipUnlessRoot(t)
+	// The simulated hosts share nothing with another test's (their own
+	// network and mount namespaces, random lab names): the tests that use
+	// them run together, after the package's others.
+	t.Parallel()
 	if _, err := exec.LookPath("/usr/sbin/sshd"); err != nil {
 		t.Fatal("no sshd: make test installs openssh-server (make deps)")
 	}
@@ -288,6 +292,15 @@ func TestPrivilegedFleetOverSSH(t *testing.T) {
 		code, out, errOut = s.run("path", file, "client", "10.1.2.1")
 		if code != 0 || !strings.Contains(out, "on host a:") || !strings.Contains(out, "router on host b") {
 			t.Errorf("%s: path: %d %s %s", x.example, code, out, errOut)
+		}
+		if x.example == "two-hosts.yaml" { // a change applied on the host it concerns
+			data, _ := os.ReadFile(file)
+			changed := filepath.Join(filepath.Dir(file), "changed.yaml")
+			os.WriteFile(changed, bytes.Replace(data, []byte("eth1: {addresses: [10.1.2.254/24]}"), []byte("eth1: {addresses: [10.1.2.254/24, 10.1.3.254/24]}"), 1), 0o644)
+			code, out, errOut = s.run("apply", changed)
+			if code != 0 || !strings.Contains(out, "host b: applied lab ") || !strings.Contains(out, ", 1 made in") {
+				t.Errorf("apply: %d %s %s", code, out, errOut)
+			}
 		}
 		if x.example == "two-hosts.yaml" { // sent and received on host a, through host b
 			code, out, errOut = s.run("bench", "-q", "--traffic", "through-b", "--count", "20000", file)

@@ -92,6 +92,11 @@ func runImported(t *testing.T, x imported) {
 		t.Fatalf("check --wait: code %d, %s\n%s", code, errOut, out)
 	}
 	t.Logf("check --wait: %s", lastLine(out))
+	// The original's checks, as the lab file's tests: (deployed: test
+	// neither deploys nor destroys it).
+	if code, out, errOut := c.run("test", file); code != 0 || !regexp.MustCompile(`: (\d+) of (\d+) tests passed, 0 failed`).MatchString(out) {
+		t.Errorf("test: code %d, %s\n%s", code, errOut, out)
+	}
 	if x.compare != nil {
 		x.compare(c, name, filepath.Dir(file))
 	}

@@ -134,7 +134,7 @@ func printError(err error) {
 
 // commands are nslab's verbs, each with its real run function.
 func commands() []*cli.Command {
-	return []*cli.Command{viaAgents(deployCommand(nil)), applyCommand(nil), viaAgents(destroyCommand(nil)), viaAgents(inspectCommand(nil)), execCommand(nil), validateCommand(nil),
+	return []*cli.Command{viaAgents(deployCommand(nil)), viaAgents(applyCommand(nil)), viaAgents(destroyCommand(nil)), viaAgents(inspectCommand(nil)), execCommand(nil), validateCommand(nil),
 		viaAgents(benchCommand(nil)), compareCommand(nil), graphCommand(nil), viaAgents(pathCommand(nil)), viaAgents(checkCommand(nil)), testCommand(nil), impairCommand(nil), linkCommand(nil), nodeCommand(nil), captureCommand(nil),
 		topCommand(nil), webCommand(nil), metricsCommand(nil), generateCommand(nil), exportCommand(nil), importCommand(nil), schemaCommand(nil), completionCommand(nil), gendocsCommand(nil), completeCommand(nil), agentCommand()}
 }

@@ -87,6 +87,8 @@ func TestPrivilegedTestVerb(t *testing.T) {
 // link under the session is down (after the hold time), naming node and
 // state, and passes within its wait once the link is back.
 func TestPrivilegedTestBGPDownUp(t *testing.T) {
+	labtest.SkipUnlessRoot(t)
+	t.Parallel() // waits on BGP's timers: alongside the other waiting tests
 	c := newCLI(t)
 	file, name := routingLab(t, "bgp-pair.yaml")
 	t.Cleanup(func() { c.run("destroy", "--name", name) })
@@ -122,9 +124,10 @@ func TestPrivilegedTestBGPDownUp(t *testing.T) {
 // and no lab left behind.
 func TestPrivilegedExercises(t *testing.T) {
 	labtest.SkipUnlessRoot(t)
+	t.Parallel() // mostly waits on OSPF: alongside the other waiting tests
 	c := newCLI(t)
 	for _, ex := range []string{"static-routing", "ospf", "nat-firewall"} {
-		dir := filepath.Join("../../examples/exercises", ex)
+		dir := exercise(t, ex)
 		code, out, errOut := c.run("test", "--grade", filepath.Join(dir, "submissions"), "--csv", filepath.Join(dir, "lab.yaml"))
 		want, _ := os.ReadFile(filepath.Join(dir, "expected.csv"))
 		if code != 0 || out != string(want) {
@@ -142,7 +145,7 @@ func TestPrivilegedExercises(t *testing.T) {
 func TestPrivilegedGradeSix(t *testing.T) {
 	labtest.SkipUnlessRoot(t)
 	c := newCLI(t)
-	dir := "../../examples/exercises/static-routing"
+	dir := exercise(t, "static-routing")
 	subs := t.TempDir()
 	var names []string
 	for _, s := range []string{"correct", "default-route", "no-forwarding"} {
@@ -178,4 +181,26 @@ func TestPrivilegedGradeSix(t *testing.T) {
 	if _, out, _ := c.run("inspect"); !strings.Contains(out, "no labs deployed") {
 		t.Errorf("labs left: %s", out)
 	}
+}
+
+// exercise is a copy of examples/exercises/NAME whose lab files (the
+// teacher's and the submissions') name one random lab, with a prefix.
+func exercise(t *testing.T, name string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), name)
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join("../../examples/exercises", name))); err != nil {
+		t.Fatal(err)
+	}
+	lab := labtest.Name("x")
+	files, _ := filepath.Glob(filepath.Join(dir, "submissions", "*", "lab.yaml"))
+	for _, f := range append(files, filepath.Join(dir, "lab.yaml")) {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, labtest.Rename(data, lab), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }

@@ -17,6 +17,10 @@ type Output struct {
 	// Control is the positive control the run measured (bench
 	// --check-sensitivity), nil when it measured none.
 	Control *Control
+	// Baseline is the run held to a baseline (bench --baseline), History
+	// the runs it was appended to (bench --history); nil when not asked.
+	Baseline *BaselineVerdict
+	History  *History
 }
 
 // WriteOutput is the one writer of bench output: it picks the format,
@@ -30,10 +34,16 @@ func WriteOutput(w io.Writer, format string, o *Output) error {
 	if format == "json" {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		if len(o.Summaries) > 0 || len(o.Comparisons) > 0 {
+		if len(o.Summaries) > 0 || len(o.Comparisons) > 0 || o.Baseline != nil || o.History != nil {
 			doc := map[string]any{"results": o.results(), "summaries": o.Summaries, "comparisons": o.Comparisons}
 			if o.Control != nil {
 				doc["positive_control"] = o.Control
+			}
+			if o.Baseline != nil {
+				doc["baseline"] = o.Baseline
+			}
+			if o.History != nil {
+				doc["history"] = o.History
 			}
 			return enc.Encode(doc)
 		}
@@ -60,10 +70,27 @@ func WriteOutput(w io.Writer, format string, o *Output) error {
 			return err
 		}
 	}
-	if c := o.Control; c != nil && format != "csv" {
+	if format == "csv" {
+		return nil
+	}
+	return o.writeAfter(w)
+}
+
+// writeAfter writes what the output says after its results: the
+// positive control, the history, the baseline's verdict.
+func (o *Output) writeAfter(w io.Writer) error {
+	if c := o.Control; c != nil {
 		if _, err := fmt.Fprintf(w, "\npositive control: %s\n", c.Sentence); err != nil {
 			return err
 		}
+	}
+	if o.History != nil {
+		if err := o.History.Write(w); err != nil {
+			return err
+		}
+	}
+	if o.Baseline != nil {
+		return o.Baseline.Write(w)
 	}
 	return nil
 }

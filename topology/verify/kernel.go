@@ -66,7 +66,11 @@ func (c *Checker) target(to string) (netip.Addr, error) {
 			return i.Addresses[0].Addr(), nil
 		}
 	}
-	return netip.Addr{}, fmt.Errorf("%s has no address in the file to send to", to)
+	// Addresses set by exec: lines or daemons: the kernel's.
+	if rn := c.Run.Node(ep.Node); rn != nil && ep.Interface != "" {
+		return firstAddr(rn.Handle, ep.Interface, false)
+	}
+	return netip.Addr{}, fmt.Errorf("%s has no address in the file to send to: name an address, or node:interface", to)
 }
 
 // firstAddr is the first address of interface name of the family.
@@ -76,11 +80,15 @@ func firstAddr(h *netlink.Handle, name string, v6 bool) (netip.Addr, error) {
 		return netip.Addr{}, fmt.Errorf("interface %s: %w", name, err)
 	}
 	addrs, err := nlsafe.AddrList(h, l, family(v6))
-	if err != nil || len(addrs) == 0 {
-		return netip.Addr{}, fmt.Errorf("interface %s has no address to send from (%v)", name, err)
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("interface %s: %w", name, err)
 	}
-	a, _ := netip.AddrFromSlice(addrs[0].IP)
-	return a.Unmap(), nil
+	for _, x := range addrs {
+		if a, _ := netip.AddrFromSlice(x.IP); !a.Unmap().IsLoopback() && !a.IsLinkLocalUnicast() {
+			return a.Unmap(), nil // lo's 192.0.2.1, not its 127.0.0.1
+		}
+	}
+	return netip.Addr{}, fmt.Errorf("interface %s has no address but loopback and link-local ones", name)
 }
 
 func family(v6 bool) int {
