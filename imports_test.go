@@ -136,3 +136,31 @@ func TestLayoutListsEveryPackage(t *testing.T) {
 		}
 	}
 }
+
+// ownEnv is a library reading nslab's own environment variables, which
+// only cmd reads (and passes down, as caps.Capabilities); initSets an
+// init() that sets another package's variable.
+var (
+	ownEnv   = regexp.MustCompile(`os\.(Getenv|LookupEnv)\((env\w*|"NSLAB_\w*")\)`)
+	initSets = regexp.MustCompile(`(?s)func init\(\) \{[^}]*\b[a-z]\w*\.[A-Z]\w* =`)
+)
+
+// TestSeams: below cmd/, no library reads nslab's environment variables
+// and no init() sets another package's variable.
+func TestSeams(t *testing.T) {
+	for _, dir := range []string{"topology", "pktgen"} {
+		filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+				return err
+			}
+			data, _ := os.ReadFile(p)
+			if m := ownEnv.Find(data); m != nil {
+				t.Errorf("%s reads %s: nslab's environment is cmd's to read; take the value as an argument", p, m)
+			}
+			if m := initSets.Find(data); m != nil {
+				t.Errorf("%s: an init() sets another package's variable (%s): pass the function to where it is used", p, m)
+			}
+			return nil
+		})
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"github.com/nslab/nslab/pktgen/auto"
-	"github.com/nslab/nslab/topology/caps"
 	"io"
 	"os"
 	"strings"
@@ -14,7 +13,6 @@ import (
 	"github.com/nslab/nslab/pktgen/bench"
 	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/topology/lab"
-	"github.com/nslab/nslab/topology/rootless"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/nslab/nslab/topology/units"
 	"github.com/urfave/cli/v2"
@@ -219,7 +217,7 @@ func benchRequest(c *cli.Context) (bench.Request, error) {
 	if err := tcpFlag(c, ts); err != nil {
 		return bench.Request{}, err
 	}
-	here := caps.Detect() // once: every part of the run takes this value
+	here := capabilities() // every part of the run takes this value
 	req := bench.Request{Lab: l, Traffic: ts[0], Placement: placementMode(c), Keep: c.Bool("keep"), Wait: c.Duration("wait"), Progress: c.App.ErrWriter,
 		Options: bench.Options{Interval: c.Duration("interval"), Compact: termWidth(os.Stderr) < 100, Version: version, Latency: c.Bool("latency"), LatencyEvery: uint32(c.Uint("latency-every")),
 			Caps: &here, Chooser: auto.Chooser{Caps: &here}}}
@@ -512,7 +510,7 @@ func eventsRequest(c *cli.Context, req *bench.Request) error {
 // node's receive work, runs without its placement and says why unless
 // the user asked for it.
 func placementMode(c *cli.Context) string {
-	if !c.IsSet("placement") && rootless.Active() {
+	if !c.IsSet("placement") && capabilities().Rootless {
 		return "auto"
 	}
 	return c.String("placement")

@@ -56,7 +56,7 @@ func runDeploy(ctx context.Context, o *deployOptions) error {
 	if err := lab.CheckPrivileges(); err != nil {
 		return err
 	}
-	if rootless.Active() && l.NodesPlaced() {
+	if o.Manager.Rootless && l.NodesPlaced() {
 		l.Unplace(rootless.Unplaced)
 		fmt.Fprintf(o.ErrOut, "nslab: lab %s is deployed without its nodes' CPU placement: %s\n", l.Name, rootless.Unplaced)
 	}

@@ -456,27 +456,25 @@ func TestReadInventory(t *testing.T) {
 }
 
 // TestPrivilegedFleetChainScale (make bench-fleet; NSLAB_FLEET_CHAIN=N
-// nodes): a chain of N nodes deployed on one host by nslab there, and the
-// same chain spread over three hosts in thirds (two links between hosts)
-// from one command, alternately, twice each, in one run; it prints each
-// time and the ratio of the medians, and fails above 1.5.
+// nodes): a chain of N nodes deployed on one host, and the same chain
+// spread over three hosts in thirds (two links between hosts), each from
+// one command on the coordinator, alternately, twice each, in one run;
+// it prints each time and the ratio of the medians, and fails above 1.5.
 func TestPrivilegedFleetChainScale(t *testing.T) {
 	n, err := strconv.Atoi(os.Getenv("NSLAB_FLEET_CHAIN"))
 	if err != nil || n < 3 {
 		t.Skip("make bench-fleet runs it (NSLAB_FLEET_CHAIN=nodes)")
 	}
 	s := newSSHHosts(t, 3, 1500, nil)
-	name := labtest.Name("k")
-	src := chainLab(t, n, name)
+	src := chainLab(t, n, labtest.Name("k"))
 	one, three := filepath.Join(s.dir, "one.yaml"), filepath.Join(s.dir, "three.yaml")
-	os.WriteFile(one, []byte(src), 0o644)
-	os.WriteFile(three, []byte(spreadOver(src, n)), 0o644)
-	local := &runner{t: t, bin: os.Args[0], stateDir: t.TempDir(), wrap: []string{"nsenter", "-t", strconv.Itoa(s.hosts[0].holder.Process.Pid), "-m", "-n"}}
-	t.Cleanup(func() { local.run("destroy", "--name", name); s.run("destroy", three) })
+	os.WriteFile(one, []byte(spreadOver(src, n, 1)), 0o644)
+	os.WriteFile(three, []byte(spreadOver(src, n, 3)), 0o644)
+	t.Cleanup(func() { s.run("destroy", one); s.run("destroy", three) })
 	var tOne, tThree []time.Duration
 	for range 2 {
-		tOne = append(tOne, timedOK(t, func() (int, string, string) { return local.run("deploy", "-q", one) }))
-		if code, out, errOut := local.run("destroy", "--name", name); code != 0 {
+		tOne = append(tOne, timedOK(t, func() (int, string, string) { return s.run("deploy", one) }))
+		if code, out, errOut := s.run("destroy", one); code != 0 {
 			t.Fatalf("destroy: %s %s", out, errOut)
 		}
 		tThree = append(tThree, timedOK(t, func() (int, string, string) { return s.run("deploy", three) }))
@@ -511,16 +509,20 @@ func chainLab(t *testing.T, n int, name string) string {
 	return out
 }
 
-// spreadOver puts a generated chain's nodes on hosts a, b and c in thirds.
-func spreadOver(src string, n int) string {
+// spreadOver puts a generated chain's nodes on the first hosts of a, b
+// and c, in equal parts.
+func spreadOver(src string, n, hosts int) string {
 	var b strings.Builder
 	for _, line := range strings.SplitAfter(src, "\n") {
 		b.WriteString(line)
 		if strings.HasPrefix(line, "name: ") {
-			b.WriteString("hosts:\n  a: {underlay: 192.168.77.1, ssh: root@192.168.77.1}\n  b: {underlay: 192.168.77.2, ssh: root@192.168.77.2}\n  c: {underlay: 192.168.77.3, ssh: root@192.168.77.3}\n")
+			b.WriteString("hosts:\n")
+			for i := range hosts {
+				fmt.Fprintf(&b, "  %c: {underlay: 192.168.77.%d, ssh: root@192.168.77.%d}\n", 'a'+i, i+1, i+1)
+			}
 		}
 		if k, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(line), "n"), ":")); err == nil && strings.HasPrefix(line, "  n") {
-			b.WriteString("    host: " + string(rune('a'+k*3/n)) + "\n")
+			b.WriteString("    host: " + string(rune('a'+k*hosts/n)) + "\n")
 		}
 	}
 	return b.String()

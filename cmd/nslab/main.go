@@ -12,12 +12,15 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/nslab/nslab/pktgen/bench"
+	"github.com/nslab/nslab/topology/caps"
 	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/rootless"
 	"github.com/nslab/nslab/topology/spec"
+	"github.com/nslab/nslab/topology/walk"
 	"github.com/urfave/cli/v2"
 )
 
@@ -49,7 +52,7 @@ func init() {
 const exitInterrupted = 130
 
 func main() {
-	if rootless.Holding() {
+	if rootless.Holding(os.LookupEnv) {
 		os.Exit(hold())
 	}
 	tuneGC()
@@ -189,7 +192,7 @@ var labVerbs = map[string]bool{"deploy": true, "apply": true, "destroy": true, "
 // code and true; false when this process is to run args itself.
 func runRootless(args []string, app *cli.App) (int, bool) {
 	at := commandAt(args, app)
-	if at <= 0 || !labVerbs[args[at]] || rootless.Active() || !rootless.Wanted(rootlessAsked(args[:at])) {
+	if at <= 0 || !labVerbs[args[at]] || capabilities().Rootless || !rootless.Wanted(rootlessAsked(args[:at])) {
 		return 0, false
 	}
 	code, err := enterRootless(args[:at], args)
@@ -225,7 +228,7 @@ var rootlessWhyNot error
 // it is ready on its standard output, which its starter reads, and what
 // goes wrong on its standard error, a log under the user's directory.
 func hold() int {
-	err := rootless.Hold(func() {
+	err := rootless.Hold(rootless.HolderDir(os.LookupEnv), func() {
 		fmt.Println(rootless.Ready)
 		os.Stdout.Close()
 	}, func(err error) { fmt.Fprintln(os.Stderr, "nslab rootless holder:", err) })
@@ -269,8 +272,14 @@ func commandAt(args []string, app *cli.App) int {
 
 // manager builds the lab manager from the global flags.
 func manager(c *cli.Context) *lab.Manager {
-	return &lab.Manager{NetnsDir: c.String("netns-dir"), StateDir: c.String("state-dir"), Sysfs: c.String("sysfs"), BeforeStep: beforeStep}
+	return &lab.Manager{NetnsDir: c.String("netns-dir"), StateDir: c.String("state-dir"), Sysfs: c.String("sysfs"), BeforeStep: beforeStep,
+		Rootless: capabilities().Rootless}
 }
+
+// capabilities is what this process may do here, found once (from its
+// environment and the kernel's command line) and passed down: the lab
+// manager, bench and the engine chooser take it.
+var capabilities = sync.OnceValue(func() caps.Capabilities { return caps.Detect(os.LookupEnv) })
 
 // beforeStep is nil in nslab; the CLI tests, which run their own binary as
 // nslab, set it to pause a deploy at a known step (see main_test.go).
@@ -324,7 +333,11 @@ func readLab(c *cli.Context) (*spec.Lab, error) {
 		return nil, err
 	}
 	l, err := spec.ReadFile(path)
-	return l, err
+	if err != nil {
+		return nil, err
+	}
+	walk.CheckPaths(l) // the runs the file's routes take nowhere: findings, not refusals
+	return l, nil
 }
 
 // readPart is readLab for the verbs that work on a deployed lab: for a lab

@@ -27,7 +27,7 @@ import (
 // TestMain lets the test binary act as the nslab command, so CLI tests run
 // the real main path in a subprocess (exit codes, signals, exec).
 func TestMain(m *testing.M) {
-	if rootless.Holding() { // the test binary is the rootless holder too
+	if rootless.Holding(os.LookupEnv) { // the test binary is the rootless holder too
 		os.Exit(hold())
 	}
 	if os.Getenv("NSLAB_RUN_MAIN") == "1" {

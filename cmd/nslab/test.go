@@ -11,7 +11,6 @@ import (
 
 	"github.com/nslab/nslab/pktgen/auto"
 	"github.com/nslab/nslab/pktgen/bench"
-	"github.com/nslab/nslab/topology/caps"
 	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/nslab/nslab/topology/verify"
@@ -173,7 +172,7 @@ func (o *testOptions) inNode(node string, argv ...string) ([]byte, error) {
 // bench is the traffic tests' bench: the run at the test's rate, its
 // figures.
 func (o *testOptions) bench(r *lab.Running) func(context.Context, *spec.Test) (verify.Traffic, error) {
-	here := caps.Detect()
+	here := capabilities()
 	return func(ctx context.Context, t *spec.Test) (verify.Traffic, error) {
 		ts, err := bench.Streams(o.Lab.Model(), []string{t.Run}, bench.Selection{Rate: t.Rate})
 		if err != nil {

@@ -127,14 +127,14 @@ func TestPrivilegedExercises(t *testing.T) {
 	t.Parallel() // mostly waits on OSPF: alongside the other waiting tests
 	c := newCLI(t)
 	for _, ex := range []string{"static-routing", "ospf", "nat-firewall"} {
-		dir := exercise(t, ex)
+		dir, lab := exercise(t, ex)
 		code, out, errOut := c.run("test", "--grade", filepath.Join(dir, "submissions"), "--csv", filepath.Join(dir, "lab.yaml"))
 		want, _ := os.ReadFile(filepath.Join(dir, "expected.csv"))
 		if code != 0 || out != string(want) {
 			t.Errorf("%s: %d\n%s\nwant\n%s\n%s", ex, code, out, want, errOut)
 		}
-		if _, out, _ := c.run("inspect"); !strings.Contains(out, "no labs deployed") {
-			t.Errorf("%s: labs left: %s", ex, out)
+		if _, out, _ := c.run("inspect"); strings.Contains(out, lab) {
+			t.Errorf("%s: lab %s left: %s", ex, lab, out)
 		}
 	}
 }
@@ -145,7 +145,7 @@ func TestPrivilegedExercises(t *testing.T) {
 func TestPrivilegedGradeSix(t *testing.T) {
 	labtest.SkipUnlessRoot(t)
 	c := newCLI(t)
-	dir := exercise(t, "static-routing")
+	dir, lab := exercise(t, "static-routing")
 	subs := t.TempDir()
 	var names []string
 	for _, s := range []string{"correct", "default-route", "no-forwarding"} {
@@ -178,14 +178,15 @@ func TestPrivilegedGradeSix(t *testing.T) {
 	if graded > alone*3/2 {
 		t.Errorf("grading six took %v, the six runs alone %v: more than 1.5x", graded, alone)
 	}
-	if _, out, _ := c.run("inspect"); !strings.Contains(out, "no labs deployed") {
-		t.Errorf("labs left: %s", out)
+	if _, out, _ := c.run("inspect"); strings.Contains(out, lab) {
+		t.Errorf("lab %s left: %s", lab, out)
 	}
 }
 
 // exercise is a copy of examples/exercises/NAME whose lab files (the
-// teacher's and the submissions') name one random lab, with a prefix.
-func exercise(t *testing.T, name string) string {
+// teacher's and the submissions') name one random lab, with a prefix,
+// and that name.
+func exercise(t *testing.T, name string) (string, string) {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), name)
 	if err := os.CopyFS(dir, os.DirFS(filepath.Join("../../examples/exercises", name))); err != nil {
@@ -202,5 +203,5 @@ func exercise(t *testing.T, name string) string {
 			t.Fatal(err)
 		}
 	}
-	return dir
+	return dir, lab
 }

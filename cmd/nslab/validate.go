@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/nslab/nslab/topology/walk"
 	"io"
 	"strings"
 
@@ -74,7 +75,7 @@ func (o *validateOptions) unrouted() error {
 			continue
 		}
 		var ps spec.Problems
-		if errors.As(l.TrafficPath(l.Traffic[i]), &ps) {
+		if errors.As(walk.TrafficPath(l, l.Traffic[i]), &ps) {
 			p.Msg = ps[0].Msg + " (the deployed lab's kernels give no path either)"
 			still = append(still, p)
 		}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/nslab/nslab/topology/caps"
+	"github.com/nslab/nslab/topology/walk"
 	"io"
 	"os"
 	"slices"
@@ -388,7 +389,7 @@ func (req Request) routedByFile() error {
 		runs = []*spec.Traffic{req.Traffic}
 	}
 	for _, t := range runs {
-		if err := req.Lab.TrafficPath(t); err != nil {
+		if err := walk.TrafficPath(req.Lab, t); err != nil {
 			return fmt.Errorf("%w (if exec lines, daemons or you add the route, deploy the lab first: bench then goes by its kernels' routes)", err)
 		}
 	}

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"errors"
+	"github.com/nslab/nslab/topology/walk"
 	"os"
 	"strings"
 	"testing"
@@ -53,8 +54,8 @@ func TestTrafficSelection(t *testing.T) {
 	// A run the file's routes take nowhere is kept for the deployed lab's
 	// kernels to judge; by the file it has no path (see routedByFile).
 	tr, err = Traffic(l, Selection{From: "client:eth0", To: "10.9.9.9"})
-	if err != nil || l.TrafficPath(tr) == nil || !strings.Contains(l.TrafficPath(tr).Error(), "no interface of the lab has address 10.9.9.9") {
-		t.Errorf("a run to no address of the lab: %v, by the file %v", err, l.TrafficPath(tr))
+	if err != nil || walk.TrafficPath(l, tr) == nil || !strings.Contains(walk.TrafficPath(l, tr).Error(), "no interface of the lab has address 10.9.9.9") {
+		t.Errorf("a run to no address of the lab: %v, by the file %v", err, walk.TrafficPath(l, tr))
 	}
 	// The library names the field, never a flag: cmd names the flag.
 	var fe *FieldError

@@ -27,11 +27,12 @@ type Capabilities struct {
 	EmulatedCPUs bool
 }
 
-// Detect finds the capabilities of this process: rootless when it runs
-// inside a rootless holder (package rootless), emulated CPUs when the
-// kernel was booted with EmulatedCPUsWord.
-func Detect() Capabilities {
-	return Capabilities{Rootless: rootless.Active(), EmulatedCPUs: emulated("/proc/cmdline")}
+// Detect finds the capabilities of this process: rootless when its
+// environment (lookup: os.LookupEnv, in cmd) says it runs inside a
+// rootless holder (package rootless), emulated CPUs when the kernel was
+// booted with EmulatedCPUsWord.
+func Detect(lookup func(string) (string, bool)) Capabilities {
+	return Capabilities{Rootless: rootless.Inside(lookup), EmulatedCPUs: emulated("/proc/cmdline")}
 }
 
 // Or is c, or what Detect finds when c is nil.
@@ -39,7 +40,7 @@ func Or(c *Capabilities) Capabilities {
 	if c != nil {
 		return *c
 	}
-	return Detect()
+	return Detect(func(string) (string, bool) { return "", false }) // a library given none: not inside a holder
 }
 
 // BPF reports whether BPF programs may be loaded.

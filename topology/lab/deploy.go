@@ -174,7 +174,7 @@ func (m *Manager) preflight(lab *spec.Lab) error {
 	problems = append(problems, checkNetfilter(lab)...)
 	problems = append(problems, checkTunnels(lab)...)
 	problems = append(problems, checkLimits(lab)...)
-	problems = append(problems, checkRootless(lab)...)
+	problems = append(problems, m.checkRootless(lab)...)
 	if p := ensureFiles(len(lab.Nodes)); p != "" {
 		problems = append(problems, p)
 	}

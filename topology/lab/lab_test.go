@@ -18,6 +18,7 @@ import (
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/probe"
 	"github.com/nslab/nslab/topology/spec"
+	"github.com/nslab/nslab/topology/walk"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
@@ -56,6 +57,7 @@ func newFixture(t *testing.T, topo string) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	walk.CheckPaths(l) // as cmd does after parsing
 	f := &fixture{t: t, m: &Manager{StateDir: t.TempDir()}, lab: l, source: data}
 	t.Cleanup(func() {
 		f.m.BeforeStep = nil

@@ -43,6 +43,11 @@ type Manager struct {
 	// ns.CheckDir. Not for labs meant to outlive the process.
 	Ephemeral bool
 
+	// Rootless: this process runs inside a user's rootless holder
+	// (package rootless), where what needs the host's root is refused
+	// (cmd finds it once, in caps.Capabilities).
+	Rootless bool
+
 	// BeforeStep, when set, runs before plan step i (0-based); an error
 	// fails that step. It is a test seam (rollback at every position, a
 	// deploy paused to be killed or interrupted), not for normal use.

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/nslab/nslab/topology/lab/inspect"
-	"github.com/nslab/nslab/topology/rootless"
 	"github.com/nslab/nslab/topology/walk"
 
 	"github.com/nslab/nslab/topology/spec"
@@ -81,7 +80,7 @@ func (m *Manager) Trace(l *spec.Lab, from spec.Endpoint, to netip.Addr, f spec.F
 		return nil, terr
 	}
 	switch {
-	case errors.Is(err, ErrNotPresent) && rootless.Active():
+	case errors.Is(err, ErrNotPresent) && m.Rootless:
 		tp.NotAsked = "the lab is not among this user's rootless labs; one deployed by root is root's to ask"
 	case !errors.Is(err, ErrNotPresent) && os.Geteuid() != 0:
 		tp.NotAsked = "the lab's namespaces exist, but entering them to ask the kernel needs root"

@@ -10,8 +10,8 @@ import (
 // checkRootless lists what of the lab a rootless deploy cannot make (see
 // package rootless): each needs the host's root, which the user namespace
 // the lab lives in does not give. Nothing for a lab deployed by root.
-func checkRootless(l *spec.Lab) []string {
-	if !rootless.Active() {
+func (m *Manager) checkRootless(l *spec.Lab) []string {
+	if !m.Rootless {
 		return nil
 	}
 	var problems []string

@@ -27,9 +27,19 @@ const Ready = "ready"
 // for it.
 func holderFile(dir string) string { return filepath.Join(dir, "holder") }
 
-// Holding reports whether this process was started as a user's holder
-// (nslab's main asks first, and then runs Hold and nothing else).
-func Holding() bool { return os.Getenv(envHolder) != "" && os.Getpid() == 1 }
+// Holding reports whether this process was started as a user's holder,
+// by its environment (lookup) and its pid (nslab's main asks first, with
+// os.LookupEnv, and then runs Hold and nothing else).
+func Holding(lookup func(string) (string, bool)) bool {
+	v, ok := lookup(envHolder)
+	return ok && v != "" && os.Getpid() == 1
+}
+
+// HolderDir is the holder's state directory its starter gave it.
+func HolderDir(lookup func(string) (string, bool)) string {
+	v, _ := lookup(envHolder)
+	return v
+}
 
 // Hold is the holder's life: it sets its namespaces up, calls ready (which
 // writes Ready for the command waiting on it), and then waits, reaping the
@@ -37,8 +47,8 @@ func Holding() bool { return os.Getenv(envHolder) != "" && os.Getpid() == 1 }
 // end with it. warn hears what is missing but not needed. It runs as PID 1
 // of the holder's PID namespace, in its new user, mount and network
 // namespaces.
-func Hold(ready func(), warn func(error)) error {
-	if err := setUp(os.Getenv(envHolder), warn); err != nil {
+func Hold(dir string, ready func(), warn func(error)) error {
+	if err := setUp(dir, warn); err != nil {
 		return err
 	}
 	ready()

@@ -37,9 +37,13 @@ import (
 // envInside marks a command running inside the holder's namespaces.
 const envInside = "NSLAB_ROOTLESS"
 
-// Active reports whether this process is an nslab command running inside
-// a rootless lab's namespaces, where the host's root is not to be had.
-func Active() bool { return os.Getenv(envInside) != "" }
+// Inside reports whether environment variable lookup says this process
+// is an nslab command running inside a rootless lab's namespaces, where
+// the host's root is not to be had (cmd asks once, with os.LookupEnv).
+func Inside(lookup func(string) (string, bool)) bool {
+	v, ok := lookup(envInside)
+	return ok && v != ""
+}
 
 // ErrNeedsRoot is wrapped by the refusals of what a rootless lab cannot
 // have.

@@ -52,9 +52,7 @@ func Parse(file string, data []byte) (*Lab, error) {
 	if len(r.probs) > 0 {
 		return nil, r.probs.sorted()
 	}
-	if len(r.deferred) > 0 {
-		lab.Unrouted = r.deferred.sorted()
-	}
+	lab.where = r.where
 	return lab, nil
 }
 

@@ -59,9 +59,6 @@ type reporter struct {
 	file  string
 	where map[string]pos
 	probs Problems
-	// deferred are problems that a deployed lab's kernels may answer (see
-	// Lab.Unrouted).
-	deferred Problems
 }
 
 // at records where path is.
@@ -76,13 +73,6 @@ func (r *reporter) at(path string, line, col int) {
 func (r *reporter) errf(path, format string, args ...any) {
 	p := r.lookup(path)
 	r.probs = append(r.probs, Problem{File: r.file, Line: p.line, Col: p.col, Path: path, Msg: fmt.Sprintf(format, args...)})
-}
-
-// deferf records, at path, a problem the deployed lab's kernels may
-// answer otherwise (see Lab.Unrouted).
-func (r *reporter) deferf(path, format string, args ...any) {
-	p := r.lookup(path)
-	r.deferred = append(r.deferred, Problem{File: r.file, Line: p.line, Col: p.col, Path: path, Msg: fmt.Sprintf(format, args...)})
 }
 
 // errAt reports a problem at an explicit place.

@@ -49,13 +49,15 @@ type Lab struct {
 	// lines, daemons and routes added by hand give a deployed lab routes
 	// the file does not have. validate reports them for a lab that is
 	// not deployed; path, check and bench go by the deployed lab's
-	// kernels.
+	// kernels. The packet walk finds them (walk.CheckPaths), after
+	// parsing: this package cannot call it.
 	Unrouted Problems
 	// Expects are the file's expect: lines, in order (see Expectation).
 	Expects []Expectation
 	// Tests are the file's tests: (see Test), in order.
 	Tests       []*Test
 	expectPaths []string
+	where       map[string]pos // each field path's place in the file (see At)
 }
 
 // Placed reports whether any node or traffic run of the lab has CPUs.

@@ -478,27 +478,7 @@ func checkRun(r *reporter, lab *Lab, t *Traffic, path string) {
 	if err := CheckEngine(t.Engine); err != nil {
 		r.errf(path+".engine", "%v", err)
 	}
-	checkPath(r, lab, t, path)
 }
-
-// checkPath records, at the run's to:, a destination the file's routes do
-// not take it to (see PathCheck), in Lab.Unrouted: exec lines, daemons and
-// routes added by hand give a deployed lab routes the file does not have.
-func checkPath(r *reporter, lab *Lab, t *Traffic, path string) {
-	if PathCheck == nil {
-		return
-	}
-	if err := PathCheck(lab, t); err != nil {
-		r.deferf(path+".to", "%v", err)
-	}
-}
-
-// PathCheck checks that the lab's routes take traffic run t to its
-// destination. The packet walk (topology/walk) sets it when a program
-// imports it, as every nslab program does through topology/lab: the walk
-// reads this package's model, so it cannot be called from here by name.
-// nil: the paths are not checked.
-var PathCheck func(l *Lab, t *Traffic) error
 
 // CheckTraffic checks a traffic run that is not in the file, or one of
 // the file's with command-line changes, against the lab, as the file's
@@ -514,16 +494,13 @@ func (l *Lab) CheckTraffic(t *Traffic) error {
 	return nil
 }
 
-// TrafficPath says whether the lab's model (the file's, or a deployed
-// lab's kernels' once read) takes run t to its destination: nil, or
-// Problems naming the run's to:.
-func (l *Lab) TrafficPath(t *Traffic) error {
-	r := &reporter{file: l.File, where: map[string]pos{}}
-	checkPath(r, l.Model(), t, fmt.Sprintf("traffic[%s]", t.Name)) // a part's runs cross the whole lab
-	if len(r.deferred) > 0 {
-		return r.deferred
-	}
-	return nil
+// At is a problem at path of the file (a field path as the parser names
+// them, traffic[0].to), with its line and column where the parser saw
+// it: for what is checked of a parsed lab after parsing (the packet walk
+// of its traffic runs, topology/walk).
+func (l *Lab) At(path, format string, args ...any) Problem {
+	p := (&reporter{where: l.where}).lookup(path)
+	return Problem{File: l.File, Line: p.line, Col: p.col, Path: path, Msg: fmt.Sprintf(format, args...)}
 }
 
 func firstEndpoint(lab *Lab) string {

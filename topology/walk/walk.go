@@ -754,12 +754,38 @@ func tables(n *spec.Node, src, dst netip.Addr, iif string) []int {
 	return out
 }
 
-func init() {
-	spec.PathCheck = func(l *spec.Lab, t *spec.Traffic) error {
-		_, err := PathOf(l, t.From, t.To, t.Flow())
-		if _, learned := errors.AsType[*LearnedError](err); learned {
-			return nil // the daemons' routes are known once deployed
+// CheckPaths sets lab l's Unrouted: each traffic run of the file the
+// file's routes do not take to its destination, at its to:. Exec lines,
+// daemons and routes added by hand give a deployed lab routes the file
+// does not have, so these are findings, not refusals: validate names
+// them, path, check and bench go by the deployed kernels. cmd calls it
+// once the file has parsed.
+func CheckPaths(l *spec.Lab) {
+	l.Unrouted = nil
+	for i, t := range l.Traffic {
+		if err := unrouted(l, t); err != nil {
+			l.Unrouted = append(l.Unrouted, l.At(fmt.Sprintf("traffic[%d].to", i), "%v", err))
 		}
-		return err
 	}
+}
+
+// TrafficPath says whether the lab's model (the file's, or a deployed
+// lab's kernels' once read) takes run t (of the file, or given on the
+// command line) to its destination: nil, or Problems naming its to:.
+func TrafficPath(l *spec.Lab, t *spec.Traffic) error {
+	if err := unrouted(l.Model(), t); err != nil { // a part's runs cross the whole lab
+		return spec.Problems{l.At(fmt.Sprintf("traffic[%s].to", t.Name), "%v", err)}
+	}
+	return nil
+}
+
+// unrouted is why the lab's routes do not take run t to its destination,
+// nil when they do, or when only the daemons' routes can (known once
+// deployed).
+func unrouted(l *spec.Lab, t *spec.Traffic) error {
+	_, err := PathOf(l, t.From, t.To, t.Flow())
+	if _, learned := errors.AsType[*LearnedError](err); learned {
+		return nil
+	}
+	return err
 }

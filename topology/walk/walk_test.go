@@ -283,14 +283,17 @@ var natLab = func() string {
 	return string(data)
 }()
 
-// TestParseChecksTrafficPaths: with the walk linked in (as in every nslab
-// program), Parse keeps a traffic run whose destination the file's routes
-// do not reach in Unrouted, at the run's to: (the deployed lab's kernels
-// may reach it: exec lines, daemons and users add addresses and routes).
-func TestParseChecksTrafficPaths(t *testing.T) {
+// TestCheckPaths: CheckPaths keeps a traffic run whose destination the
+// file's routes do not reach in Unrouted, at the run's to: with its place
+// in the file (the deployed lab's kernels may reach it: exec lines,
+// daemons and users add addresses and routes).
+func TestCheckPaths(t *testing.T) {
 	data := strings.Replace(string(mustSource(t)), "    to: 10.0.2.1\n    frame: 64\n", "    to: 10.0.3.1\n    frame: 64\n", 1)
 	l, err := spec.Parse("x.yaml", []byte(data))
-	if err != nil || len(l.Unrouted) != 1 || !strings.Contains(l.Unrouted.Error(), "traffic[0].to: no interface of the lab has address 10.0.3.1") {
+	if err == nil {
+		CheckPaths(l)
+	}
+	if err != nil || !strings.Contains(l.Unrouted.Error(), "x.yaml:") || len(l.Unrouted) != 1 || !strings.Contains(l.Unrouted.Error(), "traffic[0].to: no interface of the lab has address 10.0.3.1") {
 		t.Errorf("a run to an address of no interface: %v, unrouted %v", err, l.Unrouted)
 	}
 }
