@@ -137,7 +137,11 @@ func TestPrivilegedPositiveControl(t *testing.T) {
 	if c := out.Control; c == nil || c.Seen || !strings.Contains(c.Sentence, "this set-up cannot see it") {
 		t.Errorf("the rate at 50 kpps: control %+v", c)
 	}
-	if d := out.Comparisons[1].Decision; d.Outcome != stats.CannotTell || !strings.Contains(d.Decision, "is the rate offered") {
+	// Nothing is decided on the rate: cannot tell, because no trial lost a
+	// packet (the rate is the rate offered), or, where a stalled CPU made
+	// some trial lose a few, inconclusive: never same or different.
+	d = out.Comparisons[1].Decision
+	if pinned := d.Outcome == stats.CannotTell && strings.Contains(d.Decision, "is the rate offered"); !pinned && d.Outcome != stats.Inconclusive {
 		t.Errorf("the rate at 50 kpps: %s", d.Decision)
 	}
 }
