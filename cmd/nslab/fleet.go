@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/nslab/nslab/topology/fleet"
@@ -301,6 +303,10 @@ func agentCommand() *cli.Command {
 					global = append(global, "--"+name, v)
 				}
 			}
+			// A coordinator gone closes the agent's standard output: a
+			// write there must fail and let the agent undo and clean up,
+			// not kill it (SIGPIPE on fd 1 ends a Go program).
+			signal.Ignore(syscall.SIGPIPE)
 			a := &fleet.Agent{Version: version, Exe: exe, Global: global, In: os.Stdin, Out: os.Stdout}
 			return a.Serve(c.Context)
 		},

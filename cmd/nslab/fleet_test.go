@@ -29,6 +29,7 @@ type sshHost struct {
 	holder      *exec.Cmd
 	sshd        *exec.Cmd
 	config      string // sshd_config
+	tmp         string // its TMPDIR
 }
 
 // sshHosts are the simulated machines, the ssh configuration that
@@ -74,8 +75,10 @@ func newSSHHosts(t *testing.T, n, mtu int, sshdEnv map[string]string) *sshHosts 
 		hk, _ := os.ReadFile(key + ".pub")
 		fmt.Fprintf(&known, "%s %s", h.addr, hk)
 		h.config = filepath.Join(s.dir, "sshd-"+h.name)
-		cfg := fmt.Sprintf("ListenAddress %s\nHostKey %s\nPidFile none\nUsePAM no\nPermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nStrictModes no\nAuthorizedKeysFile %s/%%u.keys\nSetEnv NSLAB_RUN_MAIN=1%s\n",
-			h.addr, key, s.dir, envWords(sshdEnv[h.name]))
+		h.tmp = filepath.Join(s.dir, "tmp-"+h.name) // the host's own /tmp, where its agent keeps the lab's file
+		os.Mkdir(h.tmp, 0o1777)
+		cfg := fmt.Sprintf("ListenAddress %s\nHostKey %s\nPidFile none\nUsePAM no\nPermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nStrictModes no\nAuthorizedKeysFile %s/%%u.keys\nSetEnv NSLAB_RUN_MAIN=1 TMPDIR=%s%s\n",
+			h.addr, key, s.dir, h.tmp, envWords(sshdEnv[h.name]))
 		os.WriteFile(h.config, []byte(cfg), 0o644)
 		s.hold(t, h)
 		s.startSSHD(t, h)
@@ -245,7 +248,12 @@ func (s *sshHosts) assertNothingLeft(t *testing.T) {
 			t.Errorf("host %s has links %s, want lo under0", h.name, got)
 		}
 		for end := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			left, _ := os.ReadDir(h.tmp)
 			all, sshd := s.pidsIn(h, ""), s.pidsIn(h, "sshd")
+			if len(all) == len(sshd) && len(left) > 0 {
+				t.Errorf("host %s's agent left %s in its TMPDIR", h.name, left[0].Name())
+				os.RemoveAll(filepath.Join(h.tmp, left[0].Name()))
+			}
 			if len(all) == len(sshd) {
 				break
 			}
