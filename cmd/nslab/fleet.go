@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -100,7 +101,7 @@ func sshTargets(c *cli.Context, l *spec.Lab) (map[string]string, error) {
 	}
 	out, missing := map[string]string{}, []string{}
 	for _, h := range l.Hosts {
-		if t := cmpStr(inv[h.Name], h.SSH); t != "" {
+		if t := cmp.Or(inv[h.Name], h.SSH); t != "" {
 			out[h.Name] = t
 		} else {
 			missing = append(missing, h.Name)
@@ -113,13 +114,6 @@ func sshTargets(c *cli.Context, l *spec.Lab) (map[string]string, error) {
 		return nil, cli.Exit(fmt.Sprintf("lab %s: no way to reach host %s from here: give it ssh: [user@]host under hosts:, or a line in --inventory (or run nslab --host NAME on each host)", l.Name, strings.Join(missing, ", ")), 2)
 	}
 	return out, nil
-}
-
-func cmpStr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // globalString is a global option's value, given before the verb or after.

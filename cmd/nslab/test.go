@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"time"
 
 	"github.com/nslab/nslab/pktgen/auto"
@@ -159,14 +157,7 @@ func (o *testOptions) inNode(node string, argv ...string) ([]byte, error) {
 	if v != nil {
 		defer v.Close()
 	}
-	cmd := exec.Command(argv[0], argv[1:]...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := n.StartIn(v, cmd); err != nil {
-		return nil, err
-	}
-	err = cmd.Wait()
-	return out.Bytes(), err
+	return lab.RunIn(context.Background(), n, v, "", argv...)
 }
 
 // bench is the traffic tests' bench: the run at the test's rate, its

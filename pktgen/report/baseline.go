@@ -1,10 +1,12 @@
 package report
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"math"
 	"slices"
+	"strings"
 
 	"github.com/nslab/nslab/pktgen/stats"
 )
@@ -119,12 +121,7 @@ func baselineKey(base, today *ResultsFile) (FigureKey, bool) {
 			}
 		}
 		if len(keys) > 0 {
-			slices.SortFunc(keys, func(a, b FigureKey) int {
-				if a.Traffic != b.Traffic {
-					return map[bool]int{true: -1, false: 1}[a.Traffic < b.Traffic]
-				}
-				return a.Frame - b.Frame
-			})
+			slices.SortFunc(keys, func(a, b FigureKey) int { return cmp.Or(strings.Compare(a.Traffic, b.Traffic), a.Frame-b.Frame) })
 			return keys[0], true
 		}
 	}

@@ -174,8 +174,12 @@ func (a *Agent) run(ctx context.Context, args []string) (Response, error) {
 	if a.plan == nil {
 		return Response{}, errors.New("no plan yet: the coordinator sends the plan before any verb")
 	}
-	if len(args) == 0 || !slices.Contains(agentVerbs, args[0]) {
-		return Response{}, fmt.Errorf("verb %q is not one an agent runs (it runs %s)", strings.Join(args[:min(1, len(args))], ""), strings.Join(agentVerbs, ", "))
+	verb := ""
+	if len(args) > 0 {
+		verb = args[0]
+	}
+	if !slices.Contains(agentVerbs, verb) {
+		return Response{}, fmt.Errorf("verb %q is not one an agent runs (it runs %s)", verb, strings.Join(agentVerbs, ", "))
 	}
 	argv := append(slices.Clone(a.Global), "--host", a.host)
 	for _, s := range args {

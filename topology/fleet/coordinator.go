@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -48,7 +47,7 @@ type Offset struct {
 func Open(ctx context.Context, p *Plan, file []byte, dialers map[string]Dialer, global []string) (*Coordinator, error) {
 	c := &Coordinator{Plan: p, Offsets: map[string]Offset{}, conns: map[string]*Conn{}}
 	var mu sync.Mutex
-	err := c.each(ctx, func(host string) error {
+	err := c.each(p.Hosts(), func(_ int, host string) error {
 		conn, err := dialers[host].Dial(ctx, global)
 		if err != nil {
 			return &HostError{host, "reach the agent", err}
@@ -103,14 +102,13 @@ func (c *Coordinator) Close() {
 	}
 }
 
-// each runs f for every host of the plan at once, and joins their errors
-// in the plan's order.
-func (c *Coordinator) each(ctx context.Context, f func(host string) error) error {
-	hosts := c.Plan.Hosts()
+// each runs f for each of hosts at once, and joins their errors in that
+// order.
+func (c *Coordinator) each(hosts []string, f func(i int, host string) error) error {
 	errs := make([]error, len(hosts))
 	var wg sync.WaitGroup
 	for i, h := range hosts {
-		wg.Go(func() { errs[i] = f(h) })
+		wg.Go(func() { errs[i] = f(i, h) })
 	}
 	wg.Wait()
 	return errors.Join(errs...)
@@ -132,23 +130,18 @@ func (c *Coordinator) Run(ctx context.Context, args ...string) ([]Result, error)
 
 // RunOn is Run on some of the hosts.
 func (c *Coordinator) RunOn(ctx context.Context, hosts []string, args ...string) ([]Result, error) {
-	res := make([]Result, len(c.Plan.Shares))
-	err := c.each(ctx, func(host string) error {
-		i := slices.Index(c.Plan.Hosts(), host)
-		res[i].Host = host
-		if !slices.Contains(hosts, host) {
-			res[i].Code = -1
-			return nil
-		}
+	on := slices.DeleteFunc(c.Plan.Hosts(), func(h string) bool { return !slices.Contains(hosts, h) }) // in the plan's order
+	res := make([]Result, len(on))
+	err := c.each(on, func(i int, host string) error {
 		r, err := c.conns[host].Call(ctx, Request{Op: OpRun, Args: args})
-		res[i].Code, res[i].Stdout, res[i].Stderr = r.Code, r.Stdout, r.Stderr
+		res[i] = Result{Host: host, Code: r.Code, Stdout: r.Stdout, Stderr: r.Stderr}
 		if err != nil {
-			res[i].Code = -1
-			return &HostError{host, strings.Join(args[:1], ""), err}
+			res[i].Code = -1 // not asked: the error says why
+			return &HostError{host, args[0], err}
 		}
 		return nil
 	})
-	return slices.DeleteFunc(res, func(r Result) bool { return r.Code == -1 && !slices.Contains(hosts, r.Host) }), err
+	return res, err
 }
 
 // Failed lists the results whose verb ran and failed (a host whose agent
@@ -163,7 +156,7 @@ func Failed(res []Result) []Result {
 // host asks. A link that does not fit is refused, naming the largest MTU
 // that does.
 func (c *Coordinator) CheckMTU(ctx context.Context) error {
-	return c.each(ctx, func(host string) error {
+	return c.each(c.Plan.Hosts(), func(_ int, host string) error {
 		var errs []error
 		p := prober{conn: c.conns[host], asked: map[netip.Addr][2]int{}}
 		for _, t := range c.Plan.Share(host).Tunnels {

@@ -58,6 +58,7 @@ type pinger struct {
 	to  unix.SockaddrInet4
 	id  uint16
 	seq uint16
+	buf []byte // a packet received
 }
 
 func newPinger(to netip.Addr) (*pinger, error) {
@@ -74,7 +75,7 @@ func newPinger(to netip.Addr) (*pinger, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("set the probe's receive timeout: %w", err)
 	}
-	return &pinger{fd: fd, to: unix.SockaddrInet4{Addr: to.As4()}, id: uint16(os.Getpid())}, nil
+	return &pinger{fd: fd, to: unix.SockaddrInet4{Addr: to.As4()}, id: uint16(os.Getpid()), buf: make([]byte, 65536)}, nil
 }
 
 // answered sends up to three echo requests of size bytes and reports
@@ -99,7 +100,7 @@ func (p *pinger) answered(ctx context.Context, size int) bool {
 // reply waits for the echo reply of seq (a raw socket sees every ICMP
 // packet to this namespace, with its IP header).
 func (p *pinger) reply(seq uint16, wait time.Duration) bool {
-	buf := make([]byte, 65536)
+	buf := p.buf
 	for end := time.Now().Add(wait); time.Now().Before(end); {
 		n, from, err := unix.Recvfrom(p.fd, buf, 0)
 		if err != nil {

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -185,18 +186,11 @@ func (c *Conn) ended(err error) error {
 	case errors.As(werr, &ee) && ee.ExitCode() == 127:
 		return errNoAgent
 	case errors.As(werr, &ee) && ee.ExitCode() == 255:
-		return fmt.Errorf("ssh %s: %s", c.Target, orElse(words, "the connection failed"))
+		return fmt.Errorf("ssh %s: %s", c.Target, cmp.Or(words, "the connection failed"))
 	case words != "":
 		return fmt.Errorf("the agent on %s ended: %s", c.Target, words)
 	}
 	return fmt.Errorf("the agent on %s ended: %w", c.Target, err)
-}
-
-func orElse(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
 
 // Hello asks the agent who it is.

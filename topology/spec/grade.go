@@ -26,12 +26,12 @@ func WithTests(sub, teacher []byte) ([]byte, error) {
 	if err := yaml.Unmarshal(teacher, &t); err != nil || len(t.Content) == 0 {
 		return nil, fmt.Errorf("the teacher's file is not YAML: %w", err)
 	}
-	tests := valueOf(t.Content[0], "tests")
+	tests := mappingValue(t.Content[0], "tests")
 	if tests == nil {
 		return nil, errors.New("the teacher's file has no tests: section")
 	}
 	m := s.Content[0]
-	if v := valueOf(m, "tests"); v != nil {
+	if v := mappingValue(m, "tests"); v != nil {
 		*v = *tests
 	} else {
 		m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: "tests"}, tests)
@@ -45,7 +45,7 @@ func WithoutTests(data []byte, drop []int) ([]byte, error) {
 	if err := yaml.Unmarshal(data, &d); err != nil {
 		return nil, err
 	}
-	v := valueOf(d.Content[0], "tests")
+	v := mappingValue(d.Content[0], "tests")
 	if v == nil {
 		return data, nil
 	}
@@ -57,16 +57,6 @@ func WithoutTests(data []byte, drop []int) ([]byte, error) {
 	}
 	v.Content = keep
 	return yaml.Marshal(&d)
-}
-
-// valueOf is the value of key in mapping m, nil if it has none.
-func valueOf(m *yaml.Node, key string) *yaml.Node {
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == key {
-			return m.Content[i+1]
-		}
-	}
-	return nil
 }
 
 var testPath = regexp.MustCompile(`^tests\[(\d+)\]`)

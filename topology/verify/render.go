@@ -12,9 +12,9 @@ import (
 type Outcomes []Outcome
 
 // Passed counts the tests that passed.
-func (os Outcomes) Passed() int {
+func (res Outcomes) Passed() int {
 	n := 0
-	for _, o := range os {
+	for _, o := range res {
 		if o.Pass {
 			n++
 		}
@@ -23,8 +23,8 @@ func (os Outcomes) Passed() int {
 }
 
 // Score is the points scored and the points there were.
-func (os Outcomes) Score() (scored, total int) {
-	for _, o := range os {
+func (res Outcomes) Score() (scored, total int) {
+	for _, o := range res {
 		scored += o.Scored
 		total += o.Points
 	}
@@ -32,17 +32,17 @@ func (os Outcomes) Score() (scored, total int) {
 }
 
 // Summary is the run in a line.
-func (os Outcomes) Summary(lab string) string {
-	scored, total := os.Score()
-	return fmt.Sprintf("lab %s: %d of %d tests passed, %d failed; %d of %d points", lab, os.Passed(), len(os), len(os)-os.Passed(), scored, total)
+func (res Outcomes) Summary(lab string) string {
+	scored, total := res.Score()
+	return fmt.Sprintf("lab %s: %d of %d tests passed, %d failed; %d of %d points", lab, res.Passed(), len(res), len(res)-res.Passed(), scored, total)
 }
 
 // WriteTable writes a table: each test, its result, what was measured,
 // what was expected, where, and how long it waited.
-func (os Outcomes) WriteTable(w io.Writer) {
+func (res Outcomes) WriteTable(w io.Writer) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "TEST\tRESULT\tMEASURED\tEXPECTED\tWHERE\tTRIES\tWAITED")
-	for _, o := range os {
+	for _, o := range res {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", o.Name, passWord(o.Pass), o.Measured, o.Expected, o.Where, o.Tries, o.Took.Round(time.Millisecond))
 	}
 	tw.Flush()
@@ -57,8 +57,8 @@ func passWord(p bool) string {
 
 // WriteFailures says, for each failed test, what was expected, what was
 // measured and where.
-func (os Outcomes) WriteFailures(w io.Writer) {
-	for _, o := range os {
+func (res Outcomes) WriteFailures(w io.Writer) {
+	for _, o := range res {
 		if !o.Pass {
 			fmt.Fprintf(w, "FAIL %s (%s): expected %s, measured %s\n", o.Name, o.Where, o.Expected, o.Measured)
 		}
@@ -67,9 +67,9 @@ func (os Outcomes) WriteFailures(w io.Writer) {
 
 // WriteTAP writes the results as TAP version 13, each failure with a
 // YAML block of what was expected and measured.
-func (os Outcomes) WriteTAP(w io.Writer) {
-	fmt.Fprintf(w, "TAP version 13\n1..%d\n", len(os))
-	for i, o := range os {
+func (res Outcomes) WriteTAP(w io.Writer) {
+	fmt.Fprintf(w, "TAP version 13\n1..%d\n", len(res))
+	for i, o := range res {
 		ok := "ok"
 		if !o.Pass {
 			ok = "not ok"
@@ -119,9 +119,9 @@ type junitFailure struct {
 }
 
 // WriteJUnit writes the results as JUnit XML, one suite for lab.
-func (os Outcomes) WriteJUnit(w io.Writer, lab string, started time.Time) error {
-	s := junitSuite{Name: lab, Tests: len(os), Failures: len(os) - os.Passed(), Timestamp: started.UTC().Format("2006-01-02T15:04:05")}
-	for _, o := range os {
+func (res Outcomes) WriteJUnit(w io.Writer, lab string, started time.Time) error {
+	s := junitSuite{Name: lab, Tests: len(res), Failures: len(res) - res.Passed(), Timestamp: started.UTC().Format("2006-01-02T15:04:05")}
+	for _, o := range res {
 		c := junitCase{Name: o.Name, Classname: "nslab." + lab + "." + o.Kind, Time: o.Took.Seconds(), SystemOut: "measured: " + o.Measured}
 		if !o.Pass {
 			c.Failure = &junitFailure{Message: fmt.Sprintf("expected %s, measured %s", o.Expected, o.Measured), Type: o.Kind,
