@@ -89,23 +89,24 @@ func frrArgs(daemon string) []string {
 	return args
 }
 
-// startFRR starts node n's FRR daemons, loads frr.conf and waits for
-// vtysh to answer for every daemon.
+// startFRR starts node n's FRR daemons and loads frr.conf, zebra's part
+// first (see frr_routerid.go), and waits for vtysh to answer for every
+// daemon.
 func (d *deployer) startFRR(n *spec.Node, daemons []string) error {
 	if err := d.recordDaemons(n, "frr", strings.Join(daemons, " ")); err != nil {
 		return err
 	}
 	tag := d.lab.Name + "/" + n.Name + "/frr"
-	for _, dm := range daemons {
-		if out, err := d.runInNode(n, tag, frrArgs(dm)...); err != nil {
-			return fmt.Errorf("start %s in %s: %w%s", dm, n.Name, err, d.frrLog(n, out))
-		}
+	base, protocols := daemons[:2], daemons[2:]
+	if err := d.startDaemons(n, tag, base); err != nil {
+		return err
 	}
-	// frr.conf is loaded by vtysh; per-daemon files (FRR's topotests'),
-	// by each daemon as it starts.
-	if n.FRR.Config != "" || n.FileAt(spec.FRRConfPath) != nil {
-		if out, err := d.runInNode(n, tag, "vtysh", "-b"); err != nil {
-			return fmt.Errorf("FRR in %s refused its frr.conf (vtysh -b: %w)%s", n.Name, err, d.frrLog(n, out))
+	if len(protocols) > 0 {
+		if err := d.waitConnected(n, tag, zebraAddresses(n)); err != nil {
+			return err
+		}
+		if err := d.startDaemons(n, tag, protocols); err != nil {
+			return err
 		}
 	}
 	return d.waitAnswer(n, func() error {
@@ -120,6 +121,23 @@ func (d *deployer) startFRR(n *spec.Node, daemons []string) error {
 		}
 		return nil
 	})
+}
+
+// startDaemons starts FRR daemons of node n and has vtysh -b load frr.conf
+// into those running (per-daemon files, FRR's topotests', are read by
+// each daemon as it starts).
+func (d *deployer) startDaemons(n *spec.Node, tag string, daemons []string) error {
+	for _, dm := range daemons {
+		if out, err := d.runInNode(n, tag, frrArgs(dm)...); err != nil {
+			return fmt.Errorf("start %s in %s: %w%s", dm, n.Name, err, d.frrLog(n, out))
+		}
+	}
+	if n.FRR.Config != "" || n.FileAt(spec.FRRConfPath) != nil {
+		if out, err := d.runInNode(n, tag, "vtysh", "-b"); err != nil {
+			return fmt.Errorf("FRR in %s refused its frr.conf (vtysh -b: %w)%s", n.Name, err, d.frrLog(n, out))
+		}
+	}
+	return nil
 }
 
 // frrLog is what a failed FRR start shows: the command's output and the
@@ -234,12 +252,19 @@ func waitRun(ctx context.Context, cmd *exec.Cmd, buf *bytes.Buffer, name string)
 // shFRR is startFRR as shell lines.
 func shFRR(l *spec.Lab, n *spec.Node, daemons []string) []string {
 	in := fmt.Sprintf("nsenter --net=/run/netns/%s --mount=%s --uts=%s", l.Namespace(n.Name), viewFile(l, n, "mnt"), viewFile(l, n, "uts"))
-	var out []string
-	for _, dm := range daemons {
-		out = append(out, fmt.Sprintf("%s=%s/%s %s %s", serviceEnv, l.Name, n.Name, in, strings.Join(frrArgs(dm), " ")))
+	start := func(daemons []string) []string {
+		var out []string
+		for _, dm := range daemons {
+			out = append(out, fmt.Sprintf("%s=%s/%s %s %s", serviceEnv, l.Name, n.Name, in, strings.Join(frrArgs(dm), " ")))
+		}
+		if n.FRR.Config != "" || n.FileAt(spec.FRRConfPath) != nil {
+			out = append(out, in+" vtysh -b")
+		}
+		return out
 	}
-	if n.FRR.Config != "" || n.FileAt(spec.FRRConfPath) != nil {
-		out = append(out, in+" vtysh -b")
+	out := start(daemons[:2])
+	if len(daemons) > 2 {
+		out = append(append(out, shWaitConnected(in, zebraAddresses(n))...), start(daemons[2:])...)
 	}
 	return append(out, fmt.Sprintf("until %s vtysh -c 'show daemons' >/dev/null 2>&1; do sleep 0.1; done", in))
 }

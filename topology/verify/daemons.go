@@ -1,9 +1,12 @@
 package verify
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/nslab/nslab/topology/spec"
@@ -88,21 +91,33 @@ func (c *Checker) bgpRoute(t *spec.Test) (result, error) {
 	return result{measured: strings.Join(seen, "; ")}, nil
 }
 
-// ospf reads the neighbour's adjacency state from FRR's ospfd or ospf6d.
+// ospf reads the neighbour's adjacency state from FRR's ospfd or ospf6d;
+// a neighbour missing is reported with those the daemon has.
 func (c *Checker) ospf(t *spec.Test) (result, error) {
-	state, err := c.ospfState(t)
-	if err != nil || state == "" {
-		if err == nil {
-			return result{measured: fmt.Sprintf("FRR in %s has no %s neighbour %s", t.Node, strings.ToUpper(t.Kind), t.RouterID)}, nil
-		}
+	states, err := c.ospfStates(t)
+	if err != nil {
 		return result{}, err
+	}
+	state, ok := states[t.RouterID]
+	if !ok {
+		var have []string
+		for _, id := range slices.Sorted(maps.Keys(states)) {
+			have = append(have, id+" "+states[id])
+		}
+		m := fmt.Sprintf("FRR in %s has no %s neighbour %s", t.Node, strings.ToUpper(t.Kind), t.RouterID)
+		if len(have) > 0 {
+			m += " (its neighbours: " + strings.Join(have, ", ") + ")"
+		}
+		return result{measured: m}, nil
 	}
 	head, _, _ := strings.Cut(state, "/") // Full/DR: the adjacency, then the neighbour's role
 	return result{pass: strings.EqualFold(head, t.WantState()), measured: state}, nil
 }
 
-// ospfState is the neighbour's state as FRR writes it ("" if none).
-func (c *Checker) ospfState(t *spec.Test) (string, error) {
+// ospfStates are the daemon's neighbours' states as FRR writes them, by
+// router ID.
+func (c *Checker) ospfStates(t *spec.Test) (map[string]string, error) {
+	states := map[string]string{}
 	if t.Kind == "ospf6" {
 		var out struct {
 			Neighbors []struct {
@@ -111,33 +126,28 @@ func (c *Checker) ospfState(t *spec.Test) (string, error) {
 			} `json:"neighbors"`
 		}
 		if err := c.vtysh(t.Node, "show ipv6 ospf6 neighbor json", &out); err != nil {
-			return "", err
+			return nil, err
 		}
 		for _, n := range out.Neighbors {
-			if n.ID == t.RouterID {
-				return n.State, nil
-			}
+			states[n.ID] = n.State
 		}
-		return "", nil
+		return states, nil
 	}
 	var out struct {
 		Neighbors map[string][]struct {
-			State    string `json:"nbrState"`
-			Newer    string `json:"state"`
-			Priority int    `json:"priority"`
+			State string `json:"nbrState"`
+			Newer string `json:"state"`
 		} `json:"neighbors"`
 	}
 	if err := c.vtysh(t.Node, "show ip ospf neighbor json", &out); err != nil {
-		return "", err
+		return nil, err
 	}
-	nbs := out.Neighbors[t.RouterID]
-	if len(nbs) == 0 {
-		return "", nil
+	for id, nbs := range out.Neighbors {
+		if len(nbs) > 0 {
+			states[id] = cmp.Or(nbs[0].State, nbs[0].Newer)
+		}
 	}
-	if nbs[0].State != "" {
-		return nbs[0].State, nil
-	}
-	return nbs[0].Newer, nil
+	return states, nil
 }
 
 // bird reads the protocol's state from birdc show protocols. BIRD has no

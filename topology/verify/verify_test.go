@@ -46,7 +46,7 @@ func TestDaemonTests(t *testing.T) {
 		{spec.Test{Kind: "bgp-route", Node: "r1", Prefix: netip.MustParsePrefix("10.2.0.0/24"), ASPath: "65002"}, true, `best path, AS path "65002"`},
 		{spec.Test{Kind: "bgp-route", Node: "r1", Prefix: netip.MustParsePrefix("10.2.0.0/24"), ASPath: "65003"}, false, `AS path "65002"`},
 		{spec.Test{Kind: "ospf", Node: "r1", RouterID: "10.0.0.2"}, true, "Full/DR"},
-		{spec.Test{Kind: "ospf", Node: "r1", RouterID: "10.0.0.9"}, false, "FRR in r1 has no OSPF neighbour 10.0.0.9"},
+		{spec.Test{Kind: "ospf", Node: "r1", RouterID: "10.0.0.9"}, false, "FRR in r1 has no OSPF neighbour 10.0.0.9 (its neighbours: 10.0.0.2 Full/DR)"},
 		{spec.Test{Kind: "ospf6", Node: "r1", RouterID: "10.0.0.2"}, false, "ExStart"},
 		{spec.Test{Kind: "bird", Node: "r2", Protocol: "r1"}, false, "start (Active Socket: Connection refused)"},
 	} {
