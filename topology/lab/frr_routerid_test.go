@@ -12,7 +12,7 @@ import (
 // interface addresses, as zebra names its connected routes.
 func TestZebraAddresses(t *testing.T) {
 	n := &spec.Node{
-		FRR: &spec.FRR{Config: "interface eth1\n ip address 192.168.1.1/24\n ipv6 address fc00::1/64\n!\ninterface lo\n ip address 10.10.10.1/32\n"},
+		FRR:   &spec.FRR{Config: "interface eth1\n ip address 192.168.1.1/24\n ipv6 address fc00::1/64\n!\ninterface lo\n ip address 10.10.10.1/32\n"},
 		Files: []*spec.File{{Path: "/etc/frr/zebra.conf", Text: "interface eth2\n  ip address 172.16.0.5/30\n"}},
 	}
 	got := fmt.Sprint(zebraAddresses(n))
