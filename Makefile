@@ -120,6 +120,7 @@ deps: go-deps
 	command -v curl   >/dev/null || missing="$$missing curl"; \
 	[ -x /usr/sbin/sshd ] || missing="$$missing openssh-server"; \
 	command -v ssh    >/dev/null || missing="$$missing openssh-client"; \
+	command -v xmllint >/dev/null || missing="$$missing libxml2-utils"; \
 	command -v nsenter >/dev/null || missing="$$missing util-linux"; \
 	[ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
 	if [ -n "$$missing" ]; then \

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -69,6 +70,10 @@ func TestPrivilegedTestVerb(t *testing.T) {
 	raw, _ := os.ReadFile(junit)
 	if err := xml.Unmarshal(raw, &doc); err != nil || doc.Tests != 6 || doc.Failures != 1 || doc.Suite[0].Cases[5].Failure == nil || doc.Suite[0].Cases[4].Failure != nil {
 		t.Errorf("JUnit: %v %+v\n%s", err, doc, raw)
+	}
+	// The schema as Jenkins reads it (see topology/verify's TestReports).
+	if out, err := exec.Command("xmllint", "--noout", "--schema", "../../topology/verify/testdata/junit-10.xsd", junit).CombinedOutput(); err != nil {
+		t.Errorf("nslab test --junit fails JUnit's schema: %v\n%s", err, out)
 	}
 	code, out, _ = c.run("test", "--format", "json", file)
 	var js struct {

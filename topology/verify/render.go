@@ -4,6 +4,7 @@ import (
 	"encoding/xml"
 	"fmt"
 	"io"
+	"strconv"
 	"text/tabwriter"
 	"time"
 )
@@ -89,7 +90,8 @@ type junitSuites struct {
 	Name     string       `xml:"name,attr"`
 	Tests    int          `xml:"tests,attr"`
 	Failures int          `xml:"failures,attr"`
-	Time     float64      `xml:"time,attr"`
+	Errors   int          `xml:"errors,attr"`
+	Time     junitTime    `xml:"time,attr"`
 	Suites   []junitSuite `xml:"testsuite"`
 }
 
@@ -99,7 +101,7 @@ type junitSuite struct {
 	Failures  int         `xml:"failures,attr"`
 	Errors    int         `xml:"errors,attr"`
 	Skipped   int         `xml:"skipped,attr"`
-	Time      float64     `xml:"time,attr"`
+	Time      junitTime   `xml:"time,attr"`
 	Timestamp string      `xml:"timestamp,attr"`
 	Cases     []junitCase `xml:"testcase"`
 }
@@ -107,7 +109,7 @@ type junitSuite struct {
 type junitCase struct {
 	Name      string        `xml:"name,attr"`
 	Classname string        `xml:"classname,attr"`
-	Time      float64       `xml:"time,attr"`
+	Time      junitTime     `xml:"time,attr"`
 	Failure   *junitFailure `xml:"failure,omitempty"`
 	SystemOut string        `xml:"system-out,omitempty"`
 }
@@ -118,11 +120,27 @@ type junitFailure struct {
 	Text    string `xml:",chardata"`
 }
 
+// junitTime is a duration in seconds as JUnit's schema wants it: digits
+// and a decimal point, never Go's 1e-06.
+type junitTime float64
+
+// MarshalXMLAttr writes t with millisecond digits.
+func (t junitTime) MarshalXMLAttr(name xml.Name) (xml.Attr, error) {
+	return xml.Attr{Name: name, Value: strconv.FormatFloat(float64(t), 'f', 3, 64)}, nil
+}
+
+// UnmarshalXMLAttr reads it back.
+func (t *junitTime) UnmarshalXMLAttr(a xml.Attr) error {
+	f, err := strconv.ParseFloat(a.Value, 64)
+	*t = junitTime(f)
+	return err
+}
+
 // WriteJUnit writes the results as JUnit XML, one suite for lab.
 func (res Outcomes) WriteJUnit(w io.Writer, lab string, started time.Time) error {
 	s := junitSuite{Name: lab, Tests: len(res), Failures: len(res) - res.Passed(), Timestamp: started.UTC().Format("2006-01-02T15:04:05")}
 	for _, o := range res {
-		c := junitCase{Name: o.Name, Classname: "nslab." + lab + "." + o.Kind, Time: o.Took.Seconds(), SystemOut: "measured: " + o.Measured}
+		c := junitCase{Name: o.Name, Classname: "nslab." + lab + "." + o.Kind, Time: junitTime(o.Took.Seconds()), SystemOut: "measured: " + o.Measured}
 		if !o.Pass {
 			c.Failure = &junitFailure{Message: fmt.Sprintf("expected %s, measured %s", o.Expected, o.Measured), Type: o.Kind,
 				Text: fmt.Sprintf("where: %s\nexpected: %s\nmeasured: %s\ntries: %d", o.Where, o.Expected, o.Measured, o.Tries)}

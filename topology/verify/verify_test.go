@@ -6,6 +6,9 @@ import (
 	"encoding/xml"
 	"errors"
 	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -86,16 +89,17 @@ func TestReports(t *testing.T) {
 	res := Outcomes{
 		{Name: "up", Kind: "bgp", Where: "r1 (FRR)", Pass: true, Expected: "Established", Measured: "Established", Tries: 1, Points: 1, Scored: 1},
 		{Name: "route", Kind: "route", Where: "r1", Expected: "a route to 10.2.0.0/24", Measured: "no route to 10.2.0.0/24 in table main", Tries: 3, Points: 2, Took: 2 * time.Second},
+		{Name: "fast", Kind: "address", Where: "r2", Pass: true, Expected: "10.0.0.1/24 on eth1", Measured: "10.0.0.1/24 on eth1", Tries: 1, Took: time.Microsecond},
 	}
 	var b bytes.Buffer
 	res.WriteTable(&b)
 	res.WriteFailures(&b)
-	if !strings.Contains(b.String(), "FAIL route (r1): expected a route to 10.2.0.0/24, measured no route to 10.2.0.0/24 in table main") || res.Summary("x") != "lab x: 1 of 2 tests passed, 1 failed; 1 of 3 points" {
+	if !strings.Contains(b.String(), "FAIL route (r1): expected a route to 10.2.0.0/24, measured no route to 10.2.0.0/24 in table main") || res.Summary("x") != "lab x: 2 of 3 tests passed, 1 failed; 1 of 3 points" {
 		t.Errorf("table:\n%s%s", b.String(), res.Summary("x"))
 	}
 	b.Reset()
 	res.WriteTAP(&b)
-	if !strings.HasPrefix(b.String(), "TAP version 13\n1..2\nok 1 - up\nnot ok 2 - route\n  ---\n") {
+	if !strings.HasPrefix(b.String(), "TAP version 13\n1..3\nok 1 - up\nnot ok 2 - route\n  ---\n") {
 		t.Errorf("TAP:\n%s", b.String())
 	}
 	b.Reset()
@@ -107,8 +111,40 @@ func TestReports(t *testing.T) {
 		t.Fatalf("JUnit XML does not parse: %v\n%s", err, b.String())
 	}
 	s := doc.Suites[0]
-	if doc.Tests != 2 || doc.Failures != 1 || s.Name != "x" || len(s.Cases) != 2 || s.Cases[0].Failure != nil || s.Cases[1].Failure == nil ||
+	if doc.Tests != 3 || doc.Failures != 1 || s.Name != "x" || len(s.Cases) != 3 || s.Cases[0].Failure != nil || s.Cases[1].Failure == nil ||
 		s.Cases[1].Failure.Message != "expected a route to 10.2.0.0/24, measured no route to 10.2.0.0/24 in table main" || s.Cases[1].Time != 2 {
 		t.Errorf("JUnit: %+v", doc)
+	}
+	validJUnit(t, b.Bytes())
+	b.Reset()
+	if err := res[2:].WriteJUnit(&b, "x", time.Date(2026, 12, 5, 0, 0, 0, 0, time.UTC)); err != nil {
+		t.Fatal(err)
+	}
+	validJUnit(t, b.Bytes()) // a suite of 1 µs
+}
+
+// validJUnit validates doc against JUnit's XML schema as Jenkins reads it
+// (testdata/junit-10.xsd) with libxml2's xmllint, after checking that
+// xmllint refuses a document the schema forbids.
+func validJUnit(t *testing.T, doc []byte) {
+	t.Helper()
+	if _, err := exec.LookPath("xmllint"); err != nil {
+		if testing.Short() {
+			t.Skip("xmllint (Debian's libxml2-utils, installed by make deps) is missing: the JUnit schema is checked by make test-root")
+		}
+		t.Fatal("xmllint is missing: make deps installs libxml2-utils")
+	}
+	validate := func(doc []byte) ([]byte, error) {
+		f := filepath.Join(t.TempDir(), "junit.xml")
+		if err := os.WriteFile(f, doc, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return exec.Command("xmllint", "--noout", "--schema", "testdata/junit-10.xsd", f).CombinedOutput()
+	}
+	if out, err := validate([]byte(`<testsuites><testsuite name="x" time="1e-06"/></testsuites>`)); err == nil {
+		t.Fatalf("xmllint took a suite without tests, failures and errors and a time of 1e-06: %s", out)
+	}
+	if out, err := validate(doc); err != nil {
+		t.Errorf("JUnit XML fails the schema: %v\n%s\n%s", err, out, doc)
 	}
 }
