@@ -124,6 +124,9 @@ func runBench(ctx context.Context, o *benchOptions) error {
 		defer f.Close()
 		req.Results = f
 	}
+	if err := o.Baseline.pairWith(&req); err != nil {
+		return err
+	}
 	var kept bytes.Buffer // the run's results, for a baseline
 	req.Results = o.Baseline.tee(req.Results, &kept)
 	live, err := openLive(o.Manager, req.Lab.Name, o.Live, o.Out)
@@ -146,7 +149,7 @@ func runBench(ctx context.Context, o *benchOptions) error {
 	var verdict *report.BaselineVerdict
 	var history *report.History
 	if err == nil && out != nil {
-		verdict, history, err = o.Baseline.after(o.ErrOut, kept.Bytes())
+		verdict, history, err = o.Baseline.after(o.ErrOut, out, kept.Bytes(), req.Lab)
 	}
 	if werr := writeOutcome(o, out, verdict, history); werr != nil && err == nil {
 		err = werr

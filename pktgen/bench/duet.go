@@ -78,6 +78,30 @@ func (req *Request) twinControl(twin *spec.Lab) error {
 	return err
 }
 
+// FileVariant is a variant made of another version of the lab's file (a
+// baseline's copy of the file it measured; see spec.VariantFrom).
+type FileVariant struct {
+	Name, Path string
+	Text       []byte
+}
+
+// addTo adds the variant to lab l, the lab or its duet's twin (the
+// other version renamed as l is), unless l has it. A nil f adds none.
+func (f *FileVariant) addTo(l *spec.Lab) error {
+	if f == nil || l.Variant(f.Name) != nil {
+		return nil
+	}
+	v, err := spec.VariantFrom(l, f.Path, labname.Rename(f.Text, l.Name), f.Name)
+	if err != nil {
+		return err
+	}
+	if v == nil {
+		return fmt.Errorf("%s differs from lab %s in nothing a bench measures: no variant to compare", f.Path, l.Name)
+	}
+	l.Variants = append(l.Variants, v)
+	return nil
+}
+
 // placedCPUs are the CPUs l's forwarding nodes are placed on.
 func placedCPUs(l *spec.Lab) []int {
 	var cpus []int
@@ -200,6 +224,9 @@ func (req Request) deployTwin(ctx context.Context, m *lab.Manager) (*spec.Lab, *
 		return nil, nil, nil, err
 	}
 	if err := req.twinControl(twin); err != nil {
+		return nil, nil, nil, err
+	}
+	if err := req.FileVariant.addTo(twin); err != nil {
 		return nil, nil, nil, err
 	}
 	if left := LeftTwin(m, req.Lab.Name); left != "" {

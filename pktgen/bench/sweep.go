@@ -48,6 +48,12 @@ type Request struct {
 	Margin  float64
 	MaxTime time.Duration
 	Figure  string
+	// Beyond: a comparison calls a change only beyond Margin (see
+	// stats.Plan), as a baseline's verdict does.
+	Beyond bool
+	// FileVariant, when set, is one of Variants made of another version
+	// of the lab's file: the lab has it, and a duet's twin gets it.
+	FileVariant *FileVariant
 	// Duet measures the variants two at a time at once, in the lab and
 	// in a twin of it deployed for the run (duet.go); DuetAuto measures a
 	// lab that cannot be twinned in sequential pairs instead of refusing.

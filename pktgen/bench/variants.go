@@ -69,7 +69,7 @@ func (req Request) plan() stats.Plan {
 	default:
 		margin = DefaultSequentialMargin
 	}
-	return stats.Plan{Looks: looks, Alpha: VariantAlpha, Margin: margin, Power: VariantPower}
+	return stats.Plan{Looks: looks, Alpha: VariantAlpha, Margin: margin, Power: VariantPower, Beyond: req.Beyond}
 }
 
 // maxTime is how long a comparison of variants may measure.

@@ -42,6 +42,14 @@ type BaselineVerdict struct {
 	Verdict     string   `json:"verdict"` // PASS, FAIL or INCONCLUSIVE
 	Why         string   `json:"why"`
 	Differences []string `json:"environment_differences,omitempty"` // forced past
+	// Paired: the baseline's lab file and today's were measured in this
+	// run, pair by pair (see PairedVerdict); Changed are the nodes where
+	// they differ, Drift how far the baseline's lab measured today is from
+	// the baseline's own figure, in % (the machine's drift since, which
+	// the pairs cancel).
+	Paired  bool     `json:"paired,omitempty"`
+	Changed []string `json:"changed,omitempty"`
+	Drift   *float64 `json:"baseline_lab_drift_pct,omitempty"`
 }
 
 // Verdicts of a run held to a baseline.
@@ -92,6 +100,45 @@ func AgainstBaseline(base, today *ResultsFile, margin float64, force bool) (*Bas
 	return v, nil
 }
 
+// PairedVerdict holds today's lab to a baseline whose lab file differs
+// from today's only where a variant reaches (changed: the nodes): the run
+// measured the baseline's lab file, as a variant, and today's pair by pair,
+// and c compares them, today's the new side (its decision made with a
+// plan whose changes count only beyond the margin). The pairs share
+// what the machine does meanwhile, so its drift since the baseline was
+// saved cancels; the baseline's own figure says how large that drift is.
+func PairedVerdict(base *ResultsFile, c *Comparison, margin float64, changed []string) (*BaselineVerdict, error) {
+	d := c.Decision
+	if d == nil {
+		return nil, fmt.Errorf("the comparison with %s's lab file decided nothing", base.Path)
+	}
+	v := &BaselineVerdict{Baseline: base.Path, Traffic: d.Traffic, Frame: d.Frame, Figure: d.Figure, BaseN: d.Pairs, NewN: d.Pairs,
+		CILevel: d.CILevel, MDE: d.MDE, Margin: margin, Paired: true, Changed: changed}
+	v.FigureNote = fmt.Sprintf("paired: the baseline's lab file (as variant baseline: it differs in %s) and this one, measured in this run pair by pair (%s), so the machine's drift since the baseline cancels in each pair; %s",
+		strings.Join(changed, ", "), d.Setup, figureNote(d.Figure))
+	k := FigureKey{Traffic: d.Traffic, Frame: d.Frame, Figure: d.Figure}
+	for _, ch := range c.Changes {
+		if ch.Traffic == k.Traffic && ch.Frame == k.Frame && ch.Figure == k.Figure {
+			v.BaseMedian, v.NewMedian = ch.Old, ch.New
+		}
+	}
+	if old := base.Figures[k]; len(old) > 0 && v.BaseMedian > 0 {
+		drift := 100 * (v.BaseMedian/stats.Median(old) - 1)
+		v.Drift = &drift
+	}
+	if d.Lower {
+		v.Slower, v.SlowerLow, v.SlowerHigh = d.Estimate, d.CILow, d.CIHigh
+	} else { // a lower rate is slower
+		v.Slower, v.SlowerLow, v.SlowerHigh = -d.Estimate, -d.CIHigh, -d.CILow
+	}
+	if d.Outcome == stats.CannotTell {
+		v.Verdict, v.Why = Inconclusive, "cannot tell: "+d.CannotTell
+		return v, nil
+	}
+	v.decide()
+	return v, nil
+}
+
 // decide sets the verdict and says why.
 func (v *BaselineVerdict) decide() {
 	switch {
@@ -99,13 +146,13 @@ func (v *BaselineVerdict) decide() {
 		v.Verdict, v.Why = Inconclusive, "the figure is 0 in some trials: no ratio to it"
 	case v.SlowerLow > v.Margin:
 		v.Verdict = Fail
-		v.Why = fmt.Sprintf("%.2f%% slower (%.0f%% interval %.2f%%..%.2f%%), beyond the margin of %g%%", v.Slower, 100*v.CILevel, v.SlowerLow, v.SlowerHigh, v.Margin)
+		v.Why = fmt.Sprintf("%.2f%% slower (%.3g%% interval %.2f%%..%.2f%%), beyond the margin of %g%%", v.Slower, 100*v.CILevel, v.SlowerLow, v.SlowerHigh, v.Margin)
 	case v.SlowerHigh < v.Margin:
 		v.Verdict = Pass
-		v.Why = fmt.Sprintf("at most %.2f%% slower (%.0f%% interval %.2f%%..%.2f%%), within the margin of %g%%", v.SlowerHigh, 100*v.CILevel, v.SlowerLow, v.SlowerHigh, v.Margin)
+		v.Why = fmt.Sprintf("at most %.2f%% slower (%.3g%% interval %.2f%%..%.2f%%), within the margin of %g%%", v.SlowerHigh, 100*v.CILevel, v.SlowerLow, v.SlowerHigh, v.Margin)
 	default:
 		v.Verdict = Inconclusive
-		v.Why = fmt.Sprintf("%.2f%% slower, %.0f%% interval %.2f%%..%.2f%%: these trials detect %.2f%% (90%% power), the margin is %g%%; more trials (--repeat) narrow it",
+		v.Why = fmt.Sprintf("%.2f%% slower, %.3g%% interval %.2f%%..%.2f%%: these trials detect %.2f%% (90%% power), the margin is %g%%; more trials (--repeat) narrow it",
 			v.Slower, 100*v.CILevel, v.SlowerLow, v.SlowerHigh, v.MDE, v.Margin)
 	}
 }
@@ -169,6 +216,9 @@ func (v *BaselineVerdict) Write(w io.Writer) error {
 	ew.printf("  %s, frame %d, %s: baseline median %.4g (%d trials), today %.4g (%d trials)\n", v.Traffic, v.Frame, v.Figure, v.BaseMedian, v.BaseN, v.NewMedian, v.NewN)
 	ew.printf("  %s\n", v.Why)
 	ew.printf("  the figure: %s\n", v.FigureNote)
+	if v.Drift != nil {
+		ew.printf("  the baseline's lab measured today: %+.2f%% against the baseline's own median (the machine's drift since, which the pairs cancel)\n", *v.Drift)
+	}
 	for _, d := range v.Differences {
 		ew.printf("  measured differently (--force): %s\n", d)
 	}

@@ -36,6 +36,18 @@ type ResultsFile struct {
 	// --variants compares such files), so its figures are named without
 	// the variant; otherwise each variant's are apart.
 	OneVariant bool
+	// LabFile is the lab file the results were measured on, where the
+	// file holds it (bench --save-baseline keeps it).
+	LabFile *LabFile
+}
+
+// LabFile is a baseline's copy of the lab file it measured: a run held to
+// the baseline measures it again, pair by pair with its own, where the
+// two differ only in what a variant may change.
+type LabFile struct {
+	Path   string `json:"path"`
+	SHA256 string `json:"sha256"`
+	Text   string `json:"text"`
 }
 
 // FigureKey names one figure of one traffic run at one frame size.
@@ -87,10 +99,14 @@ func ReadVariants(path string) ([]*ResultsFile, error) {
 			continue
 		}
 		var probe struct {
-			Variant string `json:"variant"`
+			Variant string          `json:"variant"`
+			LabFile json.RawMessage `json:"lab_file"`
 		}
 		if err := json.Unmarshal([]byte(line), &probe); err != nil {
 			return nil, fmt.Errorf("%s:%d: not a JSON result: %w", path, n+1, err)
+		}
+		if probe.LabFile != nil {
+			continue // a baseline's copy of its lab file: no variant's result
 		}
 		rf := byName[probe.Variant]
 		if rf == nil {
@@ -129,6 +145,14 @@ func (rf *ResultsFile) AddLine(line []byte) error {
 		}
 	}
 	switch {
+	case probe["lab_file"] != nil:
+		var l struct {
+			LabFile *LabFile `json:"lab_file"`
+		}
+		if err := json.Unmarshal(line, &l); err != nil {
+			return err
+		}
+		rf.LabFile = l.LabFile
 	case probe["back_to_back"] != nil:
 		var r RFC2544Result
 		if err := json.Unmarshal(line, &r); err != nil {

@@ -40,6 +40,10 @@ type Plan struct {
 	Alpha  float64
 	Margin float64
 	Power  float64
+	// Beyond: a change is different only when its interval lies beyond
+	// the margin (a baseline's question: slower by more than the margin?),
+	// not merely away from 0.
+	Beyond bool
 	// Resamples is the bootstrap's resamples (0: 10000).
 	Resamples int
 }
@@ -94,10 +98,14 @@ func (p Plan) Decide(d []float64, last bool) Decision {
 	out.CI = SignedRankCI(d, 1-a)
 	out.Bootstrap = BootstrapMedianCI(d, 1-a, p.Resamples)
 	eq := SignedRankCI(d, 1-2*a)
+	bound := 0.0
+	if p.Beyond {
+		bound = p.Margin
+	}
 	switch {
 	case len(d) < 6:
 		out.Outcome = MeasureMore // fewer than 6 pairs cannot reach p < 0.05 two-sided
-	case out.CI.Low > 0 || out.CI.High < 0:
+	case out.CI.Low > bound || out.CI.High < -bound:
 		out.Outcome = Different
 	case eq.Low > -p.Margin && eq.High < p.Margin:
 		out.Outcome, out.CI = Same, eq
