@@ -45,6 +45,9 @@ func compareOf(t *testing.T, c *runner, a, b string) map[string]any {
 // the machine.)
 func TestPrivilegedCompare(t *testing.T) {
 	labtest.SkipUnlessRoot(t)
+	// The shaped link, not the machine, sets every rate: alongside the
+	// tests that wait for their daemons, a minute less of the suite.
+	t.Parallel()
 	c := newCLI(t)
 	file, name := labFile(t, "client-router-server.yaml")
 	if code, out, errOut := c.run("deploy", file); code != 0 {
