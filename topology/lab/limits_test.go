@@ -13,14 +13,16 @@ import (
 
 // limitsLab is pairYAML with a busy loop held to 20% of a CPU in ns1, and
 // in ns2 a program that takes more memory than its limit and one that
-// starts more processes than its limit.
+// starts more processes than its limit, 2 s after it: a program past the
+// pids limit first leaves the other none to fork its pipe with (seen in
+// CI: no OOM kill, 19 of 20 pids taken).
 func limitsLab() string {
 	s := strings.Replace(pairYAML, "  ns1:\n", "  ns1:\n    limits: {cpu: 20%}\n    run: [\"while :; do :; done\"]\n", 1)
 	return strings.Replace(s, "  ns2:\n", `  ns2:
     limits: {memory: 32MiB, pids: 20}
     run:
       - "sleep 1; x=$(head -c 100000000 /dev/zero | tr '\\0' a); echo survived; sleep 1000"
-      - "sleep 1; for i in $(seq 40); do sleep 1000 & done; wait"
+      - "sleep 3; for i in $(seq 40); do sleep 1000 & done; wait"
 `, 1)
 }
 
