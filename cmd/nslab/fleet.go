@@ -180,9 +180,9 @@ func verbArgs(c *cli.Context, path string) []string {
 	return out
 }
 
-// fleetHosts is where a verb about one node (path, from its source) or
-// one traffic run (bench, from its sender's host) runs; nil for every
-// host.
+// fleetHosts is where a verb about one node (path, from its source;
+// impair, link and node, on it) or one traffic run (bench, from its
+// sender's host) runs; nil for every host.
 func fleetHosts(c *cli.Context, l *spec.Lab) ([]string, error) {
 	var node string
 	ops := c.Args().Slice()
@@ -201,6 +201,14 @@ func fleetHosts(c *cli.Context, l *spec.Lab) ([]string, error) {
 				node = t.From.Node
 				break
 			}
+		}
+	case "impair": // NODE:IF
+		if len(ops) > 0 {
+			node, _, _ = strings.Cut(ops[0], ":")
+		}
+	case "link", "node": // down|up NODE:IF, stop|start NODE
+		if len(ops) > 1 {
+			node, _, _ = strings.Cut(ops[1], ":")
 		}
 	default:
 		return nil, nil

@@ -281,7 +281,8 @@ func sshLab(t *testing.T, example string) (string, string) {
 
 // TestPrivilegedFleetOverSSH: two-hosts.yaml and three-hosts.yaml deploy,
 // check, path and destroy from one command on three simulated hosts with
-// real sshd; nothing is left on any host.
+// real sshd; impair, link and node act on the router's host, b; nothing is
+// left on any host.
 func TestPrivilegedFleetOverSSH(t *testing.T) {
 	s := newSSHHosts(t, 3, 1500, nil)
 	for _, x := range []struct {
@@ -300,6 +301,27 @@ func TestPrivilegedFleetOverSSH(t *testing.T) {
 		code, out, errOut = s.run("path", file, "client", "10.1.2.1")
 		if code != 0 || !strings.Contains(out, "on host a:") || !strings.Contains(out, "router on host b") {
 			t.Errorf("%s: path: %d %s %s", x.example, code, out, errOut)
+		}
+		if x.example == "three-hosts.yaml" { // the verbs about one node, on its host
+			for _, v := range []struct {
+				args []string
+				want string
+			}{
+				{[]string{"impair", "-t", file, "router:eth1", "--rate", "10mbit"}, "router:eth1"},
+				{[]string{"link", "-t", file, "down", "router:eth1"}, "down"},
+				{[]string{"link", "-t", file, "up", "router:eth1"}, "up"},
+				{[]string{"node", "-t", file, "stop", "router"}, name + ":router stopped"},
+				{[]string{"node", "-t", file, "start", "router"}, name + ":router started"},
+			} {
+				code, out, errOut = s.run(v.args...)
+				if code != 0 || !strings.HasPrefix(out, "on host b:\n") || !strings.Contains(out, v.want) {
+					t.Errorf("%s: %d %q %s", strings.Join(v.args[:1], " "), code, out, errOut)
+				}
+			}
+			code, out, errOut = s.run("check", "--wait", "10s", file)
+			if code != 0 || !strings.Contains(out, x.pairs) {
+				t.Errorf("check after the node came back: %d %s %s", code, out, errOut)
+			}
 		}
 		if x.example == "two-hosts.yaml" { // a change applied on the host it concerns
 			data, _ := os.ReadFile(file)

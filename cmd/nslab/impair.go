@@ -29,6 +29,7 @@ func impairCommand(run func(context.Context, *impairOptions) error) *cli.Command
 		ArgsUsage: "NODE:IF   (or LAB:NODE:IF)",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "name", Usage: "lab `NAME` (when several labs have the node)"},
+			nodeTopoFlag(),
 			&cli.StringFlag{Name: "delay", Usage: "delay `D`, e.g. 20ms"},
 			&cli.StringFlag{Name: "jitter", Usage: "jitter `D` of the delay, e.g. 5ms"},
 			&cli.StringFlag{Name: "loss", Usage: "packets lost, e.g. 1%"},
@@ -48,7 +49,11 @@ func impairCommand(run func(context.Context, *impairOptions) error) *cli.Command
 			if err != nil {
 				return nil, cli.Exit(err.Error(), 2)
 			}
-			return &impairOptions{Manager: manager(c), Lab: c.String("name"), Interface: c.Args().First(), Impair: m, Out: c.App.Writer}, nil
+			name, err := labOfNode(c)
+			if err != nil {
+				return nil, err
+			}
+			return &impairOptions{Manager: manager(c), Lab: name, Interface: c.Args().First(), Impair: m, Out: c.App.Writer}, nil
 		}, or(run, runImpair)),
 	}
 }
@@ -131,13 +136,17 @@ func linkCommand(run func(context.Context, *linkOptions) error) *cli.Command {
 		Name:      "link",
 		Usage:     "take a deployed lab's interface down (the link fails) or bring it up",
 		ArgsUsage: "down|up NODE:IF   (or LAB:NODE:IF)",
-		Flags:     []cli.Flag{&cli.StringFlag{Name: "name", Usage: "lab `NAME` (when several labs have the node)"}},
+		Flags:     []cli.Flag{&cli.StringFlag{Name: "name", Usage: "lab `NAME` (when several labs have the node)"}, nodeTopoFlag()},
 		Action: action(func(c *cli.Context) (*linkOptions, error) {
 			args := c.Args().Slice()
 			if len(args) != 2 || args[0] != "down" && args[0] != "up" {
 				return nil, cli.Exit("usage: nslab link down|up NODE:IF", 2)
 			}
-			return &linkOptions{Manager: manager(c), Lab: c.String("name"), Interface: args[1], Up: args[0] == "up", Out: c.App.Writer}, nil
+			name, err := labOfNode(c)
+			if err != nil {
+				return nil, err
+			}
+			return &linkOptions{Manager: manager(c), Lab: name, Interface: args[1], Up: args[0] == "up", Out: c.App.Writer}, nil
 		}, or(run, runLink)),
 	}
 }

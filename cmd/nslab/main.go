@@ -138,7 +138,7 @@ func printError(err error) {
 // commands are nslab's verbs, each with its real run function.
 func commands() []*cli.Command {
 	return []*cli.Command{viaAgents(deployCommand(nil)), viaAgents(applyCommand(nil)), viaAgents(destroyCommand(nil)), viaAgents(inspectCommand(nil)), execCommand(nil), validateCommand(nil),
-		viaAgents(benchCommand(nil)), compareCommand(nil), graphCommand(nil), viaAgents(pathCommand(nil)), viaAgents(checkCommand(nil)), testCommand(nil), impairCommand(nil), linkCommand(nil), nodeCommand(nil), captureCommand(nil),
+		viaAgents(benchCommand(nil)), compareCommand(nil), graphCommand(nil), viaAgents(pathCommand(nil)), viaAgents(checkCommand(nil)), testCommand(nil), viaAgents(impairCommand(nil)), viaAgents(linkCommand(nil)), viaAgents(nodeCommand(nil)), captureCommand(nil),
 		topCommand(nil), webCommand(nil), metricsCommand(nil), generateCommand(nil), exportCommand(nil), importCommand(nil), schemaCommand(nil), completionCommand(nil), gendocsCommand(nil), completeCommand(nil), agentCommand()}
 }
 
@@ -304,6 +304,30 @@ func hostFlag() *cli.StringFlag {
 // topoFlag is the -t FILE flag shared by the verbs.
 func topoFlag() *cli.StringFlag {
 	return &cli.StringFlag{Name: "topo", Aliases: []string{"t"}, Usage: "topology `FILE`"}
+}
+
+// nodeTopoFlag is -t FILE of the verbs that act on one node of a deployed
+// lab (impair, link, node): the lab of that file, and for a lab that
+// spans hosts, the file that says which host holds the node.
+func nodeTopoFlag() *cli.StringFlag {
+	return &cli.StringFlag{Name: "topo", Aliases: []string{"t"}, Usage: "the lab of topology `FILE` (for a lab that spans hosts: run on the node's host, reached as the file says)"}
+}
+
+// labOfNode is the lab a verb about one node names: --name, or the lab
+// of -t FILE; "" when neither says (the one lab that has the node).
+func labOfNode(c *cli.Context) (string, error) {
+	name, path := c.String("name"), c.String("topo")
+	if path == "" {
+		return name, nil
+	}
+	l, err := spec.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	if name != "" && name != l.Name {
+		return "", cli.Exit(fmt.Sprintf("--name %s and -t %s (lab %s) name two labs: give one", name, path, l.Name), 2)
+	}
+	return l.Name, nil
 }
 
 // topoPath returns -t FILE, or the first argument. Options must come

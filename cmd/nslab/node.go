@@ -25,13 +25,17 @@ func nodeCommand(run func(context.Context, *nodeOptions) error) *cli.Command {
 		Name:      "node",
 		Usage:     "stop a deployed lab's node (its links down at both ends, its processes stopped) or start it again",
 		ArgsUsage: "stop|start NODE   (or LAB:NODE)",
-		Flags:     []cli.Flag{&cli.StringFlag{Name: "name", Usage: "lab `NAME` (when several labs have the node)"}},
+		Flags:     []cli.Flag{&cli.StringFlag{Name: "name", Usage: "lab `NAME` (when several labs have the node)"}, nodeTopoFlag()},
 		Action: action(func(c *cli.Context) (*nodeOptions, error) {
 			args := c.Args().Slice()
 			if len(args) != 2 || args[0] != "stop" && args[0] != "start" {
 				return nil, cli.Exit("usage: nslab node stop|start NODE", 2)
 			}
-			return &nodeOptions{Manager: manager(c), Lab: c.String("name"), Node: args[1], Start: args[0] == "start", Out: c.App.Writer}, nil
+			name, err := labOfNode(c)
+			if err != nil {
+				return nil, err
+			}
+			return &nodeOptions{Manager: manager(c), Lab: name, Node: args[1], Start: args[0] == "start", Out: c.App.Writer}, nil
 		}, or(run, runNode)),
 	}
 }
