@@ -73,12 +73,12 @@ func (d *deployer) waitConnected(n *spec.Node, tag string, prefixes []netip.Pref
 	return nil
 }
 
-// shWaitConnected is waitConnected as shell lines, in is the nsenter
-// prefix of the node.
+// shWaitConnected is waitConnected as shell lines (each wait bounded to
+// 20 s, as routingWait bounds it), in is the nsenter prefix of the node.
 func shWaitConnected(in string, prefixes []netip.Prefix) []string {
 	var out []string
 	for _, p := range prefixes {
-		out = append(out, fmt.Sprintf("until %s vtysh -c 'show ip route %s json' | grep -q '\"connected\"'; do sleep 0.1; done", in, p))
+		out = append(out, fmt.Sprintf("for i in $(seq 200); do %s vtysh -c 'show ip route %s json' | grep -q '\"connected\"' && break; sleep 0.1; done", in, p))
 	}
 	return out
 }
