@@ -29,6 +29,8 @@ type baselineOptions struct {
 	base    *report.ResultsFile
 	changed []string
 	sameLab bool
+	// repeatSet: --repeat was given (in a paired run: the most pairs).
+	repeatSet bool
 }
 
 // baselineVariant is the name of the variant a run held to a baseline
@@ -52,7 +54,7 @@ func baselineFlags() []cli.Flag {
 // readBaselineOptions reads them, and gives a run that stores or is held
 // to a baseline its trials.
 func readBaselineOptions(c *cli.Context, repeat *int) (baselineOptions, error) {
-	o := baselineOptions{Save: c.String("save-baseline"), Against: c.String("baseline"), History: c.String("history"), Margin: 1, Force: c.Bool("force")}
+	o := baselineOptions{Save: c.String("save-baseline"), Against: c.String("baseline"), History: c.String("history"), Margin: 1, Force: c.Bool("force"), repeatSet: c.IsSet("repeat")}
 	if o.Save == "" && o.Against == "" && o.History == "" {
 		if c.IsSet("force") {
 			return o, cli.Exit("--force is for --baseline", 2)
@@ -145,7 +147,13 @@ func (o *baselineOptions) pairWith(req *bench.Request) error {
 	}
 	req.Lab.Variants, req.FileVariant = append(req.Lab.Variants, v), fv
 	req.Variants = []string{v.Name, spec.BaseVariant}
-	req.Repeat, req.Margin, req.Beyond = 0, o.Margin/100, true
+	switch {
+	case !o.repeatSet:
+		req.Repeat = 0 // looks at 10, 20 and 40 pairs
+	case req.Repeat < 6:
+		return cli.Exit(fmt.Sprintf("--repeat %d with --baseline %s, whose lab file differs from this one: the run measures both in pairs, and fewer than 6 cannot reach p < 0.05", req.Repeat, o.Against), 2)
+	}
+	req.Margin, req.Beyond = o.Margin/100, true
 	req.Duet, req.DuetAuto = true, true
 	o.changed = v.Nodes
 	return nil

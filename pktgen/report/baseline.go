@@ -43,12 +43,13 @@ type BaselineVerdict struct {
 	Why         string   `json:"why"`
 	Differences []string `json:"environment_differences,omitempty"` // forced past
 	// Paired: the baseline's lab file and today's were measured in this
-	// run, pair by pair (see PairedVerdict); Changed are the nodes where
-	// they differ, Drift how far the baseline's lab measured today is from
-	// the baseline's own figure, in % (the machine's drift since, which
-	// the pairs cancel).
+	// run, pair by pair (see PairedVerdict), in Setup; Changed are the
+	// nodes where they differ, Drift how far the baseline's lab measured
+	// today is from the baseline's own figure, in % (the machine's drift
+	// since and the set-up's difference, both cancelled by the pairs).
 	Paired  bool     `json:"paired,omitempty"`
 	Changed []string `json:"changed,omitempty"`
+	Setup   string   `json:"setup,omitempty"`
 	Drift   *float64 `json:"baseline_lab_drift_pct,omitempty"`
 }
 
@@ -113,7 +114,7 @@ func PairedVerdict(base *ResultsFile, c *Comparison, margin float64, changed []s
 		return nil, fmt.Errorf("the comparison with %s's lab file decided nothing", base.Path)
 	}
 	v := &BaselineVerdict{Baseline: base.Path, Traffic: d.Traffic, Frame: d.Frame, Figure: d.Figure, BaseN: d.Pairs, NewN: d.Pairs,
-		CILevel: d.CILevel, MDE: d.MDE, Margin: margin, Paired: true, Changed: changed}
+		CILevel: d.CILevel, MDE: d.MDE, Margin: margin, Paired: true, Changed: changed, Setup: d.Setup}
 	v.FigureNote = fmt.Sprintf("paired: the baseline's lab file (as variant baseline: it differs in %s) and this one, measured in this run pair by pair (%s), so the machine's drift since the baseline cancels in each pair; %s",
 		strings.Join(changed, ", "), d.Setup, figureNote(d.Figure))
 	k := FigureKey{Traffic: d.Traffic, Frame: d.Frame, Figure: d.Figure}
@@ -213,11 +214,15 @@ func logs(x []float64) []float64 {
 func (v *BaselineVerdict) Write(w io.Writer) error {
 	ew := &errWriter{w: w}
 	ew.printf("\nagainst baseline %s: %s\n", v.Baseline, v.Verdict)
-	ew.printf("  %s, frame %d, %s: baseline median %.4g (%d trials), today %.4g (%d trials)\n", v.Traffic, v.Frame, v.Figure, v.BaseMedian, v.BaseN, v.NewMedian, v.NewN)
+	if v.Paired {
+		ew.printf("  %s, frame %d, %s: the baseline's lab measured today %.4g, this lab %.4g (medians of %d pairs)\n", v.Traffic, v.Frame, v.Figure, v.BaseMedian, v.NewMedian, v.NewN)
+	} else {
+		ew.printf("  %s, frame %d, %s: baseline median %.4g (%d trials), today %.4g (%d trials)\n", v.Traffic, v.Frame, v.Figure, v.BaseMedian, v.BaseN, v.NewMedian, v.NewN)
+	}
 	ew.printf("  %s\n", v.Why)
 	ew.printf("  the figure: %s\n", v.FigureNote)
 	if v.Drift != nil {
-		ew.printf("  the baseline's lab measured today: %+.2f%% against the baseline's own median (the machine's drift since, which the pairs cancel)\n", *v.Drift)
+		ew.printf("  the baseline's lab measured in this run: %+.2f%% against the baseline's own median (the machine's drift since, and the set-up: %s here, the baseline's own; the pairs cancel both)\n", *v.Drift, v.Setup)
 	}
 	for _, d := range v.Differences {
 		ew.printf("  measured differently (--force): %s\n", d)
