@@ -3,7 +3,11 @@ package fleet
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -80,7 +84,8 @@ func TestAgentProtocol(t *testing.T) {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	a := &Agent{Version: "v-test", Exe: "/bin/true", In: inR, Out: outW}
-	go a.Serve(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- a.Serve(context.Background()) }()
 	enc, dec := json.NewEncoder(inW), json.NewDecoder(outR)
 	call := func(r Request) Response {
 		t.Helper()
@@ -113,5 +118,12 @@ func TestAgentProtocol(t *testing.T) {
 	if r := call(Request{Op: OpRun, Args: []string{"inspect", FileArg}}); r.Error != "" || r.Code != 0 {
 		t.Errorf("a verb (/bin/true): %+v", r)
 	}
+	// The coordinator gone: the agent ends and removes its copy of the
+	// lab's file (it was left in /tmp by every run of this test before).
+	kept := filepath.Dir(a.file)
 	inW.Close()
+	<-served
+	if _, err := os.Stat(kept); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the agent left %s: %v", kept, err)
+	}
 }
