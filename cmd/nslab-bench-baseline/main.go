@@ -20,6 +20,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/nslab/nslab/topology/spec"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -150,8 +151,8 @@ func labWith(src []byte, dir, v, name string, edit func(string) string) (string,
 		return "", err
 	}
 	root := doc.Content[0]
-	fw := value(value(value(value(root, "variants"), v), "r1"), "firewall")
-	r1 := value(value(root, "nodes"), "r1")
+	fw := spec.MappingValue(spec.MappingValue(spec.MappingValue(spec.MappingValue(root, "variants"), v), "r1"), "firewall")
+	r1 := spec.MappingValue(spec.MappingValue(root, "nodes"), "r1")
 	if fw == nil || r1 == nil {
 		return "", fmt.Errorf("the lab has no variant %s changing r1's firewall", v)
 	}
@@ -172,17 +173,4 @@ func labWith(src []byte, dir, v, name string, edit func(string) string) (string,
 	}
 	p := filepath.Join(dir, name)
 	return p, os.WriteFile(p, []byte(text), 0o644)
-}
-
-// value is key's value in mapping m, or nil.
-func value(m *yaml.Node, key string) *yaml.Node {
-	if m == nil || m.Kind != yaml.MappingNode {
-		return nil
-	}
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == key {
-			return m.Content[i+1]
-		}
-	}
-	return nil
 }

@@ -21,30 +21,20 @@ type applyOptions struct {
 }
 
 func applyCommand(run func(context.Context, *applyOptions) error) *cli.Command {
-	return &cli.Command{
-		Name:      "apply",
-		Usage:     "make a deployed lab what its edited file says, changing only what differs (atomic: on failure or Ctrl-C the lab is as before)",
-		ArgsUsage: "[FILE]",
-		Flags: []cli.Flag{
-			hostFlag(),
-			topoFlag(),
-			&cli.BoolFlag{Name: "dry-run", Usage: "print the steps taken back and the steps made, with their shell lines, and change nothing"},
-		},
-		Action: action(func(c *cli.Context) (*applyOptions, error) {
-			l, err := readPart(c)
-			return &applyOptions{Lab: l, Manager: manager(c), DryRun: c.Bool("dry-run"), Out: c.App.Writer}, err
-		}, or(run, runApply)),
+	flags := []cli.Flag{
+		hostFlag(),
+		topoFlag(),
+		&cli.BoolFlag{Name: "dry-run", Usage: "print the steps taken back and the steps made, with their shell lines, and change nothing"},
 	}
+	return command("apply", "make a deployed lab what its edited file says, changing only what differs (atomic: on failure or Ctrl-C the lab is as before)", "[FILE]", flags, func(c *cli.Context) (*applyOptions, error) {
+		l, err := readPart(c)
+		return &applyOptions{Lab: l, Manager: manager(c), DryRun: c.Bool("dry-run"), Out: c.App.Writer}, err
+	}, run, runApply)
 }
 
 func runApply(ctx context.Context, o *applyOptions) error {
 	if o.DryRun {
-		script, err := o.Manager.ApplyScript(o.Lab)
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprint(o.Out, script)
-		return err
+		return printScript(o.Out)(o.Manager.ApplyScript(o.Lab))
 	}
 	if err := lab.CheckPrivileges(); err != nil {
 		return err

@@ -40,66 +40,61 @@ type benchOptions struct {
 }
 
 func benchCommand(run func(context.Context, *benchOptions) error) *cli.Command {
-	return &cli.Command{
-		Name:      "bench",
-		Usage:     "run a traffic run of the file through the lab and report pps, Mbps, loss hop by hop and what limited it",
-		ArgsUsage: "[FILE]",
-		Flags: append([]cli.Flag{
-			hostFlag(),
-			topoFlag(),
-			&cli.StringSliceFlag{Name: "traffic", Usage: "traffic run or group `NAME` (default: the first run); several (--traffic ab --traffic ba) run together"},
-			&cli.DurationFlag{Name: "duration", Usage: "override the run's duration", DefaultText: "the run's duration: in the file, 10s for a run given by --from and --to"},
-			&cli.Uint64Flag{Name: "count", Usage: "override the run's packet count", DefaultText: "the run's count in the file, else none"},
-			&cli.IntSliceFlag{Name: "frame", Usage: "override the frame size(s), bytes with FCS", DefaultText: "the run's frames in the file, else 64"},
-			&cli.StringFlag{Name: "engine", Usage: "auto, pktgen, userspace or xdp"},
-			&cli.IntFlag{Name: "tcp", Usage: "send `N` TCP flows (as the run's tcp: {flows: N}) instead of UDP frames: goodput, retransmissions set against the path's drops, RTT and cwnd from TCP_INFO of both ends"},
-			&cli.StringFlag{Name: "from", Usage: "sender `NODE:IF` (a run without a traffic: section)"},
-			&cli.StringFlag{Name: "to", Usage: "destination `ADDRESS` (with --from)"},
-			&cli.StringFlag{Name: "rate", Usage: "max, or e.g. 200kpps, 500Mbit", DefaultText: "the run's rate in the file, else max"},
-			&cli.IntFlag{Name: "threads", Usage: "sending threads"},
-			&cli.StringFlag{Name: "cpus", Usage: "pin the sending threads to these `CPUS`, one thread each (e.g. 0 or 0-1)"},
-			&cli.StringFlag{Name: "placement", Value: "on", Usage: "the file's CPU placement: on, auto (left out, and said why, where the machine lacks the CPUs) or off; a rootless lab's default is auto"},
-			&cli.StringFlag{Name: "measure", Usage: "measure these `NODE:IF,...` instead of the path's interfaces (the last is the receiver)"},
-			&cli.DurationFlag{Name: "interval", Value: time.Second, Usage: "sampling interval (100ms and up)"},
-			&cli.StringFlag{Name: "format", Value: "table", Usage: "table, json, csv or markdown"},
-			&cli.BoolFlag{Name: "latency", Usage: "read every packet at the receiver: one-way latency (min, percentiles, max, jitter) and loss, duplicates and reordering by sequence number"},
-			&cli.UintFlag{Name: "latency-every", Usage: "with --latency: read one packet in `N` (a power of two; 1: every packet, with the accounting by sequence); default: every packet, or about 1000 a second when the lab is placed"},
-			&cli.StringFlag{Name: "latency-at", Usage: "measure latency at these `FRACTIONS` of the run's rate, or of its top rate when it has none (a first run as fast as the engine goes), e.g. 10%,50%,90%"},
-			&cli.IntFlag{Name: "repeat", Value: 1, Usage: "measure (or search) every frame size `N` times, in interleaved rounds, and give each figure's median, range and confidence interval"},
-			&cli.StringFlag{Name: "variants", Usage: "compare these lab `VARIANTS` (the file's variants:, and base, the lab as deployed): blocks of one trial each, back to back in a random order, undone after each turn; each variant after the first is compared with the first pair by pair (signed-rank test) and a decision made (faster, slower, no change beyond --margin where a positive control of the set-up moved (--check-sensitivity), cannot tell where the figure cannot move in the set-up or no control moved, or inconclusive), looking after 10, 20 and 40 pairs (--repeat N: N/4, N/2 and N) and stopping when it has decided; the figure decided on is the router's cost per packet when the traffic has a fixed rate, the rate received otherwise"},
-			&cli.BoolFlag{Name: "duet", Value: true, Usage: "with --variants: measure the first variant and each other at the same time, one in the lab and one in a twin of it deployed for the run (which holds which drawn at random per block), so that what the machine does to the CPUs meanwhile cancels in each pair (the default where the lab can be twinned; --duet=false: sequential pairs)"},
-			&cli.StringFlag{Name: "margin", Usage: "with --variants: what no change means: none larger than this `PERCENT` (default 2% in a duet, 3% in sequential pairs)"},
-			&cli.DurationFlag{Name: "max-time", Usage: "with --variants: measure for at most this long (default 2m per variant compared with the first), then decide or say how many more pairs would"},
-			&cli.BoolFlag{Name: "check-sensitivity", Usage: "measure a positive control first: the first variant (or the lab as deployed) against itself with --control-rules firewall rules that match nothing added to every node that forwards, in the set-up and on the figure the comparison uses; it says whether that set-up sees a known cost, and is saved for a day (this machine, lab file and traffic): a comparison says \"no change\" only where such a control moved, \"cannot tell\" otherwise"},
-			&cli.IntFlag{Name: "control-rules", Value: bench.DefaultControlRules, Usage: "with --check-sensitivity: the known cost, in firewall rules that match nothing (`N`; about 56 ns a packet each on our machines)"},
-			&cli.StringFlag{Name: "figure", Usage: "with --variants: decide on this `FIGURE` (router_relative_cost, router_ns_per_packet, pps, loss_pct, latency_p50_ns, throughput_pps, \"NDR conditional_throughput_pps\", ...)"},
-			&cli.BoolFlag{Name: "keep", Usage: "keep a lab that bench deployed"},
-			&cli.DurationFlag{Name: "wait", Value: bench.DefaultRoutingWait, Usage: "in a lab whose nodes run routing daemons: wait up to `DURATION` for them to converge (as check --wait: every pair answering as the kernels' routes say, the tables unchanged for 2s)"},
-			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no live lines"},
-			&cli.StringFlag{Name: "live", Usage: "write a JSON line per sampling interval (every hop's rates and drops, every CPU's use and softnet) and the bench's start and end to `FILE`, or to stdout with - (the report then goes to stderr, after the live lines)"},
-			&cli.StringFlag{Name: "out", Usage: "append each completed run to `FILE` as a JSON line, synced at once"},
-			&cli.StringFlag{Name: "plot", Usage: "draw the sweep or search into `FILE`.png or .svg (with the nslab-plot helper)"},
-			&cli.BoolFlag{Name: "search", Usage: "find NDR and PDR per frame size by MLRsearch (" + bench.Draft + "): each goal's bounds and conditional throughput"},
-			&cli.StringSliceFlag{Name: "goal", Usage: "with --search: a goal instead of NDR and PDR, e.g. name=PDR,loss=0.5%,exceed=50%,final=1s,sum=7s,width=2%,initial=250ms (repeat for several)"},
-			&cli.BoolFlag{Name: "rfc2544", Usage: "RFC 2544's four benchmarks per frame size: throughput (by MLRsearch, its NDR; --goal sets the goals), latency at the throughput, the frame loss rate from the top rate down in 10% steps, and back-to-back frames (RFC 9004)"},
-			&cli.IntFlag{Name: "b2b-trials", Value: 5, Usage: "with --rfc2544: how many times the back-to-back search runs (RFC 9004 asks for 50)"},
-			&cli.BoolFlag{Name: "search-binary", Usage: "the older search: binary search over the rate with single trials (RFC 2544), kept as a baseline"},
-			&cli.StringFlag{Name: "loss", Value: "0", Usage: "with --search-binary: the highest acceptable loss, e.g. 0.5%"},
-			&cli.DurationFlag{Name: "trial", Value: 2 * time.Second, Usage: "with --search-binary: length of each trial"},
-			&cli.IntFlag{Name: "confirm", Value: 1, Usage: "with --search-binary: trials in a row the rate found must pass"},
-			&cli.StringSliceFlag{Name: "event", Usage: "change the lab while the traffic runs, and measure the outage: `TIME:down|up:NODE:IF`, TIME:impair:NODE:IF:loss=5%,delay=10ms, TIME:clear:NODE:IF, TIME:stop|start:NODE (as nslab node) or TIME:apply:FILE (as nslab apply), TIME from the start of sending (repeat for several; reads every packet at the receiver, for the longest sequence gap)"},
-			&cli.BoolFlag{Name: "dry-run", Usage: "print the equivalent kernel pktgen shell script (destination MAC resolved) and change nothing"},
-		}, baselineFlags()...),
-		Action: action(func(c *cli.Context) (*benchOptions, error) {
-			req, err := benchRequest(c)
-			var bo baselineOptions
-			if err == nil {
-				bo, err = readBaselineOptions(c, &req.Repeat)
-			}
-			return &benchOptions{Request: req, Manager: manager(c), DryRun: c.Bool("dry-run"), ResultsFile: c.String("out"),
-				Plot: c.String("plot"), Format: c.String("format"), Live: c.String("live"), Quiet: c.Bool("quiet"), Out: c.App.Writer, ErrOut: c.App.ErrWriter, Baseline: bo}, err
-		}, or(run, runBench)),
-	}
+	flags := append([]cli.Flag{
+		hostFlag(),
+		topoFlag(),
+		&cli.StringSliceFlag{Name: "traffic", Usage: "traffic run or group `NAME` (default: the first run); several (--traffic ab --traffic ba) run together"},
+		&cli.DurationFlag{Name: "duration", Usage: "override the run's duration", DefaultText: "the run's duration: in the file, 10s for a run given by --from and --to"},
+		&cli.Uint64Flag{Name: "count", Usage: "override the run's packet count", DefaultText: "the run's count in the file, else none"},
+		&cli.IntSliceFlag{Name: "frame", Usage: "override the frame size(s), bytes with FCS", DefaultText: "the run's frames in the file, else 64"},
+		&cli.StringFlag{Name: "engine", Usage: "auto, pktgen, userspace or xdp"},
+		&cli.IntFlag{Name: "tcp", Usage: "send `N` TCP flows (as the run's tcp: {flows: N}) instead of UDP frames: goodput, retransmissions set against the path's drops, RTT and cwnd from TCP_INFO of both ends"},
+		&cli.StringFlag{Name: "from", Usage: "sender `NODE:IF` (a run without a traffic: section)"},
+		&cli.StringFlag{Name: "to", Usage: "destination `ADDRESS` (with --from)"},
+		&cli.StringFlag{Name: "rate", Usage: "max, or e.g. 200kpps, 500Mbit", DefaultText: "the run's rate in the file, else max"},
+		&cli.IntFlag{Name: "threads", Usage: "sending threads"},
+		&cli.StringFlag{Name: "cpus", Usage: "pin the sending threads to these `CPUS`, one thread each (e.g. 0 or 0-1)"},
+		&cli.StringFlag{Name: "placement", Value: "on", Usage: "the file's CPU placement: on, auto (left out, and said why, where the machine lacks the CPUs) or off; a rootless lab's default is auto"},
+		&cli.StringFlag{Name: "measure", Usage: "measure these `NODE:IF,...` instead of the path's interfaces (the last is the receiver)"},
+		&cli.DurationFlag{Name: "interval", Value: time.Second, Usage: "sampling interval (100ms and up)"},
+		&cli.StringFlag{Name: "format", Value: "table", Usage: "table, json, csv or markdown"},
+		&cli.BoolFlag{Name: "latency", Usage: "read every packet at the receiver: one-way latency (min, percentiles, max, jitter) and loss, duplicates and reordering by sequence number"},
+		&cli.UintFlag{Name: "latency-every", Usage: "with --latency: read one packet in `N` (a power of two; 1: every packet, with the accounting by sequence); default: every packet, or about 1000 a second when the lab is placed"},
+		&cli.StringFlag{Name: "latency-at", Usage: "measure latency at these `FRACTIONS` of the run's rate, or of its top rate when it has none (a first run as fast as the engine goes), e.g. 10%,50%,90%"},
+		&cli.IntFlag{Name: "repeat", Value: 1, Usage: "measure (or search) every frame size `N` times, in interleaved rounds, and give each figure's median, range and confidence interval"},
+		&cli.StringFlag{Name: "variants", Usage: "compare these lab `VARIANTS` (the file's variants:, and base, the lab as deployed): blocks of one trial each, back to back in a random order, undone after each turn; each variant after the first is compared with the first pair by pair (signed-rank test) and a decision made (faster, slower, no change beyond --margin where a positive control of the set-up moved (--check-sensitivity), cannot tell where the figure cannot move in the set-up or no control moved, or inconclusive), looking after 10, 20 and 40 pairs (--repeat N: N/4, N/2 and N) and stopping when it has decided; the figure decided on is the router's cost per packet when the traffic has a fixed rate, the rate received otherwise"},
+		&cli.BoolFlag{Name: "duet", Value: true, Usage: "with --variants: measure the first variant and each other at the same time, one in the lab and one in a twin of it deployed for the run (which holds which drawn at random per block), so that what the machine does to the CPUs meanwhile cancels in each pair (the default where the lab can be twinned; --duet=false: sequential pairs)"},
+		&cli.StringFlag{Name: "margin", Usage: "with --variants: what no change means: none larger than this `PERCENT` (default 2% in a duet, 3% in sequential pairs)"},
+		&cli.DurationFlag{Name: "max-time", Usage: "with --variants: measure for at most this long (default 2m per variant compared with the first), then decide or say how many more pairs would"},
+		&cli.BoolFlag{Name: "check-sensitivity", Usage: "measure a positive control first: the first variant (or the lab as deployed) against itself with --control-rules firewall rules that match nothing added to every node that forwards, in the set-up and on the figure the comparison uses; it says whether that set-up sees a known cost, and is saved for a day (this machine, lab file and traffic): a comparison says \"no change\" only where such a control moved, \"cannot tell\" otherwise"},
+		&cli.IntFlag{Name: "control-rules", Value: bench.DefaultControlRules, Usage: "with --check-sensitivity: the known cost, in firewall rules that match nothing (`N`; about 56 ns a packet each on our machines)"},
+		&cli.StringFlag{Name: "figure", Usage: "with --variants: decide on this `FIGURE` (router_relative_cost, router_ns_per_packet, pps, loss_pct, latency_p50_ns, throughput_pps, \"NDR conditional_throughput_pps\", ...)"},
+		&cli.BoolFlag{Name: "keep", Usage: "keep a lab that bench deployed"},
+		&cli.DurationFlag{Name: "wait", Value: bench.DefaultRoutingWait, Usage: "in a lab whose nodes run routing daemons: wait up to `DURATION` for them to converge (as check --wait: every pair answering as the kernels' routes say, the tables unchanged for 2s)"},
+		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "no live lines"},
+		&cli.StringFlag{Name: "live", Usage: "write a JSON line per sampling interval (every hop's rates and drops, every CPU's use and softnet) and the bench's start and end to `FILE`, or to stdout with - (the report then goes to stderr, after the live lines)"},
+		&cli.StringFlag{Name: "out", Usage: "append each completed run to `FILE` as a JSON line, synced at once"},
+		&cli.StringFlag{Name: "plot", Usage: "draw the sweep or search into `FILE`.png or .svg (with the nslab-plot helper)"},
+		&cli.BoolFlag{Name: "search", Usage: "find NDR and PDR per frame size by MLRsearch (" + bench.Draft + "): each goal's bounds and conditional throughput"},
+		&cli.StringSliceFlag{Name: "goal", Usage: "with --search: a goal instead of NDR and PDR, e.g. name=PDR,loss=0.5%,exceed=50%,final=1s,sum=7s,width=2%,initial=250ms (repeat for several)"},
+		&cli.BoolFlag{Name: "rfc2544", Usage: "RFC 2544's four benchmarks per frame size: throughput (by MLRsearch, its NDR; --goal sets the goals), latency at the throughput, the frame loss rate from the top rate down in 10% steps, and back-to-back frames (RFC 9004)"},
+		&cli.IntFlag{Name: "b2b-trials", Value: 5, Usage: "with --rfc2544: how many times the back-to-back search runs (RFC 9004 asks for 50)"},
+		&cli.BoolFlag{Name: "search-binary", Usage: "the older search: binary search over the rate with single trials (RFC 2544), kept as a baseline"},
+		&cli.StringFlag{Name: "loss", Value: "0", Usage: "with --search-binary: the highest acceptable loss, e.g. 0.5%"},
+		&cli.DurationFlag{Name: "trial", Value: 2 * time.Second, Usage: "with --search-binary: length of each trial"},
+		&cli.IntFlag{Name: "confirm", Value: 1, Usage: "with --search-binary: trials in a row the rate found must pass"},
+		&cli.StringSliceFlag{Name: "event", Usage: "change the lab while the traffic runs, and measure the outage: `TIME:down|up:NODE:IF`, TIME:impair:NODE:IF:loss=5%,delay=10ms, TIME:clear:NODE:IF, TIME:stop|start:NODE (as nslab node) or TIME:apply:FILE (as nslab apply), TIME from the start of sending (repeat for several; reads every packet at the receiver, for the longest sequence gap)"},
+		&cli.BoolFlag{Name: "dry-run", Usage: "print the equivalent kernel pktgen shell script (destination MAC resolved) and change nothing"},
+	}, baselineFlags()...)
+	return command("bench", "run a traffic run of the file through the lab and report pps, Mbps, loss hop by hop and what limited it", "[FILE]", flags, func(c *cli.Context) (*benchOptions, error) {
+		req, err := benchRequest(c)
+		var bo baselineOptions
+		if err == nil {
+			bo, err = readBaselineOptions(c, &req.Repeat)
+		}
+		return &benchOptions{Request: req, Manager: manager(c), DryRun: c.Bool("dry-run"), ResultsFile: c.String("out"),
+			Plot: c.String("plot"), Format: c.String("format"), Live: c.String("live"), Quiet: c.Bool("quiet"), Out: c.App.Writer, ErrOut: c.App.ErrWriter, Baseline: bo}, err
+	}, run, runBench)
 }
 
 // runBench is one library call and its output. Everything was checked

@@ -31,21 +31,17 @@ type captureOptions struct {
 }
 
 func captureCommand(run func(context.Context, *captureOptions) error) *cli.Command {
-	return &cli.Command{
-		Name:      "capture",
-		Usage:     "write the frames a lab interface sends and receives as pcap, until Ctrl-C or -c N",
-		ArgsUsage: "NODE:IF   (or LAB:NODE:IF)",
-		Description: "Examples: nslab capture ns2:veth1-peer -w r.pcap -c 100; nslab capture ns2:veth1-peer -w - | tcpdump -nr -;\n" +
-			"nslab capture ns2:veth1-peer -w - | wireshark -k -i -. There is no filter expression: no well-kept pure-Go compiler\n" +
-			"of the pcap filter language exists, so filter where you read (tcpdump -r FILE 'udp port 9').",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "name", Usage: "lab `NAME` (when several labs have the node)"},
-			&cli.StringFlag{Name: "w", Usage: "pcap `FILE` to write, - for standard output"},
-			&cli.IntFlag{Name: "c", Usage: "stop after `N` frames (default: until Ctrl-C)"},
-			&cli.IntFlag{Name: "snaplen", Value: 262144, Usage: "bytes kept of each frame"},
-		},
-		Action: action(readCapture, or(run, runCaptureVerb)),
+	flags := []cli.Flag{
+		&cli.StringFlag{Name: "name", Usage: "lab `NAME` (when several labs have the node)"},
+		&cli.StringFlag{Name: "w", Usage: "pcap `FILE` to write, - for standard output"},
+		&cli.IntFlag{Name: "c", Usage: "stop after `N` frames (default: until Ctrl-C)"},
+		&cli.IntFlag{Name: "snaplen", Value: 262144, Usage: "bytes kept of each frame"},
 	}
+	cmd := command("capture", "write the frames a lab interface sends and receives as pcap, until Ctrl-C or -c N", "NODE:IF   (or LAB:NODE:IF)", flags, readCapture, run, runCaptureVerb)
+	cmd.Description = "Examples: nslab capture ns2:veth1-peer -w r.pcap -c 100; nslab capture ns2:veth1-peer -w - | tcpdump -nr -;\n" +
+		"nslab capture ns2:veth1-peer -w - | wireshark -k -i -. There is no filter expression: no well-kept pure-Go compiler\n" +
+		"of the pcap filter language exists, so filter where you read (tcpdump -r FILE 'udp port 9')."
+	return cmd
 }
 
 func readCapture(c *cli.Context) (*captureOptions, error) {

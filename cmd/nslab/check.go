@@ -31,32 +31,27 @@ type checkOptions struct {
 }
 
 func checkCommand(run func(context.Context, *checkOptions) error) *cli.Command {
-	return &cli.Command{
-		Name:      "check",
-		Usage:     "ping every address of a deployed lab from every node and compare with what its routes, NAT and firewalls say",
-		ArgsUsage: "[FILE]",
-		Flags: []cli.Flag{
-			hostFlag(),
-			topoFlag(),
-			&cli.DurationFlag{Name: "timeout", Value: time.Second, Usage: "wait per echo"},
-			&cli.IntFlag{Name: "tries", Value: 2, Usage: "echoes per pair until one answers"},
-			&cli.StringFlag{Name: "format", Value: "matrix", Usage: "matrix, list or json ({pairs, differences, summary, ok})"},
-			&cli.DurationFlag{Name: "wait", Usage: "wait up to `DURATION` until every pair answers as the routes say and the nodes' routing tables have stopped changing, then print how long convergence took (labs whose routers run FRR or BIRD)"},
-			&cli.DurationFlag{Name: "settle", Value: 2 * time.Second, Usage: "with --wait: how long the routing tables must stay the same"},
-			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "with --wait: no status line while it waits"},
-		},
-		Action: action(func(c *cli.Context) (*checkOptions, error) {
-			switch c.String("format") {
-			case "matrix", "list", "json":
-			default:
-				return nil, cli.Exit("--format is matrix, list or json", 2)
-			}
-			l, err := readPart(c)
-			return &checkOptions{Lab: l, Manager: manager(c), Options: check.Options{Timeout: c.Duration("timeout"), Tries: c.Int("tries")},
-				Format: c.String("format"), Out: c.App.Writer, Wait: c.Duration("wait"), Settle: c.Duration("settle"),
-				ErrOut: c.App.ErrWriter, Quiet: c.Bool("quiet")}, err
-		}, or(run, runCheck)),
+	flags := []cli.Flag{
+		hostFlag(),
+		topoFlag(),
+		&cli.DurationFlag{Name: "timeout", Value: time.Second, Usage: "wait per echo"},
+		&cli.IntFlag{Name: "tries", Value: 2, Usage: "echoes per pair until one answers"},
+		&cli.StringFlag{Name: "format", Value: "matrix", Usage: "matrix, list or json ({pairs, differences, summary, ok})"},
+		&cli.DurationFlag{Name: "wait", Usage: "wait up to `DURATION` until every pair answers as the routes say and the nodes' routing tables have stopped changing, then print how long convergence took (labs whose routers run FRR or BIRD)"},
+		&cli.DurationFlag{Name: "settle", Value: 2 * time.Second, Usage: "with --wait: how long the routing tables must stay the same"},
+		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: "with --wait: no status line while it waits"},
 	}
+	return command("check", "ping every address of a deployed lab from every node and compare with what its routes, NAT and firewalls say", "[FILE]", flags, func(c *cli.Context) (*checkOptions, error) {
+		switch c.String("format") {
+		case "matrix", "list", "json":
+		default:
+			return nil, cli.Exit("--format is matrix, list or json", 2)
+		}
+		l, err := readPart(c)
+		return &checkOptions{Lab: l, Manager: manager(c), Options: check.Options{Timeout: c.Duration("timeout"), Tries: c.Int("tries")},
+			Format: c.String("format"), Out: c.App.Writer, Wait: c.Duration("wait"), Settle: c.Duration("settle"),
+			ErrOut: c.App.ErrWriter, Quiet: c.Bool("quiet")}, err
+	}, run, runCheck)
 }
 
 // runCheck pings every pair and writes the results; it fails (exit 1)

@@ -29,41 +29,37 @@ type compareOptions struct {
 }
 
 func compareCommand(run func(context.Context, *compareOptions) error) *cli.Command {
-	return &cli.Command{
-		Name:      "compare",
-		Usage:     "is B faster than A: compare results files of nslab bench --out, figure by figure, and decide",
-		ArgsUsage: "A.jsonl B.jsonl [C.jsonl ...] | VARIANTS.jsonl",
-		Description: "Per traffic run, frame size and figure (pps, loss, latency percentiles, the router's cost per packet, each\n" +
-			"MLRsearch goal's conditional throughput): the old and new medians, the change, its 95% interval and a p-value.\n" +
-			"Results measured in the same blocks (bench --variants --out: one trial of each variant back to back, or at once in\n" +
-			"a duet) are compared pair by pair: the Hodges-Lehmann estimate of the pairs' log ratios, the exact Wilcoxon\n" +
-			"signed-rank interval and test. Results measured apart are compared by their medians: a bootstrap interval and the\n" +
-			"Mann-Whitney U test. The output says which. Each file after the first is compared with the first; one file of\n" +
-			"bench --variants compares each variant in it with the first. On the main figure (the router's cost per packet,\n" +
-			"else the rate) it decides: B faster or slower, no change larger than --margin (only with a positive control that\n" +
-			"moved, --control; else cannot tell), or inconclusive.\n" +
-			"Files measured differently (lab sha256, kernel, engine, placement, nslab version) are refused unless --force.\n\n" +
-			"Examples:\n  nslab bench --repeat 5 --out a.jsonl lab.yaml    # then change something\n" +
-			"  nslab bench --repeat 5 --out b.jsonl lab.yaml\n  nslab compare a.jsonl b.jsonl\n" +
-			"  nslab bench --variants base,tuned --out ab.jsonl lab.yaml\n  nslab compare ab.jsonl",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "format", Value: "table", Usage: "table, json, csv or markdown"},
-			&cli.BoolFlag{Name: "force", Usage: "compare files whose environments differ (the differences are printed)"},
-			&cli.StringFlag{Name: "margin", Value: "3%", Usage: "what no change means: none larger than this `PERCENT`"},
-			&cli.StringFlag{Name: "figure", Usage: "decide on this `FIGURE` (default: router_ns_per_packet, else pps, else a search's throughput)"},
-			&cli.StringFlag{Name: "control", Usage: "the positive control (a `FILE` bench --check-sensitivity saved, in the set-up the files were measured in) that lets the decision say no change: without one that moved on the figure decided on, no change is cannot tell"},
-		},
-		Action: action(func(c *cli.Context) (*compareOptions, error) {
-			if c.NArg() < 1 {
-				return nil, cli.Exit("compare needs two results files or more (nslab compare A.jsonl B.jsonl), or one of bench --variants", 2)
-			}
-			m, err := parsePercent(c.String("margin"))
-			if err != nil || m <= 0 {
-				return nil, cli.Exit(fmt.Sprintf("--margin %s: a percentage above 0, such as 3%%", c.String("margin")), 2)
-			}
-			return &compareOptions{Files: c.Args().Slice(), Format: c.String("format"), Force: c.Bool("force"), Margin: m, Figure: c.String("figure"), Control: c.String("control"), Out: c.App.Writer}, nil
-		}, or(run, runCompare)),
+	flags := []cli.Flag{
+		&cli.StringFlag{Name: "format", Value: "table", Usage: "table, json, csv or markdown"},
+		&cli.BoolFlag{Name: "force", Usage: "compare files whose environments differ (the differences are printed)"},
+		&cli.StringFlag{Name: "margin", Value: "3%", Usage: "what no change means: none larger than this `PERCENT`"},
+		&cli.StringFlag{Name: "figure", Usage: "decide on this `FIGURE` (default: router_ns_per_packet, else pps, else a search's throughput)"},
+		&cli.StringFlag{Name: "control", Usage: "the positive control (a `FILE` bench --check-sensitivity saved, in the set-up the files were measured in) that lets the decision say no change: without one that moved on the figure decided on, no change is cannot tell"},
 	}
+	cmd := command("compare", "is B faster than A: compare results files of nslab bench --out, figure by figure, and decide", "A.jsonl B.jsonl [C.jsonl ...] | VARIANTS.jsonl", flags, func(c *cli.Context) (*compareOptions, error) {
+		if c.NArg() < 1 {
+			return nil, cli.Exit("compare needs two results files or more (nslab compare A.jsonl B.jsonl), or one of bench --variants", 2)
+		}
+		m, err := parsePercent(c.String("margin"))
+		if err != nil || m <= 0 {
+			return nil, cli.Exit(fmt.Sprintf("--margin %s: a percentage above 0, such as 3%%", c.String("margin")), 2)
+		}
+		return &compareOptions{Files: c.Args().Slice(), Format: c.String("format"), Force: c.Bool("force"), Margin: m, Figure: c.String("figure"), Control: c.String("control"), Out: c.App.Writer}, nil
+	}, run, runCompare)
+	cmd.Description = "Per traffic run, frame size and figure (pps, loss, latency percentiles, the router's cost per packet, each\n" +
+		"MLRsearch goal's conditional throughput): the old and new medians, the change, its 95% interval and a p-value.\n" +
+		"Results measured in the same blocks (bench --variants --out: one trial of each variant back to back, or at once in\n" +
+		"a duet) are compared pair by pair: the Hodges-Lehmann estimate of the pairs' log ratios, the exact Wilcoxon\n" +
+		"signed-rank interval and test. Results measured apart are compared by their medians: a bootstrap interval and the\n" +
+		"Mann-Whitney U test. The output says which. Each file after the first is compared with the first; one file of\n" +
+		"bench --variants compares each variant in it with the first. On the main figure (the router's cost per packet,\n" +
+		"else the rate) it decides: B faster or slower, no change larger than --margin (only with a positive control that\n" +
+		"moved, --control; else cannot tell), or inconclusive.\n" +
+		"Files measured differently (lab sha256, kernel, engine, placement, nslab version) are refused unless --force.\n\n" +
+		"Examples:\n  nslab bench --repeat 5 --out a.jsonl lab.yaml    # then change something\n" +
+		"  nslab bench --repeat 5 --out b.jsonl lab.yaml\n  nslab compare a.jsonl b.jsonl\n" +
+		"  nslab bench --variants base,tuned --out ab.jsonl lab.yaml\n  nslab compare ab.jsonl"
+	return cmd
 }
 
 // readCompared reads what is compared: each file, or each variant of

@@ -29,22 +29,17 @@ type deployOptions struct {
 const progressNodes = 100
 
 func deployCommand(run func(context.Context, *deployOptions) error) *cli.Command {
-	return &cli.Command{
-		Name:      "deploy",
-		Usage:     "build a lab (atomic: on failure or Ctrl-C everything created is removed)",
-		ArgsUsage: "[FILE]",
-		Flags: []cli.Flag{
-			hostFlag(),
-			topoFlag(),
-			&cli.BoolFlag{Name: "dry-run", Usage: "print the equivalent iproute2/sysctl shell script, step for step, and change nothing"},
-			&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: fmt.Sprintf("no progress line (shown on a terminal for a lab of more than %d nodes)", progressNodes)},
-		},
-		Action: action(func(c *cli.Context) (*deployOptions, error) {
-			l, err := readPart(c)
-			return &deployOptions{Lab: l, Manager: manager(c), DryRun: c.Bool("dry-run"), Sysfs: c.String("sysfs"), Out: c.App.Writer,
-				ErrOut: c.App.ErrWriter, Quiet: c.Bool("quiet")}, err
-		}, or(run, runDeploy)),
+	flags := []cli.Flag{
+		hostFlag(),
+		topoFlag(),
+		&cli.BoolFlag{Name: "dry-run", Usage: "print the equivalent iproute2/sysctl shell script, step for step, and change nothing"},
+		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: fmt.Sprintf("no progress line (shown on a terminal for a lab of more than %d nodes)", progressNodes)},
 	}
+	return command("deploy", "build a lab (atomic: on failure or Ctrl-C everything created is removed)", "[FILE]", flags, func(c *cli.Context) (*deployOptions, error) {
+		l, err := readPart(c)
+		return &deployOptions{Lab: l, Manager: manager(c), DryRun: c.Bool("dry-run"), Sysfs: c.String("sysfs"), Out: c.App.Writer,
+			ErrOut: c.App.ErrWriter, Quiet: c.Bool("quiet")}, err
+	}, run, runDeploy)
 }
 
 func runDeploy(ctx context.Context, o *deployOptions) error {

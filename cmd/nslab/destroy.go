@@ -33,19 +33,14 @@ type destroyOptions struct {
 }
 
 func destroyCommand(run func(context.Context, *destroyOptions) error) *cli.Command {
-	return &cli.Command{
-		Name:      "destroy",
-		Usage:     "remove a lab completely (re-runnable; works when the file changed or is gone)",
-		ArgsUsage: "[FILE]",
-		Flags: []cli.Flag{
-			topoFlag(),
-			&cli.StringFlag{Name: "name", Usage: "lab `NAME`"},
-			&cli.BoolFlag{Name: "all", Usage: "every lab nslab deployed on this machine"},
-			&cli.BoolFlag{Name: "dry-run", Usage: "print the equivalent iproute2 shell script and change nothing"},
-			&cli.BoolFlag{Name: "wait", Usage: "return only once the kernel has torn the namespaces down (it does that in the background, after destroy)"},
-		},
-		Action: action(readDestroy, or(run, runDestroy)),
+	flags := []cli.Flag{
+		topoFlag(),
+		&cli.StringFlag{Name: "name", Usage: "lab `NAME`"},
+		&cli.BoolFlag{Name: "all", Usage: "every lab nslab deployed on this machine"},
+		&cli.BoolFlag{Name: "dry-run", Usage: "print the equivalent iproute2 shell script and change nothing"},
+		&cli.BoolFlag{Name: "wait", Usage: "return only once the kernel has torn the namespaces down (it does that in the background, after destroy)"},
 	}
+	return command("destroy", "remove a lab completely (re-runnable; works when the file changed or is gone)", "[FILE]", flags, readDestroy, run, runDestroy)
 }
 
 func readDestroy(c *cli.Context) (*destroyOptions, error) {
@@ -75,12 +70,7 @@ func readDestroy(c *cli.Context) (*destroyOptions, error) {
 // runDestroy destroys the lab (or every lab), or prints its script.
 func runDestroy(ctx context.Context, o *destroyOptions) error {
 	if o.DryRun {
-		script, err := o.Manager.DestroyScript(o.Lab, o.File)
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprint(o.Out, script)
-		return err
+		return printScript(o.Out)(o.Manager.DestroyScript(o.Lab, o.File))
 	}
 	if err := lab.CheckPrivileges(); err != nil {
 		return err

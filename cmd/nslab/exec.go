@@ -18,22 +18,17 @@ type execOptions struct {
 }
 
 func execCommand(run func(context.Context, *execOptions) error) *cli.Command {
-	return &cli.Command{
-		Name:      "exec",
-		Usage:     "run a command inside a node: its network namespace and its own view (hostname, /etc, /run, /var/log, /tmp); exit code passed through",
-		ArgsUsage: "NODE -- CMD [ARGS...]",
-		Flags:     []cli.Flag{&cli.StringFlag{Name: "name", Usage: "lab `NAME`, when the node name is in several labs"}},
-		Action: action(func(c *cli.Context) (*execOptions, error) {
-			args := c.Args().Slice()
-			if len(args) > 1 && args[1] == "--" {
-				args = append(args[:1], args[2:]...)
-			}
-			if len(args) < 2 {
-				return nil, cli.Exit("usage: nslab exec NODE -- CMD [ARGS...]", 2)
-			}
-			return &execOptions{Manager: manager(c), Lab: c.String("name"), Node: args[0], Command: args[1:]}, nil
-		}, or(run, runExec)),
-	}
+	flags := []cli.Flag{&cli.StringFlag{Name: "name", Usage: "lab `NAME`, when the node name is in several labs"}}
+	return command("exec", "run a command inside a node: its network namespace and its own view (hostname, /etc, /run, /var/log, /tmp); exit code passed through", "NODE -- CMD [ARGS...]", flags, func(c *cli.Context) (*execOptions, error) {
+		args := c.Args().Slice()
+		if len(args) > 1 && args[1] == "--" {
+			args = append(args[:1], args[2:]...)
+		}
+		if len(args) < 2 {
+			return nil, cli.Exit("usage: nslab exec NODE -- CMD [ARGS...]", 2)
+		}
+		return &execOptions{Manager: manager(c), Lab: c.String("name"), Node: args[0], Command: args[1:]}, nil
+	}, run, runExec)
 }
 
 // runExec replaces this process with the command, in the node's

@@ -17,24 +17,19 @@ type generateOptions struct {
 }
 
 func generateCommand(run func(context.Context, *generateOptions) error) *cli.Command {
-	return &cli.Command{
-		Name:      "generate",
-		Usage:     "write a lab file of a common shape and any size to standard output",
-		ArgsUsage: strings.Join(generate.Kinds, "|"),
-		Flags: []cli.Flag{
-			&cli.IntFlag{Name: "n", Value: 3, Usage: "nodes (chain, tree, mesh) or leaves (star, clos)"},
-			&cli.IntFlag{Name: "spines", Value: 2, Usage: "clos: spine nodes"},
-			&cli.BoolFlag{Name: "routes", Usage: "add the routes and forwarding that make every address reachable from every node"},
-			&cli.StringFlag{Name: "routing", Usage: "run a routing `PROTOCOL` on every node instead of static routes: ospf (FRR's ospfd on every link; every node forwards)"},
-			&cli.StringFlag{Name: "name", Usage: "lab name (default: the shape)"},
-		},
-		Action: action(func(c *cli.Context) (*generateOptions, error) {
-			if c.NArg() != 1 {
-				return nil, cli.Exit(fmt.Sprintf("usage: nslab generate %s --n N [--routes | --routing ospf] > lab.yaml", strings.Join(generate.Kinds, "|")), 2)
-			}
-			return &generateOptions{Options: generate.Options{Kind: c.Args().First(), N: c.Int("n"), Spines: c.Int("spines"), Routes: c.Bool("routes"), Routing: c.String("routing"), Name: c.String("name")}, Out: c.App.Writer}, nil
-		}, or(run, runGenerate)),
+	flags := []cli.Flag{
+		&cli.IntFlag{Name: "n", Value: 3, Usage: "nodes (chain, tree, mesh) or leaves (star, clos)"},
+		&cli.IntFlag{Name: "spines", Value: 2, Usage: "clos: spine nodes"},
+		&cli.BoolFlag{Name: "routes", Usage: "add the routes and forwarding that make every address reachable from every node"},
+		&cli.StringFlag{Name: "routing", Usage: "run a routing `PROTOCOL` on every node instead of static routes: ospf (FRR's ospfd on every link; every node forwards)"},
+		&cli.StringFlag{Name: "name", Usage: "lab name (default: the shape)"},
 	}
+	return command("generate", "write a lab file of a common shape and any size to standard output", strings.Join(generate.Kinds, "|"), flags, func(c *cli.Context) (*generateOptions, error) {
+		if c.NArg() != 1 {
+			return nil, cli.Exit(fmt.Sprintf("usage: nslab generate %s --n N [--routes | --routing ospf] > lab.yaml", strings.Join(generate.Kinds, "|")), 2)
+		}
+		return &generateOptions{Options: generate.Options{Kind: c.Args().First(), N: c.Int("n"), Spines: c.Int("spines"), Routes: c.Bool("routes"), Routing: c.String("routing"), Name: c.String("name")}, Out: c.App.Writer}, nil
+	}, run, runGenerate)
 }
 
 func runGenerate(_ context.Context, o *generateOptions) error {

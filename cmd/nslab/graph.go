@@ -18,19 +18,14 @@ type graphOptions struct {
 }
 
 func graphCommand(run func(context.Context, *graphOptions) error) *cli.Command {
-	return &cli.Command{
-		Name:      "graph",
-		Usage:     "draw a lab from its file (no deploy needed): text for the terminal, Graphviz dot, or Mermaid",
-		ArgsUsage: "[FILE]",
-		Flags: []cli.Flag{
-			topoFlag(),
-			&cli.StringFlag{Name: "format", Value: "text", Usage: "text, dot or mermaid"},
-		},
-		Action: action(func(c *cli.Context) (*graphOptions, error) {
-			l, err := readLab(c)
-			return &graphOptions{Lab: l, Format: c.String("format"), Out: c.App.Writer}, err
-		}, or(run, runGraph)),
+	flags := []cli.Flag{
+		topoFlag(),
+		&cli.StringFlag{Name: "format", Value: "text", Usage: "text, dot or mermaid"},
 	}
+	return command("graph", "draw a lab from its file (no deploy needed): text for the terminal, Graphviz dot, or Mermaid", "[FILE]", flags, func(c *cli.Context) (*graphOptions, error) {
+		l, err := readLab(c)
+		return &graphOptions{Lab: l, Format: c.String("format"), Out: c.App.Writer}, err
+	}, run, runGraph)
 }
 
 func runGraph(_ context.Context, o *graphOptions) error {

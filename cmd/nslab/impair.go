@@ -23,39 +23,34 @@ type impairOptions struct {
 }
 
 func impairCommand(run func(context.Context, *impairOptions) error) *cli.Command {
-	return &cli.Command{
-		Name:      "impair",
-		Usage:     "set (or --clear) what a deployed lab's link does to what an interface sends: delay, loss, rate...",
-		ArgsUsage: "NODE:IF   (or LAB:NODE:IF)",
-		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "name", Usage: "lab `NAME` (when several labs have the node)"},
-			nodeTopoFlag(),
-			&cli.StringFlag{Name: "delay", Usage: "delay `D`, e.g. 20ms"},
-			&cli.StringFlag{Name: "jitter", Usage: "jitter `D` of the delay, e.g. 5ms"},
-			&cli.StringFlag{Name: "loss", Usage: "packets lost, e.g. 1%"},
-			&cli.StringFlag{Name: "burst", Usage: "with --loss: lost in runs of `N` packets on average (netem's Gilbert-Elliott model), e.g. 4"},
-			&cli.StringFlag{Name: "duplicate", Usage: "packets duplicated, e.g. 0.1%"},
-			&cli.StringFlag{Name: "reorder", Usage: "packets sent ahead of the delayed rest, e.g. 1% (needs --delay)"},
-			&cli.StringFlag{Name: "corrupt", Usage: "packets with a bit flipped, e.g. 0.1%"},
-			&cli.StringFlag{Name: "rate", Usage: "link rate, e.g. 10Mbit"},
-			&cli.IntFlag{Name: "limit", Usage: "packets queued at most (default 1000)"},
-			&cli.BoolFlag{Name: "clear", Usage: "remove the impairment"},
-		},
-		Action: action(func(c *cli.Context) (*impairOptions, error) {
-			if c.NArg() != 1 {
-				return nil, cli.Exit("usage: nslab impair NODE:IF --delay 20ms --loss 1% ... | --clear", 2)
-			}
-			m, err := impairFlags(c)
-			if err != nil {
-				return nil, cli.Exit(err.Error(), 2)
-			}
-			name, err := labOfNode(c)
-			if err != nil {
-				return nil, err
-			}
-			return &impairOptions{Manager: manager(c), Lab: name, Interface: c.Args().First(), Impair: m, Out: c.App.Writer}, nil
-		}, or(run, runImpair)),
+	flags := []cli.Flag{
+		&cli.StringFlag{Name: "name", Usage: "lab `NAME` (when several labs have the node)"},
+		nodeTopoFlag(),
+		&cli.StringFlag{Name: "delay", Usage: "delay `D`, e.g. 20ms"},
+		&cli.StringFlag{Name: "jitter", Usage: "jitter `D` of the delay, e.g. 5ms"},
+		&cli.StringFlag{Name: "loss", Usage: "packets lost, e.g. 1%"},
+		&cli.StringFlag{Name: "burst", Usage: "with --loss: lost in runs of `N` packets on average (netem's Gilbert-Elliott model), e.g. 4"},
+		&cli.StringFlag{Name: "duplicate", Usage: "packets duplicated, e.g. 0.1%"},
+		&cli.StringFlag{Name: "reorder", Usage: "packets sent ahead of the delayed rest, e.g. 1% (needs --delay)"},
+		&cli.StringFlag{Name: "corrupt", Usage: "packets with a bit flipped, e.g. 0.1%"},
+		&cli.StringFlag{Name: "rate", Usage: "link rate, e.g. 10Mbit"},
+		&cli.IntFlag{Name: "limit", Usage: "packets queued at most (default 1000)"},
+		&cli.BoolFlag{Name: "clear", Usage: "remove the impairment"},
 	}
+	return command("impair", "set (or --clear) what a deployed lab's link does to what an interface sends: delay, loss, rate...", "NODE:IF   (or LAB:NODE:IF)", flags, func(c *cli.Context) (*impairOptions, error) {
+		if c.NArg() != 1 {
+			return nil, cli.Exit("usage: nslab impair NODE:IF --delay 20ms --loss 1% ... | --clear", 2)
+		}
+		m, err := impairFlags(c)
+		if err != nil {
+			return nil, cli.Exit(err.Error(), 2)
+		}
+		name, err := labOfNode(c)
+		if err != nil {
+			return nil, err
+		}
+		return &impairOptions{Manager: manager(c), Lab: name, Interface: c.Args().First(), Impair: m, Out: c.App.Writer}, nil
+	}, run, runImpair)
 }
 
 func runImpair(_ context.Context, o *impairOptions) error {
@@ -121,42 +116,16 @@ func impairFlags(c *cli.Context) (*spec.Impair, error) {
 	return m, nil
 }
 
-// linkOptions is nslab link: an interface of a deployed lab (as in
-// impairOptions) and whether it goes up or down.
-type linkOptions struct {
-	Manager   *lab.Manager
-	Lab       string
-	Interface string
-	Up        bool
-	Out       io.Writer
+func linkCommand(run func(context.Context, *switchOptions) error) *cli.Command {
+	return switchCommand("link", "take a deployed lab's interface down (the link fails) or bring it up", "down", "up", "NODE:IF", run, runLink)
 }
 
-func linkCommand(run func(context.Context, *linkOptions) error) *cli.Command {
-	return &cli.Command{
-		Name:      "link",
-		Usage:     "take a deployed lab's interface down (the link fails) or bring it up",
-		ArgsUsage: "down|up NODE:IF   (or LAB:NODE:IF)",
-		Flags:     []cli.Flag{&cli.StringFlag{Name: "name", Usage: "lab `NAME` (when several labs have the node)"}, nodeTopoFlag()},
-		Action: action(func(c *cli.Context) (*linkOptions, error) {
-			args := c.Args().Slice()
-			if len(args) != 2 || args[0] != "down" && args[0] != "up" {
-				return nil, cli.Exit("usage: nslab link down|up NODE:IF", 2)
-			}
-			name, err := labOfNode(c)
-			if err != nil {
-				return nil, err
-			}
-			return &linkOptions{Manager: manager(c), Lab: name, Interface: args[1], Up: args[0] == "up", Out: c.App.Writer}, nil
-		}, or(run, runLink)),
-	}
-}
-
-func runLink(_ context.Context, o *linkOptions) error {
-	return onInterface(o.Manager, o.Lab, o.Interface, func(r *lab.Running, ep spec.Endpoint) error {
-		if err := r.SetLink(ep, o.Up); err != nil {
+func runLink(_ context.Context, o *switchOptions) error {
+	return onInterface(o.Manager, o.Lab, o.Target, func(r *lab.Running, ep spec.Endpoint) error {
+		if err := r.SetLink(ep, o.On); err != nil {
 			return err
 		}
-		fmt.Fprintf(o.Out, "%s: %s\n", ep, map[bool]string{true: "up", false: "down"}[o.Up])
+		fmt.Fprintf(o.Out, "%s: %s\n", ep, map[bool]string{true: "up", false: "down"}[o.On])
 		return nil
 	})
 }

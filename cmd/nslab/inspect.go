@@ -21,28 +21,23 @@ type inspectOptions struct {
 }
 
 func inspectCommand(run func(context.Context, *inspectOptions) error) *cli.Command {
-	return &cli.Command{
-		Name:      "inspect",
-		Usage:     "show a deployed lab as the kernel sees it, or list deployed labs",
-		ArgsUsage: "[FILE]",
-		Flags: []cli.Flag{
-			topoFlag(),
-			&cli.StringFlag{Name: "name", Usage: "lab `NAME`"},
-			&cli.StringFlag{Name: "format", Value: "table", Usage: "table or json"},
-		},
-		Action: action(func(c *cli.Context) (*inspectOptions, error) {
-			o := &inspectOptions{Manager: manager(c), Format: c.String("format"), Out: c.App.Writer}
-			if o.Format != "table" && o.Format != "json" {
-				return nil, cli.Exit(fmt.Sprintf("--format %s: use table or json", o.Format), 2)
-			}
-			if c.String("name") == "" && c.String("topo") == "" && c.NArg() == 0 {
-				return o, nil
-			}
-			var err error
-			o.Lab, err = labName(c)
-			return o, err
-		}, or(run, runInspect)),
+	flags := []cli.Flag{
+		topoFlag(),
+		&cli.StringFlag{Name: "name", Usage: "lab `NAME`"},
+		&cli.StringFlag{Name: "format", Value: "table", Usage: "table or json"},
 	}
+	return command("inspect", "show a deployed lab as the kernel sees it, or list deployed labs", "[FILE]", flags, func(c *cli.Context) (*inspectOptions, error) {
+		o := &inspectOptions{Manager: manager(c), Format: c.String("format"), Out: c.App.Writer}
+		if o.Format != "table" && o.Format != "json" {
+			return nil, cli.Exit(fmt.Sprintf("--format %s: use table or json", o.Format), 2)
+		}
+		if c.String("name") == "" && c.String("topo") == "" && c.NArg() == 0 {
+			return o, nil
+		}
+		var err error
+		o.Lab, err = labName(c)
+		return o, err
+	}, run, runInspect)
 }
 
 func runInspect(_ context.Context, o *inspectOptions) error {

@@ -10,46 +10,46 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// nodeOptions is nslab node stop|start: a node of a deployed lab, and
-// whether it stops or starts.
-type nodeOptions struct {
+// switchOptions is a verb that turns one thing of a deployed lab one of
+// two ways: nslab link down|up NODE:IF, nslab node stop|start NODE.
+type switchOptions struct {
 	Manager *lab.Manager
-	Lab     string
-	Node    string
-	Start   bool
+	Lab     string // the thing's lab
+	Target  string // NODE:IF or NODE, as given
+	On      bool   // up, start
 	Out     io.Writer
 }
 
-func nodeCommand(run func(context.Context, *nodeOptions) error) *cli.Command {
-	return &cli.Command{
-		Name:      "node",
-		Usage:     "stop a deployed lab's node (its links down at both ends, its processes stopped) or start it again",
-		ArgsUsage: "stop|start NODE   (or LAB:NODE)",
-		Flags:     []cli.Flag{&cli.StringFlag{Name: "name", Usage: "lab `NAME` (when several labs have the node)"}, nodeTopoFlag()},
-		Action: action(func(c *cli.Context) (*nodeOptions, error) {
-			args := c.Args().Slice()
-			if len(args) != 2 || args[0] != "stop" && args[0] != "start" {
-				return nil, cli.Exit("usage: nslab node stop|start NODE", 2)
-			}
-			name, err := labOfNode(c)
-			if err != nil {
-				return nil, err
-			}
-			return &nodeOptions{Manager: manager(c), Lab: name, Node: args[1], Start: args[0] == "start", Out: c.App.Writer}, nil
-		}, or(run, runNode)),
-	}
+// switchCommand is such a verb: NAME OFF|ON TARGET.
+func switchCommand(name, usage, off, on, target string, run, def func(context.Context, *switchOptions) error) *cli.Command {
+	flags := []cli.Flag{&cli.StringFlag{Name: "name", Usage: "lab `NAME` (when several labs have the node)"}, nodeTopoFlag()}
+	return command(name, usage, off+"|"+on+" "+target+"   (or LAB:"+target+")", flags, func(c *cli.Context) (*switchOptions, error) {
+		args := c.Args().Slice()
+		if len(args) != 2 || args[0] != off && args[0] != on {
+			return nil, cli.Exit(fmt.Sprintf("usage: nslab %s %s|%s %s", name, off, on, target), 2)
+		}
+		labName, err := labOfNode(c)
+		if err != nil {
+			return nil, err
+		}
+		return &switchOptions{Manager: manager(c), Lab: labName, Target: args[1], On: args[0] == on, Out: c.App.Writer}, nil
+	}, run, def)
 }
 
-func runNode(ctx context.Context, o *nodeOptions) error {
+func nodeCommand(run func(context.Context, *switchOptions) error) *cli.Command {
+	return switchCommand("node", "stop a deployed lab's node (its links down at both ends, its processes stopped) or start it again", "stop", "start", "NODE", run, runNode)
+}
+
+func runNode(ctx context.Context, o *switchOptions) error {
 	if err := lab.CheckPrivileges(); err != nil {
 		return err
 	}
-	found, node, _, err := o.Manager.LocateNode(o.Lab, o.Node)
+	found, node, _, err := o.Manager.LocateNode(o.Lab, o.Target)
 	if err != nil {
 		return err
 	}
 	start := time.Now()
-	if o.Start {
+	if o.On {
 		err = o.Manager.StartNode(ctx, found, node)
 	} else {
 		err = o.Manager.StopNode(found, node)
@@ -57,6 +57,6 @@ func runNode(ctx context.Context, o *nodeOptions) error {
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(o.Out, "%s:%s %s in %v\n", found, node, map[bool]string{true: "started", false: "stopped"}[o.Start], time.Since(start).Round(time.Millisecond))
+	fmt.Fprintf(o.Out, "%s:%s %s in %v\n", found, node, map[bool]string{true: "started", false: "stopped"}[o.On], time.Since(start).Round(time.Millisecond))
 	return nil
 }

@@ -28,19 +28,14 @@ type pathOptions struct {
 }
 
 func pathCommand(run func(context.Context, *pathOptions) error) *cli.Command {
-	return &cli.Command{
-		Name:      "path",
-		Usage:     "show the hops a packet takes from a node to an address (confirmed by the kernel when deployed)",
-		ArgsUsage: "[FILE] FROM TO   (FROM: NODE or NODE:IF; TO: an address, NODE or NODE:IF)",
-		Flags: []cli.Flag{
-			hostFlag(),
-			topoFlag(),
-			&cli.StringFlag{Name: "format", Value: "table", Usage: "table or json"},
-			&cli.StringFlag{Name: "proto", Usage: "the packet's protocol, for the NAT and firewall rules on the way: icmp, tcp or udp (default: an ICMP echo)"},
-			&cli.IntFlag{Name: "port", Usage: "its destination port (tcp, udp)"},
-		},
-		Action: action(readPath, or(run, runPath)),
+	flags := []cli.Flag{
+		hostFlag(),
+		topoFlag(),
+		&cli.StringFlag{Name: "format", Value: "table", Usage: "table or json"},
+		&cli.StringFlag{Name: "proto", Usage: "the packet's protocol, for the NAT and firewall rules on the way: icmp, tcp or udp (default: an ICMP echo)"},
+		&cli.IntFlag{Name: "port", Usage: "its destination port (tcp, udp)"},
 	}
+	return command("path", "show the hops a packet takes from a node to an address (confirmed by the kernel when deployed)", "[FILE] FROM TO   (FROM: NODE or NODE:IF; TO: an address, NODE or NODE:IF)", flags, readPath, run, runPath)
 }
 
 func readPath(c *cli.Context) (*pathOptions, error) {

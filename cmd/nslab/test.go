@@ -36,31 +36,26 @@ type testOptions struct {
 const daemonWait = 60 * time.Second
 
 func testCommand(run func(context.Context, *testOptions) error) *cli.Command {
-	return &cli.Command{
-		Name:      "test",
-		Usage:     "check a lab against its file's tests: deploy it if it is not, run every test, print each result, exit 0 only if all pass",
-		ArgsUsage: "[FILE]",
-		Flags: append([]cli.Flag{
-			hostFlag(),
-			topoFlag(),
-			&cli.StringFlag{Name: "format", Value: "table", Usage: "table or json (one document: tests, summary, ok)"},
-			&cli.BoolFlag{Name: "tap", Usage: "print the results as TAP version 13 instead"},
-			&cli.StringFlag{Name: "junit", Usage: "also write the results as JUnit XML to `FILE`, as CI systems read it"},
-			&cli.BoolFlag{Name: "keep", Usage: "keep a lab test deployed (by default it destroys what it deployed)"},
-			&cli.DurationFlag{Name: "wait", Value: daemonWait, Usage: "how long a test without wait: is tried again in a lab whose nodes run FRR or BIRD (their routing converges after the deploy)"},
-		}, gradeFlags()...),
-		Action: action(func(c *cli.Context) (*testOptions, error) {
-			l, err := readTestLab(c)
-			if err == nil && c.String("format") != "table" && c.String("format") != "json" {
-				err = cli.Exit("--format: table or json", 2)
-			}
-			if err == nil && c.Bool("csv") && c.String("grade") == "" {
-				err = cli.Exit("--csv grades a directory of submissions: give it with --grade DIR", 2)
-			}
-			return &testOptions{Lab: l, Manager: manager(c), Format: c.String("format"), TAP: c.Bool("tap"), JUnit: c.String("junit"), Keep: c.Bool("keep"),
-				Wait: c.Duration("wait"), Out: c.App.Writer, Grade: c.String("grade"), CSV: c.Bool("csv"), started: time.Now()}, err
-		}, or(run, runTest)),
-	}
+	flags := append([]cli.Flag{
+		hostFlag(),
+		topoFlag(),
+		&cli.StringFlag{Name: "format", Value: "table", Usage: "table or json (one document: tests, summary, ok)"},
+		&cli.BoolFlag{Name: "tap", Usage: "print the results as TAP version 13 instead"},
+		&cli.StringFlag{Name: "junit", Usage: "also write the results as JUnit XML to `FILE`, as CI systems read it"},
+		&cli.BoolFlag{Name: "keep", Usage: "keep a lab test deployed (by default it destroys what it deployed)"},
+		&cli.DurationFlag{Name: "wait", Value: daemonWait, Usage: "how long a test without wait: is tried again in a lab whose nodes run FRR or BIRD (their routing converges after the deploy)"},
+	}, gradeFlags()...)
+	return command("test", "check a lab against its file's tests: deploy it if it is not, run every test, print each result, exit 0 only if all pass", "[FILE]", flags, func(c *cli.Context) (*testOptions, error) {
+		l, err := readTestLab(c)
+		if err == nil && c.String("format") != "table" && c.String("format") != "json" {
+			err = cli.Exit("--format: table or json", 2)
+		}
+		if err == nil && c.Bool("csv") && c.String("grade") == "" {
+			err = cli.Exit("--csv grades a directory of submissions: give it with --grade DIR", 2)
+		}
+		return &testOptions{Lab: l, Manager: manager(c), Format: c.String("format"), TAP: c.Bool("tap"), JUnit: c.String("junit"), Keep: c.Bool("keep"),
+			Wait: c.Duration("wait"), Out: c.App.Writer, Grade: c.String("grade"), CSV: c.Bool("csv"), started: time.Now()}, err
+	}, run, runTest)
 }
 
 // readTestLab is the lab to test, or with --grade the teacher's tests

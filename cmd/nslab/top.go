@@ -32,18 +32,13 @@ type topOptions struct {
 }
 
 func topCommand(run func(context.Context, *topOptions) error) *cli.Command {
-	return &cli.Command{
-		Name:      "top",
-		Usage:     "watch a deployed lab live: every interface's rates and drops, each CPU's softirq, steal and backlog drops, each node's forwarding and conntrack, and the TCP connections moving data (rates, retransmissions, cwnd, RTT)",
-		ArgsUsage: "[LAB]",
-		Flags: []cli.Flag{
-			&cli.DurationFlag{Name: "interval", Value: time.Second, Usage: "refresh every `D` (100ms and up)"},
-			&cli.StringFlag{Name: "sort", Value: "node", Usage: "sort interfaces by node (the file's order), rx, tx or drops; keys n, r, t, d change it"},
-			&cli.BoolFlag{Name: "once", Usage: "print one reading (over one interval) and exit"},
-			&cli.StringFlag{Name: "format", Value: "table", Usage: "with --once: table or json"},
-		},
-		Action: action(readTop, or(run, runTop)),
+	flags := []cli.Flag{
+		&cli.DurationFlag{Name: "interval", Value: time.Second, Usage: "refresh every `D` (100ms and up)"},
+		&cli.StringFlag{Name: "sort", Value: "node", Usage: "sort interfaces by node (the file's order), rx, tx or drops; keys n, r, t, d change it"},
+		&cli.BoolFlag{Name: "once", Usage: "print one reading (over one interval) and exit"},
+		&cli.StringFlag{Name: "format", Value: "table", Usage: "with --once: table or json"},
 	}
+	return command("top", "watch a deployed lab live: every interface's rates and drops, each CPU's softirq, steal and backlog drops, each node's forwarding and conntrack, and the TCP connections moving data (rates, retransmissions, cwnd, RTT)", "[LAB]", flags, readTop, run, runTop)
 }
 
 func readTop(c *cli.Context) (*topOptions, error) {

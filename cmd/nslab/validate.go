@@ -22,16 +22,11 @@ type validateOptions struct {
 }
 
 func validateCommand(run func(context.Context, *validateOptions) error) *cli.Command {
-	return &cli.Command{
-		Name:      "validate",
-		Usage:     "check a topology file without touching the machine (a traffic run the file's routes give no path is judged by the deployed lab's kernels)",
-		ArgsUsage: "[FILE]",
-		Flags:     []cli.Flag{topoFlag()},
-		Action: action(func(c *cli.Context) (*validateOptions, error) {
-			l, err := readLab(c)
-			return &validateOptions{Lab: l, Manager: manager(c), Out: c.App.Writer}, err
-		}, or(run, runValidate)),
-	}
+	flags := []cli.Flag{topoFlag()}
+	return command("validate", "check a topology file without touching the machine (a traffic run the file's routes give no path is judged by the deployed lab's kernels)", "[FILE]", flags, func(c *cli.Context) (*validateOptions, error) {
+		l, err := readLab(c)
+		return &validateOptions{Lab: l, Manager: manager(c), Out: c.App.Writer}, err
+	}, run, runValidate)
 }
 
 func runValidate(_ context.Context, o *validateOptions) error {

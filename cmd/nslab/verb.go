@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"fmt"
+	"io"
 
 	"github.com/urfave/cli/v2"
 )
@@ -36,4 +38,23 @@ func or[O any](run, def func(context.Context, *O) error) func(context.Context, *
 		return def
 	}
 	return run
+}
+
+// command is a verb's cli.Command: its name, one line of help, what its
+// operands are, its flags, the reader of its options, and the function
+// that runs them (run, or def when a test gave none).
+func command[O any](name, usage, operands string, flags []cli.Flag, read func(*cli.Context) (*O, error), run, def func(context.Context, *O) error) *cli.Command {
+	return &cli.Command{Name: name, Usage: usage, ArgsUsage: operands, Flags: flags, Action: action(read, or(run, def))}
+}
+
+// printScript writes a dry run's script to out, or returns the error that
+// kept it from being made: printScript(out)(m.ApplyScript(l)).
+func printScript(out io.Writer) func(string, error) error {
+	return func(script string, err error) error {
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprint(out, script)
+		return err
+	}
 }

@@ -28,27 +28,22 @@ func listenFlag(def string) *cli.StringFlag {
 }
 
 func webCommand(run func(context.Context, *webOptions) error) *cli.Command {
-	return &cli.Command{
-		Name:      "web",
-		Usage:     "serve a live page of a deployed lab: its drawing with every link's rate and drops, each node's CPU, the bench that runs and its report; and /metrics",
-		ArgsUsage: "[LAB]",
-		Flags: []cli.Flag{
-			listenFlag("127.0.0.1:8080"),
-			&cli.DurationFlag{Name: "interval", Value: time.Second, Usage: "sample every `D` (100ms and up)"},
-		},
-		Action: action(func(c *cli.Context) (*webOptions, error) {
-			o := &webOptions{Manager: manager(c), Listen: c.String("listen"), Interval: c.Duration("interval"), Err: c.App.ErrWriter}
-			if o.Interval < 100*time.Millisecond {
-				return nil, cli.Exit("--interval: at least 100ms", 2)
-			}
-			if err := checkListen(o.Listen, o.Err); err != nil {
-				return nil, err
-			}
-			var err error
-			o.Lab, err = watchedLabArg(c)
-			return o, err
-		}, or(run, runWeb)),
+	flags := []cli.Flag{
+		listenFlag("127.0.0.1:8080"),
+		&cli.DurationFlag{Name: "interval", Value: time.Second, Usage: "sample every `D` (100ms and up)"},
 	}
+	return command("web", "serve a live page of a deployed lab: its drawing with every link's rate and drops, each node's CPU, the bench that runs and its report; and /metrics", "[LAB]", flags, func(c *cli.Context) (*webOptions, error) {
+		o := &webOptions{Manager: manager(c), Listen: c.String("listen"), Interval: c.Duration("interval"), Err: c.App.ErrWriter}
+		if o.Interval < 100*time.Millisecond {
+			return nil, cli.Exit("--interval: at least 100ms", 2)
+		}
+		if err := checkListen(o.Listen, o.Err); err != nil {
+			return nil, err
+		}
+		var err error
+		o.Lab, err = watchedLabArg(c)
+		return o, err
+	}, run, runWeb)
 }
 
 // checkListen refuses an address without a host (":8080" listens on
@@ -112,16 +107,11 @@ type metricsOptions struct {
 }
 
 func metricsCommand(run func(context.Context, *metricsOptions) error) *cli.Command {
-	return &cli.Command{
-		Name:      "metrics",
-		Usage:     "serve deployed labs' counters at /metrics for Prometheus (OpenMetrics): interfaces, softnet and CPU, IP MIB, conntrack, qdisc drops, a running bench",
-		ArgsUsage: "[LAB...]",
-		Flags:     []cli.Flag{listenFlag("127.0.0.1:9477")},
-		Action: action(func(c *cli.Context) (*metricsOptions, error) {
-			o := &metricsOptions{Manager: manager(c), Labs: c.Args().Slice(), Listen: c.String("listen"), Err: c.App.ErrWriter}
-			return o, checkListen(o.Listen, o.Err)
-		}, or(run, runMetrics)),
-	}
+	flags := []cli.Flag{listenFlag("127.0.0.1:9477")}
+	return command("metrics", "serve deployed labs' counters at /metrics for Prometheus (OpenMetrics): interfaces, softnet and CPU, IP MIB, conntrack, qdisc drops, a running bench", "[LAB...]", flags, func(c *cli.Context) (*metricsOptions, error) {
+		o := &metricsOptions{Manager: manager(c), Labs: c.Args().Slice(), Listen: c.String("listen"), Err: c.App.ErrWriter}
+		return o, checkListen(o.Listen, o.Err)
+	}, run, runMetrics)
 }
 
 func runMetrics(_ context.Context, o *metricsOptions) error {

@@ -29,8 +29,18 @@ type Neighbours struct {
 // the namespace it is created in). Close it when done.
 func CountNeighbours(n *ns.NS, ifindex int, ipv6 bool) (*Neighbours, error) {
 	c := &Neighbours{}
+	if err := c.open(n, ifindex, unix.ETH_P_ALL, controlFilter(false, ipv6)); err != nil {
+		return nil, fmt.Errorf("neighbour frame counter in %s: %w", n.Name, err)
+	}
+	return c, nil
+}
+
+// open adds a packet socket on interface ifindex of namespace n (opened
+// on a thread inside it) that counts the frames of proto filter keeps;
+// on failure it closes every socket c has.
+func (c *Neighbours) open(n *ns.NS, ifindex int, proto uint16, filter []unix.SockFilter) error {
 	err := n.Do(func() error {
-		fd, err := packetSocket(ifindex, unix.ETH_P_ALL, controlFilter(false, ipv6))
+		fd, err := packetSocket(ifindex, proto, filter)
 		if err != nil {
 			return err
 		}
@@ -39,9 +49,8 @@ func CountNeighbours(n *ns.NS, ifindex int, ipv6 bool) (*Neighbours, error) {
 	})
 	if err != nil {
 		c.Close()
-		return nil, fmt.Errorf("neighbour frame counter in %s: %w", n.Name, err)
 	}
-	return c, nil
+	return err
 }
 
 func packetSocket(ifindex int, proto uint16, filter []unix.SockFilter) (int, error) {

@@ -52,16 +52,7 @@ func CountUDPPort(n *ns.NS, ifindex int, ipv6 bool, port int) (*UDPPort, error) 
 	if ipv6 {
 		proto, filter = unix.ETH_P_IPV6, udp6Filter(port)
 	}
-	err := n.Do(func() error {
-		fd, err := packetSocket(ifindex, proto, filter)
-		if err != nil {
-			return err
-		}
-		c.fds = append(c.fds, fd)
-		return nil
-	})
-	if err != nil {
-		c.Close()
+	if err := c.open(n, ifindex, proto, filter); err != nil {
 		return nil, fmt.Errorf("UDP port %d counter in %s: %w", port, n.Name, err)
 	}
 	return c, nil

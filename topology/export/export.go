@@ -228,7 +228,7 @@ func (c *Containerlab) Marshal() ([]byte, error) {
 // sortNodes puts the topology's node entries in order (yaml.v3 writes a
 // map's keys sorted).
 func sortNodes(doc *yaml.Node, order []string) {
-	nodes := lookup(lookup(doc, "topology"), "nodes")
+	nodes := spec.MappingValue(spec.MappingValue(doc, "topology"), "nodes")
 	if nodes == nil {
 		return
 	}
@@ -244,14 +244,3 @@ func sortNodes(doc *yaml.Node, order []string) {
 	}
 }
 
-func lookup(m *yaml.Node, key string) *yaml.Node {
-	if m == nil || m.Kind != yaml.MappingNode {
-		return nil
-	}
-	for i := 0; i+1 < len(m.Content); i += 2 {
-		if m.Content[i].Value == key {
-			return m.Content[i+1]
-		}
-	}
-	return nil
-}

@@ -26,12 +26,12 @@ func WithTests(sub, teacher []byte) ([]byte, error) {
 	if err := yaml.Unmarshal(teacher, &t); err != nil || len(t.Content) == 0 {
 		return nil, fmt.Errorf("the teacher's file is not YAML: %w", err)
 	}
-	tests := mappingValue(t.Content[0], "tests")
+	tests := MappingValue(t.Content[0], "tests")
 	if tests == nil {
 		return nil, errors.New("the teacher's file has no tests: section")
 	}
 	m := s.Content[0]
-	if v := mappingValue(m, "tests"); v != nil {
+	if v := MappingValue(m, "tests"); v != nil {
 		*v = *tests
 	} else {
 		m.Content = append(m.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: "tests"}, tests)
@@ -45,7 +45,7 @@ func WithoutTests(data []byte, drop []int) ([]byte, error) {
 	if err := yaml.Unmarshal(data, &d); err != nil {
 		return nil, err
 	}
-	v := mappingValue(d.Content[0], "tests")
+	v := MappingValue(d.Content[0], "tests")
 	if v == nil {
 		return data, nil
 	}

@@ -142,7 +142,7 @@ func (r *reporter) parseVariant(root *yaml.Node, lab *Lab, ve kv, path string) *
 // spliceNode puts a variant's changes of one node (ne) into the copy
 // doc, and its before: and after: commands into v.
 func (r *reporter) spliceNode(doc *yaml.Node, lab *Lab, v *Variant, ne kv, npath string) {
-	target := mappingValue(mappingValue(doc, "nodes"), ne.key)
+	target := MappingValue(MappingValue(doc, "nodes"), ne.key)
 	if target == nil {
 		r.errAt(ne.k.Line, ne.k.Column, npath, "no node %s in nodes: name one of %s", ne.key, strings.Join(nodeNames(lab), ", "))
 		return
@@ -204,7 +204,7 @@ func (r *reporter) spliceMachine(doc *yaml.Node, lab *Lab, e kv, path string) {
 	if !ok {
 		return
 	}
-	m := mappingValue(doc, VariantMachine)
+	m := MappingValue(doc, VariantMachine)
 	if m == nil {
 		m = &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map"}
 		doc.Content = append(doc.Content, &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: VariantMachine}, m)
@@ -215,7 +215,7 @@ func (r *reporter) spliceMachine(doc *yaml.Node, lab *Lab, e kv, path string) {
 // mergeMapping sets each entry of a variant's mapping e (sysctls) in the
 // node's mapping of that key, creating it.
 func mergeMapping(target *yaml.Node, e kv) {
-	m := mappingValue(target, e.key)
+	m := MappingValue(target, e.key)
 	if m == nil || m.Kind != yaml.MappingNode {
 		setKey(target, e.k, e.v)
 		return
@@ -233,7 +233,7 @@ func mergeMapping(target *yaml.Node, e kv) {
 
 // spliceInterfaces puts a variant's interface changes into the node's copy.
 func (r *reporter) spliceInterfaces(n *Node, target *yaml.Node, e kv) {
-	ifaces := mappingValue(target, "interfaces")
+	ifaces := MappingValue(target, "interfaces")
 	for _, ie := range r.entries(e.v, e.path, "interface name: changes") {
 		ipath := e.path + "." + ie.key
 		r.at(ipath, ie.k.Line, ie.k.Column)
@@ -245,7 +245,7 @@ func (r *reporter) spliceInterfaces(n *Node, target *yaml.Node, e kv) {
 			r.errAt(ie.k.Line, ie.k.Column, ipath, "node %s has no interface %s: name one of %s", n.Name, ie.key, strings.Join(names, ", "))
 			continue
 		}
-		it := mappingValue(ifaces, ie.key)
+		it := MappingValue(ifaces, ie.key)
 		if it.Kind != yaml.MappingNode {
 			*it = yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: it.Line, Column: it.Column}
 		}
@@ -289,8 +289,10 @@ func deepCopy(n *yaml.Node) *yaml.Node {
 	return &c
 }
 
-// mappingValue is the value of key in mapping m, or nil.
-func mappingValue(m *yaml.Node, key string) *yaml.Node {
+// MappingValue is the value of key in YAML mapping m, or nil (m nil or
+// not a mapping, or without key): the one lookup the file's readers and
+// writers share.
+func MappingValue(m *yaml.Node, key string) *yaml.Node {
 	if m == nil || m.Kind != yaml.MappingNode {
 		return nil
 	}

@@ -65,7 +65,7 @@ var unmeasured = []string{"variants", "tests", "expect"}
 func variantDiff(a, b *yaml.Node) ([]string, error) {
 	var changed []string
 	for _, key := range unionKeys(a, b) {
-		va, vb := mappingValue(a, key), mappingValue(b, key)
+		va, vb := MappingValue(a, key), MappingValue(b, key)
 		switch {
 		case slices.Contains(unmeasured, key):
 		case key == "nodes":
@@ -99,7 +99,7 @@ func nodesDiff(a, b *yaml.Node) ([]string, error) {
 	}
 	var changed []string
 	for _, n := range ka {
-		diff, err := settingsDiff("nodes."+n, mappingValue(a, n), mappingValue(b, n), variantNodeKeys, []string{"sysctls"})
+		diff, err := settingsDiff("nodes."+n, MappingValue(a, n), MappingValue(b, n), variantNodeKeys, []string{"sysctls"})
 		if err != nil {
 			return nil, err
 		}
@@ -118,7 +118,7 @@ func nodesDiff(a, b *yaml.Node) ([]string, error) {
 func settingsDiff(path string, a, b *yaml.Node, may, merged []string) (bool, error) {
 	diff := false
 	for _, key := range unionKeys(a, b) {
-		va, vb := mappingValue(a, key), mappingValue(b, key)
+		va, vb := MappingValue(a, key), MappingValue(b, key)
 		if canonical(va) == canonical(vb) {
 			continue
 		}
@@ -152,7 +152,7 @@ func interfacesDiff(path string, a, b *yaml.Node) error {
 		return fmt.Errorf("%s: %s here, %s in the baseline's: another lab", path, strings.Join(ka, ", "), strings.Join(kb, ", "))
 	}
 	for _, i := range ka {
-		if _, err := settingsDiff(path+"."+i, mappingValue(a, i), mappingValue(b, i), variantIfaceKeys, []string{"offloads"}); err != nil {
+		if _, err := settingsDiff(path+"."+i, MappingValue(a, i), MappingValue(b, i), variantIfaceKeys, []string{"offloads"}); err != nil {
 			return err
 		}
 	}

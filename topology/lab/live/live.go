@@ -27,6 +27,17 @@ type Lab interface {
 	Do(node string, fn func() error) error
 }
 
+// labLink is labInterface and the kernel's interface ep names, found
+// through the node's handle.
+func labLink(r Lab, ep spec.Endpoint) (*spec.Interface, netlink.Link, error) {
+	i, err := labInterface(r, ep)
+	if err != nil {
+		return nil, nil, err
+	}
+	link, err := r.Link(ep)
+	return i, link, err
+}
+
 // labInterface checks that ep is an interface of the lab a user may
 // change (not lo) and returns it.
 func labInterface(r Lab, ep spec.Endpoint) (*spec.Interface, error) {
@@ -53,11 +64,7 @@ func labInterface(r Lab, ep spec.Endpoint) (*spec.Interface, error) {
 //
 // Equivalent to: tc -n NS qdisc replace dev IF root handle 1: netem|tbf ...
 func Impair(r Lab, ep spec.Endpoint, m *spec.Impair) error {
-	i, err := labInterface(r, ep)
-	if err != nil {
-		return err
-	}
-	link, err := r.Link(ep)
+	i, link, err := labLink(r, ep)
 	if err != nil {
 		return err
 	}
@@ -74,11 +81,7 @@ func Impair(r Lab, ep spec.Endpoint, m *spec.Impair) error {
 //
 // Equivalent to: tc -n NS qdisc del dev IF root (then the queue's tc line)
 func ClearImpair(r Lab, ep spec.Endpoint) (bool, error) {
-	i, err := labInterface(r, ep)
-	if err != nil {
-		return false, err
-	}
-	link, err := r.Link(ep)
+	i, link, err := labLink(r, ep)
 	if err != nil {
 		return false, err
 	}
@@ -109,11 +112,7 @@ func Impairment(r Lab, ep spec.Endpoint) (*qdisc.State, error) {
 //
 // Equivalent to: ip -n NS link set dev IF down|up [; ip -n NS route replace ...]
 func SetLink(r Lab, ep spec.Endpoint, up bool) error {
-	i, err := labInterface(r, ep)
-	if err != nil {
-		return err
-	}
-	link, err := r.Link(ep)
+	i, link, err := labLink(r, ep)
 	if err != nil {
 		return err
 	}
