@@ -172,11 +172,11 @@ func (o *baselineOptions) after(w io.Writer, out *bench.Outcome, lines []byte, l
 	var h *report.History
 	if o.History != "" {
 		if _, err := report.AppendHistory(o.History, lines, time.Now()); err != nil {
-			return nil, nil, err
+			return nil, nil, &bench.FieldError{Field: "history", Err: err}
 		}
 		var err error
 		if h, err = report.ReadHistory(o.History); err != nil {
-			return nil, nil, err
+			return nil, nil, &bench.FieldError{Field: "history", Err: err}
 		}
 	}
 	switch {

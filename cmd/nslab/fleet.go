@@ -309,8 +309,28 @@ func agentCommand() *cli.Command {
 			// write there must fail and let the agent undo and clean up,
 			// not kill it (SIGPIPE on fd 1 ends a Go program).
 			signal.Ignore(syscall.SIGPIPE)
-			a := &fleet.Agent{Version: version, Exe: exe, Global: global, In: os.Stdin, Out: os.Stdout}
+			a := &fleet.Agent{Version: version, Exe: exe, Argv: agentArgv(global), In: os.Stdin, Out: os.Stdout}
 			return a.Serve(c.Context)
 		},
+	}
+}
+
+// agentArgv is the command line an agent runs a verb of its host's share
+// with: the global options it was given, --host, and the request's
+// arguments with the protocol's stand-ins spelled as flags.
+func agentArgv(global []string) func(host, labName string, args []string) []string {
+	return func(host, labName string, args []string) []string {
+		argv := append(slices.Clone(global), "--host", host)
+		for _, s := range args {
+			switch s {
+			case fleet.NameArg:
+				argv = append(argv, "--name", labName)
+			case fleet.QuietArg:
+				argv = append(argv, "-q")
+			default:
+				argv = append(argv, s)
+			}
+		}
+		return argv
 	}
 }

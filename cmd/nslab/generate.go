@@ -28,7 +28,9 @@ func generateCommand(run func(context.Context, *generateOptions) error) *cli.Com
 		if c.NArg() != 1 {
 			return nil, cli.Exit(fmt.Sprintf("usage: nslab generate %s --n N [--routes | --routing ospf] > lab.yaml", strings.Join(generate.Kinds, "|")), 2)
 		}
-		return &generateOptions{Options: generate.Options{Kind: c.Args().First(), N: c.Int("n"), Spines: c.Int("spines"), Routes: c.Bool("routes"), Routing: c.String("routing"), Name: c.String("name")}, Out: c.App.Writer}, nil
+		o := generate.Options{Kind: c.Args().First(), N: c.Int("n"), Spines: c.Int("spines"), Routes: c.Bool("routes"), Routing: c.String("routing"), Name: c.String("name")}
+		o.Origin = generateLine(o)
+		return &generateOptions{Options: o, Out: c.App.Writer}, nil
 	}, run, runGenerate)
 }
 
@@ -39,4 +41,20 @@ func runGenerate(_ context.Context, o *generateOptions) error {
 	}
 	_, err = fmt.Fprint(o.Out, src)
 	return err
+}
+
+// generateLine is the command line that generates o's lab, written at the
+// top of the file it makes.
+func generateLine(o generate.Options) string {
+	line := fmt.Sprintf("nslab generate %s --n %d", o.Kind, o.N)
+	if o.Kind == "clos" {
+		line += fmt.Sprintf(" --spines %d", o.Spines)
+	}
+	if o.Routes {
+		line += " --routes"
+	}
+	if o.Routing != "" {
+		line += " --routing " + o.Routing
+	}
+	return line
 }

@@ -166,15 +166,21 @@ func newApp(commands ...*cli.Command) *cli.App {
 	}
 }
 
-// flagWords is err's message with the request field a library names
-// (bench.FieldError: "rate: ...") named as the flag the user gave it
-// ("--rate: ...").
+// flagWords is err's message in this command line's words: the request
+// field a library names (bench.FieldError: "rate: ...") named as the flag
+// the user gave it ("--rate: ..."), and a lab the library says to destroy
+// (LabToDestroy) followed by the command that does it.
 func flagWords(err error) string {
+	msg := err.Error()
 	var fe *bench.FieldError
-	if !errors.As(err, &fe) {
-		return err.Error()
+	if errors.As(err, &fe) {
+		msg = strings.Replace(msg, fe.Error(), "--"+fe.Error(), 1)
 	}
-	return strings.Replace(err.Error(), fe.Error(), "--"+fe.Error(), 1)
+	var td interface{ LabToDestroy() string }
+	if errors.As(err, &td) && td.LabToDestroy() != "" {
+		msg += fmt.Sprintf(" (nslab destroy --name %s)", td.LabToDestroy())
+	}
+	return msg
 }
 
 // operandsFirst are the verbs whose operands may come before their

@@ -209,7 +209,7 @@ func TestPrivilegedRootlessLab(t *testing.T) {
 		t.Errorf("metrics of the rootless lab, from the host: %s", body)
 	}
 	code, out := s.nslab("bench", "--engine", "pktgen", "--duration", "1s", "crs.yaml")
-	if code == 0 || strings.Count(strings.TrimSpace(out), "\n") != 0 || !strings.Contains(out, "kernel pktgen (--engine pktgen) needs root on the host") {
+	if code == 0 || strings.Count(strings.TrimSpace(out), "\n") != 0 || !strings.Contains(out, "kernel pktgen (engine pktgen) needs root on the host") {
 		t.Errorf("kernel pktgen in a rootless lab: exit %d: %s", code, out)
 	}
 	if out := s.must("destroy", "-t", "crs.yaml"); !strings.Contains(out, "destroyed lab "+name) {

@@ -96,9 +96,9 @@ func chooseRootless(name string, sender *ns.NS) (engine.Engine, string, error) {
 	case "userspace":
 		return userspace.Engine{}, "asked for", nil
 	case "pktgen":
-		return nil, "", rootless.Refuse("kernel pktgen (--engine pktgen)", "use --engine userspace")
+		return nil, "", rootless.Refuse("kernel pktgen (engine pktgen)", "use engine userspace")
 	case "xdp":
-		return nil, "", rootless.Refuse("the XDP engine (--engine xdp, a BPF program)", "use --engine userspace")
+		return nil, "", rootless.Refuse("the XDP engine (engine xdp, a BPF program)", "use engine userspace")
 	}
 	return nil, "", fmt.Errorf("engine %q: use auto or userspace (this lab is rootless)", name)
 }

@@ -284,7 +284,7 @@ func ReadControl(path string) (*report.Control, error) {
 	}
 	var c report.Control
 	if err := json.Unmarshal(b, &c); err != nil || c.Key == "" {
-		return nil, fmt.Errorf("%s is not a positive control bench --check-sensitivity saved (%v)", path, err)
+		return nil, fmt.Errorf("%s is not a positive control a sensitivity check (check-sensitivity) saved (%v)", path, err)
 	}
 	c.Saved = path
 	return &c, nil

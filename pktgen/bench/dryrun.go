@@ -64,7 +64,7 @@ func DryRun(l *spec.Lab, r *lab.Running, t *spec.Traffic) (string, error) {
 			b.WriteString("\n")
 		}
 		if i == 0 {
-			s = strings.Replace(s, "\n", fmt.Sprintf("\n# nslab bench --dry-run: lab %s, traffic %s, %s -> %s through %s;\n# destination MAC %s is %s's, %s.\n# nslab bench also holds the UDP port open at the receiver (so it answers no ICMP)\n# and samples every hop's counters; this script only sends.\n",
+			s = strings.Replace(s, "\n", fmt.Sprintf("\n# the bench of lab %s, traffic %s, %s -> %s through %s;\n# destination MAC %s is %s's, %s.\n# nslab bench also holds the UDP port open at the receiver (so it answers no ICMP)\n# and samples every hop's counters; this script only sends.\n",
 				l.Name, t.Name, t.From, t.To, hopsLine(tp.Path), mac, tp.NextHop, where), 1)
 		}
 		b.WriteString(s)

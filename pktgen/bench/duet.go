@@ -58,7 +58,7 @@ func (req *Request) settleDuet() error {
 		return nil
 	}
 	if err != nil && req.fullLoad() {
-		return fmt.Errorf("%w; give the traffic a rate the routers hold (the figure is then their cost per packet), or measure in sequential pairs (--duet=false)", err)
+		return fmt.Errorf("%w; give the traffic a rate the routers hold (the figure is then their cost per packet), or measure in sequential pairs (duet off)", err)
 	}
 	return err
 }

@@ -440,7 +440,7 @@ func awaitRouting(ctx context.Context, r *lab.Running, wait time.Duration, progr
 	}
 	pairs, conv, err := check.Converge(ctx, r, check.Options{Timeout: 300 * time.Millisecond, Tries: 1}, wait, routingSettle, check.Mark{})
 	if err != nil {
-		return fmt.Errorf("the lab's routing daemons have not converged: %w (wait longer with --wait, or see nslab check)", err)
+		return fmt.Errorf("the lab's routing daemons have not converged: %w (give them longer (wait), or check the lab)", err)
 	}
 	if progress != nil {
 		summary, _ := pairs.Summary()

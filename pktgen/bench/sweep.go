@@ -218,13 +218,13 @@ func (req Request) checkTCP() error {
 		set  bool
 		what string
 	}{
-		{req.Search != nil || req.MLR != nil || req.RFC2544 != nil, "a search of the rate (--search, --search-binary, --rfc2544)"},
-		{len(req.LatencyAt) > 0 || req.Latency, "latency by sequence number (--latency, --latency-at)"},
-		{len(req.Events) > 0, "events (--event)"},
-		{len(req.Measure) > 0, "measured interfaces (--measure)"},
+		{req.Search != nil || req.MLR != nil || req.RFC2544 != nil, "a search of the rate (search, search-binary, rfc2544)"},
+		{len(req.LatencyAt) > 0 || req.Latency, "latency by sequence number (latency, latency-at)"},
+		{len(req.Events) > 0, "events (event)"},
+		{len(req.Measure) > 0, "measured interfaces (measure)"},
 	} {
 		if c.set {
-			return fmt.Errorf("a TCP run (tcp:, --tcp) is measured without %s", c.what)
+			return fmt.Errorf("a TCP run (tcp:, or tcp) is measured without %s", c.what)
 		}
 	}
 	return nil

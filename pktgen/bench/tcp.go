@@ -33,7 +33,7 @@ const tcpEngine = "tcp (nslab's sender and sink, TCP_INFO of both ends)"
 // measureTCP is one measured run of the bench's TCP flows.
 func (b *Bench) measureTCP(ctx context.Context) (*report.Report, error) {
 	if len(b.opts.Events) > 0 || b.opts.Latency || b.opts.Gate != nil {
-		return nil, errors.New("a TCP run (tcp:) is measured without --event, --latency or a duet")
+		return nil, errors.New("a TCP run (tcp:) is measured without events, latency or a duet")
 	}
 	defer b.place.confine(b.allowed)()
 	m, err := b.idleTCP(ctx)

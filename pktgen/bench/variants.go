@@ -199,7 +199,7 @@ func (req Request) decisionFigure(rf *report.ResultsFile, placed bool) (report.F
 	}
 	want := []string{req.Figure}
 	if req.Figure == "" && req.Traffic.TCP != nil {
-		want = []string{"goodput_mbps"} // a TCP run: what the flows delivered (--figure loaded_latency_p99_ns for latency under load)
+		want = []string{"goodput_mbps"} // a TCP run: what the flows delivered (figure loaded_latency_p99_ns for latency under load)
 	} else if req.Figure == "" {
 		want = []string{"router_relative_cost", "router_ns_per_packet", "pps", "throughput_pps"}
 		if !placed || req.changesReceiver() {
@@ -280,7 +280,7 @@ func (req Request) judge(d *report.Decision, why string, reps []*report.Report, 
 		d.Control = ctl
 		d.CannotTellWith(fmt.Sprintf("%s did not move for a known cost in this set-up (positive control: %s), so no change here is no evidence", d.Figure, ctl.Sentence))
 	default:
-		d.CannotTellWith(fmt.Sprintf("no positive control has shown that %s moves in this set-up (%s) on this machine: measure one with bench --check-sensitivity (alone, or with these variants)", d.Figure, d.Setup))
+		d.CannotTellWith(fmt.Sprintf("no positive control has shown that %s moves in this set-up (%s) on this machine: measure one with a sensitivity check (check-sensitivity; alone, or with these variants)", d.Figure, d.Setup))
 	}
 	return stats.CannotTell
 }
@@ -386,7 +386,7 @@ func (req Request) underVariant(ctx context.Context, r *lab.Running, name, block
 func (req Request) checkVariants() error {
 	if len(req.Variants) == 0 {
 		if req.Duet && !req.DuetAuto && !req.CheckSensitivity {
-			return &FieldError{"duet", errors.New("a duet compares variants: name two or more with --variants")}
+			return &FieldError{"duet", errors.New("a duet compares variants: name two or more (variants)")}
 		}
 		return nil
 	}

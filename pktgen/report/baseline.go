@@ -153,7 +153,7 @@ func (v *BaselineVerdict) decide() {
 		v.Why = fmt.Sprintf("at most %.2f%% slower (%.3g%% interval %.2f%%..%.2f%%), within the margin of %g%%", v.SlowerHigh, 100*v.CILevel, v.SlowerLow, v.SlowerHigh, v.Margin)
 	default:
 		v.Verdict = Inconclusive
-		v.Why = fmt.Sprintf("%.2f%% slower, %.3g%% interval %.2f%%..%.2f%%: these trials detect %.2f%% (90%% power), the margin is %g%%; more trials (--repeat) narrow it",
+		v.Why = fmt.Sprintf("%.2f%% slower, %.3g%% interval %.2f%%..%.2f%%: these trials detect %.2f%% (90%% power), the margin is %g%%; more trials (repeat) narrow it",
 			v.Slower, 100*v.CILevel, v.SlowerLow, v.SlowerHigh, v.MDE, v.Margin)
 	}
 }
@@ -225,7 +225,7 @@ func (v *BaselineVerdict) Write(w io.Writer) error {
 		ew.printf("  the baseline's lab measured in this run: %+.2f%% against the baseline's own median (the machine's drift since, and the set-up: %s here, the baseline's own; the pairs cancel both)\n", *v.Drift, v.Setup)
 	}
 	for _, d := range v.Differences {
-		ew.printf("  measured differently (--force): %s\n", d)
+		ew.printf("  measured differently (forced): %s\n", d)
 	}
 	return ew.err
 }

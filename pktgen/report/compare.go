@@ -439,7 +439,7 @@ func (c *Comparison) Write(w io.Writer, format string) error {
 		ew.printf("old: %s\nnew: %s\n%s; significant: p < %g\n", c.Old, c.New, c.Method, Significance)
 		c.decisionLines(ew, "", "")
 		for _, d := range c.Ignored {
-			ew.printf("ignored (--force): %s\n", d)
+			ew.printf("ignored (forced): %s\n", d)
 		}
 		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "\ntraffic\tframe\tfigure\told\tnew\tchange\t95% interval\tp\t\t")

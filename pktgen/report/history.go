@@ -39,11 +39,11 @@ type Step struct {
 // named by now, and returns its path.
 func AppendHistory(dir string, lines []byte, now time.Time) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return "", fmt.Errorf("--history: %w", err)
+		return "", err
 	}
 	path := filepath.Join(dir, now.UTC().Format("20060102T150405.000000000Z")+".jsonl")
 	if err := os.WriteFile(path, lines, 0o644); err != nil {
-		return "", fmt.Errorf("--history: %w", err)
+		return "", err
 	}
 	return path, nil
 }
@@ -54,7 +54,7 @@ func AppendHistory(dir string, lines []byte, now time.Time) (string, error) {
 func ReadHistory(dir string) (*History, error) {
 	files, err := filepath.Glob(filepath.Join(dir, "*.jsonl"))
 	if err != nil || len(files) == 0 {
-		return nil, fmt.Errorf("--history %s: no runs there (%v)", dir, err)
+		return nil, fmt.Errorf("%s: no runs there (%v)", dir, err)
 	}
 	slices.Sort(files)
 	var runs []*ResultsFile
@@ -68,7 +68,7 @@ func ReadHistory(dir string) (*History, error) {
 	latest := runs[len(runs)-1]
 	k, ok := baselineKey(latest, latest)
 	if !ok {
-		return nil, fmt.Errorf("--history: the newest run %s has none of the figures %v with two trials or more", latest.Path, BaselineFigures)
+		return nil, fmt.Errorf("the newest run %s has none of the figures %v with two trials or more", latest.Path, BaselineFigures)
 	}
 	h := &History{Dir: dir, Key: k}
 	for _, rf := range runs {

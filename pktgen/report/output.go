@@ -55,8 +55,8 @@ func WriteOutput(w io.Writer, format string, o *Output) error {
 	if len(o.Comparisons) > 0 && format != "csv" {
 		// A comparison's trials are many: its figures, summaries and
 		// decision say what they found; each trial is in the JSON and in
-		// bench --out.
-		if _, err := fmt.Fprintf(w, "%d trials (each in --format json and in the --out file)\n\n", o.trials()); err != nil {
+		// the results file.
+		if _, err := fmt.Fprintf(w, "%d trials (each in the JSON format and in the results file)\n\n", o.trials()); err != nil {
 			return err
 		}
 	} else if err := o.writeResults(w, format); err != nil {

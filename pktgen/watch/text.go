@@ -57,7 +57,7 @@ func (v *View) writeTCP(w io.Writer) {
 	}
 	tw.Flush()
 	if n := len(v.TCP) - tcpShown; n > 0 {
-		fmt.Fprintf(w, "(and %d more connections; --once --format json lists all)\n", n)
+		fmt.Fprintf(w, "(and %d more connections; the JSON format lists all)\n", n)
 	}
 }
 

@@ -93,7 +93,7 @@ func WithFiles(l *spec.Lab, o Options) (*Containerlab, []File, []string) {
 			continue
 		}
 		if o.Dir == "" {
-			left = append(left, fmt.Sprintf("node %s's files (%s): give --dir to write them beside the topology and bind them", n.Name, strings.Join(sortedPaths(own), ", ")))
+			left = append(left, fmt.Sprintf("node %s's files (%s): written beside the topology and bound only with a directory to export into (dir)", n.Name, strings.Join(sortedPaths(own), ", ")))
 			continue
 		}
 		if n.FRR != nil {
@@ -243,4 +243,3 @@ func sortNodes(doc *yaml.Node, order []string) {
 		nodes.Content = append(nodes.Content, p.k, p.v)
 	}
 }
-

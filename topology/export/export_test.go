@@ -182,7 +182,7 @@ func TestExportKeepsFRRAndFiles(t *testing.T) {
 	}
 	_, _, left := WithFiles(l, Options{Image: DefaultImage, FRRImage: DefaultFRRImage})
 	if !slices.ContainsFunc(left, func(s string) bool {
-		return strings.HasPrefix(s, "node r1's files (/etc/frr/daemons, /etc/frr/frr.conf, /etc/frr/vtysh.conf): give --dir")
+		return strings.HasPrefix(s, "node r1's files (/etc/frr/daemons, /etc/frr/frr.conf, /etc/frr/vtysh.conf): written beside the topology and bound only with a directory")
 	}) {
 		t.Errorf("without a directory: %v", left)
 	}

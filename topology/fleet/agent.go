@@ -26,10 +26,14 @@ import (
 // namespaces.
 type Agent struct {
 	Version string
-	Exe     string   // nslab's executable, run for each verb
-	Global  []string // nslab's global options the agent was given (--state-dir), passed to each verb
-	In      io.Reader
-	Out     io.Writer
+	Exe     string // nslab's executable, run for each verb
+	// Argv is the command line (after Exe) that runs a verb's args on
+	// host's share of lab: the agent's global options, the host, and
+	// args with their stand-ins (FileArg already the file's path, NameArg,
+	// QuietArg) spelled as that command line takes them.
+	Argv func(host, lab string, args []string) []string
+	In   io.Reader
+	Out  io.Writer
 
 	plan *Plan
 	host string
@@ -166,8 +170,8 @@ func (a *Agent) removeFile() {
 	}
 }
 
-// run runs `nslab --host HOST VERB ARGS` for the host's share, the lab's
-// file where FileArg stands, and returns what it printed and its exit
+// run runs nslab's verb args for the host's share (Argv's command line),
+// the lab's file where FileArg stands, and returns what it printed and its exit
 // code. It is interrupted (SIGTERM, as Ctrl-C: a deploy undoes itself)
 // when ctx ends.
 func (a *Agent) run(ctx context.Context, args []string) (Response, error) {
@@ -181,14 +185,13 @@ func (a *Agent) run(ctx context.Context, args []string) (Response, error) {
 	if !slices.Contains(agentVerbs, verb) {
 		return Response{}, fmt.Errorf("verb %q is not one an agent runs (it runs %s)", verb, strings.Join(agentVerbs, ", "))
 	}
-	argv := append(slices.Clone(a.Global), "--host", a.host)
-	for _, s := range args {
+	args = slices.Clone(args)
+	for i, s := range args {
 		if s == FileArg {
-			s = a.file
+			args[i] = a.file
 		}
-		argv = append(argv, s)
 	}
-	cmd := exec.CommandContext(ctx, a.Exe, argv...)
+	cmd := exec.CommandContext(ctx, a.Exe, a.Argv(a.host, a.plan.Lab, args)...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 2 * time.Minute // a deploy's undo takes its time
 	var out, errOut bytes.Buffer

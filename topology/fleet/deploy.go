@@ -32,7 +32,7 @@ func (c *Coordinator) Deploy(ctx context.Context) ([]Result, error) {
 			return nil, fmt.Errorf("remove what an interrupted deploy of lab %s left: %w", c.Plan.Lab, err)
 		}
 	}
-	res, err := c.Run(ctx, "deploy", "-q", FileArg)
+	res, err := c.Run(ctx, "deploy", QuietArg, FileArg)
 	if failed := Failed(res); err == nil && len(failed) == 0 {
 		return res, nil
 	} else {
@@ -52,19 +52,19 @@ func (c *Coordinator) Destroy(ctx context.Context) ([]Result, error) {
 	if err != nil {
 		return nil, err
 	}
-	res, err := c.RunOn(ctx, present, "destroy", "--name", c.Plan.Lab)
+	res, err := c.RunOn(ctx, present, "destroy", NameArg)
 	return res, errors.Join(err, resultErrors("destroy", Failed(res)))
 }
 
 // destroyOn destroys the lab on hosts.
 func (c *Coordinator) destroyOn(ctx context.Context, hosts []string) error {
-	res, err := c.RunOn(ctx, hosts, "destroy", "--name", c.Plan.Lab)
+	res, err := c.RunOn(ctx, hosts, "destroy", NameArg)
 	return errors.Join(err, resultErrors("destroy", Failed(res)))
 }
 
 // present lists the hosts where the lab (or a part of it) is deployed.
 func (c *Coordinator) present(ctx context.Context) ([]string, error) {
-	res, err := c.Run(ctx, "inspect", "--name", c.Plan.Lab)
+	res, err := c.Run(ctx, "inspect", NameArg)
 	if err != nil {
 		return nil, err
 	}

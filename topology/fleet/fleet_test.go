@@ -83,7 +83,7 @@ func TestPlanRefused(t *testing.T) {
 func TestAgentProtocol(t *testing.T) {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
-	a := &Agent{Version: "v-test", Exe: "/bin/true", In: inR, Out: outW}
+	a := &Agent{Version: "v-test", Exe: "/bin/true", Argv: func(_, _ string, args []string) []string { return args }, In: inR, Out: outW}
 	served := make(chan error, 1)
 	go func() { served <- a.Serve(context.Background()) }()
 	enc, dec := json.NewEncoder(inW), json.NewDecoder(outR)

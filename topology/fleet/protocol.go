@@ -29,14 +29,19 @@ type Request struct {
 	Plan *Plan      `json:"plan,omitempty"`
 	Host string     `json:"host,omitempty"`
 	File []byte     `json:"file,omitempty"`
-	Args []string   `json:"args,omitempty"` // OpRun: the verb and its arguments; FileArg stands for the lab's file
+	Args []string   `json:"args,omitempty"` // OpRun: the verb and its arguments, with stand-ins (FileArg, NameArg, QuietArg)
 	To   netip.Addr `json:"to,omitzero"`    // OpMTU: the other host's underlay address
 	Size int        `json:"size,omitempty"` // OpMTU: the IP packet's size
 }
 
-// FileArg in a run's arguments is replaced by the path of the lab's file
-// on the agent's host.
-const FileArg = "@lab"
+// Stand-ins in a run's arguments, which the agent's command line spells:
+// FileArg is the path of the lab's file on the agent's host, NameArg the
+// lab named by its name, QuietArg a verb asked to print no progress.
+const (
+	FileArg  = "@lab"
+	NameArg  = "@name"
+	QuietArg = "@quiet"
+)
 
 // Response is an agent's answer. Error is set when the call itself failed
 // (a verb that ran and failed has its exit code and words in Code and

@@ -31,6 +31,9 @@ type Options struct {
 	// "": none.
 	Routing string
 	Name    string // lab name; default: the kind
+	// Origin is what made the file (a command line), written as its
+	// first comment; "": the options themselves.
+	Origin string
 }
 
 // Routings are the protocols Options.Routing takes.
@@ -166,17 +169,20 @@ func linkRange(from, to int) []netip.Prefix {
 // yaml writes the lab file.
 func (g *lab) yaml(o Options) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# nslab generate %s --n %d", o.Kind, o.N)
-	if o.Kind == "clos" {
-		fmt.Fprintf(&b, " --spines %d", o.Spines)
+	origin := o.Origin
+	if origin == "" {
+		origin = fmt.Sprintf("generated: %s of %d", o.Kind, o.N)
+		if o.Kind == "clos" {
+			origin += fmt.Sprintf(", %d spines", o.Spines)
+		}
+		if o.Routes {
+			origin += ", routes"
+		}
+		if o.Routing != "" {
+			origin += ", routing " + o.Routing
+		}
 	}
-	if o.Routes {
-		b.WriteString(" --routes")
-	}
-	if o.Routing != "" {
-		b.WriteString(" --routing " + o.Routing)
-	}
-	fmt.Fprintf(&b, "\nname: %s\nnodes:\n", o.Name)
+	fmt.Fprintf(&b, "# %s\nname: %s\nnodes:\n", origin, o.Name)
 	for _, n := range g.nodes {
 		fmt.Fprintf(&b, "  %s:\n", n.name)
 		if n.forward || o.Routing != "" {

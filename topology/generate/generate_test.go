@@ -101,7 +101,7 @@ func ExampleLab() {
 	src, _ := Lab(Options{Kind: "chain", N: 3, Routes: true})
 	fmt.Print(src)
 	// Output:
-	// # nslab generate chain --n 3 --routes
+	// # generated: chain of 3, routes
 	// name: chain
 	// nodes:
 	//   n0:

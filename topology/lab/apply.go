@@ -78,7 +78,7 @@ func (m *Manager) Apply(ctx context.Context, lab *spec.Lab) (*ApplyResult, error
 		return nil, err
 	}
 	if st.Phase != state.PhaseDeployed {
-		return nil, fmt.Errorf("lab %s is %s, not deployed: destroy it (nslab destroy --name %s) and deploy the file", lab.Name, st.Phase, lab.Name)
+		return nil, &ConflictError{Problems: []string{fmt.Sprintf("lab %s is %s, not deployed: destroy it and deploy the file", lab.Name, st.Phase)}, Destroy: lab.Name}
 	}
 	if len(st.Stopped) > 0 {
 		return nil, fmt.Errorf("lab %s has stopped nodes (%s): start them first (nslab node start)", lab.Name, st.Stopped[0].Node)

@@ -53,7 +53,14 @@ func (e *StepError) Unwrap() error { return e.Err }
 type ConflictError struct {
 	Problems        []string
 	AlreadyDeployed bool // the only problem: this lab is deployed already
+	// Destroy is the lab whose destroy (by name) clears the conflict: an
+	// interrupted deploy's or the deployed lab's ("": none would).
+	Destroy string
 }
+
+// LabToDestroy is the lab to destroy by name to clear e ("": none); the
+// front end says how its user does that.
+func (e *ConflictError) LabToDestroy() string { return e.Destroy }
 
 func (e *ConflictError) Error() string {
 	shown := e.Problems
@@ -146,9 +153,9 @@ func (m *Manager) preflight(lab *spec.Lab) error {
 	}
 	if st != nil {
 		if st.Phase == state.PhaseDeploying && !state.Alive(st.PID) {
-			return &ConflictError{Problems: []string{fmt.Sprintf("a deploy of lab %s was interrupted (pid %d is gone): clean up with `nslab destroy --name %s`", lab.Name, st.PID, lab.Name)}}
+			return &ConflictError{Problems: []string{fmt.Sprintf("a deploy of lab %s was interrupted (pid %d is gone): destroy the lab to clean up", lab.Name, st.PID)}, Destroy: lab.Name}
 		}
-		return &ConflictError{Problems: []string{fmt.Sprintf("lab %s is already deployed (since %s, from %s): destroy it first with `nslab destroy --name %s`", lab.Name, st.Started.Format(time.RFC3339), st.File, lab.Name)}, AlreadyDeployed: true}
+		return &ConflictError{Problems: []string{fmt.Sprintf("lab %s is already deployed (since %s, from %s): destroy it first", lab.Name, st.Started.Format(time.RFC3339), st.File)}, AlreadyDeployed: true, Destroy: lab.Name}
 	}
 	var problems []string
 	for _, n := range lab.Nodes {

@@ -51,11 +51,11 @@ view_up() {
 // is where sysfs is mounted ("" for /sys); it matters only for SR-IOV.
 func DeployScript(lab *spec.Lab, sysfs string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "#!/bin/bash\n# nslab deploy --dry-run: lab %s from %s as iproute2 and sysctl commands,\n", lab.Name, lab.File)
+	fmt.Fprintf(&b, "#!/bin/bash\n# the deploy of lab %s from %s as iproute2 and sysctl commands,\n", lab.Name, lab.File)
 	b.WriteString("# step for step in nslab's order. nslab makes the same changes through netlink,\n")
 	b.WriteString("# records them in its state file first and undoes them if a step fails; this\n")
-	b.WriteString("# script stops at the first failure (set -e). Remove the lab with the script of\n")
-	fmt.Fprintf(&b, "# nslab destroy --dry-run -t %s (or nslab destroy --name %s: it finds the markers).\n", lab.File, lab.Name)
+	b.WriteString("# script stops at the first failure (set -e). Remove the lab with its destroy\n")
+	fmt.Fprintf(&b, "# script (of %s, or of lab %s by name: it finds the markers).\n", lab.File, lab.Name)
 	b.WriteString("# The first `ip netns add` makes /run/netns a bind mount of itself with shared\n")
 	b.WriteString("# propagation (mount --make-rshared); nslab, before its first namespace, makes an\n")
 	b.WriteString("# empty /run/netns a tmpfs instead (mount -t tmpfs nslab-netns /run/netns), shared.\n")
@@ -121,7 +121,7 @@ func recordsOf(l *spec.Lab) []state.NSRecord {
 
 func renderRemovals(labName string, plan []removal) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "#!/bin/bash\n# nslab destroy --dry-run: lab %s as iproute2 commands, in nslab's order.\n", labName)
+	fmt.Fprintf(&b, "#!/bin/bash\n# the destroy of lab %s as iproute2 commands, in nslab's order.\n", labName)
 	b.WriteString("# A namespace is deleted only if its lo carries the lab's marker, as nslab does.\n")
 	b.WriteString("set -uo pipefail\n\n")
 	b.WriteString("# owned NS MARKER: the namespace exists and its lo carries MARKER\n")

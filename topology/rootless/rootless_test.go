@@ -52,9 +52,9 @@ func TestDirWithoutRuntimeDir(t *testing.T) {
 // TestRefuse: a refusal names what, that it needs the host's root, and
 // what to do instead, and wraps ErrNeedsRoot.
 func TestRefuse(t *testing.T) {
-	err := Refuse("kernel pktgen (--engine pktgen)", "use --engine userspace")
-	if !strings.HasPrefix(err.Error(), "kernel pktgen (--engine pktgen) needs root on the host, and this lab is rootless (nslab runs as uid ") ||
-		!strings.HasSuffix(err.Error(), "): use --engine userspace") || !errors.Is(err, ErrNeedsRoot) {
+	err := Refuse("kernel pktgen (engine pktgen)", "use engine userspace")
+	if !strings.HasPrefix(err.Error(), "kernel pktgen (engine pktgen) needs root on the host, and this lab is rootless (nslab runs as uid ") ||
+		!strings.HasSuffix(err.Error(), "): use engine userspace") || !errors.Is(err, ErrNeedsRoot) {
 		t.Errorf("Refuse: %v", err)
 	}
 }

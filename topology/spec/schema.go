@@ -73,7 +73,7 @@ var labDef = mapping{def: "lab", title: "an nslab lab file", required: []string{
 	{"segments", "list of segments: each a shared wire of one or more interfaces (a switch, Kathara's collision domain), made as a bridge in a node of its own", listOf(ref("segment"))},
 	{"traffic", "list of traffic runs bench can send", listOf(ref("traffic"))},
 	{"sriov", "list of SR-IOV PFs whose VFs are handed to nodes", listOf(ref("pf"))},
-	{"variants", "mapping of variant name to a mapping of node name to what the variant changes (bench --variants), and machine: {sysctls} for the machine-wide settings (merged over the lab's)", mapOf(map[string]any{"type": []string{"object", "null"}, "properties": map[string]any{VariantMachine: ref("machine")}, "additionalProperties": ref("variantNode")})},
+	{"variants", "mapping of variant name to a mapping of node name to what the variant changes (a bench compares variants by name), and machine: {sysctls} for the machine-wide settings (merged over the lab's)", mapOf(map[string]any{"type": []string{"object", "null"}, "properties": map[string]any{VariantMachine: ref("machine")}, "additionalProperties": ref("variantNode")})},
 	{"vars", "mapping of name to value, default none: what templates read as {{.Vars.NAME}} (a node's vars: override them)", varsSchema},
 	{"machine", "{sysctls}: machine-wide settings the lab changes while deployed (net.core.netdev_budget, ...), given back at destroy", ref("machine")},
 }}
@@ -350,7 +350,7 @@ var segmentDef = mapping{def: "segment", title: "a segment: a bridge in a node o
 }}
 
 var trafficDef = mapping{def: "traffic", title: "a traffic run", required: []string{"name", "from", "to"}, keys: []key{
-	{"name", "text, required: bench --traffic NAME chooses it", text},
+	{"name", "text, required: a bench chooses the run by it", text},
 	{"from", "node:interface, required: the sender interface", text},
 	{"to", "address, required: an address of the lab", text},
 	{"frame", "integer, default 64 (IPv6: the smallest that holds IPv6, UDP and pktgen's header, 82): the frame size in bytes with FCS", intRange(1, 65535)},
@@ -367,7 +367,7 @@ var trafficDef = mapping{def: "traffic", title: "a traffic run", required: []str
 	{"flows", "integer 1-65535: concurrent flows, a source port each (no more than src_ports: and dst_ports: give distinct pairs)", intRange(1, 65535)},
 	{"flowlen", "integer: packets per flow", intRange(1, 1<<30)},
 	{"options", "mapping of engine option to value", mapOf(text)},
-	{"group", "text: runs of one group run together (bench --traffic GROUP)", text},
+	{"group", "text: runs of one group run together (a bench chooses the group by it)", text},
 	{"tcp", "{flows, cc, duration}: TCP flows from the sender's node to a sink at to: instead of UDP frames", ref("tcp")},
 }}
 

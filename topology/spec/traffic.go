@@ -178,7 +178,7 @@ func (r *reporter) trafficEnds(f map[string]kv, path string, t *Traffic) {
 	if e, ok := f["name"]; ok {
 		t.Name, _ = r.str(e.v, e.path, "a name")
 	} else {
-		r.errf(path, "missing name: (traffic runs are chosen by name: nslab bench --traffic NAME)")
+		r.errf(path, "missing name: (a bench chooses traffic runs by name)")
 	}
 	if e, ok := f["from"]; ok {
 		if s, ok := r.str(e.v, e.path, "node:interface"); ok {

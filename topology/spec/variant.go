@@ -78,7 +78,7 @@ func (r *reporter) parseVariants(root *yaml.Node, lab *Lab) {
 		path := "variants." + ve.key
 		r.at(path, ve.k.Line, ve.k.Column)
 		if !validVariantName(ve.key) {
-			r.errAt(ve.k.Line, ve.k.Column, path, "variant name %q: use letters, digits, - and _ (it is given to --variants, comma-separated)", ve.key)
+			r.errAt(ve.k.Line, ve.k.Column, path, "variant name %q: use letters, digits, - and _ (a bench takes variants as a comma-separated list of names)", ve.key)
 			continue
 		}
 		if v := r.parseVariant(root, lab, ve, path); v != nil {

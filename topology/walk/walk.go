@@ -398,7 +398,7 @@ type LearnedError struct {
 
 func (e *LearnedError) Error() string {
 	if e.Deployed {
-		return fmt.Sprintf("node %s has no route to %s in its kernel: its routing daemons have not learned one (yet: nslab check --wait waits for them)", e.Node, e.To)
+		return fmt.Sprintf("node %s has no route to %s in its kernel: its routing daemons have not learned one (yet: a check that waits gives them time)", e.Node, e.To)
 	}
 	return fmt.Sprintf("node %s has no route to %s in the file; it runs routing daemons, whose routes the deployed lab has: deploy it, and ask nslab path or check then", e.Node, e.To)
 }

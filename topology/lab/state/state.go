@@ -210,8 +210,12 @@ type DamagedStateError struct {
 }
 
 func (e *DamagedStateError) Error() string {
-	return fmt.Sprintf("state file of lab %s (%s) is damaged: %s; `nslab destroy --name %s` removes what carries the lab's marker, and the file", e.Lab, e.Path, e.Problem, e.Lab)
+	return fmt.Sprintf("state file of lab %s (%s) is damaged: %s; destroying the lab by name removes what carries the lab's marker, and the file", e.Lab, e.Path, e.Problem)
 }
+
+// LabToDestroy is the lab whose destroy (by name) clears e; the front end
+// says how its user does that.
+func (e *DamagedStateError) LabToDestroy() string { return e.Lab }
 
 // Load reads lab labName's state from dir; it returns (nil, nil) when
 // there is none, and a *DamagedStateError when the file cannot be used.
