@@ -333,7 +333,7 @@ FUZZTIME ?= 60s
 FUZZMINIMIZE ?= 3s
 FUZZ_TARGETS := FuzzParse:./topology/spec FuzzValues:./topology/spec FuzzCPUList:./topology/spec \
 	FuzzCPUMask:./topology/spec FuzzParseStatus:./pktgen/kernel FuzzParseThread:./pktgen/kernel \
-	FuzzDecodeState:./topology/lab FuzzParseMountinfo:./topology/ns FuzzParse:./topology/units
+	FuzzDecodeState:./topology/lab FuzzParseMountinfo:./topology/ns FuzzParse:./internal/units
 # A target that fails with "context deadline exceeded" and writes no input
 # under testdata/fuzz met Go 1.26's fuzz coordinator race at the end of
 # FUZZTIME (golang/go#75804, fixed in Go 1.27): it is said, and does not

@@ -44,6 +44,25 @@ var readers = []string{"./pktgen/report", "./pktgen/bench/plot", "./cmd/nslab-pl
 // notForReaders are the packages readers must not depend on.
 var notForReaders = []string{module + "/topology/lab", "github.com/vishvananda/netlink", "github.com/google/nftables"}
 
+// labReaders read a deployed lab (its kernels through deployed.Opened)
+// and change nothing: none may depend, even through another package, on
+// the deployer (topology/lab) itself.
+var labReaders = []string{"./topology/lab/deployed", "./topology/check", "./topology/verify", "./pktgen/sample"}
+
+// TestLabReadersNeedNoDeployer: the read side of a deployed lab stands
+// below the deployer.
+func TestLabReadersNeedNoDeployer(t *testing.T) {
+	for _, r := range labReaders {
+		out, err := exec.Command("go", "list", "-deps", r).Output()
+		if err != nil {
+			t.Fatalf("go list -deps %s: %v", r, err)
+		}
+		if slices.Contains(strings.Fields(string(out)), module+"/topology/lab") {
+			t.Errorf("%s depends on the deployer (topology/lab): it reads a deployed lab through topology/lab/deployed", r)
+		}
+	}
+}
+
 func TestReadersNeedNoDeployer(t *testing.T) {
 	for _, r := range readers {
 		out, err := exec.Command("go", "list", "-deps", r).Output()

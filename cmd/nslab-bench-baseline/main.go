@@ -30,7 +30,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/nslab/nslab/topology/labname"
+	"github.com/nslab/nslab/internal/labname"
 )
 
 func main() {

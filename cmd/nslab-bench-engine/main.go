@@ -19,12 +19,12 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nslab/nslab/internal/labname"
+	"github.com/nslab/nslab/internal/nlsafe"
 	"github.com/nslab/nslab/pktgen/engine"
 	"github.com/nslab/nslab/pktgen/softirq"
 	"github.com/nslab/nslab/pktgen/userspace"
 	"github.com/nslab/nslab/topology/lab"
-	"github.com/nslab/nslab/topology/labname"
-	"github.com/nslab/nslab/topology/nlsafe"
 	"github.com/nslab/nslab/topology/spec"
 )
 

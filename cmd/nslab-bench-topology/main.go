@@ -30,10 +30,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nslab/nslab/internal/labname"
+	"github.com/nslab/nslab/internal/nlsafe"
 	"github.com/nslab/nslab/topology/generate"
 	"github.com/nslab/nslab/topology/lab"
-	"github.com/nslab/nslab/topology/labname"
-	"github.com/nslab/nslab/topology/nlsafe"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 )

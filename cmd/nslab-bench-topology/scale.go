@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/nslab/nslab/topology/labname"
+	"github.com/nslab/nslab/internal/labname"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 )

@@ -16,7 +16,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/nslab/nslab/topology/caps"
+	"github.com/nslab/nslab/internal/caps"
 	"io"
 	"os"
 	"os/exec"

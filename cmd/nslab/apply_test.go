@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nslab/nslab/internal/labtest"
 	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/topology/lab/inspect"
-	"github.com/nslab/nslab/topology/labtest"
 )
 
 // applyA and applyB are two versions of a lab: B drops A's node x1, adds

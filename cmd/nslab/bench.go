@@ -10,11 +10,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nslab/nslab/internal/units"
 	"github.com/nslab/nslab/pktgen/bench"
 	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/spec"
-	"github.com/nslab/nslab/topology/units"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
 )

@@ -8,6 +8,7 @@ import (
 
 	"github.com/nslab/nslab/topology/check"
 	"github.com/nslab/nslab/topology/lab"
+	"github.com/nslab/nslab/topology/lab/deployed"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/urfave/cli/v2"
 )
@@ -75,7 +76,7 @@ func runCheck(ctx context.Context, o *checkOptions) error {
 	}
 	switch o.Format {
 	case "json":
-		out := checkJSON{Pairs: append(check.Pairs{}, pairs...), Differences: append([]lab.Difference{}, r.Differences...), Summary: summary, OK: !bad}
+		out := checkJSON{Pairs: append(check.Pairs{}, pairs...), Differences: append([]deployed.Difference{}, r.Differences...), Summary: summary, OK: !bad}
 		if err := writeJSON(o.Out, out); err != nil {
 			return err
 		}
@@ -100,16 +101,16 @@ func runCheck(ctx context.Context, o *checkOptions) error {
 // checkJSON is check's JSON: every pair, where the kernels differ from
 // the file (findings, as the other formats list them), and the summary.
 type checkJSON struct {
-	Pairs       check.Pairs      `json:"pairs"`
-	Differences []lab.Difference `json:"differences"`
-	Summary     string           `json:"summary"`
-	OK          bool             `json:"ok"`
+	Pairs       check.Pairs           `json:"pairs"`
+	Differences []deployed.Difference `json:"differences"`
+	Summary     string                `json:"summary"`
+	OK          bool                  `json:"ok"`
 }
 
 // writeDifferences lists where the deployed lab's kernels differ from the
 // file: findings, not failures (the check's expectations are the
 // kernels').
-func writeDifferences(w io.Writer, ds []lab.Difference) {
+func writeDifferences(w io.Writer, ds []deployed.Difference) {
 	if len(ds) == 0 {
 		return
 	}
@@ -123,7 +124,7 @@ func writeDifferences(w io.Writer, ds []lab.Difference) {
 // with --wait, until the routing has converged.
 func (o *checkOptions) probe(ctx context.Context, r *lab.Running) (check.Pairs, check.Convergence, error) {
 	if o.Wait <= 0 {
-		pairs, err := check.Run(ctx, r, o.Options)
+		pairs, err := check.Run(ctx, r.Opened, o.Options)
 		return pairs, check.Convergence{}, err
 	}
 	var since check.Mark
@@ -133,7 +134,7 @@ func (o *checkOptions) probe(ctx context.Context, r *lab.Running) (check.Pairs, 
 	status := newStatusLine(o.ErrOut, o.Quiet, fmt.Sprintf("waiting up to %v for the routing to converge", o.Wait))
 	opts := o.Options
 	opts.Status = status.Func()
-	pairs, conv, err := check.Converge(ctx, r, opts, o.Wait, o.Settle, since)
+	pairs, conv, err := check.Converge(ctx, r.Opened, opts, o.Wait, o.Settle, since)
 	status.Stop()
 	if err != nil && pairs != nil {
 		pairs.WriteProblems(o.Out)

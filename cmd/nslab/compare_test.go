@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nslab/nslab/internal/labtest"
 	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/pktgen/stats"
-	"github.com/nslab/nslab/topology/labtest"
 )
 
 // compareOf runs nslab compare on two results files and returns its

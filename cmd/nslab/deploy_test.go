@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nslab/nslab/internal/labtest"
 	"github.com/nslab/nslab/topology/generate"
 	"github.com/nslab/nslab/topology/lab"
-	"github.com/nslab/nslab/topology/labtest"
 	"github.com/nslab/nslab/topology/spec"
 )
 

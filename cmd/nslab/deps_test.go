@@ -7,7 +7,7 @@ import (
 )
 
 // TestProgramsLinkNoTestCode: no program of the module links the testing
-// package or a test helper (topology/labtest), and no package other than
+// package or a test helper (internal/labtest), and no package other than
 // the test helpers imports testing outside its _test.go files.
 func TestProgramsLinkNoTestCode(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
@@ -30,7 +30,7 @@ func TestProgramsLinkNoTestCode(t *testing.T) {
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		f := strings.Fields(line)
 		for _, imp := range f[1:] {
-			if imp == "testing" && !strings.Contains(f[0], "/topology/labtest") {
+			if imp == "testing" && !strings.Contains(f[0], "/internal/labtest") {
 				t.Errorf("%s imports testing", f[0])
 			}
 		}

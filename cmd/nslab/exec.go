@@ -37,7 +37,7 @@ func runExec(_ context.Context, o *execOptions) error {
 	if err := lab.CheckPrivileges(); err != nil {
 		return err
 	}
-	n, v, err := o.Manager.OpenNode(o.Lab, o.Node)
+	n, v, err := o.Manager.Store().OpenNode(o.Lab, o.Node)
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nslab/nslab/topology/labtest"
+	"github.com/nslab/nslab/internal/labtest"
 )
 
 // TestPrivilegedFormatJSON: every verb with --format json, on a deployed

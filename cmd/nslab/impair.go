@@ -155,7 +155,7 @@ func openInterface(m *lab.Manager, labName, arg string) (*lab.Running, spec.Endp
 	if err != nil {
 		return nil, ep, cli.Exit(err.Error(), 2)
 	}
-	found, node, _, err := m.LocateNode(labName, ep.Node)
+	found, node, _, err := m.Store().LocateNode(labName, ep.Node)
 	if err != nil {
 		return nil, ep, err
 	}

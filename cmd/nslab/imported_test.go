@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nslab/nslab/topology/labtest"
+	"github.com/nslab/nslab/internal/labtest"
 )
 
 // The labs under examples/imported were taken from public repositories

@@ -21,9 +21,9 @@ import (
 
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
+	"github.com/nslab/nslab/internal/labtest"
 	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/topology/lab"
-	"github.com/nslab/nslab/topology/labtest"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"

@@ -15,8 +15,8 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/nslab/nslab/internal/caps"
 	"github.com/nslab/nslab/pktgen/bench"
-	"github.com/nslab/nslab/topology/caps"
 	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/rootless"
 	"github.com/nslab/nslab/topology/spec"

@@ -16,8 +16,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nslab/nslab/internal/labtest"
 	"github.com/nslab/nslab/topology/lab"
-	"github.com/nslab/nslab/topology/labtest"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/rootless"
 	"github.com/nslab/nslab/topology/spec"

@@ -44,7 +44,7 @@ func runNode(ctx context.Context, o *switchOptions) error {
 	if err := lab.CheckPrivileges(); err != nil {
 		return err
 	}
-	found, node, _, err := o.Manager.LocateNode(o.Lab, o.Target)
+	found, node, _, err := o.Manager.Store().LocateNode(o.Lab, o.Target)
 	if err != nil {
 		return err
 	}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/nslab/nslab/topology/lab"
+	"github.com/nslab/nslab/topology/lab/deployed"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/urfave/cli/v2"
 )
@@ -77,8 +78,8 @@ func runPath(_ context.Context, o *pathOptions) error {
 			return err
 		}
 	}
-	tp, err := o.Manager.Trace(o.Lab, o.From, o.To, o.Flow)
-	var kd *lab.KernelDisagrees
+	tp, err := o.Manager.Store().Trace(o.Lab, o.From, o.To, o.Flow)
+	var kd *deployed.KernelDisagrees
 	if errors.As(err, &kd) {
 		tp = kd.Path
 	} else if err != nil {

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nslab/nslab/topology/labtest"
+	"github.com/nslab/nslab/internal/labtest"
 	"github.com/nslab/nslab/topology/ns"
 )
 

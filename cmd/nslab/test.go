@@ -105,7 +105,7 @@ func (o *testOptions) deployAndCheck(ctx context.Context) (verify.Outcomes, erro
 		return nil, fmt.Errorf("lab %s is not deployed completely: %w", o.Lab.Name, err)
 	}
 	defer r.Close()
-	ck := &verify.Checker{Run: r, Command: o.inNode, Traffic: o.bench(r)}
+	ck := &verify.Checker{Run: r.Opened, Command: o.inNode, Traffic: o.bench(r)}
 	var res verify.Outcomes
 	for _, t := range o.Lab.Tests {
 		res = append(res, ck.Check(ctx, o.withWait(t)))
@@ -144,7 +144,7 @@ func (o *testOptions) withWait(t *spec.Test) *spec.Test {
 // inNode runs argv in node's namespace and view, and returns what it
 // printed.
 func (o *testOptions) inNode(node string, argv ...string) ([]byte, error) {
-	n, v, err := o.Manager.OpenNode(o.Lab.Name, node)
+	n, v, err := o.Manager.Store().OpenNode(o.Lab.Name, node)
 	if err != nil {
 		return nil, err
 	}

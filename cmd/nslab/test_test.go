@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nslab/nslab/topology/labtest"
+	"github.com/nslab/nslab/internal/labtest"
 )
 
 // crsTests are tests of client-router-server.yaml: four that hold, one

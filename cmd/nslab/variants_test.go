@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nslab/nslab/topology/labtest"
+	"github.com/nslab/nslab/internal/labtest"
 )
 
 // TestPrivilegedVariantsKilled: bench --variants through the NAT example

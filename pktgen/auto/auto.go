@@ -7,7 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/nslab/nslab/topology/caps"
+	"github.com/nslab/nslab/internal/caps"
 
 	"github.com/nslab/nslab/pktgen/engine"
 	"github.com/nslab/nslab/pktgen/kernel"

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nslab/nslab/internal/labtest"
 	"github.com/nslab/nslab/pktgen/engine"
 	"github.com/nslab/nslab/pktgen/kernel"
 	"github.com/nslab/nslab/pktgen/userspace"
-	"github.com/nslab/nslab/topology/labtest"
 	"github.com/nslab/nslab/topology/ns"
 )
 

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/nslab/nslab/internal/labtest"
 	"github.com/nslab/nslab/pktgen/userspace"
-	"github.com/nslab/nslab/topology/labtest"
 	"github.com/nslab/nslab/topology/ns"
 	"golang.org/x/sys/unix"
 )

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nslab/nslab/internal/labtest"
 	"github.com/nslab/nslab/pktgen/engine"
-	"github.com/nslab/nslab/topology/labtest"
 )
 
 // TestVMAutoPicksPktgen: on a kernel with pktgen, auto runs the kernel

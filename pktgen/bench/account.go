@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/nslab/nslab/topology/units"
+	"github.com/nslab/nslab/internal/units"
 
 	"github.com/nslab/nslab/pktgen/engine"
 	"github.com/nslab/nslab/pktgen/kstat"

@@ -9,11 +9,13 @@ package bench
 import (
 	"context"
 	"fmt"
-	"github.com/nslab/nslab/topology/caps"
 	"io"
 	"net"
 	"net/netip"
 	"time"
+
+	"github.com/nslab/nslab/internal/caps"
+	"github.com/nslab/nslab/topology/lab/deployed"
 
 	"github.com/nslab/nslab/pktgen/auto"
 	"github.com/nslab/nslab/pktgen/engine"
@@ -80,7 +82,7 @@ type Bench struct {
 	opts    Options
 	eng     engine.Engine
 	reason  string
-	path    *lab.TracedPath
+	path    *deployed.TracedPath
 	meas    *measurement
 	sink    io.Closer
 	env     report.Env
@@ -150,7 +152,7 @@ func (b *Bench) prepare() error {
 	// this host's impairments, or any on another host's hops, which this
 	// host cannot see.
 	if len(b.meas.qdiscs) > 0 || b.remote() {
-		if b.receiver, err = sample.New(b.run, b.meas.targets[len(b.meas.targets)-1:]); err != nil {
+		if b.receiver, err = sample.New(b.run.Opened, b.meas.targets[len(b.meas.targets)-1:]); err != nil {
 			return err
 		}
 	}
@@ -627,7 +629,7 @@ func openSink(n *ns.NS, t *spec.Traffic) (io.Closer, error) {
 
 // differenceWords is where the kernels on the path differ from the file,
 // as the report says it.
-func differenceWords(ds []lab.Difference) []string {
+func differenceWords(ds []deployed.Difference) []string {
 	var out []string
 	for _, d := range ds {
 		out = append(out, d.String())

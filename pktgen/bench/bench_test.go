@@ -10,12 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nslab/nslab/internal/host"
+	"github.com/nslab/nslab/internal/labtest"
+	"github.com/nslab/nslab/internal/labtest/labdeploy"
 	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/pktgen/sample"
-	"github.com/nslab/nslab/topology/host"
 	"github.com/nslab/nslab/topology/lab"
-	"github.com/nslab/nslab/topology/labtest"
-	"github.com/nslab/nslab/topology/labtest/labdeploy"
 	"github.com/nslab/nslab/topology/qdisc"
 	"github.com/nslab/nslab/topology/spec"
 )
@@ -93,7 +93,7 @@ func ownReadsAgree(t *testing.T, b *Bench, r *lab.Running) *report.Report {
 	if _, err := b.measure(context.Background(), &spec.Traffic{Name: "warm", From: b.t.From, To: b.t.To, Count: 1, Engine: b.t.Engine}, 64); err != nil {
 		t.Fatal(err)
 	}
-	own, err := sample.New(r, b.meas.targets)
+	own, err := sample.New(r.Opened, b.meas.targets)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/nslab/nslab/topology/lab/deployed"
 	"github.com/nslab/nslab/topology/walk"
 
 	"github.com/nslab/nslab/pktgen/kernel"
@@ -18,12 +19,12 @@ import (
 // is running (r not nil), else from the file. It changes nothing; it runs
 // in the caller's namespace.
 func DryRun(l *spec.Lab, r *lab.Running, t *spec.Traffic) (string, error) {
-	var tp *lab.TracedPath
+	var tp *deployed.TracedPath
 	var err error
 	if r != nil {
 		tp, err = r.TraceFlow(t.From, t.To, t.Flow())
 	} else {
-		tp, err = lab.TraceFileFlow(l, t.From, t.To, t.Flow())
+		tp, err = deployed.TraceFileFlow(l, t.From, t.To, t.Flow())
 	}
 	if err != nil {
 		return "", fmt.Errorf("traffic %s: %w", t.Name, err)

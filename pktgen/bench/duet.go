@@ -11,9 +11,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nslab/nslab/internal/labname"
 	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/topology/lab"
-	"github.com/nslab/nslab/topology/labname"
 	"github.com/nslab/nslab/topology/spec"
 )
 

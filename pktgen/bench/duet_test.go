@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nslab/nslab/internal/host"
+	"github.com/nslab/nslab/internal/labtest"
 	"github.com/nslab/nslab/pktgen/stats"
-	"github.com/nslab/nslab/topology/host"
 	"github.com/nslab/nslab/topology/lab"
-	"github.com/nslab/nslab/topology/labtest"
 	"github.com/nslab/nslab/topology/spec"
 )
 
@@ -55,7 +55,7 @@ func duet(t *testing.T, l *spec.Lab, first, second string) *Outcome {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m.Deployed(l) {
+	if m.Store().Deployed(l) {
 		t.Error("the duet left the lab it deployed")
 	}
 	if left, _ := m.Recorded(twinName(l.Name)); left != nil {

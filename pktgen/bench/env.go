@@ -6,9 +6,9 @@ import (
 	"os"
 	"strings"
 
+	"github.com/nslab/nslab/internal/host"
 	"github.com/nslab/nslab/pktgen/kernel"
 	"github.com/nslab/nslab/pktgen/report"
-	"github.com/nslab/nslab/topology/host"
 	"github.com/nslab/nslab/topology/spec"
 	"golang.org/x/sys/unix"
 )

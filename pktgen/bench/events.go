@@ -9,11 +9,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nslab/nslab/internal/nlsafe"
 	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/pktgen/sample"
 	"github.com/nslab/nslab/topology/check"
 	"github.com/nslab/nslab/topology/lab"
-	"github.com/nslab/nslab/topology/nlsafe"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/nslab/nslab/topology/walk"
 )
@@ -438,7 +438,7 @@ func awaitRouting(ctx context.Context, r *lab.Running, wait time.Duration, progr
 	if wait <= 0 {
 		wait = DefaultRoutingWait
 	}
-	pairs, conv, err := check.Converge(ctx, r, check.Options{Timeout: 300 * time.Millisecond, Tries: 1}, wait, routingSettle, check.Mark{})
+	pairs, conv, err := check.Converge(ctx, r.Opened, check.Options{Timeout: 300 * time.Millisecond, Tries: 1}, wait, routingSettle, check.Mark{})
 	if err != nil {
 		return fmt.Errorf("the lab's routing daemons have not converged: %w (give them longer (wait), or check the lab)", err)
 	}

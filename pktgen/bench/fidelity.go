@@ -5,11 +5,11 @@ import (
 	"math"
 	"time"
 
+	"github.com/nslab/nslab/internal/units"
 	"github.com/nslab/nslab/pktgen/receive"
 	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/topology/qdisc"
 	"github.com/nslab/nslab/topology/spec"
-	"github.com/nslab/nslab/topology/units"
 )
 
 // Impairment fidelity: for each impaired interface on the path, what the

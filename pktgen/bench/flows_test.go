@@ -8,10 +8,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nslab/nslab/internal/host"
+	"github.com/nslab/nslab/internal/labtest"
+	"github.com/nslab/nslab/internal/labtest/labdeploy"
 	"github.com/nslab/nslab/pktgen/report"
-	"github.com/nslab/nslab/topology/host"
-	"github.com/nslab/nslab/topology/labtest"
-	"github.com/nslab/nslab/topology/labtest/labdeploy"
 	"github.com/nslab/nslab/topology/spec"
 )
 

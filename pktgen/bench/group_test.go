@@ -8,12 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nslab/nslab/internal/labtest"
+	"github.com/nslab/nslab/internal/labtest/labdeploy"
 	"github.com/nslab/nslab/pktgen/engine"
 	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/pktgen/tcpflow"
 	"github.com/nslab/nslab/topology/lab"
-	"github.com/nslab/nslab/topology/labtest"
-	"github.com/nslab/nslab/topology/labtest/labdeploy"
 	"github.com/nslab/nslab/topology/spec"
 )
 
@@ -288,7 +288,7 @@ func TestPrivilegedGroupSweep(t *testing.T) {
 	if err != nil || strings.Count(string(b), "\n") != 2 || !strings.Contains(string(b), `"aggregate"`) {
 		t.Errorf("results file: %v %q", err, b)
 	}
-	if m.Deployed(l) {
+	if m.Store().Deployed(l) {
 		t.Error("the sweep left the lab it deployed")
 	}
 }

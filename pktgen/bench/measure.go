@@ -42,7 +42,7 @@ func newMeasurement(r *lab.Running, path *walk.Path, measure []spec.Endpoint, ip
 			if r.Node(ep.Node) == nil {
 				return nil, &FieldError{"measure", fmt.Errorf("%s: no node %s in the lab", ep, ep.Node)}
 			}
-			m.targets = append(m.targets, sample.TargetOf(r, ep))
+			m.targets = append(m.targets, sample.TargetOf(r.Opened, ep))
 			m.roles = append(m.roles, map[bool]string{true: "receiver", false: "measured"}[i == len(measure)-1])
 		}
 	} else {
@@ -54,7 +54,7 @@ func newMeasurement(r *lab.Running, path *walk.Path, measure []spec.Endpoint, ip
 		}
 	}
 	var err error
-	if m.sampler, err = sample.New(r, m.targets); err != nil {
+	if m.sampler, err = sample.New(r.Opened, m.targets); err != nil {
 		return nil, err
 	}
 	if err := m.openNeighbours(r, ipv6); err != nil {

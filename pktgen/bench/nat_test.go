@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nslab/nslab/internal/labtest/labdeploy"
 	"github.com/nslab/nslab/pktgen/kstat"
 	"github.com/nslab/nslab/pktgen/report"
-	"github.com/nslab/nslab/topology/labtest/labdeploy"
 )
 
 // TestPrivilegedCountThroughNAT: a count run from the LAN host through the

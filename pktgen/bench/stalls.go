@@ -2,7 +2,7 @@ package bench
 
 import (
 	"fmt"
-	"github.com/nslab/nslab/topology/caps"
+	"github.com/nslab/nslab/internal/caps"
 	"slices"
 
 	"github.com/nslab/nslab/pktgen/report"

@@ -5,15 +5,16 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/nslab/nslab/topology/caps"
-	"github.com/nslab/nslab/topology/walk"
 	"io"
 	"os"
 	"slices"
 	"time"
 
+	"github.com/nslab/nslab/internal/caps"
+	"github.com/nslab/nslab/topology/walk"
+
+	"github.com/nslab/nslab/internal/host"
 	"github.com/nslab/nslab/pktgen/report"
-	"github.com/nslab/nslab/topology/host"
 	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/rootless"
 	"github.com/nslab/nslab/topology/spec"
@@ -366,7 +367,7 @@ func (req Request) record(v any) error {
 // deployOrReuse deploys the lab, or takes it as it is deployed; it
 // reports whether it deployed it.
 func deployOrReuse(ctx context.Context, m *lab.Manager, req Request) (bool, error) {
-	if !m.Deployed(req.Lab) {
+	if !m.Store().Deployed(req.Lab) {
 		if err := req.routedByFile(); err != nil {
 			return false, err
 		}

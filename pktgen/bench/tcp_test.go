@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nslab/nslab/internal/labtest"
+	"github.com/nslab/nslab/internal/labtest/labdeploy"
 	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/pktgen/sample"
 	"github.com/nslab/nslab/pktgen/tcpflow"
 	"github.com/nslab/nslab/topology/lab"
-	"github.com/nslab/nslab/topology/labtest"
-	"github.com/nslab/nslab/topology/labtest/labdeploy"
 	"github.com/nslab/nslab/topology/qdisc"
 	"github.com/nslab/nslab/topology/spec"
 )
@@ -244,8 +244,8 @@ func TestPrivilegedCCVariant(t *testing.T) {
 	tr.Duration, tr.Count, tr.TCP = time.Second, 0, &spec.TCP{Flows: 1, CC: "cubic"}
 	m := &lab.Manager{StateDir: t.TempDir()}
 	req := Request{Lab: l, Traffic: &tr, Variants: []string{"base", "other"}, Repeat: 2}
-	if _, err := Sweep(context.Background(), m, req); err == nil || !strings.Contains(err.Error(), "remove cc: from the run") || m.Deployed(l) {
-		t.Fatalf("a run naming cubic with a variant of the default: %v (deployed %v)", err, m.Deployed(l))
+	if _, err := Sweep(context.Background(), m, req); err == nil || !strings.Contains(err.Error(), "remove cc: from the run") || m.Store().Deployed(l) {
+		t.Fatalf("a run naming cubic with a variant of the default: %v (deployed %v)", err, m.Store().Deployed(l))
 	}
 	tr.TCP.CC = ""
 	t.Cleanup(func() { m.Destroy(l.Name) })

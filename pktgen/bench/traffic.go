@@ -6,7 +6,7 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/nslab/nslab/topology/units"
+	"github.com/nslab/nslab/internal/units"
 
 	"github.com/nslab/nslab/topology/frame"
 	"github.com/nslab/nslab/topology/spec"

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nslab/nslab/internal/labtest"
+	"github.com/nslab/nslab/internal/labtest/labdeploy"
 	"github.com/nslab/nslab/pktgen/userspace"
-	"github.com/nslab/nslab/topology/labtest"
-	"github.com/nslab/nslab/topology/labtest/labdeploy"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 	"golang.org/x/sys/unix"

@@ -8,9 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nslab/nslab/internal/host"
+	"github.com/nslab/nslab/internal/labtest"
 	"github.com/nslab/nslab/pktgen/engine"
-	"github.com/nslab/nslab/topology/host"
-	"github.com/nslab/nslab/topology/labtest"
 )
 
 // TestPrivilegedNoPktgenOnThisKernel runs the kernel engine for real in a

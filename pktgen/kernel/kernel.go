@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nslab/nslab/internal/nlsafe"
 	"github.com/nslab/nslab/pktgen/engine"
-	"github.com/nslab/nslab/topology/nlsafe"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/vishvananda/netlink"
 )

@@ -6,7 +6,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/nslab/nslab/topology/host"
+	"github.com/nslab/nslab/internal/host"
 	"github.com/nslab/nslab/topology/ns"
 )
 

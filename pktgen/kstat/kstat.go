@@ -16,7 +16,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/nslab/nslab/topology/ethtool"
+	"github.com/nslab/nslab/internal/ethtool"
 	"github.com/nslab/nslab/topology/ns"
 )
 

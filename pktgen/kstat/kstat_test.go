@@ -4,7 +4,7 @@ import (
 	"runtime"
 	"testing"
 
-	"github.com/nslab/nslab/topology/labtest"
+	"github.com/nslab/nslab/internal/labtest"
 	"github.com/nslab/nslab/topology/ns"
 )
 

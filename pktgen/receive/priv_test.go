@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nslab/nslab/internal/labtest/labdeploy"
 	"github.com/nslab/nslab/pktgen/engine"
 	"github.com/nslab/nslab/pktgen/userspace"
-	"github.com/nslab/nslab/topology/labtest/labdeploy"
 	"github.com/nslab/nslab/topology/spec"
 )
 

@@ -7,8 +7,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/nslab/nslab/internal/labtest"
 	"github.com/nslab/nslab/topology/lab"
-	"github.com/nslab/nslab/topology/labtest"
 	"github.com/nslab/nslab/topology/spec"
 )
 
@@ -52,7 +52,7 @@ func BenchmarkRead10(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer r.Close()
-	s, err := New(r, targets)
+	s, err := New(r.Opened, targets)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -10,11 +10,12 @@ package sample
 import (
 	"context"
 	"fmt"
-	"github.com/nslab/nslab/pktgen/measured"
 	"time"
 
-	"github.com/nslab/nslab/topology/lab"
-	"github.com/nslab/nslab/topology/nlsafe"
+	"github.com/nslab/nslab/pktgen/measured"
+
+	"github.com/nslab/nslab/internal/nlsafe"
+	"github.com/nslab/nslab/topology/lab/deployed"
 	"github.com/nslab/nslab/topology/qdisc"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/vishvananda/netlink"
@@ -24,7 +25,7 @@ import (
 type Target = measured.Target
 
 // TargetOf is the target for interface ep of a running lab.
-func TargetOf(r *lab.Running, ep spec.Endpoint) Target {
+func TargetOf(r *deployed.Opened, ep spec.Endpoint) Target {
 	return Target{Node: ep.Node, Namespace: r.Lab.Namespace(ep.Node), Interface: ep.Interface}
 }
 
@@ -47,7 +48,7 @@ type Sampler struct {
 
 // New finds the targets' interfaces in the running lab. It opens nothing:
 // the handles are the lab's.
-func New(r *lab.Running, targets []Target) (*Sampler, error) {
+func New(r *deployed.Opened, targets []Target) (*Sampler, error) {
 	s := &Sampler{Targets: targets, start: time.Now()}
 	links := make([]netlink.Link, len(targets))
 	for i, t := range targets {

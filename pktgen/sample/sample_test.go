@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nslab/nslab/topology/labtest"
-	"github.com/nslab/nslab/topology/labtest/labdeploy"
+	"github.com/nslab/nslab/internal/labtest"
+	"github.com/nslab/nslab/internal/labtest/labdeploy"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 )
@@ -38,7 +38,7 @@ func deployPair(t *testing.T) *spec.Lab {
 // the sampler sees them at both ends.
 func TestPrivilegedCountsMatchPing(t *testing.T) {
 	l := deployPair(t)
-	s, err := New(labdeploy.Open(t, l), []Target{{Node: "ns1", Namespace: l.Namespace("ns1"), Interface: "veth1"}, {Node: "ns2", Namespace: l.Namespace("ns2"), Interface: "veth2"}})
+	s, err := New(labdeploy.Open(t, l).Opened, []Target{{Node: "ns1", Namespace: l.Namespace("ns1"), Interface: "veth1"}, {Node: "ns2", Namespace: l.Namespace("ns2"), Interface: "veth2"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestPrivilegedSamplerUnderChurn(t *testing.T) {
 	l := deployPair(t)
 	changes := labtest.Churn(t, labtest.Handle(t, ns.DefaultDir, l.Namespace("ns2")))
 	for i := 0; changes.Load() < 50; i++ {
-		s, err := New(labdeploy.Open(t, l), []Target{{Node: "ns1", Namespace: l.Namespace("ns1"), Interface: "veth1"}, {Node: "ns2", Namespace: l.Namespace("ns2"), Interface: "veth2"}})
+		s, err := New(labdeploy.Open(t, l).Opened, []Target{{Node: "ns1", Namespace: l.Namespace("ns1"), Interface: "veth1"}, {Node: "ns2", Namespace: l.Namespace("ns2"), Interface: "veth2"}})
 		if err != nil {
 			t.Fatalf("new sampler %d under churn: %v", i, err)
 		}

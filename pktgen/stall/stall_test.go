@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nslab/nslab/topology/labtest"
+	"github.com/nslab/nslab/internal/labtest"
 )
 
 // TestMerge: the timers one stall delayed make one stall per CPU, from

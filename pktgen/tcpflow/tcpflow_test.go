@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nslab/nslab/topology/labtest"
-	"github.com/nslab/nslab/topology/labtest/labdeploy"
+	"github.com/nslab/nslab/internal/labtest"
+	"github.com/nslab/nslab/internal/labtest/labdeploy"
 )
 
 // TestPrivilegedFlows runs two reno flows for a second through the

@@ -14,8 +14,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nslab/nslab/internal/nlsafe"
 	"github.com/nslab/nslab/pktgen/engine"
-	"github.com/nslab/nslab/topology/nlsafe"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"

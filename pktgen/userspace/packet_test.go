@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nslab/nslab/internal/labtest"
 	"github.com/nslab/nslab/pktgen/engine"
-	"github.com/nslab/nslab/topology/labtest"
 )
 
 func testBuilder(j engine.Job) *builder {

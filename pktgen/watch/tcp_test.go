@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nslab/nslab/internal/labtest"
 	"github.com/nslab/nslab/pktgen/kstat"
 	"github.com/nslab/nslab/pktgen/tcpflow"
-	"github.com/nslab/nslab/topology/labtest"
 )
 
 // TestTCPConns: a connection's rates are its counters' growth over the

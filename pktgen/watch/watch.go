@@ -17,11 +17,11 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nslab/nslab/internal/nlsafe"
 	"github.com/nslab/nslab/pktgen/kstat"
 	"github.com/nslab/nslab/pktgen/sample"
 	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/lab/state"
-	"github.com/nslab/nslab/topology/nlsafe"
 	"github.com/nslab/nslab/topology/spec"
 )
 
@@ -88,7 +88,7 @@ func (w *Lab) findInterfaces() error {
 		}
 	}
 	var err error
-	w.sampler, err = sample.New(w.run, w.targets)
+	w.sampler, err = sample.New(w.run.Opened, w.targets)
 	w.qdiscs = time.Now()
 	return err
 }

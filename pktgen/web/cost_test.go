@@ -7,12 +7,12 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/nslab/nslab/internal/labtest"
 	"github.com/nslab/nslab/pktgen/metrics"
 	"github.com/nslab/nslab/pktgen/sample"
 	"github.com/nslab/nslab/pktgen/watch"
 	"github.com/nslab/nslab/topology/generate"
 	"github.com/nslab/nslab/topology/lab"
-	"github.com/nslab/nslab/topology/labtest"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
@@ -94,7 +94,7 @@ func costSampler(b *testing.B, m *lab.Manager, l *spec.Lab, targets []sample.Tar
 		b.Fatal(err)
 	}
 	defer r.Close()
-	s, err := sample.New(r, targets)
+	s, err := sample.New(r.Opened, targets)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -16,9 +16,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nslab/nslab/topology/lab/deployed"
 	"github.com/nslab/nslab/topology/walk"
 
-	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/probe"
 	"github.com/nslab/nslab/topology/spec"
 )
@@ -206,7 +206,7 @@ func family(a netip.Addr) string {
 // pair of Expected on the running lab, all at once, and returns them in
 // the same order. It runs in the caller's namespace; each
 // probe opens its socket inside the sending node's namespace.
-func Run(ctx context.Context, r *lab.Running, o Options) (Pairs, error) {
+func Run(ctx context.Context, r *deployed.Opened, o Options) (Pairs, error) {
 	if o.Timeout <= 0 {
 		o.Timeout = time.Second
 	}

@@ -10,11 +10,12 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/nslab/nslab/topology/lab/deployed"
 	"github.com/nslab/nslab/topology/sriov"
 
+	"github.com/nslab/nslab/internal/labtest"
+	"github.com/nslab/nslab/internal/labtest/labdeploy"
 	"github.com/nslab/nslab/topology/lab"
-	"github.com/nslab/nslab/topology/labtest"
-	"github.com/nslab/nslab/topology/labtest/labdeploy"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/vishvananda/netlink"
@@ -140,7 +141,7 @@ func TestPrivilegedCheckExamples(t *testing.T) {
 
 func assertAllOK(t *testing.T, l *spec.Lab) {
 	t.Helper()
-	pairs, err := Run(context.Background(), labdeploy.Open(t, l), Options{})
+	pairs, err := Run(context.Background(), labdeploy.Open(t, l).Opened, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +206,7 @@ func TestPrivilegedCheckRouteRemoved(t *testing.T) {
 	if got := silent(pairs); strings.Join(got, ", ") != strings.Join(needDefault, ", ") {
 		t.Errorf("expected silent:\n got  %v\n want %v", got, needDefault)
 	}
-	assertDifference(t, r, lab.Difference{Node: "ns3", What: "the file's route 0.0.0.0/0 via 10.0.2.254 is not in the kernel"})
+	assertDifference(t, r, deployed.Difference{Node: "ns3", What: "the file's route 0.0.0.0/0 via 10.0.2.254 is not in the kernel"})
 }
 
 // needDefault are the pairs of the client-router-server lab that need the
@@ -216,7 +217,7 @@ var needDefault = []string{"ns1 -> 10.0.2.1", "ns3 -> 10.0.1.1", "ns3 -> 10.0.1.
 // assertKernelAgrees runs check and requires no pair flagged either way.
 func assertKernelAgrees(t *testing.T, r *lab.Running) Pairs {
 	t.Helper()
-	pairs, err := Run(context.Background(), r, Options{})
+	pairs, err := Run(context.Background(), r.Opened, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +232,7 @@ func silent(pairs Pairs) []string {
 	return failing(pairs, func(p Pair) bool { return !p.Expect && !p.Answered })
 }
 
-func assertDifference(t *testing.T, r *lab.Running, want lab.Difference) {
+func assertDifference(t *testing.T, r *lab.Running, want deployed.Difference) {
 	t.Helper()
 	if len(r.Differences) != 1 || r.Differences[0] != want {
 		t.Errorf("differences %v, want %v", r.Differences, want)
@@ -263,7 +264,7 @@ func TestPrivilegedCheckRouteAdded(t *testing.T) {
 	if got := silent(assertKernelAgrees(t, r)); len(got) != 0 {
 		t.Errorf("expected silent: %v, want none", got)
 	}
-	assertDifference(t, r, lab.Difference{Node: "ns3", What: "route 0.0.0.0/0 via 10.0.2.254 dev veth2-peer (protocol boot) is in the kernel, not in the file"})
+	assertDifference(t, r, deployed.Difference{Node: "ns3", What: "route 0.0.0.0/0 via 10.0.2.254 dev veth2-peer (protocol boot) is in the kernel, not in the file"})
 }
 
 // TestPrivilegedCheckNothingToCheck: a deployed lab without an address
@@ -271,7 +272,7 @@ func TestPrivilegedCheckRouteAdded(t *testing.T) {
 func TestPrivilegedCheckNothingToCheck(t *testing.T) {
 	labtest.CoveredOnHost(t)
 	l := labdeploy.Deploy(t, labtest.Rename([]byte("name: x\nnodes:\n  a: {}\n  b: {}\nlinks:\n  - endpoints: [a:e0, b:e0]\n"), labtest.Name("c")))
-	pairs, err := Run(context.Background(), labdeploy.Open(t, l), Options{})
+	pairs, err := Run(context.Background(), labdeploy.Open(t, l).Opened, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

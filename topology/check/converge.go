@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/nslab/nslab/topology/lab"
+	"github.com/nslab/nslab/topology/lab/deployed"
 	"github.com/nslab/nslab/topology/lab/state"
 )
 
@@ -68,7 +68,7 @@ func (c Convergence) String() string {
 // the deploy, or a node's stop or start after it (zero: unknown). When
 // wait runs out, it returns the last pairs and an error saying what was
 // still wrong.
-func Converge(ctx context.Context, r *lab.Running, o Options, wait, settle time.Duration, since Mark) (Pairs, Convergence, error) {
+func Converge(ctx context.Context, r *deployed.Opened, o Options, wait, settle time.Duration, since Mark) (Pairs, Convergence, error) {
 	const poll = 100 * time.Millisecond
 	start := time.Now()
 	c := Convergence{Settle: settle, Poll: poll}

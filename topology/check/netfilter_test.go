@@ -8,9 +8,9 @@ import (
 	"time"
 
 	"github.com/google/nftables"
+	"github.com/nslab/nslab/internal/labtest"
+	"github.com/nslab/nslab/internal/labtest/labdeploy"
 	"github.com/nslab/nslab/topology/lab"
-	"github.com/nslab/nslab/topology/labtest"
-	"github.com/nslab/nslab/topology/labtest/labdeploy"
 	"github.com/nslab/nslab/topology/netfilter"
 	"github.com/nslab/nslab/topology/spec"
 )
@@ -107,7 +107,7 @@ func TestPrivilegedCheckNAT(t *testing.T) {
 
 func probeAll(t *testing.T, r *lab.Running) []Pair {
 	t.Helper()
-	pairs, err := Run(context.Background(), r, Options{Timeout: 300 * time.Millisecond, Tries: 2})
+	pairs, err := Run(context.Background(), r.Opened, Options{Timeout: 300 * time.Millisecond, Tries: 2})
 	if err != nil {
 		t.Fatal(err)
 	}

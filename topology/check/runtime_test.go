@@ -8,9 +8,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nslab/nslab/internal/labtest"
+	"github.com/nslab/nslab/internal/labtest/labdeploy"
 	"github.com/nslab/nslab/topology/lab"
-	"github.com/nslab/nslab/topology/labtest"
-	"github.com/nslab/nslab/topology/labtest/labdeploy"
+	"github.com/nslab/nslab/topology/lab/deployed"
 	"github.com/nslab/nslab/topology/qdisc"
 	"github.com/nslab/nslab/topology/spec"
 )
@@ -18,7 +19,7 @@ import (
 // broken lists the pairs check finds broken on the running lab.
 func broken(t *testing.T, r *lab.Running) []string {
 	t.Helper()
-	pairs, err := Run(context.Background(), r, Options{Timeout: 300 * time.Millisecond, Tries: 2})
+	pairs, err := Run(context.Background(), r.Opened, Options{Timeout: 300 * time.Millisecond, Tries: 2})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +47,7 @@ func TestPrivilegedLinkDownAndUp(t *testing.T) {
 	if !contains(down, "client -> 10.2.0.2") || !contains(down, "server -> 10.1.0.2") || contains(down, "client -> 10.1.0.1") || contains(down, "server -> 10.2.0.1") {
 		t.Errorf("with %s down, expected silent: %v", ep, down)
 	}
-	if !slices.Contains(r.Differences, lab.Difference{Node: "r2", What: "eth0 is down in the kernel"}) {
+	if !slices.Contains(r.Differences, deployed.Difference{Node: "r2", What: "eth0 is down in the kernel"}) {
 		t.Errorf("differences %v", r.Differences)
 	}
 	if err := r.SetLink(ep, true); err != nil {

@@ -9,11 +9,11 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/nslab/nslab/internal/nlsafe"
 	"github.com/nslab/nslab/topology/cgroup"
 	"github.com/nslab/nslab/topology/lab/live"
 	"github.com/nslab/nslab/topology/lab/plan"
 	"github.com/nslab/nslab/topology/lab/state"
-	"github.com/nslab/nslab/topology/nlsafe"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/qdisc"
 	"github.com/nslab/nslab/topology/spec"

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/google/nftables"
+	"github.com/nslab/nslab/internal/labtest"
 	"github.com/nslab/nslab/topology/lab/inspect"
-	"github.com/nslab/nslab/topology/labtest"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 )

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nslab/nslab/internal/labtest"
 	"github.com/nslab/nslab/topology/lab/state"
-	"github.com/nslab/nslab/topology/labtest"
 )
 
 // damages are the ways a state file can be spoiled: a full disk, a power

@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/nslab/nslab/internal/nlsafe"
 	"github.com/nslab/nslab/topology/cgroup"
 	"github.com/nslab/nslab/topology/lab/state"
-	"github.com/nslab/nslab/topology/nlsafe"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/vishvananda/netlink"

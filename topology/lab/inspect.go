@@ -3,7 +3,6 @@ package lab
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,9 +11,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nslab/nslab/internal/nlsafe"
+	"github.com/nslab/nslab/topology/lab/deployed"
 	"github.com/nslab/nslab/topology/lab/inspect"
 	"github.com/nslab/nslab/topology/lab/state"
-	"github.com/nslab/nslab/topology/nlsafe"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 )
@@ -24,7 +24,7 @@ import (
 // nftables table, daemons and limits).
 
 // ErrNotDeployed is returned for a lab that has no state file.
-var ErrNotDeployed = errors.New("lab is not deployed")
+var ErrNotDeployed = deployed.ErrNotDeployed
 
 // List returns every lab with a state file or a marked namespace.
 func (m *Manager) List() ([]inspect.Summary, error) {
@@ -118,7 +118,7 @@ func (m *Manager) Inspect(labName string) (*inspect.LabInfo, error) {
 
 // inspectNode fills ni from the namespace, after checking it is the lab's.
 func (m *Manager) inspectNode(ni *inspect.NodeInfo, l *spec.Lab, indexes map[spec.Endpoint]int) error {
-	node, err := m.openNode(l, ni.Node)
+	node, err := m.Store().OpenLabNode(l, ni.Node)
 	if err != nil {
 		return err
 	}

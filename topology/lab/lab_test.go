@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nslab/nslab/internal/labtest"
 	"github.com/nslab/nslab/topology/lab/inspect"
-	"github.com/nslab/nslab/topology/labtest"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/probe"
 	"github.com/nslab/nslab/topology/spec"

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nslab/nslab/internal/labtest"
 	"github.com/nslab/nslab/topology/cgroup"
 	"github.com/nslab/nslab/topology/lab/inspect"
-	"github.com/nslab/nslab/topology/labtest"
 )
 
 // limitsLab is pairYAML with a busy loop held to 20% of a CPU in ns1, and

@@ -3,7 +3,7 @@ package lab
 import (
 	"fmt"
 
-	"github.com/nslab/nslab/topology/host"
+	"github.com/nslab/nslab/internal/host"
 	"github.com/nslab/nslab/topology/spec"
 )
 

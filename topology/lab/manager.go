@@ -20,14 +20,14 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/nslab/nslab/topology/lab/deployed"
 	"github.com/nslab/nslab/topology/sriov"
 
-	"github.com/nslab/nslab/topology/ns"
 	"golang.org/x/sys/unix"
 )
 
 // DefaultStateDir is where nslab keeps one state file per deployed lab.
-const DefaultStateDir = "/run/nslab"
+const DefaultStateDir = deployed.DefaultStateDir
 
 // Manager deploys, destroys and inspects labs. The zero value uses the
 // system directories; tests point the fields at private ones.
@@ -59,12 +59,7 @@ type Manager struct {
 	Progress func(done, total int, step string)
 }
 
-func (m *Manager) netnsDir() string {
-	if m.NetnsDir != "" {
-		return m.NetnsDir
-	}
-	return ns.DefaultDir
-}
+func (m *Manager) netnsDir() string { return m.Store().NetnsDirOrDefault() }
 
 func (m *Manager) sysfsRoot() string {
 	if m.Sysfs != "" {
@@ -80,12 +75,7 @@ func (m *Manager) vfControl() sriov.Control {
 	return sriov.Netlink{}
 }
 
-func (m *Manager) stateDir() string {
-	if m.StateDir != "" {
-		return m.StateDir
-	}
-	return DefaultStateDir
-}
+func (m *Manager) stateDir() string { return m.Store().StateDirOrDefault() }
 
 // lock takes nslab's machine-wide lock (one deploy or destroy at a time) and
 // returns its release function.

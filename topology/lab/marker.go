@@ -5,16 +5,17 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/nslab/nslab/internal/nlsafe"
+	"github.com/nslab/nslab/topology/lab/deployed"
 	"github.com/nslab/nslab/topology/lab/state"
-	"github.com/nslab/nslab/topology/nlsafe"
 	"github.com/nslab/nslab/topology/ns"
 )
 
 // markerPrefix starts every ifalias nslab sets.
-const markerPrefix = "nslab:"
+const markerPrefix = deployed.MarkerPrefix
 
 // nsMarker is the ifalias of a lab namespace's loopback.
-func nsMarker(labName, node string) string { return markerPrefix + labName + ":" + node }
+func nsMarker(labName, node string) string { return deployed.NSMarker(labName, node) }
 
 // linkMarker is the ifalias of every veth end and bridge nslab creates.
 func linkMarker(labName string) string { return markerPrefix + labName }

@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/nslab/nslab/topology/ethtool"
+	"github.com/nslab/nslab/internal/ethtool"
 	"github.com/nslab/nslab/topology/spec"
 	"golang.org/x/sys/unix"
 )

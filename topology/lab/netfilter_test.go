@@ -14,8 +14,8 @@ import (
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
+	"github.com/nslab/nslab/internal/labtest"
 	"github.com/nslab/nslab/topology/lab/inspect"
-	"github.com/nslab/nslab/topology/labtest"
 	"github.com/nslab/nslab/topology/netfilter"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
@@ -39,7 +39,7 @@ func TestPrivilegedNATLab(t *testing.T) {
 		from, to string
 		flow     spec.Flow
 	}{{"lan", "172.30.0.2", spec.Flow{}}, {"wan", "172.30.0.1", spec.Flow{Proto: "tcp", Port: 8080}}} {
-		tp, err := f.m.Trace(f.lab, spec.Endpoint{Node: c.from}, netip.MustParseAddr(c.to), c.flow)
+		tp, err := f.m.Store().Trace(f.lab, spec.Endpoint{Node: c.from}, netip.MustParseAddr(c.to), c.flow)
 		if err != nil || !tp.Deployed || len(tp.Hops) != 3 || !tp.Hops[1].SNAT.IsValid() && !tp.Hops[1].DNAT.IsValid() {
 			t.Errorf("path %s -> %s (%+v): the kernel is not asked about the NAT hop, or disagrees: %+v, %v", c.from, c.to, c.flow, tp, err)
 		}

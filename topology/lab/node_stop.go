@@ -112,7 +112,7 @@ func (r *Running) lockNode(node string) (*spec.Node, *state.State, func(), error
 // localNode is node of r's lab, on this host.
 func (r *Running) localNode(node string) (*spec.Node, error) {
 	n := r.Lab.Node(node)
-	if n == nil || r.nodes[node] == nil {
+	if n == nil || r.Node(node) == nil {
 		return nil, fmt.Errorf("lab %s has no node %s here", r.Lab.Name, node)
 	}
 	if n.Segment {
@@ -130,7 +130,7 @@ func (r *Running) nodeEnds(n *spec.Node) []spec.Endpoint {
 			continue
 		}
 		own = append(own, spec.Endpoint{Node: n.Name, Interface: i.Name})
-		if i.Peer.Node != "" && r.nodes[i.Peer.Node] != nil && r.Lab.Node(i.Peer.Node).Interface(i.Peer.Interface) != nil {
+		if i.Peer.Node != "" && r.Node(i.Peer.Node) != nil && r.Lab.Node(i.Peer.Node).Interface(i.Peer.Interface) != nil {
 			peers = append(peers, i.Peer)
 		}
 	}
@@ -150,7 +150,7 @@ func (r *Running) linksUp(st *state.State, n *spec.Node) error {
 			return err
 		}
 		// Both ends up before SetLink waits for each to be up.
-		if err := r.nodes[ep.Node].Handle.LinkSetUp(link); err != nil {
+		if err := r.Node(ep.Node).Handle.LinkSetUp(link); err != nil {
 			return fmt.Errorf("set %s up: %w", ep, err)
 		}
 		ends = append(ends, ep)
@@ -178,7 +178,7 @@ func (r *Running) stopProcesses(st *state.State, node string) error {
 			procs[s.PID] = s.Start
 		}
 	}
-	ino, err := r.nodes[node].NS.Inode()
+	ino, err := r.Node(node).NS.Inode()
 	if err != nil {
 		return err
 	}

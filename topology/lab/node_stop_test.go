@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nslab/nslab/topology/labtest"
-	"github.com/nslab/nslab/topology/nlsafe"
+	"github.com/nslab/nslab/internal/labtest"
+	"github.com/nslab/nslab/internal/nlsafe"
 	"github.com/vishvananda/netlink"
 )
 

@@ -9,7 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nslab/nslab/topology/labtest"
+	"github.com/nslab/nslab/internal/labtest"
+	"github.com/nslab/nslab/topology/lab/deployed"
 	"github.com/nslab/nslab/topology/walk"
 
 	"github.com/nslab/nslab/topology/ns"
@@ -28,7 +29,7 @@ func checkEveryPath(t *testing.T, f *fixture) int {
 				t.Errorf("%s -> %s: the file gives no path: %v", n.Name, o.Addr, err)
 				continue
 			}
-			tp, err := f.m.Trace(f.lab, spec.Endpoint{Node: n.Name}, o.Addr, spec.Flow{})
+			tp, err := f.m.Store().Trace(f.lab, spec.Endpoint{Node: n.Name}, o.Addr, spec.Flow{})
 			if err != nil {
 				t.Errorf("%s -> %s: %v", n.Name, o.Addr, err)
 				continue
@@ -84,7 +85,7 @@ func TestPrivilegedPathUnreachable(t *testing.T) {
 		t.Fatalf("file path: %v, want it to stop at r1", err)
 	}
 	f.deploy()
-	if _, err := f.m.Trace(f.lab, spec.Endpoint{Node: "client"}, server, spec.Flow{}); err == nil {
+	if _, err := f.m.Store().Trace(f.lab, spec.Endpoint{Node: "client"}, server, spec.Flow{}); err == nil {
 		t.Fatal("Trace on the deployed lab found a path")
 	}
 	_, err = f.handle("r1").RouteGetWithOptions(net.IP(server.AsSlice()), &netlink.RouteGetOptions{Iif: "eth0", SrcAddr: net.ParseIP("10.1.0.2")})
@@ -100,12 +101,12 @@ func TestPrivilegedPathKernelDisagrees(t *testing.T) {
 	f := newFixture(t, "client-router-server.yaml")
 	f.deploy()
 	server := netip.MustParseAddr("10.0.2.1")
-	trace := func() *KernelDisagrees {
+	trace := func() *deployed.KernelDisagrees {
 		t.Helper()
-		_, err := f.m.Trace(f.lab, spec.Endpoint{Node: "ns1"}, server, spec.Flow{})
-		var kd *KernelDisagrees
+		_, err := f.m.Store().Trace(f.lab, spec.Endpoint{Node: "ns1"}, server, spec.Flow{})
+		var kd *deployed.KernelDisagrees
 		if !errors.As(err, &kd) {
-			t.Fatalf("Trace: %v, want KernelDisagrees", err)
+			t.Fatalf("Trace: %v, want deployed.KernelDisagrees", err)
 		}
 		return kd
 	}
@@ -115,7 +116,7 @@ func TestPrivilegedPathKernelDisagrees(t *testing.T) {
 		t.Errorf("forwarding off: %v", kd)
 	}
 	must(t, f.nsDo("ns2", func() error { return os.WriteFile("/proc/sys/net/ipv4/ip_forward", []byte("1"), 0) }))
-	if _, err := f.m.Trace(f.lab, spec.Endpoint{Node: "ns1"}, server, spec.Flow{}); err != nil {
+	if _, err := f.m.Store().Trace(f.lab, spec.Endpoint{Node: "ns1"}, server, spec.Flow{}); err != nil {
 		t.Fatalf("forwarding back on: %v", err)
 	}
 	// The client's default route is gone: the kernels' answer is that
@@ -128,8 +129,8 @@ func TestPrivilegedPathKernelDisagrees(t *testing.T) {
 			must(t, h.RouteDel(&r))
 		}
 	}
-	_, err = f.m.Trace(f.lab, spec.Endpoint{Node: "ns1"}, server, spec.Flow{})
-	var nk *NoKernelPath
+	_, err = f.m.Store().Trace(f.lab, spec.Endpoint{Node: "ns1"}, server, spec.Flow{})
+	var nk *deployed.NoKernelPath
 	if !errors.As(err, &nk) || !strings.Contains(err.Error(), "node ns1 has no route to 10.0.2.1 in its kernel") ||
 		!strings.Contains(err.Error(), "ns1: the file's route 0.0.0.0/0 via 10.0.1.254 is not in the kernel") {
 		t.Errorf("route deleted: %v", err)
@@ -152,14 +153,14 @@ func TestPrivilegedPathFollowsHandRoute(t *testing.T) {
 	}
 	f.deploy()
 	server := netip.MustParseAddr("10.2.0.2")
-	if _, err := f.m.Trace(f.lab, spec.Endpoint{Node: "client"}, server, spec.Flow{}); err == nil || !strings.Contains(err.Error(), "node r1 has no route to 10.2.0.2 in its kernel") {
+	if _, err := f.m.Store().Trace(f.lab, spec.Endpoint{Node: "client"}, server, spec.Flow{}); err == nil || !strings.Contains(err.Error(), "node r1 has no route to 10.2.0.2 in its kernel") {
 		t.Fatalf("before the route: %v", err)
 	}
 	eth1, err := f.handle("r1").LinkByName("eth1")
 	must(t, err)
 	must(t, f.handle("r1").RouteAdd(&netlink.Route{Dst: &net.IPNet{IP: net.IP{10, 2, 0, 0}, Mask: net.CIDRMask(24, 32)},
 		Gw: net.IP{10, 12, 0, 2}, LinkIndex: eth1.Attrs().Index, Protocol: 3 /* boot, as ip route add */}))
-	tp, err := f.m.Trace(f.lab, spec.Endpoint{Node: "client"}, server, spec.Flow{})
+	tp, err := f.m.Store().Trace(f.lab, spec.Endpoint{Node: "client"}, server, spec.Flow{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +171,7 @@ func TestPrivilegedPathFollowsHandRoute(t *testing.T) {
 	if strings.Join(nodes, " ") != "client r1 r2 server" || !tp.Deployed {
 		t.Errorf("path %v (deployed %v)", nodes, tp.Deployed)
 	}
-	want := Difference{Node: "r1", What: "route 10.2.0.0/24 via 10.12.0.2 dev eth1 (protocol boot) is in the kernel, not in the file"}
+	want := deployed.Difference{Node: "r1", What: "route 10.2.0.0/24 via 10.12.0.2 dev eth1 (protocol boot) is in the kernel, not in the file"}
 	if len(tp.Differences) != 1 || tp.Differences[0] != want {
 		t.Errorf("differences %v, want %v", tp.Differences, want)
 	}
@@ -187,10 +188,10 @@ func TestPrivilegedPathLinkDown(t *testing.T) {
 	must(t, err)
 	defer r.Close()
 	must(t, r.SetLink(spec.Endpoint{Node: "r1", Interface: "eth1"}, false))
-	_, err = f.m.Trace(f.lab, spec.Endpoint{Node: "client"}, netip.MustParseAddr("10.2.0.2"), spec.Flow{})
-	var nk *NoKernelPath
+	_, err = f.m.Store().Trace(f.lab, spec.Endpoint{Node: "client"}, netip.MustParseAddr("10.2.0.2"), spec.Flow{})
+	var nk *deployed.NoKernelPath
 	if !errors.As(err, &nk) {
-		t.Fatalf("got %v, want NoKernelPath", err)
+		t.Fatalf("got %v, want deployed.NoKernelPath", err)
 	}
 	for _, want := range []string{"node r1 has no route to 10.2.0.2 in its kernel", "r1: eth1 is down in the kernel", "r1: the file's route 10.2.0.0/24 via 10.12.0.2 is not in the kernel"} {
 		if !strings.Contains(err.Error(), want) {
@@ -201,7 +202,7 @@ func TestPrivilegedPathLinkDown(t *testing.T) {
 	// the path ends there. The kernel tells r2's end of its peer's state
 	// through linkwatch, which may take up to a second.
 	for start := time.Now(); ; time.Sleep(50 * time.Millisecond) {
-		_, err = f.m.Trace(f.lab, spec.Endpoint{Node: "server"}, netip.MustParseAddr("10.12.0.1"), spec.Flow{})
+		_, err = f.m.Store().Trace(f.lab, spec.Endpoint{Node: "server"}, netip.MustParseAddr("10.12.0.1"), spec.Flow{})
 		if err != nil || time.Since(start) > 3*time.Second {
 			break
 		}

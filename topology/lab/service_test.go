@@ -11,8 +11,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/nslab/nslab/internal/labtest"
 	"github.com/nslab/nslab/topology/lab/state"
-	"github.com/nslab/nslab/topology/labtest"
 )
 
 // serviceLab is pairYAML with one-shot commands and services in ns2.

@@ -11,7 +11,7 @@ import (
 	"github.com/nslab/nslab/topology/lab/state"
 	"github.com/nslab/nslab/topology/sriov"
 
-	"github.com/nslab/nslab/topology/nlsafe"
+	"github.com/nslab/nslab/internal/nlsafe"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/vishvananda/netlink"

@@ -13,7 +13,7 @@ import (
 
 	"github.com/nslab/nslab/topology/sriov"
 
-	"github.com/nslab/nslab/topology/labtest"
+	"github.com/nslab/nslab/internal/labtest"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"

@@ -15,7 +15,7 @@ func (m *Manager) statePath(labName string) string { return state.Path(m.stateDi
 // loadState reads a lab's state; it returns (nil, nil) when there is none,
 // and a *state.DamagedStateError when the file cannot be used.
 func (m *Manager) loadState(labName string) (*state.State, error) {
-	return state.Load(m.stateDir(), labName)
+	return m.Store().LoadState(labName)
 }
 
 // saveState writes the state atomically (see state.Save).
@@ -59,11 +59,7 @@ func (m *Manager) DeployedFrom(sum string) (string, bool) {
 
 // Recorded returns the state nslab keeps of a deployed lab.
 func (m *Manager) Recorded(labName string) (*state.State, error) {
-	st, err := m.loadState(labName)
-	if err == nil && st == nil {
-		err = fmt.Errorf("lab %s: %w (no state file in %s)", labName, ErrNotDeployed, m.stateDir())
-	}
-	return st, err
+	return m.Store().Recorded(labName)
 }
 
 // LiveFile is where a bench of lab labName publishes its live stream (one

@@ -9,11 +9,11 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/nslab/nslab/internal/units"
 	"github.com/nslab/nslab/topology/cgroup"
 	"github.com/nslab/nslab/topology/lab/state"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
-	"github.com/nslab/nslab/topology/units"
 )
 
 // Limits per node (limits:): a cgroup of the node's own, nslab/LAB/NODE
@@ -215,7 +215,7 @@ func shLimits(l *spec.Lab, n *spec.Node) []string {
 // NodeCgroup is a deployed node's cgroup, nil when the node has no
 // limits (its lab's state records no cgroup of it).
 func (m *Manager) NodeCgroup(labName, node string) (*cgroup.Group, error) {
-	foundLab, foundNode, _, err := m.LocateNode(labName, node)
+	foundLab, foundNode, _, err := m.Store().LocateNode(labName, node)
 	if err != nil {
 		return nil, err
 	}

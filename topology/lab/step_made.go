@@ -6,8 +6,8 @@ import (
 	"net"
 	"strings"
 
-	"github.com/nslab/nslab/topology/host"
-	"github.com/nslab/nslab/topology/nlsafe"
+	"github.com/nslab/nslab/internal/host"
+	"github.com/nslab/nslab/internal/nlsafe"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/vishvananda/netlink"

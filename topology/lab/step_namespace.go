@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/nslab/nslab/topology/lab/deployed"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/vishvananda/netlink"
@@ -33,7 +34,7 @@ func namespaceSteps(l *spec.Lab, _ string) []Step {
 }
 
 // loIndex is the ifindex of the loopback in every new network namespace.
-const loIndex = 1
+const loIndex = deployed.LoIndex
 
 // ipv6Defaults are written in every new namespace before any of its
 // interfaces exist, so the interfaces inherit them. IPv6 is off by default:

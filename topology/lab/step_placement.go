@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/nslab/nslab/topology/ethtool"
+	"github.com/nslab/nslab/internal/ethtool"
 	"github.com/nslab/nslab/topology/lab/state"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"

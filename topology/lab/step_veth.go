@@ -4,8 +4,8 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/nslab/nslab/topology/ethtool"
-	"github.com/nslab/nslab/topology/nlsafe"
+	"github.com/nslab/nslab/internal/ethtool"
+	"github.com/nslab/nslab/internal/nlsafe"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/vishvananda/netlink"

@@ -262,11 +262,7 @@ func (m *Manager) removeViews(labName string) error {
 // openView opens node's view in lab labName; nil, nil when the lab has
 // none (deployed by a version of nslab before views).
 func (m *Manager) openView(labName, nsName string) (*ns.View, error) {
-	v, err := ns.OpenView(m.labViews(labName), nsName)
-	if isNotExist(err) {
-		return nil, nil
-	}
-	return v, err
+	return m.Store().OpenView(labName, nsName)
 }
 
 // viewRoots are the node's own directories that setup writes in.

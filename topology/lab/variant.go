@@ -10,11 +10,11 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/nslab/nslab/topology/ethtool"
+	"github.com/nslab/nslab/internal/ethtool"
+	"github.com/nslab/nslab/internal/nlsafe"
 	"github.com/nslab/nslab/topology/lab/inspect"
 	"github.com/nslab/nslab/topology/lab/state"
 	"github.com/nslab/nslab/topology/netfilter"
-	"github.com/nslab/nslab/topology/nlsafe"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/qdisc"
 	"github.com/nslab/nslab/topology/spec"

@@ -9,10 +9,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nslab/nslab/topology/ethtool"
-	"github.com/nslab/nslab/topology/host"
+	"github.com/nslab/nslab/internal/ethtool"
+	"github.com/nslab/nslab/internal/host"
+	"github.com/nslab/nslab/internal/labtest"
 	"github.com/nslab/nslab/topology/lab/inspect"
-	"github.com/nslab/nslab/topology/labtest"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/nslab/nslab/topology/xdpfwd"

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nslab/nslab/topology/labname"
+	"github.com/nslab/nslab/internal/labname"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/nslab/nslab/internal/units"
 	"github.com/nslab/nslab/topology/spec"
-	"github.com/nslab/nslab/topology/units"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"
 	"golang.org/x/sys/unix"

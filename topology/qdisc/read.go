@@ -5,7 +5,7 @@ import (
 	"math"
 	"time"
 
-	"github.com/nslab/nslab/topology/nlsafe"
+	"github.com/nslab/nslab/internal/nlsafe"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/vishvananda/netlink"
 )

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nslab/nslab/topology/units"
+	"github.com/nslab/nslab/internal/units"
 )
 
 // The fuzz targets of the file's parsers. Their seeds run as ordinary

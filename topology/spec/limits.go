@@ -1,7 +1,7 @@
 package spec
 
 import (
-	"github.com/nslab/nslab/topology/units"
+	"github.com/nslab/nslab/internal/units"
 )
 
 // Limits bound what a node's processes (its services, routing daemons and

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nslab/nslab/topology/units"
+	"github.com/nslab/nslab/internal/units"
 	"gopkg.in/yaml.v3"
 )
 

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nslab/nslab/topology/units"
+	"github.com/nslab/nslab/internal/units"
 )
 
 // Test is one entry of the file's tests: (what nslab test checks on the

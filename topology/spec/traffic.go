@@ -9,7 +9,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nslab/nslab/topology/units"
+	"github.com/nslab/nslab/internal/units"
 
 	"github.com/nslab/nslab/topology/frame"
 	"gopkg.in/yaml.v3"

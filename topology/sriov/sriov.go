@@ -13,7 +13,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/nslab/nslab/topology/nlsafe"
+	"github.com/nslab/nslab/internal/nlsafe"
 	"github.com/vishvananda/netlink"
 )
 

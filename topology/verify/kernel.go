@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nslab/nslab/topology/nlsafe"
+	"github.com/nslab/nslab/internal/nlsafe"
 	"github.com/nslab/nslab/topology/probe"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/vishvananda/netlink"

@@ -11,13 +11,13 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/nslab/nslab/topology/lab"
+	"github.com/nslab/nslab/topology/lab/deployed"
 	"github.com/nslab/nslab/topology/spec"
 )
 
 // Checker checks tests on one deployed lab.
 type Checker struct {
-	Run *lab.Running
+	Run *deployed.Opened
 	// Command runs argv in node's namespace and view (where its
 	// daemons' sockets are) and returns what it printed.
 	Command func(node string, argv ...string) ([]byte, error)

@@ -10,9 +10,10 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/google/gopacket"
 	"github.com/google/gopacket/layers"
+	"github.com/nslab/nslab/internal/labtest"
+	"github.com/nslab/nslab/internal/labtest/labdeploy"
 	"github.com/nslab/nslab/topology/lab"
-	"github.com/nslab/nslab/topology/labtest"
-	"github.com/nslab/nslab/topology/labtest/labdeploy"
+	"github.com/nslab/nslab/topology/lab/deployed"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/nslab/nslab/topology/xdpfwd"
 	"github.com/vishvananda/netlink"
@@ -64,7 +65,7 @@ type tryRig struct {
 	r0MAC  net.HardwareAddr
 	r1MAC  net.HardwareAddr
 	bMAC   net.HardwareAddr
-	router *lab.Node
+	router *deployed.Node
 }
 
 func newTryRig(t *testing.T, r *lab.Running) *tryRig {

@@ -24,8 +24,8 @@ import (
 	"os"
 
 	"github.com/cilium/ebpf"
-	"github.com/nslab/nslab/topology/ethtool"
-	"github.com/nslab/nslab/topology/nlsafe"
+	"github.com/nslab/nslab/internal/ethtool"
+	"github.com/nslab/nslab/internal/nlsafe"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netlink/nl"

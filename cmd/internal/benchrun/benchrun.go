@@ -12,9 +12,9 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/nslab/nslab/internal/labname"
 	"github.com/nslab/nslab/pktgen/bench"
 	"github.com/nslab/nslab/topology/lab"
-	"github.com/nslab/nslab/topology/labname"
 	"github.com/nslab/nslab/topology/spec"
 )
 

@@ -7,9 +7,9 @@ import (
 	"slices"
 	"time"
 
+	"github.com/nslab/nslab/internal/units"
 	"github.com/nslab/nslab/topology/cgroup"
 	"github.com/nslab/nslab/topology/lab/state"
-	"github.com/nslab/nslab/topology/units"
 )
 
 // LimitsInfo is a node's use of its cgroup against its limits (limits:),

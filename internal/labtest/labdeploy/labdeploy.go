@@ -10,8 +10,8 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/nslab/nslab/internal/labtest"
 	"github.com/nslab/nslab/topology/lab"
-	"github.com/nslab/nslab/topology/labtest"
 	"github.com/nslab/nslab/topology/spec"
 )
 

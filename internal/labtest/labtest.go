@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nslab/nslab/topology/labname"
-	"github.com/nslab/nslab/topology/nlsafe"
+	"github.com/nslab/nslab/internal/labname"
+	"github.com/nslab/nslab/internal/nlsafe"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/probe"
 	"github.com/vishvananda/netlink"

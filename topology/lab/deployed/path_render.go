@@ -1,4 +1,4 @@
-package lab
+package deployed
 
 // What path prints: a traced path as a table.
 

@@ -8,8 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/nslab/nslab/topology/labtest"
-	"github.com/nslab/nslab/topology/nlsafe"
+	"github.com/nslab/nslab/internal/labtest"
+	"github.com/nslab/nslab/internal/nlsafe"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/vishvananda/netlink"
 )

@@ -3,7 +3,7 @@ package ethtool
 import (
 	"testing"
 
-	"github.com/nslab/nslab/topology/labtest"
+	"github.com/nslab/nslab/internal/labtest"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/vishvananda/netlink"
 )

@@ -1,4 +1,4 @@
-package lab
+package deployed
 
 import (
 	"fmt"
@@ -12,14 +12,14 @@ import (
 // With labName empty, node may be a node name or a namespace name of any
 // deployed lab, or LAB:NODE; a name that more than one lab has is refused
 // with the candidates listed.
-func (m *Manager) FindNode(labName, node string) (string, error) {
+func (m *Store) FindNode(labName, node string) (string, error) {
 	_, _, nsName, err := m.LocateNode(labName, node)
 	return nsName, err
 }
 
 // LocateNode is FindNode that also returns the lab the node is in and the
 // node's name there (node may have been a namespace name).
-func (m *Manager) LocateNode(labName, node string) (foundLab, foundNode, nsName string, err error) {
+func (m *Store) LocateNode(labName, node string) (foundLab, foundNode, nsName string, err error) {
 	if labName == "" {
 		if l, n, ok := strings.Cut(node, ":"); ok {
 			labName, node = l, n
@@ -28,13 +28,13 @@ func (m *Manager) LocateNode(labName, node string) (foundLab, foundNode, nsName 
 	labs := []string{labName}
 	if labName == "" {
 		var err error
-		if labs, err = m.stateLabs(); err != nil {
+		if labs, err = m.StateLabs(); err != nil {
 			return "", "", "", err
 		}
 	}
 	var matches []string
 	for _, l := range labs {
-		st, err := m.loadState(l)
+		st, err := m.LoadState(l)
 		if err != nil {
 			return "", "", "", err
 		}
@@ -64,16 +64,16 @@ func (m *Manager) LocateNode(labName, node string) (foundLab, foundNode, nsName 
 // OpenNode opens a deployed node's network namespace and its view (nil
 // for a lab deployed without views), for running programs there as
 // nslab exec does. The caller closes both.
-func (m *Manager) OpenNode(labName, node string) (*ns.NS, *ns.View, error) {
+func (m *Store) OpenNode(labName, node string) (*ns.NS, *ns.View, error) {
 	foundLab, _, nsName, err := m.LocateNode(labName, node)
 	if err != nil {
 		return nil, nil, err
 	}
-	n, err := ns.Open(m.netnsDir(), nsName)
+	n, err := ns.Open(m.NetnsDirOrDefault(), nsName)
 	if err != nil {
 		return nil, nil, err
 	}
-	v, err := m.openView(foundLab, nsName)
+	v, err := m.OpenView(foundLab, nsName)
 	if err != nil {
 		n.Close()
 		return nil, nil, err

@@ -1,4 +1,4 @@
-package lab
+package deployed
 
 import (
 	"errors"
@@ -40,7 +40,7 @@ type TracedPath struct {
 	Elsewhere string `json:"elsewhere,omitempty"`
 	// Differences are where the kernels of the nodes on the path differ
 	// from the file (a deployed lab is traced by its kernels' addresses
-	// and routes: see Running.Learn).
+	// and routes: see Opened.Learn).
 	Differences []Difference `json:"differences,omitempty"`
 	// Disagreements are the hops where the kernel's own route lookup
 	// disagrees with the path (Trace then returns a *KernelDisagrees).
@@ -65,8 +65,8 @@ func (e *KernelDisagrees) Error() string {
 
 // Trace computes the path of flow f's packets from from (a node, or
 // node:interface) to to from the lab's file and, when the lab is deployed and can be entered,
-// the routes its daemons learned (see Running.Learn), and asks the kernel (see Running.Trace). It runs in the caller's namespace.
-func (m *Manager) Trace(l *spec.Lab, from spec.Endpoint, to netip.Addr, f spec.Flow) (*TracedPath, error) {
+// the routes its daemons learned (see Opened.Learn), and asks the kernel (see Opened.Trace). It runs in the caller's namespace.
+func (m *Store) Trace(l *spec.Lab, from spec.Endpoint, to netip.Addr, f spec.Flow) (*TracedPath, error) {
 	r, err := m.Open(l)
 	if err == nil {
 		defer r.Close()
@@ -129,12 +129,12 @@ func elsewhere(l *spec.Lab, p *walk.Path) string {
 // from the sender's source address (so forwarding and reverse-path
 // filtering count). MACs are read from the kernel. It enters no namespace:
 // it asks through the nodes' handles.
-func (r *Running) Trace(from spec.Endpoint, to netip.Addr) (*TracedPath, error) {
+func (r *Opened) Trace(from spec.Endpoint, to netip.Addr) (*TracedPath, error) {
 	return r.TraceFlow(from, to, spec.Flow{})
 }
 
 // TraceFlow is Trace for the packets of flow f (a traffic run's).
-func (r *Running) TraceFlow(from spec.Endpoint, to netip.Addr, f spec.Flow) (*TracedPath, error) {
+func (r *Opened) TraceFlow(from spec.Endpoint, to netip.Addr, f spec.Flow) (*TracedPath, error) {
 	tp, err := TraceFileFlow(r.Lab, from, to, f)
 	if err != nil {
 		if len(r.Differences) > 0 {
@@ -182,7 +182,7 @@ func (e *NoKernelPath) Error() string {
 func (e *NoKernelPath) Unwrap() error { return e.Err }
 
 // readMACs replaces the file's next-hop MACs by the kernel's.
-func (r *Running) readMACs(tp *TracedPath) []string {
+func (r *Opened) readMACs(tp *TracedPath) []string {
 	var problems []string
 	for i, h := range tp.Hops {
 		if h.Next.Node == "" || !r.Lab.Local(h.Next.Node) {
@@ -198,7 +198,7 @@ func (r *Running) readMACs(tp *TracedPath) []string {
 }
 
 // askKernel compares the kernel's route lookups with the file's hops.
-func (r *Running) askKernel(tp *TracedPath) []string {
+func (r *Opened) askKernel(tp *TracedPath) []string {
 	var problems []string
 	sender := r.nodes[tp.From.Node].Handle
 	rs, err := sender.RouteGet(net.IP(tp.To.AsSlice()))
@@ -276,7 +276,7 @@ func explainRouteErr(err error) string {
 
 // Deployed reports whether every namespace of the lab exists and carries
 // the lab's marker. It runs in the caller's namespace.
-func (m *Manager) Deployed(l *spec.Lab) bool {
+func (m *Store) Deployed(l *spec.Lab) bool {
 	r, err := m.Open(l)
 	if err != nil {
 		return false

@@ -1,4 +1,4 @@
-package lab
+package deployed
 
 import (
 	"cmp"
@@ -8,8 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/nslab/nslab/internal/nlsafe"
 	"github.com/nslab/nslab/topology/lab/inspect"
-	"github.com/nslab/nslab/topology/nlsafe"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
@@ -19,7 +19,7 @@ import (
 // nslab, exec lines, daemons or a user by hand are all the kernel's, and
 // the packet walk (so nslab path, check and bench) goes by them. Learn
 // reads them into the lab's model (spec.Interface.Live, spec.Node.Learned)
-// and lists where they differ from the file (Running.Differences).
+// and lists where they differ from the file (Opened.Differences).
 
 // learnedProtocol reports whether a route of this protocol was installed
 // by a daemon (not the kernel's connected routes, nor static ones, which
@@ -37,7 +37,7 @@ func learnedProtocol(p netlink.RouteProtocol) bool {
 // the lab's model, replacing what an earlier Learn read, and lists their
 // differences from the file in r.Differences. It runs in the caller's
 // namespace (through each node's handle).
-func (r *Running) Learn() error {
+func (r *Opened) Learn() error {
 	r.Differences = nil
 	stopped := map[string]bool{}
 	if st, err := r.m.Recorded(r.Lab.Name); err == nil {
@@ -265,7 +265,7 @@ func toSpecRoutes(names map[int]string, rt netlink.Route) []*spec.Route {
 // Tables is every local node's main routing table as text, one line per
 // route, nodes in file order: two calls that return the same text saw the
 // same routes.
-func (r *Running) Tables() (string, error) {
+func (r *Opened) Tables() (string, error) {
 	var b strings.Builder
 	for _, n := range r.Lab.Nodes {
 		node := r.nodes[n.Name]

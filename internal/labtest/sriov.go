@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nslab/nslab/topology/nlsafe"
+	"github.com/nslab/nslab/internal/nlsafe"
 	"github.com/nslab/nslab/topology/ns"
 
 	"github.com/vishvananda/netlink"
