@@ -47,7 +47,11 @@ var notForReaders = []string{module + "/topology/lab", "github.com/vishvananda/n
 // labReaders read a deployed lab (its kernels through deployed.Opened)
 // and change nothing: none may depend, even through another package, on
 // the deployer (topology/lab) itself.
-var labReaders = []string{"./topology/lab/deployed", "./topology/check", "./topology/verify", "./pktgen/sample"}
+var labReaders = []string{"./topology/lab/deployed", "./topology/check", "./topology/verify", "./pktgen/sample",
+	// bench's jobs that decide from what was measured (its accounting and
+	// verdict, its searches, a comparison's validity and control, a TCP
+	// run's figures): the runner (pktgen/bench) deploys and measures.
+	"./pktgen/bench/account", "./pktgen/bench/search", "./pktgen/bench/compare", "./pktgen/bench/tcp"}
 
 // TestLabReadersNeedNoDeployer: the read side of a deployed lab stands
 // below the deployer.

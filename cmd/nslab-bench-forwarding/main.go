@@ -19,6 +19,7 @@ import (
 
 	"github.com/nslab/nslab/cmd/internal/benchrun"
 	"github.com/nslab/nslab/pktgen/bench"
+	"github.com/nslab/nslab/pktgen/bench/search"
 	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/pktgen/stats"
 	"github.com/nslab/nslab/topology/lab"
@@ -37,10 +38,10 @@ func main() {
 func run(m *lab.Manager, l *spec.Lab, rounds, binary int) int {
 	var ndr, pdr, old []float64
 	var last *report.MLRResult
-	fmt.Printf("the placed forwarding lab, 64-byte frames; MLRsearch %s, goals NDR and PDR (exceed 50%%, final 1 s, sum 7 s, width 2%%); binary search with 2 s trials confirmed 3 times:\n", bench.Draft)
+	fmt.Printf("the placed forwarding lab, 64-byte frames; MLRsearch %s, goals NDR and PDR (exceed 50%%, final 1 s, sum 7 s, width 2%%); binary search with 2 s trials confirmed 3 times:\n", search.Draft)
 	for r := range max(rounds, binary) {
 		if r < rounds {
-			out, err := benchrun.Sweep(m, l, bench.Request{MLR: &bench.MLROptions{}}, bench.Selection{})
+			out, err := benchrun.Sweep(m, l, bench.Request{MLR: &search.MLROptions{}}, bench.Selection{})
 			if err != nil {
 				fmt.Fprintln(os.Stderr, "bench-forwarding:", err)
 				return 1
@@ -56,7 +57,7 @@ func run(m *lab.Manager, l *spec.Lab, rounds, binary int) int {
 				g["PDR"].ConditionalThroughputPPS, g["PDR"].LowerBoundPPS, g["PDR"].UpperBoundPPS, len(last.Trials), last.Duration.Seconds())
 		}
 		if r < binary {
-			out, err := benchrun.Sweep(m, l, bench.Request{Search: &bench.SearchOptions{Trial: 2 * time.Second, Confirm: 3}}, bench.Selection{})
+			out, err := benchrun.Sweep(m, l, bench.Request{Search: &search.Options{Trial: 2 * time.Second, Confirm: 3}}, bench.Selection{})
 			if err != nil {
 				fmt.Fprintln(os.Stderr, "bench-forwarding:", err)
 				return 1

@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/nslab/nslab/pktgen/auto"
 	"io"
 	"os"
 	"strings"
 	"time"
+
+	"github.com/nslab/nslab/pktgen/auto"
+	"github.com/nslab/nslab/pktgen/bench/compare"
+	"github.com/nslab/nslab/pktgen/bench/events"
+	"github.com/nslab/nslab/pktgen/bench/search"
 
 	"github.com/nslab/nslab/internal/units"
 	"github.com/nslab/nslab/pktgen/bench"
@@ -67,7 +71,7 @@ func benchCommand(run func(context.Context, *benchOptions) error) *cli.Command {
 		&cli.StringFlag{Name: "margin", Usage: "with --variants: what no change means: none larger than this `PERCENT` (default 2% in a duet, 3% in sequential pairs)"},
 		&cli.DurationFlag{Name: "max-time", Usage: "with --variants: measure for at most this long (default 2m per variant compared with the first), then decide or say how many more pairs would"},
 		&cli.BoolFlag{Name: "check-sensitivity", Usage: "measure a positive control first: the first variant (or the lab as deployed) against itself with --control-rules firewall rules that match nothing added to every node that forwards, in the set-up and on the figure the comparison uses; it says whether that set-up sees a known cost, and is saved for a day (this machine, lab file and traffic): a comparison says \"no change\" only where such a control moved, \"cannot tell\" otherwise"},
-		&cli.IntFlag{Name: "control-rules", Value: bench.DefaultControlRules, Usage: "with --check-sensitivity: the known cost, in firewall rules that match nothing (`N`; about 56 ns a packet each on our machines)"},
+		&cli.IntFlag{Name: "control-rules", Value: compare.DefaultControlRules, Usage: "with --check-sensitivity: the known cost, in firewall rules that match nothing (`N`; about 56 ns a packet each on our machines)"},
 		&cli.StringFlag{Name: "figure", Usage: "with --variants: decide on this `FIGURE` (router_relative_cost, router_ns_per_packet, pps, loss_pct, latency_p50_ns, throughput_pps, \"NDR conditional_throughput_pps\", ...)"},
 		&cli.BoolFlag{Name: "keep", Usage: "keep a lab that bench deployed"},
 		&cli.DurationFlag{Name: "wait", Value: bench.DefaultRoutingWait, Usage: "in a lab whose nodes run routing daemons: wait up to `DURATION` for them to converge (as check --wait: every pair answering as the kernels' routes say, the tables unchanged for 2s)"},
@@ -75,7 +79,7 @@ func benchCommand(run func(context.Context, *benchOptions) error) *cli.Command {
 		&cli.StringFlag{Name: "live", Usage: "write a JSON line per sampling interval (every hop's rates and drops, every CPU's use and softnet) and the bench's start and end to `FILE`, or to stdout with - (the report then goes to stderr, after the live lines)"},
 		&cli.StringFlag{Name: "out", Usage: "append each completed run to `FILE` as a JSON line, synced at once"},
 		&cli.StringFlag{Name: "plot", Usage: "draw the sweep or search into `FILE`.png or .svg (with the nslab-plot helper)"},
-		&cli.BoolFlag{Name: "search", Usage: "find NDR and PDR per frame size by MLRsearch (" + bench.Draft + "): each goal's bounds and conditional throughput"},
+		&cli.BoolFlag{Name: "search", Usage: "find NDR and PDR per frame size by MLRsearch (" + search.Draft + "): each goal's bounds and conditional throughput"},
 		&cli.StringSliceFlag{Name: "goal", Usage: "with --search: a goal instead of NDR and PDR, e.g. name=PDR,loss=0.5%,exceed=50%,final=1s,sum=7s,width=2%,initial=250ms (repeat for several)"},
 		&cli.BoolFlag{Name: "rfc2544", Usage: "RFC 2544's four benchmarks per frame size: throughput (by MLRsearch, its NDR; --goal sets the goals), latency at the throughput, the frame loss rate from the top rate down in 10% steps, and back-to-back frames (RFC 9004)"},
 		&cli.IntFlag{Name: "b2b-trials", Value: 5, Usage: "with --rfc2544: how many times the back-to-back search runs (RFC 9004 asks for 50)"},
@@ -425,7 +429,7 @@ func searchRequest(c *cli.Context, req *bench.Request) error {
 		return cli.Exit("--search or --search-binary, not both", 2)
 	}
 	if c.Bool("search") {
-		req.MLR = &bench.MLROptions{}
+		req.MLR = &search.MLROptions{}
 		for _, v := range c.StringSlice("goal") {
 			g, err := parseGoal(v)
 			if err != nil {
@@ -442,7 +446,7 @@ func searchRequest(c *cli.Context, req *bench.Request) error {
 		if c.Int("confirm") < 1 {
 			return cli.Exit("--confirm: at least 1", 2)
 		}
-		req.Search = &bench.SearchOptions{Loss: loss, Trial: c.Duration("trial"), Confirm: c.Int("confirm")}
+		req.Search = &search.Options{Loss: loss, Trial: c.Duration("trial"), Confirm: c.Int("confirm")}
 	}
 	return nil
 }
@@ -461,7 +465,7 @@ func rfc2544Request(c *cli.Context, req *bench.Request) error {
 	if c.Int("b2b-trials") < 1 {
 		return cli.Exit("--b2b-trials: at least 1", 2)
 	}
-	req.RFC2544 = &bench.RFC2544Options{B2BTrials: c.Int("b2b-trials")}
+	req.RFC2544 = &search.RFC2544Options{B2BTrials: c.Int("b2b-trials")}
 	for _, v := range c.StringSlice("goal") {
 		g, err := parseGoal(v)
 		if err != nil {
@@ -488,13 +492,13 @@ func eventsRequest(c *cli.Context, req *bench.Request) error {
 		return cli.Exit("--event measures one run of one frame size", 2)
 	}
 	for _, w := range words {
-		e, err := bench.ParseEvent(w)
+		e, err := events.Parse(w)
 		if err != nil {
 			return cli.Exit("--event: "+err.Error(), 2)
 		}
 		req.Events = append(req.Events, e)
 	}
-	if err := bench.CheckEvents(req.Lab.Model(), req.Events); err != nil {
+	if err := events.Check(req.Lab.Model(), req.Events); err != nil {
 		return cli.Exit("--event: "+err.Error(), 2)
 	}
 	req.Latency = true

@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/nslab/nslab/pktgen/bench"
-	"github.com/nslab/nslab/pktgen/stats"
 	"io"
+
+	"github.com/nslab/nslab/pktgen/bench"
+	"github.com/nslab/nslab/pktgen/bench/compare"
+	"github.com/nslab/nslab/pktgen/stats"
 
 	"github.com/nslab/nslab/pktgen/report"
 	"github.com/urfave/cli/v2"
@@ -116,7 +118,7 @@ func (o *compareOptions) vouch(d *report.Decision) error {
 		d.CannotTellWith(fmt.Sprintf("files give no evidence that %s could move in the set-up they were measured in: measure a positive control there (bench --check-sensitivity) and give the file it saved (--control)", d.Figure))
 		return nil
 	}
-	ctl, err := bench.ReadControl(o.Control)
+	ctl, err := compare.ReadControl(o.Control)
 	if err != nil {
 		return err
 	}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nslab/nslab/pktgen/bench"
+	"github.com/nslab/nslab/pktgen/bench/search"
 	"github.com/nslab/nslab/pktgen/mlr"
 )
 
@@ -15,7 +15,7 @@ import (
 // it leaves out is the default goal's (DefaultGoals[0]) and the name is
 // made from the loss when not given.
 func parseGoal(s string) (mlr.Goal, error) {
-	g := bench.DefaultGoals[0]
+	g := search.DefaultGoals[0]
 	g.Name = ""
 	for _, kv := range strings.Split(s, ",") {
 		k, v, ok := strings.Cut(strings.TrimSpace(kv), "=")

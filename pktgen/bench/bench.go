@@ -18,6 +18,9 @@ import (
 	"github.com/nslab/nslab/topology/lab/deployed"
 
 	"github.com/nslab/nslab/pktgen/auto"
+	"github.com/nslab/nslab/pktgen/bench/account"
+	"github.com/nslab/nslab/pktgen/bench/events"
+	"github.com/nslab/nslab/pktgen/bench/tcp"
 	"github.com/nslab/nslab/pktgen/engine"
 	"github.com/nslab/nslab/pktgen/kernel"
 	"github.com/nslab/nslab/pktgen/receive"
@@ -60,9 +63,9 @@ type Options struct {
 	// Variant names the lab variant applied (see Report.Variant), and
 	// Block the block of trials (see Report.Block).
 	Variant, Block string
-	// Events are changes made while the traffic runs (see events.go);
+	// Events are changes made while the traffic runs (package events);
 	// the report's Failover says what they did.
-	Events []Event
+	Events []events.Event
 	// Gate, when set, is called just before the engine starts, and holds
 	// it until the other engines measured with it are ready (a duet).
 	Gate func()
@@ -86,7 +89,7 @@ type Bench struct {
 	meas    *measurement
 	sink    io.Closer
 	env     report.Env
-	place   placement
+	place   account.Placement
 	allowed spec.CPUSet // the CPUs this process may use
 	// senderQdisc is the sender interface's own root qdisc (nil: none).
 	senderQdisc *qdisc.State
@@ -146,8 +149,8 @@ func (b *Bench) prepare() error {
 	if b.env, b.allowed, err = environment(); err != nil {
 		return err
 	}
-	b.place = placementOf(b.run.Lab, b.path.Path, b.t, b.allowed)
-	b.env.Placement, b.env.Sampler = placementLines(b.run.Lab, b.t), b.place.note
+	b.place = account.PlacementOf(b.run.Lab, b.path.Path, b.t, b.allowed)
+	b.env.Placement, b.env.Sampler = placementLines(b.run.Lab, b.t), b.place.Note
 	// A queue on the path keeps delivering after the sender stops: one of
 	// this host's impairments, or any on another host's hops, which this
 	// host cannot see.
@@ -163,11 +166,11 @@ func (b *Bench) prepare() error {
 		b.env.Impairments[t] = q.String()
 		if q.Impair != nil {
 			st := *q
-			st.Impair = withBurst(q.Impair, b.fileImpair(t))
+			st.Impair = account.WithBurst(q.Impair, b.fileImpair(t))
 			b.env.Impairments[t] = st.String()
 		}
 	}
-	b.env.Engine = tcpEngine
+	b.env.Engine = tcp.Engine
 	if b.eng != nil {
 		b.env.Engine, b.env.EngineV = b.eng.Name(), engineVersion(b)
 	}
@@ -216,7 +219,7 @@ func (b *Bench) Close() {
 // Engine names the engine the bench chose, and why.
 func (b *Bench) Engine() (name, reason string) {
 	if b.eng == nil {
-		return tcpEngine, ""
+		return tcp.Engine, ""
 	}
 	return b.eng.Name(), b.reason
 }
@@ -261,7 +264,7 @@ func (b *Bench) status(r *report.Report) {
 
 // measureUDP is measure of a UDP run.
 func (b *Bench) measureUDP(ctx context.Context, t *spec.Traffic, frame int) (*report.Report, error) {
-	defer b.place.confine(b.allowed)()
+	defer confine(b.place, b.allowed)()
 	job := b.job(t, frame)
 	if err := b.prime(ctx, job); err != nil {
 		return nil, err
@@ -277,16 +280,16 @@ func (b *Bench) measureUDP(ctx context.Context, t *spec.Traffic, frame int) (*re
 		res, runErr := st.run(ctx, b.eng, job)
 		return b.finish(t, frame, st, res, runErr)
 	}
-	if st.offPath, err = openOffPath(b.run, t.To.Is6()); err != nil {
+	if st.offPath, err = events.OpenOffPath(b.run, t.To.Is6()); err != nil {
 		return nil, err
 	}
-	defer st.offPath.close()
-	stop := schedule(ctx, b.run, b.opts.Events)
+	defer st.offPath.Close()
+	stop := events.Schedule(ctx, b.run, b.opts.Events)
 	res, runErr := st.run(ctx, b.eng, job)
-	events := stop()
+	done := stop()
 	rep, err := b.finish(t, frame, st, res, runErr)
 	if rep != nil {
-		rep.Failover = b.failover(t, rep, events)
+		rep.Failover = b.failover(t, rep, done)
 	}
 	return rep, err
 }
@@ -303,7 +306,7 @@ type running struct {
 	every      uint32          // the reader's sampling
 	// offPath counts every lab interface, in a run with events (nil
 	// otherwise): the traffic may go round the path.
-	offPath *offPathCounts
+	offPath *events.OffPath
 	samples []sample.Sample // what the sampler took, once stopped (a TCP run's)
 }
 
@@ -362,7 +365,7 @@ func (b *Bench) finish(t *spec.Traffic, frame int, st *running, res *engine.Resu
 	}
 	rd := reading{base: st.base, final: final, neighbours: neighbours, samples: append(all, final), before: st.before, after: after, window: window}
 	if st.offPath != nil {
-		rd.offPath = st.offPath.detour(b.run, b.path.Hops)
+		rd.offPath = st.offPath.Detour(b.run, b.path.Hops)
 	}
 	rep := b.report(t, frame, res, rd)
 	rep.Started, rep.Ended = st.start, st.end
@@ -372,7 +375,7 @@ func (b *Bench) finish(t *spec.Traffic, frame int, st *running, res *engine.Resu
 			return nil, err
 		}
 	}
-	fidelity(rep, b.meas.qdiscs, frameBytes(rep), b.fileImpair)
+	account.Fidelity(rep, b.meas.qdiscs, frameBytes(rep), b.fileImpair)
 	return rep, runErr
 }
 
@@ -456,7 +459,7 @@ func (b *Bench) sampleInBackground(t *spec.Traffic, frame int) func() []sample.S
 		live = liveLines(b.opts.Live, b.meas.targets, b.meas.roles, b.opts.Compact)
 	}
 	live = both(live, b.liveStream(t, frame))
-	go onCPU(b.place.sampler, func() {
+	go onCPU(b.place.Sampler, func() {
 		all, _ := b.meas.sampler.Run(ctx, b.opts.Interval, live)
 		out <- all
 	})
@@ -487,21 +490,21 @@ func (b *Bench) report(t *spec.Traffic, frame int, res *engine.Result, rd readin
 	rep.Hops = hopCounters(b.meas, rd.base, rd.final, rd.neighbours)
 	if rd.offPath != nil {
 		rep.Failover = &report.Failover{Detour: rd.offPath}
-		roundThePath(rep.Hops, rd.offPath)
+		events.RoundThePath(rep.Hops, rd.offPath)
 	}
-	account(rep, res, frame)
+	account.Balance(rep, res, frame)
 	rep.Rates()
 	rep.CPU = report.CPUUses(rd.before.cpu, rd.after.cpu)
-	b.place.label(rep.CPU)
+	b.place.Label(rep.CPU)
 	rep.Softnet = report.SoftnetUses(rd.before.softnet, rd.after.softnet)
-	routerCounts(rep, rd.before, rd.after, t.To.Is6())
+	account.RouterCounts(rep, rd.before.routers(), rd.after.routers(), t.To.Is6())
 	b.routerCost(rep, rd.before, rd.after)
-	explainDrops(rep, frame, b.meas, b.place)
+	account.ExplainDrops(rep, frame, b.meas.mtu, b.meas.qdiscs, b.place)
 	sentPPS := 0.0
 	if res.Elapsed > 0 {
 		sentPPS = float64(rep.Sent) / res.Elapsed.Seconds()
 	}
-	judge(rep, b.place, sentPPS)
+	account.Judge(rep, b.place, sentPPS)
 	return rep
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/nslab/nslab/internal/host"
 	"github.com/nslab/nslab/internal/labtest"
 	"github.com/nslab/nslab/internal/labtest/labdeploy"
+	"github.com/nslab/nslab/pktgen/bench/account"
 	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/pktgen/sample"
 	"github.com/nslab/nslab/topology/lab"
@@ -106,7 +107,7 @@ func ownReadsAgree(t *testing.T, b *Bench, r *lab.Running) *report.Report {
 	for i, h := range rep.Hops {
 		d := after.Counters[i].Sub(before.Counters[i])
 		want := h.Counters
-		if isOut(h.Role) {
+		if account.IsOut(h.Role) {
 			want.TxPackets++
 		} else {
 			want.RxPackets++

@@ -2,10 +2,11 @@ package bench
 
 import (
 	"fmt"
-	"github.com/nslab/nslab/internal/caps"
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/nslab/nslab/internal/caps"
 
 	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/pktgen/softirq"
@@ -143,7 +144,7 @@ func (c *costing) close() {
 // mostly the sender's CPU, and the sum of every CPU's softirq time still
 // holds it, with the receiver's).
 func (b *Bench) costCPUs() (cpus []int, placed bool) {
-	for c, roles := range b.place.roles {
+	for c, roles := range b.place.Roles {
 		if slices.ContainsFunc(roles, func(r string) bool { return strings.HasPrefix(r, "router ") }) {
 			cpus = append(cpus, c)
 		}
@@ -160,7 +161,7 @@ func (b *Bench) costCPUs() (cpus []int, placed bool) {
 func (b *Bench) threadedRouters(rep *report.Report) string {
 	var out []string
 	for _, r := range rep.Routers {
-		if b.place.napi[r.Node] {
+		if b.place.NAPI[r.Node] {
 			out = append(out, r.Node)
 		}
 	}

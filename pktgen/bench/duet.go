@@ -6,12 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/nslab/nslab/internal/labname"
+	"github.com/nslab/nslab/pktgen/bench/compare"
 	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/spec"
@@ -27,15 +26,6 @@ import (
 // differences cancel too. Each router's cost is told apart from the
 // other's by the per-device attribution (package softirq): the CPU's
 // softirq time holds both.
-
-// twinName is the twin lab's name: the lab's, cut to leave room, and
-// "-d" (lab names are at most 12 characters).
-func twinName(name string) string {
-	if len(name) > 10 {
-		name = name[:10]
-	}
-	return name + "-d"
-}
 
 // settleDuet decides, before anything changes, whether the comparison
 // is a duet: with Duet, unless the lab spans hosts or hands devices of
@@ -74,7 +64,7 @@ func (req *Request) twinControl(twin *spec.Lab) error {
 	if req.controlName == "" {
 		return nil
 	}
-	_, err := addControl(twin, req.controlBase, req.controlName, req.controlRules())
+	_, err := compare.AddControl(twin, req.controlBase, req.controlName, req.controlRules())
 	return err
 }
 
@@ -102,22 +92,6 @@ func (f *FileVariant) addTo(l *spec.Lab) error {
 	return nil
 }
 
-// placedCPUs are the CPUs l's forwarding nodes are placed on.
-func placedCPUs(l *spec.Lab) []int {
-	var cpus []int
-	for _, n := range l.Nodes {
-		if (n.Forwarding.IPv4 || n.Forwarding.IPv6) && n.Placed() {
-			for _, c := range n.CPUs {
-				if !slices.Contains(cpus, c) {
-					cpus = append(cpus, c)
-				}
-			}
-		}
-	}
-	slices.Sort(cpus)
-	return cpus
-}
-
 // duetRefusal says why the request cannot be a duet.
 func (req *Request) duetRefusal() error {
 	switch {
@@ -127,8 +101,8 @@ func (req *Request) duetRefusal() error {
 		return &FieldError{"duet", errors.New("a duet measures runs, not searches: two searches at once would not keep in step")}
 	case req.Traffic != nil && req.Traffic.TCP != nil:
 		return &FieldError{"duet", errors.New("a TCP run's flows take what CPU they can: two labs' flows at once would share the CPUs unevenly, not alike")}
-	case req.fullLoad() && shareBacklog(placedCPUs(req.Lab), placedCPUs(req.Lab)): // the twin keeps the lab's placement
-		return &FieldError{"duet", errors.New(fullLoadDuet(placedCPUs(req.Lab)))}
+	case req.fullLoad() && compare.ShareBacklog(compare.PlacedCPUs(req.Lab), compare.PlacedCPUs(req.Lab)): // the twin keeps the lab's placement
+		return &FieldError{"duet", errors.New(compare.FullLoadDuet(compare.PlacedCPUs(req.Lab)))}
 	}
 	return req.sameScheduling()
 }
@@ -144,11 +118,11 @@ func (req *Request) sameScheduling() error {
 	if len(req.Variants) < 2 {
 		return nil
 	}
-	first := threadedReceive(req.variantLab(req.Variants[0]))
+	first := compare.ThreadedReceive(req.variantLab(req.Variants[0]))
 	for _, name := range req.Variants[1:] {
-		if other := threadedReceive(req.variantLab(name)); other != first {
+		if other := compare.ThreadedReceive(req.variantLab(name)); other != first {
 			return &FieldError{"duet", fmt.Errorf("variants %s and %s run receive work in napi kthreads on different nodes (%s against %s): in a duet a kthread gets only what the other twin's softirq work leaves of a CPU, so the two would not share the CPUs alike",
-				req.Variants[0], name, orNone(first), orNone(other))}
+				req.Variants[0], name, compare.OrNone(first), compare.OrNone(other))}
 		}
 	}
 	return nil
@@ -162,43 +136,6 @@ func (req *Request) variantLab(name string) *spec.Lab {
 	return req.Lab
 }
 
-// threadedReceive lists the nodes of l whose receive work runs in napi
-// kthreads: placed with receive: napi, an XDP fast path on a placed node
-// (nslab threads its NAPI), or an interface with napi: {threaded: true}.
-func threadedReceive(l *spec.Lab) string {
-	var out []string
-	for _, n := range l.Nodes {
-		threaded := n.Placed() && (n.Receive == spec.ReceiveNAPI || n.Forwarding.FastPath == spec.FastPathXDP)
-		for _, i := range n.Interfaces {
-			threaded = threaded || i.NAPI != nil && i.NAPI.Threaded != nil && *i.NAPI.Threaded
-		}
-		if threaded {
-			out = append(out, n.Name)
-		}
-	}
-	return strings.Join(out, ", ")
-}
-
-func orNone(s string) string {
-	if s == "" {
-		return "none"
-	}
-	return s
-}
-
-// twinOf is lab l's twin: the same file under the twin's name, with the
-// same placement.
-func twinOf(l *spec.Lab) (*spec.Lab, error) {
-	twin, err := spec.Parse(l.File, labname.Rename(l.Source, twinName(l.Name)))
-	if err != nil {
-		return nil, fmt.Errorf("the duet's twin lab: %w", err)
-	}
-	if l.Unplaced != "" {
-		twin.Unplace(l.Unplaced)
-	}
-	return twin, nil
-}
-
 // LeftTwin is the name of the duet twin of deployed lab name that is
 // deployed too (a duet killed before it destroyed it), "" when there is
 // none. A lab of the twin's name deployed from another file is not one.
@@ -207,7 +144,7 @@ func LeftTwin(m *lab.Manager, name string) string {
 	if err != nil {
 		return ""
 	}
-	twin := twinName(name)
+	twin := compare.TwinName(name)
 	tst, err := m.Recorded(twin)
 	if err != nil || tst.Source != string(labname.Rename([]byte(st.Source), twin)) {
 		return ""
@@ -219,7 +156,7 @@ func LeftTwin(m *lab.Manager, name string) string {
 // and namespace prefix, the same placement) and opens it; the returned
 // function destroys it.
 func (req Request) deployTwin(ctx context.Context, m *lab.Manager) (*spec.Lab, *lab.Running, func() error, error) {
-	twin, err := twinOf(req.Lab)
+	twin, err := compare.TwinOf(req.Lab)
 	if err != nil {
 		return nil, nil, nil, err
 	}

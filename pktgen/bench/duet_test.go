@@ -13,6 +13,7 @@ import (
 
 	"github.com/nslab/nslab/internal/host"
 	"github.com/nslab/nslab/internal/labtest"
+	"github.com/nslab/nslab/pktgen/bench/compare"
 	"github.com/nslab/nslab/pktgen/stats"
 	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/spec"
@@ -58,8 +59,8 @@ func duet(t *testing.T, l *spec.Lab, first, second string) *Outcome {
 	if m.Store().Deployed(l) {
 		t.Error("the duet left the lab it deployed")
 	}
-	if left, _ := m.Recorded(twinName(l.Name)); left != nil {
-		t.Errorf("the duet left its twin %s", twinName(l.Name))
+	if left, _ := m.Recorded(compare.TwinName(l.Name)); left != nil {
+		t.Errorf("the duet left its twin %s", compare.TwinName(l.Name))
 	}
 	if len(out.Comparisons) != 1 || out.Comparisons[0].Decision == nil || len(out.Reports) != 20 {
 		t.Fatalf("%d comparisons, %d reports", len(out.Comparisons), len(out.Reports))

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/nslab/nslab/pktgen/bench/account"
 	"github.com/nslab/nslab/pktgen/engine"
 	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/pktgen/sample"
@@ -105,7 +106,7 @@ func checkStreams(ts []*spec.Traffic) error {
 
 // counterKey names an interface counter in the direction a role reads it.
 func counterKey(target, role string) string {
-	if isOut(role) {
+	if account.IsOut(role) {
 		return target + " tx"
 	}
 	return target + " rx"
@@ -177,7 +178,7 @@ func (g *Group) Close() {
 // error. A TCP run's probe is measured idle first, before any stream
 // starts.
 func (g *Group) Run(ctx context.Context, frame int) (*report.GroupReport, error) {
-	defer g.placement().confine(g.benches[0].allowed)()
+	defer confine(g.placement(), g.benches[0].allowed)()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	n := len(g.benches)
@@ -331,12 +332,12 @@ func (g *Group) finish(frame int, gr *groupRun) (*report.GroupReport, error) {
 // placement is every stream's placement together: the nodes each path
 // places, and their napi nodes (for keeping nslab's threads off them, and
 // for the aggregate's verdict).
-func (g *Group) placement() placement {
+func (g *Group) placement() account.Placement {
 	p := g.benches[0].place
-	p.byNode, p.napi = maps.Clone(p.byNode), maps.Clone(p.napi)
+	p.ByNode, p.NAPI = maps.Clone(p.ByNode), maps.Clone(p.NAPI)
 	for _, b := range g.benches[1:] {
-		maps.Copy(p.byNode, b.place.byNode)
-		maps.Copy(p.napi, b.place.napi)
+		maps.Copy(p.ByNode, b.place.ByNode)
+		maps.Copy(p.NAPI, b.place.NAPI)
 	}
 	return p
 }

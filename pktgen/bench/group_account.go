@@ -3,10 +3,10 @@ package bench
 import (
 	"fmt"
 	"maps"
-	"slices"
 	"strings"
-	"time"
 
+	"github.com/nslab/nslab/pktgen/bench/account"
+	"github.com/nslab/nslab/pktgen/bench/tcp"
 	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/topology/qdisc"
 )
@@ -47,7 +47,7 @@ func (g *Group) countApart(i int, rep *report.Report) error {
 	rep.Routers = routers
 	own, ownAdded := g.own(i, rep.Drops), g.own(i, rep.Added)
 	shared := strings.Join(g.shared[i], ", ")
-	switch rest := rep.Loss + int64(total(ownAdded)) - int64(total(own)); {
+	switch rest := rep.Loss + int64(account.Total(ownAdded)) - int64(account.Total(own)); {
 	case rest > 0:
 		own = append(own, report.Drop{Place: "at counters shared with other streams", Packets: uint64(rest), Cause: "the runs' aggregate names them by place",
 			Counted: "its loss less the drops at its own counters; " + shared + " carry several streams, and the aggregate names these drops by place"})
@@ -56,7 +56,7 @@ func (g *Group) countApart(i int, rep *report.Report) error {
 			Counted: "what it received beyond what it sent and the copies at its own counters; " + shared + " carry several streams"})
 	}
 	rep.Drops, rep.Added = own, ownAdded
-	rep.NamedDrops, rep.NamedAdded = total(own), total(ownAdded)
+	rep.NamedDrops, rep.NamedAdded = account.Total(own), account.Total(ownAdded)
 	rep.Unaccount = rep.Loss + int64(rep.NamedAdded) - int64(rep.NamedDrops)
 	return nil
 }
@@ -125,46 +125,22 @@ func (g *Group) aggregate(reps []*report.Report) report.Aggregate {
 	if a.Sent > 0 {
 		a.LossPct = 100 * float64(a.Loss) / float64(a.Sent)
 	}
-	a.Drops, a.Added = unionDrops(reps)
-	a.NamedDrops, a.NamedAdded = total(a.Drops), total(a.Added)
-	if d, ok := gsoSegments(reps, a.Loss+int64(a.NamedAdded)-int64(a.NamedDrops)); ok {
+	a.Drops, a.Added = account.UnionDrops(reps)
+	a.NamedDrops, a.NamedAdded = account.Total(a.Drops), account.Total(a.Added)
+	if d, ok := account.GSOSegments(reps, a.Loss+int64(a.NamedAdded)-int64(a.NamedDrops)); ok {
 		a.Drops = append(a.Drops, d)
 		a.NamedDrops += d.Packets
 	}
 	a.Unaccount = a.Loss + int64(a.NamedAdded) - int64(a.NamedDrops)
-	a.Overlap, a.Span = overlap(reps)
+	a.Overlap, a.Span = account.Overlap(reps)
 	return a
-}
-
-// gsoSegments names what the counters cannot see of the TCP runs' losses:
-// TCP_INFO counts every data segment lost, a drop counter a GSO packet of
-// several segments once. The rest of the aggregate's loss (rest) is taken
-// for those segments only when it is fewer than the TCP runs lost (they
-// lost at least one packet); more, and something else is missing: it
-// stays unaccounted.
-func gsoSegments(reps []*report.Report, rest int64) (report.Drop, bool) {
-	var lost int64
-	var runs []string
-	for _, r := range reps {
-		if r.TCP != nil && r.TCP.Losses.Lost > 0 {
-			lost += r.TCP.Losses.Lost
-			runs = append(runs, r.Traffic)
-		}
-	}
-	if rest <= 0 || rest >= lost {
-		return report.Drop{}, false
-	}
-	return report.Drop{Place: "more segments than packets (GSO) in the drops above", Packets: uint64(rest),
-		Cause: fmt.Sprintf("TCP run %s lost %d data segments (TCP_INFO) in %d of the packets counted above: a GSO packet of several segments is counted once",
-			strings.Join(runs, ", "), lost, lost-rest),
-		Counted: "the aggregate's loss less the packets its counters dropped, fewer than the segments the TCP runs lost"}, true
 }
 
 // judge says what limited the runs together, from the aggregate's drops
 // and the machine's counters, and gives it to every run whose losses
 // were at counters it shares (its own counters cannot say).
 func (g *Group) judge(frame int, reps []*report.Report, a *report.Aggregate) {
-	base := firstUDP(reps)
+	base := account.FirstUDP(reps)
 	if base == nil { // TCP runs alone: each judged itself; the aggregate takes the one that lost the most
 		worst := reps[0]
 		for _, r := range reps[1:] {
@@ -178,11 +154,11 @@ func (g *Group) judge(frame int, reps []*report.Report, a *report.Aggregate) {
 	agg := *base
 	agg.Drops, agg.Sent, agg.Received, agg.Loss, agg.NamedDrops, agg.Unaccount = a.Drops, a.Sent, a.Received, a.Loss, a.NamedDrops, a.Unaccount
 	agg.Added, agg.NamedAdded = a.Added, a.NamedAdded
-	m := &measurement{mtu: map[string]int{}, qdiscs: map[string]*qdisc.State{}}
+	mtu, qdiscs := map[string]int{}, map[string]*qdisc.State{}
 	var sentPPS float64
 	for _, b := range g.benches {
-		maps.Copy(m.mtu, b.meas.mtu)
-		maps.Copy(m.qdiscs, b.meas.qdiscs)
+		maps.Copy(mtu, b.meas.mtu)
+		maps.Copy(qdiscs, b.meas.qdiscs)
 	}
 	for _, r := range reps {
 		if r.Elapsed > 0 && r.TCP == nil {
@@ -190,14 +166,14 @@ func (g *Group) judge(frame int, reps []*report.Report, a *report.Aggregate) {
 		}
 	}
 	place := g.placement()
-	explainDrops(&agg, frame, m, place)
-	judge(&agg, place, sentPPS)
+	account.ExplainDrops(&agg, frame, mtu, qdiscs, place)
+	account.Judge(&agg, place, sentPPS)
 	if agg.Verdict.Limit == "sender" { // every run's sender, not the first's
-		agg.Verdict.Node = strings.Join(senderNodes(reps), ", ")
+		agg.Verdict.Node = strings.Join(account.SenderNodes(reps), ", ")
 		agg.Bottleneck = agg.Verdict.Line()
 	}
 	a.Drops, a.Bottleneck, a.Verdict = agg.Drops, agg.Bottleneck, agg.Verdict
-	if r := tcpFilled(reps); r != nil && a.Verdict.Limit == "offered rate" { // the UDP runs were carried; the TCP flows found the limit
+	if r := account.TCPFilled(reps); r != nil && a.Verdict.Limit == "offered rate" { // the UDP runs were carried; the TCP flows found the limit
 		a.Verdict, a.Bottleneck = r.Verdict, r.Bottleneck+" (TCP run "+r.Traffic+"; the UDP runs' offered rates were carried)"
 	}
 	for i, r := range reps {
@@ -210,127 +186,9 @@ func (g *Group) judge(frame int, reps []*report.Report, a *report.Aggregate) {
 		}
 		b := g.benches[i]
 		if r.Elapsed > 0 {
-			judge(r, b.place, float64(r.Sent)/r.Elapsed.Seconds())
+			account.Judge(r, b.place, float64(r.Sent)/r.Elapsed.Seconds())
 		}
 	}
-}
-
-// tcpFilled is the first TCP run whose flows found a shaper or a link
-// that dropped them, nil when none did.
-func tcpFilled(reps []*report.Report) *report.Report {
-	for _, r := range reps {
-		if r.TCP != nil && (r.Verdict.Limit == "shaper" || r.Verdict.Limit == "link") {
-			return r
-		}
-	}
-	return nil
-}
-
-// firstUDP is the first UDP run of reps, nil when all are TCP runs.
-func firstUDP(reps []*report.Report) *report.Report {
-	if i := slices.IndexFunc(reps, func(r *report.Report) bool { return r.TCP == nil }); i >= 0 {
-		return reps[i]
-	}
-	return nil
-}
-
-// senderNodes names the nodes the runs send from, each once, in the runs'
-// order.
-func senderNodes(reps []*report.Report) []string {
-	var out []string
-	for _, r := range reps {
-		if node, _, _ := strings.Cut(r.From, ":"); !slices.Contains(out, node) {
-			out = append(out, node)
-		}
-	}
-	return out
-}
-
-// unionDrops names the drops of the streams' paths, each counter once.
-func unionDrops(reps []*report.Report) (out, added []report.Drop) {
-	seen := map[string]bool{}
-	in, outOf := map[string]int64{}, map[string]int64{} // transit node -> run packets in, out
-	copier := map[string]report.HopCounters{}           // transit node -> an egress whose impairment duplicates
-	counted := map[string]bool{}
-	for _, r := range reps {
-		h := r.Hops
-		if h[0].Duplicates != "" { // a sender's copies: its own report names them (no two runs share a sender)
-			for _, d := range r.Added {
-				if d.Place == "impairment of "+h[0].String() {
-					added = append(added, d)
-				}
-			}
-		}
-		for k := 0; k+1 < len(h); k++ {
-			a, b := h[k], h[k+1]
-			if !isOut(a.Role) || !isIn(b.Role) {
-				continue
-			}
-			link := fmt.Sprintf("link %s -> %s", a.Target, b.Target)
-			if seen[link] {
-				continue
-			}
-			seen[link] = true
-			out = append(out, qdiscPlaces(a)...)
-			out = append(out, linkDrop(a, b)...)
-			if transitOut(a.Role) && !counted[a.String()+" tx"] {
-				counted[a.String()+" tx"] = true
-				if a.Duplicates != "" {
-					copier[a.Node] = a
-				}
-				outOf[a.Node] += int64(a.TxPackets-b.Neighbour) + int64(egressLoss(a))
-			}
-			if transitIn(b.Role) && !counted[b.String()+" rx"] {
-				counted[b.String()+" rx"] = true
-				in[b.Node] += int64(b.RxPackets - b.Neighbour)
-			}
-		}
-	}
-	for _, node := range slices.Sorted(maps.Keys(in)) {
-		counted := fmt.Sprintf("the streams brought %d into %s and it sent on or dropped at its egresses %d", in[node], node, outOf[node])
-		inside := in[node] - outOf[node]
-		if x, ok := copier[node]; ok && inside < 0 {
-			added = append(added, copiesAt(x, uint64(-inside), counted))
-		} else if inside > 0 {
-			out = append(out, report.Drop{Place: "inside node " + node, Packets: uint64(inside), Node: node, Counted: counted})
-		}
-	}
-	return out, added
-}
-
-// linkDrop is the drop of one link, counted once (as pathDrops does).
-func linkDrop(a, b report.HopCounters) []report.Drop {
-	n := max(a.TxDropped, b.RxDropped+b.RxMissed)
-	if n == 0 {
-		return nil
-	}
-	return []report.Drop{{Place: fmt.Sprintf("link %s -> %s", a.Target, b.Target), Packets: n, Node: b.Node,
-		Counted: fmt.Sprintf("%s tx_dropped %d, %s rx_dropped %d (the same packets, counted once)", a.Target, a.TxDropped, b.Target, b.RxDropped+b.RxMissed)}}
-}
-
-func transitIn(role string) bool  { return role == "ingress" || role == "switch in" }
-func transitOut(role string) bool { return role == "egress" || role == "switch out" }
-
-// overlap is how long all the streams' engines ran at once, and the span
-// from the first start to the last end.
-func overlap(reps []*report.Report) (both, span time.Duration) {
-	first, last := reps[0].Started, reps[0].Ended
-	latestStart, earliestEnd := first, last
-	for _, r := range reps[1:] {
-		if r.Started.Before(first) {
-			first = r.Started
-		}
-		if r.Ended.After(last) {
-			last = r.Ended
-		}
-		if r.Started.After(latestStart) {
-			latestStart = r.Started
-		}
-		if r.Ended.Before(earliestEnd) {
-			earliestEnd = r.Ended
-		}
-	}
-	return max(earliestEnd.Sub(latestStart), 0), last.Sub(first)
 }
 
 // tcpApart gives a TCP run of a group the figures its row and the
@@ -353,18 +211,15 @@ func (g *Group) tcpApart(i int, rep *report.Report) {
 	}
 	if s := rep.Elapsed.Seconds(); s > 0 {
 		rep.PPS = float64(rep.Received) / s
-		bytes := tcpFrame(t, g.benches[i].t.To.Is6())*float64(t.Losses.RecvSegments) + float64(probeRecv*uint64(g.benches[i].probeFrame()))
+		bytes := tcp.Frame(t, g.benches[i].t.To.Is6())*float64(t.Losses.RecvSegments) + float64(probeRecv*uint64(g.benches[i].probeFrame()))
 		rep.MbpsL2 = bytes * 8 / s / 1e6
 	}
 	rep.SteadyPPS, rep.SteadyL2 = 0, 0
 	rep.CountedBy = "its data segments (data_segs_out of the senders, data_segs_in of the receiver, from TCP_INFO) and its latency probe's frames (by sequence number); Mb/s L2 from the bytes received and each segment's headers"
 	rep.Shared = g.shared[i]
 	for k, d := range t.Losses.Drops {
-		if g.touchesShared(i, report.Drop{Place: strings.TrimSuffix(d.Place, "'s "+lastWord(d.Place)), Node: d.Node}) {
+		if g.touchesShared(i, report.Drop{Place: strings.TrimSuffix(d.Place, "'s "+account.LastWord(d.Place)), Node: d.Node}) {
 			t.Losses.Drops[k].Counted += "; other runs cross it too: its packets are theirs as well, the segments this run's"
 		}
 	}
 }
-
-// lastWord is the last space-separated word of s.
-func lastWord(s string) string { return s[strings.LastIndex(s, " ")+1:] }

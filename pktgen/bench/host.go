@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"github.com/nslab/nslab/pktgen/bench/account"
 	"github.com/nslab/nslab/pktgen/kstat"
 	"github.com/nslab/nslab/pktgen/softirq"
 	"github.com/nslab/nslab/topology/ns"
@@ -43,4 +44,10 @@ func snapshot(routers map[string]*ns.NS, c *costing) (hostState, error) {
 		}
 	}
 	return h, nil
+}
+
+// routers is h's reading of the routers' own counters, as the accounting
+// takes it.
+func (h hostState) routers() account.RouterState {
+	return account.RouterState{MIB: h.mib, CT: h.ct, XDP: h.xdp}
 }

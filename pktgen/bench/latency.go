@@ -32,7 +32,7 @@ func (b *Bench) readEvery(t *spec.Traffic, frame int) uint32 {
 	if b.opts.LatencyEvery > 0 {
 		return b.opts.LatencyEvery
 	}
-	if len(b.place.byNode) == 0 {
+	if len(b.place.ByNode) == 0 {
 		return 1
 	}
 	pps := offeredPPS(t, frame) * uint64(max(1, t.Threads))

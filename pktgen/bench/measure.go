@@ -7,6 +7,8 @@ import (
 
 	"github.com/nslab/nslab/topology/walk"
 
+	"github.com/nslab/nslab/pktgen/bench/account"
+	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/pktgen/sample"
 	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/ns"
@@ -88,7 +90,7 @@ func (m *measurement) openNeighbours(r *lab.Running, ipv6 bool) error {
 				return err
 			}
 		}
-		if !isIn(m.roles[i]) && m.roles[i] != "measured" {
+		if !account.IsIn(m.roles[i]) && m.roles[i] != "measured" {
 			continue
 		}
 		if m.neighbours[i], err = sample.CountNeighbours(r.Node(t.Node).NS, link.Attrs().Index, ipv6); err != nil {
@@ -235,7 +237,7 @@ func intervalDrops(a, b []sample.Counters, roles []string) uint64 {
 	for i := 0; i < len(b); i++ {
 		d := b[i].Sub(a[i])
 		n += d.QdiscDrops
-		if i+1 < len(b) && isOut(roles[i]) && isIn(roles[i+1]) {
+		if i+1 < len(b) && account.IsOut(roles[i]) && account.IsIn(roles[i+1]) {
 			in := b[i+1].Sub(a[i+1])
 			n += max(d.TxDropped, in.RxDropped+in.RxMissed) + in.QdiscDrops
 			i++
@@ -253,6 +255,23 @@ func (m *measurement) shaperRates() map[string]uint64 {
 	for t, q := range m.qdiscs {
 		if q.Impair != nil && q.Impair.Rate > 0 {
 			out[t] = q.Impair.Rate
+		}
+	}
+	return out
+}
+
+// hopCounters turns the samples into each target's change over the run,
+// with the neighbour frames each received.
+func hopCounters(m *measurement, base, final sample.Sample, ctl []control) []report.HopCounters {
+	out := make([]report.HopCounters, len(m.targets))
+	for i, t := range m.targets {
+		out[i] = report.HopCounters{Target: t, Role: m.roles[i], Counters: final.Counters[i].Sub(base.Counters[i]),
+			Neighbour: ctl[i].received, SentControl: ctl[i].sent}
+		if q := m.qdiscs[t.String()]; q != nil && q.Impair != nil && q.Impair.Duplicate > 0 {
+			out[i].Duplicates = q.String()
+		}
+		if i < len(m.gaps) {
+			out[i].After = m.gaps[i]
 		}
 	}
 	return out

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nslab/nslab/internal/labtest/labdeploy"
+	"github.com/nslab/nslab/pktgen/bench/account"
 	"github.com/nslab/nslab/pktgen/kstat"
 	"github.com/nslab/nslab/pktgen/report"
 )
@@ -55,7 +56,7 @@ func TestParseConntrack(t *testing.T) {
 	if m["entries"] != 3 || m["new"] != 3 || m["invalid"] != 4 || m["insert_failed"] != 1 || m["drop"] != 10 || m["early_drop"] != 2 || m["found"] != 1 {
 		t.Errorf("parsed %v", m)
 	}
-	c := conntrackCounts("gw", map[string]uint64{"entries": 1, "drop": 4}, m)
+	c := account.ConntrackCounts("gw", map[string]uint64{"entries": 1, "drop": 4}, m)
 	if c.EntriesBefore != 1 || c.Entries != 3 || c.Drop != 6 || c.Dropped() != 6+1+2 {
 		t.Errorf("counts %+v", c)
 	}

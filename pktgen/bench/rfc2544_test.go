@@ -14,6 +14,7 @@ import (
 
 	"github.com/nslab/nslab/internal/labtest"
 	"github.com/nslab/nslab/internal/labtest/labdeploy"
+	"github.com/nslab/nslab/pktgen/bench/search"
 	"github.com/nslab/nslab/pktgen/mlr"
 	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/topology/spec"
@@ -51,7 +52,7 @@ func TestPrivilegedRFC2544ThroughTBF(t *testing.T) {
 		tr.Duration, tr.Count, tr.RatePPS, tr.RateMbps, tr.Engine = time.Second, 0, 0, 0, "userspace"
 	}, Options{Interval: 100 * time.Millisecond})
 	goal := mlr.Goal{Name: "NDR", LossRatio: 0, ExceedRatio: 0.5, FinalTrial: 500 * time.Millisecond, DurationSum: 1500 * time.Millisecond, Width: 0.02, InitialTrial: 100 * time.Millisecond}
-	res, err := b.RFC2544(context.Background(), 1518, RFC2544Options{MLR: MLROptions{Goals: []mlr.Goal{goal}}, B2BTrials: 2, B2BLongest: 200 * time.Millisecond})
+	res, err := b.RFC2544(context.Background(), 1518, search.RFC2544Options{MLR: search.MLROptions{Goals: []mlr.Goal{goal}}, B2BTrials: 2, B2BLongest: 200 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,8 +2,9 @@ package bench
 
 import (
 	"fmt"
-	"github.com/nslab/nslab/internal/caps"
 	"slices"
+
+	"github.com/nslab/nslab/internal/caps"
 
 	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/pktgen/stall"
@@ -31,13 +32,13 @@ func (b *Bench) startWatch() {
 		return
 	}
 	var cpus, tick []int
-	for c := range b.place.roles {
+	for c := range b.place.Roles {
 		cpus = append(cpus, c)
 		// A ticker only where a node's receive work is placed: a pinned
 		// sender keeps its CPU busy, so the kernel's own tick is a timer
 		// there, and a thread waking every millisecond beside it made it
 		// miss its schedule (1-3% short at 240 kpps).
-		if !b.place.sender.Contains(c) {
+		if !b.place.Sender.Contains(c) {
 			tick = append(tick, c)
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/nslab/nslab/topology/walk"
 
 	"github.com/nslab/nslab/internal/host"
+	"github.com/nslab/nslab/pktgen/bench/search"
 	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/rootless"
@@ -29,9 +30,9 @@ type Request struct {
 	// Streams are several traffic runs measured together (see Group),
 	// Traffic the first of them; nil or one: Traffic alone.
 	Streams []*spec.Traffic
-	Search  *SearchOptions  // the binary search (RFC 2544's); nil: none
-	MLR     *MLROptions     // MLRsearch; nil: none (neither: one measured run per frame size)
-	RFC2544 *RFC2544Options // RFC 2544's four benchmarks; nil: none
+	Search  *search.Options        // the binary search (RFC 2544's); nil: none
+	MLR     *search.MLROptions     // MLRsearch; nil: none (neither: one measured run per frame size)
+	RFC2544 *search.RFC2544Options // RFC 2544's four benchmarks; nil: none
 	// LatencyAt measures each frame size at these fractions of the run's
 	// rate, or of its top rate (see Bench.LatencyAt).
 	LatencyAt []float64
@@ -62,7 +63,7 @@ type Request struct {
 	// CheckSensitivity measures a positive control first (control.go):
 	// the first variant (or base) against itself with ControlRules
 	// firewall rules that match nothing added to the routers (0:
-	// DefaultControlRules), in the set-up of the comparison; "no change"
+	// compare.DefaultControlRules), in the set-up of the comparison; "no change"
 	// is said only where such a control moved.
 	CheckSensitivity bool
 	ControlRules     int

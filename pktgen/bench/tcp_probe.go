@@ -7,9 +7,9 @@ import (
 	"io"
 	"time"
 
+	"github.com/nslab/nslab/pktgen/bench/tcp"
 	"github.com/nslab/nslab/pktgen/engine"
 	"github.com/nslab/nslab/pktgen/receive"
-	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/pktgen/userspace"
 	"github.com/nslab/nslab/topology/frame"
 	"github.com/nslab/nslab/topology/spec"
@@ -22,10 +22,9 @@ import (
 // through the sender interface's qdisc too), so what they wait there is
 // what an application's packet would.
 
-// Probe settings: probeRate frames a second (64-byte frames: about 50
-// kbit/s, a hundredth of a 5 Mbit/s link), idle for probeIdle first.
+// Probe settings: tcp.ProbeRate frames a second, idle for probeIdle
+// first.
 const (
-	probeRate = 100
 	probeIdle = time.Second
 	probePort = 7 // the echo port: not the UDP runs' 9, so a probe is never taken for one
 )
@@ -40,7 +39,7 @@ type probe struct {
 // newProbe binds the probe's port in the receiver's namespace (so that it
 // answers no ICMP) and prepares its stream.
 func (b *Bench) newProbe() (*probe, error) {
-	t := spec.Traffic{Name: b.t.Name + " probe", From: b.t.From, To: b.t.To, Frames: []int{b.probeFrame()}, RatePPS: probeRate, Threads: 1,
+	t := spec.Traffic{Name: b.t.Name + " probe", From: b.t.From, To: b.t.To, Frames: []int{b.probeFrame()}, RatePPS: tcp.ProbeRate, Threads: 1,
 		Engine: "userspace", DstPorts: [2]int{probePort, probePort}}
 	sink, err := openSink(b.run.Node(b.path.Hops[len(b.path.Hops)-1].Node).NS, &t)
 	if err != nil {
@@ -88,7 +87,7 @@ func (s *started) finish() (*receive.Latency, *receive.Sequence, error) {
 	if sent.err != nil || err != nil {
 		return nil, nil, fmt.Errorf("latency probe: %w", errors.Join(sent.err, err))
 	}
-	return got.Tracker.Latency(fmt.Sprintf("a probe of %d frames a second", probeRate), 1),
+	return got.Tracker.Latency(fmt.Sprintf("a probe of %d frames a second", tcp.ProbeRate), 1),
 		got.Tracker.Sequence(engine.FirstSeq, map[int]uint64{0: sent.res.Handed()}), nil
 }
 
@@ -99,17 +98,6 @@ func (p *probe) idle(ctx context.Context) (*receive.Latency, *receive.Sequence, 
 		return nil, nil, err
 	}
 	return s.finish()
-}
-
-// tcpLatency puts the probe's two readings together.
-func tcpLatency(idle, loaded *receive.Latency, idleSeq, loadedSeq *receive.Sequence) *report.TCPLatency {
-	l := &report.TCPLatency{RatePPS: probeRate, Idle: idle, Loaded: loaded, IdleLost: idleSeq.Lost, LoadedLost: loadedSeq.Lost,
-		LoadedReceived: loadedSeq.UniqueReceived}
-	if idle.Samples > 0 && loaded.Samples > 0 && idle.P50Ns > 0 && idle.P99Ns > 0 {
-		l.RatioP50 = float64(loaded.P50Ns) / float64(idle.P50Ns)
-		l.RatioP99 = float64(loaded.P99Ns) / float64(idle.P99Ns)
-	}
-	return l
 }
 
 // probeFrame is the size of the probe's frames.

@@ -2,11 +2,12 @@ package bench
 
 import (
 	"errors"
-	"github.com/nslab/nslab/topology/walk"
 	"os"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nslab/nslab/topology/walk"
 
 	"github.com/nslab/nslab/topology/spec"
 )

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nslab/nslab/pktgen/bench/compare"
+	"github.com/nslab/nslab/pktgen/bench/search"
 	"github.com/nslab/nslab/pktgen/stats"
 
 	"github.com/nslab/nslab/pktgen/report"
@@ -157,7 +159,7 @@ func (req Request) compareVariants(files map[string]*report.ResultsFile, plan st
 			return false, fmt.Errorf("compare variant %s with %s: %w", name, req.Variants[0], err)
 		}
 		c.Ignored = nil // the same lab, kernel, engine and nslab; a placement that differs is the variant's own change
-		key, why, err := req.decisionFigure(files[name], routersPlaced(out.Reports))
+		key, why, err := req.decisionFigure(files[name], compare.RoutersPlaced(out.Reports))
 		if err != nil {
 			return false, err
 		}
@@ -211,7 +213,7 @@ func (req Request) decisionFigure(rf *report.ResultsFile, placed bool) (report.F
 		if req.MLR != nil {
 			goals := req.MLR.Goals
 			if len(goals) == 0 {
-				goals = DefaultGoals
+				goals = search.DefaultGoals
 			}
 			want = []string{goals[0].Name + " conditional_throughput_pps"}
 		}
@@ -256,21 +258,21 @@ func (req Request) figureReason(figure string, placed bool) string {
 // that moved in this set-up. It returns the outcome that stands.
 func (req Request) judge(d *report.Decision, why string, reps []*report.Report, outcome string) string {
 	s := req.setupOf(d.Figure, reps)
-	v := judgeSetup(s)
-	d.Setup, d.FigureReason, d.Validity = s.words(), why, v.why
+	v := compare.Judge(s)
+	d.Setup, d.FigureReason, d.Validity = s.Words(), why, v.Why
 	if req.replaced != "" {
 		d.Setup += " (" + req.replaced + ")"
 	}
 	switch {
-	case !v.valid:
-		d.CannotTellWith(v.why)
+	case !v.Valid:
+		d.CannotTellWith(v.Why)
 		return stats.CannotTell
 	case outcome != stats.Same || req.controlName != "":
 		return outcome // the control itself: its "same" is that it saw nothing
 	}
 	ctl := req.control
 	if ctl == nil {
-		ctl = findControl(req.controlKey(d.Figure))
+		ctl = compare.FindControl(req.controlKey(d.Figure))
 	}
 	switch {
 	case ctl != nil && ctl.Seen && ctl.Figure == d.Figure:
@@ -287,41 +289,25 @@ func (req Request) judge(d *report.Decision, why string, reps []*report.Report, 
 
 // setupOf is the set-up of this request's comparison on figure, with
 // what reps measured.
-func (req Request) setupOf(figure string, reps []*report.Report) setup {
+func (req Request) setupOf(figure string, reps []*report.Report) compare.Setup {
 	t := req.Traffic
-	s := setup{duet: req.Duet, fullLoad: t.RatePPS == 0 && t.RateMbps == 0, figure: figure, routerCPUs: placedCPUs(req.Lab)}
+	s := compare.Setup{Duet: req.Duet, FullLoad: t.RatePPS == 0 && t.RateMbps == 0, Figure: figure, RouterCPUs: compare.PlacedCPUs(req.Lab)}
 	if req.Duet {
-		s.twinCPUs = s.routerCPUs // twinOf keeps the lab's placement
+		s.TwinCPUs = s.RouterCPUs // twinOf keeps the lab's placement
 	}
 	switch {
 	case t.RatePPS > 0:
-		s.rate = fmt.Sprintf("%d pps", t.RatePPS)
+		s.Rate = fmt.Sprintf("%d pps", t.RatePPS)
 	case t.RateMbps > 0:
-		s.rate = fmt.Sprintf("%d Mbit/s", t.RateMbps)
+		s.Rate = fmt.Sprintf("%d Mbit/s", t.RateMbps)
 	}
 	lossy := false
 	for _, r := range reps {
-		s.measured = true
+		s.Measured = true
 		lossy = lossy || r.Loss > 0
 	}
-	s.lossless = s.measured && !lossy
+	s.Lossless = s.Measured && !lossy
 	return s
-}
-
-// routersPlaced reports whether every measured run's routers were
-// placed on CPUs of their own (and there was one with a cost).
-func routersPlaced(reports []*report.Report) bool {
-	seen := false
-	for _, r := range reports {
-		if r.Cost == nil {
-			continue
-		}
-		if !r.Cost.Placed {
-			return false
-		}
-		seen = true
-	}
-	return seen
 }
 
 // changesReceiver reports whether a variant compared changes the node
@@ -399,7 +385,7 @@ func (req Request) checkVariants() error {
 	seen := map[string]bool{}
 	for _, v := range req.Variants {
 		if req.Lab.Variant(v) == nil {
-			return &FieldError{"variants", fmt.Errorf("lab %s has no variant %q (its variants: %s, and %s, the lab as deployed)", req.Lab.Name, v, joinOr(req.Lab.VariantNames(), "none"), spec.BaseVariant)}
+			return &FieldError{"variants", fmt.Errorf("lab %s has no variant %q (its variants: %s, and %s, the lab as deployed)", req.Lab.Name, v, compare.JoinOr(req.Lab.VariantNames(), "none"), spec.BaseVariant)}
 		}
 		if seen[v] {
 			return &FieldError{"variants", fmt.Errorf("%s is named twice", v)}
@@ -432,13 +418,6 @@ func ccOverridden(t *spec.Traffic, v *spec.Variant) error {
 		}
 	}
 	return nil
-}
-
-func joinOr(s []string, none string) string {
-	if len(s) == 0 {
-		return none
-	}
-	return fmt.Sprint(s)
 }
 
 // anys is xs as values of any.

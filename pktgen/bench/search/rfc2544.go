@@ -1,4 +1,4 @@
-package bench
+package search
 
 import (
 	"context"
@@ -32,41 +32,42 @@ type RFC2544Options struct {
 	B2BLongest time.Duration
 }
 
-// RFC2544 runs the four benchmarks on frame.
-func (b *Bench) RFC2544(ctx context.Context, frame int, o RFC2544Options) (*report.RFC2544Result, error) {
+// RFC2544 runs the four benchmarks over r's trials into res (whose run
+// and frame the caller named).
+func RFC2544(ctx context.Context, r Runner, o RFC2544Options, res *report.RFC2544Result) error {
 	start := time.Now()
-	res := &report.RFC2544Result{Lab: b.run.Lab.Name, Traffic: b.t.Name, Variant: b.opts.Variant, Block: b.opts.Block, Frame: frame, Engine: b.eng.Name()}
 	defer func() { res.Duration = time.Since(start) }()
-	m, err := b.MLRSearch(ctx, frame, o.MLR)
+	m := &report.MLRResult{Lab: res.Lab, Traffic: res.Traffic, Variant: res.Variant, Block: res.Block, Frame: res.Frame, Engine: res.Engine}
+	err := MLR(ctx, r, o.MLR, m)
 	res.Throughput.Search = m
 	if err != nil {
-		return res, fmt.Errorf("throughput (RFC 2544 26.1): %w", err)
+		return fmt.Errorf("throughput (RFC 2544 26.1): %w", err)
 	}
 	res.TopRatePPS = m.MaxLoadPPS
-	b.throughput(res, m, frame)
+	throughput(res, m)
 	final := time.Second
 	for _, g := range m.Goals {
 		final = time.Duration(g.FinalTrialS * float64(time.Second))
 		break
 	}
-	if res.Latency, err = b.atRate(ctx, frame, res.Throughput.PPS, 0, final, true); err != nil {
-		return res, fmt.Errorf("latency (RFC 2544 26.2): %w", err)
+	if res.Latency, err = atRate(ctx, r, res.Throughput.PPS, 0, final, Read); err != nil {
+		return fmt.Errorf("latency (RFC 2544 26.2): %w", err)
 	}
 	res.Latency.Load = fmt.Sprintf("the throughput, %.0f pps", res.Throughput.PPS)
-	if err := b.frameLoss(ctx, res, frame, final); err != nil {
-		return res, fmt.Errorf("frame loss rate (RFC 2544 26.3): %w", err)
+	if err := frameLoss(ctx, r, res, final); err != nil {
+		return fmt.Errorf("frame loss rate (RFC 2544 26.3): %w", err)
 	}
-	res.BackToBack, err = b.backToBack(ctx, res, frame, o)
+	res.BackToBack, err = backToBack(ctx, r, res, o)
 	if err != nil {
-		return res, fmt.Errorf("back-to-back frames (RFC 2544 26.4): %w", err)
+		return fmt.Errorf("back-to-back frames (RFC 2544 26.4): %w", err)
 	}
-	return res, nil
+	return nil
 }
 
 // throughput takes section 26.1's figure from the search: the lower
 // bound of its first zero-loss goal (the highest load shown to lose
 // nothing), else of its first goal.
-func (b *Bench) throughput(res *report.RFC2544Result, m *report.MLRResult, frame int) {
+func throughput(res *report.RFC2544Result, m *report.MLRResult) {
 	if len(m.Goals) == 0 {
 		return
 	}
@@ -78,35 +79,31 @@ func (b *Bench) throughput(res *report.RFC2544Result, m *report.MLRResult, frame
 		}
 	}
 	res.Throughput.PPS = g.LowerBoundPPS
-	res.Throughput.MbpsL2, res.Throughput.MbpsL1 = report.Mbps(g.LowerBoundPPS, float64(frame))
+	res.Throughput.MbpsL2, res.Throughput.MbpsL1 = report.Mbps(g.LowerBoundPPS, float64(res.Frame))
 	res.Throughput.Method = fmt.Sprintf("MLRsearch (%s) goal %s (loss %g%%, exceed %g%%): its lower bound", m.Draft, g.Name, 100*g.LossRatio, 100*g.ExceedRatio)
 }
 
-// atRate measures frame at pps (0: as fast as the engine goes), for d or
-// count packets in all, with or without reading every packet.
-func (b *Bench) atRate(ctx context.Context, frame int, pps float64, count uint64, d time.Duration, latency bool) (*report.Report, error) {
-	saved := b.opts.Latency
-	b.opts.Latency = latency
-	defer func() { b.opts.Latency = saved }()
-	threads := uint64(max(1, b.t.Threads, len(b.t.CPUs)))
-	tt := *b.t
-	tt.Count, tt.Duration, tt.RatePPS, tt.RateMbps = (count+threads-1)/threads, d, uint64(pps)/threads, 0
+// atRate measures at pps for the whole traffic (0: as fast as the sender
+// goes), for d or count packets in all, reading every packet or not.
+func atRate(ctx context.Context, r Runner, pps float64, count uint64, d time.Duration, l Latency) (*report.Report, error) {
+	threads := uint64(r.Threads())
+	rate := uint64(pps) / threads
 	if count > 0 {
-		tt.Duration = 0
+		d = 0
 	}
-	if pps > 0 && tt.RatePPS == 0 {
-		tt.RatePPS = 1
+	if pps > 0 && rate == 0 {
+		rate = 1
 	}
-	return b.measure(ctx, &tt, frame)
+	return r.Trial(ctx, rate, (count+threads-1)/threads, d, l)
 }
 
 // frameLoss is section 26.3: trials from 100% of the top rate down in
 // 10% steps, until two steps in a row lose nothing.
-func (b *Bench) frameLoss(ctx context.Context, res *report.RFC2544Result, frame int, d time.Duration) error {
+func frameLoss(ctx context.Context, r Runner, res *report.RFC2544Result, d time.Duration) error {
 	clean := 0
 	for pct := 100; pct >= 10 && clean < 2; pct -= 10 {
 		load := res.TopRatePPS * float64(pct) / 100
-		rep, err := b.atRate(ctx, frame, load, 0, d, false)
+		rep, err := atRate(ctx, r, load, 0, d, Skip)
 		if err != nil {
 			return err
 		}
@@ -127,7 +124,7 @@ func (b *Bench) frameLoss(ctx context.Context, res *report.RFC2544Result, frame 
 
 // backToBack is section 26.4: the longest burst at the top rate that the
 // path forwards whole, searched B2BTrials times.
-func (b *Bench) backToBack(ctx context.Context, res *report.RFC2544Result, frame int, o RFC2544Options) (*report.BackToBack, error) {
+func backToBack(ctx context.Context, r Runner, res *report.RFC2544Result, o RFC2544Options) (*report.BackToBack, error) {
 	bb := &report.BackToBack{RatePPS: res.TopRatePPS}
 	if len(res.FrameLoss) > 0 && res.FrameLoss[0].Report.PathLossRatio() == 0 {
 		bb.Skipped = "the path lost nothing at the top rate, so no burst at that rate fills a buffer (RFC 9004 section 4): the buffer is not measurable this way"
@@ -143,7 +140,7 @@ func (b *Bench) backToBack(ctx context.Context, res *report.RFC2544Result, frame
 	most := int64(res.TopRatePPS * longest.Seconds())
 	var found []float64
 	for range trials {
-		s, err := b.longestBurst(ctx, frame, most)
+		s, err := longestBurst(ctx, r, most)
 		if err != nil {
 			return bb, err
 		}
@@ -172,10 +169,10 @@ func b2bCorrection(bb *report.BackToBack, throughput float64) {
 // longestBurst bisects the burst length (frames at the top rate) between
 // none and most, to within 1%: each trial one burst, judged whole or
 // not.
-func (b *Bench) longestBurst(ctx context.Context, frame int, most int64) (report.B2BSearch, error) {
+func longestBurst(ctx context.Context, r Runner, most int64) (report.B2BSearch, error) {
 	var s report.B2BSearch
 	burst := func(n int64) (bool, error) {
-		rep, err := b.atRate(ctx, frame, 0, uint64(n), 0, false)
+		rep, err := atRate(ctx, r, 0, uint64(n), 0, Skip)
 		if err != nil {
 			return false, err
 		}

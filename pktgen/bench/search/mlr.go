@@ -1,4 +1,4 @@
-package bench
+package search
 
 import (
 	"context"
@@ -36,8 +36,9 @@ type MLROptions struct {
 	Warmup time.Duration // the discarded first trial at the top rate; 0: 1 s
 }
 
-// MLRSearch searches frame with MLRsearch.
-func (b *Bench) MLRSearch(ctx context.Context, frame int, o MLROptions) (*report.MLRResult, error) {
+// MLR runs MLRsearch over r's trials into res (whose run and frame the
+// caller named): a warm-up at the top rate, then every goal of o.
+func MLR(ctx context.Context, r Runner, o MLROptions, res *report.MLRResult) error {
 	if o.Goals == nil {
 		o.Goals = DefaultGoals
 	}
@@ -45,15 +46,11 @@ func (b *Bench) MLRSearch(ctx context.Context, frame int, o MLROptions) (*report
 		o.Warmup = time.Second
 	}
 	start := time.Now()
-	res := &report.MLRResult{Lab: b.run.Lab.Name, Traffic: b.t.Name, Variant: b.opts.Variant, Block: b.opts.Block, Frame: frame, Engine: b.eng.Name(), Draft: Draft}
-	live := b.opts.Live
-	b.opts.Live = nil
-	defer func() { b.opts.Live = live }()
-	threads := float64(max(1, b.t.Threads, len(b.t.CPUs)))
+	res.Draft = Draft
+	defer r.Quiet()()
+	threads := float64(r.Threads())
 	trial := func(ctx context.Context, load float64, d time.Duration) (mlr.Trial, error) {
-		tt := *b.t
-		tt.Count, tt.Duration, tt.RatePPS, tt.RateMbps = 0, d, uint64(load/threads), 0
-		rep, err := b.measure(ctx, &tt, frame)
+		rep, err := r.Trial(ctx, uint64(load/threads), 0, d, AsAsked)
 		if err != nil {
 			return mlr.Trial{}, err
 		}
@@ -65,7 +62,7 @@ func (b *Bench) MLRSearch(ctx context.Context, frame int, o MLROptions) (*report
 	}
 	top, err := trial(ctx, 0, o.Warmup) // load 0: as fast as the engine goes
 	if err != nil {
-		return res, fmt.Errorf("warm-up at the top rate: %w", err)
+		return fmt.Errorf("warm-up at the top rate: %w", err)
 	}
 	w := &res.Trials[0]
 	w.Warmup, res.Bottleneck = true, w.Report.Bottleneck
@@ -81,5 +78,5 @@ func (b *Bench) MLRSearch(ctx context.Context, frame int, o MLROptions) (*report
 				LowerBoundPPS: g.LowerBound, UpperBoundPPS: g.UpperBound, ConditionalThroughputPPS: g.ConditionalThroughput})
 		}
 	}
-	return res, err
+	return err
 }

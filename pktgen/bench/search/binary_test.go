@@ -1,4 +1,4 @@
-package bench
+package search
 
 import (
 	"testing"
@@ -26,7 +26,7 @@ func TestSearchFindsCapacity(t *testing.T) {
 			return tr, nil
 		}
 		res := &report.SearchResult{}
-		if err := search(res, SearchOptions{Loss: c.loss}, model); err != nil {
+		if err := binary(res, Options{Loss: c.loss}, model); err != nil {
 			t.Fatal(err)
 		}
 		want := min(c.capacity/(1-c.loss), c.top)
@@ -58,7 +58,7 @@ func TestSearchConfirmsSeveralTimes(t *testing.T) {
 		return tr, nil
 	}
 	res := &report.SearchResult{}
-	if err := search(res, SearchOptions{Confirm: 3}, flaky); err != nil {
+	if err := binary(res, Options{Confirm: 3}, flaky); err != nil {
 		t.Fatal(err)
 	}
 	if !res.Confirmed || res.ThroughputPPS > 490000 {

@@ -1,4 +1,4 @@
-package bench
+package account
 
 import (
 	"strings"
@@ -63,9 +63,9 @@ func TestCopiesBalance(t *testing.T) {
 	}
 	for _, c := range cases {
 		r := &report.Report{Hops: c.hops, Path: crsPath, OfferedPPS: 20000, Result: res, Elapsed: 1e9}
-		account(r, res, 64)
-		routerCounts(r, hostState{}, hostState{}, false)
-		judge(r, placement{}, 20000)
+		Balance(r, res, 64)
+		RouterCounts(r, RouterState{}, RouterState{}, false)
+		Judge(r, Placement{}, 20000)
 		if r.Sent != c.sent || r.NamedAdded != c.added || r.NamedDrops != c.drops || r.Unaccount != c.unaccounted {
 			t.Errorf("%s: sent %d added %d drops %d unaccounted %d, want %d %d %d %d", c.name, r.Sent, r.NamedAdded, r.NamedDrops, r.Unaccount, c.sent, c.added, c.drops, c.unaccounted)
 		}
@@ -97,7 +97,7 @@ func TestGroupCopies(t *testing.T) {
 		{Hops: []report.HopCounters{hop("sender", "h1", "eth0", sample.Counters{TxPackets: 1000}, ""), hop("ingress", "r", "e0", sample.Counters{RxPackets: 1000}, ""), egress, recv}},
 		{Hops: []report.HopCounters{hop("sender", "h2", "eth0", sample.Counters{TxPackets: 1000}, ""), hop("ingress", "r", "e1", sample.Counters{RxPackets: 1000}, ""), egress, recv}},
 	}
-	drops, added := unionDrops(reps)
+	drops, added := UnionDrops(reps)
 	if len(drops) != 0 || len(added) != 1 || added[0].Place != "impairment of r:e2" || added[0].Packets != 200 {
 		t.Errorf("drops %+v, added %+v: want 200 copies at r:e2", drops, added)
 	}

@@ -1,4 +1,4 @@
-package bench
+package account
 
 import (
 	"strings"
@@ -29,7 +29,7 @@ func TestFidelity(t *testing.T) {
 		}
 		kernel := m
 		kernel.LossBurst = 0 // the kernel's read-back has no runs: they come from the file
-		fidelity(r, map[string]*qdisc.State{"r:e1": {Kind: m.Qdisc(), Impair: &kernel}}, 64, func(string) *spec.Impair { return &m })
+		Fidelity(r, map[string]*qdisc.State{"r:e1": {Kind: m.Qdisc(), Impair: &kernel}}, 64, func(string) *spec.Impair { return &m })
 		if len(r.Fidelity) != 1 {
 			t.Fatalf("%s: %d fidelity lines", &m, len(r.Fidelity))
 		}

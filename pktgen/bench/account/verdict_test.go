@@ -1,4 +1,4 @@
-package bench
+package account
 
 import (
 	"strings"
@@ -17,20 +17,20 @@ import (
 var crsPath = []walk.Hop{{Node: "ns1", Out: "veth1"}, {Node: "ns2", In: "veth1-peer", Out: "veth2"}, {Node: "ns3", In: "veth2-peer"}}
 
 // verdictOf judges a report made of the given measurements.
-func verdictOf(drops []report.Drop, softnet []report.SoftnetCPU, cpu []report.CPUUse, p placement, offered uint64) report.Verdict {
+func verdictOf(drops []report.Drop, softnet []report.SoftnetCPU, cpu []report.CPUUse, p Placement, offered uint64) report.Verdict {
 	r := &report.Report{Path: crsPath, Drops: drops, Softnet: softnet, CPU: cpu, OfferedPPS: offered, Sent: 1000000,
 		Elapsed: time.Second, Result: &engine.Result{Threads: []engine.ThreadResult{{}}}, Env: report.Env{Sysctls: map[string]string{"net.core.netdev_max_backlog": "1000"}}}
 	for _, d := range drops {
 		r.NamedDrops += d.Packets
 	}
 	r.Loss = int64(r.NamedDrops)
-	judge(r, p, 1e6)
+	Judge(r, p, 1e6)
 	return r.Verdict
 }
 
 // TestVerdicts: each verdict follows from the measurements it is given.
 func TestVerdicts(t *testing.T) {
-	placed := placement{byNode: map[string]spec.CPUSet{"ns2": {1}}, napi: map[string]bool{}, sender: spec.CPUSet{0}}
+	placed := Placement{ByNode: map[string]spec.CPUSet{"ns2": {1}}, NAPI: map[string]bool{}, Sender: spec.CPUSet{0}}
 	busy := []report.CPUUse{{CPU: "cpu0", N: 0, System: 95, Idle: 5}, {CPU: "cpu1", N: 1, SoftIRQ: 98, Idle: 2}}
 	idle := []report.CPUUse{{CPU: "cpu0", N: 0, System: 95, Idle: 5}, {CPU: "cpu1", N: 1, SoftIRQ: 20, Idle: 80}}
 	link := report.Drop{Place: "link ns1:veth1 -> ns2:veth1-peer", Packets: 500, Node: "ns2"}
@@ -43,7 +43,7 @@ func TestVerdicts(t *testing.T) {
 	}{
 		{"router saturated", verdictOf([]report.Drop{link}, []report.SoftnetCPU{{CPU: 1, Dropped: 500}}, busy, placed, 0), "router", "ns2", "500 backlog drops on cpu1"},
 		{"router not saturated", verdictOf([]report.Drop{link}, []report.SoftnetCPU{{CPU: 1, Dropped: 500}}, idle, placed, 0), "router", "ns2", "fills in 1.0 ms while the CPU processes nothing"},
-		{"no placement", verdictOf([]report.Drop{link}, []report.SoftnetCPU{{CPU: 0, Dropped: 500}}, busy, placement{}, 0), "router", "ns2", "no placement"},
+		{"no placement", verdictOf([]report.Drop{link}, []report.SoftnetCPU{{CPU: 0, Dropped: 500}}, busy, Placement{}, 0), "router", "ns2", "no placement"},
 		{"not backlog", verdictOf([]report.Drop{{Place: link.Place, Packets: 500, Node: "ns2", Cause: "MTU"}}, nil, busy, placed, 0), "link", "ns1:veth1 -> ns2:veth1-peer", "MTU"},
 		{"inside", verdictOf([]report.Drop{{Place: "inside router ns2", Packets: 7, Node: "ns2", Cause: "IP MIB of ns2: OutNoRoutes 7"}}, nil, busy, placed, 0), "router", "ns2", "OutNoRoutes 7"},
 		{"sender", verdictOf(nil, nil, busy, placed, 0), "sender", "ns1", "cpu0 95% sys"},
@@ -52,7 +52,7 @@ func TestVerdicts(t *testing.T) {
 	}
 	stalled := &report.Report{Path: crsPath, CPU: busy, Sent: 1000000, Elapsed: time.Second,
 		Result: &engine.Result{Threads: []engine.ThreadResult{{}}, Behind: 12 * time.Millisecond}, Env: report.Env{Sysctls: map[string]string{}}}
-	judge(stalled, placed, 1e6)
+	Judge(stalled, placed, 1e6)
 	if line := stalled.Verdict.Line(); stalled.Verdict.Limit != "sender" || !strings.Contains(line, "did not run for 12ms") {
 		t.Errorf("a sender that gave up 12 ms of its schedule: %q", line)
 	}
@@ -60,12 +60,12 @@ func TestVerdicts(t *testing.T) {
 	// time the thread ran: the offered rate, with the stall said.
 	paced := &report.Report{Path: crsPath, CPU: busy, Sent: 58560, Elapsed: 3 * time.Second, OfferedPPS: 20000,
 		Result: &engine.Result{Threads: []engine.ThreadResult{{}}, Behind: 72 * time.Millisecond}, Env: report.Env{Sysctls: map[string]string{}}}
-	judge(paced, placed, 19520)
+	Judge(paced, placed, 19520)
 	if line := paced.Verdict.Line(); paced.Verdict.Limit != "offered rate" || !strings.Contains(line, "did not run for 72ms") {
 		t.Errorf("a paced sender that gave up 72 ms of 3 s: %q", line)
 	}
 	paced.Result.Behind = 0
-	judge(paced, placed, 19520)
+	Judge(paced, placed, 19520)
 	if paced.Verdict.Limit != "sender" {
 		t.Errorf("a paced sender 2.4%% short with no stall: %q, want the sender", paced.Verdict.Line())
 	}
@@ -97,13 +97,13 @@ func TestShaperVerdict(t *testing.T) {
 			Env: report.Env{Impairments: map[string]string{"ns1:veth1": "tbf rate 20Mbit limit 1000"}}, Result: &engine.Result{Threads: []engine.ThreadResult{{}}}}
 	}
 	r := shaped(41_700) // 41,700 frames of 60 bytes a second: 20.0 Mbit/s
-	judge(&r, placement{}, r.PPS)
+	Judge(&r, Placement{}, r.PPS)
 	want := "shaper ns1:veth1 (tbf rate 20Mbit limit 1000: carried 20.02 Mbit/s, 100% of its rate, its queue held up to 280 packets (mean 160 in 3 samples): up to 6.72 ms of waiting, the path dropped nothing)"
 	if r.Bottleneck != want {
 		t.Errorf("verdict\n %q, want\n %q", r.Bottleneck, want)
 	}
 	r = shaped(20_000)
-	judge(&r, placement{}, r.PPS)
+	Judge(&r, Placement{}, r.PPS)
 	if r.Verdict.Limit != "sender" {
 		t.Errorf("a run at half the shaper's rate: %q, want the sender", r.Bottleneck)
 	}
@@ -113,38 +113,11 @@ func TestShaperVerdict(t *testing.T) {
 // node once, and the line says "senders".
 func TestSeveralSenders(t *testing.T) {
 	reps := []*report.Report{{From: "h1:eth0"}, {From: "h2:eth0"}, {From: "h1:eth1"}}
-	v := report.Verdict{Limit: "sender", Node: strings.Join(senderNodes(reps), ", "), Evidence: []string{"cpu0 100% sys"}}
+	v := report.Verdict{Limit: "sender", Node: strings.Join(SenderNodes(reps), ", "), Evidence: []string{"cpu0 100% sys"}}
 	if got, want := v.Line(), "senders h1, h2 (cpu0 100% sys)"; got != want {
 		t.Errorf("%q, want %q", got, want)
 	}
 	if got, want := (report.Verdict{Limit: "sender", Node: "h1"}).Line(), "sender h1"; got != want {
 		t.Errorf("%q, want %q", got, want)
-	}
-}
-
-// TestIntervalDrops: a veth drop counted at both ends of its link is one
-// drop in the live lines.
-func TestIntervalDrops(t *testing.T) {
-	roles := []string{"sender", "ingress", "egress", "receiver"}
-	a := make([]sample.Counters, 4)
-	b := []sample.Counters{{TxDropped: 10}, {RxDropped: 10}, {TxDropped: 5}, {RxDropped: 5}}
-	if got := intervalDrops(a, b, roles); got != 15 {
-		t.Errorf("got %d drops, want 15", got)
-	}
-}
-
-// TestStatusLineOfARun: the status line of a long run says what each
-// measured run found, losses counted against what was sent (a run that
-// received duplicates shows a negative loss rather than wrapping).
-func TestStatusLineOfARun(t *testing.T) {
-	var got []string
-	b := &Bench{opts: Options{Status: func(s string) { got = append(got, s) }}}
-	b.status(&report.Report{Traffic: "ab", Variant: "rps2", Frame: 64, PPS: 250000, Sent: 1000, Received: 990})
-	b.status(&report.Report{Traffic: "ab", Frame: 64, Sent: 1000, Received: 1001})
-	b.status(nil)
-	want := []string{"last run: ab, variant rps2, 64-byte frames: 250000 pps received, 1.00% of the sent lost",
-		"last run: ab, 64-byte frames: 0 pps received, -0.10% of the sent lost"}
-	if strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Errorf("status lines %q, want %q", got, want)
 	}
 }

@@ -1,4 +1,4 @@
-package bench
+package events
 
 import (
 	"strings"
@@ -8,13 +8,13 @@ import (
 	"github.com/nslab/nslab/topology/spec"
 )
 
-func TestParseEvent(t *testing.T) {
+func TestParse(t *testing.T) {
 	for s, want := range map[string]Event{
 		"2s:down:r1:eth1": {At: 2 * time.Second, Action: "down", Where: spec.Endpoint{Node: "r1", Interface: "eth1"}},
 		"2s:stop:r1":      {At: 2 * time.Second, Action: "stop", Where: spec.Endpoint{Node: "r1"}},
 		"1500ms:start:r1": {At: 1500 * time.Millisecond, Action: "start", Where: spec.Endpoint{Node: "r1"}},
 	} {
-		got, err := ParseEvent(s)
+		got, err := Parse(s)
 		if err != nil || got.At != want.At || got.Action != want.Action || got.Where != want.Where || got.String() != s {
 			t.Errorf("%s: %+v %v", s, got, err)
 		}
@@ -26,7 +26,7 @@ func TestParseEvent(t *testing.T) {
 		"2s:halt:r1:eth1": "not down, up, impair, clear, stop or start",
 		"2s:apply:/none":  "/none",
 	} {
-		if _, err := ParseEvent(s); err == nil || !strings.Contains(err.Error(), msg) {
+		if _, err := Parse(s); err == nil || !strings.Contains(err.Error(), msg) {
 			t.Errorf("%s: %v, want %q", s, err, msg)
 		}
 	}
@@ -34,12 +34,12 @@ func TestParseEvent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	stop, _ := ParseEvent("1s:stop:a")
-	if err := CheckEvents(l, []Event{stop}); err != nil {
+	stop, _ := Parse("1s:stop:a")
+	if err := Check(l, []Event{stop}); err != nil {
 		t.Errorf("stop of node a: %v", err)
 	}
-	stop, _ = ParseEvent("1s:stop:c")
-	if err := CheckEvents(l, []Event{stop}); err == nil || !strings.Contains(err.Error(), "no node c") {
+	stop, _ = Parse("1s:stop:c")
+	if err := Check(l, []Event{stop}); err == nil || !strings.Contains(err.Error(), "no node c") {
 		t.Errorf("stop of no node: %v", err)
 	}
 }

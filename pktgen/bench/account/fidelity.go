@@ -1,4 +1,4 @@
-package bench
+package account
 
 import (
 	"fmt"
@@ -22,11 +22,11 @@ import (
 // the share asked: 3.29, a 99.9% two-sided binomial interval.
 const zBounds = 3.29
 
-// fidelity fills rep.Fidelity from the run's counters and readings. The
+// Fidelity fills rep.Fidelity from the run's counters and readings. The
 // impairments asked are the kernel's (qdiscs), with the loss bursts of
 // the file (file gives an interface's impairment in it): the kernel's
 // read-back holds a bursty loss's mean, not its runs.
-func fidelity(rep *report.Report, qdiscs map[string]*qdisc.State, frame float64, file func(target string) *spec.Impair) {
+func Fidelity(rep *report.Report, qdiscs map[string]*qdisc.State, frame float64, file func(target string) *spec.Impair) {
 	rep.Fidelity = nil
 	delays := 0
 	for _, q := range qdiscs {
@@ -36,10 +36,10 @@ func fidelity(rep *report.Report, qdiscs map[string]*qdisc.State, frame float64,
 	}
 	for i, h := range rep.Hops {
 		q := qdiscs[h.String()]
-		if q == nil || q.Impair == nil || !isOut(h.Role) {
+		if q == nil || q.Impair == nil || !IsOut(h.Role) {
 			continue
 		}
-		m := withBurst(q.Impair, file(h.String()))
+		m := WithBurst(q.Impair, file(h.String()))
 		f := report.LinkFidelity{Interface: h.String(), Asked: q.Kind + " " + m.String(), Checks: checksOf(rep, i, m, frame, delays == 1)}
 		f.Flag = flagOf(f.Checks)
 		rep.Fidelity = append(rep.Fidelity, f)
@@ -88,10 +88,10 @@ func flagOf(checks []report.FidelityCheck) string {
 	return ""
 }
 
-// withBurst is the kernel's impairment k with the loss bursts of the
+// WithBurst is the kernel's impairment k with the loss bursts of the
 // file's f, when f's loss is k's (the kernel's read-back has the mean of
 // a bursty loss, not its runs).
-func withBurst(k, f *spec.Impair) *spec.Impair {
+func WithBurst(k, f *spec.Impair) *spec.Impair {
 	m := *k
 	if f != nil && f.LossBurst > 0 && f.Loss == m.Loss {
 		m.LossBurst = f.LossBurst

@@ -1,17 +1,24 @@
-package bench
+// Package account is a bench's accounting and verdict, from what a run
+// measured: every packet the sender took either counted by the receiver
+// or dropped at a named place (a link, a node's inside, a qdisc), each
+// drop's cause from the machine's counters, what each router did, the
+// impairments' fidelity, the drops of runs measured together counted
+// once, and what limited the run. It reads reports and counters and
+// touches no kernel.
+package account
 
 import (
 	"fmt"
-	"github.com/nslab/nslab/topology/xdpfwd"
 	"sort"
 	"strings"
+
+	"github.com/nslab/nslab/topology/xdpfwd"
 
 	"github.com/nslab/nslab/internal/units"
 
 	"github.com/nslab/nslab/pktgen/engine"
 	"github.com/nslab/nslab/pktgen/kstat"
 	"github.com/nslab/nslab/pktgen/report"
-	"github.com/nslab/nslab/pktgen/sample"
 	"github.com/nslab/nslab/topology/qdisc"
 )
 
@@ -21,75 +28,58 @@ import (
 // count: the same packets, once) or the inside of a node on the path
 // (what entered and never reached its egress).
 
-// hopCounters turns the samples into each target's change over the run,
-// with the neighbour frames each received.
-func hopCounters(m *measurement, base, final sample.Sample, ctl []control) []report.HopCounters {
-	out := make([]report.HopCounters, len(m.targets))
-	for i, t := range m.targets {
-		out[i] = report.HopCounters{Target: t, Role: m.roles[i], Counters: final.Counters[i].Sub(base.Counters[i]),
-			Neighbour: ctl[i].received, SentControl: ctl[i].sent}
-		if q := m.qdiscs[t.String()]; q != nil && q.Impair != nil && q.Impair.Duplicate > 0 {
-			out[i].Duplicates = q.String()
-		}
-		if i < len(m.gaps) {
-			out[i].After = m.gaps[i]
-		}
-	}
-	return out
-}
+// RxRun is what hop i received of the run: its rx less neighbour frames.
+func RxRun(h []report.HopCounters, i int) uint64 { return h[i].RxPackets - h[i].Neighbour }
 
-// rxRun is what hop i received of the run: its rx less neighbour frames.
-func rxRun(h []report.HopCounters, i int) uint64 { return h[i].RxPackets - h[i].Neighbour }
-
-// txRun is what hop i sent on of the run: its tx less the neighbour frames
+// TxRun is what hop i sent on of the run: its tx less the neighbour frames
 // its peer (the next hop, on a path) received from it.
 // Before hops on another host, its own count of the control frames it
 // sent stands in for the peer's.
-func txRun(h []report.HopCounters, i int) uint64 {
+func TxRun(h []report.HopCounters, i int) uint64 {
 	switch {
 	case i+1 < len(h) && h[i+1].After != "":
 		return h[i].TxPackets - h[i].SentControl
-	case i+1 < len(h) && isIn(h[i+1].Role):
+	case i+1 < len(h) && IsIn(h[i+1].Role):
 		return h[i].TxPackets - h[i+1].Neighbour
 	}
 	return h[i].TxPackets
 }
 
-func isIn(role string) bool  { return role == "ingress" || role == "receiver" || role == "switch in" }
-func isOut(role string) bool { return role == "sender" || role == "egress" || role == "switch out" }
+func IsIn(role string) bool  { return role == "ingress" || role == "receiver" || role == "switch in" }
+func IsOut(role string) bool { return role == "sender" || role == "egress" || role == "switch out" }
 
-// account fills the counts, drops, added packets and balance of the
+// Balance fills the counts, drops, added packets and balance of the
 // report.
-func account(r *report.Report, res *engine.Result, frame int) {
+func Balance(r *report.Report, res *engine.Result, frame int) {
 	h := r.Hops
 	last := len(h) - 1
 	r.SenderCheck = report.SenderCheck{EngineHanded: res.Handed(), EngineSent: res.Sent, EngineErrors: res.Errors}
 	r.Sent = res.Handed()
 	r.Drops, r.Added = nil, nil
 	if h[0].Role == "sender" {
-		r.Sent = took(h[0]) - controlSent(h)
+		r.Sent = Took(h[0]) - controlSent(h)
 		if copies := reconcile(&r.SenderCheck, h[0], controlSent(h)); copies > 0 {
 			r.Sent = res.Handed() // the interface counts the copies too
-			r.Added = append(r.Added, copiesAt(h[0], copies, fmt.Sprintf("%s took %d, the engine handed it %d", h[0].Target, r.SenderCheck.Interface, res.Handed())))
+			r.Added = append(r.Added, CopiesAt(h[0], copies, fmt.Sprintf("%s took %d, the engine handed it %d", h[0].Target, r.SenderCheck.Interface, res.Handed())))
 		}
 	}
-	r.Received = rxRun(h, last)
+	r.Received = RxRun(h, last)
 	r.Loss = int64(r.Sent) - int64(r.Received)
 	if r.Sent > 0 {
 		r.LossPct = 100 * float64(r.Loss) / float64(r.Sent)
 	}
 	if h[0].Role == "sender" {
-		drops, added := pathDrops(h, frame)
+		drops, added := PathDrops(h, frame)
 		r.Drops, r.Added = drops, append(r.Added, added...)
 	} else {
 		r.Drops = measuredDrops(h)
 	}
-	r.NamedDrops, r.NamedAdded = total(r.Drops), total(r.Added)
+	r.NamedDrops, r.NamedAdded = Total(r.Drops), Total(r.Added)
 	r.Unaccount = r.Loss + int64(r.NamedAdded) - int64(r.NamedDrops)
 }
 
-// total is the packets of places.
-func total(places []report.Drop) uint64 {
+// Total is the packets of places.
+func Total(places []report.Drop) uint64 {
 	var n uint64
 	for _, d := range places {
 		n += d.Packets
@@ -97,8 +87,8 @@ func total(places []report.Drop) uint64 {
 	return n
 }
 
-// copiesAt names the copies the impairment of interface x sent.
-func copiesAt(x report.HopCounters, n uint64, counted string) report.Drop {
+// CopiesAt names the copies the impairment of interface x sent.
+func CopiesAt(x report.HopCounters, n uint64, counted string) report.Drop {
 	return report.Drop{Place: "impairment of " + x.String(), Packets: n, Node: x.Node, Counted: counted,
 		Cause: fmt.Sprintf("its impairment (%s) sends copies of packets it is handed", x.Duplicates)}
 }
@@ -109,7 +99,7 @@ func controlSent(h []report.HopCounters) uint64 {
 	switch {
 	case len(h) > 1 && h[1].After != "":
 		return h[0].SentControl
-	case len(h) > 1 && isIn(h[1].Role):
+	case len(h) > 1 && IsIn(h[1].Role):
 		return h[1].Neighbour
 	}
 	return 0
@@ -120,7 +110,7 @@ func controlSent(h []report.HopCounters) uint64 {
 // sign and the interface's impairment. It returns the copies the
 // interface's impairment sent, when it duplicates and took more.
 func reconcile(c *report.SenderCheck, sender report.HopCounters, control uint64) (copies uint64) {
-	c.Interface = took(sender) - control
+	c.Interface = Took(sender) - control
 	c.Difference = int64(c.Interface) - int64(c.EngineHanded)
 	switch {
 	case c.Difference > 0 && sender.Duplicates != "":
@@ -134,25 +124,25 @@ func reconcile(c *report.SenderCheck, sender report.HopCounters, control uint64)
 	return 0
 }
 
-// took is what an interface took to send: what its device sent and
+// Took is what an interface took to send: what its device sent and
 // dropped, and what its own qdisc (an impairment) dropped or still holds.
-func took(h report.HopCounters) uint64 {
-	return h.TxPackets + egressLoss(h)
+func Took(h report.HopCounters) uint64 {
+	return h.TxPackets + EgressLoss(h)
 }
 
-// egressLoss is what an interface took to send and did not: its device
+// EgressLoss is what an interface took to send and did not: its device
 // dropped it, or its own qdisc dropped it or still holds it.
-func egressLoss(h report.HopCounters) uint64 {
+func EgressLoss(h report.HopCounters) uint64 {
 	return h.TxDropped + h.QdiscDrops + h.QdiscQueued
 }
 
-// qdiscPlaces names what an interface's own qdisc dropped, and what it
+// QdiscPlaces names what an interface's own qdisc dropped, and what it
 // still held when the run was read (the path delays it; it is not lost).
-func qdiscPlaces(x report.HopCounters) []report.Drop {
+func QdiscPlaces(x report.HopCounters) []report.Drop {
 	var out []report.Drop
 	if x.QdiscDrops > 0 {
 		out = append(out, report.Drop{Place: "qdisc of " + x.String(), Packets: x.QdiscDrops, Node: x.Node,
-			Counted: "the qdisc's drop counter: " + qdiscCounts(x)})
+			Counted: "the qdisc's drop counter: " + QdiscCounts(x)})
 	}
 	if x.QdiscQueued > 0 {
 		out = append(out, report.Drop{Place: "still queued in the qdisc of " + x.String(), Packets: x.QdiscQueued, Node: x.Node,
@@ -161,10 +151,10 @@ func qdiscPlaces(x report.HopCounters) []report.Drop {
 	return out
 }
 
-// qdiscCounts says an interface's qdisc counters over the run: its drops,
+// QdiscCounts says an interface's qdisc counters over the run: its drops,
 // the times its rate held a packet back (overlimits) and its backlog at
 // the end.
-func qdiscCounts(x report.HopCounters) string {
+func QdiscCounts(x report.HopCounters) string {
 	s := fmt.Sprintf("%d dropped", x.QdiscDrops)
 	if x.QdiscOverlimits > 0 {
 		s += fmt.Sprintf(", %d overlimits (times its rate held a packet back)", x.QdiscOverlimits)
@@ -172,38 +162,38 @@ func qdiscCounts(x report.HopCounters) string {
 	return s + fmt.Sprintf(", backlog %d packets (%d bytes) at the end", x.QdiscQueued, x.QdiscBacklog)
 }
 
-// pathDrops names the drops along a path: in each sending interface's own
+// PathDrops names the drops along a path: in each sending interface's own
 // qdisc, per link, and inside each node between its ingress and egress;
 // and the packets a node's egress added (its impairment's copies: more
 // left than entered).
-func pathDrops(h []report.HopCounters, frame int) (out, added []report.Drop) {
+func PathDrops(h []report.HopCounters, frame int) (out, added []report.Drop) {
 	for i := 0; i+1 < len(h); i++ {
 		a, b := h[i], h[i+1]
-		if isOut(a.Role) {
-			out = append(out, qdiscPlaces(a)...)
+		if IsOut(a.Role) {
+			out = append(out, QdiscPlaces(a)...)
 		}
 		switch {
-		case isOut(a.Role) && isIn(b.Role) && b.After != "":
+		case IsOut(a.Role) && IsIn(b.Role) && b.After != "":
 			out = append(out, gapDrops(h, i)...)
-		case isOut(a.Role) && isIn(b.Role):
+		case IsOut(a.Role) && IsIn(b.Role):
 			n := max(a.TxDropped, b.RxDropped+b.RxMissed)
 			if n > 0 {
 				out = append(out, report.Drop{Place: fmt.Sprintf("link %s -> %s", a.Target, b.Target), Packets: n, Node: b.Node,
 					Counted: fmt.Sprintf("%s tx_dropped %d, %s rx_dropped %d (the same packets, counted once)", a.Target, a.TxDropped, b.Target, b.RxDropped+b.RxMissed)})
 			}
-		case isIn(a.Role) && isOut(b.Role) && a.Node == b.Node:
-			egress := txRun(h, i+1) + egressLoss(b) + b.Detour
-			inside := int64(rxRun(h, i)+a.Joined) - int64(egress)
-			counted := fmt.Sprintf("%s received %d, %s took %d", a.Target, rxRun(h, i), b.Target, egress)
+		case IsIn(a.Role) && IsOut(b.Role) && a.Node == b.Node:
+			egress := TxRun(h, i+1) + EgressLoss(b) + b.Detour
+			inside := int64(RxRun(h, i)+a.Joined) - int64(egress)
+			counted := fmt.Sprintf("%s received %d, %s took %d", a.Target, RxRun(h, i), b.Target, egress)
 			if a.Joined+b.Detour > 0 {
 				counted = fmt.Sprintf("%s received %d and interfaces off the path %d; %s took %d and interfaces off the path %d",
-					a.Target, rxRun(h, i), a.Joined, b.Target, egress-b.Detour, b.Detour)
+					a.Target, RxRun(h, i), a.Joined, b.Target, egress-b.Detour, b.Detour)
 			}
 			switch {
 			case inside > 0:
 				out = append(out, report.Drop{Place: "inside " + nodeKind(a.Role) + " " + a.Node, Packets: uint64(inside), Node: a.Node, Counted: counted})
 			case inside < 0 && b.Duplicates != "":
-				added = append(added, copiesAt(b, uint64(-inside), counted))
+				added = append(added, CopiesAt(b, uint64(-inside), counted))
 			}
 		}
 	}
@@ -220,10 +210,10 @@ func gapDrops(h []report.HopCounters, i int) []report.Drop {
 	if a.TxDropped > 0 {
 		out = append(out, report.Drop{Place: "at " + a.String(), Packets: a.TxDropped, Node: a.Node, Counted: fmt.Sprintf("%s tx_dropped %d", a.Target, a.TxDropped)})
 	}
-	arrived := rxRun(h, i+1) + b.RxDropped + b.RxMissed
-	if lost := int64(txRun(h, i)) - int64(arrived); lost > 0 {
+	arrived := RxRun(h, i+1) + b.RxDropped + b.RxMissed
+	if lost := int64(TxRun(h, i)) - int64(arrived); lost > 0 {
 		out = append(out, report.Drop{Place: "on " + b.After + ", or the underlay between", Packets: uint64(lost),
-			Counted: fmt.Sprintf("%s sent %d of the run, %d reached %s (counted there: rx and rx_dropped)", a.Target, txRun(h, i), arrived, b.Target)})
+			Counted: fmt.Sprintf("%s sent %d of the run, %d reached %s (counted there: rx and rx_dropped)", a.Target, TxRun(h, i), arrived, b.Target)})
 	}
 	if n := b.RxDropped + b.RxMissed; n > 0 {
 		out = append(out, report.Drop{Place: "at " + b.String(), Packets: n, Node: b.Node, Counted: fmt.Sprintf("%s rx_dropped %d", b.Target, n)})
@@ -247,16 +237,16 @@ func measuredDrops(h []report.HopCounters) []report.Drop {
 			out = append(out, report.Drop{Place: "at " + x.String(), Packets: n, Node: x.Node,
 				Counted: fmt.Sprintf("tx_dropped %d, rx_dropped %d, rx_missed %d", x.TxDropped, x.RxDropped, x.RxMissed)})
 		}
-		out = append(out, qdiscPlaces(x)...)
+		out = append(out, QdiscPlaces(x)...)
 	}
 	return out
 }
 
-// explainDrops adds what the machine's counters say about each drop: the
+// ExplainDrops adds what the machine's counters say about each drop: the
 // softnet drops of the run (backlog drops, per CPU), the IP MIB discards
-// of a router, a frame larger than the receiving MTU.
-func explainDrops(r *report.Report, frame int, m *measurement, p placement) {
-	mtu := m.mtu
+// of a router, a frame larger than the receiving MTU (mtu and qdiscs: by
+// target, as "ns2:veth1-peer").
+func ExplainDrops(r *report.Report, frame int, mtu map[string]int, qdiscs map[string]*qdisc.State, p Placement) {
 	var backlog uint64
 	var where []string
 	for _, s := range r.Softnet {
@@ -276,8 +266,8 @@ func explainDrops(r *report.Report, frame int, m *measurement, p placement) {
 		switch {
 		case strings.HasPrefix(d.Place, "link ") && backlog > 0 && backlog == linkDrops:
 			d.Cause = "enqueue to a full backlog: softnet_stat counted " + strings.Join(where, ", ") + " in the run, as many as the links dropped"
-		case strings.HasPrefix(d.Place, "link ") && backlog == 0 && p.napi[d.Node]:
-			d.Cause = fmt.Sprintf("%s's NAPI ring was full: its napi kthreads on cpu %s did not keep up (veth drops there; softnet_stat counted no backlog drops)", d.Node, p.byNode[d.Node])
+		case strings.HasPrefix(d.Place, "link ") && backlog == 0 && p.NAPI[d.Node]:
+			d.Cause = fmt.Sprintf("%s's NAPI ring was full: its napi kthreads on cpu %s did not keep up (veth drops there; softnet_stat counted no backlog drops)", d.Node, p.ByNode[d.Node])
 		case strings.HasPrefix(d.Place, "link ") && backlog == 0:
 			d.Cause = "not backlog drops (softnet_stat counted none)"
 			to := d.Place[strings.LastIndex(d.Place, " ")+1:]
@@ -287,9 +277,9 @@ func explainDrops(r *report.Report, frame int, m *measurement, p placement) {
 		case strings.HasPrefix(d.Place, "link "):
 			d.Cause = fmt.Sprintf("softnet_stat counted %d backlog drops in the run (%s), the links %d", backlog, strings.Join(where, ", "), linkDrops)
 		case strings.HasPrefix(d.Place, "inside "):
-			d.Cause = discardsOf(r, d.Node) + conntrackCause(r, d.Node)
+			d.Cause = discardsOf(r, d.Node) + ConntrackCause(r, d.Node)
 		case strings.HasPrefix(d.Place, "qdisc of "):
-			d.Cause = qdiscCause(m.qdiscs[strings.TrimPrefix(d.Place, "qdisc of ")])
+			d.Cause = qdiscCause(qdiscs[strings.TrimPrefix(d.Place, "qdisc of ")])
 		case strings.HasPrefix(d.Place, "still queued in the qdisc of "):
 			d.Cause = "not lost: the impairment still held them when the run was read (a queue that drains slower than nslab waits)"
 		}
@@ -319,29 +309,37 @@ func discardsOf(r *report.Report, node string) string {
 	return ""
 }
 
-// routerCounts fills what each router on the path did.
-func routerCounts(r *report.Report, before, after hostState, ipv6 bool) {
+// RouterState is one reading of the routers' own counters: each router
+// node's IP MIB (Ip: counter -> value), conntrack (nf_conntrack column ->
+// value; nil: none) and XDP fast path (none: no fast path).
+type RouterState struct {
+	MIB, CT map[string]map[string]uint64
+	XDP     map[string]xdpfwd.Counts
+}
+
+// RouterCounts fills what each router on the path did.
+func RouterCounts(r *report.Report, before, after RouterState, ipv6 bool) {
 	h := r.Hops
 	for i := 0; i+1 < len(h); i++ {
 		if h[i].Role != "ingress" || h[i+1].Role != "egress" || h[i].Node != h[i+1].Node {
 			continue
 		}
 		node := h[i].Node
-		rc := report.RouterCounts{Node: node, Entered: rxRun(h, i), Forwarded: txRun(h, i+1), DroppedAtEgress: egressLoss(h[i+1]),
-			ForwDatagrams: after.mib[node][kstat.ForwardedKey(ipv6)] - before.mib[node][kstat.ForwardedKey(ipv6)], Discards: map[string]uint64{}}
+		rc := report.RouterCounts{Node: node, Entered: RxRun(h, i), Forwarded: TxRun(h, i+1), DroppedAtEgress: EgressLoss(h[i+1]),
+			ForwDatagrams: after.MIB[node][kstat.ForwardedKey(ipv6)] - before.MIB[node][kstat.ForwardedKey(ipv6)], Discards: map[string]uint64{}}
 		rc.Inside = int64(rc.Entered+h[i].Joined) - int64(rc.Forwarded+rc.DroppedAtEgress+h[i+1].Detour)
 		if rc.Inside < 0 && h[i+1].Duplicates != "" {
 			rc.DuplicatedAtEgress, rc.Inside = uint64(-rc.Inside), 0
 		}
 		for _, k := range kstat.IPDiscards {
-			if d := after.mib[node][k] - before.mib[node][k]; d > 0 {
+			if d := after.MIB[node][k] - before.MIB[node][k]; d > 0 {
 				rc.Discards[k] = d
 			}
 		}
-		rc.XDP = xdpCounts(before.xdp[node], after.xdp[node])
+		rc.XDP = xdpCounts(before.XDP[node], after.XDP[node])
 		r.Routers = append(r.Routers, rc)
-		if before.ct[node] != nil && after.ct[node] != nil {
-			if ct := conntrackCounts(node, before.ct[node], after.ct[node]); ct.Moved() {
+		if before.CT[node] != nil && after.CT[node] != nil {
+			if ct := ConntrackCounts(node, before.CT[node], after.CT[node]); ct.Moved() {
 				r.Conntrack = append(r.Conntrack, ct)
 			}
 		}

@@ -1,4 +1,4 @@
-package bench
+package account
 
 import (
 	"cmp"
@@ -17,8 +17,8 @@ import (
 // offered rate, by a shaper whose queue held it back, by a node that held
 // the sender back, or by the sender.
 
-// judge sets the report's verdict.
-func judge(r *report.Report, p placement, sentPPS float64) {
+// Judge sets the report's verdict.
+func Judge(r *report.Report, p Placement, sentPPS float64) {
 	var v report.Verdict
 	switch {
 	case r.Unaccount > 0:
@@ -35,14 +35,14 @@ func judge(r *report.Report, p placement, sentPPS float64) {
 }
 
 // lossVerdict blames the place that dropped the most.
-func lossVerdict(r *report.Report, p placement) report.Verdict {
+func lossVerdict(r *report.Report, p Placement) report.Verdict {
 	worst := r.Drops[0]
 	for _, d := range r.Drops[1:] {
 		if d.Packets > worst.Packets {
 			worst = d
 		}
 	}
-	role := roleOf(r, worst.Node)
+	role := RoleOf(r, worst.Node)
 	if _, iface, ok := strings.Cut(worst.Place, "qdisc of "); ok {
 		what, why, _ := strings.Cut(worst.Cause, " dropped them: ")
 		return report.Verdict{Limit: "link", Node: iface, Evidence: []string{fmt.Sprintf("%d dropped by %s: %s", worst.Packets, what, why)}}
@@ -62,16 +62,16 @@ func lossVerdict(r *report.Report, p placement) report.Verdict {
 			cpus = append(cpus, s.CPU)
 		}
 	}
-	if len(cpus) == 0 && p.napi[worst.Node] {
-		set := p.byNode[worst.Node]
-		ev = append(ev, cpuEvidence(r, set[0]), fmt.Sprintf("%d dropped at its full NAPI ring", worst.Packets))
+	if len(cpus) == 0 && p.NAPI[worst.Node] {
+		set := p.ByNode[worst.Node]
+		ev = append(ev, CPUEvidence(r, set[0]), fmt.Sprintf("%d dropped at its full NAPI ring", worst.Packets))
 		return report.Verdict{Limit: role, Node: worst.Node, CPUs: set, Evidence: ev}
 	}
 	if len(cpus) == 0 {
 		return report.Verdict{Limit: "link", Node: worst.Place[len("link "):], Evidence: []string{fmt.Sprintf("%d dropped", worst.Packets), worst.Cause}}
 	}
 	for _, c := range cpus {
-		ev = append(ev, cpuEvidence(r, c))
+		ev = append(ev, CPUEvidence(r, c))
 	}
 	for _, s := range r.Softnet {
 		if s.Dropped > 0 {
@@ -84,9 +84,9 @@ func lossVerdict(r *report.Report, p placement) report.Verdict {
 	}
 	// The node placed on the CPUs that dropped is the one that could not
 	// keep up; without placement, the node the drops were entering.
-	for node, set := range p.byNode {
+	for node, set := range p.ByNode {
 		if slices.ContainsFunc(cpus, set.Contains) {
-			return report.Verdict{Limit: roleOf(r, node), Node: node, CPUs: cpus, Evidence: ev, Bursts: stall != ""}
+			return report.Verdict{Limit: RoleOf(r, node), Node: node, CPUs: cpus, Evidence: ev, Bursts: stall != ""}
 		}
 	}
 	ev = append(ev, fmt.Sprintf("no placement: %s's receive work ran where the kernel put it", worst.Node))
@@ -98,7 +98,7 @@ func lossVerdict(r *report.Report, p placement) report.Verdict {
 // stop for the backlog to fill at the run's rate (on a virtual machine, a
 // vCPU the hypervisor does not run).
 func stallEvidence(r *report.Report, cpus []int) string {
-	busy := busyOf(r, cpus)
+	busy := BusyOf(r, cpus)
 	backlog, err := strconv.Atoi(r.Env.Sysctls["net.core.netdev_max_backlog"])
 	if busy >= 60 || err != nil || r.Elapsed <= 0 || r.Sent == 0 {
 		return ""
@@ -110,7 +110,7 @@ func stallEvidence(r *report.Report, cpus []int) string {
 
 // noLossVerdict: nothing dropped, so the rate was set by the offered rate,
 // by a node that held the sender back, or by the sender itself.
-func noLossVerdict(r *report.Report, p placement, sentPPS float64) report.Verdict {
+func noLossVerdict(r *report.Report, p Placement, sentPPS float64) report.Verdict {
 	threads := max(1, len(r.Result.Threads))
 	// A paced thread that did not run (a stalled CPU) gave up schedule
 	// time rather than bursting: over the time it ran it offered the rate.
@@ -128,22 +128,22 @@ func noLossVerdict(r *report.Report, p placement, sentPPS float64) report.Verdic
 	if v, ok := shaperVerdict(r); ok {
 		return v
 	}
-	senderCPUs := senderCPUs(r, p)
-	senderIdle := idleOf(r, senderCPUs)
-	for node, set := range p.byNode {
-		if busyOf(r, set) >= 95 && senderIdle >= 10 {
-			ev := []string{cpuEvidence(r, set[0]), fmt.Sprintf("the sender's CPUs were %.0f%% idle: held back, nothing dropped", senderIdle)}
-			return report.Verdict{Limit: roleOf(r, node), Node: node, CPUs: set, Evidence: ev}
+	senders := SenderCPUs(r, p)
+	senderIdle := IdleOf(r, senders)
+	for node, set := range p.ByNode {
+		if BusyOf(r, set) >= 95 && senderIdle >= 10 {
+			ev := []string{CPUEvidence(r, set[0]), fmt.Sprintf("the sender's CPUs were %.0f%% idle: held back, nothing dropped", senderIdle)}
+			return report.Verdict{Limit: RoleOf(r, node), Node: node, CPUs: set, Evidence: ev}
 		}
 	}
 	var ev []string
-	for _, c := range senderCPUs {
-		ev = append(ev, cpuEvidence(r, c))
+	for _, c := range senders {
+		ev = append(ev, CPUEvidence(r, c))
 	}
 	if b := r.Result.Behind; b > 0 {
 		ev = append(ev, fmt.Sprintf("a sending thread did not run for %v of its schedule (a stalled CPU) and took it up again without a burst", b.Round(time.Microsecond)))
 	}
-	return report.Verdict{Limit: "sender", Node: r.Path[0].Node, CPUs: senderCPUs, Evidence: append(ev, "the path dropped nothing")}
+	return report.Verdict{Limit: "sender", Node: r.Path[0].Node, CPUs: senders, Evidence: append(ev, "the path dropped nothing")}
 }
 
 // shaperVerdict: a run that lost nothing and delivered what a shaper on
@@ -197,12 +197,12 @@ func queueDepth(r *report.Report, i int) (most uint64, mean float64, n int) {
 	return most, mean, n
 }
 
-// senderCPUs are the sender's pinned CPUs; an unpinned sender (and on
+// SenderCPUs are the sender's pinned CPUs; an unpinned sender (and on
 // veth everything it drives) ran where the kernel put it: every CPU more
 // than a fifth busy, the busiest first.
-func senderCPUs(r *report.Report, p placement) []int {
-	if len(p.sender) > 0 {
-		return p.sender
+func SenderCPUs(r *report.Report, p Placement) []int {
+	if len(p.Sender) > 0 {
+		return p.Sender
 	}
 	byBusy := append([]report.CPUUse(nil), r.CPU...)
 	slices.SortStableFunc(byBusy, func(a, b report.CPUUse) int { return cmp.Compare(b.Busy(), a.Busy()) })
@@ -215,8 +215,8 @@ func senderCPUs(r *report.Report, p placement) []int {
 	return out
 }
 
-// roleOf names a node's part in the run's path.
-func roleOf(r *report.Report, node string) string {
+// RoleOf names a node's part in the run's path.
+func RoleOf(r *report.Report, node string) string {
 	for i, h := range r.Path {
 		if h.Node != node {
 			continue
@@ -234,9 +234,9 @@ func roleOf(r *report.Report, node string) string {
 	return "node"
 }
 
-// cpuEvidence is "cpu1 98% softirq" for a CPU taken by one kind of work,
+// CPUEvidence is "cpu1 98% softirq" for a CPU taken by one kind of work,
 // else "cpu1 70% busy (36% softirq, 30% sys)".
-func cpuEvidence(r *report.Report, n int) string {
+func CPUEvidence(r *report.Report, n int) string {
 	for _, c := range r.CPU {
 		if c.N != n {
 			continue
@@ -265,7 +265,7 @@ func cpuEvidence(r *report.Report, n int) string {
 	return fmt.Sprintf("cpu%d", n)
 }
 
-func busyOf(r *report.Report, cpus []int) float64 {
+func BusyOf(r *report.Report, cpus []int) float64 {
 	var sum float64
 	for _, n := range cpus {
 		for _, c := range r.CPU {
@@ -280,9 +280,9 @@ func busyOf(r *report.Report, cpus []int) float64 {
 	return sum / float64(len(cpus))
 }
 
-func idleOf(r *report.Report, cpus []int) float64 {
+func IdleOf(r *report.Report, cpus []int) float64 {
 	if len(cpus) == 0 {
 		return 0
 	}
-	return 100 - busyOf(r, cpus)
+	return 100 - BusyOf(r, cpus)
 }
