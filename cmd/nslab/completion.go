@@ -3,10 +3,11 @@ package main
 import (
 	"context"
 	"fmt"
-	"github.com/nslab/nslab/pktgen/watch"
 	"io"
 	"slices"
 	"strings"
+
+	"github.com/nslab/nslab/pktgen/watch"
 
 	"github.com/nslab/nslab/topology/generate"
 	"github.com/nslab/nslab/topology/lab"
@@ -281,7 +282,7 @@ func operands(o *completeOptions, verb *cli.Command, pos []string) []string {
 
 // deployedLabs are the names of the labs with state on this machine.
 func deployedLabs(m *lab.Manager) []string {
-	labs, err := m.List()
+	labs, err := m.Store().List()
 	if err != nil {
 		return nil
 	}

@@ -45,7 +45,7 @@ func runInspect(_ context.Context, o *inspectOptions) error {
 		return err
 	}
 	if o.Lab == "" {
-		labs, err := o.Manager.List()
+		labs, err := o.Manager.Store().List()
 		if err != nil {
 			return err
 		}
@@ -55,7 +55,7 @@ func runInspect(_ context.Context, o *inspectOptions) error {
 		inspect.WriteSummaries(o.Out, labs)
 		return nil
 	}
-	info, err := o.Manager.Inspect(o.Lab)
+	info, err := o.Manager.Store().Inspect(o.Lab)
 	if err != nil {
 		return err
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/nslab/nslab/pktgen/bench"
 	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/topology/lab"
+	"github.com/nslab/nslab/topology/lab/deployed"
 )
 
 // liveSink publishes a bench's live stream (report.LiveEvent lines): to
@@ -116,7 +117,7 @@ func (s *liveSink) Close() error {
 	for _, f := range s.files {
 		errs = append(errs, f.Close())
 	}
-	if _, err := s.m.Recorded(s.lab); errors.Is(err, lab.ErrNotDeployed) {
+	if _, err := s.m.Recorded(s.lab); errors.Is(err, deployed.ErrNotDeployed) {
 		p := s.m.LiveFile(s.lab)
 		_ = os.Remove(p)               // gone with the lab already, or ours to remove
 		_ = os.Remove(filepath.Dir(p)) // only when empty: the lab's logs stay

@@ -10,6 +10,7 @@ import (
 	"github.com/nslab/nslab/pktgen/auto"
 	"github.com/nslab/nslab/pktgen/bench"
 	"github.com/nslab/nslab/topology/lab"
+	"github.com/nslab/nslab/topology/lab/deployed"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/nslab/nslab/topology/verify"
 	"github.com/urfave/cli/v2"
@@ -152,7 +153,7 @@ func (o *testOptions) inNode(node string, argv ...string) ([]byte, error) {
 	if v != nil {
 		defer v.Close()
 	}
-	return lab.RunIn(context.Background(), n, v, "", argv...)
+	return deployed.RunIn(context.Background(), n, v, "", argv...)
 }
 
 // bench is the traffic tests' bench: the run at the test's rate, its

@@ -74,7 +74,7 @@ func watchedLabArg(c *cli.Context) (string, error) {
 
 // onlyLab is the name of the one lab deployed here.
 func onlyLab(m *lab.Manager) (string, error) {
-	list, err := m.List()
+	list, err := m.Store().List()
 	if err != nil {
 		return "", err
 	}

@@ -114,7 +114,7 @@ func (c *Collector) Collect(ch chan<- prometheus.Metric) {
 func (c *Collector) refresh() {
 	want := c.names
 	if len(want) == 0 {
-		list, err := c.m.List()
+		list, err := c.m.Store().List()
 		if err != nil {
 			return
 		}

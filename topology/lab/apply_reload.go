@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/nslab/nslab/topology/lab/deployed"
 	"github.com/nslab/nslab/topology/spec"
 )
 
@@ -81,7 +82,7 @@ func (d *deployer) reloadBIRD(n *spec.Node) error {
 	if err := d.writeInView(n.Name, spec.BIRDConfPath, routingConfig(n, spec.BIRDConfPath), uid, gid); err != nil {
 		return err
 	}
-	out, err := d.runInNode(n, "", "birdc", "-s", birdCtl, "configure")
+	out, err := d.runInNode(n, "", "birdc", "-s", deployed.BIRDCtl, "configure")
 	if err != nil || !bytes.Contains(out, []byte("Reconfigur")) {
 		return fmt.Errorf("BIRD in %s refused its new bird.conf (birdc configure: %v): %s", n.Name, err, strings.TrimSpace(string(out)))
 	}
@@ -111,7 +112,7 @@ func (d *deployer) writeInView(node, path, text string, uid, gid int) error {
 // reloadShell is a reload as shell lines.
 func reloadShell(file string) []string {
 	if file == "bird.conf" {
-		return []string{"# write the new bird.conf in the node's view, then:", "birdc -s " + birdCtl + " configure"}
+		return []string{"# write the new bird.conf in the node's view, then:", "birdc -s " + deployed.BIRDCtl + " configure"}
 	}
 	return []string{"# write the new frr.conf in the node's view, then:", "python3 " + frrReload + " --reload " + spec.FRRConfPath}
 }

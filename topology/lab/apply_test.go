@@ -21,6 +21,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/nslab/nslab/internal/labtest"
+	"github.com/nslab/nslab/topology/lab/deployed"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 )
@@ -390,12 +391,12 @@ func TestPrivilegedApplyReloadsDaemons(t *testing.T) {
 	}
 	f.lab = lb
 	x, v := openNodeView(t, f, "r1")
-	out, err := RunIn(context.Background(), x, v, "", "vtysh", "-c", "show running-config")
+	out, err := deployed.RunIn(context.Background(), x, v, "", "vtysh", "-c", "show running-config")
 	if err != nil || !strings.Contains(string(out), "timers bgp 2 6") {
 		t.Errorf("FRR in r1 runs without the new line: %v\n%s", err, out)
 	}
 	x, v = openNodeView(t, f, "r2")
-	if out, err := RunIn(context.Background(), x, v, "", "cat", spec.BIRDConfPath); err != nil || !strings.Contains(string(out), "scan time 20") {
+	if out, err := deployed.RunIn(context.Background(), x, v, "", "cat", spec.BIRDConfPath); err != nil || !strings.Contains(string(out), "scan time 20") {
 		t.Errorf("r2's bird.conf is not the new one: %v\n%s", err, out)
 	}
 }

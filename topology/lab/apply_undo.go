@@ -11,6 +11,7 @@ import (
 
 	"github.com/nslab/nslab/internal/nlsafe"
 	"github.com/nslab/nslab/topology/cgroup"
+	"github.com/nslab/nslab/topology/lab/deployed"
 	"github.com/nslab/nslab/topology/lab/live"
 	"github.com/nslab/nslab/topology/lab/plan"
 	"github.com/nslab/nslab/topology/lab/state"
@@ -153,13 +154,13 @@ func (d *deployer) stopTagged(node, tag string, index int) error {
 		}
 	}
 	for _, s := range d.st.Services {
-		if s.Node == node && s.Index == index && s.PID > 0 && alive(s.PID, s.Start) {
+		if s.Node == node && s.Index == index && s.PID > 0 && deployed.Alive(s.PID, s.Start) {
 			procs[s.PID] = s.Start
 		}
 	}
 	stopAll(procs)
 	for pid, start := range procs {
-		if alive(pid, start) {
+		if deployed.Alive(pid, start) {
 			return fmt.Errorf("%s: pid %d still runs after SIGKILL", tag, pid)
 		}
 	}
@@ -177,7 +178,7 @@ func tagOf(pid int) string {
 		return ""
 	}
 	for _, kv := range strings.Split(string(env), "\x00") {
-		if v, ok := strings.CutPrefix(kv, serviceEnv+"="); ok {
+		if v, ok := strings.CutPrefix(kv, deployed.ServiceEnv+"="); ok {
 			return v
 		}
 	}
@@ -269,7 +270,7 @@ func undoShell(l *spec.Lab, s Step) []string {
 	case strings.HasPrefix(s.Name, "nftables table"):
 		return []string{fmt.Sprintf("ip netns exec %s nft delete table inet nslab", nsOf(s.Needs[0]))}
 	case strings.HasPrefix(s.Name, "start "):
-		return []string{fmt.Sprintf("for p in /proc/[0-9]*; do tr '\\0' '\\n' < $p/environ 2>/dev/null | grep -q '^%s=%s/%s/' && kill ${p#/proc/}; done  # %s", serviceEnv, l.Name, plan.NodeOf(s.Needs[0]), s.Name)}
+		return []string{fmt.Sprintf("for p in /proc/[0-9]*; do tr '\\0' '\\n' < $p/environ 2>/dev/null | grep -q '^%s=%s/%s/' && kill ${p#/proc/}; done  # %s", deployed.ServiceEnv, l.Name, plan.NodeOf(s.Needs[0]), s.Name)}
 	}
 	var out []string
 	for _, line := range s.Shell() {

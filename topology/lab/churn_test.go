@@ -68,7 +68,7 @@ func (f *fixture) churnRuleset(node string) *atomic.Int64 {
 func TestPrivilegedInspectUnderChurn(t *testing.T) {
 	f := newFixture(t, "nat-router.yaml")
 	f.deploy()
-	want, err := f.m.Inspect(f.lab.Name)
+	want, err := f.m.Store().Inspect(f.lab.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func TestPrivilegedInspectUnderChurn(t *testing.T) {
 	links := labtest.Churn(t, labtest.Handle(t, f.m.netnsDir(), f.ns("gw")))
 	rules := f.churnRuleset("gw")
 	for i := range 100 {
-		got, err := f.m.Inspect(f.lab.Name)
+		got, err := f.m.Store().Inspect(f.lab.Name)
 		if err != nil {
 			t.Fatalf("inspect %d under churn: %v", i, err)
 		}

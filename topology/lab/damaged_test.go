@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/nslab/nslab/internal/labtest"
+	"github.com/nslab/nslab/topology/lab/deployed"
 	"github.com/nslab/nslab/topology/lab/state"
 )
 
@@ -70,7 +71,7 @@ func TestPrivilegedDamagedState(t *testing.T) {
 				t.Fatal(err)
 			}
 			var damaged *state.DamagedStateError
-			if _, err := f.m.Inspect(f.lab.Name); !errors.As(err, &damaged) || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), d.problem) {
+			if _, err := f.m.Store().Inspect(f.lab.Name); !errors.As(err, &damaged) || !strings.Contains(err.Error(), p) || !strings.Contains(err.Error(), d.problem) {
 				t.Fatalf("inspect: %v", err)
 			}
 			rep, err := f.m.Destroy(f.lab.Name)
@@ -80,7 +81,7 @@ func TestPrivilegedDamagedState(t *testing.T) {
 			if !strings.Contains(rep.Damaged, d.problem) || len(rep.Removed) != 2 || rep.Stopped < 1 || len(rep.Unproven) == 0 {
 				t.Errorf("destroy report %+v", rep)
 			}
-			if alive(pid, start) {
+			if deployed.Alive(pid, start) {
 				t.Errorf("service pid %d still runs", pid)
 			}
 			if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {

@@ -167,7 +167,7 @@ func (m *Manager) preflight(lab *spec.Lab) error {
 		if !exists {
 			continue
 		}
-		o, err := m.ownerOf(name)
+		o, err := m.Store().OwnerOf(name)
 		who := "not created by nslab"
 		if err == nil {
 			who = o.String()

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/nslab/nslab/topology/lab/deployed"
 	"github.com/nslab/nslab/topology/lab/state"
 	"github.com/nslab/nslab/topology/sriov"
 
@@ -106,7 +107,7 @@ func (m *Manager) destroyRecords(labName string, rep *DestroyReport) (*state.Sta
 	var scanErr error
 	if st == nil || st.Phase != state.PhaseDeployed {
 		var found map[string][]state.NSRecord
-		found, scanErr = m.scanOwned(labName)
+		found, scanErr = m.Store().ScanOwned(labName)
 		for _, r := range found[labName] {
 			rep.Found = true
 			if _, ok := records[r.Name]; !ok {
@@ -353,12 +354,12 @@ func (m *Manager) removeOwned(labName string, r state.NSRecord, recorded bool, r
 	if ino, err := n.Inode(); err == nil && r.Inode != 0 && ino == r.Inode {
 		return m.remove(r.Name, n, rep) // the namespace this lab's deploy made
 	}
-	o, err := ownerOfOpen(n)
+	o, err := deployed.OwnerOfOpen(n)
 	if err != nil {
 		n.Close()
 		return err
 	}
-	if o.lab != labName || o.node != r.Node {
+	if o.Lab != labName || o.Node != r.Node {
 		n.Close()
 		rep.Skipped = append(rep.Skipped, fmt.Sprintf("%s: %s, left alone", r.Name, o))
 		return nil
@@ -440,7 +441,7 @@ func (m *Manager) DestroyAll() ([]*DestroyReport, error) {
 		return nil, err
 	}
 	defer unlock()
-	labs, err := m.allLabs()
+	labs, err := m.Store().AllLabs()
 	if err != nil {
 		return nil, err
 	}
@@ -454,26 +455,6 @@ func (m *Manager) DestroyAll() ([]*DestroyReport, error) {
 		errs = append(errs, err)
 	}
 	return reps, errors.Join(errs...)
-}
-
-// allLabs lists labs known by a state file or by a marked namespace.
-func (m *Manager) allLabs() ([]string, error) {
-	labs, err := m.stateLabs()
-	if err != nil {
-		return nil, err
-	}
-	found, err := m.scanOwned("")
-	seen := map[string]bool{}
-	for _, l := range labs {
-		seen[l] = true
-	}
-	for l := range found {
-		if !seen[l] {
-			labs = append(labs, l)
-		}
-	}
-	sort.Strings(labs)
-	return labs, err
 }
 
 func isNotExist(err error) bool { return errors.Is(err, os.ErrNotExist) }

@@ -63,7 +63,7 @@ func TestPrivilegedMacvlan(t *testing.T) {
 			t.Errorf("%s has MAC %s; the file derives %s", name, l.Attrs().HardwareAddr, want)
 		}
 	}
-	info, err := f.m.Inspect(f.lab.Name)
+	info, err := f.m.Store().Inspect(f.lab.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +123,7 @@ func TestPrivilegedPolicyRouting(t *testing.T) {
 	if d2, d1 := after["u2"]-before["u2"], after["u1"]-before["u1"]; d2 < 3 || d1 >= 3 {
 		t.Errorf("3 echoes from h2 left r by u2 %d times and by u1 %d times; want all by u2", d2, d1)
 	}
-	info, err := f.m.Inspect(f.lab.Name)
+	info, err := f.m.Store().Inspect(f.lab.Name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -299,7 +299,7 @@ func TestPrivilegedDestroyWithFileDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	os.Remove(file)
-	info, err := f.m.Inspect(f.lab.Name)
+	info, err := f.m.Store().Inspect(f.lab.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -429,7 +429,7 @@ func TestPrivilegedTwoLabs(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "already deployed") {
 		t.Fatalf("second deploy of the same lab: %v", err)
 	}
-	labs, err := a.m.List()
+	labs, err := a.m.Store().List()
 	if err != nil || len(labs) < 2 {
 		t.Fatalf("list: %v %v", labs, err)
 	}
@@ -472,7 +472,7 @@ func TestPrivilegedDestroyAll(t *testing.T) {
 func TestPrivilegedInspect(t *testing.T) {
 	f := newFixture(t, "client-router-server.yaml")
 	f.deploy()
-	info, err := f.m.Inspect(f.lab.Name)
+	info, err := f.m.Store().Inspect(f.lab.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -607,7 +607,7 @@ func TestPrivilegedInspectShowsPlacement(t *testing.T) {
 	src = strings.Replace(src, "veth1: {", "veth1: {queues: 2, ", 1)
 	f := newFixture(t, src)
 	f.deploy()
-	info, err := f.m.Inspect(f.lab.Name)
+	info, err := f.m.Store().Inspect(f.lab.Name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,7 +39,7 @@ func TestPrivilegedLimits(t *testing.T) {
 	f.deploy()
 	limits := func() map[string]*inspect.LimitsInfo {
 		t.Helper()
-		info, err := f.m.Inspect(f.lab.Name)
+		info, err := f.m.Store().Inspect(f.lab.Name)
 		if err != nil {
 			t.Fatal(err)
 		}

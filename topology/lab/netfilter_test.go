@@ -44,7 +44,7 @@ func TestPrivilegedNATLab(t *testing.T) {
 			t.Errorf("path %s -> %s (%+v): the kernel is not asked about the NAT hop, or disagrees: %+v, %v", c.from, c.to, c.flow, tp, err)
 		}
 	}
-	info, err := f.m.Inspect(f.lab.Name)
+	info, err := f.m.Store().Inspect(f.lab.Name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func TestPrivilegedNATLab(t *testing.T) {
 	if got, _ := f.pings("lan", "172.30.0.2"); got != 0 {
 		t.Errorf("the LAN still reaches the WAN with nslab's table deleted: %d replies", got)
 	}
-	if info, err = f.m.Inspect(f.lab.Name); err != nil || !nodeInfo(info, "gw").Netfilter.Missing {
+	if info, err = f.m.Store().Inspect(f.lab.Name); err != nil || !nodeInfo(info, "gw").Netfilter.Missing {
 		t.Errorf("inspect does not see the table gone: %v", err)
 	}
 }
@@ -218,7 +218,7 @@ func TestPrivilegedFlowtable(t *testing.T) {
 	if err != nil || got < sent-10 {
 		t.Fatalf("%d of %d datagrams crossed the router (%v)", got, sent, err)
 	}
-	info, err := f.m.Inspect(f.lab.Name)
+	info, err := f.m.Store().Inspect(f.lab.Name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nslab/nslab/topology/lab/deployed"
 	"github.com/nslab/nslab/topology/lab/state"
 	"github.com/nslab/nslab/topology/spec"
 	"golang.org/x/sys/unix"
@@ -174,7 +175,7 @@ func (r *Running) linksUp(st *state.State, n *spec.Node) error {
 func (r *Running) stopProcesses(st *state.State, node string) error {
 	procs := markedWith(r.Lab.Name + "/" + node + "/")
 	for _, s := range st.Services {
-		if s.Node == node && s.PID > 0 && alive(s.PID, s.Start) {
+		if s.Node == node && s.PID > 0 && deployed.Alive(s.PID, s.Start) {
 			procs[s.PID] = s.Start
 		}
 	}
@@ -188,7 +189,7 @@ func (r *Running) stopProcesses(st *state.State, node string) error {
 	stopAll(procs)
 	var left []string
 	for pid, start := range procs {
-		if alive(pid, start) {
+		if deployed.Alive(pid, start) {
 			left = append(left, strconv.Itoa(pid))
 		}
 	}
@@ -212,7 +213,7 @@ func inNamespace(ino uint64) map[int]uint64 {
 		if unix.Stat("/proc/"+e.Name()+"/ns/net", &s) != nil || s.Ino != ino {
 			continue
 		}
-		if start, err := processStart(pid); err == nil {
+		if start, err := deployed.ProcessStart(pid); err == nil {
 			out[pid] = start
 		}
 	}
@@ -223,7 +224,7 @@ func inNamespace(ino uint64) map[int]uint64 {
 // does, and checks that the services keep running.
 func (d *deployer) startProcesses(n *spec.Node) error {
 	if n.FRR != nil {
-		if err := d.startFRR(n, frrDaemons(n.FRR)); err != nil {
+		if err := d.startFRR(n, deployed.FRRDaemons(n.FRR)); err != nil {
 			return err
 		}
 	}

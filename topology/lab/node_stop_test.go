@@ -8,6 +8,7 @@ import (
 
 	"github.com/nslab/nslab/internal/labtest"
 	"github.com/nslab/nslab/internal/nlsafe"
+	"github.com/nslab/nslab/topology/lab/deployed"
 	"github.com/vishvananda/netlink"
 )
 
@@ -42,13 +43,13 @@ func TestPrivilegedNodeStopStart(t *testing.T) {
 			t.Errorf("%s is up after ns2 stopped", ep)
 		}
 	}
-	if alive(svc.PID, svc.Start) {
+	if deployed.Alive(svc.PID, svc.Start) {
 		t.Errorf("ns2's service (pid %d) runs after ns2 stopped", svc.PID)
 	}
 	if routes := defaultRoutes(t, f, "ns1"); routes != 0 {
 		t.Errorf("ns1 keeps %d default routes through a link whose carrier is gone", routes)
 	}
-	info, err := f.m.Inspect(f.lab.Name)
+	info, err := f.m.Store().Inspect(f.lab.Name)
 	if err != nil || !info.Nodes[1].Stopped || info.Nodes[0].Stopped {
 		t.Errorf("inspect does not show ns2 stopped (and ns1 not): %+v %v", info.Nodes, err)
 	}
@@ -69,7 +70,7 @@ func TestPrivilegedNodeStopStart(t *testing.T) {
 	}
 	f.ping("ns1", "10.0.2.1")
 	st, _ = f.m.loadState(f.lab.Name)
-	if len(st.Stopped) != 0 || len(st.Services) != 1 || st.Services[0].PID == svc.PID || !alive(st.Services[0].PID, st.Services[0].Start) {
+	if len(st.Stopped) != 0 || len(st.Services) != 1 || st.Services[0].PID == svc.PID || !deployed.Alive(st.Services[0].PID, st.Services[0].Start) {
 		t.Errorf("after start: stopped %v, services %+v (before: pid %d)", st.Stopped, st.Services, svc.PID)
 	}
 	if err := r.StartNode(context.Background(), "ns2"); err == nil || !strings.Contains(err.Error(), "not stopped") {

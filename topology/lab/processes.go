@@ -3,7 +3,6 @@ package lab
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,6 +10,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nslab/nslab/topology/lab/deployed"
 	"github.com/nslab/nslab/topology/lab/state"
 )
 
@@ -23,39 +23,6 @@ import (
 // stopBound is how long services get to exit after SIGTERM.
 const stopBound = 3 * time.Second
 
-// processStart reads a process's start time (field 22 of /proc/PID/stat,
-// clock ticks since boot).
-func processStart(pid int) (uint64, error) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, err
-	}
-	// The command name (field 2) may hold spaces: count from its ")".
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) < 20 {
-		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
-	}
-	return strconv.ParseUint(f[19], 10, 64) // field 22 is the 20th after the name
-}
-
-// alive reports whether pid is still the process that started at start
-// (and not a zombie).
-func alive(pid int, start uint64) bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	if i := bytes.LastIndexByte(b, ')'); i < 0 || i+2 >= len(b) || b[i+2] == 'Z' {
-		return false
-	}
-	got, err := processStart(pid)
-	return err == nil && got == start
-}
-
 // markedProcesses lists the processes whose environment carries lab
 // labName's service mark, with their start times.
 func markedProcesses(labName string) map[int]uint64 { return markedWith(labName + "/") }
@@ -65,7 +32,7 @@ func markedProcesses(labName string) map[int]uint64 { return markedWith(labName 
 func markedWith(prefix string) map[int]uint64 {
 	out := map[int]uint64{}
 	ents, _ := os.ReadDir("/proc") // unreadable /proc: nothing found
-	mark := []byte(serviceEnv + "=" + prefix)
+	mark := []byte(deployed.ServiceEnv + "=" + prefix)
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil || pid == os.Getpid() {
@@ -77,7 +44,7 @@ func markedWith(prefix string) map[int]uint64 {
 		}
 		for _, kv := range bytes.Split(env, []byte{0}) {
 			if bytes.HasPrefix(kv, mark) {
-				if start, err := processStart(pid); err == nil {
+				if start, err := deployed.ProcessStart(pid); err == nil {
 					out[pid] = start
 				}
 				break
@@ -100,7 +67,7 @@ func stopServices(labName string, st *state.State) (int, error) {
 	}
 	if st != nil {
 		for _, s := range st.Services {
-			if s.PID > 0 && alive(s.PID, s.Start) {
+			if s.PID > 0 && deployed.Alive(s.PID, s.Start) {
 				procs[s.PID] = s.Start
 			}
 		}
@@ -125,7 +92,7 @@ func stopServices(labName string, st *state.State) (int, error) {
 	}
 	var left []string
 	for pid, start := range stopped {
-		if alive(pid, start) {
+		if deployed.Alive(pid, start) {
 			left = append(left, strconv.Itoa(pid))
 		}
 	}
@@ -143,7 +110,7 @@ func stopServices(labName string, st *state.State) (int, error) {
 func stopAll(procs map[int]uint64) {
 	signal := func(sig syscall.Signal) {
 		for pid, start := range procs {
-			if alive(pid, start) {
+			if deployed.Alive(pid, start) {
 				_ = syscall.Kill(-pid, sig) // its process group, when it leads one
 				_ = syscall.Kill(pid, sig)
 			}
@@ -161,7 +128,7 @@ func stopAll(procs map[int]uint64) {
 
 func anyAlive(procs map[int]uint64) bool {
 	for pid, start := range procs {
-		if alive(pid, start) {
+		if deployed.Alive(pid, start) {
 			return true
 		}
 	}

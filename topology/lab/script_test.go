@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nslab/nslab/internal/labtest"
+	"github.com/nslab/nslab/topology/lab/deployed"
 	"github.com/nslab/nslab/topology/lab/inspect"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/qdisc"
@@ -418,7 +419,7 @@ func viewSnapshot(t *testing.T, f *fixture, n *spec.Node) string {
 	for _, file := range n.Files {
 		sh += fmt.Sprintf("; stat -c '%%n %%a %%u:%%g %%s' %s; cat %s", file.Path, file.Path)
 	}
-	out, err := RunIn(context.Background(), x, v, "", "/bin/sh", "-c", sh)
+	out, err := deployed.RunIn(context.Background(), x, v, "", "/bin/sh", "-c", sh)
 	if err != nil {
 		t.Fatalf("view of %s: %v: %s", n.Name, err, out)
 	}
@@ -603,12 +604,12 @@ func TestPrivilegedScriptStartsDaemons(t *testing.T) {
 	runScript(t, DeployScript(f.lab, ""))
 	t.Cleanup(func() { _, _ = f.m.Destroy(f.lab.Name); _ = (&Manager{}).removeViews(f.lab.Name) })
 	script := &Manager{StateDir: DefaultStateDir}
-	for node, argv := range map[string][]string{"r1": {"vtysh", "-c", "show daemons"}, "r2": {"birdc", "-s", birdCtl, "show", "status"}} {
+	for node, argv := range map[string][]string{"r1": {"vtysh", "-c", "show daemons"}, "r2": {"birdc", "-s", deployed.BIRDCtl, "show", "status"}} {
 		x, err := ns.Open(f.m.netnsDir(), f.ns(node))
 		must(t, err)
 		v, err := ns.OpenView(script.labViews(f.lab.Name), f.ns(node))
 		must(t, err)
-		out, err := RunIn(context.Background(), x, v, "", argv...)
+		out, err := deployed.RunIn(context.Background(), x, v, "", argv...)
 		x.Close()
 		v.Close()
 		if err != nil || !strings.Contains(string(out), map[string]string{"r1": "bgpd", "r2": "Daemon is up"}[node]) {

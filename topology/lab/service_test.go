@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/nslab/nslab/internal/labtest"
+	"github.com/nslab/nslab/topology/lab/deployed"
 	"github.com/nslab/nslab/topology/lab/state"
 )
 
@@ -48,7 +49,7 @@ func TestPrivilegedServiceLifecycle(t *testing.T) {
 			t.Errorf("service pid %d is in namespace %d, ns2 is %d", pid, st1.Ino, st2.Ino)
 		}
 	}
-	info, err := f.m.Inspect(f.lab.Name)
+	info, err := f.m.Store().Inspect(f.lab.Name)
 	if err != nil || len(info.Services) != 1 || !info.Services[0].Running {
 		t.Fatalf("inspect services %+v %v", info.Services, err)
 	}
@@ -56,7 +57,7 @@ func TestPrivilegedServiceLifecycle(t *testing.T) {
 	if err != nil || rep.Stopped < 1 {
 		t.Fatalf("destroy: %+v %v", rep, err)
 	}
-	if alive(pid, st.Services[0].Start) {
+	if deployed.Alive(pid, st.Services[0].Start) {
 		t.Errorf("service pid %d still runs after destroy", pid)
 	}
 	if _, err := os.Stat(logPath(f.m.stateDir(), f.lab.Name, "ns2", "run", 0)); !errors.Is(err, os.ErrNotExist) {
@@ -110,7 +111,7 @@ func TestPrivilegedUnrecordedServiceStopped(t *testing.T) {
 	}
 	start := func(tag string) *exec.Cmd {
 		cmd := exec.Command("sleep", "1000")
-		cmd.Env = append(os.Environ(), serviceEnv+"="+tag)
+		cmd.Env = append(os.Environ(), deployed.ServiceEnv+"="+tag)
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}

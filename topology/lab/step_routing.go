@@ -2,18 +2,13 @@ package lab
 
 import (
 	"bytes"
-	"context"
-	"errors"
 	"fmt"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/nslab/nslab/topology/lab/deployed"
 	"github.com/nslab/nslab/topology/lab/state"
-	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 )
 
@@ -28,12 +23,8 @@ import (
 // mark (see step_service.go), so destroy stops it like a service, also
 // after a deploy killed before it could record anything.
 
-// frrBin is where Debian's frr package keeps the daemons; birdCtl is
-// BIRD's control socket in a node.
-const (
-	frrBin  = "/usr/lib/frr"
-	birdCtl = "/run/bird/bird.ctl"
-)
+// frrBin is where Debian's frr package keeps the daemons.
+const frrBin = "/usr/lib/frr"
 
 // routingWait bounds the wait for a daemon to answer its control socket.
 const routingWait = 20 * time.Second
@@ -42,7 +33,7 @@ func routingSteps(l *spec.Lab, _ string) []Step {
 	var steps []Step
 	for _, n := range l.Nodes {
 		if n.FRR != nil {
-			daemons := frrDaemons(n.FRR)
+			daemons := deployed.FRRDaemons(n.FRR)
 			steps = append(steps, Step{
 				Name:   fmt.Sprintf("start FRR in %s (%s), load frr.conf, wait for vtysh", n.Name, strings.Join(daemons, ", ")),
 				Shell:  func() []string { return shFRR(l, n, daemons) },
@@ -68,12 +59,6 @@ func routingSteps(l *spec.Lab, _ string) []Step {
 		}
 	}
 	return steps
-}
-
-// frrDaemons are the daemons of f in start order: zebra, staticd, then
-// the file's.
-func frrDaemons(f *spec.FRR) []string {
-	return append([]string{"zebra", "staticd"}, f.Daemons...)
 }
 
 // frrArgs is a daemon's command line, as frrcommon.sh builds it from
@@ -159,11 +144,11 @@ func (d *deployer) startBIRD(n *spec.Node) error {
 		return err
 	}
 	tag := d.lab.Name + "/" + n.Name + "/bird"
-	if out, err := d.runInNode(n, tag, "bird", "-c", spec.BIRDConfPath, "-s", birdCtl, "-P", "/run/bird/bird.pid"); err != nil {
+	if out, err := d.runInNode(n, tag, "bird", "-c", spec.BIRDConfPath, "-s", deployed.BIRDCtl, "-P", "/run/bird/bird.pid"); err != nil {
 		return fmt.Errorf("BIRD in %s refused to start (%w): %s", n.Name, err, strings.TrimSpace(string(out)))
 	}
 	return d.waitAnswer(n, func() error {
-		out, err := d.runInNode(n, tag, "birdc", "-s", birdCtl, "show", "status")
+		out, err := d.runInNode(n, tag, "birdc", "-s", deployed.BIRDCtl, "show", "status")
 		if err != nil || !bytes.Contains(out, []byte("Daemon is up")) {
 			return fmt.Errorf("birdc: %v: %s", err, strings.TrimSpace(string(out)))
 		}
@@ -202,51 +187,11 @@ func (d *deployer) waitAnswer(n *spec.Node, answer func() error) error {
 // runInNode runs argv in node n (its namespace, view and cgroup) to its
 // end, with the service mark tag ("": none), and returns its output.
 func (d *deployer) runInNode(n *spec.Node, tag string, argv ...string) ([]byte, error) {
-	cmd, buf := runCommand(tag, argv)
+	cmd, buf := deployed.Command(tag, argv)
 	if err := d.startIn(n, cmd); err != nil {
 		return nil, err
 	}
-	return waitRun(d.ctx, cmd, buf, argv[0])
-}
-
-// RunIn runs argv in namespace x and view v (nil: none) to its end, its
-// environment carrying the lab's service mark tag when tag is not "", and
-// returns its combined output. It is killed when ctx ends.
-//
-// Equivalent to: nsenter --net=NETNS --mount=VIEW.mnt --uts=VIEW.uts ARGV...
-func RunIn(ctx context.Context, x *ns.NS, v *ns.View, tag string, argv ...string) ([]byte, error) {
-	cmd, buf := runCommand(tag, argv)
-	if err := x.StartIn(v, cmd); err != nil {
-		return nil, err
-	}
-	return waitRun(ctx, cmd, buf, argv[0])
-}
-
-// runCommand is the process of argv, its output in the buffer returned,
-// its environment carrying the service mark tag when tag is not "".
-func runCommand(tag string, argv []string) (*exec.Cmd, *bytes.Buffer) {
-	var buf bytes.Buffer
-	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stdout, cmd.Stderr = &buf, &buf
-	cmd.Env = os.Environ()
-	cmd.WaitDelay = time.Second // a daemon that forks may keep the output open
-	if tag != "" {
-		cmd.Env = append(cmd.Env, serviceEnv+"="+tag)
-	}
-	return cmd, &buf
-}
-
-// waitRun waits for cmd, started, killing it when ctx ends, and returns
-// its output.
-func waitRun(ctx context.Context, cmd *exec.Cmd, buf *bytes.Buffer, name string) ([]byte, error) {
-	stop := context.AfterFunc(ctx, func() { _ = cmd.Process.Signal(syscall.SIGKILL) })
-	defer stop()
-	err := cmd.Wait()
-	var exit *exec.ExitError
-	if errors.As(err, &exit) {
-		err = fmt.Errorf("%s exited with %d", filepath.Base(name), exit.ExitCode())
-	}
-	return buf.Bytes(), err
+	return deployed.Wait(d.ctx, cmd, buf, argv[0])
 }
 
 // shFRR is startFRR as shell lines.
@@ -255,7 +200,7 @@ func shFRR(l *spec.Lab, n *spec.Node, daemons []string) []string {
 	start := func(daemons []string) []string {
 		var out []string
 		for _, dm := range daemons {
-			out = append(out, fmt.Sprintf("%s=%s/%s %s %s", serviceEnv, l.Name, n.Name, in, strings.Join(frrArgs(dm), " ")))
+			out = append(out, fmt.Sprintf("%s=%s/%s %s %s", deployed.ServiceEnv, l.Name, n.Name, in, strings.Join(frrArgs(dm), " ")))
 		}
 		if n.FRR.Config != "" || n.FileAt(spec.FRRConfPath) != nil {
 			out = append(out, in+" vtysh -b")
@@ -273,8 +218,8 @@ func shFRR(l *spec.Lab, n *spec.Node, daemons []string) []string {
 func shBIRD(l *spec.Lab, n *spec.Node) []string {
 	in := fmt.Sprintf("nsenter --net=/run/netns/%s --mount=%s --uts=%s", l.Namespace(n.Name), viewFile(l, n, "mnt"), viewFile(l, n, "uts"))
 	return []string{
-		fmt.Sprintf("%s=%s/%s %s bird -c %s -s %s -P /run/bird/bird.pid", serviceEnv, l.Name, n.Name, in, spec.BIRDConfPath, birdCtl),
-		fmt.Sprintf("until %s birdc -s %s show status >/dev/null 2>&1; do sleep 0.1; done", in, birdCtl),
+		fmt.Sprintf("%s=%s/%s %s bird -c %s -s %s -P /run/bird/bird.pid", deployed.ServiceEnv, l.Name, n.Name, in, spec.BIRDConfPath, deployed.BIRDCtl),
+		fmt.Sprintf("until %s birdc -s %s show status >/dev/null 2>&1; do sleep 0.1; done", in, deployed.BIRDCtl),
 	}
 }
 

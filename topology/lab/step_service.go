@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nslab/nslab/topology/lab/deployed"
 	"github.com/nslab/nslab/topology/lab/state"
 	"github.com/nslab/nslab/topology/spec"
 )
@@ -29,9 +30,6 @@ import (
 // the deploy to count it as started: a program that exits at once (a typo,
 // a port in use) fails the deploy.
 const serviceGrace = 300 * time.Millisecond
-
-// serviceEnv names the environment variable that marks a lab's services.
-const serviceEnv = "NSLAB_SERVICE"
 
 func execSteps(l *spec.Lab, _ string) []Step {
 	var steps []Step
@@ -93,7 +91,7 @@ func logPath(stateDir, labName, node, kind string, i int) string {
 func command(line string, log *os.File, tag string) *exec.Cmd {
 	cmd := exec.Command("/bin/sh", "-c", line)
 	cmd.Stdout, cmd.Stderr = log, log
-	cmd.Env = append(os.Environ(), serviceEnv+"="+tag)
+	cmd.Env = append(os.Environ(), deployed.ServiceEnv+"="+tag)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	return cmd
 }
@@ -158,7 +156,7 @@ func (d *deployer) startService(n *spec.Node, i int, line string) error {
 		return fmt.Errorf("start %q in %s: %w", line, n.Name, err)
 	}
 	rec.PID = cmd.Process.Pid
-	rec.Start, _ = processStart(rec.PID)
+	rec.Start, _ = deployed.ProcessStart(rec.PID)
 	w := &waited{rec: *rec}
 	w.mu.Lock()
 	go func() { w.err = cmd.Wait(); w.mu.Unlock() }() // reaps it; checkServices looks

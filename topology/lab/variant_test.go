@@ -323,7 +323,7 @@ func TestPrivilegedOffloads(t *testing.T) {
 	if deployed != "50000 2 1" {
 		t.Fatalf("r:e1's NAPI after deploy: %q, want 50000 2 1", deployed)
 	}
-	info, err := f.m.Inspect(f.lab.Name)
+	info, err := f.m.Store().Inspect(f.lab.Name)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package lab
+package deployed
 
 import (
 	"bytes"
@@ -12,34 +12,30 @@ import (
 	"time"
 
 	"github.com/nslab/nslab/internal/nlsafe"
-	"github.com/nslab/nslab/topology/lab/deployed"
 	"github.com/nslab/nslab/topology/lab/inspect"
 	"github.com/nslab/nslab/topology/lab/state"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 )
 
-// Reading a deployed lab: the Manager opens each node of the state and
+// Reading a deployed lab: the Store opens each node of the state and
 // has package inspect read it (its interfaces, routes, rules, queues,
 // nftables table, daemons and limits).
 
-// ErrNotDeployed is returned for a lab that has no state file.
-var ErrNotDeployed = deployed.ErrNotDeployed
-
 // List returns every lab with a state file or a marked namespace.
-func (m *Manager) List() ([]inspect.Summary, error) {
-	labs, err := m.allLabs()
+func (m *Store) List() ([]inspect.Summary, error) {
+	labs, err := m.AllLabs()
 	if err != nil {
 		return nil, err
 	}
 	var out []inspect.Summary
 	for _, l := range labs {
-		st, err := m.loadState(l)
+		st, err := m.LoadState(l)
 		if err != nil {
 			return nil, err
 		}
 		if st == nil {
-			found, _ := m.scanOwned(l)
+			found, _ := m.ScanOwned(l)
 			out = append(out, inspect.Summary{Lab: l, Phase: "orphaned (no state file)", Nodes: len(found[l])})
 			continue
 		}
@@ -55,13 +51,13 @@ func (m *Manager) List() ([]inspect.Summary, error) {
 // Inspect reads a deployed lab back from the kernel: each node's interfaces
 // (kind, veth peer, MAC, addresses, MTU, oper state) and routes. It works
 // from the state file, so the topology file need not exist.
-func (m *Manager) Inspect(labName string) (*inspect.LabInfo, error) {
-	st, err := m.loadState(labName)
+func (m *Store) Inspect(labName string) (*inspect.LabInfo, error) {
+	st, err := m.LoadState(labName)
 	if err != nil {
 		return nil, err
 	}
 	if st == nil {
-		return nil, fmt.Errorf("lab %s: %w (no state file in %s)", labName, ErrNotDeployed, m.stateDir())
+		return nil, fmt.Errorf("lab %s: %w (no state file in %s)", labName, ErrNotDeployed, m.StateDirOrDefault())
 	}
 	l, err := st.Spec()
 	if err != nil {
@@ -72,7 +68,7 @@ func (m *Manager) Inspect(labName string) (*inspect.LabInfo, error) {
 		if s.Index < 0 {
 			continue // a node's routing daemons: see inspect.NodeInfo.Routing
 		}
-		info.Services = append(info.Services, inspect.ServiceInfo{ServiceRecord: s, Running: s.PID > 0 && alive(s.PID, s.Start)})
+		info.Services = append(info.Services, inspect.ServiceInfo{ServiceRecord: s, Running: s.PID > 0 && Alive(s.PID, s.Start)})
 	}
 	// Peer names from the file; each is checked against the kernel below.
 	peers := map[spec.Endpoint]spec.Endpoint{}
@@ -117,8 +113,8 @@ func (m *Manager) Inspect(labName string) (*inspect.LabInfo, error) {
 }
 
 // inspectNode fills ni from the namespace, after checking it is the lab's.
-func (m *Manager) inspectNode(ni *inspect.NodeInfo, l *spec.Lab, indexes map[spec.Endpoint]int) error {
-	node, err := m.Store().OpenLabNode(l, ni.Node)
+func (m *Store) inspectNode(ni *inspect.NodeInfo, l *spec.Lab, indexes map[spec.Endpoint]int) error {
+	node, err := m.OpenLabNode(l, ni.Node)
 	if err != nil {
 		return err
 	}
@@ -168,12 +164,12 @@ func (m *Manager) inspectNode(ni *inspect.NodeInfo, l *spec.Lab, indexes map[spe
 }
 
 // inspectRouting reads node n's daemons, from inside its namespace and view.
-func (m *Manager) inspectRouting(labName string, n *spec.Node, nsName string) *inspect.RoutingInfo {
+func (m *Store) inspectRouting(labName string, n *spec.Node, nsName string) *inspect.RoutingInfo {
 	var ri *inspect.RoutingInfo
 	var want []string
 	switch {
 	case n.FRR != nil:
-		ri, want = &inspect.RoutingInfo{Suite: "frr"}, frrDaemons(n.FRR)
+		ri, want = &inspect.RoutingInfo{Suite: "frr"}, FRRDaemons(n.FRR)
 	case n.BIRD != nil:
 		ri, want = &inspect.RoutingInfo{Suite: "bird"}, []string{"bird"}
 	default:
@@ -184,13 +180,13 @@ func (m *Manager) inspectRouting(labName string, n *spec.Node, nsName string) *i
 		pid, ok := running[d]
 		ri.Daemons = append(ri.Daemons, inspect.DaemonInfo{Name: d, Running: ok, PID: pid})
 	}
-	x, err := ns.Open(m.netnsDir(), nsName)
+	x, err := ns.Open(m.NetnsDirOrDefault(), nsName)
 	if err != nil {
 		ri.Error = err.Error()
 		return ri
 	}
 	defer x.Close()
-	v, err := m.openView(labName, nsName)
+	v, err := m.OpenView(labName, nsName)
 	if err != nil {
 		ri.Error = err.Error()
 		return ri
@@ -202,7 +198,7 @@ func (m *Manager) inspectRouting(labName string, n *spec.Node, nsName string) *i
 	if ri.Suite == "frr" {
 		ri.Sessions, err = inspect.FRRSessions(query, n.FRR)
 	} else {
-		ri.Sessions, err = inspect.BIRDSessions(query, birdCtl)
+		ri.Sessions, err = inspect.BIRDSessions(query, BIRDCtl)
 	}
 	if err != nil {
 		ri.Error = err.Error()
@@ -215,7 +211,7 @@ func (m *Manager) inspectRouting(labName string, n *spec.Node, nsName string) *i
 func markedBy(tag string) map[string]int {
 	out := map[string]int{}
 	ents, _ := os.ReadDir("/proc")
-	mark := []byte(serviceEnv + "=" + tag)
+	mark := []byte(ServiceEnv + "=" + tag)
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
