@@ -82,6 +82,8 @@ func leftOf(t *testing.T, c *runner, name string, nodes ...string) string {
 // an outage under the bound the example's OSPF timers give; destroy
 // leaves nothing.
 func TestPrivilegedOSPFRing(t *testing.T) {
+	labtest.SkipUnlessRoot(t)
+	t.Parallel() // waits on OSPF's timers: alongside the other waiting tests (its nodes named LAB:NODE)
 	c := newCLI(t)
 	file, name := routingLab(t, "ospf-ring.yaml", "ospf-ring.frr.conf")
 	nodes := []string{"h1", "h2", "r1", "r2", "r3", "r4"}
@@ -105,23 +107,23 @@ func TestPrivilegedOSPFRing(t *testing.T) {
 		}
 	}
 
-	if _, out, _ := c.run("exec", "r1", "--", "hostname"); strings.TrimSpace(out) != "r1" {
+	if _, out, _ := c.run("exec", name+":r1", "--", "hostname"); strings.TrimSpace(out) != "r1" {
 		t.Errorf("hostname in r1: %q", out)
 	}
 	r2 := l.Node("r2").Interfaces[0].Addresses[0].Addr().String()
-	if _, out, _ := c.run("exec", "r1", "--", "getent", "hosts", "r2"); strings.Fields(out + " -")[0] != r2 {
+	if _, out, _ := c.run("exec", name+":r1", "--", "getent", "hosts", "r2"); strings.Fields(out + " -")[0] != r2 {
 		t.Errorf("getent hosts r2 in r1: %q, want %s first", out, r2)
 	}
 	// Each router's FRR is its own: its frr.conf says its name, vtysh
 	// reaches its own daemons, its sockets are other files than r2's, and
 	// the host's /etc/frr and /run/frr have none of them.
 	for _, r := range []string{"r1", "r2"} {
-		if _, out, _ := c.run("exec", r, "--", "vtysh", "-c", "show running-config"); !strings.Contains(out, "hostname "+r+"\n") {
+		if _, out, _ := c.run("exec", name+":"+r, "--", "vtysh", "-c", "show running-config"); !strings.Contains(out, "hostname "+r+"\n") {
 			t.Errorf("vtysh in %s reaches another FRR:\n%s", r, out)
 		}
 	}
-	_, zs1, _ := c.run("exec", "r1", "--", "stat", "-c", "%d:%i", "/run/frr/zserv.api")
-	_, zs2, _ := c.run("exec", "r2", "--", "stat", "-c", "%d:%i", "/run/frr/zserv.api")
+	_, zs1, _ := c.run("exec", name+":r1", "--", "stat", "-c", "%d:%i", "/run/frr/zserv.api")
+	_, zs2, _ := c.run("exec", name+":r2", "--", "stat", "-c", "%d:%i", "/run/frr/zserv.api")
 	if strings.TrimSpace(zs1) == "" || zs1 == zs2 {
 		t.Errorf("zebra's socket in r1 %q and r2 %q: want two files", zs1, zs2)
 	}
@@ -156,7 +158,7 @@ func nodeStopStart(t *testing.T, c *runner, file, name string) {
 		_, out, _ := c.run("path", file, "h1", "10.3.0.1")
 		return strings.Contains(out, "\n"+router+" ")
 	}
-	if code, out, errOut := c.run("node", "stop", "r2"); code != 0 || !strings.Contains(out, name+":r2 stopped") {
+	if code, out, errOut := c.run("node", "stop", name+":r2"); code != 0 || !strings.Contains(out, name+":r2 stopped") {
 		t.Fatalf("node stop r2: %d %s %s", code, out, errOut)
 	}
 	if _, out, _ := c.run("inspect", "--name", name); !strings.Contains(out, "node r2 is STOPPED") {
@@ -173,7 +175,7 @@ func nodeStopStart(t *testing.T, c *runner, file, name string) {
 	if !pathVia("r4") || pathVia("r2") {
 		t.Errorf("with r2 stopped the path does not go by r4")
 	}
-	if code, out, errOut := c.run("node", "start", "r2"); code != 0 {
+	if code, out, errOut := c.run("node", "start", name+":r2"); code != 0 {
 		t.Fatalf("node start r2: %d %s %s", code, out, errOut)
 	}
 	code, out, errOut = c.run("check", "--wait", "40s", file)
