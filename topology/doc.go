@@ -11,7 +11,7 @@
 //     flag; a problem with one field of a request is a typed error naming
 //     the field (pktgen/bench.FieldError), which cmd names as its flag;
 //   - each result type renders itself where it is defined (inspect.LabInfo,
-//     lab.TracedPath, check.Pairs, the pktgen/report types), to an
+//     deployed.TracedPath, check.Pairs, the pktgen/report types), to an
 //     io.Writer; no library writes to the process's standard output or
 //     error (imports_test.go checks it);
 //   - cmd chooses the format and where it goes;
