@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"os"
 	"strings"
 	"testing"
 
@@ -13,11 +12,7 @@ import (
 // ruleCost is examples/rule-cost.yaml with a traffic run at full load.
 func ruleCost(t *testing.T) *spec.Lab {
 	t.Helper()
-	data, err := os.ReadFile("../../examples/rule-cost.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := spec.Parse("rule-cost.yaml", data)
+	l, err := spec.ReadFile("../../examples/rule-cost.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}

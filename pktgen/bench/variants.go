@@ -293,7 +293,7 @@ func (req Request) setupOf(figure string, reps []*report.Report) compare.Setup {
 	t := req.Traffic
 	s := compare.Setup{Duet: req.Duet, FullLoad: t.RatePPS == 0 && t.RateMbps == 0, Figure: figure, RouterCPUs: compare.PlacedCPUs(req.Lab)}
 	if req.Duet {
-		s.TwinCPUs = s.RouterCPUs // twinOf keeps the lab's placement
+		s.TwinCPUs = s.RouterCPUs // compare.TwinOf keeps the lab's placement
 	}
 	switch {
 	case t.RatePPS > 0:

@@ -32,7 +32,7 @@ type Options struct {
 	Routing string
 	Name    string // lab name; default: the kind
 	// Origin is what made the file (a command line), written as its
-	// first comment; "": the options themselves.
+	// first comment; "": none.
 	Origin string
 }
 
@@ -169,20 +169,10 @@ func linkRange(from, to int) []netip.Prefix {
 // yaml writes the lab file.
 func (g *lab) yaml(o Options) string {
 	var b strings.Builder
-	origin := o.Origin
-	if origin == "" {
-		origin = fmt.Sprintf("generated: %s of %d", o.Kind, o.N)
-		if o.Kind == "clos" {
-			origin += fmt.Sprintf(", %d spines", o.Spines)
-		}
-		if o.Routes {
-			origin += ", routes"
-		}
-		if o.Routing != "" {
-			origin += ", routing " + o.Routing
-		}
+	if o.Origin != "" {
+		fmt.Fprintf(&b, "# %s\n", o.Origin)
 	}
-	fmt.Fprintf(&b, "# %s\nname: %s\nnodes:\n", origin, o.Name)
+	fmt.Fprintf(&b, "name: %s\nnodes:\n", o.Name)
 	for _, n := range g.nodes {
 		fmt.Fprintf(&b, "  %s:\n", n.name)
 		if n.forward || o.Routing != "" {

@@ -98,10 +98,10 @@ func addrPlus(a netip.Addr, n int) netip.Addr {
 }
 
 func ExampleLab() {
-	src, _ := Lab(Options{Kind: "chain", N: 3, Routes: true})
+	src, _ := Lab(Options{Kind: "chain", N: 3, Routes: true, Origin: "a chain of three, routed"})
 	fmt.Print(src)
 	// Output:
-	// # generated: chain of 3, routes
+	// # a chain of three, routed
 	// name: chain
 	// nodes:
 	//   n0:

@@ -2,7 +2,6 @@ package compare
 
 import (
 	"math"
-	"os"
 	"strings"
 	"testing"
 
@@ -41,25 +40,14 @@ func TestJudgeSetup(t *testing.T) {
 	}
 }
 
-// ruleCost is examples/rule-cost.yaml with a traffic run at full load.
-func ruleCost(t *testing.T) *spec.Lab {
-	t.Helper()
-	data, err := os.ReadFile("../../../examples/rule-cost.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	l, err := spec.Parse("rule-cost.yaml", data)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return l
-}
-
 // TestAddControl: the control variant is the base variant's lab with N
 // rules that match nothing appended on every forwarding node, in both
 // families' benchmarking ranges; the lab's own variants are unchanged.
 func TestAddControl(t *testing.T) {
-	l := ruleCost(t)
+	l, err := spec.ReadFile("../../../examples/rule-cost.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
 	before := len(l.Variant("rules2").Lab.Node("r1").Firewall.Rules)
 	nodes, err := AddControl(l, "rules2", ControlName(l), 3)
 	if err != nil || len(nodes) != 1 || nodes[0] != "r1" {
