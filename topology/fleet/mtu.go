@@ -13,8 +13,14 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// minProbe is the smallest IPv4 packet every link carries (RFC 791).
-const minProbe = 576
+// minProbe is the smallest packet every link carries: 576 bytes of IPv4
+// (RFC 791), 1280 of IPv6 (RFC 8200).
+func minProbe(to netip.Addr) int {
+	if to.Is4() {
+		return 576
+	}
+	return 1280
+}
 
 // LargestAnswered sends ICMP echo requests to `to` with the don't-fragment
 // bit set, from this process's network namespace (the host's), and
@@ -22,11 +28,9 @@ const minProbe = 576
 // answered, else the largest size that is. A frame too large for the
 // underlay is lost silently on many networks (a switch drops it), which
 // is how a VXLAN link that does not fit shows itself only for large
-// frames; this asks before anything is built. IPv4 only.
+// frames; this asks before anything is built. IPv4 (DF set) and IPv6 (no
+// fragment made by the sender: IPV6_DONTFRAG).
 func LargestAnswered(ctx context.Context, to netip.Addr, size int) (int, error) {
-	if !to.Is4() {
-		return size, nil // not probed: an IPv6 underlay's echo is not asked here
-	}
 	p, err := newPinger(to)
 	if err != nil {
 		return 0, err
@@ -35,10 +39,11 @@ func LargestAnswered(ctx context.Context, to netip.Addr, size int) (int, error) 
 	if p.answered(ctx, size) {
 		return size, nil
 	}
-	if !p.answered(ctx, minProbe) {
-		return 0, fmt.Errorf("no echo reply from %s even to %d bytes: the underlay does not reach it, or ICMP echo is filtered", to, minProbe)
+	least := minProbe(to)
+	if !p.answered(ctx, least) {
+		return 0, fmt.Errorf("no echo reply from %s even to %d bytes: the underlay does not reach it, or ICMP echo is filtered", to, least)
 	}
-	lo, hi := minProbe, size // lo answered, hi not
+	lo, hi := least, size // lo answered, hi not
 	for hi-lo > 1 {
 		mid := (lo + hi) / 2
 		if p.answered(ctx, mid) {
@@ -50,23 +55,38 @@ func LargestAnswered(ctx context.Context, to netip.Addr, size int) (int, error) 
 	return lo, nil
 }
 
-// pinger is a raw ICMP socket that sets DF and ignores any path MTU the
-// kernel has cached (IP_PMTUDISC_PROBE): a packet larger than the
-// interface's MTU fails to send, one larger than a hop's is lost.
+// pinger is a raw ICMP (or ICMPv6) socket that sets DF (or makes no
+// fragment) and ignores any path MTU the kernel has cached
+// (IP_PMTUDISC_PROBE): a packet larger than the interface's MTU fails to
+// send, one larger than a hop's is lost.
 type pinger struct {
 	fd  int
-	to  unix.SockaddrInet4
+	to  unix.Sockaddr
+	v6  bool
 	id  uint16
 	seq uint16
 	buf []byte // a packet received
 }
 
 func newPinger(to netip.Addr) (*pinger, error) {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.IPPROTO_ICMP)
+	p := &pinger{v6: !to.Is4(), id: uint16(os.Getpid()), buf: make([]byte, 65536)}
+	family, proto, level, opt, probe := unix.AF_INET, unix.IPPROTO_ICMP, unix.IPPROTO_IP, unix.IP_MTU_DISCOVER, unix.IP_PMTUDISC_PROBE
+	if p.v6 {
+		p.to = &unix.SockaddrInet6{Addr: to.As16()}
+		family, proto, level, opt, probe = unix.AF_INET6, unix.IPPROTO_ICMPV6, unix.IPPROTO_IPV6, unix.IPV6_MTU_DISCOVER, unix.IPV6_PMTUDISC_PROBE
+	} else {
+		p.to = &unix.SockaddrInet4{Addr: to.As4()}
+	}
+	fd, err := unix.Socket(family, unix.SOCK_RAW|unix.SOCK_CLOEXEC, proto)
 	if err != nil {
 		return nil, fmt.Errorf("open an ICMP socket to probe the underlay's MTU: %w", err)
 	}
-	if err := unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_MTU_DISCOVER, unix.IP_PMTUDISC_PROBE); err != nil {
+	p.fd = fd
+	err = unix.SetsockoptInt(fd, level, opt, probe)
+	if err == nil && p.v6 {
+		err = unix.SetsockoptInt(fd, unix.IPPROTO_IPV6, unix.IPV6_DONTFRAG, 1)
+	}
+	if err != nil {
 		unix.Close(fd)
 		return nil, fmt.Errorf("set DF on the probe: %w", err)
 	}
@@ -75,7 +95,15 @@ func newPinger(to netip.Addr) (*pinger, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("set the probe's receive timeout: %w", err)
 	}
-	return &pinger{fd: fd, to: unix.SockaddrInet4{Addr: to.As4()}, id: uint16(os.Getpid()), buf: make([]byte, 65536)}, nil
+	return p, nil
+}
+
+// header is the IP header's size, which a probe's size includes.
+func (p *pinger) header() int {
+	if p.v6 {
+		return 40
+	}
+	return 20
 }
 
 // answered sends up to three echo requests of size bytes and reports
@@ -86,7 +114,7 @@ func (p *pinger) answered(ctx context.Context, size int) bool {
 			return false
 		}
 		p.seq++
-		err := unix.Sendto(p.fd, echoRequest(p.id, p.seq, size-20), 0, &p.to)
+		err := unix.Sendto(p.fd, echoRequest(p.v6, p.id, p.seq, size-p.header()), 0, p.to)
 		if errors.Is(err, unix.EMSGSIZE) {
 			return false // larger than this host's own interface
 		}
@@ -98,32 +126,53 @@ func (p *pinger) answered(ctx context.Context, size int) bool {
 }
 
 // reply waits for the echo reply of seq (a raw socket sees every ICMP
-// packet to this namespace, with its IP header).
+// packet to this namespace; an IPv4 one with its IP header).
 func (p *pinger) reply(seq uint16, wait time.Duration) bool {
 	buf := p.buf
 	for end := time.Now().Add(wait); time.Now().Before(end); {
 		n, from, err := unix.Recvfrom(p.fd, buf, 0)
-		if err != nil {
+		if err != nil || !p.fromTarget(from) {
 			continue
 		}
-		sa, ok := from.(*unix.SockaddrInet4)
-		if !ok || sa.Addr != p.to.Addr || n < 20 {
-			continue
+		icmp, replyType := buf[:n], byte(129) // ICMPv6 echo reply, no IP header
+		if !p.v6 {
+			if n < 20 {
+				continue
+			}
+			icmp, replyType = buf[int(buf[0]&0x0f)*4:n], 0
 		}
-		icmp := buf[int(buf[0]&0x0f)*4 : n]
-		if len(icmp) >= 8 && icmp[0] == 0 && binary.BigEndian.Uint16(icmp[4:]) == p.id && binary.BigEndian.Uint16(icmp[6:]) == seq {
+		if len(icmp) >= 8 && icmp[0] == replyType && binary.BigEndian.Uint16(icmp[4:]) == p.id && binary.BigEndian.Uint16(icmp[6:]) == seq {
 			return true
 		}
 	}
 	return false
 }
 
-// echoRequest is an ICMP echo request of n bytes.
-func echoRequest(id, seq uint16, n int) []byte {
+// fromTarget says whether a packet came from the probed address.
+func (p *pinger) fromTarget(from unix.Sockaddr) bool {
+	switch sa := from.(type) {
+	case *unix.SockaddrInet4:
+		to, ok := p.to.(*unix.SockaddrInet4)
+		return ok && sa.Addr == to.Addr
+	case *unix.SockaddrInet6:
+		to, ok := p.to.(*unix.SockaddrInet6)
+		return ok && sa.Addr == to.Addr
+	}
+	return false
+}
+
+// echoRequest is an ICMP (or ICMPv6) echo request of n bytes. The
+// kernel sums an ICMPv6 message itself (it covers the IPv6 addresses).
+func echoRequest(v6 bool, id, seq uint16, n int) []byte {
 	b := make([]byte, max(n, 8))
 	b[0] = 8
+	if v6 {
+		b[0] = 128
+	}
 	binary.BigEndian.PutUint16(b[4:], id)
 	binary.BigEndian.PutUint16(b[6:], seq)
-	binary.BigEndian.PutUint16(b[2:], probe.Checksum(b))
+	if !v6 {
+		binary.BigEndian.PutUint16(b[2:], probe.Checksum(b))
+	}
 	return b
 }
