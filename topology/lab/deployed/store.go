@@ -1,9 +1,11 @@
 // Package deployed is the read side of a deployed lab: where this
-// machine's labs are (Store), a lab opened once (Lab: each node's
-// namespace and netlink handle), finding a node by name, the path a packet
-// takes as the file and the kernels say, what the routing daemons learned,
-// and inspect's reading of a lab. It changes nothing on the machine; the
-// deployer (package lab) builds on it.
+// machine's labs are (Store), a lab opened once (Opened: each node's
+// namespace and netlink handle), finding a node by name, whose a named
+// namespace is, the path a packet takes as the file and the kernels say,
+// what the routing daemons learned, the lab's processes, and inspect's
+// reading of a lab. It changes nothing on the machine (RunIn runs what its
+// caller asks, in a node); the deployer (package lab) builds on it. Its
+// functions run in the caller's namespace unless they say otherwise.
 package deployed
 
 import (
