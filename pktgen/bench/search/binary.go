@@ -27,8 +27,13 @@ func Binary(ctx context.Context, r Runner, so Options, res *report.SearchResult)
 	}
 	res.LossAccepted = so.Loss
 	defer r.Quiet()()
+	threads := uint64(r.Threads())
 	trial := func(pps uint64) (report.Trial, error) {
-		rep, err := r.Trial(ctx, pps, 0, so.Trial, AsAsked)
+		rate := pps / threads // pps is the whole traffic's, as the trials' sent rate is
+		if pps > 0 && rate == 0 {
+			rate = 1
+		}
+		rep, err := r.Trial(ctx, rate, 0, so.Trial, AsAsked)
 		if err != nil {
 			return report.Trial{}, err
 		}

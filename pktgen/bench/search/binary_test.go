@@ -1,7 +1,9 @@
 package search
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/nslab/nslab/pktgen/report"
 )
@@ -63,5 +65,49 @@ func TestSearchConfirmsSeveralTimes(t *testing.T) {
 	}
 	if !res.Confirmed || res.ThroughputPPS > 490000 {
 		t.Errorf("found %.0f, confirmed %v: want a rate that passes three times (at most 490000)", res.ThroughputPPS, res.Confirmed)
+	}
+}
+
+// pathRunner is a search.Runner over a modelled path: threads senders,
+// together at most top pps, through a path that forwards at most capacity
+// pps; each trial lasts a second.
+type pathRunner struct {
+	threads       int
+	top, capacity float64
+	rates         []uint64 // the per-thread rates asked
+}
+
+func (p *pathRunner) Trial(_ context.Context, rate, _ uint64, _ time.Duration, _ Latency) (*report.Report, error) {
+	p.rates = append(p.rates, rate)
+	sent := p.top
+	if rate > 0 {
+		sent = min(float64(rate)*float64(p.threads), p.top)
+	}
+	recv := min(sent, p.capacity)
+	return &report.Report{Sent: uint64(sent), Received: uint64(recv), Loss: int64(sent - recv), Elapsed: time.Second}, nil
+}
+
+func (p *pathRunner) Threads() int  { return p.threads }
+func (p *pathRunner) Quiet() func() { return func() {} }
+
+// TestBinaryDividesTheRate: the binary search asks each of the sending
+// threads for its share of the rate it tries, so that what the threads
+// send together is the rate it reports (two threads once offered twice
+// the rate found).
+func TestBinaryDividesTheRate(t *testing.T) {
+	for _, threads := range []int{1, 2, 3} {
+		p := &pathRunner{threads: threads, top: 1e6, capacity: 300000}
+		res := &report.SearchResult{}
+		if err := Binary(context.Background(), p, Options{}, res); err != nil {
+			t.Fatal(err)
+		}
+		if !res.Confirmed || res.ThroughputPPS > 300000 || res.ThroughputPPS < 0.97*300000 {
+			t.Errorf("%d threads: found %.0f pps (want just below 300000), confirmed %v", threads, res.ThroughputPPS, res.Confirmed)
+		}
+		for i, tr := range res.Trials {
+			if tr.OfferedPPS > 0 && (p.rates[i]*uint64(threads) > tr.OfferedPPS || p.rates[i]*uint64(threads)+uint64(threads) <= tr.OfferedPPS) {
+				t.Errorf("%d threads: trial %d offered %d pps, asked each thread for %d", threads, i, tr.OfferedPPS, p.rates[i])
+			}
+		}
 	}
 }
