@@ -1,10 +1,7 @@
 package lab
 
 import (
-	"bytes"
 	"errors"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -31,24 +28,9 @@ func markedProcesses(labName string) map[int]uint64 { return markedWith(labName 
 // (LAB/: a lab's; LAB/NODE/: a node's), with their start times.
 func markedWith(prefix string) map[int]uint64 {
 	out := map[int]uint64{}
-	ents, _ := os.ReadDir("/proc") // unreadable /proc: nothing found
-	mark := []byte(deployed.ServiceEnv + "=" + prefix)
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err != nil {
-			continue
-		}
-		for _, kv := range bytes.Split(env, []byte{0}) {
-			if bytes.HasPrefix(kv, mark) {
-				if start, err := deployed.ProcessStart(pid); err == nil {
-					out[pid] = start
-				}
-				break
-			}
+	for _, pid := range deployed.Marked(func(mark string) bool { return strings.HasPrefix(mark, prefix) }) {
+		if start, err := deployed.ProcessStart(pid); err == nil {
+			out[pid] = start
 		}
 	}
 	return out

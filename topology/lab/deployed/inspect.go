@@ -1,13 +1,9 @@
 package deployed
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -210,18 +206,8 @@ func (m *Store) inspectRouting(labName string, n *spec.Node, nsName string) *ins
 // tag to their pids.
 func markedBy(tag string) map[string]int {
 	out := map[string]int{}
-	ents, _ := os.ReadDir("/proc")
-	mark := []byte(ServiceEnv + "=" + tag)
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
-		if err != nil || !slices.ContainsFunc(bytes.Split(env, []byte{0}), func(kv []byte) bool { return bytes.Equal(kv, mark) }) {
-			continue
-		}
-		if comm, err := os.ReadFile(filepath.Join("/proc", e.Name(), "comm")); err == nil {
+	for _, pid := range Marked(func(mark string) bool { return mark == tag }) {
+		if comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid)); err == nil {
 			out[strings.TrimSpace(string(comm))] = pid
 		}
 	}

@@ -102,3 +102,31 @@ func Wait(ctx context.Context, cmd *exec.Cmd, buf *bytes.Buffer, name string) ([
 	}
 	return buf.Bytes(), err
 }
+
+// Marked lists the processes, this one aside, whose service mark (the
+// value of ServiceEnv in their environment) match accepts. An unreadable
+// /proc, or a process gone meanwhile, is nothing found.
+func Marked(match func(mark string) bool) []int {
+	var out []int
+	ents, _ := os.ReadDir("/proc")
+	key := []byte(ServiceEnv + "=")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		env, err := os.ReadFile(filepath.Join("/proc", e.Name(), "environ"))
+		if err != nil {
+			continue
+		}
+		for _, kv := range bytes.Split(env, []byte{0}) {
+			if mark, ok := bytes.CutPrefix(kv, key); ok {
+				if match(string(mark)) {
+					out = append(out, pid)
+				}
+				break
+			}
+		}
+	}
+	return out
+}
