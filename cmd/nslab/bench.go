@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/nslab/nslab/pktgen/bench/remote"
+	"github.com/nslab/nslab/topology/fleet"
 	"io"
 	"os"
 	"strings"
@@ -89,6 +91,7 @@ func benchCommand(run func(context.Context, *benchOptions) error) *cli.Command {
 		&cli.IntFlag{Name: "confirm", Value: 1, Usage: "with --search-binary: trials in a row the rate found must pass"},
 		&cli.StringSliceFlag{Name: "event", Usage: "change the lab while the traffic runs, and measure the outage: `TIME:down|up:NODE:IF`, TIME:impair:NODE:IF:loss=5%,delay=10ms, TIME:clear:NODE:IF, TIME:stop|start:NODE (as nslab node) or TIME:apply:FILE (as nslab apply), TIME from the start of sending (repeat for several; reads every packet at the receiver, for the longest sequence gap)"},
 		&cli.BoolFlag{Name: "dry-run", Usage: "print the equivalent kernel pktgen shell script (destination MAC resolved) and change nothing"},
+		&cli.BoolFlag{Name: otherHostsFlag, Hidden: true, Usage: "read the path's hops on other hosts through the agent that runs this bench"},
 	}, baselineFlags()...)
 	return command("bench", "run a traffic run of the file through the lab and report pps, Mbps, loss hop by hop and what limited it", "[FILE]", flags, func(c *cli.Context) (*benchOptions, error) {
 		req, err := benchRequest(c)
@@ -233,6 +236,9 @@ func benchRequest(c *cli.Context) (bench.Request, error) {
 	}
 	if !c.Bool("quiet") {
 		req.Live = c.App.ErrWriter
+	}
+	if c.Bool(otherHostsFlag) {
+		req.Remote = remote.NewPipe(os.NewFile(fleet.AskFD, "asks"), os.NewFile(fleet.AnswerFD, "answers"))
 	}
 	if v := c.String("measure"); v != "" {
 		if req.Measure, err = spec.ParseInterfaces(v); err != nil {

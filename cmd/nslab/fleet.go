@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nslab/nslab/pktgen/bench/remote"
 	"github.com/nslab/nslab/topology/fleet"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/urfave/cli/v2"
@@ -240,7 +241,11 @@ func runFleet(ctx context.Context, o *fleetOptions) error {
 		if hosts == nil {
 			hosts = o.Plan.Hosts()
 		}
-		res, err = co.RunOn(ctx, hosts, append([]string{o.Verb}, o.Args...)...)
+		args := append([]string{o.Verb}, o.Args...)
+		if o.Verb == "bench" { // on its sender's host, reading the others' hops
+			args = append([]string{o.Verb, fleet.RemoteArg}, o.Args...)
+		}
+		res, err = co.RunOn(ctx, hosts, args...)
 	}
 	printResults(o.Out, res, len(o.Hosts) == 1)
 	if err != nil {
@@ -309,8 +314,46 @@ func agentCommand() *cli.Command {
 			// write there must fail and let the agent undo and clean up,
 			// not kill it (SIGPIPE on fd 1 ends a Go program).
 			signal.Ignore(syscall.SIGPIPE)
+			// sshd may hang up on the agent when the connection drops
+			// before the end of its input arrives: end as at that end,
+			// removing what the agent kept, not at once.
+			ctx, stop := signal.NotifyContext(c.Context, syscall.SIGHUP)
+			defer stop()
 			a := &fleet.Agent{Version: version, Exe: exe, Argv: agentArgv(global), In: os.Stdin, Out: os.Stdout}
-			return a.Serve(c.Context)
+			return a.Serve(ctx)
+		},
+	}
+}
+
+// otherHostsFlag is bench's hidden flag, given by an agent: read the
+// path's hops on other hosts through the agent (fleet.AskFD and
+// fleet.AnswerFD).
+const otherHostsFlag = "other-hosts"
+
+// hopsCommand is nslab hops: what an agent runs on its host for a bench
+// run on another host, reading this host's hops of its path (package
+// remote's protocol on standard input and output).
+func hopsCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "hops",
+		Usage:     "read this host's hops of a bench run on another host, for the agent (one JSON request per line on standard input)",
+		ArgsUsage: "FILE",
+		Hidden:    true,
+		Flags:     []cli.Flag{hostFlag()},
+		Action: func(c *cli.Context) error {
+			l, err := readPart(c)
+			if err != nil {
+				return err
+			}
+			r, err := manager(c).Open(l)
+			if err != nil {
+				return err
+			}
+			defer r.Close()
+			if err := r.Learn(); err != nil {
+				return err
+			}
+			return remote.Serve(r.Opened, os.Stdin, os.Stdout)
 		},
 	}
 }
@@ -327,6 +370,8 @@ func agentArgv(global []string) func(host, labName string, args []string) []stri
 				argv = append(argv, "--name", labName)
 			case fleet.QuietArg:
 				argv = append(argv, "-q")
+			case fleet.RemoteArg:
+				argv = append(argv, "--"+otherHostsFlag)
 			default:
 				argv = append(argv, s)
 			}

@@ -557,3 +557,80 @@ func spreadOver(src string, n, hosts int) string {
 	}
 	return b.String()
 }
+
+// TestPrivilegedFleetBenchAcrossHosts: three-hosts.yaml's client (host a)
+// -> router (host b) -> server (host c), benched from the coordinator:
+// every hop of every host is read by its host's agent, at a rate the path
+// holds (nothing lost, every packet accounted) and at overload (the loss
+// balanced, each drop named with its host).
+func TestPrivilegedFleetBenchAcrossHosts(t *testing.T) {
+	s := newSSHHosts(t, 3, 1500, nil)
+	file, _ := sshLab(t, "three-hosts.yaml")
+	// The router's receive work on CPU 1, the sender on CPU 0, and the
+	// router made slower than the sender by 120 firewall rules that match
+	// nothing: at overload, the router's backlog is where packets wait,
+	// and drop.
+	data, _ := os.ReadFile(file)
+	rules := "    firewall:\n      policy: accept\n      rules:\n"
+	for i := range 120 {
+		rules += fmt.Sprintf("        - drop: {from: 10.99.%d.%d/32}\n", i/250, i%250)
+	}
+	data = bytes.Replace(data, []byte("    forwarding: true\n"), []byte("    forwarding: true\n    cpus: [1]\n"+rules), 1)
+	data = bytes.Replace(data, []byte("    rate: 20kpps\n"), []byte("    rate: 20kpps\n    cpus: [0]\n"), 1)
+	os.WriteFile(file, data, 0o644)
+	t.Cleanup(func() { s.run("destroy", file) })
+	if code, out, errOut := s.run("deploy", file); code != 0 {
+		t.Fatalf("deploy: %d %s %s", code, out, errOut)
+	}
+	code, out, errOut := s.run("bench", "-q", "--count", "20000", file)
+	for _, want := range []string{"on host a:", "sent 20000 = received 20000 + named drops 0 + unaccounted 0", "router:eth0 (host b)", "server:eth0 (host c)", "router router on host b: entered 20000"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("bench at 20 kpps: no %q in %d %s %s", want, code, out, errOut)
+		}
+	}
+	code, out, errOut = s.run("bench", "-q", "--latency", "--count", "20000", file)
+	for _, want := range []string{"sent 20000 = received 20000 + named drops 0 + unaccounted 0", "read on host c, whose clock is", "+ 0 lost = 20000"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("bench --latency: no %q in %d %s %s", want, code, out, errOut)
+		}
+	}
+	code, out, errOut = s.run("bench", "-q", "--rate", "max", "--duration", "3s", file)
+	for _, want := range []string{"+ unaccounted 0", "at router:eth0 (host b)", "bottleneck: router router on host b ("} {
+		if code != 0 || !strings.Contains(out, want) || strings.Contains(out, "+ named drops 0 ") {
+			t.Errorf("bench at overload: no %q in %d %s %s", want, code, out, errOut)
+		}
+	}
+}
+
+// TestPrivilegedFleetBenchHostLost: host c's sshd (the daemon and its
+// sessions, the agent's among them) killed a second into a bench from
+// host a through host b to host c: the run is reported, saying host c was
+// lost and from when, with its hops' counters up to then; the verdict is
+// unknown.
+func TestPrivilegedFleetBenchHostLost(t *testing.T) {
+	s := newSSHHosts(t, 3, 1500, nil)
+	file, _ := sshLab(t, "three-hosts.yaml")
+	t.Cleanup(func() { s.run("destroy", file) })
+	if code, out, errOut := s.run("deploy", file); code != 0 {
+		t.Fatalf("deploy: %d %s %s", code, out, errOut)
+	}
+	c := s.hosts[2]
+	go func() {
+		waitFor(t, "the bench's reader of host c's hops", func() bool {
+			return slices.ContainsFunc(procNames(s.pidsIn(c, "")), func(p string) bool { return strings.Contains(p, " hops ") })
+		})
+		time.Sleep(time.Second)
+		s.killIn(c, "sshd")
+	}()
+	code, out, errOut := s.run("bench", "-q", "--duration", "3s", file)
+	for _, want := range []string{"host c lost ", "its hops' counters are those of its last reading", "bottleneck: unknown (host c stopped answering during the run"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("bench with host c lost: no %q in %d %s %s", want, code, out, errOut)
+		}
+	}
+	s.startSSHD(t, c)
+	if code, out, errOut := s.run("destroy", file); code != 0 {
+		t.Fatalf("destroy: %d %s %s", code, out, errOut)
+	}
+	s.assertNothingLeft(t)
+}

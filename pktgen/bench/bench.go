@@ -12,6 +12,7 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"strings"
 	"time"
 
 	"github.com/nslab/nslab/internal/caps"
@@ -20,10 +21,10 @@ import (
 	"github.com/nslab/nslab/pktgen/auto"
 	"github.com/nslab/nslab/pktgen/bench/account"
 	"github.com/nslab/nslab/pktgen/bench/events"
+	"github.com/nslab/nslab/pktgen/bench/remote"
 	"github.com/nslab/nslab/pktgen/bench/tcp"
 	"github.com/nslab/nslab/pktgen/engine"
 	"github.com/nslab/nslab/pktgen/kernel"
-	"github.com/nslab/nslab/pktgen/receive"
 	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/pktgen/sample"
 	"github.com/nslab/nslab/pktgen/stall"
@@ -49,6 +50,12 @@ type Options struct {
 	// Measure replaces the interfaces derived from the path; the last
 	// one is the receiver whose rx counter counts what arrived.
 	Measure []spec.Endpoint
+	// Remote reaches the path's hops on other hosts of a lab that spans
+	// hosts (an agent's bench, through its coordinator): they are read as
+	// this host's are, and the run's receiver may be on another host.
+	// Nil: those hops are one place of the accounting, and the sender and
+	// the receiver must be on this host.
+	Remote remote.Transport
 	// Chooser chooses the engine; its zero value probes for real.
 	Chooser auto.Chooser
 	// Caps are what this process may do here (cmd finds them once);
@@ -134,17 +141,17 @@ func (b *Bench) prepare() error {
 		return fmt.Errorf("%s is an address of the sender %s itself", b.t.To, b.t.From.Node)
 	}
 	receiver := b.path.Hops[len(b.path.Hops)-1].Node
-	for _, end := range []string{b.t.From.Node, receiver} {
-		if l := b.run.Lab; !l.Local(end) {
-			return fmt.Errorf("%s is on host %s: bench counts what the sender sends and the receiver receives on the host it runs on; run it there, or choose a run whose sender and receiver are both on host %s (the path between may cross other hosts)",
-				end, l.Model().Node(end).Host, l.OnHost())
-		}
+	if err := b.checkEnds(receiver); err != nil {
+		return err
 	}
 	if err := b.prepareEngine(receiver); err != nil {
 		return err
 	}
-	if b.meas, err = newMeasurement(b.run, b.path.Path, b.opts.Measure, b.t.To.Is6()); err != nil {
+	if b.meas, err = newMeasurement(b.run, b.path.Path, b.opts.Measure, b.t, b.opts.Remote); err != nil {
 		return err
+	}
+	if len(b.opts.Events) > 0 && b.meas.hops != nil {
+		return fmt.Errorf("events during a run: its path crosses hosts %s, whose interfaces off the path are not read from here (a detour would go uncounted); change the lab during a run on one host", strings.Join(b.meas.hops.Hosts(), ", "))
 	}
 	if b.env, b.allowed, err = environment(); err != nil {
 		return err
@@ -154,8 +161,8 @@ func (b *Bench) prepare() error {
 	// A queue on the path keeps delivering after the sender stops: one of
 	// this host's impairments, or any on another host's hops, which this
 	// host cannot see.
-	if len(b.meas.qdiscs) > 0 || b.remote() {
-		if b.receiver, err = sample.New(b.run.Opened, b.meas.targets[len(b.meas.targets)-1:]); err != nil {
+	if len(b.meas.qdiscs) > 0 || b.path.Elsewhere != "" {
+		if b.receiver, err = b.meas.samplerOf(b.run, b.meas.targets[len(b.meas.targets)-1:]); err != nil {
 			return err
 		}
 	}
@@ -183,6 +190,23 @@ func (b *Bench) prepare() error {
 	return nil
 }
 
+// checkEnds refuses a run whose sender is on another host, or whose
+// receiver is when other hosts' hops are not read from here (or the run is
+// TCP's, whose receiving end runs here).
+func (b *Bench) checkEnds(receiver string) error {
+	ends := []string{b.t.From.Node, receiver}
+	if b.opts.Remote != nil && b.t.TCP == nil {
+		ends = ends[:1] // the receiver's hops are read on its host
+	}
+	for _, end := range ends {
+		if l := b.run.Lab; !l.Local(end) {
+			return fmt.Errorf("%s is on host %s: bench counts what the sender sends and the receiver receives on the host it runs on; run it there, or choose a run whose sender and receiver are both on host %s (the path between may cross other hosts)",
+				end, l.Model().Node(end).Host, l.OnHost())
+		}
+	}
+	return nil
+}
+
 // prepareEngine chooses the engine of a UDP run, reads the sender
 // interface's own qdisc and binds the receiver's sink; a TCP run brings
 // its own sender and sink (tcp.go).
@@ -197,7 +221,10 @@ func (b *Bench) prepareEngine(receiver string) error {
 	if b.senderQdisc, err = b.run.Impairment(b.t.From); err != nil {
 		return err
 	}
-	b.sink, err = openSink(b.run.Node(receiver).NS, b.t)
+	if !b.run.Lab.Local(receiver) {
+		return nil // its host holds the sink (see newMeasurement)
+	}
+	b.sink, err = remote.OpenSink(b.run.Node(receiver).NS, b.t.Flow().Port, b.t.To.Is6())
 	return err
 }
 
@@ -302,8 +329,8 @@ type running struct {
 	stop       func() []sample.Sample
 	stopWatch  func() time.Duration
 	start, end time.Time
-	reader     *receive.Reader // with Options.Latency
-	every      uint32          // the reader's sampling
+	reader     arrivalsReader // with Options.Latency
+	every      uint32         // the reader's sampling
 	// offPath counts every lab interface, in a run with events (nil
 	// otherwise): the traffic may go round the path.
 	offPath *events.OffPath
@@ -355,7 +382,7 @@ func (b *Bench) finish(t *spec.Traffic, frame int, st *running, res *engine.Resu
 	}
 	if res == nil {
 		if st.reader != nil {
-			_, _ = st.reader.Stop(context.Background(), 0) // the run failed: its error is the one to report
+			_, _ = st.reader.stop(0, remote.ArrivalsAsk{}) // the run failed: its error is the one to report
 		}
 		return nil, runErr
 	}
@@ -367,6 +394,7 @@ func (b *Bench) finish(t *spec.Traffic, frame int, st *running, res *engine.Resu
 	if st.offPath != nil {
 		rd.offPath = st.offPath.Detour(b.run, b.path.Hops)
 	}
+	b.meas.withRemoteRouters(&rd.before, &rd.after)
 	rep := b.report(t, frame, res, rd)
 	rep.Started, rep.Ended = st.start, st.end
 	b.stallsOf(rep)
@@ -493,6 +521,10 @@ func (b *Bench) report(t *spec.Traffic, frame int, res *engine.Result, rd readin
 		events.RoundThePath(rep.Hops, rd.offPath)
 	}
 	account.Balance(rep, res, frame)
+	rep.LostHosts = b.meas.lostHosts()
+	if b.meas.hops != nil {
+		rep.HostClocks = b.meas.hops.Clocks()
+	}
 	rep.Rates()
 	rep.CPU = report.CPUUses(rd.before.cpu, rd.after.cpu)
 	b.place.Label(rep.CPU)
@@ -555,9 +587,9 @@ func (b *Bench) prime(ctx context.Context, job engine.Job) error {
 	return nil
 }
 
-// remote reports whether the run's path crosses another host, whose
-// queues and counters this host cannot see.
-func (b *Bench) remote() bool { return b.path.Elsewhere != "" }
+// remote reports whether the run's path crosses another host whose
+// queues and counters this host cannot see (no Options.Remote).
+func (b *Bench) remote() bool { return b.path.Elsewhere != "" && b.meas.hops == nil }
 
 // settle waits until the counters stop moving (packets still on the path
 // when the engine returns), at most a second; while a qdisc on the path
@@ -606,28 +638,6 @@ func same(a, b sample.Sample) bool {
 		}
 	}
 	return true
-}
-
-// openSink binds the run's UDP destination port in the receiver's
-// namespace and never reads it: the receiver then answers nothing (no ICMP
-// port unreachable, which would also make it re-probe ARP later, one more
-// packet at its interface). With a port range only the first port is held.
-func openSink(n *ns.NS, t *spec.Traffic) (io.Closer, error) {
-	port := t.Flow().Port
-	network := "udp4"
-	if t.To.Is6() {
-		network = "udp6"
-	}
-	var c net.PacketConn
-	err := n.Do(func() error {
-		var err error
-		c, err = net.ListenPacket(network, fmt.Sprintf(":%d", port))
-		return err
-	})
-	if err != nil {
-		return nil, fmt.Errorf("receiver sink on UDP port %d in %s: %w", port, n.Name, err)
-	}
-	return c, nil
 }
 
 // differenceWords is where the kernels on the path differ from the file,

@@ -68,8 +68,8 @@ func (b *Bench) openCosting() {
 	c.ingress = map[string]softirq.Dev{}
 	for i, t := range b.meas.targets {
 		role := b.meas.roles[i]
-		if role != "ingress" && role != "receiver" {
-			continue
+		if role != "ingress" && role != "receiver" || b.meas.isRemote(i) {
+			continue // on another host, its CPU time is that host's
 		}
 		dev, err := b.devOf(t.Node, t.Interface)
 		if err == nil {
@@ -181,6 +181,12 @@ func (b *Bench) routerCost(rep *report.Report, before, after hostState) {
 	if len(rep.Routers) == 0 {
 		rep.CostNote = "no cost per packet: no router on the path"
 		return
+	}
+	for _, r := range rep.Routers {
+		if r.Host != "" && r.Host != b.run.Lab.OnHost() {
+			rep.CostNote = fmt.Sprintf("no cost per packet: router %s runs on host %s, whose CPU time is not read from here", r.Node, r.Host)
+			return
+		}
 	}
 	cpus, placed := b.costCPUs()
 	ns, runs, err := after.softirq.Since(*before.softirq, cpus, softirq.NetRX, softirq.NetTX)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/nslab/nslab/pktgen/bench/remote"
 	"io"
 	"maps"
 	"strings"
@@ -280,7 +281,7 @@ func (gr *groupRun) stopAll() {
 		st.stop()
 		st.stopWatch()
 		if st.reader != nil {
-			_, _ = st.reader.Stop(context.Background(), 0) // the group failed to start: that error is the one to report
+			_, _ = st.reader.stop(0, remote.ArrivalsAsk{}) // the group failed to start: that error is the one to report
 		}
 		if m := gr.tcp[i]; m != nil && m.loading != nil {
 			_, _, _ = m.loading.finish() // likewise

@@ -3,6 +3,8 @@ package bench
 import (
 	"context"
 	"fmt"
+	"github.com/nslab/nslab/pktgen/bench/remote"
+	"time"
 
 	"github.com/nslab/nslab/pktgen/engine"
 	"github.com/nslab/nslab/pktgen/kernel"
@@ -55,8 +57,29 @@ func methodOf(every uint32) string {
 }
 
 // openReader starts the receiver's reader of a run of t, on the
-// receiver's interface (the last measured one).
-func (b *Bench) openReader(t *spec.Traffic, every uint32) (*receive.Reader, error) {
+// receiver's interface (the last measured one): here, or through its
+// host's agent when it is on another host, that host's clock taken less
+// its offset against this one's.
+func (b *Bench) openReader(t *spec.Traffic, every uint32) (arrivalsReader, error) {
+	last := b.meas.targets[len(b.meas.targets)-1]
+	_, pktgen := b.eng.(kernel.Engine)
+	if k := len(b.meas.targets) - 1; b.meas.isRemote(k) {
+		c := b.meas.hops.Clock(last.Host)
+		a := remote.ReaderAsk{Node: last.Node, Interface: last.Interface, Port: uint16(t.Flow().Port), IPv6: t.To.Is6(), Nanoseconds: !pktgen, Every: every, ClockOffset: correction(c)}
+		if err := b.meas.hops.OpenReader(last.Host, a); err != nil {
+			return nil, err
+		}
+		return hostReader{hops: b.meas.hops, clock: c}, nil
+	}
+	r, err := b.openLocalReader(t, every)
+	if err != nil {
+		return nil, err
+	}
+	return localReader{r}, nil
+}
+
+// openLocalReader starts the receiver's reader here.
+func (b *Bench) openLocalReader(t *spec.Traffic, every uint32) (*receive.Reader, error) {
 	last := b.meas.targets[len(b.meas.targets)-1]
 	link, err := b.run.Link(spec.Endpoint{Node: last.Node, Interface: last.Interface})
 	if err != nil {
@@ -68,6 +91,52 @@ func (b *Bench) openReader(t *spec.Traffic, every uint32) (*receive.Reader, erro
 	})
 }
 
+// arrivalsReader is the receiver's reader of a run, here or on the
+// receiver's host: stop ends it, once the packets still on their way had
+// linger to arrive, and says what it made of the packets, as q asks.
+type arrivalsReader interface {
+	stop(linger time.Duration, q remote.ArrivalsAsk) (remote.Arrivals, error)
+}
+
+type localReader struct{ r *receive.Reader }
+
+func (l localReader) stop(linger time.Duration, q remote.ArrivalsAsk) (remote.Arrivals, error) {
+	res, err := l.r.Stop(context.Background(), linger)
+	if err != nil {
+		return remote.Arrivals{}, err
+	}
+	return remote.ArrivalsOf(res, q), nil
+}
+
+// hostReader is the reader on the receiver's host, whose clock is taken
+// to be clock's offset from this one's.
+type hostReader struct {
+	hops  *remote.Hops
+	clock report.HostClock
+}
+
+func (h hostReader) stop(linger time.Duration, q remote.ArrivalsAsk) (remote.Arrivals, error) {
+	q.Linger = linger
+	q.Method += fmt.Sprintf("; read on host %s, whose clock is %+.3f ms ± %.3f ms against the sender's host's (measured by %s)",
+		h.clock.Host, float64(h.clock.Offset)/1e6, float64(h.clock.Error)/1e6, h.clock.By)
+	if correction(h.clock) == 0 {
+		q.Method += ": the same clock within that error, so no correction; each latency is good to that error"
+	} else {
+		q.Method += ": the arrival times taken less that offset; each latency is good to that error"
+	}
+	return h.hops.StopReader(h.clock.Host, q)
+}
+
+// correction is what a receiver's arrival times are taken less: the
+// receiver's clock's offset against the sender's when it is larger than
+// the error of its measure, else none (both may be one clock).
+func correction(c report.HostClock) time.Duration {
+	if c.Offset > c.Error || -c.Offset > c.Error {
+		return c.Offset
+	}
+	return 0
+}
+
 // stampResolution is the send stamp's resolution of the bench's engine.
 func (b *Bench) stampResolution() int64 {
 	if _, pktgen := b.eng.(kernel.Engine); pktgen {
@@ -77,27 +146,27 @@ func (b *Bench) stampResolution() int64 {
 }
 
 // readerResult stops the reader of a run (the path has settled) and puts
-// what it read into rep: the latency, and the sequence accounting when
-// one thread sent (threads number their packets alike, so the reader
-// cannot tell two threads' packets apart).
-func (b *Bench) readerResult(r *receive.Reader, every uint32, res *engine.Result, rep *report.Report) error {
-	got, err := r.Stop(context.Background(), 0)
+// what it read in the report: latency, and the accounting by sequence
+// when it read every packet and one thread sent (threads number their
+// packets alike, so the reader could not tell them apart).
+func (b *Bench) readerResult(r arrivalsReader, every uint32, res *engine.Result, rep *report.Report) error {
+	q := remote.ArrivalsAsk{Method: methodOf(every), ResolutionNs: b.stampResolution(), Sizes: rep.Mix != "" && every <= 1,
+		Sequence: every <= 1 && len(res.Threads) <= 1, FirstSeq: engine.FirstSeq, Sent: res.Handed()}
+	got, err := r.stop(0, q)
 	if err != nil {
 		return err
 	}
-	rep.Latency = got.Tracker.Latency(methodOf(every), b.stampResolution())
+	rep.Latency = got.Latency
 	rep.ReaderMissed = got.Missed
 	if every > 1 {
 		rep.SequenceNote = "no accounting by sequence: the reader read " + methodOf(every)
 		return nil
 	}
-	if rep.Mix != "" {
-		rep.ReceivedSizes = got.Tracker.Sizes()
-	}
+	rep.ReceivedSizes = got.Sizes
 	if n := len(res.Threads); n > 1 {
 		rep.SequenceNote = fmt.Sprintf("no accounting by sequence: %d sender threads number their packets alike", n)
 		return nil
 	}
-	rep.Sequence = got.Tracker.Sequence(engine.FirstSeq, map[int]uint64{0: res.Handed()})
+	rep.Sequence = got.Sequence
 	return nil
 }

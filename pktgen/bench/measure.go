@@ -8,6 +8,7 @@ import (
 	"github.com/nslab/nslab/topology/walk"
 
 	"github.com/nslab/nslab/pktgen/bench/account"
+	"github.com/nslab/nslab/pktgen/bench/remote"
 	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/pktgen/sample"
 	"github.com/nslab/nslab/topology/lab"
@@ -33,11 +34,30 @@ type measurement struct {
 	routers map[string]*ns.NS
 	mtu     map[string]int          // by target ("ns2:veth1-peer")
 	qdiscs  map[string]*qdisc.State // by target, for those with a root qdisc of their own
+	// hops reads the targets on other hosts (nil: none read), remoteAt
+	// is each target's place among them (-1: here), and hopsBase is their
+	// neighbour frames and routers' counters at the baseline; hopsFinal
+	// at the end.
+	// vxlan marks the targets that are a VXLAN end of a link between
+	// hosts (their rx counts what they drop).
+	vxlan               []bool
+	hops                *remote.Hops
+	remoteAt            []int
+	hopsBase, hopsFinal remoteControl
+}
+
+// remoteControl is one reading of the other hosts' neighbour frames (by
+// target, cumulative) and their routers' counters.
+type remoteControl struct {
+	received []uint64
+	mib, ct  map[string]map[string]uint64
 }
 
 // newMeasurement sets up the measurement of a path (or of the interfaces
-// given instead, the last being the receiver).
-func newMeasurement(r *lab.Running, path *walk.Path, measure []spec.Endpoint, ipv6 bool) (*measurement, error) {
+// given instead, the last being the receiver) for traffic t; with rem,
+// the path's hops on other hosts are read through it.
+func newMeasurement(r *lab.Running, path *walk.Path, measure []spec.Endpoint, t *spec.Traffic, rem remote.Transport) (*measurement, error) {
+	ipv6 := t.To.Is6()
 	m := &measurement{routers: map[string]*ns.NS{}, mtu: map[string]int{}, qdiscs: map[string]*qdisc.State{}}
 	if len(measure) > 0 {
 		for i, ep := range measure {
@@ -48,15 +68,23 @@ func newMeasurement(r *lab.Running, path *walk.Path, measure []spec.Endpoint, ip
 			m.roles = append(m.roles, map[bool]string{true: "receiver", false: "measured"}[i == len(measure)-1])
 		}
 	} else {
-		m.targets, m.roles, m.gaps = hopPlan(r.Lab, path)
+		m.targets, m.roles, m.gaps = hopPlan(r.Lab, path, rem != nil)
 		for _, node := range routerNodes(path) {
 			if r.Lab.Local(node) {
 				m.routers[node] = r.Node(node).NS
 			}
 		}
 	}
+	m.vxlan = make([]bool, len(m.targets))
+	for i, x := range m.targets {
+		m.vxlan[i] = betweenHosts(r.Lab.Model(), spec.Endpoint{Node: x.Node, Interface: x.Interface})
+	}
 	var err error
-	if m.sampler, err = sample.New(r.Opened, m.targets); err != nil {
+	if m.hops, m.remoteAt, err = openHops(r, path, m.targets, m.roles, t, rem); err != nil {
+		return nil, err
+	}
+	if m.sampler, err = m.samplerOf(r, m.targets); err != nil {
+		m.close()
 		return nil, err
 	}
 	if err := m.openNeighbours(r, ipv6); err != nil {
@@ -73,6 +101,9 @@ func (m *measurement) openNeighbours(r *lab.Running, ipv6 bool) error {
 	m.neighbours = make([]*sample.Neighbours, len(m.targets))
 	m.sent = make([]*sample.Neighbours, len(m.targets))
 	for i, t := range m.targets {
+		if m.isRemote(i) {
+			continue // its host counts its neighbour frames
+		}
 		link, err := r.Link(spec.Endpoint{Node: t.Node, Interface: t.Interface})
 		if err != nil {
 			return err
@@ -100,6 +131,53 @@ func (m *measurement) openNeighbours(r *lab.Running, ipv6 bool) error {
 	return nil
 }
 
+// betweenHosts reports whether interface ep is an end of a link between
+// two hosts (a VXLAN interface).
+func betweenHosts(l *spec.Lab, ep spec.Endpoint) bool {
+	for _, k := range l.Links {
+		if k.A == ep || k.B == ep {
+			return k.VNI != 0
+		}
+	}
+	return false
+}
+
+// samplerOf is a sampler of targets, those on other hosts read through
+// the hops there.
+func (m *measurement) samplerOf(r *lab.Running, targets []sample.Target) (*sample.Sampler, error) {
+	if m.hops != nil {
+		return sample.NewSpanning(r.Opened, targets, m.hops)
+	}
+	return sample.New(r.Opened, targets)
+}
+
+// openHops opens, through rem, the targets on other hosts than r's (nil
+// when there are none, or no rem): their counters, neighbour frame counts,
+// the routers there among the path's, and the receiver's sink when the
+// receiver (the last target) is there. remoteAt is each target's place
+// among those opened (-1: here).
+func openHops(r *lab.Running, p *walk.Path, targets []sample.Target, roles []string, t *spec.Traffic, rem remote.Transport) (*remote.Hops, []int, error) {
+	at := make([]int, len(targets))
+	var there []sample.Target
+	var theirRoles []string
+	for i, x := range targets {
+		at[i] = -1
+		if rem != nil && x.Host != "" && !r.Lab.Local(x.Node) {
+			at[i] = len(there)
+			there, theirRoles = append(there, x), append(theirRoles, roles[i])
+		}
+	}
+	if len(there) == 0 {
+		return nil, at, nil
+	}
+	var sink *remote.Sink
+	if last := targets[len(targets)-1]; at[len(targets)-1] >= 0 && t.TCP == nil {
+		sink = &remote.Sink{Node: last.Node, Port: t.Flow().Port, IPv6: t.To.Is6()}
+	}
+	h, err := remote.Open(rem, there, theirRoles, routerNodes(p), sink)
+	return h, at, err
+}
+
 // baseline reads the counters at the start of a run and zeroes the
 // neighbour frame counts.
 func (m *measurement) baseline() (sample.Sample, error) {
@@ -110,8 +188,52 @@ func (m *measurement) baseline() (sample.Sample, error) {
 			}
 		}
 	}
+	var err error
+	if m.hopsBase, err = m.readControl(); err != nil {
+		return sample.Sample{}, err
+	}
 	return m.sampler.Read()
 }
+
+// readControl reads the other hosts' neighbour frames and routers'
+// counters (none without hops there).
+func (m *measurement) readControl() (remoteControl, error) {
+	if m.hops == nil {
+		return remoteControl{}, nil
+	}
+	var c remoteControl
+	var err error
+	c.received, c.mib, c.ct, err = m.hops.Control()
+	return c, err
+}
+
+// withRemoteRouters adds the IP and conntrack counters of the routers on
+// other hosts, read with the baseline and at the end, to the host states.
+func (m *measurement) withRemoteRouters(before, after *hostState) {
+	for _, x := range []struct {
+		h *hostState
+		c remoteControl
+	}{{before, m.hopsBase}, {after, m.hopsFinal}} {
+		for n, v := range x.c.mib {
+			x.h.mib[n] = v
+		}
+		for n, v := range x.c.ct {
+			x.h.ct[n] = v
+		}
+	}
+}
+
+// lostHosts are the other hosts that stopped answering since the hops
+// were opened.
+func (m *measurement) lostHosts() []report.LostHost {
+	if m.hops == nil {
+		return nil
+	}
+	return m.hops.Lost()
+}
+
+// isRemote reports whether target i is read on another host.
+func (m *measurement) isRemote(i int) bool { return m.hops != nil && m.remoteAt[i] >= 0 }
 
 // final reads the counters at the end of a run, and the neighbour frames
 // each interface received since the baseline.
@@ -120,8 +242,16 @@ func (m *measurement) final() (sample.Sample, []control, error) {
 	if err != nil {
 		return s, nil, err
 	}
+	if m.hopsFinal, err = m.readControl(); err != nil {
+		return s, nil, err
+	}
 	counts := make([]control, len(m.targets))
 	for i := range m.targets {
+		if m.isRemote(i) {
+			k := m.remoteAt[i]
+			counts[i].received = m.hopsFinal.received[k] - min(m.hopsBase.received[k], m.hopsFinal.received[k])
+			continue
+		}
 		if c := m.neighbours[i]; c != nil {
 			if counts[i].received, err = c.Count(); err != nil {
 				return s, nil, err
@@ -141,6 +271,10 @@ func (m *measurement) final() (sample.Sample, []control, error) {
 type control struct{ received, sent uint64 }
 
 func (m *measurement) close() {
+	if m.hops != nil {
+		m.hops.Close()
+		m.hops = nil
+	}
 	for _, c := range append(m.neighbours, m.sent...) {
 		if c != nil {
 			c.Close()
@@ -150,13 +284,18 @@ func (m *measurement) close() {
 
 // hopPlan lists the interfaces to sample (the sender's, each hop's ingress
 // and egress, the receiver's) with their roles. Hops on other hosts of a
-// lab that spans hosts cannot be sampled from here: they are left out, and
-// gaps names them at the interface that receives after them.
-func hopPlan(l *spec.Lab, p *walk.Path) (targets []sample.Target, roles []string, gaps []string) {
+// lab that spans hosts are read there when every host is reached
+// (everywhere; each target then names its host); otherwise they are left
+// out, and gaps names them at the interface that receives after them.
+func hopPlan(l *spec.Lab, p *walk.Path, everywhere bool) (targets []sample.Target, roles []string, gaps []string) {
 	all := hopRoles(p.Hops)
 	k, gap := 0, []string(nil)
 	for _, h := range p.Hops {
 		e := l.Elsewhere(h.Node)
+		host := ""
+		if everywhere && l.Spans() {
+			e, host = "", l.Model().Node(h.Node).Host
+		}
 		if e != "" {
 			gap = append(gap, e)
 		}
@@ -169,7 +308,7 @@ func hopPlan(l *spec.Lab, p *walk.Path) (targets []sample.Target, roles []string
 			if e != "" {
 				continue
 			}
-			targets = append(targets, sample.Target{Node: h.Node, Interface: i})
+			targets = append(targets, sample.Target{Node: h.Node, Interface: i, Host: host})
 			roles = append(roles, role)
 			gaps = append(gaps, strings.Join(gap, ", "))
 			gap = nil
@@ -273,6 +412,7 @@ func hopCounters(m *measurement, base, final sample.Sample, ctl []control) []rep
 		if i < len(m.gaps) {
 			out[i].After = m.gaps[i]
 		}
+		out[i].RxIncludesDropped = m.vxlan[i]
 	}
 	return out
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/nslab/nslab/pktgen/bench/remote"
 	"io"
 	"time"
 
@@ -41,7 +42,7 @@ type probe struct {
 func (b *Bench) newProbe() (*probe, error) {
 	t := spec.Traffic{Name: b.t.Name + " probe", From: b.t.From, To: b.t.To, Frames: []int{b.probeFrame()}, RatePPS: tcp.ProbeRate, Threads: 1,
 		Engine: "userspace", DstPorts: [2]int{probePort, probePort}}
-	sink, err := openSink(b.run.Node(b.path.Hops[len(b.path.Hops)-1].Node).NS, &t)
+	sink, err := remote.OpenSink(b.run.Node(b.path.Hops[len(b.path.Hops)-1].Node).NS, t.Flow().Port, t.To.Is6())
 	if err != nil {
 		return nil, fmt.Errorf("latency probe: %w", err)
 	}
@@ -64,7 +65,7 @@ type probeSent struct {
 // start opens the reader and sends the probe stream for d, in the
 // background.
 func (p *probe) start(ctx context.Context, d time.Duration) (*started, error) {
-	r, err := p.b.openReader(&p.t, 1)
+	r, err := p.b.openLocalReader(&p.t, 1)
 	if err != nil {
 		return nil, fmt.Errorf("latency probe: %w", err)
 	}

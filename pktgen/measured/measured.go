@@ -55,6 +55,9 @@ type Target struct {
 	Node      string `json:"node"`
 	Namespace string `json:"namespace"`
 	Interface string `json:"interface"`
+	// Host is the host the node runs on, in a lab that spans hosts whose
+	// bench reads other hosts' hops through their agents; "" otherwise.
+	Host string `json:"host,omitempty"`
 }
 
 func (t Target) String() string { return t.Node + ":" + t.Interface }

@@ -37,6 +37,9 @@ type Options struct {
 	// rest): latency from a sample, at a fraction of the cost, and no
 	// accounting by sequence. 0 or 1: every packet.
 	Every uint32
+	// ClockOffset is the receiver's clock less the sender's, when they
+	// are on two hosts: each arrival's time is taken less it.
+	ClockOffset time.Duration
 }
 
 // Reader reads a run's packets in the receiver's namespace.
@@ -119,7 +122,7 @@ func (r *Reader) loop() error {
 			thread = r.opts.Thread(st.SrcPort)
 		}
 		r.read++
-		r.t.Add(thread, st.Seq, st.SentNs, int64(sec)*1e9+int64(nsec))
+		r.t.Add(thread, st.Seq, st.SentNs, int64(sec)*1e9+int64(nsec)-int64(r.opts.ClockOffset))
 		r.t.AddSize(wire + 4) // FCS
 	}
 	fds := []unix.PollFd{{Fd: int32(r.fd), Events: unix.POLLIN | unix.POLLERR}}

@@ -26,6 +26,13 @@ type Report struct {
 	From  string `json:"from"`
 	To    string `json:"to"`
 	Frame int    `json:"frame"` // L2 frame including FCS (with a mix: its largest)
+	// LostHosts are the hosts whose hops could not be read any more
+	// during the run (a lab that spans hosts): their hops' counters are
+	// those of their last reading.
+	LostHosts []LostHost `json:"lost_hosts,omitempty"`
+	// HostClocks are, for a run whose hops on other hosts were read
+	// through their agents, each such host's clock against this one's.
+	HostClocks []HostClock `json:"host_clocks,omitempty"`
 	// Mix is the run's frame mix as SIZE:WEIGHT words, and MeanFrame its
 	// mean size, from which its Mb/s are computed; empty for one size.
 	Mix string `json:"mix,omitempty"`
@@ -146,6 +153,11 @@ type HopCounters struct {
 	// the run: counted in RxPackets, and in the previous hop's TxPackets,
 	// but not the run's.
 	Neighbour uint64 `json:"neighbour_frames,omitempty"`
+	// RxIncludesDropped: its rx_packets counts what it then dropped too
+	// (rx_dropped): a VXLAN interface counts a packet as it decapsulates
+	// it, before its receive queue or RPS's backlog can drop it; a veth
+	// counts only what it delivered.
+	RxIncludesDropped bool `json:"rx_includes_dropped,omitempty"`
 	// SentControl: the control frames it sent, counted on their way out
 	// where its peer is on another host.
 	SentControl uint64 `json:"control_frames_sent,omitempty"`
@@ -163,6 +175,28 @@ type HopCounters struct {
 	Joined uint64 `json:"joined,omitempty"`
 }
 
+// LostHost is a host whose agent stopped answering during a run: when
+// it was first missed, its last reading that was answered, and why.
+type LostHost struct {
+	Host     string    `json:"host"`
+	At       time.Time `json:"at"`
+	LastRead time.Time `json:"last_read,omitzero"`
+	Why      string    `json:"why"`
+}
+
+// HostClock is another host's clock against the bench's: the offset
+// measured from the answer of the shortest round trip (its reading taken
+// to be in the middle), by the coordinator at its hellos to the agents or
+// else by the bench's asks for the host's hops (over Readings answers),
+// and Error the most it is off by.
+type HostClock struct {
+	Host     string        `json:"host"`
+	Offset   time.Duration `json:"offset_ns"`
+	Error    time.Duration `json:"error_ns"`
+	Readings int           `json:"readings,omitempty"`
+	By       string        `json:"by"` // who measured it
+}
+
 // Drop is packets lost at one place of the path.
 type Drop struct {
 	Place   string `json:"place"`   // "link ns1:veth1 -> ns2:veth1-peer", "inside router ns2"
@@ -174,6 +208,9 @@ type Drop struct {
 	// say nothing.
 	Cause string `json:"cause,omitempty"`
 	Node  string `json:"node"` // the node the packets were entering or crossing
+	// Host is that node's host, in a lab that spans hosts whose every
+	// hop was read ("" otherwise, or for the underlay between two).
+	Host string `json:"host,omitempty"`
 	// Segments are, in a TCP run, the data segments lost there: a packet
 	// the counters count once may be a GSO packet of several.
 	Segments uint64 `json:"segments,omitempty"`
@@ -192,7 +229,8 @@ type SenderCheck struct {
 // RouterCounts is what one router on the path did with the run's packets.
 type RouterCounts struct {
 	Node    string `json:"node"`
-	Entered uint64 `json:"entered"` // ingress rx (run packets)
+	Host    string `json:"host,omitempty"` // its host, in a lab that spans hosts whose every hop was read
+	Entered uint64 `json:"entered"`        // ingress rx (run packets)
 	// Forwarded is what left the router: egress tx (run packets).
 	Forwarded uint64 `json:"forwarded"`
 	// DroppedAtEgress is what its egress took but could not hand on
@@ -256,6 +294,7 @@ type Verdict struct {
 	// rate, or unknown.
 	Limit    string   `json:"limit"`
 	Node     string   `json:"node,omitempty"`
+	Host     string   `json:"host,omitempty"` // the node's host, in a lab that spans hosts
 	CPUs     []int    `json:"cpus,omitempty"`
 	Evidence []string `json:"evidence"`
 	// Bursts: the CPUs that dropped were under 60% busy, so the drops

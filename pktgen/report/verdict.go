@@ -13,6 +13,9 @@ func (v Verdict) Line() string {
 	if v.Node != "" {
 		who += " " + v.Node
 	}
+	if v.Host != "" {
+		who += " on host " + v.Host
+	}
 	var ev []string
 	for _, e := range v.Evidence {
 		if e != "" {

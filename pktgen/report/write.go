@@ -125,6 +125,7 @@ func (r *Report) table(w io.Writer) error {
 	r.tableHead(ew)
 	r.latencyLines(ew)
 	r.tableHops(ew)
+	r.hostLines(ew)
 	r.tableBalance(ew)
 	r.fidelityLines(ew)
 	r.failoverLines(ew)
@@ -191,11 +192,19 @@ func (r *Report) tableHops(ew *errWriter) {
 		if h.SentControl > 0 {
 			neigh += fmt.Sprintf(" (sent %d)", h.SentControl)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\n", h.Role, h.Target, h.RxPackets, h.TxPackets, h.RxDropped+h.RxMissed, h.TxDropped, neigh)
+		target := h.String()
+		if h.Host != "" {
+			target += " (host " + h.Host + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%d\t%s\n", h.Role, target, h.RxPackets, h.TxPackets, h.RxDropped+h.RxMissed, h.TxDropped, neigh)
 	}
 	tw.Flush()
 	for _, rt := range r.Routers {
-		ew.printf("router %s: entered %d, forwarded (left it) %d, dropped at its egress %d", rt.Node, rt.Entered, rt.Forwarded, rt.DroppedAtEgress)
+		on := ""
+		if rt.Host != "" {
+			on = " on host " + rt.Host
+		}
+		ew.printf("router %s%s: entered %d, forwarded (left it) %d, dropped at its egress %d", rt.Node, on, rt.Entered, rt.Forwarded, rt.DroppedAtEgress)
 		if rt.DuplicatedAtEgress > 0 {
 			ew.printf(", copies its egress added %d", rt.DuplicatedAtEgress)
 		}
@@ -218,6 +227,29 @@ func (r *Report) tableHops(ew *errWriter) {
 	}
 	r.costLines(ew)
 	ew.printf("\n")
+}
+
+// hostLines says how the other hosts' hops were read and their clocks,
+// and which hosts stopped answering during the run, and from when: their
+// hops' counters are those read up to then.
+func (r *Report) hostLines(ew *errWriter) {
+	if len(r.HostClocks) > 0 {
+		var parts []string
+		for _, c := range r.HostClocks {
+			parts = append(parts, fmt.Sprintf("host %s %+.3f ms ± %.3f ms", c.Host, float64(c.Offset)/1e6, float64(c.Error)/1e6))
+		}
+		ew.printf("other hosts' hops read by their agents, each reading within the round trip of its ask; their clocks against this one's (measured by %s): %s\n\n", r.HostClocks[0].By, strings.Join(parts, ", "))
+	}
+	for _, l := range r.LostHosts {
+		ew.printf("host %s lost %.3f s into the run (%s): its hops' counters are those of its last reading", l.Host, l.At.Sub(r.Started).Seconds(), l.Why)
+		if !l.LastRead.IsZero() {
+			ew.printf(", %.3f s into the run", l.LastRead.Sub(r.Started).Seconds())
+		}
+		ew.printf("\n")
+	}
+	if len(r.LostHosts) > 0 {
+		ew.printf("\n")
+	}
 }
 
 func (r *Report) tableBalance(ew *errWriter) {
@@ -257,7 +289,11 @@ func (r *Report) tableBalance(ew *errWriter) {
 func places(ew *errWriter, ds []Drop) {
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
 	for _, d := range ds {
-		fmt.Fprintf(tw, "  %s\t%d\t%s\n", d.Place, d.Packets, d.causeAndQdisc())
+		place := d.Place
+		if d.Host != "" {
+			place += " (host " + d.Host + ")"
+		}
+		fmt.Fprintf(tw, "  %s\t%d\t%s\n", place, d.Packets, d.causeAndQdisc())
 	}
 	tw.Flush()
 }

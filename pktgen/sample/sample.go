@@ -10,6 +10,7 @@ package sample
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/nslab/nslab/pktgen/measured"
@@ -44,6 +45,44 @@ type Sampler struct {
 	links   []netlink.Link // with a root qdisc of their own; nil otherwise
 	indexes []int
 	start   time.Time
+	// remote reads the targets on other hosts (their Host set), and
+	// remoteAt is each target's place among remote's (-1: local).
+	remote   Remote
+	remoteAt []int
+}
+
+// Remote reads targets on other hosts of a lab that spans hosts, through
+// their agents (package remote): every one of its targets at each Read.
+type Remote interface {
+	Targets() []Target
+	Read() ([]Counters, error)
+}
+
+// NewSpanning is New for targets some of which are on other hosts (those
+// among rem's targets): they are read through rem, the others here.
+func NewSpanning(r *deployed.Opened, targets []Target, rem Remote) (*Sampler, error) {
+	var local []Target
+	at := make([]int, len(targets))
+	for i, t := range targets {
+		if at[i] = slices.Index(rem.Targets(), t); at[i] < 0 {
+			local = append(local, t)
+		}
+	}
+	l, err := New(r, local)
+	if err != nil {
+		return nil, err
+	}
+	s := &Sampler{Targets: targets, start: l.start, remote: rem, remoteAt: at}
+	k := 0
+	for i := range targets {
+		if at[i] >= 0 {
+			s.handles, s.indexes, s.links = append(s.handles, nil), append(s.indexes, 0), append(s.links, nil)
+			continue
+		}
+		s.handles, s.indexes, s.links = append(s.handles, l.handles[k]), append(s.indexes, l.indexes[k]), append(s.links, l.links[k])
+		k++
+	}
+	return s, nil
 }
 
 // New finds the targets' interfaces in the running lab. It opens nothing:
@@ -76,6 +115,9 @@ func New(r *deployed.Opened, targets []Target) (*Sampler, error) {
 func (s *Sampler) FindQdiscs() error {
 	links := make([]netlink.Link, len(s.handles))
 	for i, h := range s.handles {
+		if h == nil {
+			continue // on another host
+		}
 		l, err := h.LinkByIndex(s.indexes[i])
 		if err != nil {
 			return fmt.Errorf("sample %s: %w", s.Targets[i], err)
@@ -90,6 +132,9 @@ func (s *Sampler) FindQdiscs() error {
 func (s *Sampler) findQdiscs(links []netlink.Link) error {
 	s.links = make([]netlink.Link, len(links))
 	for i, l := range links {
+		if l == nil {
+			continue // on another host
+		}
 		st, err := qdisc.Read(s.handles[i], l)
 		if err != nil {
 			return fmt.Errorf("sample %s: %w", s.Targets[i], err)
@@ -104,7 +149,13 @@ func (s *Sampler) findQdiscs(links []netlink.Link) error {
 // Read samples every target once.
 func (s *Sampler) Read() (Sample, error) {
 	out := Sample{Counters: make([]Counters, len(s.Targets))}
+	if err := s.readRemote(out.Counters); err != nil {
+		return out, err
+	}
 	for i, h := range s.handles {
+		if h == nil {
+			continue // read by readRemote
+		}
 		l, err := h.LinkByIndex(s.indexes[i])
 		if err != nil {
 			return out, fmt.Errorf("sample %s: %w", s.Targets[i], err)
@@ -128,6 +179,23 @@ func (s *Sampler) Read() (Sample, error) {
 	}
 	out.At = time.Since(s.start)
 	return out, nil
+}
+
+// readRemote fills the counters of the targets on other hosts.
+func (s *Sampler) readRemote(into []Counters) error {
+	if s.remote == nil {
+		return nil
+	}
+	c, err := s.remote.Read()
+	if err != nil {
+		return err
+	}
+	for i, k := range s.remoteAt {
+		if k >= 0 {
+			into[i] = c[k]
+		}
+	}
+	return nil
 }
 
 // Run samples at every interval until ctx is done and hands each sample to

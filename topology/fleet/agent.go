@@ -39,42 +39,59 @@ type Agent struct {
 	host string
 	file string // the lab's file, written where the verbs read it
 	id   string // BinaryID(Exe), once known
+
+	s       *stream
+	answers chan Request // OpAnswer, for the verb that asked
+	hops    *hopsReader  // this host's hops, read for a bench on another host
 }
 
 // agentVerbs are the verbs a coordinator may run on a host's share.
 var agentVerbs = []string{"deploy", "apply", "destroy", "inspect", "check", "path", "bench", "impair", "link", "node"}
 
-// Serve answers requests until the coordinator closes the channel. When
-// it does (the coordinator ended, or its ssh did) while a verb runs, the
-// verb is interrupted as Ctrl-C would: a deploy takes back what it made.
+// Serve answers requests until the coordinator closes the channel, or ctx
+// ends (a signal). When it does (the coordinator ended, or its ssh did)
+// while a verb runs, the verb is interrupted as Ctrl-C would: a deploy
+// takes back what it made. Either way what the agent kept is removed.
 func (a *Agent) Serve(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	s := newStream(a.In, a.Out)
+	a.s, a.answers = newStream(a.In, a.Out), make(chan Request, 1)
 	reqs := make(chan Request)
 	go func() {
 		defer close(reqs)
 		defer cancel()
 		for {
 			var r Request
-			if err := s.recv(&r); err != nil {
+			if err := a.s.recv(&r); err != nil {
 				return
 			}
+			to := reqs
+			if r.Op == OpAnswer {
+				to = a.answers // for the verb in progress, not the queue
+			}
 			select {
-			case reqs <- r:
+			case to <- r:
 			case <-ctx.Done():
 				return
 			}
 		}
 	}()
 	defer a.removeFile()
-	for r := range reqs {
-		resp := a.handle(ctx, r)
-		if err := s.send(resp); err != nil {
+	defer a.hops.close()
+	for {
+		var r Request
+		var ok bool
+		select {
+		case r, ok = <-reqs:
+		case <-ctx.Done(): // a signal: end as when the input ends
+		}
+		if !ok {
+			return nil
+		}
+		if err := a.s.send(a.handle(ctx, r)); err != nil {
 			return err
 		}
 	}
-	return nil
 }
 
 func (a *Agent) handle(ctx context.Context, r Request) Response {
@@ -90,6 +107,8 @@ func (a *Agent) handle(ctx context.Context, r Request) Response {
 	case OpMTU:
 		resp.Largest, err = LargestAnswered(ctx, r.To, r.Size)
 		resp.Fits = resp.Largest >= r.Size
+	case OpHops:
+		resp.Body, err = a.readHops(r.Body)
 	default:
 		err = fmt.Errorf("unknown request %q", r.Op)
 	}
@@ -196,6 +215,13 @@ func (a *Agent) run(ctx context.Context, args []string) (Response, error) {
 	cmd.WaitDelay = 2 * time.Minute // a deploy's undo takes its time
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
+	if slices.Contains(args, RemoteArg) {
+		stop, err := a.relayAsks(ctx, cmd)
+		if err != nil {
+			return Response{}, err
+		}
+		defer stop()
+	}
 	err := cmd.Run()
 	resp := Response{Stdout: out.String(), Stderr: errOut.String()}
 	var ee *exec.ExitError

@@ -2,8 +2,10 @@ package fleet
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"slices"
 	"sync"
@@ -55,6 +57,9 @@ func Open(ctx context.Context, p *Plan, file []byte, dialers map[string]Dialer, 
 		off, err := clockOffset(ctx, conn)
 		if err == nil {
 			_, err = conn.Call(ctx, Request{Op: OpPlan, Plan: p, Host: host, File: file})
+		}
+		conn.asked = func(ctx context.Context, ask map[string]json.RawMessage) Request {
+			return Request{Op: OpAnswer, Answers: c.relayHops(ctx, ask), Clocks: c.clocksFrom(host)}
 		}
 		mu.Lock()
 		defer mu.Unlock()
@@ -112,6 +117,50 @@ func (c *Coordinator) each(hosts []string, f func(i int, host string) error) err
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// relayHops sends each host's message of a bench's ask to that host's
+// agent, all at once, and gathers their replies; a host that cannot be
+// asked is answered with an error that names it.
+func (c *Coordinator) relayHops(ctx context.Context, ask map[string]json.RawMessage) map[string]json.RawMessage {
+	hosts := slices.Sorted(maps.Keys(ask))
+	replies := make([]json.RawMessage, len(hosts))
+	_ = c.each(hosts, func(i int, host string) error {
+		conn := c.conns[host]
+		if conn == nil {
+			replies[i] = errorReply(fmt.Errorf("host %s is not among the lab's", host))
+			return nil
+		}
+		r, err := conn.Call(ctx, Request{Op: OpHops, Body: ask[host]})
+		if err != nil {
+			replies[i] = errorReply(&HostError{host, "read its hops", err})
+			return nil
+		}
+		replies[i] = r.Body
+		return nil
+	})
+	out := map[string]json.RawMessage{}
+	for i, h := range hosts {
+		out[h] = replies[i]
+	}
+	return out
+}
+
+// clocksFrom is every host's clock less host's, from the offsets the
+// hellos measured against this one's: the error is both offsets' errors.
+func (c *Coordinator) clocksFrom(host string) map[string]Clock {
+	from := c.Offsets[host]
+	out := map[string]Clock{}
+	for h, o := range c.Offsets {
+		out[h] = Clock{Offset: o.Offset - from.Offset, Error: (o.RTT + from.RTT) / 2}
+	}
+	return out
+}
+
+// errorReply is a hops reply that says why there is none.
+func errorReply(err error) json.RawMessage {
+	b, _ := json.Marshal(map[string]string{"error": err.Error()}) // a map of strings always encodes
+	return b
 }
 
 // Result is what a verb printed on one host, and its exit code.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -144,6 +145,9 @@ type Conn struct {
 	stderr bytes.Buffer
 	once   sync.Once
 	werr   error
+	// asked answers a verb's ask for other hosts' hops (nil: the verb's
+	// asks are refused).
+	asked func(ctx context.Context, ask map[string]json.RawMessage) Request
 }
 
 // wait reaps ssh once, however many ask.
@@ -152,12 +156,36 @@ func (c *Conn) wait() error {
 	return c.werr
 }
 
-// Call sends r and waits for the answer. A channel that ends says why:
-// ssh's own words (host key, authentication, connection) when it had any.
+// Call sends r and waits for the answer, answering the verb's asks for
+// other hosts' hops on the way. A channel that ends says why: ssh's own
+// words (host key, authentication, connection) when it had any.
 func (c *Conn) Call(ctx context.Context, r Request) (Response, error) {
 	if err := c.stream.send(r); err != nil {
 		return Response{}, c.ended(err)
 	}
+	for {
+		resp, err := c.recv(ctx)
+		switch {
+		case err != nil:
+			return Response{}, err
+		case resp.Ask != nil:
+			ans := Request{Op: OpAnswer, Error: "no other host is reached from here"}
+			if c.asked != nil {
+				ans = c.asked(ctx, resp.Ask)
+			}
+			if err := c.stream.send(ans); err != nil {
+				return Response{}, c.ended(err)
+			}
+		case resp.Error != "":
+			return resp, errors.New(resp.Error)
+		default:
+			return resp, nil
+		}
+	}
+}
+
+// recv reads one response, or gives up with ctx.
+func (c *Conn) recv(ctx context.Context) (Response, error) {
 	done := make(chan error, 1)
 	var resp Response
 	go func() { done <- c.stream.recv(&resp) }()
@@ -166,14 +194,11 @@ func (c *Conn) Call(ctx context.Context, r Request) (Response, error) {
 		if err != nil {
 			return Response{}, c.ended(err)
 		}
+		return resp, nil
 	case <-ctx.Done():
 		c.Close()
 		return Response{}, ctx.Err()
 	}
-	if resp.Error != "" {
-		return resp, errors.New(resp.Error)
-	}
-	return resp, nil
 }
 
 // ended is why the channel ended: ssh's exit and words.

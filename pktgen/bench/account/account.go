@@ -28,8 +28,15 @@ import (
 // count: the same packets, once) or the inside of a node on the path
 // (what entered and never reached its egress).
 
-// RxRun is what hop i received of the run: its rx less neighbour frames.
-func RxRun(h []report.HopCounters, i int) uint64 { return h[i].RxPackets - h[i].Neighbour }
+// RxRun is what hop i received of the run and handed on: its rx less
+// neighbour frames, and less what it dropped when its rx counts those.
+func RxRun(h []report.HopCounters, i int) uint64 {
+	n := h[i].RxPackets - h[i].Neighbour
+	if h[i].RxIncludesDropped {
+		n -= min(n, h[i].RxDropped+h[i].RxMissed)
+	}
+	return n
+}
 
 // TxRun is what hop i sent on of the run: its tx less the neighbour frames
 // its peer (the next hop, on a path) received from it.
@@ -141,11 +148,11 @@ func EgressLoss(h report.HopCounters) uint64 {
 func QdiscPlaces(x report.HopCounters) []report.Drop {
 	var out []report.Drop
 	if x.QdiscDrops > 0 {
-		out = append(out, report.Drop{Place: "qdisc of " + x.String(), Packets: x.QdiscDrops, Node: x.Node,
+		out = append(out, report.Drop{Place: "qdisc of " + x.String(), Packets: x.QdiscDrops, Node: x.Node, Host: x.Host,
 			Counted: "the qdisc's drop counter: " + QdiscCounts(x)})
 	}
 	if x.QdiscQueued > 0 {
-		out = append(out, report.Drop{Place: "still queued in the qdisc of " + x.String(), Packets: x.QdiscQueued, Node: x.Node,
+		out = append(out, report.Drop{Place: "still queued in the qdisc of " + x.String(), Packets: x.QdiscQueued, Node: x.Node, Host: x.Host,
 			Counted: fmt.Sprintf("the qdisc held %d packets (%d bytes) when the run was read", x.QdiscQueued, x.QdiscBacklog)})
 	}
 	return out
@@ -173,12 +180,12 @@ func PathDrops(h []report.HopCounters, frame int) (out, added []report.Drop) {
 			out = append(out, QdiscPlaces(a)...)
 		}
 		switch {
-		case IsOut(a.Role) && IsIn(b.Role) && b.After != "":
+		case IsOut(a.Role) && IsIn(b.Role) && (b.After != "" || a.Host != b.Host):
 			out = append(out, gapDrops(h, i)...)
 		case IsOut(a.Role) && IsIn(b.Role):
 			n := max(a.TxDropped, b.RxDropped+b.RxMissed)
 			if n > 0 {
-				out = append(out, report.Drop{Place: fmt.Sprintf("link %s -> %s", a.Target, b.Target), Packets: n, Node: b.Node,
+				out = append(out, report.Drop{Place: fmt.Sprintf("link %s -> %s", a.Target, b.Target), Packets: n, Node: b.Node, Host: b.Host,
 					Counted: fmt.Sprintf("%s tx_dropped %d, %s rx_dropped %d (the same packets, counted once)", a.Target, a.TxDropped, b.Target, b.RxDropped+b.RxMissed)})
 			}
 		case IsIn(a.Role) && IsOut(b.Role) && a.Node == b.Node:
@@ -191,7 +198,7 @@ func PathDrops(h []report.HopCounters, frame int) (out, added []report.Drop) {
 			}
 			switch {
 			case inside > 0:
-				out = append(out, report.Drop{Place: "inside " + nodeKind(a.Role) + " " + a.Node, Packets: uint64(inside), Node: a.Node, Counted: counted})
+				out = append(out, report.Drop{Place: "inside " + nodeKind(a.Role) + " " + a.Node, Packets: uint64(inside), Node: a.Node, Host: a.Host, Counted: counted})
 			case inside < 0 && b.Duplicates != "":
 				added = append(added, CopiesAt(b, uint64(-inside), counted))
 			}
@@ -200,23 +207,30 @@ func PathDrops(h []report.HopCounters, frame int) (out, added []report.Drop) {
 	return out, added
 }
 
-// gapDrops names the drops between hop i, which sends to other hosts, and
-// hop i+1, which receives from them: at each end by its own counters, and
-// between them what left hop i and never reached hop i+1, on the other
-// hosts or the underlay, whose counters are there.
+// gapDrops names the drops between hop i, which sends to another host,
+// and hop i+1, which receives from it: at each end by its own counters,
+// and between them what left hop i and never reached hop i+1. That is on
+// the underlay between the two hosts when both ends were read (a link
+// between hosts), and on the hops b.After names or the underlay when
+// those hops were not read from here (their counters are there).
 func gapDrops(h []report.HopCounters, i int) []report.Drop {
 	a, b := h[i], h[i+1]
 	var out []report.Drop
 	if a.TxDropped > 0 {
-		out = append(out, report.Drop{Place: "at " + a.String(), Packets: a.TxDropped, Node: a.Node, Counted: fmt.Sprintf("%s tx_dropped %d", a.Target, a.TxDropped)})
+		out = append(out, report.Drop{Place: "at " + a.String(), Packets: a.TxDropped, Node: a.Node, Host: a.Host, Counted: fmt.Sprintf("%s tx_dropped %d", a.Target, a.TxDropped)})
 	}
 	arrived := RxRun(h, i+1) + b.RxDropped + b.RxMissed
 	if lost := int64(TxRun(h, i)) - int64(arrived); lost > 0 {
-		out = append(out, report.Drop{Place: "on " + b.After + ", or the underlay between", Packets: uint64(lost),
-			Counted: fmt.Sprintf("%s sent %d of the run, %d reached %s (counted there: rx and rx_dropped)", a.Target, TxRun(h, i), arrived, b.Target)})
+		d := report.Drop{Place: "on " + b.After + ", or the underlay between", Packets: uint64(lost),
+			Counted: fmt.Sprintf("%s sent %d of the run, %d reached %s (counted there: rx and rx_dropped)", a.Target, TxRun(h, i), arrived, b.Target)}
+		if b.After == "" {
+			d.Place = fmt.Sprintf("underlay from host %s to host %s (link %s -> %s)", a.Host, b.Host, a.Target, b.Target)
+			d.Counted = fmt.Sprintf("%s on host %s sent %d of the run, %d reached %s on host %s (rx and rx_dropped)", a.Target, a.Host, TxRun(h, i), arrived, b.Target, b.Host)
+		}
+		out = append(out, d)
 	}
 	if n := b.RxDropped + b.RxMissed; n > 0 {
-		out = append(out, report.Drop{Place: "at " + b.String(), Packets: n, Node: b.Node, Counted: fmt.Sprintf("%s rx_dropped %d", b.Target, n)})
+		out = append(out, report.Drop{Place: "at " + b.String(), Packets: n, Node: b.Node, Host: b.Host, Counted: fmt.Sprintf("%s rx_dropped %d", b.Target, n)})
 	}
 	return out
 }
@@ -325,7 +339,7 @@ func RouterCounts(r *report.Report, before, after RouterState, ipv6 bool) {
 			continue
 		}
 		node := h[i].Node
-		rc := report.RouterCounts{Node: node, Entered: RxRun(h, i), Forwarded: TxRun(h, i+1), DroppedAtEgress: EgressLoss(h[i+1]),
+		rc := report.RouterCounts{Node: node, Host: h[i].Host, Entered: RxRun(h, i), Forwarded: TxRun(h, i+1), DroppedAtEgress: EgressLoss(h[i+1]),
 			ForwDatagrams: after.MIB[node][kstat.ForwardedKey(ipv6)] - before.MIB[node][kstat.ForwardedKey(ipv6)], Discards: map[string]uint64{}}
 		rc.Inside = int64(rc.Entered+h[i].Joined) - int64(rc.Forwarded+rc.DroppedAtEgress+h[i+1].Detour)
 		if rc.Inside < 0 && h[i+1].Duplicates != "" {

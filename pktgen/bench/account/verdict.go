@@ -21,6 +21,12 @@ import (
 func Judge(r *report.Report, p Placement, sentPPS float64) {
 	var v report.Verdict
 	switch {
+	case len(r.LostHosts) > 0:
+		var ev []string
+		for _, l := range r.LostHosts {
+			ev = append(ev, fmt.Sprintf("host %s stopped answering during the run (%s): its hops were counted up to its last reading", l.Host, l.Why))
+		}
+		v = report.Verdict{Limit: "unknown", Evidence: ev}
 	case r.Unaccount > 0:
 		v = report.Verdict{Limit: "unknown", Evidence: []string{fmt.Sprintf("the accounting does not balance: %d packets lost without a counter that names them", r.Unaccount)}}
 	case r.Unaccount < 0:
@@ -30,8 +36,22 @@ func Judge(r *report.Report, p Placement, sentPPS float64) {
 	default:
 		v = noLossVerdict(r, p, sentPPS)
 	}
+	if v.Host == "" {
+		v.Host = hostOf(r, v.Node)
+	}
 	r.Verdict = v
 	r.Bottleneck = v.Line()
+}
+
+// hostOf is the host of node in a run that read hops on several hosts
+// ("" otherwise).
+func hostOf(r *report.Report, node string) string {
+	for _, h := range r.Hops {
+		if h.Node == node && h.Host != "" {
+			return h.Host
+		}
+	}
+	return ""
 }
 
 // lossVerdict blames the place that dropped the most.
@@ -51,6 +71,12 @@ func lossVerdict(r *report.Report, p Placement) report.Verdict {
 		// One place, not a list of nodes: no comma, so the limit stays singular.
 		where = strings.Replace(where, ", or ", " or ", 1)
 		return report.Verdict{Limit: "other host", Node: where, Evidence: []string{fmt.Sprintf("%d lost there; its counters are on that host, not read from here", worst.Packets)}}
+	}
+	if strings.HasPrefix(worst.Place, "underlay ") {
+		return report.Verdict{Limit: "underlay", Node: strings.TrimPrefix(worst.Place, "underlay "), Evidence: []string{fmt.Sprintf("%d lost between the VXLAN ends", worst.Packets), worst.Counted}}
+	}
+	if v, ok := remoteVerdict(r); ok {
+		return v
 	}
 	if strings.HasPrefix(worst.Place, "inside ") {
 		return report.Verdict{Limit: role, Node: worst.Node, Evidence: []string{fmt.Sprintf("%d dropped inside it", worst.Packets), worst.Cause}}
@@ -91,6 +117,35 @@ func lossVerdict(r *report.Report, p Placement) report.Verdict {
 	}
 	ev = append(ev, fmt.Sprintf("no placement: %s's receive work ran where the kernel put it", worst.Node))
 	return report.Verdict{Limit: role, Node: worst.Node, CPUs: cpus, Evidence: ev, Bursts: stall != ""}
+}
+
+// remoteVerdict blames, in a run whose hops on several hosts were read,
+// the node that dropped the most (its ingress, inside and egress
+// together) when that node is on another host than the sender's: this
+// host's CPUs and softnet say nothing of it, its counters do.
+func remoteVerdict(r *report.Report) (report.Verdict, bool) {
+	type at struct{ node, host string }
+	by, worst := map[at]uint64{}, at{}
+	var places []string
+	for _, d := range r.Drops {
+		if d.Node == "" || d.Host == "" {
+			continue
+		}
+		k := at{d.Node, d.Host}
+		if by[k] += d.Packets; by[k] > by[worst] {
+			worst = k
+		}
+	}
+	if worst.host == "" || worst.host == r.Hops[0].Host {
+		return report.Verdict{}, false
+	}
+	for _, d := range r.Drops {
+		if d.Node == worst.node && d.Host == worst.host {
+			places = append(places, fmt.Sprintf("%d %s (%s)", d.Packets, d.Place, d.Counted))
+		}
+	}
+	ev := fmt.Sprintf("%d of the run's packets dropped on its way through it: %s; its CPUs are host %s's, not read from here", by[worst], strings.Join(places, ", "), worst.host)
+	return report.Verdict{Limit: RoleOf(r, worst.node), Node: worst.node, Host: worst.host, Evidence: []string{ev}}, true
 }
 
 // stallEvidence says, when the CPUs that dropped were far from busy (under

@@ -1,0 +1,67 @@
+package account
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/nslab/nslab/pktgen/engine"
+	"github.com/nslab/nslab/pktgen/report"
+	"github.com/nslab/nslab/pktgen/sample"
+	"github.com/nslab/nslab/topology/walk"
+)
+
+// onHost is hop on a host, a VXLAN end of a link between hosts when
+// vxlan (its rx counts what it then drops).
+func onHost(role, node, iface, host string, c sample.Counters, vxlan bool) report.HopCounters {
+	return report.HopCounters{Target: sample.Target{Node: node, Interface: iface, Host: host}, Role: role, Counters: c, RxIncludesDropped: vxlan}
+}
+
+// TestAcrossHosts: the counters of TestPrivilegedFleetBenchAcrossHosts at
+// overload (client on host a, router on host b, server on host c, every
+// link a VXLAN between two hosts). The router's ingress counted in rx the
+// 43341 packets it then dropped, so the router entered 372147 (its IP MIB
+// forwarded as many); what left the router's egress and never reached the
+// server was lost on the underlay from host b to host c; the books
+// balance, each drop names its host, and the router on host b is the
+// bottleneck. Counted as a veth (rx without the drops), the router would
+// have lost the ingress's drops a second time inside, and the books
+// would not balance.
+func TestAcrossHosts(t *testing.T) {
+	res := &engine.Result{Sent: 415488}
+	hops := []report.HopCounters{
+		onHost("sender", "client", "eth0", "a", sample.Counters{TxPackets: 415488}, true),
+		onHost("ingress", "router", "eth0", "b", sample.Counters{RxPackets: 415488, RxDropped: 43341}, true),
+		onHost("egress", "router", "eth1", "b", sample.Counters{TxPackets: 340762, TxDropped: 31385}, true),
+		onHost("receiver", "server", "eth0", "c", sample.Counters{RxPackets: 316172}, true),
+	}
+	path := []walk.Hop{{Node: "client", Out: "eth0"}, {Node: "router", In: "eth0", Out: "eth1"}, {Node: "server", In: "eth0"}}
+	r := &report.Report{Hops: hops, Path: path, Result: res, Elapsed: 3e9}
+	Balance(r, res, 64)
+	RouterCounts(r, RouterState{}, RouterState{}, false)
+	Judge(r, Placement{}, 0)
+	if r.Unaccount != 0 || r.NamedDrops != 99316 {
+		t.Errorf("named drops %d, unaccounted %d; want 99316 and 0: %+v", r.NamedDrops, r.Unaccount, r.Drops)
+	}
+	want := map[string]struct {
+		n    uint64
+		host string
+	}{
+		"at router:eth0": {43341, "b"},
+		"at router:eth1": {31385, "b"},
+		"underlay from host b to host c (link router:eth1 -> server:eth0)": {24590, ""},
+	}
+	for _, d := range r.Drops {
+		if w, ok := want[d.Place]; !ok || w.n != d.Packets || w.host != d.Host {
+			t.Errorf("drop %q %d on host %q, want %+v", d.Place, d.Packets, d.Host, w)
+		}
+	}
+	if len(r.Drops) != len(want) {
+		t.Errorf("%d places, want %d: %+v", len(r.Drops), len(want), r.Drops)
+	}
+	if len(r.Routers) != 1 || r.Routers[0].Entered != 372147 || r.Routers[0].Inside != 0 || r.Routers[0].Host != "b" {
+		t.Errorf("router: %+v, want entered 372147, lost inside 0, on host b", r.Routers)
+	}
+	if !strings.HasPrefix(r.Bottleneck, "router router on host b (74726 of the run's packets") {
+		t.Errorf("bottleneck %q, want the router on host b", r.Bottleneck)
+	}
+}

@@ -1,0 +1,129 @@
+// Package remote reads the hops of a bench's path that run on other hosts
+// of a lab that spans hosts: the bench, on its sender's host, asks each
+// other host's agent (through the coordinator that reached them all) for
+// the counters of that host's hops, and each host answers with its own
+// sampler, neighbour frame counters and routers' IP counters. The clock of
+// each reading is the answering host's own, in Unix nanoseconds; the
+// coordinator states the offsets between the hosts' clocks.
+package remote
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/nslab/nslab/pktgen/report"
+
+	"github.com/nslab/nslab/pktgen/measured"
+)
+
+// Hop is one interface of the path on the host asked, and its role there
+// (sender, ingress, egress, receiver, switch in, switch out).
+type Hop struct {
+	Node      string `json:"node"`
+	Interface string `json:"interface"`
+	Role      string `json:"role"`
+}
+
+// Sink is the run's receiver, when it is on the host asked: its UDP
+// destination port is held open there for the run (nothing answers the
+// packets, as on the sender's host).
+type Sink struct {
+	Node string `json:"node"`
+	Port int    `json:"port"`
+	IPv6 bool   `json:"ipv6,omitempty"`
+}
+
+// Ops a host's hops answer.
+const (
+	OpOpen    = "open"    // open the counters of these hops
+	OpRead    = "read"    // the hops' interface counters now
+	OpControl = "control" // the neighbour frames each hop received since open, and the routers' IP counters
+	OpClose   = "close"   // release everything
+)
+
+// Request is one ask to one host's hops.
+type Request struct {
+	Op       string       `json:"op"`
+	Hops     []Hop        `json:"hops,omitempty"`     // OpOpen
+	Routers  []string     `json:"routers,omitempty"`  // OpOpen: routers here whose IP counters the run reads
+	Sink     *Sink        `json:"sink,omitempty"`     // OpOpen
+	IPv6     bool         `json:"ipv6,omitempty"`     // OpOpen: the run's family, for the neighbour frames
+	Reader   *ReaderAsk   `json:"reader,omitempty"`   // OpLatencyOpen
+	Arrivals *ArrivalsAsk `json:"arrivals,omitempty"` // OpLatencyStop
+}
+
+// Reply is one host's answer.
+type Reply struct {
+	Error    string                       `json:"error,omitempty"`
+	Clock    int64                        `json:"clock_unix_ns"`
+	Counters []measured.Counters          `json:"counters,omitempty"` // OpRead: in the order of the hops opened
+	Received []uint64                     `json:"received,omitempty"` // OpControl: neighbour frames since open, by hop
+	MIB      map[string]map[string]uint64 `json:"mib,omitempty"`
+	CT       map[string]map[string]uint64 `json:"ct,omitempty"`
+	Arrivals *Arrivals                    `json:"arrivals,omitempty"` // OpLatencyStop
+}
+
+// Transport carries one ask to each of several hosts and brings back each
+// host's answer (an agent relays them through the coordinator). A host
+// that could not be asked has its answer's Error set; the error returned
+// is for the transport itself.
+type Transport interface {
+	Ask(asks map[string]Request) (map[string]Reply, error)
+}
+
+// Pipe is the transport of a bench an agent runs: one JSON line per ask
+// written to W, one per answer read from R (pipes to the agent, which
+// relays them). Asks from several goroutines (the sampler's, the
+// bench's) take turns.
+type Pipe struct {
+	mu     sync.Mutex
+	clocks map[string]report.HostClock
+	enc    *json.Encoder
+	dec    *json.Decoder
+}
+
+// Clocks are each host's clock against this one's as the coordinator
+// measured them, with the last answer.
+func (p *Pipe) Clocks() map[string]report.HostClock {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.clocks
+}
+
+// NewPipe is a transport over w and r.
+func NewPipe(w io.Writer, r io.Reader) *Pipe {
+	return &Pipe{enc: json.NewEncoder(w), dec: json.NewDecoder(r)}
+}
+
+// Ask sends asks and reads their answers.
+func (p *Pipe) Ask(asks map[string]Request) (map[string]Reply, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := p.enc.Encode(asks); err != nil {
+		return nil, fmt.Errorf("ask other hosts for their hops: %w", err)
+	}
+	var a struct {
+		Answers map[string]Reply `json:"answers"`
+		Clocks  map[string]struct {
+			Offset time.Duration `json:"offset_ns"`
+			Error  time.Duration `json:"error_ns"`
+		} `json:"clocks"`
+		Error string `json:"error,omitempty"`
+	}
+	if err := p.dec.Decode(&a); err != nil {
+		return nil, fmt.Errorf("read other hosts' hops: %w", err)
+	}
+	if a.Clocks != nil {
+		p.clocks = map[string]report.HostClock{}
+		for h, c := range a.Clocks {
+			p.clocks[h] = report.HostClock{Host: h, Offset: c.Offset, Error: c.Error, By: "the coordinator, at its hellos to the agents"}
+		}
+	}
+	if a.Error != "" {
+		return nil, fmt.Errorf("other hosts' hops: %s", a.Error)
+	}
+	return a.Answers, nil
+}

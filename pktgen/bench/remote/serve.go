@@ -1,0 +1,182 @@
+package remote
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"github.com/nslab/nslab/pktgen/receive"
+	"io"
+	"net"
+	"time"
+
+	"github.com/nslab/nslab/internal/nlsafe"
+	"github.com/nslab/nslab/pktgen/kstat"
+	"github.com/nslab/nslab/pktgen/sample"
+	"github.com/nslab/nslab/topology/lab/deployed"
+	"github.com/nslab/nslab/topology/ns"
+	"github.com/nslab/nslab/topology/spec"
+)
+
+// Serve answers one bench's asks for this host's hops, one JSON Request
+// per line on in and one Reply per line on out, until in ends or an
+// OpClose. It runs in the host's own namespaces (the lab's, r, opened
+// there); what it opens for the hops it closes before it returns.
+func Serve(r *deployed.Opened, in io.Reader, out io.Writer) error {
+	dec, enc := json.NewDecoder(in), json.NewEncoder(out)
+	var h *served
+	defer func() {
+		if h != nil {
+			h.close()
+		}
+	}()
+	for {
+		var req Request
+		if err := dec.Decode(&req); errors.Is(err, io.EOF) {
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("read an ask: %w", err)
+		}
+		var rep Reply
+		var err error
+		switch {
+		case req.Op == OpOpen && h == nil:
+			h, err = open(r, req)
+		case req.Op == OpClose:
+			return enc.Encode(Reply{Clock: time.Now().UnixNano()})
+		case h == nil:
+			err = fmt.Errorf("%s before open", req.Op)
+		case req.Op == OpRead:
+			rep.Counters, err = h.read()
+		case req.Op == OpControl:
+			rep.Received, rep.MIB, rep.CT, err = h.control()
+		case req.Op == OpLatencyOpen && req.Reader != nil && h.reader == nil:
+			h.reader, err = openReader(r, req.Reader)
+		case req.Op == OpLatencyStop && req.Arrivals != nil && h.reader != nil:
+			rep.Arrivals, err = stopReader(h.reader, req.Arrivals)
+			h.reader = nil
+		default:
+			err = fmt.Errorf("unknown ask %q", req.Op)
+		}
+		rep.Clock = time.Now().UnixNano()
+		if err != nil {
+			rep.Error = err.Error()
+		}
+		if err := enc.Encode(rep); err != nil {
+			return fmt.Errorf("answer: %w", err)
+		}
+	}
+}
+
+// served is what one bench opened on this host.
+type served struct {
+	r          *deployed.Opened
+	sampler    *sample.Sampler
+	neighbours []*sample.Neighbours // nil where the hop does not receive
+	received   []uint64             // counted so far, by hop
+	routers    []string
+	sink       io.Closer
+	reader     *receive.Reader // the receiver's, during a run with latency
+}
+
+// open opens the counters of the hops asked, and the sink.
+func open(r *deployed.Opened, req Request) (*served, error) {
+	h := &served{r: r, routers: req.Routers, neighbours: make([]*sample.Neighbours, len(req.Hops)), received: make([]uint64, len(req.Hops))}
+	var targets []sample.Target
+	for _, x := range req.Hops {
+		if !r.Lab.Local(x.Node) {
+			return nil, fmt.Errorf("node %s is not on this host", x.Node)
+		}
+		targets = append(targets, sample.TargetOf(r, spec.Endpoint{Node: x.Node, Interface: x.Interface}))
+	}
+	var err error
+	if h.sampler, err = sample.New(r, targets); err != nil {
+		return nil, err
+	}
+	for i, x := range req.Hops {
+		if x.Role != "ingress" && x.Role != "receiver" && x.Role != "switch in" {
+			continue
+		}
+		n := r.Node(x.Node)
+		l, err := nlsafe.LinkByName(n.Handle, x.Interface)
+		if err == nil {
+			h.neighbours[i], err = sample.CountNeighbours(n.NS, l.Attrs().Index, req.IPv6)
+		}
+		if err != nil {
+			h.close()
+			return nil, fmt.Errorf("%s:%s: %w", x.Node, x.Interface, err)
+		}
+	}
+	if s := req.Sink; s != nil && r.Node(s.Node) != nil {
+		if h.sink, err = OpenSink(r.Node(s.Node).NS, s.Port, s.IPv6); err != nil {
+			h.close()
+			return nil, err
+		}
+	}
+	return h, nil
+}
+
+// read reads every hop's counters.
+func (h *served) read() ([]sample.Counters, error) {
+	s, err := h.sampler.Read()
+	return s.Counters, err
+}
+
+// control is the neighbour frames each hop received since open, and the
+// routers' counters.
+func (h *served) control() ([]uint64, map[string]map[string]uint64, map[string]map[string]uint64, error) {
+	for i, c := range h.neighbours {
+		if c == nil {
+			continue
+		}
+		n, err := c.Count()
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		h.received[i] += n
+	}
+	mib, ct := map[string]map[string]uint64{}, map[string]map[string]uint64{}
+	for _, node := range h.routers {
+		m, c, err := kstat.RouterCounters(h.r.Node(node).NS)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		mib[node] = m
+		if c != nil {
+			ct[node] = c
+		}
+	}
+	return h.received, mib, ct, nil
+}
+
+func (h *served) close() {
+	if h.reader != nil {
+		_, _ = h.reader.Stop(context.Background(), 0) // nobody asks what it read any more
+	}
+	for _, c := range h.neighbours {
+		if c != nil {
+			c.Close()
+		}
+	}
+	if h.sink != nil {
+		_ = h.sink.Close() // only held open
+	}
+}
+
+// OpenSink binds UDP port in namespace n (the run's receiver) and never
+// reads it: the receiver then answers nothing (no ICMP port unreachable,
+// which would also make it re-probe ARP later, one more packet at its
+// interface). The socket is opened on a thread inside n.
+func OpenSink(n *ns.NS, port int, ipv6 bool) (io.Closer, error) {
+	network := map[bool]string{false: "udp4", true: "udp6"}[ipv6]
+	var c net.PacketConn
+	err := n.Do(func() error {
+		var err error
+		c, err = net.ListenPacket(network, fmt.Sprintf(":%d", port))
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("receiver sink on UDP port %d in %s: %w", port, n.Name, err)
+	}
+	return c, nil
+}
