@@ -27,21 +27,25 @@ func main() {
 	listen := flag.String("listen", "", "ADDRESS:PORT to serve on")
 	name := flag.String("lab", "", "the lab whose page to serve")
 	onlyMetrics := flag.Bool("metrics", false, "serve /metrics alone, of the labs given as operands (none: every deployed lab)")
+	once := flag.Bool("once", false, "with -metrics: write the metrics once, in Prometheus's text format, to standard output, and exit")
 	interval := flag.Duration("interval", time.Second, "sampling interval of the page")
 	m := &lab.Manager{}
 	flag.StringVar(&m.StateDir, "state-dir", "", "nslab's state directory (default /run/nslab)")
 	flag.StringVar(&m.NetnsDir, "netns-dir", "", "the named namespaces' directory (default /run/netns)")
 	flag.Parse()
-	if *listen == "" || (*name == "") == !*onlyMetrics {
-		fmt.Fprintln(os.Stderr, "usage: nslab-web -listen ADDR (-lab LAB [-interval D] | -metrics [LAB...]) (run by nslab web and nslab metrics)")
+	if (*listen == "") != (*once && *onlyMetrics) || (*name == "") == !*onlyMetrics {
+		fmt.Fprintln(os.Stderr, "usage: nslab-web -listen ADDR (-lab LAB [-interval D] | -metrics [LAB...]), or -metrics -once [LAB...] (run by nslab web and nslab metrics)")
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	var err error
-	if *onlyMetrics {
+	switch {
+	case *once:
+		err = web.WriteMetrics(m, flag.Args(), os.Stdout)
+	case *onlyMetrics:
 		err = web.ServeMetrics(ctx, m, flag.Args(), *listen, os.Stderr)
-	} else {
+	default:
 		err = web.ServePage(ctx, m, *name, *listen, *interval, os.Stderr)
 	}
 	if err != nil {

@@ -30,6 +30,10 @@ type fleetOptions struct {
 	File    []byte
 	Dialers map[string]fleet.Dialer
 	Out     io.Writer
+	// The watching verbs': top and metrics --once, metrics' address.
+	Once   bool
+	Listen string
+	Err    io.Writer
 }
 
 // viaAgents lets verb run on every host of a lab that spans hosts from
@@ -81,7 +85,15 @@ func readFleet(c *cli.Context) (*fleetOptions, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &fleetOptions{Verb: c.Command.Name, Plan: plan, File: data, Dialers: map[string]fleet.Dialer{}, Out: c.App.Writer}
+	o := &fleetOptions{Verb: c.Command.Name, Plan: plan, File: data, Dialers: map[string]fleet.Dialer{}, Out: c.App.Writer, Err: c.App.ErrWriter}
+	if o.Verb == "top" || o.Verb == "metrics" {
+		o.Once, o.Listen = c.Bool("once"), c.String("listen")
+	}
+	if o.Verb == "metrics" && !o.Once {
+		if err := checkListen(o.Listen, o.Err); err != nil {
+			return nil, err
+		}
+	}
 	for h, t := range targets {
 		o.Dialers[h] = fleet.SSH{Target: t, Config: globalString(c, "ssh-config"), Exe: exe, ID: id}
 	}
@@ -230,6 +242,12 @@ func runFleet(ctx context.Context, o *fleetOptions) error {
 		return fmt.Errorf("lab %s: %w", o.Plan.Lab, err)
 	}
 	defer co.Close()
+	switch o.Verb {
+	case "top":
+		return fleetTop(ctx, co, o)
+	case "metrics":
+		return fleetMetrics(ctx, co, o)
+	}
 	var res []fleet.Result
 	switch o.Verb {
 	case "deploy":

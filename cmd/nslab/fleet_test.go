@@ -3,9 +3,11 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +17,8 @@ import (
 
 	"github.com/nslab/nslab/internal/labtest"
 	"github.com/nslab/nslab/topology/ns"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 	"github.com/vishvananda/netlink"
 )
 
@@ -284,7 +288,8 @@ func sshLab(t *testing.T, example string) (string, string) {
 // real sshd; impair, link and node act on the router's host, b; nothing is
 // left on any host.
 func TestPrivilegedFleetOverSSH(t *testing.T) {
-	s := newSSHHosts(t, 3, 1500, nil)
+	path := "PATH=" + webHelperDir(t) + ":/usr/sbin:/usr/bin:/sbin:/bin" // metrics' helper, on every host
+	s := newSSHHosts(t, 3, 1500, map[string]string{"a": path, "b": path, "c": path})
 	for _, x := range []struct {
 		example, pairs string
 	}{{"two-hosts.yaml", "8 pairs: 8 answered"}, {"three-hosts.yaml", "4 pairs: 4 answered"}} {
@@ -322,6 +327,7 @@ func TestPrivilegedFleetOverSSH(t *testing.T) {
 			if code != 0 || !strings.Contains(out, x.pairs) {
 				t.Errorf("check after the node came back: %d %s %s", code, out, errOut)
 			}
+			s.watchAll(t, file, name)
 		}
 		if x.example == "two-hosts.yaml" { // a change applied on the host it concerns
 			data, _ := os.ReadFile(file)
@@ -344,6 +350,74 @@ func TestPrivilegedFleetOverSSH(t *testing.T) {
 		}
 		s.assertNothingLeft(t)
 	}
+}
+
+// watchAll: top and metrics of a deployed three-hosts.yaml from the
+// coordinator: each host's part read there and named with its host.
+func (s *sshHosts) watchAll(t *testing.T, file, name string) {
+	t.Helper()
+	code, out, errOut := s.run("top", "--once", file)
+	if each := regexp.MustCompile(`(?s)^host a:\n.*client +eth0 .*\nhost b:\n.*router +eth1 .*\nhost c:\n.*server +eth0 `); code != 0 || !each.MatchString(out) {
+		t.Errorf("top --once: each host's interfaces not under its name: %d %s %s", code, out, errOut)
+	}
+	code, out, errOut = s.run("metrics", "--once", file)
+	if code != 0 {
+		t.Fatalf("metrics --once: %d %s %s", code, out, errOut)
+	}
+	checkHostMetrics(t, out, name)
+	addr := "127.0.0.1:9479" // in host a's network namespace, the coordinator's
+	serve := s.coord.cmd("--ssh-config", s.sshConfig, "metrics", "--listen", addr, file)
+	var errb bytes.Buffer
+	serve.Stderr = &errb
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { serve.Process.Signal(os.Interrupt); serve.Wait() }()
+	var scraped []byte
+	waitFor(t, "the coordinator's /metrics to answer", func() bool {
+		var err error
+		scraped, err = exec.Command("nsenter", "-t", strconv.Itoa(s.hosts[0].holder.Process.Pid), "-n", "curl", "-sf", "http://"+addr+"/metrics").Output()
+		return err == nil
+	})
+	checkHostMetrics(t, string(scraped), name)
+	if !strings.Contains(errb.String(), "serving the metrics of lab "+name+" on hosts a, b, c") {
+		t.Errorf("metrics --listen said %q", errb.String())
+	}
+}
+
+// checkHostMetrics: text is in Prometheus's text format and holds each
+// host's interfaces, each labelled with its host.
+func checkHostMetrics(t *testing.T, text, name string) {
+	t.Helper()
+	parser := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := parser.TextToMetricFamilies(strings.NewReader(text))
+	if err != nil {
+		t.Fatalf("the metrics do not parse: %v\n%s", err, text)
+	}
+	hostOf := map[string]string{}
+	for _, m := range fams["nslab_interface_receive_packets_total"].GetMetric() {
+		l := map[string]string{}
+		for _, p := range m.GetLabel() {
+			l[p.GetName()] = p.GetValue()
+		}
+		if l["lab"] == name {
+			hostOf[l["node"]] = l["host"]
+		}
+	}
+	if want := map[string]string{"client": "a", "router": "b", "server": "c"}; !maps.Equal(hostOf, want) {
+		t.Errorf("interfaces' hosts by node: %v, want %v", hostOf, want)
+	}
+}
+
+// webHelperDir is a directory holding nslab-web, built once per test.
+func webHelperDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	os.Chmod(dir, 0o755)
+	if out, err := exec.Command("go", "build", "-o", filepath.Join(dir, webHelperName), "../nslab-web").CombinedOutput(); err != nil {
+		t.Fatalf("build %s: %v\n%s", webHelperName, err, out)
+	}
+	return dir
 }
 
 // TestPrivilegedFleetHostLost: host c's sshd (the daemon and its

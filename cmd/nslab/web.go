@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nslab/nslab/topology/lab"
+	"github.com/nslab/nslab/topology/spec"
 	"github.com/urfave/cli/v2"
 )
 
@@ -103,13 +104,24 @@ type metricsOptions struct {
 	Manager *lab.Manager
 	Labs    []string // none: every deployed lab
 	Listen  string
+	Once    bool // print them once instead of serving
 	Err     io.Writer
 }
 
 func metricsCommand(run func(context.Context, *metricsOptions) error) *cli.Command {
-	flags := []cli.Flag{listenFlag("127.0.0.1:9477")}
+	flags := []cli.Flag{listenFlag("127.0.0.1:9477"),
+		&cli.BoolFlag{Name: "once", Usage: "write the metrics once, in Prometheus's text format, and exit"}}
 	return command("metrics", "serve deployed labs' counters at /metrics for Prometheus (OpenMetrics): interfaces, softnet and CPU, IP MIB, conntrack, qdisc drops, a running bench", "[LAB...]", flags, func(c *cli.Context) (*metricsOptions, error) {
-		o := &metricsOptions{Manager: manager(c), Labs: c.Args().Slice(), Listen: c.String("listen"), Err: c.App.ErrWriter}
+		o := &metricsOptions{Manager: manager(c), Listen: c.String("listen"), Once: c.Bool("once"), Err: c.App.ErrWriter}
+		for _, arg := range c.Args().Slice() { // a lab's name, or its file
+			if l, err := spec.ReadFile(arg); err == nil {
+				arg = l.Name
+			}
+			o.Labs = append(o.Labs, arg)
+		}
+		if o.Once {
+			return o, nil
+		}
 		return o, checkListen(o.Listen, o.Err)
 	}, run, runMetrics)
 }
@@ -122,6 +134,9 @@ func runMetrics(_ context.Context, o *metricsOptions) error {
 		if _, err := o.Manager.Recorded(name); err != nil {
 			return err
 		}
+	}
+	if o.Once {
+		return execHelper(o.Manager, append([]string{"-metrics", "-once"}, o.Labs...)...)
 	}
 	return execHelper(o.Manager, append([]string{"-listen", o.Listen, "-metrics"}, o.Labs...)...)
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/nslab/nslab/internal/loopback"
+	"github.com/prometheus/common/expfmt"
 	"io"
 	"net"
 	"net/http"
@@ -50,6 +52,29 @@ func ServeMetrics(ctx context.Context, m *lab.Manager, labs []string, addr strin
 	return serve(ctx, addr, mux, w, fmt.Sprintf("the metrics of %s: http://%s/metrics", what, addr))
 }
 
+// WriteMetrics writes the metrics ServeMetrics serves, read once, to w in
+// Prometheus's text format (what a coordinator gathers from each host of
+// a lab that spans hosts).
+func WriteMetrics(m *lab.Manager, labs []string, w io.Writer) error {
+	col := metrics.New(m, labs...)
+	defer col.Close()
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(col); err != nil {
+		return err
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		return fmt.Errorf("gather the metrics: %w", err)
+	}
+	enc := expfmt.NewEncoder(w, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, mf := range mfs {
+		if err := enc.Encode(mf); err != nil {
+			return fmt.Errorf("write the metrics: %w", err)
+		}
+	}
+	return nil
+}
+
 // serve serves h on addr until ctx ends (Ctrl-C, SIGTERM), then shuts
 // down: connections (a page's event stream too) are closed.
 func serve(ctx context.Context, addr string, h http.Handler, w io.Writer, what string) error {
@@ -57,7 +82,7 @@ func serve(ctx context.Context, addr string, h http.Handler, w io.Writer, what s
 	if err != nil {
 		return fmt.Errorf("listen: %w", err)
 	}
-	srv := &http.Server{Handler: SameHost(addr, h), ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
+	srv := &http.Server{Handler: loopback.SameHost(addr, h), ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
 	fmt.Fprintf(w, "nslab: serving %s\n", what)
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ln) }()

@@ -46,7 +46,7 @@ type Agent struct {
 }
 
 // agentVerbs are the verbs a coordinator may run on a host's share.
-var agentVerbs = []string{"deploy", "apply", "destroy", "inspect", "check", "path", "bench", "impair", "link", "node"}
+var agentVerbs = []string{"deploy", "apply", "destroy", "inspect", "check", "path", "bench", "impair", "link", "node", "top", "metrics"}
 
 // Serve answers requests until the coordinator closes the channel, or ctx
 // ends (a signal). When it does (the coordinator ended, or its ssh did)

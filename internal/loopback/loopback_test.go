@@ -1,4 +1,4 @@
-package web
+package loopback
 
 import (
 	"net/http"
