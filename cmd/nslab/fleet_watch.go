@@ -2,14 +2,11 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/nslab/nslab/internal/loopback"
 	"github.com/nslab/nslab/topology/fleet"
@@ -67,25 +64,8 @@ func fleetMetrics(ctx context.Context, co *fleet.Coordinator, o *fleetOptions) e
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 		fmt.Fprint(w, text)
 	})
-	ln, err := net.Listen("tcp", o.Listen)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
-	srv := &http.Server{Handler: loopback.SameHost(o.Listen, mux), ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(o.Err, "nslab: serving the metrics of lab %s on hosts %s: http://%s/metrics\n", o.Plan.Lab, strings.Join(o.Plan.Hosts(), ", "), o.Listen)
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	select {
-	case err := <-done:
-		return fmt.Errorf("serve: %w", err)
-	case <-ctx.Done():
-	}
-	shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shut); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("shut down: %w", err)
-	}
-	return nil
+	what := fmt.Sprintf("the metrics of lab %s on hosts %s: http://%s/metrics", o.Plan.Lab, strings.Join(o.Plan.Hosts(), ", "), o.Listen)
+	return loopback.Serve(ctx, o.Listen, mux, o.Err, what)
 }
 
 // gatherMetrics reads every host's metrics of the lab and joins them.

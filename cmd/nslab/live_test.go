@@ -190,11 +190,7 @@ func TestPrivilegedTopTmux(t *testing.T) {
 // nslab web and metrics find it.
 func withWebHelper(t *testing.T, c *runner) {
 	t.Helper()
-	bin := t.TempDir()
-	if out, err := exec.Command("go", "build", "-o", filepath.Join(bin, webHelperName), "../nslab-web").CombinedOutput(); err != nil {
-		t.Fatalf("build %s: %v\n%s", webHelperName, err, out)
-	}
-	c.env = append(c.env, "PATH="+bin+":"+os.Getenv("PATH"))
+	c.env = append(c.env, "PATH="+webHelperDir(t)+":"+os.Getenv("PATH"))
 }
 
 // freePort is a loopback address with a port free now.

@@ -1,13 +1,42 @@
-// Package loopback guards nslab's HTTP servers (the live page, the
-// metrics, a coordinator's metrics of a lab over several hosts) against
-// DNS rebinding: a server on loopback answers loopback names only.
+// Package loopback serves nslab's HTTP servers (the live page, the
+// metrics, a coordinator's metrics of a lab over several hosts), guarded
+// against DNS rebinding: a server on loopback answers loopback names only.
 package loopback
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"time"
 )
+
+// Serve serves h (behind SameHost) on addr until ctx ends (Ctrl-C,
+// SIGTERM), then shuts down: connections (a page's event stream too) are
+// closed. It says "nslab: serving what" on w once it listens.
+func Serve(ctx context.Context, addr string, h http.Handler, w io.Writer, what string) error {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return fmt.Errorf("listen: %w", err)
+	}
+	srv := &http.Server{Handler: SameHost(addr, h), ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
+	fmt.Fprintf(w, "nslab: serving %s\n", what)
+	done := make(chan error, 1)
+	go func() { done <- srv.Serve(ln) }()
+	select {
+	case err := <-done:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shut); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("shut down: %w", err)
+	}
+	return nil
+}
 
 // SameHost refuses a request whose Host header names another host than
 // the address served, when that is loopback: a page of another site that

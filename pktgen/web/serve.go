@@ -2,19 +2,17 @@ package web
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"github.com/nslab/nslab/internal/loopback"
-	"github.com/prometheus/common/expfmt"
 	"io"
-	"net"
 	"net/http"
 	"time"
 
+	"github.com/nslab/nslab/internal/loopback"
 	"github.com/nslab/nslab/pktgen/metrics"
 	"github.com/nslab/nslab/topology/lab"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/expfmt"
 )
 
 // ServePage serves the live page of lab name on addr, sampled every
@@ -29,7 +27,7 @@ func ServePage(ctx context.Context, m *lab.Manager, name, addr string, interval 
 	done := make(chan struct{})
 	go func() { s.Sample(sampling); close(done) }()
 	defer func() { stop(); <-done; s.Close() }() // the sampler stops reading before the lab is closed
-	return serve(ctx, addr, s.Handler(), w, fmt.Sprintf("lab %s: http://%s/", name, addr))
+	return loopback.Serve(ctx, addr, s.Handler(), w, fmt.Sprintf("lab %s: http://%s/", name, addr))
 }
 
 // ServeMetrics serves /metrics of the labs named (none: every deployed
@@ -49,7 +47,7 @@ func ServeMetrics(ctx context.Context, m *lab.Manager, labs []string, addr strin
 	if len(labs) > 0 {
 		what = fmt.Sprintf("labs %v", labs)
 	}
-	return serve(ctx, addr, mux, w, fmt.Sprintf("the metrics of %s: http://%s/metrics", what, addr))
+	return loopback.Serve(ctx, addr, mux, w, fmt.Sprintf("the metrics of %s: http://%s/metrics", what, addr))
 }
 
 // WriteMetrics writes the metrics ServeMetrics serves, read once, to w in
@@ -71,30 +69,6 @@ func WriteMetrics(m *lab.Manager, labs []string, w io.Writer) error {
 		if err := enc.Encode(mf); err != nil {
 			return fmt.Errorf("write the metrics: %w", err)
 		}
-	}
-	return nil
-}
-
-// serve serves h on addr until ctx ends (Ctrl-C, SIGTERM), then shuts
-// down: connections (a page's event stream too) are closed.
-func serve(ctx context.Context, addr string, h http.Handler, w io.Writer, what string) error {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return fmt.Errorf("listen: %w", err)
-	}
-	srv := &http.Server{Handler: loopback.SameHost(addr, h), ReadHeaderTimeout: 10 * time.Second, BaseContext: func(net.Listener) context.Context { return ctx }}
-	fmt.Fprintf(w, "nslab: serving %s\n", what)
-	done := make(chan error, 1)
-	go func() { done <- srv.Serve(ln) }()
-	select {
-	case err := <-done:
-		return fmt.Errorf("serve: %w", err)
-	case <-ctx.Done():
-	}
-	shut, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shut); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		return fmt.Errorf("shut down: %w", err)
 	}
 	return nil
 }
