@@ -7,6 +7,7 @@
 #                         root runs it); the inner loop, under a minute on a warm build cache
 #   make test-root        the privileged tests: labs of real namespaces on this kernel (root)
 #   make test-vm          the kernel tests in a VM (as make vmtest)
+#   make test-kubernetes  the agents on Kubernetes: a real kube-apiserver (built once) and etcd
 #   make vmtest           the kernel tests (pktgen) in a VM on a Debian distribution kernel
 #   make bench-topology   deploy/destroy speed against an equivalent iproute2 script, and start-up
 #   make bench-forwarding MLRsearch's NDR and PDR of the placed router, 5 times, beside the old binary search, and reruns
@@ -38,26 +39,28 @@ export GOFLAGS := -tags=$(TAGS)
 export CGO_ENABLED := 0
 
 PREFIX  ?= /usr/local
-.PHONY: test-unit test-root test-vm benchdocs tutorials docs-check docs-check-long install install-check docs release packages fuzz soak bench-latency all build test unit-test lint lint-deps vmtest walkthrough vm-deps run deps go-deps bench-topology bench-forwarding bench-nat bench-compare bench-baseline bench-engine bench-sampler bench-live bench-fleet clean
+.PHONY: kube-apiserver test-kubernetes test-unit test-root test-vm benchdocs tutorials docs-check docs-check-long install install-check docs release packages fuzz soak bench-latency all build test unit-test lint lint-deps vmtest walkthrough vm-deps run deps go-deps bench-topology bench-forwarding bench-nat bench-compare bench-baseline bench-engine bench-sampler bench-live bench-fleet clean
 
 all: build
 
-# nslab-plot draws --plot files, nslab-capture writes pcap and nslab-web
-# serves nslab web's page and nslab metrics; they are programs of their
+# nslab-plot draws --plot files, nslab-capture writes pcap, nslab-web
+# serves nslab web's page and nslab metrics and nslab-kube talks to
+# Kubernetes; they are programs of their
 # own so that their libraries stay out of nslab's start-up.
 build: go-deps
 	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN)/nslab ./cmd/nslab
 	$(GO) build -o $(BIN)/nslab-plot ./cmd/nslab-plot
 	$(GO) build -o $(BIN)/nslab-capture ./cmd/nslab-capture
 	$(GO) build -o $(BIN)/nslab-web ./cmd/nslab-web
+	$(GO) build -o $(BIN)/nslab-kube ./cmd/nslab-kube
 
-# install: the four programs (nslab finds its helpers next to itself), the
+# install: the five programs (nslab finds its helpers next to itself), the
 # man pages (written from the command definitions) and the completions.
 install: build
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 \
 		$(DESTDIR)$(PREFIX)/share/bash-completion/completions $(DESTDIR)$(PREFIX)/share/zsh/site-functions \
 		$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d
-	install -m 755 $(BIN)/nslab $(BIN)/nslab-capture $(BIN)/nslab-plot $(BIN)/nslab-web $(DESTDIR)$(PREFIX)/bin/
+	install -m 755 $(BIN)/nslab $(BIN)/nslab-capture $(BIN)/nslab-plot $(BIN)/nslab-web $(BIN)/nslab-kube $(DESTDIR)$(PREFIX)/bin/
 	$(BIN)/nslab gendocs --man $(DESTDIR)$(PREFIX)/share/man/man1
 	mv $(DESTDIR)$(PREFIX)/share/man/man1/nslab-lab.5 $(DESTDIR)$(PREFIX)/share/man/man5/
 	$(BIN)/nslab completion bash > $(DESTDIR)$(PREFIX)/share/bash-completion/completions/nslab
@@ -77,7 +80,7 @@ docs: build
 # in, .deb and .rpm packages of each, and their checksums.
 release: go-deps
 	@rm -rf dist; mkdir -p dist
-	@for arch in amd64 arm64; do for p in nslab nslab-capture nslab-plot nslab-web; do \
+	@for arch in amd64 arm64; do for p in nslab nslab-capture nslab-plot nslab-web nslab-kube; do \
 		GOOS=linux GOARCH=$$arch $(GO) build -trimpath -ldflags "-s -w -X main.version=$(VERSION)" -o dist/$$p-linux-$$arch ./cmd/$$p || exit 1; \
 	done; done
 	packaging/build amd64 arm64
@@ -169,6 +172,20 @@ test-vm: vmtest
 # `ip netns add` once ran has a shared /run/netns, and would hide a tool
 # that only works there. Nothing the tests mount there reaches the host's
 # mount namespace.
+# test-kubernetes: the agents and the coordinator against a real
+# kube-apiserver (Kubernetes $(KUBE_VERSION), built once from k8s.io/kubernetes,
+# about 5 minutes the first time) and etcd (Debian's etcd-server), on three
+# simulated hosts. Not in make test: the first build alone would take a
+# third of the suite's time on a new machine.
+KUBE_VERSION := v1.37.2
+KUBE_APISERVER := $(HOME)/.cache/nslab/kube-apiserver-$(KUBE_VERSION)
+kube-apiserver: go-deps
+	.ci/kube-apiserver $(KUBE_VERSION) $(KUBE_APISERVER)
+
+test-kubernetes: deps kube-apiserver
+	@command -v etcd >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server; }
+	NSLAB_KUBE_APISERVER=$(KUBE_APISERVER) $(PRISTINE) $(GO) test -count=1 -run 'TestPrivilegedKubernetes' -v ./cmd/nslab
+
 PRISTINE = unshare --mount --propagation private -- \
 	sh -c 'mount -t tmpfs -o mode=755,nosuid,nodev nslab-pristine /run && exec "$$@"' pristine
 unit-test: deps

@@ -14,7 +14,7 @@ func TestProgramsLinkNoTestCode(t *testing.T) {
 		t.Skip("no go command")
 	}
 	out, err := exec.Command("go", "list", "-deps", "-tags", "urfave_cli_no_docs",
-		"../nslab", "../nslab-plot", "../nslab-capture", "../nslab-web", "../nslab-bench-topology", "../nslab-bench-forwarding", "../nslab-bench-engine", "../nslab-vmtest").Output()
+		"../nslab", "../nslab-plot", "../nslab-capture", "../nslab-web", "../nslab-bench-topology", "../nslab-bench-forwarding", "../nslab-bench-engine", "../nslab-vmtest", "../nslab-kube").Output()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,8 +39,8 @@ func TestProgramsLinkNoTestCode(t *testing.T) {
 
 // TestNslabLinksNoSlowLibrary: the libraries whose initialisation costs
 // milliseconds at every start (gonum/plot's fonts, gopacket's layer
-// tables, the Prometheus client's registry and protobuf) stay in the
-// helper programs, out of nslab.
+// tables, the Prometheus client's registry and protobuf, client-go's
+// API scheme) stay in the helper programs, out of nslab.
 func TestNslabLinksNoSlowLibrary(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("no go command")
@@ -50,7 +50,7 @@ func TestNslabLinksNoSlowLibrary(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range strings.Fields(string(out)) {
-		if strings.HasPrefix(p, "gonum.org/") || strings.HasPrefix(p, "github.com/google/gopacket") || strings.HasPrefix(p, "github.com/prometheus/") {
+		if strings.HasPrefix(p, "gonum.org/") || strings.HasPrefix(p, "github.com/google/gopacket") || strings.HasPrefix(p, "github.com/prometheus/") || strings.HasPrefix(p, "k8s.io/") {
 			t.Errorf("nslab links %s", p)
 		}
 	}

@@ -41,7 +41,13 @@ type fleetOptions struct {
 // does) and no --host says this machine is one of them.
 func viaAgents(cmd *cli.Command) *cli.Command {
 	local := cmd.Action
+	if cmd.Name == "deploy" || cmd.Name == "destroy" {
+		cmd.Flags = append(cmd.Flags, &cli.BoolFlag{Name: "kubernetes", Usage: "as a Lab resource on the Kubernetes cluster kubectl reaches ($KUBECONFIG or ~/.kube/config), each host's share built by the nslab agent on its node (the node of the host's name, or the one its node_selector: picks); wait for them"})
+	}
 	cmd.Action = func(c *cli.Context) error {
+		if c.Bool("kubernetes") {
+			return runKube(c)
+		}
 		o, err := readFleet(c)
 		switch {
 		case err != nil:
@@ -317,6 +323,11 @@ func agentCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "agent",
 		Usage: "serve a coordinator on standard input and output: build and read this host's share of a lab that spans hosts (nslab starts it over ssh; it opens no listener)",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "kubernetes", Usage: "serve the Kubernetes cluster's Lab resources instead (the agent's DaemonSet, deploy/kubernetes/): build this node's share of each"},
+			&cli.StringFlag{Name: "node", EnvVars: []string{"NODE_NAME"}, Usage: "with --kubernetes: this Kubernetes node's `NAME`: the lab's host placed on it is built here"},
+			&cli.StringFlag{Name: "kubeconfig", Usage: "with --kubernetes: the kubeconfig `FILE` (default: the pod's ServiceAccount, or as kubectl finds it)"},
+		},
 		Action: func(c *cli.Context) error {
 			exe, err := os.Executable()
 			if err != nil {
@@ -327,6 +338,13 @@ func agentCommand() *cli.Command {
 				if v := c.String(name); v != "" {
 					global = append(global, "--"+name, v)
 				}
+			}
+			if c.Bool("kubernetes") {
+				if c.String("node") == "" {
+					return cli.Exit("agent --kubernetes: give --node NAME (or $NODE_NAME), this Kubernetes node's name", 2)
+				}
+				args := []string{"agent", "-node", c.String("node"), "-nslab", exe, "--"}
+				return execKube(c.String("kubeconfig"), append(args, global...)...)
 			}
 			// A coordinator gone closes the agent's standard output: a
 			// write there must fail and let the agent undo and clean up,
@@ -396,4 +414,36 @@ func agentArgv(global []string) func(host, labName string, args []string) []stri
 		}
 		return argv
 	}
+}
+
+// kubeHelperName is the program that talks to Kubernetes (cmd/nslab-kube):
+// client-go would make every nslab command larger and slower to start.
+const kubeHelperName = "nslab-kube"
+
+// runKube deploys or destroys the lab of the file as a Lab resource: the
+// helper computes its plan and waits for the agents.
+func runKube(c *cli.Context) error {
+	path := c.String("topo")
+	if path == "" {
+		path = c.Args().First()
+	}
+	if path == "" {
+		return cli.Exit(c.Command.Name+" --kubernetes: give the lab's FILE", 2)
+	}
+	return execKube("", c.Command.Name, path)
+}
+
+// execKube becomes the helper with args (the same process: Ctrl-C and
+// SIGTERM reach it, and a deploy interrupted takes its shares back).
+func execKube(kubeconfig string, args ...string) error {
+	helper, err := helperPath(kubeHelperName)
+	if err != nil {
+		return err
+	}
+	argv := []string{kubeHelperName}
+	if kubeconfig != "" {
+		argv = append(argv, "-kubeconfig", kubeconfig)
+	}
+	argv = append(argv, args...)
+	return fmt.Errorf("run %s: %w", helper, syscall.Exec(helper, argv, os.Environ()))
 }

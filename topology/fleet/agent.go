@@ -233,3 +233,20 @@ func (a *Agent) run(ctx context.Context, args []string) (Response, error) {
 	}
 	return resp, nil
 }
+
+// Take checks the coordinator's plan p against the one this host
+// computes from file and keeps the file for Run, as host: what a plan
+// request over the agent's channel does, for an agent told its plan
+// another way (a Lab resource in Kubernetes).
+func (a *Agent) Take(p *Plan, host string, file []byte) error {
+	return a.takePlan(Request{Plan: p, Host: host, File: file})
+}
+
+// Run runs nslab's verb args (FileArg standing for the lab's file) on
+// the share taken, in this host's namespaces.
+func (a *Agent) Run(ctx context.Context, args ...string) (Response, error) {
+	return a.run(ctx, args)
+}
+
+// Close removes what Take kept.
+func (a *Agent) Close() { a.removeFile() }

@@ -20,6 +20,10 @@ type Host struct {
 	Underlay netip.Addr // this host's address on the network between hosts
 	MTU      int        // the underlay's MTU; DefaultUnderlayMTU when not given
 	SSH      string     // how a coordinator reaches the host: [user@]host as ssh takes it; "" when not given
+	// NodeSelector places the host on a Kubernetes node with these
+	// labels (nslab deploy --kubernetes); nil: the node of its name. A
+	// host with one may leave Underlay unset (invalid) until placed.
+	NodeSelector map[string]string
 }
 
 const (
@@ -126,8 +130,13 @@ func (r *reporter) parseHosts(e kv) []*Host {
 					h.Underlay = a
 				}
 			}
-		} else {
-			r.errf(path, "missing underlay: the host's address on the network between the hosts, such as 192.0.2.1")
+		}
+		ns, placed := f["node_selector"]
+		if placed {
+			h.NodeSelector = r.nodeSelector(ns)
+		}
+		if _, ok := f["underlay"]; !ok && !placed {
+			r.errf(path, "missing underlay: the host's address on the network between the hosts, such as 192.0.2.1 (or node_selector:, to place the host on a Kubernetes node whose address nslab deploy --kubernetes fills in)")
 		}
 		if m, ok := f["mtu"]; ok {
 			h.MTU, _ = r.integer(m.v, m.path, "the underlay MTU", 1280, 65535)
@@ -141,6 +150,22 @@ func (r *reporter) parseHosts(e kv) []*Host {
 		out = append(out, h)
 	}
 	return out
+}
+
+// nodeSelector reads node_selector: {LABEL: VALUE}, Kubernetes label
+// syntax checked by the API server when the coordinator lists the nodes.
+func (r *reporter) nodeSelector(e kv) map[string]string {
+	sel := map[string]string{}
+	for _, le := range r.entries(e.v, e.path, "label: value, such as nslab.dev/role: router") {
+		if v, ok := r.str(le.v, e.path+"."+le.key, "the label's value"); ok {
+			sel[le.key] = v
+		}
+	}
+	if len(sel) == 0 {
+		r.errf(e.path, "node_selector: is empty: give the labels of the node to place the host on (nslab.dev/role: router), or remove it")
+		return nil
+	}
+	return sel
 }
 
 // validateHosts checks hosts, each node's host and the links between
@@ -271,6 +296,11 @@ func (l *Lab) PartOf(host string) (*Lab, error) {
 			return nil, fmt.Errorf("lab %s has no hosts: section: it is one part, for this machine, and has no part for a host of its own", l.Name)
 		}
 		return nil, fmt.Errorf("lab %s has no host %q: its hosts are %s", l.Name, host, strings.Join(l.HostNames(), ", "))
+	}
+	for _, h := range l.Hosts {
+		if !h.Underlay.IsValid() {
+			return nil, fmt.Errorf("host %s has no underlay: address: its node_selector: places it on a Kubernetes node, and nslab deploy --kubernetes fills in that node's address; anywhere else, give hosts.%s.underlay", h.Name, h.Name)
+		}
 	}
 	p := &Lab{File: l.File, Source: l.Source, SHA256: l.SHA256, Name: l.Name, Prefix: l.Prefix, Hosts: l.Hosts,
 		Unplaced: l.Unplaced, Part: &Part{Host: host, Whole: l}}

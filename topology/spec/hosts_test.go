@@ -1,6 +1,7 @@
 package spec
 
 import (
+	"net/netip"
 	"os"
 	"regexp"
 	"strings"
@@ -98,6 +99,39 @@ var hostCases = []struct{ from, to, where, msg string }{
 	{"  b: {underlay: 192.168.77.2}", "  b: {underlay: \"fd00::2\"}", "x.yaml:15:17: hosts.b.underlay", "not of the same family"},
 	{"  b: {underlay: 192.168.77.2}", "  b: {underlay: 192.168.77.2/24}", "x.yaml:15:17: hosts.b.underlay", "no prefix length"},
 	{"  b: {underlay: 192.168.77.2}", "  b: {mtu: 9000}", "x.yaml:15:3: hosts.b", "missing underlay"},
+	{"  b: {underlay: 192.168.77.2}", "  b: {node_selector: {}}", "x.yaml:15:22: hosts.b.node_selector", "node_selector: is empty"},
 	{"    vni: 4242", "    vni: 16777216", "x.yaml:38:10: links[1].vni", "a VXLAN network identifier"},
 	{"  - endpoints: [client:eth0, router:eth0]", "  - endpoints: [client:eth0, router:eth0]\n    vni: 4242", "x.yaml:39:10: links[1].vni", "VNI 4242 is links[0]'s already"},
+}
+
+// TestHostPlacedByLabels: a host with node_selector: and no underlay:
+// parses, has no part until placed (the error says how), and the file
+// with its underlay written in (WithUnderlays) parses to the address
+// given, its comments and the selector kept.
+func TestHostPlacedByLabels(t *testing.T) {
+	src := strings.Replace(twoHosts(t), "  b: {underlay: 192.168.77.2}", "  b: {node_selector: {nslab.dev/role: router}} # the router's machine", 1)
+	l, err := Parse("x.yaml", []byte(src))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := l.Host("b"); h.Underlay.IsValid() || h.NodeSelector["nslab.dev/role"] != "router" {
+		t.Fatalf("host b: %+v", h)
+	}
+	if _, err := l.PartOf("a"); err == nil || !strings.Contains(err.Error(), "host b has no underlay: address") {
+		t.Errorf("a part of an unplaced lab: %v", err)
+	}
+	placed, err := WithUnderlays([]byte(src), map[string]netip.Addr{"b": netip.MustParseAddr("192.168.77.9")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err = Parse("x.yaml", placed)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, placed)
+	}
+	if l.Host("b").Underlay != netip.MustParseAddr("192.168.77.9") || l.Host("b").NodeSelector == nil || !strings.Contains(string(placed), "# the router's machine") {
+		t.Errorf("placed:\n%s", placed)
+	}
+	if _, err := l.PartOf("a"); err != nil {
+		t.Errorf("a part of the placed lab: %v", err)
+	}
 }

@@ -1,0 +1,138 @@
+// Command nslab-kube runs a lab that spans hosts on Kubernetes (package
+// topology/kube): nslab agent --kubernetes, nslab deploy --kubernetes and
+// nslab destroy --kubernetes check their arguments and run it in their
+// place (exec). It is a program of its own because client-go, which it
+// links, would make every nslab command larger and slower to start.
+//
+//	nslab-kube [-kubeconfig F] agent -node NODE -nslab EXE [-- NSLAB-GLOBAL-OPTIONS...]
+//	nslab-kube [-kubeconfig F] [-namespace NS] deploy [-timeout D] FILE
+//	nslab-kube [-kubeconfig F] [-namespace NS] destroy [-timeout D] FILE
+//
+// The kubeconfig is found as kubectl finds it (-kubeconfig, $KUBECONFIG,
+// ~/.kube/config), or, in a pod, the pod's ServiceAccount.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"slices"
+	"syscall"
+	"time"
+
+	"github.com/nslab/nslab/topology/fleet"
+	"github.com/nslab/nslab/topology/kube"
+	"github.com/nslab/nslab/topology/spec"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+const usage = "usage: nslab-kube [-kubeconfig F] [-namespace NS] (agent -node NODE -nslab EXE [-- OPTIONS] | deploy FILE | destroy FILE) (run by nslab agent, deploy and destroy with --kubernetes)"
+
+func main() {
+	kubeconfig := flag.String("kubeconfig", "", "the kubeconfig file (default: as kubectl finds it)")
+	namespace := flag.String("namespace", "", "the Labs' namespace (default: the kubeconfig context's)")
+	flag.Parse()
+	if flag.NArg() == 0 {
+		fmt.Fprintln(os.Stderr, usage)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	err := run(ctx, *kubeconfig, *namespace, flag.Arg(0), flag.Args()[1:])
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "nslab: %v\n", err)
+		var u usageError
+		if errors.As(err, &u) {
+			os.Exit(2)
+		}
+		os.Exit(1)
+	}
+}
+
+type usageError struct{ error }
+
+func run(ctx context.Context, kubeconfig, namespace, verb string, args []string) error {
+	cfg, ns, err := config(kubeconfig, namespace)
+	if err != nil {
+		return err
+	}
+	client, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("kubernetes client: %w", err)
+	}
+	switch verb {
+	case "agent":
+		return runAgent(ctx, client, args)
+	case "deploy", "destroy":
+		return runCoordinator(ctx, client, ns, verb, args)
+	}
+	return usageError{fmt.Errorf("unknown verb %q: %s", verb, usage)}
+}
+
+// config is the API server's address and credentials, and the namespace
+// of Labs: a pod's own when in one and no kubeconfig is given.
+func config(kubeconfig, namespace string) (*rest.Config, string, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	rules.ExplicitPath = kubeconfig
+	cc := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{Context: clientcmdapi.Context{Namespace: namespace}})
+	cfg, err := cc.ClientConfig()
+	if err != nil {
+		return nil, "", fmt.Errorf("find the Kubernetes API server (a kubeconfig as kubectl finds it, or a pod's ServiceAccount): %w", err)
+	}
+	ns, _, err := cc.Namespace()
+	if err != nil {
+		return nil, "", fmt.Errorf("the kubeconfig's namespace: %w", err)
+	}
+	return cfg, ns, nil
+}
+
+// runAgent is the agent of one node: it runs nslab (-nslab) with the
+// global options after "--" for each share.
+func runAgent(ctx context.Context, client dynamic.Interface, args []string) error {
+	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
+	node := fs.String("node", os.Getenv("NODE_NAME"), "this Kubernetes node's name: the lab's host whose share is built here")
+	exe := fs.String("nslab", "", "nslab's executable")
+	if err := fs.Parse(args); err != nil {
+		return usageError{err}
+	}
+	if *node == "" || *exe == "" {
+		return usageError{errors.New("agent: give -node (or $NODE_NAME) and -nslab")}
+	}
+	global := fs.Args()
+	a := &kube.Agent{Node: *node, Client: client, Log: os.Stderr, Share: func() *fleet.Agent {
+		return &fleet.Agent{Exe: *exe, Argv: func(host, _ string, args []string) []string {
+			return append(append(slices.Clone(global), "--host", host), args...)
+		}}
+	}}
+	return a.Run(ctx)
+}
+
+// runCoordinator deploys or destroys the lab of a file as a Lab.
+func runCoordinator(ctx context.Context, client dynamic.Interface, ns, verb string, args []string) error {
+	fs := flag.NewFlagSet(verb, flag.ContinueOnError)
+	timeout := fs.Duration("timeout", 10*time.Minute, "how long to wait for the agents")
+	if err := fs.Parse(args); err != nil || fs.NArg() != 1 {
+		return usageError{fmt.Errorf("%s: give one FILE", verb)}
+	}
+	file, err := os.ReadFile(fs.Arg(0))
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	c := &kube.Coordinator{Client: client, Namespace: ns, Out: os.Stdout}
+	if verb == "deploy" {
+		return c.Deploy(ctx, fs.Arg(0), file)
+	}
+	l, err := spec.Parse(fs.Arg(0), file)
+	if err != nil {
+		return err
+	}
+	return c.Destroy(ctx, l.Name)
+}

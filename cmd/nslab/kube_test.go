@@ -1,0 +1,425 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/nslab/nslab/topology/fleet"
+	"github.com/nslab/nslab/topology/spec"
+	"gopkg.in/yaml.v3"
+)
+
+// cluster is a Kubernetes control plane on simulated host a: a real etcd
+// (Debian's etcd-server) and a real kube-apiserver (built from
+// k8s.io/kubernetes by make kube-apiserver), RBAC on, reached at
+// https://192.168.77.1:6443 by the coordinator and the agents.
+type cluster struct {
+	s     *sshHosts
+	dir   string
+	admin string // the admin's kubeconfig (a token in system:masters)
+	procs []*exec.Cmd
+}
+
+const adminToken = "nslab-test-admin"
+
+// newCluster starts etcd and kube-apiserver in host a's namespaces.
+func newCluster(t *testing.T, s *sshHosts, apiserver string) *cluster {
+	t.Helper()
+	if _, err := exec.LookPath("etcd"); err != nil {
+		t.Fatal("no etcd: make test-kubernetes installs etcd-server")
+	}
+	k := &cluster{s: s, dir: t.TempDir()}
+	os.Chmod(k.dir, 0o755)
+	t.Cleanup(func() { // on failure, what the agents said
+		logs, _ := filepath.Glob(filepath.Join(k.dir, "agent-*.log"))
+		for _, l := range logs {
+			if data, _ := os.ReadFile(l); t.Failed() {
+				t.Logf("%s:\n%s", filepath.Base(l), data)
+			}
+		}
+	})
+	// Host a's /root is its own: the binary goes where it sees it.
+	bin := filepath.Join(k.dir, "kube-apiserver")
+	if out, err := exec.Command("cp", apiserver, bin).CombinedOutput(); err != nil {
+		t.Fatalf("copy kube-apiserver: %v %s", err, out)
+	}
+	apiserver = bin
+	if out, err := exec.Command("openssl", "genrsa", "-out", filepath.Join(k.dir, "sa.key"), "2048").CombinedOutput(); err != nil {
+		t.Fatalf("openssl: %v %s", err, out)
+	}
+	exec.Command("openssl", "rsa", "-in", filepath.Join(k.dir, "sa.key"), "-pubout", "-out", filepath.Join(k.dir, "sa.pub")).Run()
+	os.WriteFile(filepath.Join(k.dir, "tokens.csv"), []byte(adminToken+`,admin,admin,"system:masters"`+"\n"), 0o600)
+	k.start(t, "etcd", "etcd", "--data-dir", filepath.Join(k.dir, "etcd"), "--listen-client-urls", "http://127.0.0.1:2379",
+		"--advertise-client-urls", "http://127.0.0.1:2379", "--listen-peer-urls", "http://127.0.0.1:2380")
+	k.start(t, "kube-apiserver", apiserver, "--etcd-servers=http://127.0.0.1:2379", "--cert-dir="+filepath.Join(k.dir, "certs"),
+		"--secure-port=6443", "--bind-address=192.168.77.1", "--advertise-address=192.168.77.1", "--service-cluster-ip-range=10.0.0.0/24",
+		"--service-account-issuer=https://kubernetes.default.svc", "--service-account-key-file="+filepath.Join(k.dir, "sa.pub"),
+		"--service-account-signing-key-file="+filepath.Join(k.dir, "sa.key"), "--authorization-mode=RBAC",
+		"--token-auth-file="+filepath.Join(k.dir, "tokens.csv"), "--allow-privileged=true", "--disable-admission-plugins=ServiceAccount",
+		"--shutdown-delay-duration=0s")
+	waitFor(t, "kube-apiserver to be ready", func() bool {
+		code, _ := k.api("GET", "/readyz", adminToken, nil)
+		return code == 200
+	})
+	k.admin = k.kubeconfig(t, "admin", adminToken)
+	return k
+}
+
+// start runs a program in host a's namespaces until the test ends
+// (SIGTERM, then the program's exit awaited).
+func (k *cluster) start(t *testing.T, name string, argv ...string) {
+	t.Helper()
+	cmd := exec.Command("nsenter", append([]string{"-t", strconv.Itoa(k.s.hosts[0].holder.Process.Pid), "-m", "-n"}, argv...)...)
+	log, _ := os.Create(filepath.Join(k.dir, name+".log"))
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	k.procs = append(k.procs, cmd)
+	t.Cleanup(func() { k.stop(cmd) })
+}
+
+func (k *cluster) stop(cmd *exec.Cmd) {
+	if cmd.ProcessState == nil {
+		cmd.Process.Signal(syscall.SIGTERM)
+		cmd.Wait()
+	}
+}
+
+// api is one request to the API server, from host a, as curl makes it:
+// the status code and the body.
+func (k *cluster) api(method, path, token string, body []byte, query ...string) (int, []byte) {
+	url := "https://192.168.77.1:6443" + path
+	if len(query) > 0 {
+		url += "?" + strings.Join(query, "&")
+	}
+	args := []string{"-t", strconv.Itoa(k.s.hosts[0].holder.Process.Pid), "-n", "curl", "-sk", "-X", method, "-H", "Authorization: Bearer " + token,
+		"-H", "Content-Type: application/yaml", "-H", "Accept: application/json", "-w", "\n%{http_code}", url}
+	if body != nil {
+		args = append(args, "--data-binary", "@-")
+	}
+	cmd := exec.Command("nsenter", args...)
+	cmd.Stdin = bytes.NewReader(body)
+	out, _ := cmd.Output()
+	i := bytes.LastIndexByte(out, '\n')
+	if i < 0 {
+		return 0, out
+	}
+	code, _ := strconv.Atoi(string(out[i+1:]))
+	return code, out[:i]
+}
+
+// kubeconfig writes a kubeconfig for user with token, trusting the API
+// server's own certificate.
+func (k *cluster) kubeconfig(t *testing.T, user, token string) string {
+	path := filepath.Join(k.dir, user+".kubeconfig")
+	cfg := fmt.Sprintf("apiVersion: v1\nkind: Config\nclusters:\n- name: lab\n  cluster: {server: 'https://192.168.77.1:6443', certificate-authority: %s}\nusers:\n- name: %s\n  user: {token: %s}\ncontexts:\n- name: lab\n  context: {cluster: lab, user: %s, namespace: default}\ncurrent-context: lab\n",
+		filepath.Join(k.dir, "certs", "apiserver.crt"), user, token, user)
+	if err := os.WriteFile(path, []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// create posts every object of a manifest file (YAML documents), each
+// first as a server-side dry run: the API server validates it whole
+// (schema, RBAC rules, a privileged DaemonSet allowed) and stores nothing.
+// Kinds in dryOnly are only dry run.
+func (k *cluster) create(t *testing.T, file string, dryOnly ...string) {
+	t.Helper()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths := map[string]string{"Namespace": "/api/v1/namespaces", "ServiceAccount": "/api/v1/namespaces/%s/serviceaccounts",
+		"ClusterRole": "/apis/rbac.authorization.k8s.io/v1/clusterroles", "ClusterRoleBinding": "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+		"DaemonSet": "/apis/apps/v1/namespaces/%s/daemonsets", "CustomResourceDefinition": "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"}
+	for _, doc := range strings.Split(string(data), "\n---\n") {
+		var obj struct {
+			Kind     string
+			Metadata struct{ Name, Namespace string }
+		}
+		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil || paths[obj.Kind] == "" {
+			t.Fatalf("%s: a document of kind %q: %v", file, obj.Kind, err)
+		}
+		path := paths[obj.Kind]
+		if strings.Contains(path, "%s") {
+			path = fmt.Sprintf(path, obj.Metadata.Namespace)
+		}
+		if code, body := k.api("POST", path, adminToken, []byte(doc), "dryRun=All", "fieldValidation=Strict"); code != 201 {
+			t.Fatalf("%s: %s %s, dry run: %d %s", file, obj.Kind, obj.Metadata.Name, code, body)
+		}
+		if !slices.Contains(dryOnly, obj.Kind) {
+			if code, body := k.api("POST", path, adminToken, []byte(doc)); code != 201 {
+				t.Fatalf("%s: %s %s: %d %s", file, obj.Kind, obj.Metadata.Name, code, body)
+			}
+		}
+	}
+}
+
+// token is a ServiceAccount's token (TokenRequest), as a pod would have.
+func (k *cluster) token(t *testing.T, ns, sa string) string {
+	t.Helper()
+	req := []byte(`{"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {"expirationSeconds": 3600}}`)
+	code, body := k.api("POST", "/api/v1/namespaces/"+ns+"/serviceaccounts/"+sa+"/token", adminToken, req)
+	var tr struct{ Status struct{ Token string } }
+	if json.Unmarshal(body, &tr); code != 201 || tr.Status.Token == "" {
+		t.Fatalf("token of %s/%s: %d %s", ns, sa, code, body)
+	}
+	return tr.Status.Token
+}
+
+// agent starts nslab agent --kubernetes on host h with kubeconfig, as
+// the node of h's name.
+func (k *cluster) agent(t *testing.T, h *sshHost, kubeconfig, helpers string) *exec.Cmd {
+	t.Helper()
+	return k.agentAs(t, h, h.name, kubeconfig, helpers)
+}
+
+// agentAs starts nslab agent --kubernetes on host h as node.
+func (k *cluster) agentAs(t *testing.T, h *sshHost, node, kubeconfig, helpers string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command("nsenter", "-t", strconv.Itoa(h.holder.Process.Pid), "-m", "-n", "env", "NSLAB_RUN_MAIN=1", "TMPDIR="+h.tmp,
+		"PATH="+helpers+":"+os.Getenv("PATH"), os.Args[0], "agent", "--kubernetes", "--node", node, "--kubeconfig", kubeconfig)
+	log, _ := os.Create(filepath.Join(k.dir, "agent-"+node+".log"))
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { k.stop(cmd) })
+	return cmd
+}
+
+// labStatus is the Lab's status, as kubectl get -o json shows it.
+type labStatus struct {
+	Spec struct {
+		Plan struct{ Hash string }
+	}
+	Status struct {
+		Phase, Ready string
+		Hosts        map[string]struct{ Phase, PlanHash, Message string }
+	}
+}
+
+// TestPrivilegedKubernetes: a real kube-apiserver and etcd on simulated
+// host a; the CRD, and the agent's RBAC and DaemonSet (the latter by a
+// server-side dry run) from deploy/kubernetes; an agent as a process on
+// each of the three hosts with its ServiceAccount's token.
+// three-hosts.yaml deploys from one command as a Lab, each host's status
+// in the resource; the lab answers; deleting the resource removes every
+// share; nslab destroy --kubernetes does too. A ServiceAccount without
+// the grant is refused (403) and its agent says so.
+func TestPrivilegedKubernetes(t *testing.T) {
+	apiserver := os.Getenv("NSLAB_KUBE_APISERVER")
+	if apiserver == "" {
+		t.Skip("NSLAB_KUBE_APISERVER unset: make test-kubernetes builds kube-apiserver and runs this")
+	}
+	s := newSSHHosts(t, 3, 1500, nil)
+	k := newCluster(t, s, apiserver)
+	helpers := t.TempDir()
+	os.Chmod(helpers, 0o755)
+	if out, err := exec.Command("go", "build", "-o", filepath.Join(helpers, kubeHelperName), "../nslab-kube").CombinedOutput(); err != nil {
+		t.Fatalf("build %s: %v\n%s", kubeHelperName, err, out)
+	}
+	k.create(t, "../../deploy/kubernetes/crd.yaml")
+	k.create(t, "../../deploy/kubernetes/agent.yaml", "DaemonSet")
+	waitFor(t, "the Lab resource to be served", func() bool {
+		code, _ := k.api("GET", "/apis/nslab.dev/v1alpha1/labs", adminToken, nil)
+		return code == 200
+	})
+	t.Run("refuses strangers", func(t *testing.T) {
+		k.api("POST", "/api/v1/namespaces/nslab-system/serviceaccounts", adminToken, []byte("metadata: {name: stranger}"))
+		stranger := k.token(t, "nslab-system", "stranger")
+		if code, body := k.api("GET", "/apis/nslab.dev/v1alpha1/labs", stranger, nil); code != 403 {
+			t.Errorf("a ServiceAccount without the grant lists Labs: %d %s", code, body)
+		}
+		cmd := k.agent(t, s.hosts[1], k.kubeconfig(t, "stranger", stranger), helpers)
+		err := cmd.Wait()
+		log, _ := os.ReadFile(filepath.Join(k.dir, "agent-b.log"))
+		if err == nil || !strings.Contains(string(log), "the API server refuses this agent the Lab resources") {
+			t.Errorf("an agent without the grant: %v %s", err, log)
+		}
+	})
+	agentConfig := k.kubeconfig(t, "nslab-agent", k.token(t, "nslab-system", "nslab-agent"))
+	var agents []*exec.Cmd
+	for _, h := range s.hosts {
+		agents = append(agents, k.agent(t, h, agentConfig, helpers))
+	}
+	file, name := sshLab(t, "three-hosts.yaml")
+	s.coord.env = append(s.coord.env, "KUBECONFIG="+k.admin, "PATH="+helpers+":"+os.Getenv("PATH"))
+	t.Cleanup(func() { s.run("destroy", "--kubernetes", file) })
+	for round := range 2 {
+		k.deploy(t, file, name, "host b (node b): deployed, 1 nodes")
+		if round == 0 {
+			checkLabTable(t, k, name)
+			if code, out, errOut := s.run("check", file); code != 0 || !strings.Contains(out, "4 pairs: 4 answered") {
+				t.Errorf("check of the lab the agents built: %d %s %s", code, out, errOut)
+			}
+			if code, body := k.api("DELETE", "/apis/nslab.dev/v1alpha1/namespaces/default/labs/"+name, adminToken, nil); code != 200 {
+				t.Fatalf("delete the Lab: %d %s", code, body)
+			}
+			waitFor(t, "the deleted Lab to be gone", func() bool {
+				code, _ := k.api("GET", "/apis/nslab.dev/v1alpha1/namespaces/default/labs/"+name, adminToken, nil)
+				return code == 404
+			})
+			k.assertNoShares(t)
+			continue
+		}
+		k.destroy(t, file, name)
+	}
+	k.failedHost(t, file, name)
+	agents = append(agents, k.placed(t, file, name, helpers, agentConfig))
+	for _, a := range agents {
+		k.stop(a)
+	}
+	for i := len(k.procs) - 1; i >= 0; i-- {
+		k.stop(k.procs[i])
+	}
+	s.assertNothingLeft(t)
+}
+
+// deploy runs nslab deploy --kubernetes file and checks that it says
+// want and that the Lab's status has every host deployed with its plan.
+func (k *cluster) deploy(t *testing.T, file, name, want string) {
+	t.Helper()
+	code, out, errOut := k.s.run("deploy", "--kubernetes", file)
+	if code != 0 || !strings.Contains(out, "deployed lab "+name+" on hosts a, b, c as Lab default/"+name) || !strings.Contains(out, want) {
+		t.Fatalf("deploy --kubernetes: %d %s %s", code, out, errOut)
+	}
+	var lab labStatus
+	_, body := k.api("GET", "/apis/nslab.dev/v1alpha1/namespaces/default/labs/"+name, adminToken, nil)
+	json.Unmarshal(body, &lab)
+	for _, h := range []string{"a", "b", "c"} {
+		if st := lab.Status.Hosts[h]; st.Phase != "Deployed" || st.PlanHash != lab.Spec.Plan.Hash || lab.Spec.Plan.Hash == "" {
+			t.Errorf("host %s's status: %+v (plan %s)", h, st, lab.Spec.Plan.Hash)
+		}
+	}
+	if lab.Status.Phase != "Deployed" || lab.Status.Ready != "3/3" {
+		t.Errorf("the Lab's status: %+v", lab.Status)
+	}
+}
+
+// destroy runs nslab destroy --kubernetes file: the Lab and every share
+// are gone.
+func (k *cluster) destroy(t *testing.T, file, name string) {
+	t.Helper()
+	code, out, errOut := k.s.run("destroy", "--kubernetes", file)
+	if code != 0 || !strings.Contains(out, "destroyed lab "+name+": Lab default/"+name+" and every host's share removed") {
+		t.Errorf("destroy --kubernetes: %d %s %s", code, out, errOut)
+	}
+	k.assertNoShares(t)
+}
+
+// failedHost: host c holds a device of the name its VXLAN would take (not
+// the lab's), so its share fails; deploy --kubernetes says host c and the
+// step, every host's share is taken back, c's device is untouched; with
+// it gone the same deploy succeeds.
+func (k *cluster) failedHost(t *testing.T, file, name string) {
+	t.Helper()
+	data, _ := os.ReadFile(file)
+	l, err := spec.Parse(file, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan, err := fleet.NewPlan(data, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	squat := fmt.Sprintf("nslx%d", plan.Share("c").Tunnels[0].VNI)
+	c := k.s.hosts[2]
+	k.s.outIn(t, c, "ip", "link", "add", squat, "type", "bridge")
+	code, out, errOut := k.s.run("deploy", "--kubernetes", file)
+	if code == 0 || !strings.Contains(errOut, "host c: deploy: ") || !strings.Contains(errOut, "every host's share was taken back") {
+		t.Errorf("deploy with host c failing: %d %s %s", code, out, errOut)
+	}
+	if code, _ := k.api("GET", "/apis/nslab.dev/v1alpha1/namespaces/default/labs/"+name, adminToken, nil); code != 404 {
+		t.Errorf("the failed deploy left its Lab: %d", code)
+	}
+	k.assertNoShares(t)
+	if !strings.Contains(k.s.outIn(t, c, "ip", "-o", "link", "show", squat), squat) {
+		t.Errorf("host c's own device %s went", squat)
+	}
+	k.s.outIn(t, c, "ip", "link", "del", squat)
+	k.deploy(t, file, name, "host c (node c): deployed, 1 nodes")
+	k.destroy(t, file, name)
+}
+
+// placed: host c of the lab placed by node_selector:, with no underlay:.
+// Node b has the label but holds host b, so kn-c (host c's machine,
+// 192.168.77.3, as its InternalIP says) is picked: the agent running as
+// node kn-c builds c's share, and the lab answers.
+func (k *cluster) placed(t *testing.T, file, name, helpers, agentConfig string) *exec.Cmd {
+	t.Helper()
+	for _, n := range []string{
+		`{kind: Node, apiVersion: v1, metadata: {name: b, labels: {nslab.dev/role: server}}}`,
+		`{kind: Node, apiVersion: v1, metadata: {name: kn-c, labels: {nslab.dev/role: server}}, status: {addresses: [{type: InternalIP, address: 192.168.77.3}]}}`,
+	} {
+		if code, body := k.api("POST", "/api/v1/nodes", adminToken, []byte(n)); code != 201 {
+			t.Fatalf("create a node: %d %s", code, body)
+		}
+	}
+	data, _ := os.ReadFile(file)
+	unplaced := strings.Replace(string(data), "c: {underlay: 192.168.77.3, ssh: root@192.168.77.3}", "c: {node_selector: {nslab.dev/role: server}, ssh: root@192.168.77.3}", 1)
+	if unplaced == string(data) {
+		t.Fatalf("%s has no host c to place", file)
+	}
+	placedFile := filepath.Join(filepath.Dir(file), "placed.yaml")
+	os.WriteFile(placedFile, []byte(unplaced), 0o644)
+	if code, _, errOut := k.s.run("deploy", placedFile); code == 0 || !strings.Contains(errOut, "host c has no underlay") {
+		t.Errorf("deploy over SSH of a host placed by labels: %d %s", code, errOut)
+	}
+	agent := k.agentAs(t, k.s.hosts[2], "kn-c", agentConfig, helpers)
+	k.deploy(t, placedFile, name, "host c (node kn-c): deployed, 1 nodes")
+	var lab struct{ Spec struct{ File string } }
+	_, body := k.api("GET", "/apis/nslab.dev/v1alpha1/namespaces/default/labs/"+name, adminToken, nil)
+	if json.Unmarshal(body, &lab); !strings.Contains(lab.Spec.File, "underlay: 192.168.77.3") {
+		t.Errorf("the placed file has no underlay of kn-c:\n%s", lab.Spec.File)
+	}
+	if code, out, errOut := k.s.run("check", file); code != 0 || !strings.Contains(out, "4 pairs: 4 answered") {
+		t.Errorf("check of the placed lab: %d %s %s", code, out, errOut)
+	}
+	k.destroy(t, placedFile, name)
+	return agent
+}
+
+// checkLabTable: the API server's table of Labs, what kubectl get labs
+// prints, has the lab with 3 hosts, 3/3 ready, Deployed.
+func checkLabTable(t *testing.T, k *cluster, name string) {
+	t.Helper()
+	out, err := exec.Command("nsenter", "-t", strconv.Itoa(k.s.hosts[0].holder.Process.Pid), "-n", "curl", "-sk", "-H", "Authorization: Bearer "+adminToken,
+		"-H", "Accept: application/json;as=Table;v=v1;g=meta.k8s.io", "https://192.168.77.1:6443/apis/nslab.dev/v1alpha1/namespaces/default/labs").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table struct {
+		ColumnDefinitions []struct{ Name string }
+		Rows              []struct{ Cells []any }
+	}
+	json.Unmarshal(out, &table)
+	var cols []string
+	for _, c := range table.ColumnDefinitions {
+		cols = append(cols, c.Name)
+	}
+	if len(table.Rows) != 1 || strings.Join(cols[:4], " ") != "Name Hosts Ready Phase" || fmt.Sprint(table.Rows[0].Cells[:4]) != fmt.Sprintf("[%s 3 3/3 Deployed]", name) {
+		t.Errorf("kubectl get labs would show %v %v", cols, table.Rows)
+	}
+}
+
+// assertNoShares: no host holds a named namespace or nslab state.
+func (k *cluster) assertNoShares(t *testing.T) {
+	t.Helper()
+	for _, h := range k.s.hosts {
+		if got := strings.Fields(k.s.outIn(t, h, "sh", "-c", "ls -A /run/netns; ls -A /run/nslab 2>/dev/null | grep -v '^lock$' ; true")); len(got) > 0 {
+			t.Errorf("host %s holds %v", h.name, got)
+		}
+	}
+}

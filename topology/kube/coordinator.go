@@ -1,0 +1,169 @@
+package kube
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/nslab/nslab/topology/fleet"
+	"github.com/nslab/nslab/topology/spec"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/dynamic"
+)
+
+// Coordinator creates and deletes Lab resources in one namespace, on the
+// machine where the user types, and waits for the agents.
+type Coordinator struct {
+	Client    dynamic.Interface
+	Namespace string
+	Out       io.Writer
+	Poll      time.Duration // how often the Lab is read while waiting
+}
+
+// Deploy places the hosts of the lab in file (read from path) on nodes,
+// writes its plan as a Lab, or as the new spec of the Lab of that name,
+// and waits until every host's agent has built its share with it. When
+// one fails, or ctx ends first, the Lab is deleted, which has every agent
+// remove its share, and the error names the host.
+func (c *Coordinator) Deploy(ctx context.Context, path string, file []byte) error {
+	start := time.Now()
+	plan, file, placement, err := c.place(ctx, path, file)
+	if err != nil {
+		return err
+	}
+	u, err := NewLab(c.Namespace, plan, file, placement)
+	if err != nil {
+		return err
+	}
+	labs := c.Client.Resource(Labs).Namespace(c.Namespace)
+	_, err = labs.Create(ctx, u, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		err = c.respec(ctx, u)
+	}
+	if err != nil {
+		return fmt.Errorf("create Lab %s/%s: %w", c.Namespace, plan.Lab, err)
+	}
+	l, err := c.wait(ctx, plan.Lab, func(l *Lab) bool {
+		phase, _ := l.Summary()
+		return phase != Pending
+	})
+	if err == nil {
+		if failed := l.FailedHosts(); len(failed) == 0 {
+			c.printHosts(l)
+			fmt.Fprintf(c.Out, "deployed lab %s on hosts %s as Lab %s/%s in %v\n", plan.Lab, strings.Join(plan.Hosts(), ", "), c.Namespace, plan.Lab, time.Since(start).Round(time.Millisecond))
+			return nil
+		}
+		st := l.Status.Hosts[l.FailedHosts()[0]]
+		err = fmt.Errorf("host %s: %s", l.FailedHosts()[0], st.Message)
+	}
+	undo, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	if derr := c.Destroy(undo, plan.Lab); derr != nil {
+		return fmt.Errorf("%w; taking back every host's share failed too: %w", err, derr)
+	}
+	return fmt.Errorf("%w; every host's share was taken back", err)
+}
+
+// place computes the plan of the lab in file with each host placed on a
+// node (Place), the file with the underlays placing learned written in.
+func (c *Coordinator) place(ctx context.Context, path string, file []byte) (*fleet.Plan, []byte, Placement, error) {
+	l, err := spec.Parse(path, file)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	placement, underlays, err := Place(ctx, c.Client, l)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(underlays) > 0 {
+		if file, err = spec.WithUnderlays(file, underlays); err != nil {
+			return nil, nil, nil, fmt.Errorf("%s: write the nodes' addresses in: %w", path, err)
+		}
+	}
+	plan, err := PlanFile(path, file)
+	return plan, file, placement, err
+}
+
+// respec writes fresh's spec into the existing Lab of its name.
+func (c *Coordinator) respec(ctx context.Context, fresh *unstructured.Unstructured) error {
+	labs := c.Client.Resource(Labs).Namespace(c.Namespace)
+	u, err := labs.Get(ctx, fresh.GetName(), metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	if u.GetDeletionTimestamp() != nil {
+		return fmt.Errorf("it is being deleted: wait until nslab destroy --kubernetes has removed it")
+	}
+	u.Object["spec"] = fresh.Object["spec"]
+	_, err = labs.Update(ctx, u, metav1.UpdateOptions{})
+	return err
+}
+
+// Destroy deletes the Lab name and waits until every host's agent has
+// removed its share (the Lab is gone).
+func (c *Coordinator) Destroy(ctx context.Context, name string) error {
+	err := c.Client.Resource(Labs).Namespace(c.Namespace).Delete(ctx, name, metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		fmt.Fprintf(c.Out, "lab %s has no Lab in namespace %s: nothing to destroy\n", name, c.Namespace)
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("delete Lab %s/%s: %w", c.Namespace, name, err)
+	}
+	var last *Lab
+	_, err = c.wait(ctx, name, func(l *Lab) bool { last = l; return false })
+	if errors.Is(err, errGone) {
+		fmt.Fprintf(c.Out, "destroyed lab %s: Lab %s/%s and every host's share removed\n", name, c.Namespace, name)
+		return nil
+	}
+	if last != nil {
+		return fmt.Errorf("Lab %s/%s: the agents of %s have not removed their share: %w", c.Namespace, name, strings.Join(last.Finalizers, ", "), err)
+	}
+	return err
+}
+
+var errGone = errors.New("the Lab is gone")
+
+// wait reads the Lab name until done says so, it is gone (errGone), or
+// ctx ends.
+func (c *Coordinator) wait(ctx context.Context, name string, done func(*Lab) bool) (*Lab, error) {
+	poll := c.Poll
+	if poll == 0 {
+		poll = 200 * time.Millisecond
+	}
+	labs := c.Client.Resource(Labs).Namespace(c.Namespace)
+	for {
+		u, err := labs.Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil, errGone
+		case err != nil:
+			return nil, fmt.Errorf("read Lab %s/%s: %w", c.Namespace, name, err)
+		}
+		l, err := ReadLab(u)
+		if err != nil {
+			return nil, err
+		}
+		if done(l) {
+			return l, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("waiting for Lab %s/%s: %w", c.Namespace, name, ctx.Err())
+		case <-time.After(poll):
+		}
+	}
+}
+
+// printHosts says each host's share as its agent wrote it.
+func (c *Coordinator) printHosts(l *Lab) {
+	for _, h := range l.Plan.Hosts() {
+		st := l.Status.Hosts[h]
+		fmt.Fprintf(c.Out, "host %s (node %s): %s, %d nodes: %s\n", h, l.NodeOf(h), strings.ToLower(st.Phase), st.Nodes, st.Message)
+	}
+}
