@@ -97,7 +97,7 @@ func (c *Coordinator) respec(ctx context.Context, fresh *unstructured.Unstructur
 		return err
 	}
 	if u.GetDeletionTimestamp() != nil {
-		return fmt.Errorf("it is being deleted: wait until nslab destroy --kubernetes has removed it")
+		return fmt.Errorf("it is being deleted: wait until every host's agent has removed its share and the Lab is gone")
 	}
 	u.Object["spec"] = fresh.Object["spec"]
 	_, err = labs.Update(ctx, u, metav1.UpdateOptions{})

@@ -110,7 +110,7 @@ func ReadLab(u *unstructured.Unstructured) (*Lab, error) {
 	l.File = []byte(file)
 	raw, ok, _ := unstructured.NestedMap(u.Object, "spec", "plan")
 	if !ok {
-		return nil, fmt.Errorf("%s: spec.plan is missing: create Labs with nslab deploy --kubernetes, which computes it", where)
+		return nil, fmt.Errorf("%s: spec.plan is missing: create Labs with nslab's deploy on Kubernetes, which computes it", where)
 	}
 	if err := fromMap(raw, &l.Plan); err != nil {
 		return nil, fmt.Errorf("%s: spec.plan: %w", where, err)

@@ -136,7 +136,7 @@ func (r *reporter) parseHosts(e kv) []*Host {
 			h.NodeSelector = r.nodeSelector(ns)
 		}
 		if _, ok := f["underlay"]; !ok && !placed {
-			r.errf(path, "missing underlay: the host's address on the network between the hosts, such as 192.0.2.1 (or node_selector:, to place the host on a Kubernetes node whose address nslab deploy --kubernetes fills in)")
+			r.errf(path, "missing underlay: the host's address on the network between the hosts, such as 192.0.2.1 (or node_selector:, to place the host on a Kubernetes node whose address a deploy on Kubernetes fills in)")
 		}
 		if m, ok := f["mtu"]; ok {
 			h.MTU, _ = r.integer(m.v, m.path, "the underlay MTU", 1280, 65535)
@@ -299,7 +299,7 @@ func (l *Lab) PartOf(host string) (*Lab, error) {
 	}
 	for _, h := range l.Hosts {
 		if !h.Underlay.IsValid() {
-			return nil, fmt.Errorf("host %s has no underlay: address: its node_selector: places it on a Kubernetes node, and nslab deploy --kubernetes fills in that node's address; anywhere else, give hosts.%s.underlay", h.Name, h.Name)
+			return nil, fmt.Errorf("host %s has no underlay: address: its node_selector: places it on a Kubernetes node, and a deploy on Kubernetes fills in that node's address; anywhere else, give hosts.%s.underlay", h.Name, h.Name)
 		}
 	}
 	p := &Lab{File: l.File, Source: l.Source, SHA256: l.SHA256, Name: l.Name, Prefix: l.Prefix, Hosts: l.Hosts,

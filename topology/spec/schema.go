@@ -86,7 +86,7 @@ var hostDef = mapping{def: "host", title: "a host of a lab that spans hosts", ke
 	{"underlay", "address, required unless node_selector: is given: the host's address on the network between the hosts (192.0.2.1)", text},
 	{"mtu", "integer 1280-65535, default 1500: the underlay's MTU (a VXLAN link's interfaces may have 50 less over IPv4, 70 over IPv6)", intRange(1280, 65535)},
 	{"ssh", "text: how nslab reaches the host to deploy its part from one command: [user@]host as ssh takes it (root@192.0.2.1; the user's ssh config, agent and known_hosts apply)", text},
-	{"node_selector", "mapping of a Kubernetes node label to its value: with nslab deploy --kubernetes, the host is the first node by name that has every label and holds no other host of the lab (without it, the node of the host's name); a host without underlay: gets that node's InternalIP", mapOf(text)},
+	{"node_selector", "mapping of a Kubernetes node label to its value: deployed on Kubernetes, the host is the first node by name that has every label and holds no other host of the lab (without it, the node of the host's name); a host without underlay: gets that node's InternalIP", mapOf(text)},
 }}
 
 var nodeDef = mapping{def: "node", title: "a node (a network namespace)", keys: []key{
