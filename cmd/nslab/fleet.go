@@ -30,10 +30,12 @@ type fleetOptions struct {
 	File    []byte
 	Dialers map[string]fleet.Dialer
 	Out     io.Writer
-	// The watching verbs': top and metrics --once, metrics' address.
-	Once   bool
-	Listen string
-	Err    io.Writer
+	// The watching verbs': top and metrics --once, metrics' and web's
+	// address, web's interval.
+	Once     bool
+	Listen   string
+	Interval time.Duration
+	Err      io.Writer
 }
 
 // viaAgents lets verb run on every host of a lab that spans hosts from
@@ -92,13 +94,8 @@ func readFleet(c *cli.Context) (*fleetOptions, error) {
 		return nil, err
 	}
 	o := &fleetOptions{Verb: c.Command.Name, Plan: plan, File: data, Dialers: map[string]fleet.Dialer{}, Out: c.App.Writer, Err: c.App.ErrWriter}
-	if o.Verb == "top" || o.Verb == "metrics" {
-		o.Once, o.Listen = c.Bool("once"), c.String("listen")
-	}
-	if o.Verb == "metrics" && !o.Once {
-		if err := checkListen(o.Listen, o.Err); err != nil {
-			return nil, err
-		}
+	if err := readWatching(c, o); err != nil {
+		return nil, err
 	}
 	for h, t := range targets {
 		o.Dialers[h] = fleet.SSH{Target: t, Config: globalString(c, "ssh-config"), Exe: exe, ID: id}
@@ -106,6 +103,24 @@ func readFleet(c *cli.Context) (*fleetOptions, error) {
 	o.Args = verbArgs(c, path)
 	o.Hosts, err = fleetHosts(c, l)
 	return o, err
+}
+
+// readWatching reads the options of the verbs that watch a lab: top's
+// and metrics' --once, metrics' and web's --listen, web's --interval.
+func readWatching(c *cli.Context, o *fleetOptions) error {
+	if o.Verb == "top" || o.Verb == "metrics" {
+		o.Once, o.Listen = c.Bool("once"), c.String("listen")
+	}
+	if o.Verb == "web" {
+		o.Listen, o.Interval = c.String("listen"), c.Duration("interval")
+		if o.Interval < 100*time.Millisecond {
+			return cli.Exit("--interval: at least 100ms", 2)
+		}
+	}
+	if o.Verb == "metrics" && !o.Once || o.Verb == "web" {
+		return checkListen(o.Listen, o.Err)
+	}
+	return nil
 }
 
 // sshTargets is how each host is reached: its ssh:, or the inventory's
@@ -253,6 +268,8 @@ func runFleet(ctx context.Context, o *fleetOptions) error {
 		return fleetTop(ctx, co, o)
 	case "metrics":
 		return fleetMetrics(ctx, co, o)
+	case "web":
+		return fleetWeb(ctx, co, o)
 	}
 	var res []fleet.Result
 	switch o.Verb {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"net"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/nslab/nslab/internal/labtest"
+	"github.com/nslab/nslab/pktgen/watch"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -304,6 +306,7 @@ func sshLab(t *testing.T, example string) (string, string) {
 func TestPrivilegedFleetOverSSH(t *testing.T) {
 	path := "PATH=" + webHelperDir(t) + ":/usr/sbin:/usr/bin:/sbin:/bin" // metrics' helper, on every host
 	s := newSSHHosts(t, 3, 1500, map[string]string{"a": path, "b": path, "c": path})
+	s.coord.env = append(s.coord.env, path) // web's helper, on the coordinator
 	for _, x := range []struct {
 		example, pairs string
 	}{{"two-hosts.yaml", "8 pairs: 8 answered"}, {"three-hosts.yaml", "4 pairs: 4 answered"}} {
@@ -396,6 +399,62 @@ func (s *sshHosts) watchAll(t *testing.T, file, name string) {
 	checkHostMetrics(t, string(scraped), name)
 	if !strings.Contains(errb.String(), "serving the metrics of lab "+name+" on hosts a, b, c") {
 		t.Errorf("metrics --listen said %q", errb.String())
+	}
+	s.webAll(t, file, name)
+}
+
+// webAll: nslab web FILE on the coordinator serves the page of the whole
+// lab (every node drawn) and streams views joined from every host's:
+// each node's interfaces, each host's CPUs named HOST/cpuN.
+func (s *sshHosts) webAll(t *testing.T, file, name string) {
+	t.Helper()
+	addr := "127.0.0.1:8089" // in host a's network namespace, the coordinator's
+	serve := s.coord.cmd("--ssh-config", s.sshConfig, "web", "--listen", addr, "--interval", "200ms", file)
+	var errb bytes.Buffer
+	serve.Stderr = &errb
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { serve.Process.Signal(os.Interrupt); serve.Wait() }()
+	curl := func(args ...string) ([]byte, error) {
+		return exec.Command("nsenter", append([]string{"-t", strconv.Itoa(s.hosts[0].holder.Process.Pid), "-n", "curl", "-s"}, args...)...).Output()
+	}
+	var page []byte
+	waitFor(t, "the coordinator's page to answer", func() bool {
+		var err error
+		page, err = curl("-f", "http://"+addr+"/")
+		return err == nil
+	})
+	for _, n := range []string{"client", "router", "server", "sampling every 200ms"} {
+		if !bytes.Contains(page, []byte(n)) {
+			t.Errorf("the page lacks %q", n)
+		}
+	}
+	events, _ := curl("-N", "--max-time", "4", "http://"+addr+"/events")
+	var v watch.View
+	for line := range strings.Lines(string(events)) {
+		var m struct {
+			Type string
+			View *watch.View
+		}
+		if data, ok := strings.CutPrefix(strings.TrimSpace(line), "data: "); ok && json.Unmarshal([]byte(data), &m) == nil && m.Type == "view" {
+			v = *m.View
+			break
+		}
+	}
+	nodes, hosts := map[string]bool{}, map[string]bool{}
+	for _, i := range v.Interfaces {
+		nodes[i.Node] = true
+	}
+	for _, c := range v.CPU {
+		h, _, _ := strings.Cut(c.CPU, "/")
+		hosts[h] = true
+	}
+	if v.Lab != name || !nodes["client"] || !nodes["router"] || !nodes["server"] || len(hosts) != 3 || len(v.Softnet) != len(v.CPU) {
+		t.Errorf("the joined view: lab %q, nodes %v, CPUs' hosts %v, %d CPUs and %d softnet\n%s", v.Lab, nodes, hosts, len(v.CPU), len(v.Softnet), events)
+	}
+	if !strings.Contains(errb.String(), "lab "+name+" on hosts a, b, c: http://"+addr+"/") {
+		t.Errorf("web said %q", errb.String())
 	}
 }
 

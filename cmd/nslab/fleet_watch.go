@@ -2,21 +2,29 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/nslab/nslab/internal/loopback"
+	"github.com/nslab/nslab/pktgen/watch"
 	"github.com/nslab/nslab/topology/fleet"
 )
 
 // The verbs that watch a lab, from the coordinator of a lab that spans
 // hosts: top prints each host's reading under its name (again every
 // interval until Ctrl-C), metrics serves every host's metrics at one
-// /metrics, each sample labelled with its host. Each host's part is read
-// there, by its agent, as `top --once` and `metrics --once` read it.
+// /metrics, each sample labelled with its host, and web serves the page
+// of the whole lab, its views joined from every host's. Each host's part
+// is read there, by its agent, as `top --once` and `metrics --once` read
+// it.
 
 // fleetTop prints every host's top reading, each taken over one interval
 // at once; without --once, again until ctx ends, the screen cleared.
@@ -133,4 +141,79 @@ func withHost(line, host string) string {
 		return line[:i+1] + label + line[i+1:]
 	}
 	return line[:i+1] + label + "," + line[i+1:]
+}
+
+// fleetWeb serves the live page of the whole lab on o.Listen until ctx
+// ends: nslab-web serves it (-feed, in a child process, since this one
+// holds the agents' channels), and every interval each host's agent reads
+// its part (top --once --format json) and the views joined are fed to it.
+func fleetWeb(ctx context.Context, co *fleet.Coordinator, o *fleetOptions) error {
+	helper, err := helperPath(webHelperName)
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "nslab-web-")
+	if err != nil {
+		return err
+	}
+	defer func() { _ = os.RemoveAll(dir) }()
+	file := filepath.Join(dir, o.Plan.Lab+".yaml")
+	if err := os.WriteFile(file, o.File, 0o600); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, helper, "-listen", o.Listen, "-feed", file, "-interval", o.Interval.String())
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.Stdout, cmd.Stderr = o.Out, o.Err
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("run %s: %w", helper, err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- cmd.Wait(); cancel() }()
+	enc := json.NewEncoder(in)
+	for ctx.Err() == nil {
+		if m := joinedView(ctx, co, o); ctx.Err() != nil || enc.Encode(m) != nil {
+			break // Ctrl-C, or the helper ended
+		}
+	}
+	_ = in.Close()
+	if err := <-served; err != nil && ctx.Err() == nil {
+		return fmt.Errorf("%s: %w", webHelperName, err)
+	}
+	return nil
+}
+
+// webMessage is one message of nslab web's page (pktgen/web.Message,
+// whose package nslab does not link).
+type webMessage struct {
+	Type  string      `json:"type"`
+	View  *watch.View `json:"view,omitempty"`
+	Error string      `json:"error,omitempty"`
+}
+
+// joinedView is the whole lab's view over one interval: each host's
+// agent reads its part (top --once) at once, and the views are joined;
+// or an error naming the host whose reading failed.
+func joinedView(ctx context.Context, co *fleet.Coordinator, o *fleetOptions) webMessage {
+	res, err := co.Run(ctx, "top", "--once", "--format", "json", "--interval", o.Interval.String(), fleet.FileArg)
+	if err != nil {
+		return webMessage{Type: "error", Error: err.Error()}
+	}
+	if f := fleet.Failed(res); len(f) > 0 {
+		return webMessage{Type: "error", Error: fmt.Sprintf("host %s: %s", f[0].Host, strings.TrimSpace(f[0].Stderr))}
+	}
+	views := make([]watch.HostView, 0, len(res))
+	for _, r := range res {
+		var v watch.View
+		if err := json.Unmarshal([]byte(r.Stdout), &v); err != nil {
+			return webMessage{Type: "error", Error: fmt.Sprintf("host %s: its reading does not parse: %v", r.Host, err)}
+		}
+		views = append(views, watch.HostView{Host: r.Host, View: &v})
+	}
+	return webMessage{Type: "view", View: watch.Join(o.Plan.Lab, views)}
 }

@@ -91,8 +91,9 @@ var verbHelp = map[string]struct {
 		"each CPU's softirq, steal and backlog drops, and the bench that runs on the lab, with its report and\n" +
 		"verdict when it ends; /metrics as nslab metrics serves it. Server-sent events feed the page; everything\n" +
 		"it loads comes from the server. It closes the lab's namespaces when the lab is destroyed, and picks the\n" +
-		"lab up again when it is deployed again. The nslab-web helper (next to nslab or on PATH) serves it.",
-		[]string{"nslab web crs", "nslab web --listen 127.0.0.1:8081 --interval 500ms crs", "nslab web --listen 0.0.0.0:8080 crs"}},
+		"lab up again when it is deployed again. The nslab-web helper (next to nslab or on PATH) serves it. Given\n" +
+		"the FILE of a lab over hosts, it serves the whole lab from here, each host's part read by its agent.",
+		[]string{"nslab web crs", "nslab web --listen 127.0.0.1:8081 examples/three-hosts.yaml", "nslab web --listen 127.0.0.1:8081 --interval 500ms crs", "nslab web --listen 0.0.0.0:8080 crs"}},
 	"metrics": {"Serves the counters of the labs named (all deployed labs when none is) at /metrics, in OpenMetrics or\n" +
 		"Prometheus' text format as the scraper asks: each interface's packets, bytes, drops and errors and its\n" +
 		"qdisc's drops, labelled lab, node and interface; softnet and CPU time per CPU; each node's IP MIB and\n" +

@@ -139,7 +139,7 @@ func printError(err error) {
 func commands() []*cli.Command {
 	return []*cli.Command{viaAgents(deployCommand(nil)), viaAgents(applyCommand(nil)), viaAgents(destroyCommand(nil)), viaAgents(inspectCommand(nil)), execCommand(nil), validateCommand(nil),
 		viaAgents(benchCommand(nil)), compareCommand(nil), graphCommand(nil), viaAgents(pathCommand(nil)), viaAgents(checkCommand(nil)), testCommand(nil), viaAgents(impairCommand(nil)), viaAgents(linkCommand(nil)), viaAgents(nodeCommand(nil)), captureCommand(nil),
-		viaAgents(topCommand(nil)), webCommand(nil), viaAgents(metricsCommand(nil)), generateCommand(nil), exportCommand(nil), importCommand(nil), schemaCommand(nil), completionCommand(nil), gendocsCommand(nil), completeCommand(nil), agentCommand(), hopsCommand()}
+		viaAgents(topCommand(nil)), viaAgents(webCommand(nil)), viaAgents(metricsCommand(nil)), generateCommand(nil), exportCommand(nil), importCommand(nil), schemaCommand(nil), completionCommand(nil), gendocsCommand(nil), completeCommand(nil), agentCommand(), hopsCommand()}
 }
 
 // newApp is nslab with its global options and these verbs (tests build

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"net/netip"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/nslab/nslab/pktgen/kstat"
@@ -186,3 +187,47 @@ func (v *View) Sort(key string) {
 
 // SortKeys are the keys Sort takes, in the order a key press cycles them.
 var SortKeys = []string{"node", "rx", "tx", "drops"}
+
+// HostView is one host's view of its part of a lab that spans hosts.
+type HostView struct {
+	Host string
+	View *View
+}
+
+// Join is one view of a lab that spans hosts from each host's view of
+// its part: the interfaces, nodes and TCP connections of every host (a
+// node is on one host, so none repeats), and each host's CPUs and
+// softnet named HOST/cpuN, side by side (Softnet[i] is CPU[i]'s; a host
+// whose softnet lists fewer CPUs gets empty ones). Its time is the
+// latest reading's, its interval the longest: each host read its own.
+func Join(lab string, views []HostView) *View {
+	out := &View{Lab: lab, Interfaces: []Interface{}, CPU: []report.CPUUse{}, Softnet: []report.SoftnetCPU{}, Nodes: []Node{}, TCP: []TCPConn{}}
+	var noTCP []string
+	for _, hv := range views {
+		v := hv.View
+		if v.Time.After(out.Time) {
+			out.Time = v.Time
+		}
+		out.Interval = max(out.Interval, v.Interval)
+		out.Interfaces = append(out.Interfaces, v.Interfaces...)
+		out.Nodes = append(out.Nodes, v.Nodes...)
+		out.TCP = append(out.TCP, v.TCP...)
+		for i, c := range v.CPU {
+			c.CPU = hv.Host + "/" + c.CPU
+			out.CPU = append(out.CPU, c)
+			sn := report.SoftnetCPU{CPU: i}
+			if i < len(v.Softnet) {
+				sn = v.Softnet[i]
+			}
+			out.Softnet = append(out.Softnet, sn)
+		}
+		if v.NoTCP != "" {
+			noTCP = append(noTCP, "host "+hv.Host+": "+v.NoTCP)
+		}
+		if v.Bench != nil && out.Bench == nil {
+			out.Bench = v.Bench
+		}
+	}
+	out.NoTCP = strings.Join(noTCP, "; ")
+	return out
+}

@@ -46,6 +46,9 @@ type Server struct {
 	interval time.Duration
 	metrics  *metrics.Collector
 	registry *prometheus.Registry
+	// fed: the views come from a feed (Feed), not from sampling a lab
+	// here; there are no metrics then.
+	fed bool
 
 	mu      sync.Mutex
 	lab     *watch.Lab // nil while the lab is not deployed
@@ -92,7 +95,9 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /{$}", s.index)
 	mux.Handle("GET /assets/", http.FileServerFS(assets))
 	mux.HandleFunc("GET /events", s.events)
-	mux.Handle("GET /metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{EnableOpenMetrics: true}))
+	if s.registry != nil {
+		mux.Handle("GET /metrics", promhttp.HandlerFor(s.registry, promhttp.HandlerOpts{EnableOpenMetrics: true}))
+	}
 	return mux
 }
 
@@ -103,7 +108,7 @@ func (s *Server) index(w http.ResponseWriter, _ *http.Request) {
 		Lab, Interval string
 		SVG           template.HTML
 		Deployed      bool
-	}{s.name, s.interval.String(), template.HTML(s.svg), s.lab != nil} // #nosec G203 -- graph.SVG escapes every text
+	}{s.name, s.interval.String(), template.HTML(s.svg), s.lab != nil || s.fed} // #nosec G203 -- graph.SVG escapes every text
 	s.mu.Unlock()
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	if err := page.Execute(w, data); err != nil {
