@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/nslab/nslab/topology/netfilter"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
+	"golang.org/x/sys/unix"
 )
 
 // NAT and firewall: one nftables table per node that has rules (package
@@ -55,9 +57,20 @@ func checkNetfilter(l *spec.Lab) []string {
 					n.Name, host.ConfigSays("CONFIG_NF_FLOW_TABLE", host.KernelConfig("CONFIG_NF_FLOW_TABLE")), strings.ReplaceAll(err.Error(), "\n", "; ")))
 				continue
 			}
+			if !missingFeature(err) {
+				problems = append(problems, fmt.Sprintf("nodes.%s (nat, firewall): the kernel refused the table: %v", n.Name, err))
+				continue
+			}
 			problems = append(problems, fmt.Sprintf("nodes.%s (nat, firewall): this kernel cannot hold the rules (needs CONFIG_NF_TABLES, CONFIG_NF_TABLES_INET, CONFIG_NFT_NAT, CONFIG_NFT_MASQ, CONFIG_NFT_CT): %v", n.Name, err))
 			break // one node says it for all
 		}
 	}
 	return problems
+}
+
+// missingFeature says whether nftables' error is the kernel lacking what
+// the table uses (the family, an expression: not built in, or no module),
+// as opposed to refusing this table for another reason.
+func missingFeature(err error) bool {
+	return errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EAFNOSUPPORT) || errors.Is(err, unix.EPROTONOSUPPORT)
 }

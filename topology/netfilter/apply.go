@@ -1,16 +1,54 @@
 package netfilter
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
 
 	"github.com/google/nftables"
 	"github.com/google/nftables/expr"
+	"github.com/mdlayher/netlink"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 	"golang.org/x/sys/unix"
 )
+
+// newConn is a connection to nftables in the namespace nsFD refers to,
+// able to carry a table of thousands of rules in one batch (bigBatch).
+func newConn(nsFD int) (*nftables.Conn, error) {
+	return nftables.New(nftables.WithNetNSFd(nsFD), nftables.WithSockOptions(bigBatch))
+}
+
+// batchBuffer is the socket's buffer each way: a batch of a rule per
+// message and an acknowledgement of each. A firewall of 150 rules
+// overflowed the default receive buffer (about 200 KiB, each
+// acknowledgement carrying its whole request), and one of 2,000 rules the
+// send buffer; 8 MiB holds tens of thousands.
+const batchBuffer = 8 << 20
+
+// bigBatch has the kernel acknowledge each message without a copy of it
+// (NETLINK_CAP_ACK) and gives the socket batchBuffer each way, past the
+// machine's rmem_max and wmem_max when root (SO_RCVBUFFORCE); else as
+// far as those allow.
+func bigBatch(c *netlink.Conn) error {
+	if err := c.SetOption(netlink.CapAcknowledge, true); err != nil {
+		return fmt.Errorf("NETLINK_CAP_ACK: %w", err)
+	}
+	raw, err := c.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	err = raw.Control(func(fd uintptr) {
+		for _, o := range [][2]int{{unix.SO_RCVBUFFORCE, unix.SO_RCVBUF}, {unix.SO_SNDBUFFORCE, unix.SO_SNDBUF}} {
+			if unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, o[0], batchBuffer) != nil { // not root: as far as rmem_max/wmem_max allow
+				serr = errors.Join(serr, unix.SetsockoptInt(int(fd), unix.SOL_SOCKET, o[1], batchBuffer))
+			}
+		}
+	})
+	return errors.Join(err, serr)
+}
 
 // Apply creates node n's table in the namespace nsFD refers to, in one
 // netlink transaction: the table, its chains and rules appear together or
@@ -18,7 +56,7 @@ import (
 //
 // Equivalent to the nft lines of Shell.
 func Apply(nsFD int, labName string, n *spec.Node) error {
-	c, err := nftables.New(nftables.WithNetNSFd(nsFD))
+	c, err := newConn(nsFD)
 	if err != nil {
 		return fmt.Errorf("nftables in %s: %w", n.Name, err)
 	}
@@ -78,7 +116,7 @@ func Check(labName string, n *spec.Node) error {
 			return err
 		}
 		defer f.Close()
-		c, err := nftables.New(nftables.WithNetNSFd(int(f.Fd())))
+		c, err := newConn(int(f.Fd()))
 		if err != nil {
 			return fmt.Errorf("nftables: %w", err)
 		}
@@ -108,7 +146,7 @@ type ChainInfo struct {
 // table. It reads again when the ruleset changed during a read (see
 // consistent). It runs in the caller's namespace.
 func Read(nsFD int) (chains []ChainInfo, rules []Counted, found bool, err error) {
-	c, err := nftables.New(nftables.WithNetNSFd(nsFD))
+	c, err := newConn(nsFD)
 	if err != nil {
 		return nil, nil, false, err
 	}
@@ -183,7 +221,7 @@ func policyName(p *nftables.ChainPolicy) string {
 //
 // Equivalent to: nft delete table inet nslab; then the nft lines of Shell.
 func Replace(nsFD int, labName string, n *spec.Node) error {
-	c, err := nftables.New(nftables.WithNetNSFd(nsFD))
+	c, err := newConn(nsFD)
 	if err != nil {
 		return fmt.Errorf("nftables in %s: %w", n.Name, err)
 	}
@@ -240,7 +278,7 @@ func queueTable(c *nftables.Conn, labName string, n *spec.Node, devices bool) {
 //
 // Equivalent to: nft delete table inet nslab
 func Remove(nsFD int) error {
-	c, err := nftables.New(nftables.WithNetNSFd(nsFD))
+	c, err := newConn(nsFD)
 	if err != nil {
 		return fmt.Errorf("nftables: %w", err)
 	}
@@ -267,7 +305,7 @@ type FlowtableInfo struct {
 // refers to (none when it has no table). It runs in the caller's
 // namespace.
 func Flowtables(nsFD int) ([]FlowtableInfo, error) {
-	c, err := nftables.New(nftables.WithNetNSFd(nsFD))
+	c, err := newConn(nsFD)
 	if err != nil {
 		return nil, fmt.Errorf("nftables: %w", err)
 	}
