@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -447,10 +448,14 @@ traffic:
   - {name: h1-h2, from: h1:eth0, to: 10.2.0.2, rate: 20kpps, duration: 3s}
 `
 
-// TestPrivilegedBenchThroughOSPFSwitch: a run that loses nothing through a
-// bridge that floods OSPF hellos balances with unaccounted 0 and names
-// the offered rate as its bottleneck; the hellos are counted as control
-// frames at the switch's ports.
+// TestPrivilegedBenchThroughOSPFSwitch: a run through a bridge that
+// floods OSPF hellos balances with unaccounted 0 (the hellos are not the
+// run's packets) and names the offered rate as its bottleneck when it
+// lost nothing; the hellos are counted as control frames at the switch's
+// ports. 20 kpps is well within this machine's reach, yet with the
+// suite's other tests running beside it CI lost 21 packets once (12802
+// backlog drops on one CPU), all named: a loss is allowed, not an
+// unnamed one.
 func TestPrivilegedBenchThroughOSPFSwitch(t *testing.T) {
 	labtest.SkipUnlessRoot(t)
 	t.Parallel()
@@ -462,11 +467,17 @@ func TestPrivilegedBenchThroughOSPFSwitch(t *testing.T) {
 	}
 	t.Cleanup(func() { c.run("destroy", "--name", name) })
 	code, out, errOut := c.run("bench", "--wait", "60s", file)
-	// What the sender kept of the 60000 asked depends on the machine; what
-	// it sent must all arrive, every frame accounted.
-	balanced := regexp.MustCompile(`sent (\d+) = received (\d+) \+ named drops 0 \+ unaccounted 0`).FindStringSubmatch(out)
-	if code != 0 || balanced == nil || balanced[1] != balanced[2] || !strings.Contains(out, "bottleneck: offered rate") {
+	// What the sender kept of the 60000 asked depends on the machine;
+	// every frame it sent is accounted.
+	balanced := regexp.MustCompile(`sent (\d+) = received (\d+) \+ named drops (\d+) \+ unaccounted 0`).FindStringSubmatch(out)
+	if code != 0 || balanced == nil {
 		t.Fatalf("bench: code %d, %s\n%s", code, errOut, out)
+	}
+	sent, _ := strconv.Atoi(balanced[1])
+	received, _ := strconv.Atoi(balanced[2])
+	named, _ := strconv.Atoi(balanced[3])
+	if sent != received+named || named == 0 && !strings.Contains(out, "bottleneck: offered rate") {
+		t.Fatalf("bench: sent %d, received %d, named %d, and with nothing lost the bottleneck is the offered rate:\n%s", sent, received, named, out)
 	}
 	// Each router's hellos enter the switch at its port and leave at the
 	// other's: control frames counted in the NEIGH column (the switch-in
