@@ -65,10 +65,7 @@ func viaAgents(cmd *cli.Command) *cli.Command {
 // readFleet reads a verb run on every host: nil when the verb is to run
 // here (--host given, no file, a lab on one machine, hosts without ssh:).
 func readFleet(c *cli.Context) (*fleetOptions, error) {
-	path := c.String("topo")
-	if path == "" {
-		path = c.Args().First()
-	}
+	path := fileArg(c)
 	data, err := os.ReadFile(path)
 	if hostOf(c) != "" || path == "" || err != nil {
 		return nil, nil
@@ -121,6 +118,15 @@ func readWatching(c *cli.Context, o *fleetOptions) error {
 		return checkListen(o.Listen, o.Err)
 	}
 	return nil
+}
+
+// fileArg is the lab's file a verb was given: --topo, or its first
+// operand.
+func fileArg(c *cli.Context) string {
+	if path := c.String("topo"); path != "" {
+		return path
+	}
+	return c.Args().First()
 }
 
 // sshTargets is how each host is reached: its ssh:, or the inventory's
@@ -440,10 +446,7 @@ const kubeHelperName = "nslab-kube"
 // runKube deploys or destroys the lab of the file as a Lab resource: the
 // helper computes its plan and waits for the agents.
 func runKube(c *cli.Context) error {
-	path := c.String("topo")
-	if path == "" {
-		path = c.Args().First()
-	}
+	path := fileArg(c)
 	if path == "" {
 		return cli.Exit(c.Command.Name+" --kubernetes: give the lab's FILE", 2)
 	}
@@ -453,14 +456,8 @@ func runKube(c *cli.Context) error {
 // execKube becomes the helper with args (the same process: Ctrl-C and
 // SIGTERM reach it, and a deploy interrupted takes its shares back).
 func execKube(kubeconfig string, args ...string) error {
-	helper, err := helperPath(kubeHelperName)
-	if err != nil {
-		return err
-	}
-	argv := []string{kubeHelperName}
 	if kubeconfig != "" {
-		argv = append(argv, "-kubeconfig", kubeconfig)
+		args = append([]string{"-kubeconfig", kubeconfig}, args...)
 	}
-	argv = append(argv, args...)
-	return fmt.Errorf("run %s: %w", helper, syscall.Exec(helper, argv, os.Environ()))
+	return execProgram(kubeHelperName, args...)
 }

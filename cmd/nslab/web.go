@@ -81,22 +81,28 @@ func runWeb(_ context.Context, o *webOptions) error {
 	return execHelper(o.Manager, "-listen", o.Listen, "-lab", name, "-interval", o.Interval.String())
 }
 
-// execHelper runs nslab-web with args in this process's place: the same
-// pid, which Ctrl-C and SIGTERM reach. It returns only when it cannot.
+// execHelper runs nslab-web with args in this process's place, told
+// where m's labs are.
 func execHelper(m *lab.Manager, args ...string) error {
-	helper, err := helperPath(webHelperName)
+	var where []string
+	if m.StateDir != "" {
+		where = append(where, "-state-dir", m.StateDir)
+	}
+	if m.NetnsDir != "" {
+		where = append(where, "-netns-dir", m.NetnsDir)
+	}
+	return execProgram(webHelperName, append(where, args...)...)
+}
+
+// execProgram runs helper program name with args in this process's
+// place: the same pid, which Ctrl-C and SIGTERM reach. It returns only
+// when it cannot.
+func execProgram(name string, args ...string) error {
+	helper, err := helperPath(name)
 	if err != nil {
 		return err
 	}
-	argv := []string{webHelperName}
-	if m.StateDir != "" {
-		argv = append(argv, "-state-dir", m.StateDir)
-	}
-	if m.NetnsDir != "" {
-		argv = append(argv, "-netns-dir", m.NetnsDir)
-	}
-	argv = append(argv, args...)
-	return fmt.Errorf("run %s: %w", helper, syscall.Exec(helper, argv, os.Environ()))
+	return fmt.Errorf("run %s: %w", helper, syscall.Exec(helper, append([]string{name}, args...), os.Environ()))
 }
 
 // metricsOptions is nslab metrics: the labs' counters for Prometheus.

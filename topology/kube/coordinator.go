@@ -13,7 +13,12 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/cache"
+	watchtools "k8s.io/client-go/tools/watch"
 )
 
 // Coordinator creates and deletes Lab resources in one namespace, on the
@@ -22,7 +27,6 @@ type Coordinator struct {
 	Client    dynamic.Interface
 	Namespace string
 	Out       io.Writer
-	Poll      time.Duration // how often the Lab is read while waiting
 }
 
 // Deploy places the hosts of the lab in file (read from path) on nodes,
@@ -53,13 +57,13 @@ func (c *Coordinator) Deploy(ctx context.Context, path string, file []byte) erro
 		return phase != Pending
 	})
 	if err == nil {
-		if failed := l.FailedHosts(); len(failed) == 0 {
+		failed := l.FailedHosts()
+		if len(failed) == 0 {
 			c.printHosts(l)
 			fmt.Fprintf(c.Out, "deployed lab %s on hosts %s as Lab %s/%s in %v\n", plan.Lab, strings.Join(plan.Hosts(), ", "), c.Namespace, plan.Lab, time.Since(start).Round(time.Millisecond))
 			return nil
 		}
-		st := l.Status.Hosts[l.FailedHosts()[0]]
-		err = fmt.Errorf("host %s: %s", l.FailedHosts()[0], st.Message)
+		err = fmt.Errorf("host %s: %s", failed[0], l.Status.Hosts[failed[0]].Message)
 	}
 	undo, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
@@ -129,35 +133,52 @@ func (c *Coordinator) Destroy(ctx context.Context, name string) error {
 
 var errGone = errors.New("the Lab is gone")
 
-// wait reads the Lab name until done says so, it is gone (errGone), or
-// ctx ends.
+// wait watches the Lab name until done says so, it is gone (errGone), or
+// ctx ends: each change the API server tells, none polled for.
 func (c *Coordinator) wait(ctx context.Context, name string, done func(*Lab) bool) (*Lab, error) {
-	poll := c.Poll
-	if poll == 0 {
-		poll = 200 * time.Millisecond
-	}
 	labs := c.Client.Resource(Labs).Namespace(c.Namespace)
-	for {
-		u, err := labs.Get(ctx, name, metav1.GetOptions{})
-		switch {
-		case apierrors.IsNotFound(err):
-			return nil, errGone
-		case err != nil:
-			return nil, fmt.Errorf("read Lab %s/%s: %w", c.Namespace, name, err)
+	only := fields.OneTermEqualSelector("metadata.name", name).String()
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = only
+			return labs.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = only
+			return labs.Watch(ctx, o)
+		},
+	}
+	absent := func(store cache.Store) (bool, error) {
+		if len(store.List()) == 0 {
+			return true, errGone
+		}
+		return false, nil
+	}
+	var last *Lab
+	_, err := watchtools.UntilWithSync(ctx, lw, &unstructured.Unstructured{}, absent, func(e watch.Event) (bool, error) {
+		if e.Type == watch.Deleted {
+			return true, errGone
+		}
+		u, ok := e.Object.(*unstructured.Unstructured)
+		if !ok {
+			return false, nil // a bookmark or the watch's own error, taken care of by the watch
 		}
 		l, err := ReadLab(u)
 		if err != nil {
-			return nil, err
+			return true, err
 		}
-		if done(l) {
-			return l, nil
-		}
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("waiting for Lab %s/%s: %w", c.Namespace, name, ctx.Err())
-		case <-time.After(poll):
-		}
+		last = l
+		return done(l), nil
+	})
+	switch {
+	case errors.Is(err, errGone):
+		return nil, errGone
+	case err != nil && ctx.Err() != nil:
+		return nil, fmt.Errorf("waiting for Lab %s/%s: %w", c.Namespace, name, ctx.Err())
+	case err != nil:
+		return nil, fmt.Errorf("watch Lab %s/%s: %w", c.Namespace, name, err)
 	}
+	return last, nil
 }
 
 // printHosts says each host's share as its agent wrote it.
