@@ -7,6 +7,15 @@
 //	nslab-kube [-kubeconfig F] agent -node NODE -nslab EXE [-- NSLAB-GLOBAL-OPTIONS...]
 //	nslab-kube [-kubeconfig F] [-namespace NS] deploy [-timeout D] FILE
 //	nslab-kube [-kubeconfig F] [-namespace NS] destroy [-timeout D] FILE
+//	nslab-kube [-kubeconfig F] [-namespace NS] lab FILE
+//	nslab-kube [-kubeconfig F] exec -node NODE -- COMMAND...
+//
+// lab prints the Lab of a deployed lab (its file and each host's node),
+// and exec runs a command in the agent's pod on a node with nslab-kube's
+// standard input and output (pods/exec, as kubectl exec -i): the
+// coordinator of every other verb (nslab check --kubernetes FILE) reaches
+// each host's agent so. exec exits with the command's exit code, or 255
+// when it could not run it.
 //
 // The kubeconfig is found as kubectl finds it (-kubeconfig, $KUBECONFIG,
 // ~/.kube/config), or, in a pod, the pod's ServiceAccount.
@@ -32,7 +41,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
-const usage = "usage: nslab-kube [-kubeconfig F] [-namespace NS] (agent -node NODE -nslab EXE [-- OPTIONS] | deploy FILE | destroy FILE) (run by nslab agent, deploy and destroy with --kubernetes)"
+const usage = "usage: nslab-kube [-kubeconfig F] [-namespace NS] (agent -node NODE -nslab EXE [-- OPTIONS] | deploy FILE | destroy FILE | lab FILE | exec -node NODE -- COMMAND...) (run by nslab's verbs with --kubernetes)"
 
 func main() {
 	kubeconfig := flag.String("kubeconfig", "", "the kubeconfig file (default: as kubectl finds it)")
@@ -46,11 +55,19 @@ func main() {
 	defer stop()
 	err := run(ctx, *kubeconfig, *namespace, flag.Arg(0), flag.Args()[1:])
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "nslab: %v\n", err)
 		var u usageError
-		if errors.As(err, &u) {
+		var code exitCode
+		switch {
+		case errors.As(err, &code) && code.code != 255:
+			os.Exit(code.code) // the remote command's: it said why itself
+		case errors.As(err, &u):
+			fmt.Fprintf(os.Stderr, "nslab: %v\n", err)
 			os.Exit(2)
+		case errors.As(err, &code): // read by the coordinator, after the host's name
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(255)
 		}
+		fmt.Fprintf(os.Stderr, "nslab: %v\n", err)
 		os.Exit(1)
 	}
 }
@@ -59,6 +76,9 @@ type usageError struct{ error }
 
 func run(ctx context.Context, kubeconfig, namespace, verb string, args []string) error {
 	cfg, ns, err := config(kubeconfig, namespace)
+	if err != nil && verb == "exec" {
+		return exitCode{255, err}
+	}
 	if err != nil {
 		return err
 	}
@@ -71,6 +91,10 @@ func run(ctx context.Context, kubeconfig, namespace, verb string, args []string)
 		return runAgent(ctx, client, args)
 	case "deploy", "destroy":
 		return runCoordinator(ctx, client, ns, verb, args)
+	case "lab":
+		return runLab(ctx, client, ns, args)
+	case "exec":
+		return runExec(ctx, cfg, client, args)
 	}
 	return usageError{fmt.Errorf("unknown verb %q: %s", verb, usage)}
 }

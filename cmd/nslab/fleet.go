@@ -2,11 +2,14 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"cmp"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"slices"
 	"strings"
@@ -40,14 +43,20 @@ type fleetOptions struct {
 
 // viaAgents lets verb run on every host of a lab that spans hosts from
 // this machine, when its file gives each host's ssh: (or --inventory
-// does) and no --host says this machine is one of them.
+// does) and no --host says this machine is one of them, or, with
+// --kubernetes, on the lab deployed as a Lab resource.
 func viaAgents(cmd *cli.Command) *cli.Command {
 	local := cmd.Action
-	if cmd.Name == "deploy" || cmd.Name == "destroy" {
-		cmd.Flags = append(cmd.Flags, &cli.BoolFlag{Name: "kubernetes", Usage: "as a Lab resource on the Kubernetes cluster kubectl reaches ($KUBECONFIG or ~/.kube/config), each host's share built by the nslab agent on its node (the node of the host's name, or the one its node_selector: picks); wait for them"})
+	usage := "on the lab deployed as a Lab on the Kubernetes cluster kubectl reaches ($KUBECONFIG or ~/.kube/config): each host's part run by the nslab agent's pod on the host's node (pods/exec)"
+	switch cmd.Name {
+	case "deploy", "destroy":
+		usage = "as a Lab resource on the Kubernetes cluster kubectl reaches ($KUBECONFIG or ~/.kube/config), each host's share built by the nslab agent on its node (the node of the host's name, or the one its node_selector: picks); wait for them"
+	case "apply":
+		usage = "change the lab's Lab resource on the Kubernetes cluster kubectl reaches to this file; wait for each host's agent to apply its share"
 	}
+	cmd.Flags = append(cmd.Flags, &cli.BoolFlag{Name: "kubernetes", Usage: usage})
 	cmd.Action = func(c *cli.Context) error {
-		if c.Bool("kubernetes") {
+		if c.Bool("kubernetes") && (cmd.Name == "deploy" || cmd.Name == "destroy" || cmd.Name == "apply") {
 			return runKube(c)
 		}
 		o, err := readFleet(c)
@@ -63,9 +72,21 @@ func viaAgents(cmd *cli.Command) *cli.Command {
 }
 
 // readFleet reads a verb run on every host: nil when the verb is to run
-// here (--host given, no file, a lab on one machine, hosts without ssh:).
+// here (--host given, no file, a lab on one machine, hosts without ssh:
+// and no --kubernetes).
 func readFleet(c *cli.Context) (*fleetOptions, error) {
 	path := fileArg(c)
+	if c.Bool("kubernetes") {
+		data, shells, err := kubeShells(c, path)
+		if err != nil {
+			return nil, err
+		}
+		l, err := spec.Parse(path, data)
+		if err != nil {
+			return nil, fmt.Errorf("the file of the lab's Lab resource: %w", err)
+		}
+		return fleetOf(c, path, data, l, shells)
+	}
 	data, err := os.ReadFile(path)
 	if hostOf(c) != "" || path == "" || err != nil {
 		return nil, nil
@@ -78,6 +99,16 @@ func readFleet(c *cli.Context) (*fleetOptions, error) {
 	if err != nil || targets == nil {
 		return nil, err
 	}
+	shells := map[string]fleet.Shell{}
+	for h, t := range targets {
+		shells[h] = fleet.SSH{Target: t, Config: globalString(c, "ssh-config")}
+	}
+	return fleetOf(c, path, data, l, shells)
+}
+
+// fleetOf is the verb run on every host of the lab l (read from data, at
+// path), each host reached through its shell.
+func fleetOf(c *cli.Context, path string, data []byte, l *spec.Lab, shells map[string]fleet.Shell) (*fleetOptions, error) {
 	plan, err := fleet.NewPlan(data, l)
 	if err != nil {
 		return nil, err
@@ -94,12 +125,44 @@ func readFleet(c *cli.Context) (*fleetOptions, error) {
 	if err := readWatching(c, o); err != nil {
 		return nil, err
 	}
-	for h, t := range targets {
-		o.Dialers[h] = fleet.SSH{Target: t, Config: globalString(c, "ssh-config"), Exe: exe, ID: id}
+	for h, sh := range shells {
+		o.Dialers[h] = fleet.Remote{Shell: sh, Exe: exe, ID: id}
 	}
 	o.Args = verbArgs(c, path)
 	o.Hosts, err = fleetHosts(c, l)
 	return o, err
+}
+
+// kubeShells reads the Lab of the lab in path from the cluster: its file
+// as deployed (with the underlays placement wrote in: the plan the agents
+// hold), and each host's agent reached by pods/exec on the host's node.
+func kubeShells(c *cli.Context, path string) ([]byte, map[string]fleet.Shell, error) {
+	if path == "" {
+		return nil, nil, cli.Exit(c.Command.Name+" --kubernetes: give the lab's FILE", 2)
+	}
+	helper, err := helperPath(kubeHelperName)
+	if err != nil {
+		return nil, nil, err
+	}
+	var errOut bytes.Buffer
+	cmd := exec.CommandContext(c.Context, helper, "lab", path)
+	cmd.Stderr = &errOut
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s", cmp.Or(strings.TrimPrefix(strings.TrimSpace(errOut.String()), "nslab: "), err.Error()))
+	}
+	var lab struct {
+		File  string
+		Nodes map[string]string
+	}
+	if err := json.Unmarshal(out, &lab); err != nil {
+		return nil, nil, fmt.Errorf("%s lab: %w", kubeHelperName, err)
+	}
+	shells := map[string]fleet.Shell{}
+	for h, node := range lab.Nodes {
+		shells[h] = fleet.KubeExec{Helper: helper, Node: node}
+	}
+	return []byte(lab.File), shells, nil
 }
 
 // readWatching reads the options of the verbs that watch a lab: top's
@@ -151,7 +214,7 @@ func sshTargets(c *cli.Context, l *spec.Lab) (map[string]string, error) {
 	case len(out) == 0:
 		return nil, nil
 	case len(missing) > 0:
-		return nil, cli.Exit(fmt.Sprintf("lab %s: no way to reach host %s from here: give it ssh: [user@]host under hosts:, or a line in --inventory (or run nslab --host NAME on each host)", l.Name, strings.Join(missing, ", ")), 2)
+		return nil, cli.Exit(fmt.Sprintf("lab %s: no way to reach host %s from here: give it ssh: [user@]host under hosts:, or a line in --inventory (or, for a lab deployed on Kubernetes, --kubernetes; or run nslab --host NAME on each host)", l.Name, strings.Join(missing, ", ")), 2)
 	}
 	return out, nil
 }
@@ -203,13 +266,16 @@ func readInventory(path string) (map[string]string, error) {
 	return out, sc.Err()
 }
 
-// verbArgs are the verb's own arguments as given, the file marked.
+// verbArgs are the verb's own arguments as given, the file marked and
+// --kubernetes left out.
 func verbArgs(c *cli.Context, path string) []string {
 	raw, _ := c.App.Metadata["args"].([]string)
 	at := slices.Index(raw, c.Command.Name)
 	var out []string
 	for _, a := range raw[at+1:] {
 		switch {
+		case a == "--kubernetes" || a == "-kubernetes" || strings.HasPrefix(a, "--kubernetes="):
+			continue // how the coordinator reaches the hosts, not the verb's
 		case a == path:
 			a = fleet.FileArg
 		case strings.HasSuffix(a, "="+path) && strings.HasPrefix(a, "-"):
@@ -443,14 +509,20 @@ func agentArgv(global []string) func(host, labName string, args []string) []stri
 // client-go would make every nslab command larger and slower to start.
 const kubeHelperName = "nslab-kube"
 
-// runKube deploys or destroys the lab of the file as a Lab resource: the
-// helper computes its plan and waits for the agents.
+// runKube deploys, applies or destroys the lab of the file as a Lab
+// resource: the helper computes its plan and waits for the agents. An
+// apply is a deploy of the changed file: the Lab's new spec, which each
+// agent applies over its share.
 func runKube(c *cli.Context) error {
 	path := fileArg(c)
 	if path == "" {
 		return cli.Exit(c.Command.Name+" --kubernetes: give the lab's FILE", 2)
 	}
-	return execKube("", c.Command.Name, path)
+	verb := c.Command.Name
+	if verb == "apply" {
+		verb = "deploy"
+	}
+	return execKube("", verb, path)
 }
 
 // execKube becomes the helper with args (the same process: Ctrl-C and

@@ -25,7 +25,6 @@ import (
 type cluster struct {
 	s     *sshHosts
 	dir   string
-	admin string // the admin's kubeconfig (a token in system:masters)
 	procs []*exec.Cmd
 }
 
@@ -41,7 +40,8 @@ func newCluster(t *testing.T, s *sshHosts, apiserver string) *cluster {
 	os.Chmod(k.dir, 0o755)
 	t.Cleanup(func() { // on failure, what the agents said
 		logs, _ := filepath.Glob(filepath.Join(k.dir, "agent-*.log"))
-		for _, l := range logs {
+		kubelets, _ := filepath.Glob(filepath.Join(k.dir, "kubelet-*.log"))
+		for _, l := range append(logs, kubelets...) {
 			if data, _ := os.ReadFile(l); t.Failed() {
 				t.Logf("%s:\n%s", filepath.Base(l), data)
 			}
@@ -65,12 +65,11 @@ func newCluster(t *testing.T, s *sshHosts, apiserver string) *cluster {
 		"--service-account-issuer=https://kubernetes.default.svc", "--service-account-key-file="+filepath.Join(k.dir, "sa.pub"),
 		"--service-account-signing-key-file="+filepath.Join(k.dir, "sa.key"), "--authorization-mode=RBAC",
 		"--token-auth-file="+filepath.Join(k.dir, "tokens.csv"), "--allow-privileged=true", "--disable-admission-plugins=ServiceAccount",
-		"--shutdown-delay-duration=0s")
+		"--shutdown-delay-duration=0s", "--kubelet-preferred-address-types=InternalIP")
 	waitFor(t, "kube-apiserver to be ready", func() bool {
 		code, _ := k.api("GET", "/readyz", adminToken, nil)
 		return code == 200
 	})
-	k.admin = k.kubeconfig(t, "admin", adminToken)
 	return k
 }
 
@@ -142,6 +141,7 @@ func (k *cluster) create(t *testing.T, file string, dryOnly ...string) {
 	}
 	paths := map[string]string{"Namespace": "/api/v1/namespaces", "ServiceAccount": "/api/v1/namespaces/%s/serviceaccounts",
 		"ClusterRole": "/apis/rbac.authorization.k8s.io/v1/clusterroles", "ClusterRoleBinding": "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+		"Role": "/apis/rbac.authorization.k8s.io/v1/namespaces/%s/roles", "RoleBinding": "/apis/rbac.authorization.k8s.io/v1/namespaces/%s/rolebindings",
 		"DaemonSet": "/apis/apps/v1/namespaces/%s/daemonsets", "CustomResourceDefinition": "/apis/apiextensions.k8s.io/v1/customresourcedefinitions"}
 	for _, doc := range strings.Split(string(data), "\n---\n") {
 		var obj struct {
@@ -164,6 +164,25 @@ func (k *cluster) create(t *testing.T, file string, dryOnly ...string) {
 			}
 		}
 	}
+}
+
+// user is the kubeconfig of a user granted deploy/kubernetes/user.yaml's
+// roles and nothing else (ServiceAccount default/lab-user): the
+// coordinator runs every verb as this user.
+func (k *cluster) user(t *testing.T) string {
+	t.Helper()
+	k.create(t, "../../deploy/kubernetes/user.yaml")
+	k.api("POST", "/api/v1/namespaces/default/serviceaccounts", adminToken, []byte("metadata: {name: lab-user}"))
+	subject := "subjects: [{kind: ServiceAccount, name: lab-user, namespace: default}]"
+	for path, binding := range map[string]string{
+		"/apis/rbac.authorization.k8s.io/v1/clusterrolebindings":                  "{kind: ClusterRoleBinding, apiVersion: rbac.authorization.k8s.io/v1, metadata: {name: lab-user}, roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: nslab-user}, %s}",
+		"/apis/rbac.authorization.k8s.io/v1/namespaces/nslab-system/rolebindings": "{kind: RoleBinding, apiVersion: rbac.authorization.k8s.io/v1, metadata: {name: lab-user, namespace: nslab-system}, roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: nslab-user}, %s}",
+	} {
+		if code, body := k.api("POST", path, adminToken, fmt.Appendf(nil, binding, subject)); code != 201 {
+			t.Fatalf("bind lab-user: %d %s", code, body)
+		}
+	}
+	return k.kubeconfig(t, "lab-user", k.token(t, "default", "lab-user"))
 }
 
 // token is a ServiceAccount's token (TokenRequest), as a pod would have.
@@ -253,17 +272,19 @@ func TestPrivilegedKubernetes(t *testing.T) {
 	var agents []*exec.Cmd
 	for _, h := range s.hosts {
 		agents = append(agents, k.agent(t, h, agentConfig, helpers))
+		k.node(t, h, h.name, h.name == "b")
 	}
 	file, name := sshLab(t, "three-hosts.yaml")
-	s.coord.env = append(s.coord.env, "KUBECONFIG="+k.admin, "PATH="+helpers+":"+os.Getenv("PATH"))
+	s.coord.env = append(s.coord.env, "KUBECONFIG="+k.user(t), "PATH="+helpers+":"+os.Getenv("PATH"))
 	t.Cleanup(func() { s.run("destroy", "--kubernetes", file) })
 	for round := range 2 {
 		k.deploy(t, file, name, "host b (node b): deployed, 1 nodes")
 		if round == 0 {
 			checkLabTable(t, k, name)
 			if code, out, errOut := s.run("check", file); code != 0 || !strings.Contains(out, "4 pairs: 4 answered") {
-				t.Errorf("check of the lab the agents built: %d %s %s", code, out, errOut)
+				t.Errorf("check of the lab the agents built, over SSH: %d %s %s", code, out, errOut)
 			}
+			k.verbs(t, file, name, agentConfig)
 			if code, body := k.api("DELETE", "/apis/nslab.dev/v1alpha1/namespaces/default/labs/"+name, adminToken, nil); code != 200 {
 				t.Fatalf("delete the Lab: %d %s", code, body)
 			}
@@ -356,17 +377,11 @@ func (k *cluster) failedHost(t *testing.T, file, name string) {
 // placed: host c of the lab placed by node_selector:, with no underlay:.
 // Node b has the label but holds host b, so kn-c (host c's machine,
 // 192.168.77.3, as its InternalIP says) is picked: the agent running as
-// node kn-c builds c's share, and the lab answers.
+// node kn-c builds c's share, and the lab answers check --kubernetes,
+// which reaches host c's agent on node kn-c.
 func (k *cluster) placed(t *testing.T, file, name, helpers, agentConfig string) *exec.Cmd {
 	t.Helper()
-	for _, n := range []string{
-		`{kind: Node, apiVersion: v1, metadata: {name: b, labels: {nslab.dev/role: server}}}`,
-		`{kind: Node, apiVersion: v1, metadata: {name: kn-c, labels: {nslab.dev/role: server}}, status: {addresses: [{type: InternalIP, address: 192.168.77.3}]}}`,
-	} {
-		if code, body := k.api("POST", "/api/v1/nodes", adminToken, []byte(n)); code != 201 {
-			t.Fatalf("create a node: %d %s", code, body)
-		}
-	}
+	k.node(t, k.s.hosts[2], "kn-c", true)
 	data, _ := os.ReadFile(file)
 	unplaced := strings.Replace(string(data), "c: {underlay: 192.168.77.3, ssh: root@192.168.77.3}", "c: {node_selector: {nslab.dev/role: server}, ssh: root@192.168.77.3}", 1)
 	if unplaced == string(data) {
@@ -384,8 +399,8 @@ func (k *cluster) placed(t *testing.T, file, name, helpers, agentConfig string) 
 	if json.Unmarshal(body, &lab); !strings.Contains(lab.Spec.File, "underlay: 192.168.77.3") {
 		t.Errorf("the placed file has no underlay of kn-c:\n%s", lab.Spec.File)
 	}
-	if code, out, errOut := k.s.run("check", file); code != 0 || !strings.Contains(out, "4 pairs: 4 answered") {
-		t.Errorf("check of the placed lab: %d %s %s", code, out, errOut)
+	if code, out, errOut := k.s.run("check", "--kubernetes", placedFile); code != 0 || !strings.Contains(out, "host c:\n") || !strings.Contains(out, "4 pairs: 4 answered") {
+		t.Errorf("check of the placed lab, host c's agent reached on node kn-c: %d %s %s", code, out, errOut)
 	}
 	k.destroy(t, placedFile, name)
 	return agent
@@ -421,5 +436,108 @@ func (k *cluster) assertNoShares(t *testing.T) {
 		if got := strings.Fields(k.s.outIn(t, h, "sh", "-c", "ls -A /run/netns; ls -A /run/nslab 2>/dev/null | grep -v '^lock$' ; true")); len(got) > 0 {
 			t.Errorf("host %s holds %v", h.name, got)
 		}
+	}
+}
+
+// node makes h's machine the Kubernetes node name: a Node whose
+// InternalIP is h's address and whose kubelet listens there on 10250
+// (labelled nslab.dev/role=server when server), the agent's pod bound to
+// it as the DaemonSet would make it, and that kubelet (serveKubelet) in
+// h's namespaces, started once per machine.
+func (k *cluster) node(t *testing.T, h *sshHost, name string, server bool) {
+	t.Helper()
+	labels := ""
+	if server {
+		labels = ", labels: {nslab.dev/role: server}"
+	}
+	n := fmt.Sprintf(`{kind: Node, apiVersion: v1, metadata: {name: %s%s}, status: {addresses: [{type: InternalIP, address: %s}], daemonEndpoints: {kubeletEndpoint: {Port: 10250}}}}`, name, labels, h.addr)
+	if code, body := k.api("POST", "/api/v1/nodes", adminToken, []byte(n)); code != 201 {
+		t.Fatalf("create node %s: %d %s", name, code, body)
+	}
+	k.agentPod(t, name)
+	if name != h.name {
+		return // the host's kubelet serves it already
+	}
+	cmd := exec.Command("nsenter", "-t", strconv.Itoa(h.holder.Process.Pid), "-m", "-n", "env", kubeletEnv+"="+h.addr+":10250", "TMPDIR="+h.tmp, "HOME=/root", os.Args[0])
+	log, _ := os.Create(filepath.Join(k.dir, "kubelet-"+name+".log"))
+	cmd.Stdout, cmd.Stderr = log, log
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	k.procs = append(k.procs, cmd)
+	t.Cleanup(func() { k.stop(cmd) })
+}
+
+// agentPod is the agent's pod on node, as the DaemonSet makes it (no
+// controller manager runs here).
+func (k *cluster) agentPod(t *testing.T, node string) {
+	t.Helper()
+	pod := fmt.Sprintf(`{kind: Pod, apiVersion: v1, metadata: {name: nslab-agent-%s, namespace: nslab-system, labels: {app.kubernetes.io/name: nslab-agent}}, spec: {nodeName: %s, serviceAccountName: nslab-agent, hostNetwork: true, hostPID: true, containers: [{name: agent, image: "nslab:latest", command: [nslab, agent, --kubernetes], securityContext: {privileged: true}}]}}`, node, node)
+	if code, body := k.api("POST", "/api/v1/namespaces/nslab-system/pods", adminToken, []byte(pod)); code != 201 {
+		t.Fatalf("create the agent's pod on %s: %d %s", node, code, body)
+	}
+}
+
+// verbs: the verbs other than deploy and destroy on the lab deployed as
+// a Lab, with --kubernetes: each host's agent reached through the API
+// server's pods/exec into the agent's pod on its node, none over SSH;
+// apply changes the Lab, and the verbs then see the lab it holds.
+// Without a pod on a node, the verb names the host and why; a user the
+// API server does not let exec into pods (the agent's own
+// ServiceAccount) is refused.
+func (k *cluster) verbs(t *testing.T, file, name, agentConfig string) {
+	t.Helper()
+	for _, v := range []struct {
+		args []string
+		want []string
+	}{
+		{[]string{"check", "--kubernetes", file}, []string{"host a:\n", "host c:\n", "4 pairs: 4 answered"}},
+		{[]string{"path", "--kubernetes", file, "client", "10.1.2.1"}, []string{"on host a:", "router on host b"}},
+		{[]string{"inspect", "--kubernetes", file}, []string{"host b:\n", "router"}},
+		{[]string{"bench", "--kubernetes", "-q", "--count", "5000", file}, []string{"on host a:", "+ unaccounted 0", "router:eth0 (host b)", "server:eth0 (host c)"}},
+		{[]string{"node", "--kubernetes", "-t", file, "stop", "router"}, []string{"on host b:\n", name + ":router stopped"}},
+		{[]string{"node", "--kubernetes", "-t", file, "start", "router"}, []string{"on host b:\n", name + ":router started"}},
+		{[]string{"check", "--kubernetes", "--wait", "10s", file}, []string{"4 pairs: 4 answered"}},
+		{[]string{"top", "--kubernetes", "--once", file}, []string{"host a:\n", "host b:\n", "router "}},
+	} {
+		code, out, errOut := k.s.run(v.args...)
+		for _, want := range v.want {
+			if code != 0 || !strings.Contains(out, want) {
+				t.Errorf("%s: no %q in %d %s %s", strings.Join(v.args, " "), want, code, out, errOut)
+				break
+			}
+		}
+	}
+	for _, h := range []string{"a", "b", "c"} { // the way the verbs came: the kubelet of each host's node
+		log, _ := os.ReadFile(filepath.Join(k.dir, "kubelet-"+h+".log"))
+		first, _, _ := strings.Cut(string(log), "\n")
+		if !strings.HasPrefix(first, "exec in nslab-system/nslab-agent-"+h+" agent over ") {
+			t.Errorf("host %s's kubelet was asked no exec in the agent's pod: %q", h, first)
+		}
+		t.Logf("host %s's kubelet: %s", h, first)
+	}
+	data, _ := os.ReadFile(file)
+	changed := filepath.Join(filepath.Dir(file), "changed.yaml")
+	os.WriteFile(changed, bytes.Replace(data, []byte("eth1: {addresses: [10.1.2.254/24]}"), []byte("eth1: {addresses: [10.1.2.254/24, 10.1.3.254/24]}"), 1), 0o644)
+	if code, out, errOut := k.s.run("apply", "--kubernetes", changed); code != 0 || !strings.Contains(out, "applied lab "+name+" on hosts a, b, c as Lab default/"+name) {
+		t.Errorf("apply --kubernetes: %d %s %s", code, out, errOut)
+	}
+	if code, out, errOut := k.s.run("inspect", "--kubernetes", file); code != 0 || !strings.Contains(out, "10.1.2.254/24, 10.1.3.254/24") {
+		t.Errorf("inspect --kubernetes after the apply: the lab as its Lab holds it, with router:eth1's new address: %d %s %s", code, out, errOut)
+	}
+	if code, _ := k.api("DELETE", "/api/v1/namespaces/nslab-system/pods/nslab-agent-c", adminToken, nil, "gracePeriodSeconds=0"); code != 200 {
+		t.Fatalf("delete the agent's pod on c: %d", code)
+	}
+	code, out, errOut := k.s.run("check", "--kubernetes", file)
+	if code == 0 || !strings.Contains(errOut, "host c: reach the agent: kubernetes node c: ") || !strings.Contains(errOut, "node c runs no nslab agent") {
+		t.Errorf("check with no agent's pod on node c: %d %s %s", code, out, errOut)
+	}
+	k.agentPod(t, "c")
+	env := k.s.coord.env
+	k.s.coord.env = append(slices.Clone(env), "KUBECONFIG="+agentConfig)
+	code, out, errOut = k.s.run("check", "--kubernetes", file)
+	k.s.coord.env = env
+	if code == 0 || !strings.Contains(errOut, `cannot list resource "pods"`) {
+		t.Errorf("check as the agent's ServiceAccount, which may not exec into pods: %d %s %s", code, out, errOut)
 	}
 }

@@ -10,25 +10,86 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
 )
 
-// SSH reaches a host's agent with the OpenSSH client: the user's
-// ~/.ssh/config (or Config), ssh-agent and known_hosts apply as they do
-// for the user's own ssh, and ssh runs with BatchMode (no prompt: a key
-// that needs a passphrase comes from the agent) and
-// StrictHostKeyChecking=yes (a host whose key is not known, or has
-// changed, is refused, never learned). The OpenSSH client rather than a
-// Go SSH library: its configuration (ProxyJump, Match, certificates,
-// hardware keys) is the user's as it stands, which a library would only
-// partly read.
+// Shell runs a command line of the host's shell with its standard
+// input and output joined to the returned command's: the channel a
+// coordinator reaches an agent by (ssh, or an exec in the agent's pod).
+type Shell interface {
+	// Command is the local command that runs remote on the host.
+	Command(ctx context.Context, remote string) *exec.Cmd
+	// String names the channel in errors: "ssh root@host-a".
+	String() string
+}
+
+// exitFailed is the exit code of a Shell's command that failed itself
+// (ssh's own), as opposed to the remote command's.
+const exitFailed = 255
+
+// SSH reaches a host with the OpenSSH client: the user's ~/.ssh/config
+// (or Config), ssh-agent and known_hosts apply as they do for the user's
+// own ssh, and ssh runs with BatchMode (no prompt: a key that needs a
+// passphrase comes from the agent) and StrictHostKeyChecking=yes (a host
+// whose key is not known, or has changed, is refused, never learned). The
+// OpenSSH client rather than a Go SSH library: its configuration
+// (ProxyJump, Match, certificates, hardware keys) is the user's as it
+// stands, which a library would only partly read.
 type SSH struct {
 	Target string // [user@]host, as ssh takes it
 	Config string // ssh -F: a configuration file instead of ~/.ssh/config; "" for the user's
-	Exe    string // this nslab's executable, copied to the host when it has another
-	ID     string // its BinaryID
+}
+
+func (s SSH) String() string { return "ssh " + s.Target }
+
+// Command is the ssh command line that runs remote on the host.
+func (s SSH) Command(ctx context.Context, remote string) *exec.Cmd {
+	args := []string{"-T", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes", "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3"}
+	if s.Config != "" {
+		args = append(args, "-F", s.Config)
+	}
+	args = append(args, "--", s.Target, remote)
+	return endsWithUs(exec.CommandContext(ctx, "ssh", args...))
+}
+
+// KubeExec reaches the nslab agent's pod on a Kubernetes node (the
+// DaemonSet of deploy/kubernetes/) by the API server's pods/exec, as
+// kubectl exec does: Helper (nslab-kube, which links client-go) runs
+// remote in the pod, through the API server and the node's kubelet, with
+// the user's kubeconfig and the rights it grants. Helper exits 255 when
+// it fails itself, and with the remote command's exit code otherwise.
+type KubeExec struct {
+	Helper string   // nslab-kube's executable
+	Args   []string // its options before the verb (-kubeconfig)
+	Node   string   // the Kubernetes node of the host
+}
+
+func (k KubeExec) String() string { return "kubernetes node " + k.Node }
+
+// Command is nslab-kube exec on the node's agent pod, with remote run by
+// its shell.
+func (k KubeExec) Command(ctx context.Context, remote string) *exec.Cmd {
+	args := append(slices.Clone(k.Args), "exec", "-node", k.Node, "--", "sh", "-c", remote)
+	return endsWithUs(exec.CommandContext(ctx, k.Helper, args...))
+}
+
+// endsWithUs has cmd end with the coordinator, even when it is killed:
+// the agent then reads the end of its input and undoes what it was doing.
+func endsWithUs(cmd *exec.Cmd) *exec.Cmd {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
+	return cmd
+}
+
+// Remote reaches a host's agent through a Shell: the nslab copied there
+// earlier for this very binary, else the host's own nslab if it is this
+// binary, else this binary copied there first.
+type Remote struct {
+	Shell Shell
+	Exe   string // this nslab's executable, copied to the host when it has another
+	ID    string // its BinaryID
 }
 
 // agentPath is where a copied nslab lives on a host: under the remote
@@ -36,24 +97,8 @@ type SSH struct {
 // overwrite each other.
 func agentPath(id string) string { return "$HOME/.cache/nslab/bin/nslab-" + id[:16] }
 
-// command is the ssh command line that runs remote on the host.
-func (s SSH) command(ctx context.Context, remote string) *exec.Cmd {
-	args := []string{"-T", "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes", "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3"}
-	if s.Config != "" {
-		args = append(args, "-F", s.Config)
-	}
-	args = append(args, "--", s.Target, remote)
-	cmd := exec.CommandContext(ctx, "ssh", args...)
-	// ssh ends with the coordinator, even when it is killed: the agent
-	// then reads the end of its input and undoes what it was doing.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
-	return cmd
-}
-
-// Dial starts the agent on the host: the nslab copied there earlier for
-// this very binary, else the host's own nslab if it is this binary, else
-// this binary copied there first.
-func (s SSH) Dial(ctx context.Context, global []string) (*Conn, error) {
+// Dial starts the agent on the host with the global options.
+func (s Remote) Dial(ctx context.Context, global []string) (*Conn, error) {
 	opts := shellWords(global)
 	remote := fmt.Sprintf(`p=%s; if [ -x "$p" ]; then exec "$p"%s agent; fi; exec nslab%s agent`, agentPath(s.ID), opts, opts)
 	c, err := s.start(ctx, remote)
@@ -80,45 +125,57 @@ func (s SSH) Dial(ctx context.Context, global []string) (*Conn, error) {
 	}
 	if h.Binary != s.ID {
 		c.Close()
-		return nil, fmt.Errorf("the nslab copied to %s is not this one (hash %s, want %s)", s.Target, short(h.Binary), short(s.ID))
+		return nil, fmt.Errorf("the nslab copied to %s is not this one (hash %s, want %s)", c.Target, short(h.Binary), short(s.ID))
 	}
 	return c, nil
 }
 
-// start runs remote over ssh and speaks the protocol on its stdio.
-func (s SSH) start(ctx context.Context, remote string) (*Conn, error) {
-	cmd := s.command(ctx, remote)
+// start runs remote through the shell and speaks the protocol on its
+// stdio.
+func (s Remote) start(ctx context.Context, remote string) (*Conn, error) {
+	cmd := s.Shell.Command(ctx, remote)
 	in, err := cmd.StdinPipe()
 	if err != nil {
-		return nil, fmt.Errorf("ssh %s: %w", s.Target, err)
+		return nil, fmt.Errorf("%s: %w", s.Shell, err)
 	}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, fmt.Errorf("ssh %s: %w", s.Target, err)
+		return nil, fmt.Errorf("%s: %w", s.Shell, err)
 	}
-	c := &Conn{Target: s.Target, cmd: cmd, in: in, stream: newStream(out, in)}
+	c := &Conn{Target: target(s.Shell), via: s.Shell.String(), cmd: cmd, in: in, stream: newStream(out, in)}
 	cmd.Stderr = &c.stderr
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("ssh %s: %w", s.Target, err)
+		return nil, fmt.Errorf("%s: %w", s.Shell, err)
 	}
 	return c, nil
+}
+
+// target names the host a shell reaches: ssh's [user@]host, a node.
+func target(sh Shell) string {
+	switch s := sh.(type) {
+	case SSH:
+		return s.Target
+	case KubeExec:
+		return "node " + s.Node
+	}
+	return sh.String()
 }
 
 // copyAgent copies this nslab to agentPath on the host (to a temporary
 // name first, so that a copy cut short is never run).
-func (s SSH) copyAgent(ctx context.Context) error {
+func (s Remote) copyAgent(ctx context.Context) error {
 	f, err := os.Open(s.Exe)
 	if err != nil {
-		return fmt.Errorf("copy nslab to %s: %w", s.Target, err)
+		return fmt.Errorf("copy nslab to %s: %w", target(s.Shell), err)
 	}
 	defer f.Close()
 	p := agentPath(s.ID)
-	cmd := s.command(ctx, fmt.Sprintf(`set -e; p=%s; mkdir -p "$(dirname "$p")"; cat > "$p.$$"; chmod 755 "$p.$$"; mv "$p.$$" "$p"`, p))
+	cmd := s.Shell.Command(ctx, fmt.Sprintf(`set -e; p=%s; mkdir -p "$(dirname "$p")"; cat > "$p.$$"; chmod 755 "$p.$$"; mv "$p.$$" "$p"`, p))
 	cmd.Stdin = f
 	var errOut bytes.Buffer
 	cmd.Stderr = &errOut
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("copy nslab to %s: %w: %s", s.Target, err, strings.TrimSpace(errOut.String()))
+		return fmt.Errorf("copy nslab to %s: %w: %s", target(s.Shell), err, strings.TrimSpace(errOut.String()))
 	}
 	return nil
 }
@@ -138,7 +195,8 @@ var errNoAgent = errors.New("no nslab on the host")
 
 // Conn is a coordinator's channel to one agent.
 type Conn struct {
-	Target string
+	Target string // the host as its shell names it: [user@]host, node NAME
+	via    string // the shell, for its own failures: "ssh root@host-a"
 	cmd    *exec.Cmd
 	in     io.WriteCloser
 	stream *stream
@@ -150,15 +208,16 @@ type Conn struct {
 	asked func(ctx context.Context, ask map[string]json.RawMessage) Request
 }
 
-// wait reaps ssh once, however many ask.
+// wait reaps the shell's command once, however many ask.
 func (c *Conn) wait() error {
 	c.once.Do(func() { c.werr = c.cmd.Wait() })
 	return c.werr
 }
 
 // Call sends r and waits for the answer, answering the verb's asks for
-// other hosts' hops on the way. A channel that ends says why: ssh's own
-// words (host key, authentication, connection) when it had any.
+// other hosts' hops on the way. A channel that ends says why: the
+// shell's own words (ssh's host key, authentication, connection; the API
+// server's refusal) when it had any.
 func (c *Conn) Call(ctx context.Context, r Request) (Response, error) {
 	if err := c.stream.send(r); err != nil {
 		return Response{}, c.ended(err)
@@ -201,17 +260,17 @@ func (c *Conn) recv(ctx context.Context) (Response, error) {
 	}
 }
 
-// ended is why the channel ended: ssh's exit and words.
+// ended is why the channel ended: the shell's exit and words.
 func (c *Conn) ended(err error) error {
-	_ = c.in.Close() // ssh may have closed it already
+	_ = c.in.Close() // the shell may have closed it already
 	werr := c.wait()
 	words := strings.TrimSpace(c.stderr.String())
 	var ee *exec.ExitError
 	switch {
 	case errors.As(werr, &ee) && ee.ExitCode() == 127:
 		return errNoAgent
-	case errors.As(werr, &ee) && ee.ExitCode() == 255:
-		return fmt.Errorf("ssh %s: %s", c.Target, cmp.Or(words, "the connection failed"))
+	case errors.As(werr, &ee) && ee.ExitCode() == exitFailed:
+		return fmt.Errorf("%s: %s", c.via, cmp.Or(words, "the connection failed"))
 	case words != "":
 		return fmt.Errorf("the agent on %s ended: %s", c.Target, words)
 	}
@@ -229,6 +288,6 @@ func (c *Conn) Hello(ctx context.Context) (*Hello, error) {
 
 // Close ends the channel: the agent reads the end of its input and exits.
 func (c *Conn) Close() {
-	_ = c.in.Close()             // ssh may have ended already
+	_ = c.in.Close()             // the shell may have ended already
 	go func() { _ = c.wait() }() // reaped; its exit matters to no one now
 }

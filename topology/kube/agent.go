@@ -143,7 +143,11 @@ func (a *Agent) build(ctx context.Context, l *Lab, key, host string) error {
 	if prev := l.Status.Hosts[host]; prev.Phase == Deployed {
 		verb = "apply" // a new plan over a share built with another
 	}
-	res, err := s.Run(ctx, verb, "-q", fleet.FileArg)
+	args := []string{verb, fleet.FileArg}
+	if verb == "deploy" {
+		args = []string{verb, "-q", fleet.FileArg} // apply has no -q: it prints only what it changed
+	}
+	res, err := s.Run(ctx, args...)
 	switch {
 	case err != nil:
 		return err
@@ -179,10 +183,13 @@ func (a *Agent) remove(ctx context.Context, l *Lab, key, host string) error {
 	delete(a.built, key)
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		u, err := a.Client.Resource(Labs).Namespace(l.Namespace).Get(ctx, l.Name, metav1.GetOptions{})
-		if apierrors.IsNotFound(err) {
+		switch {
+		case apierrors.IsNotFound(err):
 			return nil
-		} else if err != nil {
+		case err != nil:
 			return err
+		case string(u.GetUID()) != l.UID:
+			return nil // l is gone, and a new Lab of its name holds a share this agent has yet to build
 		}
 		u.SetFinalizers(withoutFinalizer(u.GetFinalizers(), fin))
 		_, err = a.Client.Resource(Labs).Namespace(l.Namespace).Update(ctx, u, metav1.UpdateOptions{})

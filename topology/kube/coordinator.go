@@ -45,9 +45,10 @@ func (c *Coordinator) Deploy(ctx context.Context, path string, file []byte) erro
 		return err
 	}
 	labs := c.Client.Resource(Labs).Namespace(c.Namespace)
+	done := "deployed"
 	_, err = labs.Create(ctx, u, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
-		err = c.respec(ctx, u)
+		done, err = "applied", c.respec(ctx, u) // a new spec: each agent applies it over its share
 	}
 	if err != nil {
 		return fmt.Errorf("create Lab %s/%s: %w", c.Namespace, plan.Lab, err)
@@ -60,7 +61,7 @@ func (c *Coordinator) Deploy(ctx context.Context, path string, file []byte) erro
 		failed := l.FailedHosts()
 		if len(failed) == 0 {
 			c.printHosts(l)
-			fmt.Fprintf(c.Out, "deployed lab %s on hosts %s as Lab %s/%s in %v\n", plan.Lab, strings.Join(plan.Hosts(), ", "), c.Namespace, plan.Lab, time.Since(start).Round(time.Millisecond))
+			fmt.Fprintf(c.Out, "%s lab %s on hosts %s as Lab %s/%s in %v\n", done, plan.Lab, strings.Join(plan.Hosts(), ", "), c.Namespace, plan.Lab, time.Since(start).Round(time.Millisecond))
 			return nil
 		}
 		err = fmt.Errorf("host %s: %s", failed[0], l.Status.Hosts[failed[0]].Message)

@@ -61,6 +61,7 @@ type Status struct {
 // Lab is what nslab reads from a Lab resource.
 type Lab struct {
 	Namespace, Name string
+	UID             string // this Lab's, not another's made later with its name
 	File            []byte
 	Plan            *fleet.Plan
 	Placement       Placement
@@ -104,7 +105,7 @@ func NewLab(namespace string, plan *fleet.Plan, file []byte, placement Placement
 // ReadLab reads a Lab resource, checking that its plan is the one its
 // file gives.
 func ReadLab(u *unstructured.Unstructured) (*Lab, error) {
-	l := &Lab{Namespace: u.GetNamespace(), Name: u.GetName(), Deleting: u.GetDeletionTimestamp() != nil, Finalizers: u.GetFinalizers()}
+	l := &Lab{Namespace: u.GetNamespace(), Name: u.GetName(), UID: string(u.GetUID()), Deleting: u.GetDeletionTimestamp() != nil, Finalizers: u.GetFinalizers()}
 	where := fmt.Sprintf("Lab %s/%s", l.Namespace, l.Name)
 	file, _, _ := unstructured.NestedString(u.Object, "spec", "file")
 	l.File = []byte(file)
