@@ -481,7 +481,8 @@ func (k *cluster) agentPod(t *testing.T, node string) {
 // verbs: the verbs other than deploy and destroy on the lab deployed as
 // a Lab, with --kubernetes: each host's agent reached through the API
 // server's pods/exec into the agent's pod on its node, none over SSH;
-// apply changes the Lab, and the verbs then see the lab it holds.
+// apply changes the Lab, and the verbs then see the lab it holds; an
+// apply that fails on a host puts the Lab's previous spec back.
 // Without a pod on a node, the verb names the host and why; a user the
 // API server does not let exec into pods (the agent's own
 // ServiceAccount) is refused.
@@ -525,6 +526,7 @@ func (k *cluster) verbs(t *testing.T, file, name, agentConfig string) {
 	if code, out, errOut := k.s.run("inspect", "--kubernetes", file); code != 0 || !strings.Contains(out, "10.1.2.254/24, 10.1.3.254/24") {
 		t.Errorf("inspect --kubernetes after the apply: the lab as its Lab holds it, with router:eth1's new address: %d %s %s", code, out, errOut)
 	}
+	k.failedApply(t, changed)
 	if code, _ := k.api("DELETE", "/api/v1/namespaces/nslab-system/pods/nslab-agent-c", adminToken, nil, "gracePeriodSeconds=0"); code != 200 {
 		t.Fatalf("delete the agent's pod on c: %d", code)
 	}
@@ -540,4 +542,36 @@ func (k *cluster) verbs(t *testing.T, file, name, agentConfig string) {
 	if code == 0 || !strings.Contains(errOut, `cannot list resource "pods"`) {
 		t.Errorf("check as the agent's ServiceAccount, which may not exec into pods: %d %s %s", code, out, errOut)
 	}
+}
+
+// failedApply: a change that adds node server2 on host c, whose
+// namespace's name host c already holds (not the lab's), fails on host c
+// (and is undone there); the Lab goes back to the spec of changed (the
+// lab deployed before), which every host runs again, with c's namespace
+// untouched.
+func (k *cluster) failedApply(t *testing.T, changed string) {
+	t.Helper()
+	data, _ := os.ReadFile(changed)
+	l, err := spec.Parse(changed, data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	grown := strings.Replace(string(data), "\nlinks:\n", "\n  server2: {host: c}\nlinks:\n", 1)
+	bad := filepath.Join(filepath.Dir(changed), "grown.yaml")
+	os.WriteFile(bad, []byte(grown), 0o644)
+	squat := l.Name + "-server2"
+	c := k.s.hosts[2]
+	k.s.outIn(t, c, "ip", "netns", "add", squat)
+	code, out, errOut := k.s.run("apply", "--kubernetes", bad)
+	if code == 0 || !strings.Contains(errOut, "host c: apply: ") || !strings.Contains(errOut, "the Lab is back to its previous spec, which every host runs again") {
+		t.Errorf("apply failing on host c: %d %s %s", code, out, errOut)
+	}
+	code, out, errOut = k.s.run("inspect", "--kubernetes", changed)
+	if code != 0 || !strings.Contains(out, "10.1.2.254/24, 10.1.3.254/24") || strings.Contains(out, "server2") {
+		t.Errorf("inspect after the failed apply: not the lab as before: %d %s %s", code, out, errOut)
+	}
+	if !strings.Contains(k.s.outIn(t, c, "ip", "netns", "list"), squat) {
+		t.Errorf("host c's own namespace %s went", squat)
+	}
+	k.s.outIn(t, c, "ip", "netns", "del", squat)
 }

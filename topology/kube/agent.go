@@ -140,8 +140,8 @@ func (a *Agent) build(ctx context.Context, l *Lab, key, host string) error {
 		return a.writeStatus(ctx, l, host, st)
 	}
 	verb := "deploy"
-	if prev := l.Status.Hosts[host]; prev.Phase == Deployed {
-		verb = "apply" // a new plan over a share built with another
+	if prev := l.Status.Hosts[host]; prev.Phase == Deployed || a.built[key] != "" {
+		verb = "apply" // a new plan over a share built with another (or whose apply of one failed and was undone)
 	}
 	args := []string{verb, fleet.FileArg}
 	if verb == "deploy" {

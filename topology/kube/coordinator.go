@@ -33,7 +33,8 @@ type Coordinator struct {
 // writes its plan as a Lab, or as the new spec of the Lab of that name,
 // and waits until every host's agent has built its share with it. When
 // one fails, or ctx ends first, the Lab is deleted, which has every agent
-// remove its share, and the error names the host.
+// remove its share, and the error names the host; but a new spec over a
+// Lab every host had deployed (an apply) is replaced by that one again.
 func (c *Coordinator) Deploy(ctx context.Context, path string, file []byte) error {
 	start := time.Now()
 	plan, file, placement, err := c.place(ctx, path, file)
@@ -45,10 +46,11 @@ func (c *Coordinator) Deploy(ctx context.Context, path string, file []byte) erro
 		return err
 	}
 	labs := c.Client.Resource(Labs).Namespace(c.Namespace)
-	done := "deployed"
+	done, previous := "deployed", map[string]any(nil)
 	_, err = labs.Create(ctx, u, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
-		done, err = "applied", c.respec(ctx, u) // a new spec: each agent applies it over its share
+		done = "applied" // a new spec: each agent applies it over its share
+		previous, err = c.respec(ctx, u)
 	}
 	if err != nil {
 		return fmt.Errorf("create Lab %s/%s: %w", c.Namespace, plan.Lab, err)
@@ -68,6 +70,9 @@ func (c *Coordinator) Deploy(ctx context.Context, path string, file []byte) erro
 	}
 	undo, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
+	if previous != nil && c.restore(undo, plan.Lab, previous) == nil {
+		return fmt.Errorf("%w; the Lab is back to its previous spec, which every host runs again", err)
+	}
 	if derr := c.Destroy(undo, plan.Lab); derr != nil {
 		return fmt.Errorf("%w; taking back every host's share failed too: %w", err, derr)
 	}
@@ -94,19 +99,47 @@ func (c *Coordinator) place(ctx context.Context, path string, file []byte) (*fle
 	return plan, file, placement, err
 }
 
-// respec writes fresh's spec into the existing Lab of its name.
-func (c *Coordinator) respec(ctx context.Context, fresh *unstructured.Unstructured) error {
+// respec writes fresh's spec into the existing Lab of its name, and
+// returns the spec it replaced when every host had deployed that one
+// (nil otherwise: there is nothing whole to go back to).
+func (c *Coordinator) respec(ctx context.Context, fresh *unstructured.Unstructured) (map[string]any, error) {
 	labs := c.Client.Resource(Labs).Namespace(c.Namespace)
 	u, err := labs.Get(ctx, fresh.GetName(), metav1.GetOptions{})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if u.GetDeletionTimestamp() != nil {
-		return fmt.Errorf("it is being deleted: wait until every host's agent has removed its share and the Lab is gone")
+		return nil, fmt.Errorf("it is being deleted: wait until every host's agent has removed its share and the Lab is gone")
+	}
+	var previous map[string]any
+	if l, err := ReadLab(u); err == nil {
+		if phase, _ := l.Summary(); phase == Deployed {
+			previous, _ = u.Object["spec"].(map[string]any)
+		}
 	}
 	u.Object["spec"] = fresh.Object["spec"]
 	_, err = labs.Update(ctx, u, metav1.UpdateOptions{})
-	return err
+	return previous, err
+}
+
+// restore puts the previous spec back into the Lab name after an apply
+// failed on a host, and waits until every host runs it again.
+func (c *Coordinator) restore(ctx context.Context, name string, previous map[string]any) error {
+	fresh := &unstructured.Unstructured{Object: map[string]any{"metadata": map[string]any{"name": name}, "spec": previous}}
+	if _, err := c.respec(ctx, fresh); err != nil {
+		return err
+	}
+	l, err := c.wait(ctx, name, func(l *Lab) bool {
+		phase, _ := l.Summary()
+		return phase != Pending
+	})
+	if err != nil {
+		return err
+	}
+	if phase, _ := l.Summary(); phase != Deployed {
+		return fmt.Errorf("the previous spec did not deploy again: %s", phase)
+	}
+	return nil
 }
 
 // Destroy deletes the Lab name and waits until every host's agent has
