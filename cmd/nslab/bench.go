@@ -504,7 +504,7 @@ func eventsRequest(c *cli.Context, req *bench.Request) error {
 		}
 		req.Events = append(req.Events, e)
 	}
-	if err := events.Check(req.Lab.Model(), req.Events); err != nil {
+	if err := events.Check(req.Lab, req.Events, c.Bool(otherHostsFlag)); err != nil {
 		return cli.Exit("--event: "+err.Error(), 2)
 	}
 	req.Latency = true

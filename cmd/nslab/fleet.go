@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nslab/nslab/pktgen/bench/events"
 	"github.com/nslab/nslab/pktgen/bench/remote"
 	"github.com/nslab/nslab/topology/fleet"
 	"github.com/nslab/nslab/topology/spec"
@@ -478,7 +479,7 @@ func hopsCommand() *cli.Command {
 			if err := r.Learn(); err != nil {
 				return err
 			}
-			return remote.Serve(r.Opened, os.Stdin, os.Stdout)
+			return remote.Serve(r.Opened, events.Side(c.Context, r), os.Stdin, os.Stdout)
 		},
 	}
 }

@@ -708,8 +708,9 @@ func spreadOver(src string, n, hosts int) string {
 // TestPrivilegedFleetBenchAcrossHosts: three-hosts.yaml's client (host a)
 // -> router (host b) -> server (host c), benched from the coordinator:
 // every hop of every host is read by its host's agent, at a rate the path
-// holds (nothing lost, every packet accounted) and at overload (the loss
-// balanced, each drop named with its host).
+// holds (nothing lost, every packet accounted), at overload (the loss
+// balanced, each drop named with its host), and with events on host b's
+// router (its eth1 down, then up: made by b's agent, the loss accounted).
 func TestPrivilegedFleetBenchAcrossHosts(t *testing.T) {
 	s := newSSHHosts(t, 3, 1500, nil)
 	file, _ := sshLab(t, "three-hosts.yaml")
@@ -745,6 +746,39 @@ func TestPrivilegedFleetBenchAcrossHosts(t *testing.T) {
 	for _, want := range []string{"+ unaccounted 0", "at router:eth0 (host b)", "bottleneck: router router on host b ("} {
 		if code != 0 || !strings.Contains(out, want) || strings.Contains(out, "+ named drops 0 ") {
 			t.Errorf("bench at overload: no %q in %d %s %s", want, code, out, errOut)
+		}
+	}
+	code, out, errOut = s.run("bench", "-q", "--count", "30000", "--event", "0.4s:down:router:eth1", "--event", "0.8s:up:router:eth1", file)
+	for _, want := range []string{"down router:eth1 (host b) (applied at", "up router:eth1 (host b) (applied at", "+ unaccounted 0", "no interface off the path counted the traffic"} {
+		if code != 0 || !strings.Contains(out, want) || strings.Contains(out, "outage: 0 packets lost") {
+			t.Errorf("bench with router b's eth1 down and up: no %q in %d %s %s", want, code, out, errOut)
+		}
+	}
+}
+
+// TestPrivilegedFleetBenchFailover: testdata/failover-hosts.yaml, r1's
+// link to r3 taken down by an event 0.4 s into a run from the
+// coordinator: r1 (host b) sends the rest round by r2 (host a) to r3 (host
+// c), and the report's detour names the interfaces off the path on hosts
+// a, b and c that carried it (read by their agents), the books balanced.
+func TestPrivilegedFleetBenchFailover(t *testing.T) {
+	s := newSSHHosts(t, 3, 1500, nil)
+	data, err := os.ReadFile("testdata/failover-hosts.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := labtest.Name("c")
+	file := filepath.Join(t.TempDir(), name+".yaml")
+	os.WriteFile(file, labtest.Rename(data, name), 0o644)
+	t.Cleanup(func() { s.run("destroy", file) })
+	if code, out, errOut := s.run("deploy", file); code != 0 {
+		t.Fatalf("deploy: %d %s %s", code, out, errOut)
+	}
+	code, out, errOut := s.run("bench", "-q", "--event", "0.4s:down:r1:eth1", file)
+	for _, want := range []string{"down r1:eth1 (host b) (applied at", "+ unaccounted 0", "the traffic went round it by", "r1:eth2 ", "r2:eth0 ", "r2:eth1 ", "r3:eth1 ",
+		"path after the run: client:->eth0 -> r1:eth0>eth1 -> r3:eth0>eth2 -> server:eth0>-; r1 on host b, r3 on host c, server on host c by the file"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("bench with r1:eth1 down: no %q in %d %s %s", want, code, out, errOut)
 		}
 	}
 }

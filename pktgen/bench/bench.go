@@ -12,7 +12,6 @@ import (
 	"io"
 	"net"
 	"net/netip"
-	"strings"
 	"time"
 
 	"github.com/nslab/nslab/internal/caps"
@@ -150,9 +149,6 @@ func (b *Bench) prepare() error {
 	if b.meas, err = newMeasurement(b.run, b.path.Path, b.opts.Measure, b.t, b.opts.Remote); err != nil {
 		return err
 	}
-	if len(b.opts.Events) > 0 && b.meas.hops != nil {
-		return fmt.Errorf("events during a run: its path crosses hosts %s, whose interfaces off the path are not read from here (a detour would go uncounted); change the lab during a run on one host", strings.Join(b.meas.hops.Hosts(), ", "))
-	}
 	if b.env, b.allowed, err = environment(); err != nil {
 		return err
 	}
@@ -188,6 +184,30 @@ func (b *Bench) prepare() error {
 	b.openCosting()
 	b.startWatch() // last: nothing after it can fail and leave it running
 	return nil
+}
+
+// otherHosts are the hosts of the lab but this one (none on one machine).
+func (b *Bench) otherHosts() []string {
+	var out []string
+	for _, h := range b.run.Lab.Model().Hosts {
+		if h.Name != b.run.Lab.OnHost() {
+			out = append(out, h.Name)
+		}
+	}
+	return out
+}
+
+// detour is the interfaces off the path that carried the run, in a run
+// with events: this host's, and the other hosts' when they are reached.
+func (b *Bench) detour(off *events.OffPath) ([]report.HopDelta, error) {
+	var elsewhere map[string]remote.Counted
+	if b.opts.Remote != nil {
+		var err error
+		if elsewhere, err = remote.OffPath(b.opts.Remote, b.otherHosts()); err != nil {
+			return nil, fmt.Errorf("read the other hosts' interfaces off the path: %w", err)
+		}
+	}
+	return off.Detour(b.run, b.path.Hops, elsewhere), nil
 }
 
 // checkEnds refuses a run whose sender is on another host, or whose
@@ -311,7 +331,14 @@ func (b *Bench) measureUDP(ctx context.Context, t *spec.Traffic, frame int) (*re
 		return nil, err
 	}
 	defer st.offPath.Close()
-	stop := events.Schedule(ctx, b.run, b.opts.Events)
+	var elsewhere events.Elsewhere
+	if b.opts.Remote != nil {
+		if err := remote.OpenOffPath(b.opts.Remote, b.otherHosts(), t.To.Is6()); err != nil {
+			return nil, fmt.Errorf("count the other hosts' interfaces off the path: %w", err)
+		}
+		elsewhere = func(host string, e events.Event) error { return remote.Event(b.opts.Remote, host, e.String()) }
+	}
+	stop := events.Schedule(ctx, b.run, b.opts.Events, elsewhere)
 	res, runErr := st.run(ctx, b.eng, job)
 	done := stop()
 	rep, err := b.finish(t, frame, st, res, runErr)
@@ -392,7 +419,10 @@ func (b *Bench) finish(t *spec.Traffic, frame int, st *running, res *engine.Resu
 	}
 	rd := reading{base: st.base, final: final, neighbours: neighbours, samples: append(all, final), before: st.before, after: after, window: window}
 	if st.offPath != nil {
-		rd.offPath = st.offPath.Detour(b.run, b.path.Hops)
+		rd.offPath, err = b.detour(st.offPath)
+		if err != nil {
+			return nil, err
+		}
 	}
 	b.meas.withRemoteRouters(&rd.before, &rd.after)
 	rep := b.report(t, frame, res, rd)

@@ -6,7 +6,9 @@ package events
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/nslab/nslab/internal/nlsafe"
 	"github.com/nslab/nslab/pktgen/bench/account"
+	"github.com/nslab/nslab/pktgen/bench/remote"
 	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/pktgen/sample"
 	"github.com/nslab/nslab/topology/lab"
@@ -115,12 +118,16 @@ func parseImpair(s string) (*spec.Impair, error) {
 	return m, nil
 }
 
-// Check checks events against the lab: each names an interface of
-// a node on this host.
-func Check(l *spec.Lab, events []Event) error {
+// Check checks events against the lab l (this host's part of a lab that
+// spans hosts): each names an interface of a node on this host, or, when elsewhere (the bench reaches the other
+// hosts of a lab that spans hosts), of any host but by an apply, which
+// changes every host.
+func Check(l *spec.Lab, events []Event, elsewhere bool) error {
 	for _, e := range events {
-		n := l.Node(e.Where.Node)
+		n := l.Model().Node(e.Where.Node)
 		switch {
+		case e.Apply != nil && elsewhere:
+			return fmt.Errorf("event %s: lab %s spans hosts, and an apply changes each: apply the file from where you deploy it (nslab apply FILE), or use down, up, impair, clear, stop and start events", e, l.Name)
 		case e.Apply != nil && e.Apply.Name != l.Name:
 			return fmt.Errorf("event %s: %s is lab %s, not %s", e, e.Apply.File, e.Apply.Name, l.Name)
 		case e.Apply != nil:
@@ -128,13 +135,10 @@ func Check(l *spec.Lab, events []Event) error {
 			return fmt.Errorf("event %s: no node %s", e, e.Where.Node)
 		case e.Where.Interface == "" && n.Segment:
 			return fmt.Errorf("event %s: %s is a segment (a switch), not a node: stop the nodes on it", e, e.Where.Node)
-		case e.Where.Interface == "" && !l.Local(e.Where.Node):
-			return fmt.Errorf("event %s: %s is on another host", e, e.Where.Node)
-		case e.Where.Interface == "":
-		case n.Interface(e.Where.Interface) == nil:
+		case e.Where.Interface != "" && n.Interface(e.Where.Interface) == nil:
 			return fmt.Errorf("event %s: node %s has no interface %s", e, e.Where.Node, e.Where.Interface)
-		case !l.Local(e.Where.Node):
-			return fmt.Errorf("event %s: %s is on another host", e, e.Where.Node)
+		case !l.Local(e.Where.Node) && !elsewhere:
+			return fmt.Errorf("event %s: %s is on host %s: run the bench from where the lab was deployed (it reaches every host), or on host %s", e, e.Where.Node, n.Host, n.Host)
 		}
 	}
 	return nil
@@ -164,10 +168,15 @@ func (e Event) Do(ctx context.Context, r *lab.Running) error {
 	}
 }
 
+// Elsewhere makes an event on a node of another host (its agent does),
+// and returns when it is made.
+type Elsewhere func(host string, e Event) error
+
 // Schedule applies the events at their moments from now, each in turn,
-// until ctx ends; the returned wait stops the Schedule and returns what
-// was done (an event not yet due is not applied).
-func Schedule(ctx context.Context, r *lab.Running, events []Event) func() []report.Event {
+// until ctx ends, those on other hosts' nodes by elsewhere; the returned
+// wait stops the Schedule and returns what was done (an event not yet due
+// is not applied).
+func Schedule(ctx context.Context, r *lab.Running, events []Event, elsewhere Elsewhere) func() []report.Event {
 	start := time.Now()
 	ctx, cancel := context.WithCancel(ctx)
 	out := make([]report.Event, len(events))
@@ -186,6 +195,9 @@ func Schedule(ctx context.Context, r *lab.Running, events []Event) func() []repo
 			if e.Impair != nil {
 				out[i].What += " " + e.Impair.String()
 			}
+			if host := hostOf(r, e); host != "" {
+				out[i].What += " (host " + host + ")"
+			}
 		}
 		for i, e := range events {
 			select {
@@ -194,12 +206,30 @@ func Schedule(ctx context.Context, r *lab.Running, events []Event) func() []repo
 			case <-time.After(time.Until(start.Add(e.At))):
 			}
 			out[i].Applied = time.Since(start)
-			if err := e.Do(ctx, r); err != nil {
+			var err error
+			if host := hostOf(r, e); host != "" && elsewhere != nil {
+				err = elsewhere(host, e)
+			} else {
+				err = e.Do(ctx, r)
+			}
+			if err != nil {
 				out[i].Err = err.Error()
 			}
 		}
 	}()
 	return func() []report.Event { cancel(); wg.Wait(); return out }
+}
+
+// hostOf is the other host whose node e is on; "" when it is this one's
+// (or the lab's whole, an apply).
+func hostOf(r *lab.Running, e Event) string {
+	if e.Apply != nil || r.Lab.Local(e.Where.Node) {
+		return ""
+	}
+	if n := r.Lab.Model().Node(e.Where.Node); n != nil {
+		return n.Host
+	}
+	return ""
 }
 
 // LinkCounts reads every interface's packet counters in the lab's local
@@ -273,28 +303,52 @@ func (c *OffPath) Close() {
 	}
 }
 
-// detour lists the interfaces off path that carried 100 or more of the
-// run's packets since OpenOffPath: each one's rx less the control frames
-// it received, and tx less those its link's other end received.
-func (c *OffPath) Detour(r *lab.Running, path []walk.Hop) []report.HopDelta {
-	end := LinkCounts(r)
-	ctl := map[string]uint64{}
-	for key, n := range c.control {
-		ctl[key], _ = n.Count() // unreadable: none taken off
+// Deltas is what each local lab interface counted since OpenOffPath
+// (lo aside), by NODE:IF.
+func (c *OffPath) Deltas(r *lab.Running) map[string]remote.Counted {
+	out := map[string]remote.Counted{}
+	for key, b := range LinkCounts(r) {
+		a, ok := c.start[key]
+		if !ok || strings.HasSuffix(key, ":lo") {
+			continue
+		}
+		d := remote.Counted{Rx: sat(b[0], a[0]), Tx: sat(b[1], a[1])}
+		if n := c.control[key]; n != nil {
+			d.Control, _ = n.Count() // unreadable: none taken off
+		}
+		out[key] = d
 	}
+	return out
+}
+
+// Detour lists the interfaces off path that carried 100 or more of the
+// run's packets since OpenOffPath: each one's rx less the control frames
+// it received, and tx less those its link's other end received. The
+// local interfaces are read here; elsewhere holds the other hosts'
+// (remote.OffPath), whose links' ends may be on this host or another.
+func (c *OffPath) Detour(r *lab.Running, path []walk.Hop, elsewhere map[string]remote.Counted) []report.HopDelta {
+	counted := c.Deltas(r)
+	maps.Copy(counted, elsewhere)
+	return detour(counted, c.peer, path)
+}
+
+// detour is the interfaces of counted (every host's, by NODE:IF) off path
+// that carried detourMin of the run's packets or more, less the control
+// frames: those each received, and those its link's other end (peer)
+// received of what it sent.
+func detour(counted map[string]remote.Counted, peer map[string]string, path []walk.Hop) []report.HopDelta {
 	on := map[string]bool{}
 	for _, h := range path {
 		on[h.Node+":"+h.In], on[h.Node+":"+h.Out] = true, true
 	}
 	out := []report.HopDelta{}
-	for key, b := range end {
-		a, ok := c.start[key]
-		if on[key] || !ok || strings.HasSuffix(key, ":lo") {
+	for key, d := range counted {
+		if on[key] {
 			continue
 		}
-		d := report.HopDelta{Interface: key, Rx: sat(b[0]-a[0], ctl[key]), Tx: sat(b[1]-a[1], ctl[c.peer[key]])}
-		if max(d.Rx, d.Tx) >= detourMin {
-			out = append(out, d)
+		h := report.HopDelta{Interface: key, Rx: sat(d.Rx, d.Control), Tx: sat(d.Tx, counted[peer[key]].Control)}
+		if max(h.Rx, h.Tx) >= detourMin {
+			out = append(out, h)
 		}
 	}
 	slices.SortFunc(out, func(x, y report.HopDelta) int { return strings.Compare(x.Interface, y.Interface) })
@@ -347,5 +401,50 @@ func RoundThePath(hops []report.HopCounters, off []report.HopDelta) {
 				h.Detour += d.Tx
 			}
 		}
+	}
+}
+
+// Side is this host's part of a bench run on another host, in this
+// host's namespaces (remote.Side): the events placed on its nodes, made
+// on r, and its lab interfaces counted off the path.
+func Side(ctx context.Context, r *lab.Running) remote.Side { return &side{ctx: ctx, r: r} }
+
+type side struct {
+	ctx context.Context
+	r   *lab.Running
+	off *OffPath
+}
+
+func (s *side) Event(text string) error {
+	e, err := Parse(text)
+	switch {
+	case err != nil:
+		return err
+	case e.Apply != nil:
+		return errors.New("an apply is not made on one host")
+	case !s.r.Lab.Local(e.Where.Node):
+		return fmt.Errorf("%s is not on this host", e.Where.Node)
+	}
+	return e.Do(s.ctx, s.r)
+}
+
+func (s *side) OpenOffPath(ipv6 bool) error {
+	s.Close()
+	var err error
+	s.off, err = OpenOffPath(s.r, ipv6)
+	return err
+}
+
+func (s *side) OffPath() (map[string]remote.Counted, error) {
+	if s.off == nil {
+		return nil, errors.New("off-path counters read before they were opened")
+	}
+	return s.off.Deltas(s.r), nil
+}
+
+func (s *side) Close() {
+	if s.off != nil {
+		s.off.Close()
+		s.off = nil
 	}
 }

@@ -42,7 +42,23 @@ const (
 	OpRead    = "read"    // the hops' interface counters now
 	OpControl = "control" // the neighbour frames each hop received since open, and the routers' IP counters
 	OpClose   = "close"   // release everything
+	// A run with events (bench --event) on a lab whose nodes are on
+	// several hosts: an event placed on a node of the host asked, and the
+	// counters of every lab interface of the host off the path, for the
+	// traffic that goes round it.
+	OpEvent   = "event"
+	OpOffOpen = "off-path open" // from now on
+	OpOffRead = "off-path"      // each interface's counts since
 )
+
+// Counted is what one interface counted since OpOffOpen: packets
+// received and sent, and the control frames it received (ARP, and what
+// is not UDP: the routing daemons' hellos and updates).
+type Counted struct {
+	Rx      uint64 `json:"rx"`
+	Tx      uint64 `json:"tx"`
+	Control uint64 `json:"control"`
+}
 
 // Request is one ask to one host's hops.
 type Request struct {
@@ -53,6 +69,7 @@ type Request struct {
 	IPv6     bool         `json:"ipv6,omitempty"`     // OpOpen: the run's family, for the neighbour frames
 	Reader   *ReaderAsk   `json:"reader,omitempty"`   // OpLatencyOpen
 	Arrivals *ArrivalsAsk `json:"arrivals,omitempty"` // OpLatencyStop
+	Event    string       `json:"event,omitempty"`    // OpEvent: as bench --event takes it
 }
 
 // Reply is one host's answer.
@@ -64,6 +81,7 @@ type Reply struct {
 	MIB      map[string]map[string]uint64 `json:"mib,omitempty"`
 	CT       map[string]map[string]uint64 `json:"ct,omitempty"`
 	Arrivals *Arrivals                    `json:"arrivals,omitempty"` // OpLatencyStop
+	Off      map[string]Counted           `json:"off,omitempty"`      // OpOffRead: by NODE:IF
 }
 
 // Transport carries one ask to each of several hosts and brings back each

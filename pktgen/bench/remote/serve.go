@@ -18,18 +18,25 @@ import (
 	"github.com/nslab/nslab/topology/spec"
 )
 
+// Side is what a host does to its share of the lab for a bench run on
+// another host, besides reading the path's hops: the events placed on its
+// nodes, and the counters of its interfaces off the path.
+type Side interface {
+	Event(text string) error // text as bench --event takes it
+	OpenOffPath(ipv6 bool) error
+	OffPath() (map[string]Counted, error)
+	Close()
+}
+
 // Serve answers one bench's asks for this host's hops, one JSON Request
 // per line on in and one Reply per line on out, until in ends or an
-// OpClose. It runs in the host's own namespaces (the lab's, r, opened
-// there); what it opens for the hops it closes before it returns.
-func Serve(r *deployed.Opened, in io.Reader, out io.Writer) error {
+// OpClose; side does its events and reads its interfaces off the path.
+// It runs in the host's own namespaces (the lab's, r, opened there); what
+// it opens for the hops it closes before it returns.
+func Serve(r *deployed.Opened, side Side, in io.Reader, out io.Writer) error {
 	dec, enc := json.NewDecoder(in), json.NewEncoder(out)
-	var h *served
-	defer func() {
-		if h != nil {
-			h.close()
-		}
-	}()
+	s := &server{r: r, side: side}
+	defer s.close()
 	for {
 		var req Request
 		if err := dec.Decode(&req); errors.Is(err, io.EOF) {
@@ -37,27 +44,10 @@ func Serve(r *deployed.Opened, in io.Reader, out io.Writer) error {
 		} else if err != nil {
 			return fmt.Errorf("read an ask: %w", err)
 		}
-		var rep Reply
-		var err error
-		switch {
-		case req.Op == OpOpen && h == nil:
-			h, err = open(r, req)
-		case req.Op == OpClose:
+		if req.Op == OpClose {
 			return enc.Encode(Reply{Clock: time.Now().UnixNano()})
-		case h == nil:
-			err = fmt.Errorf("%s before open", req.Op)
-		case req.Op == OpRead:
-			rep.Counters, err = h.read()
-		case req.Op == OpControl:
-			rep.Received, rep.MIB, rep.CT, err = h.control()
-		case req.Op == OpLatencyOpen && req.Reader != nil && h.reader == nil:
-			h.reader, err = openReader(r, req.Reader)
-		case req.Op == OpLatencyStop && req.Arrivals != nil && h.reader != nil:
-			rep.Arrivals, err = stopReader(h.reader, req.Arrivals)
-			h.reader = nil
-		default:
-			err = fmt.Errorf("unknown ask %q", req.Op)
 		}
+		rep, err := s.answer(req)
 		rep.Clock = time.Now().UnixNano()
 		if err != nil {
 			rep.Error = err.Error()
@@ -66,6 +56,51 @@ func Serve(r *deployed.Opened, in io.Reader, out io.Writer) error {
 			return fmt.Errorf("answer: %w", err)
 		}
 	}
+}
+
+// server is one bench's asks served: the hops it opened, and the side.
+type server struct {
+	r    *deployed.Opened
+	side Side
+	h    *served
+}
+
+// answer answers one ask but OpClose.
+func (s *server) answer(req Request) (Reply, error) {
+	var rep Reply
+	var err error
+	switch {
+	case req.Op == OpEvent:
+		err = s.side.Event(req.Event)
+	case req.Op == OpOffOpen:
+		err = s.side.OpenOffPath(req.IPv6)
+	case req.Op == OpOffRead:
+		rep.Off, err = s.side.OffPath()
+	case req.Op == OpOpen && s.h == nil:
+		s.h, err = open(s.r, req)
+	case s.h == nil:
+		err = fmt.Errorf("%s before open", req.Op)
+	case req.Op == OpRead:
+		rep.Counters, err = s.h.read()
+	case req.Op == OpControl:
+		rep.Received, rep.MIB, rep.CT, err = s.h.control()
+	case req.Op == OpLatencyOpen && req.Reader != nil && s.h.reader == nil:
+		s.h.reader, err = openReader(s.r, req.Reader)
+	case req.Op == OpLatencyStop && req.Arrivals != nil && s.h.reader != nil:
+		rep.Arrivals, err = stopReader(s.h.reader, req.Arrivals)
+		s.h.reader = nil
+	default:
+		err = fmt.Errorf("unknown ask %q", req.Op)
+	}
+	return rep, err
+}
+
+// close releases what the bench opened here.
+func (s *server) close() {
+	if s.h != nil {
+		s.h.close()
+	}
+	s.side.Close()
 }
 
 // served is what one bench opened on this host.
