@@ -724,7 +724,7 @@ func TestPrivilegedFleetBenchAcrossHosts(t *testing.T) {
 		rules += fmt.Sprintf("        - drop: {from: 10.99.%d.%d/32}\n", i/250, i%250)
 	}
 	data = bytes.Replace(data, []byte("    forwarding: true\n"), []byte("    forwarding: true\n    cpus: [1]\n"+rules), 1)
-	data = bytes.Replace(data, []byte("    rate: 20kpps\n"), []byte("    rate: 20kpps\n    cpus: [0]\n"), 1)
+	data = bytes.Replace(data, []byte("    rate: 20kpps\n"), []byte("    rate: 20kpps\n    cpus: [0]\n  - name: bulk\n    from: client:eth0\n    to: 10.1.2.1\n    tcp: {flows: 2, duration: 2s}\n"), 1)
 	os.WriteFile(file, data, 0o644)
 	t.Cleanup(func() { s.run("destroy", file) })
 	if code, out, errOut := s.run("deploy", file); code != 0 {
@@ -746,6 +746,12 @@ func TestPrivilegedFleetBenchAcrossHosts(t *testing.T) {
 	for _, want := range []string{"+ unaccounted 0", "at router:eth0 (host b)", "bottleneck: router router on host b ("} {
 		if code != 0 || !strings.Contains(out, want) || strings.Contains(out, "+ named drops 0 ") {
 			t.Errorf("bench at overload: no %q in %d %s %s", want, code, out, errOut)
+		}
+	}
+	code, out, errOut = s.run("bench", "-q", "--traffic", "bulk", file)
+	for _, want := range []string{"on host a:", "router:eth0 (host b)", "server:eth0 (host c)", "read on host c"} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("a TCP run from host a to host c: no %q in %d %s %s", want, code, out, errOut)
 		}
 	}
 	code, out, errOut = s.run("bench", "-q", "--count", "30000", "--event", "0.4s:down:router:eth1", "--event", "0.8s:up:router:eth1", file)

@@ -211,12 +211,11 @@ func (b *Bench) detour(off *events.OffPath) ([]report.HopDelta, error) {
 }
 
 // checkEnds refuses a run whose sender is on another host, or whose
-// receiver is when other hosts' hops are not read from here (or the run is
-// TCP's, whose receiving end runs here).
+// receiver is when other hosts are not reached from here.
 func (b *Bench) checkEnds(receiver string) error {
 	ends := []string{b.t.From.Node, receiver}
-	if b.opts.Remote != nil && b.t.TCP == nil {
-		ends = ends[:1] // the receiver's hops are read on its host
+	if b.opts.Remote != nil {
+		ends = ends[:1] // the receiver's hops are read on its host, a TCP run's sink opened there
 	}
 	for _, end := range ends {
 		if l := b.run.Lab; !l.Local(end) {

@@ -3,9 +3,11 @@ package bench
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/nslab/nslab/pktgen/bench/account"
+	"github.com/nslab/nslab/pktgen/bench/remote"
 	"github.com/nslab/nslab/pktgen/bench/tcp"
 	"github.com/nslab/nslab/pktgen/kstat"
 	"github.com/nslab/nslab/pktgen/receive"
@@ -57,7 +59,10 @@ type tcpMeasure struct {
 // idleTCP reads the sender's retransmission counters and measures the
 // probe alone, nothing else running. The caller closes m.pr.
 func (b *Bench) idleTCP(ctx context.Context) (*tcpMeasure, error) {
-	m := &tcpMeasure{b: b, sender: b.run.Node(b.t.From.Node).NS, receiver: b.run.Node(b.path.Hops[len(b.path.Hops)-1].Node).NS}
+	m := &tcpMeasure{b: b, sender: b.run.Node(b.t.From.Node).NS}
+	if n := b.run.Node(b.receiverNode()); n != nil { // nil: on another host, the sink opened there
+		m.receiver = n.NS
+	}
 	var err error
 	if m.kBefore, err = kstat.TCPCounters(m.sender); err != nil {
 		return nil, err
@@ -93,18 +98,40 @@ func (m *tcpMeasure) stop() {
 }
 
 // flows runs the TCP flows (from the sender's namespace to a sink in the
-// receiver's), noting when they started and ended.
+// receiver's, here or on its host), noting when they started and ended.
 func (m *tcpMeasure) flows(ctx context.Context) (*tcpflow.Result, error) {
 	t := m.b.t
-	m.st.start = time.Now()
 	job := tcpflow.Job{Sender: m.sender, Receiver: m.receiver, Dst: t.To, Flows: t.TCP.Flows, CC: t.TCP.CC, Duration: t.Duration, Interval: m.b.opts.Interval,
-		BusyPoll: tcp.SinkBusyPoll(m.b.run.Lab.Node(m.b.path.Hops[len(m.b.path.Hops)-1].Node), t.To)}
+		BusyPoll: tcp.SinkBusyPoll(m.b.run.Lab.Model().Node(m.b.receiverNode()), t.To)}
+	if m.receiver == nil {
+		sink, err := m.b.remoteSink(job)
+		if err != nil {
+			return nil, err
+		}
+		defer sink.Close()
+		job.Sink = sink
+	}
 	if m.b.opts.Live != nil {
 		job.OnSample = tcp.LiveLine(m.b.opts.Live)
 	}
+	m.st.start = time.Now()
 	res, err := tcpflow.Run(ctx, job)
 	m.st.end = time.Now()
 	return res, err
+}
+
+// receiverNode is the node at the end of the path.
+func (b *Bench) receiverNode() string { return b.path.Hops[len(b.path.Hops)-1].Node }
+
+// remoteSink opens job's sink on the receiver's host, its times taken
+// less that host's clock offset (as the receiver's reader's are).
+func (b *Bench) remoteSink(job tcpflow.Job) (*remote.TCPSink, error) {
+	host := b.run.Lab.Model().Node(b.receiverNode()).Host
+	if b.meas.hops == nil {
+		return nil, fmt.Errorf("the receiver %s is on host %s, whose hops are not read from here", b.receiverNode(), host)
+	}
+	a := remote.TCPAsk{Node: b.receiverNode(), Dst: job.Dst, Port: job.Port, BusyPoll: job.BusyPoll}
+	return b.meas.hops.ListenTCP(host, a, correction(b.meas.hops.Clock(host)))
 }
 
 // end waits for the path to settle, reads the probe, the counters and the
@@ -127,6 +154,7 @@ func (m *tcpMeasure) end(res *tcpflow.Result, runErr error) (*report.Report, err
 	if err != nil {
 		return nil, err
 	}
+	b.meas.withRemoteRouters(&m.st.before, &after)
 	rep := b.tcpReport(res, m.st, final, neighbours, after)
 	rep.TCP.Losses.Kernel = tcp.ReasonCounts(m.kBefore, kAfter)
 	rep.TCP.Latency = tcp.Latency(m.idle, loaded, m.idleSeq, loadedSeq)

@@ -38,22 +38,34 @@ type probe struct {
 }
 
 // newProbe binds the probe's port in the receiver's namespace (so that it
-// answers no ICMP) and prepares its stream.
+// answers no ICMP), here or on the receiver's host, and prepares its
+// stream.
 func (b *Bench) newProbe() (*probe, error) {
 	t := spec.Traffic{Name: b.t.Name + " probe", From: b.t.From, To: b.t.To, Frames: []int{b.probeFrame()}, RatePPS: tcp.ProbeRate, Threads: 1,
 		Engine: "userspace", DstPorts: [2]int{probePort, probePort}}
-	sink, err := remote.OpenSink(b.run.Node(b.path.Hops[len(b.path.Hops)-1].Node).NS, t.Flow().Port, t.To.Is6())
+	p := &probe{b: b, t: t}
+	var err error
+	if n := b.run.Node(b.receiverNode()); n != nil {
+		p.sink, err = remote.OpenSink(n.NS, t.Flow().Port, t.To.Is6())
+	} else if b.meas.hops != nil { // held on the receiver's host until the bench ends
+		host := b.run.Lab.Model().Node(b.receiverNode()).Host
+		err = b.meas.hops.HoldUDP(host, remote.Sink{Node: b.receiverNode(), Port: t.Flow().Port, IPv6: t.To.Is6()})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("latency probe: %w", err)
 	}
-	return &probe{b: b, t: t, sink: sink}, nil
+	return p, nil
 }
 
-func (p *probe) close() { _ = p.sink.Close() }
+func (p *probe) close() {
+	if p.sink != nil {
+		_ = p.sink.Close()
+	}
+}
 
 // started is a probe stream under way.
 type started struct {
-	reader *receive.Reader
+	reader arrivalsReader
 	done   chan probeSent
 }
 
@@ -65,7 +77,7 @@ type probeSent struct {
 // start opens the reader and sends the probe stream for d, in the
 // background.
 func (p *probe) start(ctx context.Context, d time.Duration) (*started, error) {
-	r, err := p.b.openLocalReader(&p.t, 1)
+	r, err := p.b.openReader(&p.t, 1)
 	if err != nil {
 		return nil, fmt.Errorf("latency probe: %w", err)
 	}
@@ -84,12 +96,16 @@ func (p *probe) start(ctx context.Context, d time.Duration) (*started, error) {
 // and the accounting by sequence number. The path has settled.
 func (s *started) finish() (*receive.Latency, *receive.Sequence, error) {
 	sent := <-s.done
-	got, err := s.reader.Stop(context.Background(), 100*time.Millisecond)
+	var handed uint64
+	if sent.res != nil {
+		handed = sent.res.Handed()
+	}
+	got, err := s.reader.stop(100*time.Millisecond, remote.ArrivalsAsk{Method: fmt.Sprintf("a probe of %d frames a second", tcp.ProbeRate), ResolutionNs: 1,
+		Sequence: true, FirstSeq: engine.FirstSeq, Sent: handed})
 	if sent.err != nil || err != nil {
 		return nil, nil, fmt.Errorf("latency probe: %w", errors.Join(sent.err, err))
 	}
-	return got.Tracker.Latency(fmt.Sprintf("a probe of %d frames a second", tcp.ProbeRate), 1),
-		got.Tracker.Sequence(engine.FirstSeq, map[int]uint64{0: sent.res.Handed()}), nil
+	return got.Latency, got.Sequence, nil
 }
 
 // idle measures the probe alone, before the flows start.

@@ -56,6 +56,9 @@ func (l *TCPLatency) Line() string {
 	if l.RatioP50 > 0 {
 		s += fmt.Sprintf(": %.1fx idle at p50, %.1fx at p99", l.RatioP50, l.RatioP99)
 	}
+	if _, where, ok := strings.Cut(l.Idle.Method, "; "); ok { // read on another host: its clock against the sender's
+		s += "; " + where
+	}
 	return s
 }
 

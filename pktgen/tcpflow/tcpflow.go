@@ -59,6 +59,29 @@ type Job struct {
 	// kernel refuses it, and on each connection, which does not inherit
 	// it; Go's non-blocking reads poll once per read).
 	BusyPoll time.Duration
+	// Sink, when set, is the receiving end already listening (on another
+	// host: the receiver's); nil: Run listens in Receiver and closes it.
+	Sink Sink
+}
+
+// Sink is the receiving end of a job's flows: Listen's, here, or one on
+// another host reached through its agent.
+type Sink interface {
+	// Wait waits until n flows were read to their end, at most limit.
+	Wait(n int, limit time.Duration) bool
+	// Flow is what the sink has of the flow from the sender's port.
+	Flow(port int) (Peer, bool)
+	// BusyPoll is SO_BUSY_POLL as the kernel gives it back (0: none).
+	BusyPoll() time.Duration
+	Close()
+}
+
+// Peer is the sink's end of one flow: what it read, when it read the
+// last byte, and its TCP_INFO once the flow ended.
+type Peer struct {
+	Read uint64    `json:"read"`
+	Last time.Time `json:"last"`
+	Info Info      `json:"info"`
 }
 
 // Point is one sample of a flow's sending end, and Info what a report
@@ -107,11 +130,15 @@ func Run(ctx context.Context, j Job) (*Result, error) {
 	if j.Interval <= 0 {
 		j.Interval = time.Second
 	}
-	s, err := listen(j.Receiver, j.Dst, j.Port, j.BusyPoll)
-	if err != nil {
-		return nil, err
+	s := j.Sink
+	if s == nil {
+		ls, err := Listen(j.Receiver, j.Dst, j.Port, j.BusyPoll)
+		if err != nil {
+			return nil, err
+		}
+		defer ls.Close()
+		s = ls
 	}
-	defer s.close()
 	conns, err := dial(j)
 	if err != nil {
 		return nil, err
@@ -121,7 +148,7 @@ func Run(ctx context.Context, j Job) (*Result, error) {
 }
 
 // run writes on conns for the job's duration, sampling them, then drains.
-func run(ctx context.Context, j Job, s *sink, conns []*net.TCPConn) (*Result, error) {
+func run(ctx context.Context, j Job, s Sink, conns []*net.TCPConn) (*Result, error) {
 	res := &Result{CC: congestionOf(conns[0]), Flows: make([]Flow, len(conns))}
 	start := time.Now()
 	stop := make(chan struct{})
@@ -142,8 +169,8 @@ func run(ctx context.Context, j Job, s *sink, conns []*net.TCPConn) (*Result, er
 	for _, c := range conns {
 		_ = c.CloseWrite() // FIN after what was written: the sink reads to the end
 	}
-	res.Drained = s.wait(len(conns), drainLimit)
-	res.BusyPoll = s.busyPoll()
+	res.Drained = s.Wait(len(conns), drainLimit)
+	res.BusyPoll = s.BusyPoll()
 	return res, finish(res, conns, s, start)
 }
 
@@ -189,18 +216,18 @@ func sampleUntil(ctx context.Context, j Job, conns []*net.TCPConn, res *Result, 
 }
 
 // finish reads both ends of every flow once they are done.
-func finish(res *Result, conns []*net.TCPConn, s *sink, start time.Time) error {
+func finish(res *Result, conns []*net.TCPConn, s Sink, start time.Time) error {
 	for i, c := range conns {
 		ti, err := acked(c, time.Second)
 		if err != nil {
 			return fmt.Errorf("TCP_INFO of flow %d: %w", i+1, err)
 		}
 		res.Flows[i].Sender = infoOf(ti)
-		peer := s.flow(res.Flows[i].Port)
-		if peer == nil {
+		peer, ok := s.Flow(res.Flows[i].Port)
+		if !ok {
 			return fmt.Errorf("flow %d (port %d): the sink never saw it", i+1, res.Flows[i].Port)
 		}
-		res.Flows[i].Received, res.Flows[i].Receiver, res.Flows[i].Last = peer.read, peer.info, peer.last.Sub(start)
+		res.Flows[i].Received, res.Flows[i].Receiver, res.Flows[i].Last = peer.Read, peer.Info, peer.Last.Sub(start)
 		res.Elapsed = max(res.Elapsed, res.Flows[i].Last)
 	}
 	return nil
@@ -303,9 +330,9 @@ func infoOf(t *unix.TCPInfo) Info {
 		RwndLimited: time.Duration(t.Rwnd_limited) * time.Microsecond, SndbufLimited: time.Duration(t.Sndbuf_limited) * time.Microsecond}
 }
 
-// sink accepts the flows in the receiver's namespace and reads each to
-// its end.
-type sink struct {
+// LocalSink accepts the flows in the receiver's namespace and reads each
+// to its end.
+type LocalSink struct {
 	ln    *net.TCPListener
 	mu    sync.Mutex
 	flows map[int]*peer // by the sender's port
@@ -315,15 +342,19 @@ type sink struct {
 
 // peer is the sink's end of one flow.
 type peer struct {
-	conn *net.TCPConn
-	read uint64
-	last time.Time
-	info Info
+	conn  *net.TCPConn
+	read  uint64
+	last  time.Time
+	info  Info
+	ended bool // read to its end (or reset)
 }
 
-// listen opens the sink on dst:port, from a thread in namespace n; its
-// sockets busy-poll for busyPoll when that is above 0.
-func listen(n *ns.NS, dst netip.Addr, port int, busyPoll time.Duration) (*sink, error) {
+// Listen opens the sink on dst:port (0: DefaultPort), from a thread in
+// namespace n; its sockets busy-poll for busyPoll when that is above 0.
+func Listen(n *ns.NS, dst netip.Addr, port int, busyPoll time.Duration) (*LocalSink, error) {
+	if port == 0 {
+		port = DefaultPort
+	}
 	var ln net.Listener
 	addr := net.JoinHostPort(dst.String(), strconv.Itoa(port))
 	lc := net.ListenConfig{Control: func(_, _ string, rc syscall.RawConn) error { return setBusyPoll(rc, busyPoll) }}
@@ -335,12 +366,12 @@ func listen(n *ns.NS, dst netip.Addr, port int, busyPoll time.Duration) (*sink, 
 	if err != nil {
 		return nil, fmt.Errorf("TCP sink on %s in %s: %w", addr, n.Name, err)
 	}
-	s := &sink{ln: ln.(*net.TCPListener), flows: map[int]*peer{}, done: make(chan struct{}, 1024), busy: busyPoll}
+	s := &LocalSink{ln: ln.(*net.TCPListener), flows: map[int]*peer{}, done: make(chan struct{}, 1024), busy: busyPoll}
 	go s.accept()
 	return s, nil
 }
 
-func (s *sink) accept() {
+func (s *LocalSink) accept() {
 	for {
 		c, err := s.ln.AcceptTCP()
 		if err != nil {
@@ -358,7 +389,7 @@ func (s *sink) accept() {
 }
 
 // read reads p to its end, then keeps its TCP_INFO.
-func (s *sink) read(p *peer) {
+func (s *LocalSink) read(p *peer) {
 	buf := make([]byte, 256<<10)
 	var n uint64
 	var last time.Time
@@ -373,7 +404,7 @@ func (s *sink) read(p *peer) {
 	}
 	ti, _ := info(p.conn)
 	s.mu.Lock()
-	p.read, p.last = n, last
+	p.read, p.last, p.ended = n, last, true
 	if ti != nil {
 		p.info = infoOf(ti)
 	}
@@ -399,8 +430,8 @@ func setBusyPoll(rc syscall.RawConn, d time.Duration) error {
 	return err
 }
 
-// busyPoll reads SO_BUSY_POLL back from one of the sink's connections.
-func (s *sink) busyPoll() time.Duration {
+// BusyPoll reads SO_BUSY_POLL back from one of the sink's connections.
+func (s *LocalSink) BusyPoll() time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, p := range s.flows {
@@ -415,8 +446,8 @@ func (s *sink) busyPoll() time.Duration {
 	return 0
 }
 
-// wait waits until n flows were read to their end, at most limit.
-func (s *sink) wait(n int, limit time.Duration) bool {
+// Wait waits until n flows were read to their end, at most limit.
+func (s *LocalSink) Wait(n int, limit time.Duration) bool {
 	deadline := time.NewTimer(limit)
 	defer deadline.Stop()
 	for range n {
@@ -429,20 +460,34 @@ func (s *sink) wait(n int, limit time.Duration) bool {
 	return true
 }
 
-// flow is what the sink has of the flow from the sender's port (a copy:
-// a flow not drained may still be read).
-func (s *sink) flow(port int) *peer {
+// Flow is what the sink has of the flow from the sender's port (a flow
+// not drained may still be read).
+func (s *LocalSink) Flow(port int) (Peer, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	p, ok := s.flows[port]
 	if !ok {
-		return nil
+		return Peer{}, false
 	}
-	c := *p
-	return &c
+	return Peer{Read: p.read, Last: p.last, Info: p.info}, true
 }
 
-func (s *sink) close() {
+// Flows is what the sink has of every flow it accepted, by the sender's
+// port, and how many of them were read to their end.
+func (s *LocalSink) Flows() (ended int, peers map[int]Peer) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	peers = map[int]Peer{}
+	for port, p := range s.flows {
+		peers[port] = Peer{Read: p.read, Last: p.last, Info: p.info}
+		if p.ended {
+			ended++
+		}
+	}
+	return ended, peers
+}
+
+func (s *LocalSink) Close() {
 	_ = s.ln.Close()
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -70,6 +70,7 @@ type Request struct {
 	Reader   *ReaderAsk   `json:"reader,omitempty"`   // OpLatencyOpen
 	Arrivals *ArrivalsAsk `json:"arrivals,omitempty"` // OpLatencyStop
 	Event    string       `json:"event,omitempty"`    // OpEvent: as bench --event takes it
+	TCP      *TCPAsk      `json:"tcp,omitempty"`      // OpTCPListen
 }
 
 // Reply is one host's answer.
@@ -82,6 +83,7 @@ type Reply struct {
 	CT       map[string]map[string]uint64 `json:"ct,omitempty"`
 	Arrivals *Arrivals                    `json:"arrivals,omitempty"` // OpLatencyStop
 	Off      map[string]Counted           `json:"off,omitempty"`      // OpOffRead: by NODE:IF
+	TCP      *TCPFlows                    `json:"tcp,omitempty"`      // OpTCPFlows
 }
 
 // Transport carries one ask to each of several hosts and brings back each

@@ -60,13 +60,18 @@ func Serve(r *deployed.Opened, side Side, in io.Reader, out io.Writer) error {
 
 // server is one bench's asks served: the hops it opened, and the side.
 type server struct {
-	r    *deployed.Opened
-	side Side
-	h    *served
+	r     *deployed.Opened
+	side  Side
+	h     *served
+	sinks sinks
 }
 
 // answer answers one ask but OpClose.
 func (s *server) answer(req Request) (Reply, error) {
+	switch req.Op {
+	case OpTCPListen, OpTCPFlows, OpTCPClose, OpUDPSink:
+		return s.sinks.answer(s.r, req)
+	}
 	var rep Reply
 	var err error
 	switch {
@@ -100,6 +105,7 @@ func (s *server) close() {
 	if s.h != nil {
 		s.h.close()
 	}
+	s.sinks.close()
 	s.side.Close()
 }
 
