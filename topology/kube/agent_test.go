@@ -28,11 +28,17 @@ func TestRemoveKeepsANewLabsMark(t *testing.T) {
 	old.SetUID(types.UID("old"))
 	fresh, _ := NewLab("ns1", plan, file, nil)
 	fresh.SetUID(types.UID("new"))
+	t.Setenv("TMPDIR", t.TempDir()) // where the share keeps the lab's file
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{Labs: "LabList"}, fresh)
 	a := &Agent{Node: "a", Client: client, Log: io.Discard, shares: map[string]*fleet.Agent{}, built: map[string]string{},
 		Share: func() *fleet.Agent {
 			return &fleet.Agent{Exe: "/bin/true", Argv: func(string, string, []string) []string { return nil }} // the destroy succeeds
 		}}
+	t.Cleanup(func() {
+		for _, s := range a.shares {
+			s.Close()
+		}
+	})
 	marks := func() []string {
 		u, err := client.Resource(Labs).Namespace("ns1").Get(context.Background(), "k3", metav1.GetOptions{})
 		if err != nil {
