@@ -218,8 +218,12 @@ func nodeStopStart(t *testing.T, c *runner, file, name string) {
 func lossNamed(t *testing.T, rep *report.Report, places ...string) {
 	t.Helper()
 	f := rep.Failover
-	if rep.Unaccount != 0 {
-		t.Errorf("unaccounted %d: the loss is not all named (drops %+v)", rep.Unaccount, rep.Drops)
+	loop := strings.Contains(strings.Join(rep.Verdict.Evidence, "\n"), "a routing loop, by router ")
+	switch {
+	case rep.Unaccount < 0 && loop: // FRR rerouting under load may loop packets for a moment: counted more than once, and said so
+		t.Logf("unaccounted %d, with a routing loop named: %v", rep.Unaccount, rep.Verdict.Evidence)
+	case rep.Unaccount != 0:
+		t.Errorf("unaccounted %d: the loss is not all named (drops %+v; verdict %v)", rep.Unaccount, rep.Drops, rep.Verdict.Evidence)
 	}
 	if f.Lost == 0 {
 		t.Logf("nothing lost: the reroute fell between two packets the sender sent")

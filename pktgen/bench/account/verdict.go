@@ -31,6 +31,7 @@ func Judge(r *report.Report, p Placement, sentPPS float64) {
 		v = report.Verdict{Limit: "unknown", Evidence: []string{fmt.Sprintf("the accounting does not balance: %d packets lost without a counter that names them", r.Unaccount)}}
 	case r.Unaccount < 0:
 		v = report.Verdict{Limit: "unknown", Evidence: []string{fmt.Sprintf("the accounting does not balance: the receiver counted %d packets more than were sent and named as added, less the named drops", -r.Unaccount)}}
+		v.Evidence = append(v.Evidence, loops(r)...)
 	case r.NamedDrops > 0: // the loss, balanced (copies an impairment added may hide it)
 		v = lossVerdict(r, p)
 	default:
@@ -41,6 +42,21 @@ func Judge(r *report.Report, p Placement, sentPPS float64) {
 	}
 	r.Verdict = v
 	r.Bottleneck = v.Line()
+}
+
+// loops names, for a run whose named drops exceed its loss, each router
+// whose IP layer counted header errors (InHdrErrors, where a packet whose
+// TTL ran out is counted): the sign of a routing loop while the routes
+// changed, whose packets entered the routers of the loop more than once
+// and were counted at each entry.
+func loops(r *report.Report) []string {
+	var out []string
+	for _, rc := range r.Routers {
+		if n := rc.Discards["InHdrErrors"] + rc.Discards["Ip6InHdrErrors"]; n > 0 {
+			out = append(out, fmt.Sprintf("a routing loop, by router %s's IP MIB: %d header errors (InHdrErrors, where a packet whose TTL ran out is counted); a packet that goes round a loop enters its routers more than once and is counted at each entry", rc.Node, n))
+		}
+	}
+	return out
 }
 
 // hostOf is the host of node in a run that read hops on several hosts

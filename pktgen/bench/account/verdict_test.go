@@ -121,3 +121,21 @@ func TestSeveralSenders(t *testing.T) {
 		t.Errorf("%q, want %q", got, want)
 	}
 }
+
+// TestVerdictLoop: named drops beyond the loss leave the verdict unknown;
+// a router whose IP MIB counted header errors (a TTL run out) is named as
+// the sign of a routing loop, and a run without one names none.
+func TestVerdictLoop(t *testing.T) {
+	for _, c := range []struct {
+		discards map[string]uint64
+		loop     bool
+	}{{map[string]uint64{"InHdrErrors": 15, "InNoRoutes": 3}, true}, {map[string]uint64{"InNoRoutes": 3}, false}} {
+		r := &report.Report{Path: crsPath, Sent: 1000, Loss: 233, NamedDrops: 251, Unaccount: -18, Elapsed: time.Second,
+			Routers: []report.RouterCounts{{Node: "ns2", Discards: c.discards}}, Result: &engine.Result{Threads: []engine.ThreadResult{{}}}, Env: report.Env{Sysctls: map[string]string{}}}
+		Judge(r, Placement{}, 1000)
+		ev := strings.Join(r.Verdict.Evidence, "\n")
+		if r.Verdict.Limit != "unknown" || strings.Contains(ev, "a routing loop, by router ns2's IP MIB: 15 header errors") != c.loop || strings.Contains(ev, "routing loop") != c.loop {
+			t.Errorf("discards %v: verdict %s: %s", c.discards, r.Verdict.Limit, ev)
+		}
+	}
+}
