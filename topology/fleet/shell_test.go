@@ -17,8 +17,8 @@ func TestKubeExecCommand(t *testing.T) {
 	if !slices.Equal(cmd.Args, want) {
 		t.Errorf("command %q, want %q", cmd.Args, want)
 	}
-	if k.String() != "kubernetes node worker-2" || target(k) != "node worker-2" {
-		t.Errorf("named %q, %q", k.String(), target(k))
+	if k.String() != "kubernetes node worker-2" || k.Host() != "node worker-2" {
+		t.Errorf("named %q, %q", k.String(), k.Host())
 	}
 }
 
@@ -33,6 +33,8 @@ func (f failing) Command(ctx context.Context, _ string) *exec.Cmd {
 }
 
 func (f failing) String() string { return "shell to x" }
+
+func (f failing) Host() string { return "shell to x" }
 
 // TestDialShellFails: a shell that fails itself (255) is reported in its
 // own words after its name; a remote command that fails is the agent's

@@ -24,6 +24,8 @@ type Shell interface {
 	Command(ctx context.Context, remote string) *exec.Cmd
 	// String names the channel in errors: "ssh root@host-a".
 	String() string
+	// Host names the host it reaches: "root@host-a", "node b".
+	Host() string
 }
 
 // exitFailed is the exit code of a Shell's command that failed itself
@@ -44,6 +46,8 @@ type SSH struct {
 }
 
 func (s SSH) String() string { return "ssh " + s.Target }
+
+func (s SSH) Host() string { return s.Target }
 
 // Command is the ssh command line that runs remote on the host.
 func (s SSH) Command(ctx context.Context, remote string) *exec.Cmd {
@@ -68,6 +72,8 @@ type KubeExec struct {
 }
 
 func (k KubeExec) String() string { return "kubernetes node " + k.Node }
+
+func (k KubeExec) Host() string { return "node " + k.Node }
 
 // Command is nslab-kube exec on the node's agent pod, with remote run by
 // its shell.
@@ -142,7 +148,7 @@ func (s Remote) start(ctx context.Context, remote string) (*Conn, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", s.Shell, err)
 	}
-	c := &Conn{Target: target(s.Shell), via: s.Shell.String(), cmd: cmd, in: in, stream: newStream(out, in)}
+	c := &Conn{Target: s.Shell.Host(), via: s.Shell.String(), cmd: cmd, in: in, stream: newStream(out, in)}
 	cmd.Stderr = &c.stderr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("%s: %w", s.Shell, err)
@@ -150,23 +156,12 @@ func (s Remote) start(ctx context.Context, remote string) (*Conn, error) {
 	return c, nil
 }
 
-// target names the host a shell reaches: ssh's [user@]host, a node.
-func target(sh Shell) string {
-	switch s := sh.(type) {
-	case SSH:
-		return s.Target
-	case KubeExec:
-		return "node " + s.Node
-	}
-	return sh.String()
-}
-
 // copyAgent copies this nslab to agentPath on the host (to a temporary
 // name first, so that a copy cut short is never run).
 func (s Remote) copyAgent(ctx context.Context) error {
 	f, err := os.Open(s.Exe)
 	if err != nil {
-		return fmt.Errorf("copy nslab to %s: %w", target(s.Shell), err)
+		return fmt.Errorf("copy nslab to %s: %w", s.Shell.Host(), err)
 	}
 	defer f.Close()
 	p := agentPath(s.ID)
@@ -175,7 +170,7 @@ func (s Remote) copyAgent(ctx context.Context) error {
 	var errOut bytes.Buffer
 	cmd.Stderr = &errOut
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("copy nslab to %s: %w: %s", target(s.Shell), err, strings.TrimSpace(errOut.String()))
+		return fmt.Errorf("copy nslab to %s: %w: %s", s.Shell.Host(), err, strings.TrimSpace(errOut.String()))
 	}
 	return nil
 }

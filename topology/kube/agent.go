@@ -139,14 +139,13 @@ func (a *Agent) build(ctx context.Context, l *Lab, key, host string) error {
 		st.Phase, st.Message = Failed, "plan: "+err.Error()
 		return a.writeStatus(ctx, l, host, st)
 	}
-	verb := "deploy"
+	args := []string{"deploy", "-q", fleet.FileArg}
 	if prev := l.Status.Hosts[host]; prev.Phase == Deployed || a.built[key] != "" {
-		verb = "apply" // a new plan over a share built with another (or whose apply of one failed and was undone)
+		// A new plan over a share built with another (or whose apply of
+		// one failed and was undone); apply prints only what it changed.
+		args = []string{"apply", fleet.FileArg}
 	}
-	args := []string{verb, fleet.FileArg}
-	if verb == "deploy" {
-		args = []string{verb, "-q", fleet.FileArg} // apply has no -q: it prints only what it changed
-	}
+	verb := args[0]
 	res, err := s.Run(ctx, args...)
 	switch {
 	case err != nil:

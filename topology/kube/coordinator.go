@@ -55,10 +55,7 @@ func (c *Coordinator) Deploy(ctx context.Context, path string, file []byte) erro
 	if err != nil {
 		return fmt.Errorf("create Lab %s/%s: %w", c.Namespace, plan.Lab, err)
 	}
-	l, err := c.wait(ctx, plan.Lab, func(l *Lab) bool {
-		phase, _ := l.Summary()
-		return phase != Pending
-	})
+	l, err := c.settled(ctx, plan.Lab)
 	if err == nil {
 		failed := l.FailedHosts()
 		if len(failed) == 0 {
@@ -129,10 +126,7 @@ func (c *Coordinator) restore(ctx context.Context, name string, previous map[str
 	if _, err := c.respec(ctx, fresh); err != nil {
 		return err
 	}
-	l, err := c.wait(ctx, name, func(l *Lab) bool {
-		phase, _ := l.Summary()
-		return phase != Pending
-	})
+	l, err := c.settled(ctx, name)
 	if err != nil {
 		return err
 	}
@@ -166,6 +160,15 @@ func (c *Coordinator) Destroy(ctx context.Context, name string) error {
 }
 
 var errGone = errors.New("the Lab is gone")
+
+// settled waits until every host's agent has built the Lab name's spec,
+// or one failed with it (its phase is no longer Pending).
+func (c *Coordinator) settled(ctx context.Context, name string) (*Lab, error) {
+	return c.wait(ctx, name, func(l *Lab) bool {
+		phase, _ := l.Summary()
+		return phase != Pending
+	})
+}
 
 // wait watches the Lab name until done says so, it is gone (errGone), or
 // ctx ends: each change the API server tells, none polled for.
