@@ -10,8 +10,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -126,9 +128,20 @@ func (c *runner) cmd(args ...string) *exec.Cmd {
 	return cmd
 }
 
-// run runs nslab and returns its exit code, stdout and stderr.
+// measuring is held while a test's bench runs: the tests that run in
+// parallel (t.Parallel) never send their traffic at once, since a bench
+// reads machine-wide counters (softnet_stat, CPU time) and would count
+// the other's load as its own, as -p 1 keeps packages apart.
+var measuring sync.Mutex
+
+// run runs nslab and returns its exit code, stdout and stderr; a bench
+// waits for any other test's bench to end.
 func (c *runner) run(args ...string) (int, string, string) {
 	c.t.Helper()
+	if slices.Contains(args, "bench") {
+		measuring.Lock()
+		defer measuring.Unlock()
+	}
 	cmd := c.cmd(args...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
