@@ -21,6 +21,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -247,11 +248,19 @@ func run(lines []string, cmds []int) (map[int]string, error) {
 	return runIn("", lines, cmds)
 }
 
-// runIn is run in dir ("": the current directory).
-func runIn(dir string, lines []string, cmds []int) (map[int]string, error) {
+// runIn is run in dir ("": the current directory). What the commands
+// write under /tmp (a doc's scratch file, a state directory) and was not
+// there before is removed after them.
+func runIn(dir string, lines []string, cmds []int) (outs map[int]string, err error) {
 	if len(cmds) == 0 {
 		return map[int]string{}, nil
 	}
+	made := newTmpPaths(lines, cmds)
+	defer func() {
+		if rmErr := removeAll(made); err == nil && rmErr != nil {
+			err = fmt.Errorf("remove what the commands wrote in /tmp: %w", rmErr)
+		}
+	}()
 	var script strings.Builder
 	script.WriteString("export PATH=\"$PWD/bin:$PATH\"\nexec 2>&1\n")
 	for k, c := range cmds {
@@ -267,6 +276,33 @@ func runIn(dir string, lines []string, cmds []int) (map[int]string, error) {
 		return nil, fmt.Errorf("bash: %w\n%s", err, out.String())
 	}
 	return split(out.String())
+}
+
+// tmpPath is a path under /tmp a command names; its first group is the
+// entry of /tmp itself.
+var tmpPath = regexp.MustCompile(`(/tmp/[^/\s'"|;&)<>]+)`)
+
+// newTmpPaths is the entries of /tmp the commands name that do not exist
+// yet.
+func newTmpPaths(lines []string, cmds []int) []string {
+	var paths []string
+	for _, c := range cmds {
+		for _, m := range tmpPath.FindAllStringSubmatch(lines[c], -1) {
+			if _, err := os.Lstat(m[1]); errors.Is(err, fs.ErrNotExist) && !slices.Contains(paths, m[1]) {
+				paths = append(paths, m[1])
+			}
+		}
+	}
+	return paths
+}
+
+// removeAll removes each path and everything in it.
+func removeAll(paths []string) error {
+	var errs []error
+	for _, p := range paths {
+		errs = append(errs, os.RemoveAll(p))
+	}
+	return errors.Join(errs...)
 }
 
 var marker = regexp.MustCompile(`(?m)^@@nslab-tutorials (\d+|end)$`)

@@ -34,3 +34,27 @@ func TestTranscriptFiles(t *testing.T) {
 		t.Errorf("a name outside the directory: %v", err)
 	}
 }
+
+// TestRunRemovesWhatItWroteInTmp: what a doc's commands write under /tmp
+// is gone after them; what was there before they ran is left as it was.
+func TestRunRemovesWhatItWroteInTmp(t *testing.T) {
+	before, err := os.CreateTemp("/tmp", "nslab-tutorials-before-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before.Close()
+	t.Cleanup(func() { os.Remove(before.Name()) })
+	made := filepath.Join("/tmp", filepath.Base(t.TempDir())+"-made")
+	doc := []string{"```", "$ mkdir -p " + made + "/d && echo x > " + made + "/d/f.yaml", "$ echo y >> " + before.Name() + "; cat " + made + "/d/f.yaml", "```"}
+	outs, err := run(doc, []int{1, 2})
+	if err != nil || outs[1] != "x\n" {
+		t.Fatalf("outputs %v (%v)", outs, err)
+	}
+	if _, err := os.Lstat(made); err == nil {
+		os.RemoveAll(made)
+		t.Errorf("%s is left after the commands", made)
+	}
+	if b, err := os.ReadFile(before.Name()); err != nil || string(b) != "y\n" {
+		t.Errorf("%s, there before: %q (%v)", before.Name(), b, err)
+	}
+}
