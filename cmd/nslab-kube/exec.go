@@ -116,12 +116,19 @@ type labOnCluster struct {
 	Nodes     map[string]string `json:"nodes"`
 }
 
-// runLab prints the Lab of the lab in FILE as JSON (labOnCluster).
+// runLab prints the Lab of the lab in FILE as JSON (labOnCluster). It
+// refuses a FILE that is not the one the Lab was deployed or applied
+// from, as an agent over SSH refuses another plan: the hosts run the
+// Lab's, and a verb would read one lab and act on another.
 func runLab(ctx context.Context, client dynamic.Interface, ns string, args []string) error {
 	if len(args) != 1 {
 		return usageError{errors.New("lab: give one FILE")}
 	}
 	l, err := spec.ReadFile(args[0])
+	if err != nil {
+		return err
+	}
+	data, err := os.ReadFile(args[0])
 	if err != nil {
 		return err
 	}
@@ -135,6 +142,9 @@ func runLab(ctx context.Context, client dynamic.Interface, ns string, args []str
 	lab, err := kube.ReadLab(u)
 	if err != nil {
 		return err
+	}
+	if lab.Source != "" && lab.Source != kube.FileSHA(data) {
+		return fmt.Errorf("%s is not the file Lab %s/%s was deployed from (their SHA-256 differ), and its hosts run that one: give that file, or apply this one (nslab apply --kubernetes %s)", args[0], ns, l.Name, args[0])
 	}
 	out := labOnCluster{Namespace: ns, File: string(lab.File), Nodes: map[string]string{}}
 	for _, h := range lab.Plan.Hosts() {

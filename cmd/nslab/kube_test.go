@@ -481,8 +481,9 @@ func (k *cluster) agentPod(t *testing.T, node string) {
 // verbs: the verbs other than deploy and destroy on the lab deployed as
 // a Lab, with --kubernetes: each host's agent reached through the API
 // server's pods/exec into the agent's pod on its node, none over SSH;
-// apply changes the Lab, and the verbs then see the lab it holds; an
-// apply that fails on a host puts the Lab's previous spec back.
+// apply changes the Lab, and the verbs then see the lab it holds, given
+// its file (the file before refused); an apply that fails on a host puts
+// the Lab's previous spec back.
 // Without a pod on a node, the verb names the host and why; a user the
 // API server does not let exec into pods (the agent's own
 // ServiceAccount) is refused.
@@ -523,21 +524,24 @@ func (k *cluster) verbs(t *testing.T, file, name, agentConfig string) {
 	if code, out, errOut := k.s.run("apply", "--kubernetes", changed); code != 0 || !strings.Contains(out, "applied lab "+name+" on hosts a, b, c as Lab default/"+name) {
 		t.Errorf("apply --kubernetes: %d %s %s", code, out, errOut)
 	}
-	if code, out, errOut := k.s.run("inspect", "--kubernetes", file); code != 0 || !strings.Contains(out, "10.1.2.254/24, 10.1.3.254/24") {
+	if code, out, errOut := k.s.run("inspect", "--kubernetes", changed); code != 0 || !strings.Contains(out, "10.1.2.254/24, 10.1.3.254/24") {
 		t.Errorf("inspect --kubernetes after the apply: the lab as its Lab holds it, with router:eth1's new address: %d %s %s", code, out, errOut)
+	}
+	if code, out, errOut := k.s.run("inspect", "--kubernetes", file); code == 0 || !strings.Contains(errOut, file+" is not the file Lab default/"+name+" was deployed from") {
+		t.Errorf("inspect --kubernetes given the file before the apply: %d %s %s", code, out, errOut)
 	}
 	k.failedApply(t, changed)
 	if code, _ := k.api("DELETE", "/api/v1/namespaces/nslab-system/pods/nslab-agent-c", adminToken, nil, "gracePeriodSeconds=0"); code != 200 {
 		t.Fatalf("delete the agent's pod on c: %d", code)
 	}
-	code, out, errOut := k.s.run("check", "--kubernetes", file)
+	code, out, errOut := k.s.run("check", "--kubernetes", changed)
 	if code == 0 || !strings.Contains(errOut, "host c: reach the agent: kubernetes node c: ") || !strings.Contains(errOut, "node c runs no nslab agent") {
 		t.Errorf("check with no agent's pod on node c: %d %s %s", code, out, errOut)
 	}
 	k.agentPod(t, "c")
 	env := k.s.coord.env
 	k.s.coord.env = append(slices.Clone(env), "KUBECONFIG="+agentConfig)
-	code, out, errOut = k.s.run("check", "--kubernetes", file)
+	code, out, errOut = k.s.run("check", "--kubernetes", changed)
 	k.s.coord.env = env
 	if code == 0 || !strings.Contains(errOut, `cannot list resource "pods"`) {
 		t.Errorf("check as the agent's ServiceAccount, which may not exec into pods: %d %s %s", code, out, errOut)

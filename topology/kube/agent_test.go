@@ -24,9 +24,9 @@ func TestRemoveKeepsANewLabsMark(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	old, _ := NewLab("ns1", plan, file, nil)
+	old, _ := NewLab("ns1", plan, file, FileSHA(file), nil)
 	old.SetUID(types.UID("old"))
-	fresh, _ := NewLab("ns1", plan, file, nil)
+	fresh, _ := NewLab("ns1", plan, file, FileSHA(file), nil)
 	fresh.SetUID(types.UID("new"))
 	t.Setenv("TMPDIR", t.TempDir()) // where the share keeps the lab's file
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{Labs: "LabList"}, fresh)

@@ -13,6 +13,8 @@
 package kube
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -58,22 +60,34 @@ type Status struct {
 	Hosts map[string]HostStatus `json:"hosts,omitempty"`
 }
 
+// FileSHA is the SHA-256 of a lab's file, in hex: what a Lab's source
+// holds of the file the user gave.
+func FileSHA(file []byte) string {
+	sum := sha256.Sum256(file)
+	return hex.EncodeToString(sum[:])
+}
+
 // Lab is what nslab reads from a Lab resource.
 type Lab struct {
 	Namespace, Name string
 	UID             string // this Lab's, not another's made later with its name
 	File            []byte
-	Plan            *fleet.Plan
-	Placement       Placement
-	Status          Status
-	Deleting        bool
-	Finalizers      []string
+	// Source is the SHA-256 (hex) of the file as the user gave it, before
+	// placement wrote the nodes' addresses into File ("": a Lab made
+	// before nslab wrote it).
+	Source     string
+	Plan       *fleet.Plan
+	Placement  Placement
+	Status     Status
+	Deleting   bool
+	Finalizers []string
 }
 
 // NewLab is the Lab resource for plan, in namespace, with the file the
-// plan was computed from, the node of each host, a finalizer for each
-// host, and no status.
-func NewLab(namespace string, plan *fleet.Plan, file []byte, placement Placement) (*unstructured.Unstructured, error) {
+// plan was computed from, the SHA-256 of the file the user gave (source,
+// FileSHA), the node of each host, a finalizer for each host, and no
+// status.
+func NewLab(namespace string, plan *fleet.Plan, file []byte, source string, placement Placement) (*unstructured.Unstructured, error) {
 	if errs := validation.IsDNS1123Subdomain(plan.Lab); len(errs) > 0 {
 		return nil, fmt.Errorf("lab name %q cannot name a Kubernetes resource (%s): give the lab a name of lower-case letters, digits and '-'", plan.Lab, strings.Join(errs, "; "))
 	}
@@ -92,7 +106,7 @@ func NewLab(namespace string, plan *fleet.Plan, file []byte, placement Placement
 		"apiVersion": Labs.GroupVersion().String(),
 		"kind":       "Lab",
 		"metadata":   map[string]any{"name": plan.Lab, "namespace": namespace},
-		"spec":       map[string]any{"file": string(file), "plan": p, "hosts": int64(len(plan.Shares)), "placement": placed},
+		"spec":       map[string]any{"file": string(file), "source": source, "plan": p, "hosts": int64(len(plan.Shares)), "placement": placed},
 	}}
 	var fin []string
 	for _, h := range plan.Hosts() {
@@ -109,6 +123,7 @@ func ReadLab(u *unstructured.Unstructured) (*Lab, error) {
 	where := fmt.Sprintf("Lab %s/%s", l.Namespace, l.Name)
 	file, _, _ := unstructured.NestedString(u.Object, "spec", "file")
 	l.File = []byte(file)
+	l.Source, _, _ = unstructured.NestedString(u.Object, "spec", "source")
 	raw, ok, _ := unstructured.NestedMap(u.Object, "spec", "plan")
 	if !ok {
 		return nil, fmt.Errorf("%s: spec.plan is missing: create Labs with nslab's deploy on Kubernetes, which computes it", where)
