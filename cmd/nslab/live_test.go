@@ -130,24 +130,32 @@ func duringBench(t *testing.T, c *runner, path, what string, read func() float64
 	return seen, pps
 }
 
-// tmux runs a private tmux server for one test.
+// tmux runs a private tmux server for one test, its socket in the
+// test's own directory.
 type tmux struct {
 	t      *testing.T
 	socket string
+	dir    string // TMUX_TMPDIR
 }
 
 func newTmux(t *testing.T) *tmux {
 	if _, err := exec.LookPath("tmux"); err != nil {
 		t.Fatal("tmux is not installed (make deps installs it)")
 	}
-	x := &tmux{t: t, socket: labtest.Name("tmux")}
-	t.Cleanup(func() { exec.Command("tmux", "-L", x.socket, "kill-server").Run() })
+	x := &tmux{t: t, socket: labtest.Name("tmux"), dir: t.TempDir()}
+	t.Cleanup(func() { x.command("kill-server").Run() })
 	return x
+}
+
+func (x *tmux) command(args ...string) *exec.Cmd {
+	c := exec.Command("tmux", append([]string{"-L", x.socket}, args...)...)
+	c.Env = append(os.Environ(), "TMUX_TMPDIR="+x.dir)
+	return c
 }
 
 func (x *tmux) do(args ...string) string {
 	x.t.Helper()
-	out, err := exec.Command("tmux", append([]string{"-L", x.socket}, args...)...).CombinedOutput()
+	out, err := x.command(args...).CombinedOutput()
 	if err != nil {
 		x.t.Fatalf("tmux %v: %v: %s", args, err, out)
 	}
@@ -446,13 +454,15 @@ func TestPrivilegedMetricsScrape(t *testing.T) {
 // browser starts headless Chromium (Debian's) with its own profile and no
 // background networking (this machine's network is closed: it would try
 // Google's hosts at every start), and records every URL the page asks
-// for.
+// for. Its temporary files go in the test's own directory (Chromium
+// leaves an org.chromium.Chromium.* directory in TMPDIR when it is
+// stopped).
 func browser(t *testing.T) (context.Context, *[]string) {
 	if _, err := os.Stat("/usr/bin/chromium"); err != nil {
 		t.Fatal("chromium is not installed (make deps installs it)")
 	}
 	opts := []chromedp.ExecAllocatorOption{chromedp.ExecPath("/usr/bin/chromium"), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck, chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1200, 800),
+		chromedp.NoFirstRun, chromedp.NoDefaultBrowserCheck, chromedp.UserDataDir(t.TempDir()), chromedp.Env("TMPDIR=" + t.TempDir()), chromedp.WindowSize(1200, 800),
 		chromedp.Flag("disable-background-networking", true), chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true), chromedp.Flag("disable-quic", true)}
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
