@@ -57,7 +57,7 @@ func TestPrivilegedCompare(t *testing.T) {
 	t.Cleanup(func() { c.run("destroy", "--name", name) })
 	bench := func(out string) {
 		t.Helper()
-		if code, o, errOut := c.run("bench", "-q", "--duration", "500ms", "--frame", "1518", "--engine", "userspace", "--out", out, file); code != 0 {
+		if code, o, errOut := c.run("bench", "-q", "--duration", "250ms", "--frame", "1518", "--engine", "userspace", "--out", out, file); code != 0 {
 			t.Fatalf("bench: %d %s %s", code, o, errOut)
 		}
 	}

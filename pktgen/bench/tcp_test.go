@@ -191,6 +191,7 @@ func TestPrivilegedTCPBesideUDPFlood(t *testing.T) {
 // anything is deployed.
 func TestPrivilegedCCVariant(t *testing.T) {
 	labtest.SkipUnlessRoot(t)
+	labtest.CoveredOnHost(t) // reno, cubic and tbf are the host kernel's too
 	data, err := os.ReadFile("../../examples/client-router-server.yaml")
 	if err != nil {
 		t.Fatal(err)
