@@ -743,16 +743,24 @@ func TestPrivilegedFleetBenchAcrossHosts(t *testing.T) {
 		}
 	}
 	code, out, errOut = s.run("bench", "-q", "--rate", "max", "--duration", "3s", file)
-	for _, want := range []string{"+ unaccounted 0", "at router:eth0 (host b)", "bottleneck: router router on host b ("} {
+	for _, want := range []string{"+ unaccounted 0", "at router:eth0 (host b)", "bottleneck: router router on host b (", "; on host b: ",
+		"host b's CPUs (read by its agent", "host c's CPUs (read by its agent", "  router router\n"} {
 		if code != 0 || !strings.Contains(out, want) || strings.Contains(out, "+ named drops 0 ") {
 			t.Errorf("bench at overload: no %q in %d %s %s", want, code, out, errOut)
 		}
 	}
 	code, out, errOut = s.run("bench", "-q", "--traffic", "bulk", file)
-	for _, want := range []string{"on host a:", "router:eth0 (host b)", "server:eth0 (host c)", "read on host c"} {
+	for _, want := range []string{"on host a:", "router:eth0 (host b)", "server:eth0 (host c)", "read on host c", "(both ways: the flows' ACKs too)"} {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Errorf("a TCP run from host a to host c: no %q in %d %s %s", want, code, out, errOut)
 		}
+	}
+	// The flows' segments are the run's packets: the router entered
+	// thousands (two flows for 2 s), not only the probe's 201.
+	_, after, _ := strings.Cut(out, "router router on host b: entered ")
+	entered, _ := strconv.Atoi(strings.TrimRight(strings.Fields(after + " -")[0], ","))
+	if entered < 2000 {
+		t.Errorf("a TCP run: the router entered %d, want the flows' segments: %s", entered, out)
 	}
 	code, out, errOut = s.run("bench", "-q", "--count", "30000", "--event", "0.4s:down:router:eth1", "--event", "0.8s:up:router:eth1", file)
 	for _, want := range []string{"down router:eth1 (host b) (applied at", "up router:eth1 (host b) (applied at", "+ unaccounted 0", "no interface off the path counted the traffic"} {

@@ -558,6 +558,7 @@ func (b *Bench) report(t *spec.Traffic, frame int, res *engine.Result, rd readin
 	rep.CPU = report.CPUUses(rd.before.cpu, rd.after.cpu)
 	b.place.Label(rep.CPU)
 	rep.Softnet = report.SoftnetUses(rd.before.softnet, rd.after.softnet)
+	rep.OtherHosts = b.otherHostsCPUs()
 	account.RouterCounts(rep, rd.before.routers(), rd.after.routers(), t.To.Is6())
 	b.routerCost(rep, rd.before, rd.after)
 	account.ExplainDrops(rep, frame, b.meas.mtu, b.meas.qdiscs, b.place)

@@ -184,7 +184,7 @@ func (b *Bench) routerCost(rep *report.Report, before, after hostState) {
 	}
 	for _, r := range rep.Routers {
 		if r.Host != "" && r.Host != b.run.Lab.OnHost() {
-			rep.CostNote = fmt.Sprintf("no cost per packet: router %s runs on host %s, whose CPU time is not read from here", r.Node, r.Host)
+			rep.CostNote = fmt.Sprintf("no cost per packet: router %s runs on host %s, whose softirq time (exact, from BPF) is not read from here; its CPUs' share of time is below", r.Node, r.Host)
 			return
 		}
 	}

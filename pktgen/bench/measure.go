@@ -3,6 +3,8 @@ package bench
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/nslab/nslab/topology/walk"
@@ -36,21 +38,14 @@ type measurement struct {
 	qdiscs  map[string]*qdisc.State // by target, for those with a root qdisc of their own
 	// hops reads the targets on other hosts (nil: none read), remoteAt
 	// is each target's place among them (-1: here), and hopsBase is their
-	// neighbour frames and routers' counters at the baseline; hopsFinal
+	// neighbour frames, routers' counters and CPUs at the baseline; hopsFinal
 	// at the end.
 	// vxlan marks the targets that are a VXLAN end of a link between
 	// hosts (their rx counts what they drop).
 	vxlan               []bool
 	hops                *remote.Hops
 	remoteAt            []int
-	hopsBase, hopsFinal remoteControl
-}
-
-// remoteControl is one reading of the other hosts' neighbour frames (by
-// target, cumulative) and their routers' counters.
-type remoteControl struct {
-	received []uint64
-	mib, ct  map[string]map[string]uint64
+	hopsBase, hopsFinal remote.Control
 }
 
 // newMeasurement sets up the measurement of a path (or of the interfaces
@@ -195,16 +190,13 @@ func (m *measurement) baseline() (sample.Sample, error) {
 	return m.sampler.Read()
 }
 
-// readControl reads the other hosts' neighbour frames and routers'
-// counters (none without hops there).
-func (m *measurement) readControl() (remoteControl, error) {
+// readControl reads the other hosts' neighbour frames, routers'
+// counters and CPUs (none without hops there).
+func (m *measurement) readControl() (remote.Control, error) {
 	if m.hops == nil {
-		return remoteControl{}, nil
+		return remote.Control{}, nil
 	}
-	var c remoteControl
-	var err error
-	c.received, c.mib, c.ct, err = m.hops.Control()
-	return c, err
+	return m.hops.Control()
 }
 
 // withRemoteRouters adds the IP and conntrack counters of the routers on
@@ -212,15 +204,37 @@ func (m *measurement) readControl() (remoteControl, error) {
 func (m *measurement) withRemoteRouters(before, after *hostState) {
 	for _, x := range []struct {
 		h *hostState
-		c remoteControl
+		c remote.Control
 	}{{before, m.hopsBase}, {after, m.hopsFinal}} {
-		for n, v := range x.c.mib {
+		for n, v := range x.c.MIB {
 			x.h.mib[n] = v
 		}
-		for n, v := range x.c.ct {
+		for n, v := range x.c.CT {
 			x.h.ct[n] = v
 		}
 	}
+}
+
+// otherHostsCPUs is each other host's CPUs over the run, from its agent's
+// readings with the baseline and at the end (its last, if it was lost),
+// each CPU labelled with what the lab places there of the path.
+func (b *Bench) otherHostsCPUs() []report.HostUse {
+	m := b.meas
+	var out []report.HostUse
+	for _, host := range slices.Sorted(maps.Keys(m.hopsFinal.Machines)) {
+		before, ok := m.hopsBase.Machines[host]
+		if !ok {
+			continue
+		}
+		after := m.hopsFinal.Machines[host]
+		u := report.HostUse{Host: host, Softnet: report.SoftnetUses(before.Softnet, after.Softnet), CPU: report.CPUUses(before.CPU, after.CPU)}
+		roles := account.HostRoles(b.run.Lab.Model(), b.path.Path, host)
+		for i := range u.CPU {
+			u.CPU[i].Roles = roles[u.CPU[i].N]
+		}
+		out = append(out, u)
+	}
+	return out
 }
 
 // lostHosts are the other hosts that stopped answering since the hops
@@ -249,7 +263,7 @@ func (m *measurement) final() (sample.Sample, []control, error) {
 	for i := range m.targets {
 		if m.isRemote(i) {
 			k := m.remoteAt[i]
-			counts[i].received = m.hopsFinal.received[k] - min(m.hopsBase.received[k], m.hopsFinal.received[k])
+			counts[i].received = m.hopsFinal.Received[k] - min(m.hopsBase.Received[k], m.hopsFinal.Received[k])
 			continue
 		}
 		if c := m.neighbours[i]; c != nil {

@@ -176,6 +176,7 @@ func (b *Bench) tcpReport(res *tcpflow.Result, st *running, final sample.Sample,
 	rep.CPU = report.CPUUses(st.before.cpu, after.cpu)
 	b.place.Label(rep.CPU)
 	rep.Softnet = report.SoftnetUses(st.before.softnet, after.softnet)
+	rep.OtherHosts = b.otherHostsCPUs()
 	rep.TCP = tcp.Run(res, rep.Hops, b.meas.qdiscs, rep.Softnet)
 	return rep
 }

@@ -78,6 +78,11 @@ func TestPrivilegedTCPRetransmissionsTraced(t *testing.T) {
 	if gone := in.RxBytes - out.TxBytes; gone < p*66+sg || gone > p*66+sg*mss+in.Neighbour*90 {
 		t.Errorf("the router took in %d bytes more than it sent on: not %d packets holding %d segments of 1 to %d bytes, and %d control frames", gone, p, sg, mss, in.Neighbour)
 	}
+	// The flows' segments are the run's packets, not control frames: what
+	// the router entered is its ingress's rx but for an ARP or two.
+	if rt := rep.Routers; len(rt) != 1 || in.Neighbour > 4 || rt[0].Entered+in.Neighbour != in.RxPackets {
+		t.Errorf("router %+v: the ingress received %d, %d of them counted as control frames", rt, in.RxPackets, in.Neighbour)
+	}
 	if rep.Verdict.Limit != "shaper" || rep.Verdict.Node != "ns2:veth2" {
 		t.Errorf("verdict %q, want the shaper ns2:veth2", rep.Bottleneck)
 	}

@@ -109,6 +109,9 @@ type Report struct {
 	Cost     *RouterCost `json:"router_cost,omitempty"`
 	CostNote string      `json:"router_cost_note,omitempty"`
 	CPU      []CPUUse    `json:"cpu"`
+	// OtherHosts are the CPUs of the other hosts whose hops the run read
+	// (a lab that spans hosts), each read by its agent with those hops.
+	OtherHosts []HostUse `json:"other_hosts,omitempty"`
 	// Stalls are the stalls of the run's CPUs while the engine ran
 	// (package stall), the first of them listed; nil when there was no
 	// probe, and StallNote says why.
@@ -269,6 +272,16 @@ type SoftnetCPU struct {
 	Dropped     uint64 `json:"dropped"`      // backlog full
 	TimeSqueeze uint64 `json:"time_squeeze"` // NAPI budget ran out
 	ReceivedRPS uint64 `json:"received_rps"` // packets steered here by RPS
+}
+
+// HostUse is another host's CPUs over a run: its softnet_stat and CPU
+// time, machine-wide, from its agent's readings at the baseline and at
+// the end (or its last, for a host lost during the run), each CPU with
+// what the lab places there of the path.
+type HostUse struct {
+	Host    string       `json:"host"`
+	Softnet []SoftnetCPU `json:"softnet"`
+	CPU     []CPUUse     `json:"cpu"`
 }
 
 // CPUUse is one CPU's time during a run, in percent, and what the

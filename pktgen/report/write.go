@@ -209,6 +209,9 @@ func (r *Report) tableHops(ew *errWriter) {
 			ew.printf(", copies its egress added %d", rt.DuplicatedAtEgress)
 		}
 		ew.printf(", lost inside %d; IP MIB: forwarded %d", rt.Inside, rt.ForwDatagrams)
+		if r.TCP != nil {
+			ew.printf(" (both ways: the flows' ACKs too)")
+		}
 		for _, k := range measured.IPDiscards {
 			if d := rt.Discards[k]; d > 0 {
 				ew.printf(", %s %d", k, d)
@@ -317,21 +320,35 @@ func BalanceLine(sent, added, received, drops uint64, unaccounted int64) string 
 	return fmt.Sprintf("%s = received %d + named drops %d + unaccounted %d", left, received, drops, unaccounted)
 }
 
+// tableCPUs writes the CPU tables of this host, and then of each other
+// host whose hops were read, each under its name.
 func (r *Report) tableCPUs(ew *errWriter) {
-	if len(r.Softnet) > 0 {
+	if len(r.OtherHosts) > 0 && len(r.Hops) > 0 {
+		ew.printf("host %s's CPUs (this host's, where the run was sent):\n", r.Hops[0].Host)
+	}
+	cpuTables(ew, r.Softnet, r.CPU)
+	for _, h := range r.OtherHosts {
+		ew.printf("host %s's CPUs (read by its agent with its hops, at the baseline and at the end):\n", h.Host)
+		cpuTables(ew, h.Softnet, h.CPU)
+	}
+}
+
+// cpuTables writes one host's softnet_stat and CPU time per CPU.
+func cpuTables(ew *errWriter, softnet []SoftnetCPU, cpus []CPUUse) {
+	if len(softnet) > 0 {
 		ew.printf("softnet_stat (machine-wide: every namespace's packets on each CPU)\n")
 		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "CPU\tprocessed\tbacklog drops\tsqueezed\tRPS in\t")
-		for _, s := range r.Softnet {
+		for _, s := range softnet {
 			fmt.Fprintf(tw, "cpu%d\t%d\t%d\t%d\t%d\t\n", s.CPU, s.Processed, s.Dropped, s.TimeSqueeze, s.ReceivedRPS)
 		}
 		tw.Flush()
 		ew.printf("\n")
 	}
-	if len(r.CPU) > 0 {
+	if len(cpus) > 0 {
 		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
 		_, _ = io.WriteString(tw, "CPU\t%usr\t%sys\t%irq\t%soft\t%steal\t%idle\t  PLACED THERE\n") // errors reach ew
-		for _, c := range r.CPU {
+		for _, c := range cpus {
 			roles := strings.Join(c.Roles, ", ")
 			if roles == "" {
 				roles = "-"

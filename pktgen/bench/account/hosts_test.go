@@ -61,7 +61,23 @@ func TestAcrossHosts(t *testing.T) {
 	if len(r.Routers) != 1 || r.Routers[0].Entered != 372147 || r.Routers[0].Inside != 0 || r.Routers[0].Host != "b" {
 		t.Errorf("router: %+v, want entered 372147, lost inside 0, on host b", r.Routers)
 	}
-	if !strings.HasPrefix(r.Bottleneck, "router router on host b (74726 of the run's packets") {
-		t.Errorf("bottleneck %q, want the router on host b", r.Bottleneck)
+	if !strings.HasPrefix(r.Bottleneck, "router router on host b (74726 of the run's packets") || !strings.HasSuffix(r.Bottleneck, "its CPUs are host b's, not read from here)") {
+		t.Errorf("bottleneck %q, want the router on host b, whose CPUs were not read", r.Bottleneck)
+	}
+	// With host b's CPUs as its agent read them: the CPU whose backlog
+	// overflowed is the evidence; with none, the busiest.
+	for _, c := range []struct {
+		softnet []report.SoftnetCPU
+		want    string
+	}{
+		{[]report.SoftnetCPU{{CPU: 0}, {CPU: 1, Dropped: 43341}}, "; on host b: cpu1 97% softirq, 43341 backlog drops)"},
+		{[]report.SoftnetCPU{{CPU: 0}, {CPU: 1}}, "; on host b: no backlog drops, the busiest cpu1 97% softirq)"},
+	} {
+		r.OtherHosts = []report.HostUse{{Host: "b", Softnet: c.softnet,
+			CPU: []report.CPUUse{{CPU: "cpu0", N: 0, Idle: 90, System: 10}, {CPU: "cpu1", N: 1, SoftIRQ: 97, System: 3}}}}
+		Judge(r, Placement{}, 0)
+		if !strings.HasSuffix(r.Bottleneck, c.want) || strings.Contains(r.Bottleneck, "not read from here") {
+			t.Errorf("bottleneck %q, want it to end %q", r.Bottleneck, c.want)
+		}
 	}
 }

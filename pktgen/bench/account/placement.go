@@ -32,13 +32,7 @@ func PlacementOf(l *spec.Lab, path *walk.Path, t *spec.Traffic, allowed spec.CPU
 		if i == 0 || n == nil || !n.Placed() {
 			continue
 		}
-		role := "router"
-		switch {
-		case i == len(path.Hops)-1:
-			role = "receiver"
-		case h.L2:
-			role = "switch"
-		}
+		role := hopRole(path, i)
 		p.ByNode[h.Node] = n.CPUs
 		// Its receive work runs in pinned napi kthreads, which a full
 		// NAPI ring shows: receive: napi, or an XDP fast path on a placed
@@ -50,6 +44,34 @@ func PlacementOf(l *spec.Lab, path *walk.Path, t *spec.Traffic, allowed spec.CPU
 	}
 	p.pickSampler(allowed)
 	return p
+}
+
+// hopRole is what the node of hop i (not the sender) does on path.
+func hopRole(path *walk.Path, i int) string {
+	switch {
+	case i == len(path.Hops)-1:
+		return "receiver"
+	case path.Hops[i].L2:
+		return "switch"
+	}
+	return "router"
+}
+
+// HostRoles is what lab l (a whole lab that spans hosts) places of path
+// on the CPUs of host, another host than the sender's: each node of the
+// path there that has CPUs of its own, by CPU ("router r1").
+func HostRoles(l *spec.Lab, path *walk.Path, host string) map[int][]string {
+	roles := map[int][]string{}
+	for i, h := range path.Hops {
+		n := l.Node(h.Node)
+		if i == 0 || n == nil || n.Host != host || !n.Placed() {
+			continue
+		}
+		for _, c := range n.CPUs {
+			roles[c] = append(roles[c], hopRole(path, i)+" "+h.Node)
+		}
+	}
+	return roles
 }
 
 // pickSampler puts the sampler on an allowed CPU where nothing measured

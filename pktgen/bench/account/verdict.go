@@ -138,7 +138,8 @@ func lossVerdict(r *report.Report, p Placement) report.Verdict {
 // remoteVerdict blames, in a run whose hops on several hosts were read,
 // the node that dropped the most (its ingress, inside and egress
 // together) when that node is on another host than the sender's: this
-// host's CPUs and softnet say nothing of it, its counters do.
+// host's CPUs and softnet say nothing of it; its counters do, and its own
+// host's CPUs as that host's agent read them.
 func remoteVerdict(r *report.Report) (report.Verdict, bool) {
 	type at struct{ node, host string }
 	by, worst := map[at]uint64{}, at{}
@@ -160,8 +161,33 @@ func remoteVerdict(r *report.Report) (report.Verdict, bool) {
 			places = append(places, fmt.Sprintf("%d %s (%s)", d.Packets, d.Place, d.Counted))
 		}
 	}
-	ev := fmt.Sprintf("%d of the run's packets dropped on its way through it: %s; its CPUs are host %s's, not read from here", by[worst], strings.Join(places, ", "), worst.host)
+	ev := fmt.Sprintf("%d of the run's packets dropped on its way through it: %s; ", by[worst], strings.Join(places, ", "))
+	if i := slices.IndexFunc(r.OtherHosts, func(u report.HostUse) bool { return u.Host == worst.host }); i >= 0 {
+		ev += hostEvidence(r.OtherHosts[i])
+	} else {
+		ev += fmt.Sprintf("its CPUs are host %s's, not read from here", worst.host)
+	}
 	return report.Verdict{Limit: RoleOf(r, worst.node), Node: worst.node, Host: worst.host, Evidence: []string{ev}}, true
+}
+
+// hostEvidence is what another host's CPUs, read by its agent, say of a
+// node there that dropped the run's packets: each CPU whose backlog
+// overflowed, with its time; else that none did, and the busiest CPU.
+func hostEvidence(u report.HostUse) string {
+	var parts []string
+	for _, s := range u.Softnet {
+		if s.Dropped > 0 {
+			parts = append(parts, fmt.Sprintf("%s, %d backlog drops", cpuEvidence(u.CPU, s.CPU), s.Dropped))
+		}
+	}
+	if len(parts) == 0 {
+		parts = append(parts, "no backlog drops")
+		if len(u.CPU) > 0 {
+			busiest := slices.MaxFunc(u.CPU, func(a, b report.CPUUse) int { return cmp.Compare(a.Busy(), b.Busy()) })
+			parts = append(parts, "the busiest "+cpuEvidence(u.CPU, busiest.N))
+		}
+	}
+	return fmt.Sprintf("on host %s: %s", u.Host, strings.Join(parts, ", "))
 }
 
 // stallEvidence says, when the CPUs that dropped were far from busy (under
@@ -305,10 +331,13 @@ func RoleOf(r *report.Report, node string) string {
 	return "node"
 }
 
-// CPUEvidence is "cpu1 98% softirq" for a CPU taken by one kind of work,
-// else "cpu1 70% busy (36% softirq, 30% sys)".
-func CPUEvidence(r *report.Report, n int) string {
-	for _, c := range r.CPU {
+// CPUEvidence is "cpu1 98% softirq" for a CPU of this host taken by one
+// kind of work, else "cpu1 70% busy (36% softirq, 30% sys)".
+func CPUEvidence(r *report.Report, n int) string { return cpuEvidence(r.CPU, n) }
+
+// cpuEvidence is CPUEvidence for CPU n of cpus (one host's).
+func cpuEvidence(cpus []report.CPUUse, n int) string {
+	for _, c := range cpus {
 		if c.N != n {
 			continue
 		}

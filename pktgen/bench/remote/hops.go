@@ -95,16 +95,24 @@ func (h *Hops) Read() ([]measured.Counters, error) {
 	return out, nil
 }
 
-// Control is the neighbour frames each hop received since it was opened
-// (in Targets' order), and the IP MIB and conntrack counters of the
-// routers asked, by node. A lost host's are those of its last answer.
-func (h *Hops) Control() (received []uint64, mib, ct map[string]map[string]uint64, err error) {
+// Control is one reading of the other hosts: the neighbour frames each
+// hop received since it was opened (in Targets' order), the IP MIB and
+// conntrack counters of the routers asked (by node), and each host's
+// CPUs (by host).
+type Control struct {
+	Received []uint64
+	MIB, CT  map[string]map[string]uint64
+	Machines map[string]Machine
+}
+
+// Control reads the other hosts now. A lost host's reading is that of
+// its last answer.
+func (h *Hops) Control() (Control, error) {
 	answers, err := h.askEach(h.every(OpControl), false)
 	if err != nil {
-		return nil, nil, nil, err
+		return Control{}, err
 	}
-	received = make([]uint64, len(h.targets))
-	mib, ct = map[string]map[string]uint64{}, map[string]map[string]uint64{}
+	c := Control{Received: make([]uint64, len(h.targets)), MIB: map[string]map[string]uint64{}, CT: map[string]map[string]uint64{}, Machines: map[string]Machine{}}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for host, a := range answers {
@@ -113,17 +121,20 @@ func (h *Hops) Control() (received []uint64, mib, ct map[string]map[string]uint6
 	for host, a := range h.ctl {
 		for k, i := range h.byHost[host] {
 			if k < len(a.Received) {
-				received[i] = a.Received[k]
+				c.Received[i] = a.Received[k]
 			}
 		}
 		for n, m := range a.MIB {
-			mib[n] = m
+			c.MIB[n] = m
 		}
 		for n, m := range a.CT {
-			ct[n] = m
+			c.CT[n] = m
+		}
+		if a.Machine != nil {
+			c.Machines[host] = *a.Machine
 		}
 	}
-	return received, mib, ct, nil
+	return c, nil
 }
 
 // OpenReader starts the run's receiver's reader on host.

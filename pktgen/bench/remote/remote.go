@@ -40,7 +40,7 @@ type Sink struct {
 const (
 	OpOpen    = "open"    // open the counters of these hops
 	OpRead    = "read"    // the hops' interface counters now
-	OpControl = "control" // the neighbour frames each hop received since open, and the routers' IP counters
+	OpControl = "control" // the neighbour frames each hop received since open, the routers' IP counters and the host's CPUs
 	OpClose   = "close"   // release everything
 	// A run with events (bench --event) on a lab whose nodes are on
 	// several hosts: an event placed on a node of the host asked, and the
@@ -58,6 +58,14 @@ type Counted struct {
 	Rx      uint64 `json:"rx"`
 	Tx      uint64 `json:"tx"`
 	Control uint64 `json:"control"`
+}
+
+// Machine is a host's CPU times and softnet_stat counters, machine-wide,
+// by CPU, as package kstat reads them: what its routers' receive work
+// cost it.
+type Machine struct {
+	CPU     map[int][]uint64 `json:"cpu"`
+	Softnet map[int][]uint64 `json:"softnet"`
 }
 
 // Request is one ask to one host's hops.
@@ -81,6 +89,7 @@ type Reply struct {
 	Received []uint64                     `json:"received,omitempty"` // OpControl: neighbour frames since open, by hop
 	MIB      map[string]map[string]uint64 `json:"mib,omitempty"`
 	CT       map[string]map[string]uint64 `json:"ct,omitempty"`
+	Machine  *Machine                     `json:"machine,omitempty"`  // OpControl
 	Arrivals *Arrivals                    `json:"arrivals,omitempty"` // OpLatencyStop
 	Off      map[string]Counted           `json:"off,omitempty"`      // OpOffRead: by NODE:IF
 	TCP      *TCPFlows                    `json:"tcp,omitempty"`      // OpTCPFlows

@@ -88,7 +88,7 @@ func (s *server) answer(req Request) (Reply, error) {
 	case req.Op == OpRead:
 		rep.Counters, err = s.h.read()
 	case req.Op == OpControl:
-		rep.Received, rep.MIB, rep.CT, err = s.h.control()
+		err = s.h.control(&rep)
 	case req.Op == OpLatencyOpen && req.Reader != nil && s.h.reader == nil:
 		s.h.reader, err = openReader(s.r, req.Reader)
 	case req.Op == OpLatencyStop && req.Arrivals != nil && s.h.reader != nil:
@@ -163,31 +163,32 @@ func (h *served) read() ([]sample.Counters, error) {
 	return s.Counters, err
 }
 
-// control is the neighbour frames each hop received since open, and the
-// routers' counters.
-func (h *served) control() ([]uint64, map[string]map[string]uint64, map[string]map[string]uint64, error) {
+// control puts into rep the neighbour frames each hop received since
+// open, the routers' counters, and this host's CPUs.
+func (h *served) control(rep *Reply) error {
 	for i, c := range h.neighbours {
 		if c == nil {
 			continue
 		}
 		n, err := c.Count()
 		if err != nil {
-			return nil, nil, nil, err
+			return err
 		}
 		h.received[i] += n
 	}
-	mib, ct := map[string]map[string]uint64{}, map[string]map[string]uint64{}
+	rep.Received, rep.MIB, rep.CT = h.received, map[string]map[string]uint64{}, map[string]map[string]uint64{}
 	for _, node := range h.routers {
 		m, c, err := kstat.RouterCounters(h.r.Node(node).NS)
 		if err != nil {
-			return nil, nil, nil, err
+			return err
 		}
-		mib[node] = m
+		rep.MIB[node] = m
 		if c != nil {
-			ct[node] = c
+			rep.CT[node] = c
 		}
 	}
-	return h.received, mib, ct, nil
+	rep.Machine = &Machine{CPU: kstat.CPUTimes(), Softnet: kstat.Softnet()}
+	return nil
 }
 
 func (h *served) close() {
