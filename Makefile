@@ -160,8 +160,9 @@ test-vm: vmtest
 # -parallel 24: the tests that call t.Parallel (the imported labs', the
 # OSPF and BGP ones and the simulated hosts', which wait for their daemons,
 # most of the time idle; their benches take one lock, so never two at
-# once) run all at once after the others: 18 of them, 90 s where 8 at a
-# time took 134 s, and 2 at a time (the default here) longer still.
+# once) run all at once after the others: 21 of them (an apply killed at
+# random moments among them, which sends nothing), 94 s where the 18
+# before took 134 s 8 at a time, and 2 at a time (the default here) longer.
 #
 # -p 1: one package at a time. The privileged tests measure this machine
 # (a router's backlog drops, softnet_stat, CPU use, all machine-wide), so

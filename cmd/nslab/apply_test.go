@@ -85,6 +85,7 @@ func applyB() string {
 // reads it, against a fresh deploy of B) or destroy leaves nothing.
 func TestPrivilegedApplyKilled(t *testing.T) {
 	labtest.SkipUnlessRoot(t)
+	t.Parallel() // sends nothing, and its kills' moments are random anyway: alongside the waiting tests
 	c := newCLI(t)
 	name := labtest.Name("k")
 	dir := t.TempDir()

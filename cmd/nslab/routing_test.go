@@ -286,6 +286,8 @@ func failover(t *testing.T, c *runner, file string) {
 // each learn the other's prefix (kernel routes by proto bgp and bird),
 // check --wait passes, and inspect shows both sessions established.
 func TestPrivilegedBGPPair(t *testing.T) {
+	labtest.SkipUnlessRoot(t)
+	t.Parallel() // waits on BGP: alongside the other waiting tests
 	c := newCLI(t)
 	file, name := routingLab(t, "bgp-pair.yaml")
 	t.Cleanup(func() { c.run("destroy", "--name", name) })
@@ -343,6 +345,8 @@ func lastLine(s string) string {
 // TestPrivilegedGeneratedOSPF: a lab of nslab generate --routing ospf
 // converges with no static route, under check --wait.
 func TestPrivilegedGeneratedOSPF(t *testing.T) {
+	labtest.SkipUnlessRoot(t)
+	t.Parallel() // waits on OSPF: alongside the other waiting tests
 	c := newCLI(t)
 	routingLab(t, "pair.yaml") // the daemons are there
 	code, src, errOut := c.run("generate", "star", "--n", "3", "--routing", "ospf")
