@@ -9,6 +9,7 @@ package account
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -278,26 +279,73 @@ func ExplainDrops(r *report.Report, frame int, mtu map[string]int, qdiscs map[st
 	for i := range r.Drops {
 		d := &r.Drops[i]
 		switch {
-		case strings.HasPrefix(d.Place, "link ") && backlog > 0 && backlog == linkDrops:
-			d.Cause = "enqueue to a full backlog: softnet_stat counted " + strings.Join(where, ", ") + " in the run, as many as the links dropped"
-		case strings.HasPrefix(d.Place, "link ") && backlog == 0 && p.NAPI[d.Node]:
-			d.Cause = fmt.Sprintf("%s's NAPI ring was full: its napi kthreads on cpu %s did not keep up (veth drops there; softnet_stat counted no backlog drops)", d.Node, p.ByNode[d.Node])
-		case strings.HasPrefix(d.Place, "link ") && backlog == 0:
-			d.Cause = "not backlog drops (softnet_stat counted none)"
-			to := d.Place[strings.LastIndex(d.Place, " ")+1:]
-			if m := mtu[to]; m > 0 && frame-engine.FCS-14 > m {
-				d.Cause += fmt.Sprintf(": a %d-byte frame carries %d bytes of IP, more than %s's MTU %d", frame, frame-engine.FCS-14, to, m)
-			}
 		case strings.HasPrefix(d.Place, "link "):
-			d.Cause = fmt.Sprintf("softnet_stat counted %d backlog drops in the run (%s), the links %d", backlog, strings.Join(where, ", "), linkDrops)
+			d.Cause = linkCause(*d, backlog, linkDrops, where, frame, mtu, p)
 		case strings.HasPrefix(d.Place, "inside "):
 			d.Cause = discardsOf(r, d.Node) + ConntrackCause(r, d.Node)
 		case strings.HasPrefix(d.Place, "qdisc of "):
 			d.Cause = qdiscCause(qdiscs[strings.TrimPrefix(d.Place, "qdisc of ")])
+		case strings.HasPrefix(d.Place, "at ") && d.Host != "":
+			d.Cause = hostBacklogCause(r, d.Host)
 		case strings.HasPrefix(d.Place, "still queued in the qdisc of "):
 			d.Cause = "not lost: the impairment still held them when the run was read (a queue that drains slower than nslab waits)"
 		}
 	}
+}
+
+// linkCause is what softnet_stat (backlog, by CPU in where) says of a
+// drop on a link of this host, the links' drops being linkDrops: a full
+// backlog, a full NAPI ring of a placed node, or a frame larger than the
+// receiving MTU (mtu: by target).
+func linkCause(d report.Drop, backlog, linkDrops uint64, where []string, frame int, mtu map[string]int, p Placement) string {
+	switch {
+	case backlog > 0 && backlog == linkDrops:
+		return "enqueue to a full backlog: softnet_stat counted " + strings.Join(where, ", ") + " in the run, as many as the links dropped"
+	case backlog == 0 && p.NAPI[d.Node]:
+		return fmt.Sprintf("%s's NAPI ring was full: its napi kthreads on cpu %s did not keep up (veth drops there; softnet_stat counted no backlog drops)", d.Node, p.ByNode[d.Node])
+	case backlog == 0:
+		cause := "not backlog drops (softnet_stat counted none)"
+		to := d.Place[strings.LastIndex(d.Place, " ")+1:]
+		if m := mtu[to]; m > 0 && frame-engine.FCS-14 > m {
+			cause += fmt.Sprintf(": a %d-byte frame carries %d bytes of IP, more than %s's MTU %d", frame, frame-engine.FCS-14, to, m)
+		}
+		return cause
+	}
+	return fmt.Sprintf("softnet_stat counted %d backlog drops in the run (%s), the links %d", backlog, strings.Join(where, ", "), linkDrops)
+}
+
+// hostBacklogCause is what host's softnet_stat says of the drops at its
+// interfaces in a run across hosts: this host's own, another's as its
+// agent read them ("": not read).
+func hostBacklogCause(r *report.Report, host string) string {
+	softnet := r.Softnet
+	if len(r.Hops) == 0 || host != r.Hops[0].Host {
+		i := slices.IndexFunc(r.OtherHosts, func(u report.HostUse) bool { return u.Host == host })
+		if i < 0 {
+			return ""
+		}
+		softnet = r.OtherHosts[i].Softnet
+	}
+	var backlog, named uint64
+	var where []string
+	for _, s := range softnet {
+		if s.Dropped > 0 {
+			backlog += s.Dropped
+			where = append(where, fmt.Sprintf("%d on cpu%d", s.Dropped, s.CPU))
+		}
+	}
+	for _, d := range r.Drops {
+		if d.Host == host && strings.HasPrefix(d.Place, "at ") {
+			named += d.Packets
+		}
+	}
+	switch backlog {
+	case 0:
+		return fmt.Sprintf("not backlog drops (host %s's softnet_stat counted none)", host)
+	case named:
+		return fmt.Sprintf("enqueue to a full backlog: host %s's softnet_stat counted %s in the run, as many as its interfaces dropped", host, strings.Join(where, ", "))
+	}
+	return fmt.Sprintf("host %s's softnet_stat counted %d backlog drops in the run (%s), its interfaces %d", host, backlog, strings.Join(where, ", "), named)
 }
 
 // discardsOf says which IP MIB discard counters of node moved.

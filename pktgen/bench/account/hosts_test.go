@@ -64,20 +64,31 @@ func TestAcrossHosts(t *testing.T) {
 	if !strings.HasPrefix(r.Bottleneck, "router router on host b (74726 of the run's packets") || !strings.HasSuffix(r.Bottleneck, "its CPUs are host b's, not read from here)") {
 		t.Errorf("bottleneck %q, want the router on host b, whose CPUs were not read", r.Bottleneck)
 	}
+	if ExplainDrops(r, 64, nil, nil, Placement{}); r.Drops[0].Cause != "" {
+		t.Errorf("a cause %q from host b's softnet_stat, which was not read", r.Drops[0].Cause)
+	}
 	// With host b's CPUs as its agent read them: the CPU whose backlog
-	// overflowed is the evidence; with none, the busiest.
+	// overflowed is the evidence, and the cause of the drops at host b's
+	// interfaces; with none, the busiest, and not backlog drops.
 	for _, c := range []struct {
-		softnet []report.SoftnetCPU
-		want    string
+		softnet     []report.SoftnetCPU
+		want, cause string
 	}{
-		{[]report.SoftnetCPU{{CPU: 0}, {CPU: 1, Dropped: 43341}}, "; on host b: cpu1 97% softirq, 43341 backlog drops)"},
-		{[]report.SoftnetCPU{{CPU: 0}, {CPU: 1}}, "; on host b: no backlog drops, the busiest cpu1 97% softirq)"},
+		{[]report.SoftnetCPU{{CPU: 0}, {CPU: 1, Dropped: 74726}}, "; on host b: cpu1 97% softirq, 74726 backlog drops)",
+			"enqueue to a full backlog: host b's softnet_stat counted 74726 on cpu1 in the run, as many as its interfaces dropped"},
+		{[]report.SoftnetCPU{{CPU: 0}, {CPU: 1, Dropped: 43341}}, "; on host b: cpu1 97% softirq, 43341 backlog drops)",
+			"host b's softnet_stat counted 43341 backlog drops in the run (43341 on cpu1), its interfaces 74726"},
+		{[]report.SoftnetCPU{{CPU: 0}, {CPU: 1}}, "; on host b: no backlog drops, the busiest cpu1 97% softirq)",
+			"not backlog drops (host b's softnet_stat counted none)"},
 	} {
 		r.OtherHosts = []report.HostUse{{Host: "b", Softnet: c.softnet,
 			CPU: []report.CPUUse{{CPU: "cpu0", N: 0, Idle: 90, System: 10}, {CPU: "cpu1", N: 1, SoftIRQ: 97, System: 3}}}}
 		Judge(r, Placement{}, 0)
 		if !strings.HasSuffix(r.Bottleneck, c.want) || strings.Contains(r.Bottleneck, "not read from here") {
 			t.Errorf("bottleneck %q, want it to end %q", r.Bottleneck, c.want)
+		}
+		if ExplainDrops(r, 64, nil, nil, Placement{}); r.Drops[0].Cause != c.cause || r.Drops[1].Cause != c.cause {
+			t.Errorf("causes %q, %q; want %q", r.Drops[0].Cause, r.Drops[1].Cause, c.cause)
 		}
 	}
 }
