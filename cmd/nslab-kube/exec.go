@@ -128,10 +128,6 @@ func runLab(ctx context.Context, client dynamic.Interface, ns string, args []str
 	if err != nil {
 		return err
 	}
-	data, err := os.ReadFile(args[0])
-	if err != nil {
-		return err
-	}
 	u, err := client.Resource(kube.Labs).Namespace(ns).Get(ctx, l.Name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return fmt.Errorf("lab %s has no Lab in namespace %s: deploy it on Kubernetes first (nslab deploy --kubernetes %s)", l.Name, ns, args[0])
@@ -143,7 +139,7 @@ func runLab(ctx context.Context, client dynamic.Interface, ns string, args []str
 	if err != nil {
 		return err
 	}
-	if lab.Source != "" && lab.Source != kube.FileSHA(data) {
+	if lab.Source != "" && lab.Source != l.SHA256 {
 		return fmt.Errorf("%s is not the file Lab %s/%s was deployed from (their SHA-256 differ), and its hosts run that one: give that file, or apply this one (nslab apply --kubernetes %s)", args[0], ns, l.Name, args[0])
 	}
 	out := labOnCluster{Namespace: ns, File: string(lab.File), Nodes: map[string]string{}}

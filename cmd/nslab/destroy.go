@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -145,8 +143,7 @@ func labNameOf(m *lab.Manager, path string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("read %s: %w (use --name LAB when the file is gone)", path, err)
 	}
-	sum := sha256.Sum256(data)
-	if name, ok := m.DeployedFrom(hex.EncodeToString(sum[:])); ok {
+	if name, ok := m.DeployedFrom(spec.FileSHA(data)); ok {
 		return name, nil
 	}
 	if l, err := spec.Parse(path, data); err == nil {

@@ -123,10 +123,14 @@ func (m *tcpMeasure) flows(ctx context.Context) (*tcpflow.Result, error) {
 // receiverNode is the node at the end of the path.
 func (b *Bench) receiverNode() string { return b.path.Hops[len(b.path.Hops)-1].Node }
 
+// receiverHost is the host of the node at the end of the path ("": a lab
+// on one machine).
+func (b *Bench) receiverHost() string { return b.run.Lab.Model().Node(b.receiverNode()).Host }
+
 // remoteSink opens job's sink on the receiver's host, its times taken
 // less that host's clock offset (as the receiver's reader's are).
 func (b *Bench) remoteSink(job tcpflow.Job) (*remote.TCPSink, error) {
-	host := b.run.Lab.Model().Node(b.receiverNode()).Host
+	host := b.receiverHost()
 	if b.meas.hops == nil {
 		return nil, fmt.Errorf("the receiver %s is on host %s, whose hops are not read from here", b.receiverNode(), host)
 	}

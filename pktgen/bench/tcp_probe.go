@@ -48,8 +48,7 @@ func (b *Bench) newProbe() (*probe, error) {
 	if n := b.run.Node(b.receiverNode()); n != nil {
 		p.sink, err = remote.OpenSink(n.NS, t.Flow().Port, t.To.Is6())
 	} else if b.meas.hops != nil { // held on the receiver's host until the bench ends
-		host := b.run.Lab.Model().Node(b.receiverNode()).Host
-		err = b.meas.hops.HoldUDP(host, remote.Sink{Node: b.receiverNode(), Port: t.Flow().Port, IPv6: t.To.Is6()})
+		err = b.meas.hops.HoldUDP(b.receiverHost(), remote.Sink{Node: b.receiverNode(), Port: t.Flow().Port, IPv6: t.To.Is6()})
 	}
 	if err != nil {
 		return nil, fmt.Errorf("latency probe: %w", err)

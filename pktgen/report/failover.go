@@ -36,7 +36,7 @@ type Failover struct {
 	// Detour are the interfaces off the path before that counted 100 of
 	// the run's packets or more: the way the traffic went round while the
 	// path was broken. Each count is the interface's less the control
-	// frames (ARP, and what is not UDP: the daemons' hellos and updates)
+	// frames (what is not a run's: ARP, the daemons' hellos and updates)
 	// it, or its link's other end, received.
 	Detour []HopDelta `json:"detour,omitempty"`
 }

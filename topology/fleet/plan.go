@@ -50,8 +50,7 @@ func NewPlan(file []byte, l *spec.Lab) (*Plan, error) {
 	if !l.Spans() {
 		return nil, fmt.Errorf("lab %s does not span hosts (its file has no hosts: section)", l.Name)
 	}
-	sum := sha256.Sum256(file)
-	p := &Plan{Lab: l.Name, FileSHA: hex.EncodeToString(sum[:])}
+	p := &Plan{Lab: l.Name, FileSHA: spec.FileSHA(file)}
 	for _, h := range l.Hosts {
 		part, err := l.PartOf(h.Name)
 		if err != nil {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/nslab/nslab/topology/fleet"
+	"github.com/nslab/nslab/topology/spec"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -24,9 +25,9 @@ func TestRemoveKeepsANewLabsMark(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	old, _ := NewLab("ns1", plan, file, FileSHA(file), nil)
+	old, _ := NewLab("ns1", plan, file, spec.FileSHA(file), nil)
 	old.SetUID(types.UID("old"))
-	fresh, _ := NewLab("ns1", plan, file, FileSHA(file), nil)
+	fresh, _ := NewLab("ns1", plan, file, spec.FileSHA(file), nil)
 	fresh.SetUID(types.UID("new"))
 	t.Setenv("TMPDIR", t.TempDir()) // where the share keeps the lab's file
 	client := dynamicfake.NewSimpleDynamicClientWithCustomListKinds(runtime.NewScheme(), map[schema.GroupVersionResource]string{Labs: "LabList"}, fresh)

@@ -37,7 +37,7 @@ type Coordinator struct {
 // Lab every host had deployed (an apply) is replaced by that one again.
 func (c *Coordinator) Deploy(ctx context.Context, path string, file []byte) error {
 	start := time.Now()
-	source := FileSHA(file)
+	source := spec.FileSHA(file)
 	plan, file, placement, err := c.place(ctx, path, file)
 	if err != nil {
 		return err

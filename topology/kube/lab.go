@@ -13,8 +13,6 @@
 package kube
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -60,13 +58,6 @@ type Status struct {
 	Hosts map[string]HostStatus `json:"hosts,omitempty"`
 }
 
-// FileSHA is the SHA-256 of a lab's file, in hex: what a Lab's source
-// holds of the file the user gave.
-func FileSHA(file []byte) string {
-	sum := sha256.Sum256(file)
-	return hex.EncodeToString(sum[:])
-}
-
 // Lab is what nslab reads from a Lab resource.
 type Lab struct {
 	Namespace, Name string
@@ -85,7 +76,7 @@ type Lab struct {
 
 // NewLab is the Lab resource for plan, in namespace, with the file the
 // plan was computed from, the SHA-256 of the file the user gave (source,
-// FileSHA), the node of each host, a finalizer for each host, and no
+// spec.FileSHA), the node of each host, a finalizer for each host, and no
 // status.
 func NewLab(namespace string, plan *fleet.Plan, file []byte, source string, placement Placement) (*unstructured.Unstructured, error) {
 	if errs := validation.IsDNS1123Subdomain(plan.Lab); len(errs) > 0 {

@@ -118,7 +118,7 @@ func TestNewLabReadLab(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	u, err := NewLab("ns1", plan, file, FileSHA(file), Placement{"c": "m1"})
+	u, err := NewLab("ns1", plan, file, spec.FileSHA(file), Placement{"c": "m1"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +130,7 @@ func TestNewLabReadLab(t *testing.T) {
 		t.Errorf("read back: %+v", l)
 	}
 	plan.Lab = "Not_A_Name"
-	if _, err := NewLab("ns1", plan, file, FileSHA(file), nil); err == nil || !strings.Contains(err.Error(), "cannot name a Kubernetes resource") {
+	if _, err := NewLab("ns1", plan, file, spec.FileSHA(file), nil); err == nil || !strings.Contains(err.Error(), "cannot name a Kubernetes resource") {
 		t.Errorf("a lab name Kubernetes refuses: %v", err)
 	}
 }

@@ -35,12 +35,18 @@ func ReadFile(path string) (*Lab, error) {
 	return Parse(path, data)
 }
 
+// FileSHA is the SHA-256 of a lab file's contents, in hex: Lab.SHA256,
+// and what states, plans and Lab resources record of a file.
+func FileSHA(data []byte) string {
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])
+}
+
 // Parse reads and validates a topology file's contents. file names it in
 // messages. On any problem it returns Problems listing all of them.
 func Parse(file string, data []byte) (*Lab, error) {
 	r := &reporter{file: file, where: map[string]pos{}}
-	sum := sha256.Sum256(data)
-	lab := &Lab{File: file, Source: data, SHA256: hex.EncodeToString(sum[:])}
+	lab := &Lab{File: file, Source: data, SHA256: FileSHA(data)}
 	root := r.decodeDocument(data)
 	if root != nil {
 		ex := r.parseLab(root, lab)

@@ -262,14 +262,7 @@ func measuredDrops(h []report.HopCounters) []report.Drop {
 // of a router, a frame larger than the receiving MTU (mtu and qdiscs: by
 // target, as "ns2:veth1-peer").
 func ExplainDrops(r *report.Report, frame int, mtu map[string]int, qdiscs map[string]*qdisc.State, p Placement) {
-	var backlog uint64
-	var where []string
-	for _, s := range r.Softnet {
-		if s.Dropped > 0 {
-			backlog += s.Dropped
-			where = append(where, fmt.Sprintf("%d on cpu%d", s.Dropped, s.CPU))
-		}
-	}
+	backlog, where := backlogDrops(r.Softnet)
 	var linkDrops uint64
 	for _, d := range r.Drops {
 		if strings.HasPrefix(d.Place, "link ") {
@@ -314,26 +307,40 @@ func linkCause(d report.Drop, backlog, linkDrops uint64, where []string, frame i
 	return fmt.Sprintf("softnet_stat counted %d backlog drops in the run (%s), the links %d", backlog, strings.Join(where, ", "), linkDrops)
 }
 
-// hostBacklogCause is what host's softnet_stat says of the drops at its
-// interfaces in a run across hosts: this host's own, another's as its
-// agent read them ("": not read).
-func hostBacklogCause(r *report.Report, host string) string {
-	softnet := r.Softnet
-	if len(r.Hops) == 0 || host != r.Hops[0].Host {
-		i := slices.IndexFunc(r.OtherHosts, func(u report.HostUse) bool { return u.Host == host })
-		if i < 0 {
-			return ""
-		}
-		softnet = r.OtherHosts[i].Softnet
-	}
-	var backlog, named uint64
-	var where []string
+// backlogDrops is the backlog drops of softnet (one host's), and where
+// ("12 on cpu1").
+func backlogDrops(softnet []report.SoftnetCPU) (backlog uint64, where []string) {
 	for _, s := range softnet {
 		if s.Dropped > 0 {
 			backlog += s.Dropped
 			where = append(where, fmt.Sprintf("%d on cpu%d", s.Dropped, s.CPU))
 		}
 	}
+	return backlog, where
+}
+
+// otherHost is the CPUs of host as its agent read them (nil: not read).
+func otherHost(r *report.Report, host string) *report.HostUse {
+	if i := slices.IndexFunc(r.OtherHosts, func(u report.HostUse) bool { return u.Host == host }); i >= 0 {
+		return &r.OtherHosts[i]
+	}
+	return nil
+}
+
+// hostBacklogCause is what host's softnet_stat says of the drops at its
+// interfaces in a run across hosts: this host's own, another's as its
+// agent read them ("": not read).
+func hostBacklogCause(r *report.Report, host string) string {
+	softnet := r.Softnet
+	if len(r.Hops) == 0 || host != r.Hops[0].Host {
+		u := otherHost(r, host)
+		if u == nil {
+			return ""
+		}
+		softnet = u.Softnet
+	}
+	backlog, where := backlogDrops(softnet)
+	var named uint64
 	for _, d := range r.Drops {
 		if d.Host == host && strings.HasPrefix(d.Place, "at ") {
 			named += d.Packets

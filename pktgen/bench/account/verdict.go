@@ -162,8 +162,8 @@ func remoteVerdict(r *report.Report) (report.Verdict, bool) {
 		}
 	}
 	ev := fmt.Sprintf("%d of the run's packets dropped on its way through it: %s; ", by[worst], strings.Join(places, ", "))
-	if i := slices.IndexFunc(r.OtherHosts, func(u report.HostUse) bool { return u.Host == worst.host }); i >= 0 {
-		ev += hostEvidence(r.OtherHosts[i])
+	if u := otherHost(r, worst.host); u != nil {
+		ev += hostEvidence(*u)
 	} else {
 		ev += fmt.Sprintf("its CPUs are host %s's, not read from here", worst.host)
 	}

@@ -119,9 +119,9 @@ func parseImpair(s string) (*spec.Impair, error) {
 }
 
 // Check checks events against the lab l (this host's part of a lab that
-// spans hosts): each names an interface of a node on this host, or, when elsewhere (the bench reaches the other
-// hosts of a lab that spans hosts), of any host but by an apply, which
-// changes every host.
+// spans hosts): each names an interface of a node on this host; or, when
+// elsewhere (the bench reaches the other hosts), of a node on any host,
+// but no apply, which changes every host.
 func Check(l *spec.Lab, events []Event, elsewhere bool) error {
 	for _, e := range events {
 		n := l.Model().Node(e.Where.Node)
@@ -256,7 +256,7 @@ func LinkCounts(r *lab.Running) map[string][2]uint64 {
 
 // OffPath are, in a run with events, every lab interface's packet
 // counters at the start and the control frames each receives (sample.
-// CountNeighbours: ARP and what is not UDP, the daemons' hellos and
+// CountNeighbours: what is not a run's, ARP and the daemons' hellos and
 // updates among them), so that what a detour carried of the run is told
 // from the daemons' own packets.
 type OffPath struct {

@@ -52,8 +52,9 @@ const (
 )
 
 // Counted is what one interface counted since OpOffOpen: packets
-// received and sent, and the control frames it received (ARP, and what
-// is not UDP: the routing daemons' hellos and updates).
+// received and sent, and the control frames it received (what is not a
+// run's: ARP, the routing daemons' hellos and updates; see
+// sample.CountNeighbours).
 type Counted struct {
 	Rx      uint64 `json:"rx"`
 	Tx      uint64 `json:"tx"`
