@@ -268,8 +268,10 @@ func (s *sshHosts) assertNothingLeft(t *testing.T) {
 			t.Errorf("host %s has links %s, want lo under0", h.name, got)
 		}
 		for end := time.Now().Add(5 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-			left, _ := os.ReadDir(h.tmp)
+			// The processes first: an agent that removes its directory and
+			// ends between the two reads must not look like one that left it.
 			all, sshd := s.pidsIn(h, ""), s.pidsIn(h, "sshd")
+			left, _ := os.ReadDir(h.tmp)
 			if len(all) == len(sshd) && len(left) > 0 {
 				t.Errorf("host %s's agent left %s in its TMPDIR", h.name, left[0].Name())
 				os.RemoveAll(filepath.Join(h.tmp, left[0].Name()))
