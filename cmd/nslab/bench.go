@@ -49,6 +49,7 @@ func benchCommand(run func(context.Context, *benchOptions) error) *cli.Command {
 	flags := append([]cli.Flag{
 		hostFlag(),
 		topoFlag(),
+		asDeployedFlag(),
 		&cli.StringSliceFlag{Name: "traffic", Usage: "traffic run or group `NAME` (default: the first run); several (--traffic ab --traffic ba) run together"},
 		&cli.DurationFlag{Name: "duration", Usage: "override the run's duration", DefaultText: "the run's duration: in the file, 10s for a run given by --from and --to"},
 		&cli.Uint64Flag{Name: "count", Usage: "override the run's packet count", DefaultText: "the run's count in the file, else none"},
@@ -203,7 +204,11 @@ func longRun(req *bench.Request) string {
 
 // benchRequest turns the flags into a checked request.
 func benchRequest(c *cli.Context) (bench.Request, error) {
-	l, err := readPart(c)
+	given, err := readPart(c)
+	if err != nil {
+		return bench.Request{}, err
+	}
+	l, err := deployedLab(c, manager(c), given)
 	if err != nil {
 		return bench.Request{}, err
 	}
@@ -224,7 +229,7 @@ func benchRequest(c *cli.Context) (bench.Request, error) {
 	}
 	here := capabilities() // every part of the run takes this value
 	req := bench.Request{Lab: l, Traffic: ts[0], Placement: placementMode(c), Keep: c.Bool("keep"), Wait: c.Duration("wait"), Progress: c.App.ErrWriter,
-		Options: bench.Options{Interval: c.Duration("interval"), Compact: termWidth(os.Stderr) < 100, Version: version, Latency: c.Bool("latency"), LatencyEvery: uint32(c.Uint("latency-every")),
+		Options: bench.Options{Interval: c.Duration("interval"), Compact: termWidth(os.Stderr) < 100, Version: version, AsDeployed: l.SHA256 != given.SHA256, Latency: c.Bool("latency"), LatencyEvery: uint32(c.Uint("latency-every")),
 			Caps: &here, Chooser: auto.Chooser{Caps: &here}}}
 	if len(ts) > 1 {
 		req.Streams = ts

@@ -35,6 +35,7 @@ func checkCommand(run func(context.Context, *checkOptions) error) *cli.Command {
 	flags := []cli.Flag{
 		hostFlag(),
 		topoFlag(),
+		asDeployedFlag(),
 		&cli.DurationFlag{Name: "timeout", Value: time.Second, Usage: "wait per echo"},
 		&cli.IntFlag{Name: "tries", Value: 2, Usage: "echoes per pair until one answers"},
 		&cli.StringFlag{Name: "format", Value: "matrix", Usage: "matrix, list or json ({pairs, differences, summary, ok})"},
@@ -48,7 +49,7 @@ func checkCommand(run func(context.Context, *checkOptions) error) *cli.Command {
 		default:
 			return nil, cli.Exit("--format is matrix, list or json", 2)
 		}
-		l, err := readPart(c)
+		l, err := readDeployed(c)
 		return &checkOptions{Lab: l, Manager: manager(c), Options: check.Options{Timeout: c.Duration("timeout"), Tries: c.Int("tries")},
 			Format: c.String("format"), Out: c.App.Writer, Wait: c.Duration("wait"), Settle: c.Duration("settle"),
 			ErrOut: c.App.ErrWriter, Quiet: c.Bool("quiet")}, err
@@ -71,6 +72,10 @@ func runCheck(ctx context.Context, o *checkOptions) error {
 		return err
 	}
 	summary, bad := pairs.Summary()
+	if missing := deployed.Missing(r.Differences); len(missing) > 0 {
+		summary += fmt.Sprintf("; the kernels lack %d thing(s) the file declares (listed above)", len(missing))
+		bad = true
+	}
 	if o.Wait > 0 && !bad {
 		summary += "; " + conv.String()
 	}
@@ -108,15 +113,32 @@ type checkJSON struct {
 }
 
 // writeDifferences lists where the deployed lab's kernels differ from the
-// file: findings, not failures (the check's expectations are the
-// kernels').
+// file: what they lack of the file's declarations (failures: the lab is
+// not as its file says), then what they have beyond it (findings: the
+// check's expectations are the kernels' there, daemons' and exec lines'
+// routes among them).
 func writeDifferences(w io.Writer, ds []deployed.Difference) {
 	if len(ds) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "the kernels differ from the file in %d way(s) (the expectations above are the kernels'):\n", len(ds))
-	for _, d := range ds {
-		fmt.Fprintf(w, "  %s\n", d)
+	missing := deployed.Missing(ds)
+	if len(missing) > 0 {
+		fmt.Fprintf(w, "the kernels lack %d thing(s) the file declares:\n", len(missing))
+		for _, d := range missing {
+			fmt.Fprintf(w, "  %s\n", d)
+		}
+	}
+	if more := len(ds) - len(missing); more > 0 {
+		other := ""
+		if len(missing) > 0 {
+			other = " other"
+		}
+		fmt.Fprintf(w, "the kernels differ from the file in %d%s way(s) (the expectations above are the kernels'):\n", more, other)
+		for _, d := range ds {
+			if !d.Missing {
+				fmt.Fprintf(w, "  %s\n", d)
+			}
+		}
 	}
 }
 

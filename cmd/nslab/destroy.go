@@ -33,6 +33,7 @@ type destroyOptions struct {
 func destroyCommand(run func(context.Context, *destroyOptions) error) *cli.Command {
 	flags := []cli.Flag{
 		topoFlag(),
+		asDeployedFlag(),
 		&cli.StringFlag{Name: "name", Usage: "lab `NAME`"},
 		&cli.BoolFlag{Name: "all", Usage: "every lab nslab deployed on this machine"},
 		&cli.BoolFlag{Name: "dry-run", Usage: "print the equivalent iproute2 shell script and change nothing"},
@@ -131,29 +132,38 @@ func labName(c *cli.Context) (string, error) {
 	if err != nil {
 		return "", cli.Exit("name the lab: -t FILE, --name LAB or --all", 2)
 	}
-	return labNameOf(manager(c), path)
+	m := manager(c)
+	name, l, err := labNameOf(m, path)
+	if err != nil || l == nil {
+		return name, err
+	}
+	return identifiedName(c, m, l)
 }
 
 // labNameOf is the name of the lab of file path: the lab deployed from
 // exactly these contents when a state records them (read and hashed in
 // milliseconds, where parsing a file of 10,000 nodes takes a second),
-// else the file's name: key.
-func labNameOf(m *lab.Manager, path string) (string, error) {
+// else the file's name: key. When the name was not found by the
+// contents, the lab the file parses to comes back (one with its name,
+// path and hash alone when it does not parse), for the caller to compare
+// with the lab of that name deployed (identifiedName).
+func labNameOf(m *lab.Manager, path string) (string, *spec.Lab, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return "", fmt.Errorf("read %s: %w (use --name LAB when the file is gone)", path, err)
+		return "", nil, fmt.Errorf("read %s: %w (use --name LAB when the file is gone)", path, err)
 	}
 	if name, ok := m.DeployedFrom(spec.FileSHA(data)); ok {
-		return name, nil
+		return name, nil, nil
 	}
 	if l, err := spec.Parse(path, data); err == nil {
-		return l.Name, nil
+		return l.Name, l, nil
 	}
 	var top struct {
 		Name string `yaml:"name"`
 	}
 	if err := yaml.Unmarshal(data, &top); err != nil || strings.TrimSpace(top.Name) == "" {
-		return "", fmt.Errorf("%s has no readable name: (use --name LAB)", path)
+		return "", nil, fmt.Errorf("%s has no readable name: (use --name LAB)", path)
 	}
-	return top.Name, nil
+	// Not a lab (no Source): the lab of its name is compared by hash alone.
+	return top.Name, &spec.Lab{Name: top.Name, File: path, SHA256: spec.FileSHA(data)}, nil
 }

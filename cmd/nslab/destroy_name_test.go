@@ -27,13 +27,13 @@ func TestLabNameOfRecordedFile(t *testing.T) {
 	if err := state.Save(dir, st); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := labNameOf(m, file); err != nil || got != "recorded" {
+	if got, _, err := labNameOf(m, file); err != nil || got != "recorded" {
 		t.Errorf("the deployed file: %q %v, want the lab its state records", got, err)
 	}
 	if err := os.WriteFile(file, []byte("name: edited\nnodes: 7\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if got, err := labNameOf(m, file); err != nil || got != "edited" {
+	if got, _, err := labNameOf(m, file); err != nil || got != "edited" {
 		t.Errorf("the edited file: %q %v, want its name: key", got, err)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/nslab/nslab/internal/labname"
+	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/nslab/nslab/topology/verify"
 	"github.com/urfave/cli/v2"
@@ -21,6 +23,9 @@ type grade struct {
 	Submission string
 	Outcomes   verify.Outcomes
 	Err        error
+	// Lab is the lab the submission was tested on (its fresh name) and
+	// SHA256 that of the submission's own lab file; "" when it was not.
+	Lab, SHA256 string
 }
 
 // runGrade grades one submission (--grade PATH), or, with --csv, every
@@ -41,8 +46,12 @@ func runGrade(ctx context.Context, o *testOptions) error {
 	}
 	var grades []grade
 	for _, s := range subs {
-		res, err := o.gradeOne(ctx, s)
-		grades = append(grades, grade{Submission: filepath.Base(s), Outcomes: res, Err: err})
+		g := o.gradeOne(ctx, s)
+		g.Submission = filepath.Base(s)
+		if o.Keep && g.Lab != "" && o.Err != nil {
+			fmt.Fprintf(o.Err, "%s: kept as lab %s (nslab destroy --name %s removes it)\n", g.Submission, g.Lab, g.Lab)
+		}
+		grades = append(grades, g)
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -57,25 +66,54 @@ func runGrade(ctx context.Context, o *testOptions) error {
 	return o.write(g.Outcomes, o.started)
 }
 
-// gradeOne deploys one submission with the teacher's tests, runs them,
+// gradeOne deploys one submission with the teacher's tests on a fresh lab
+// (a name and namespace prefix of its own: never a lab deployed under the
+// exercise's name, nor another submission's kept with --keep), runs them,
 // and destroys it.
-func (o *testOptions) gradeOne(ctx context.Context, sub string) (verify.Outcomes, error) {
+func (o *testOptions) gradeOne(ctx context.Context, sub string) grade {
 	file, cleanup, err := submissionFile(o.Lab.File, sub)
 	if err != nil {
-		return nil, err
+		return grade{Err: err}
 	}
 	defer cleanup()
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return grade{Err: err}
+	}
 	l, failed, err := withTeachersTests(file, o.Lab)
 	if err != nil {
-		return nil, err
+		return grade{Err: err, SHA256: spec.FileSHA(data)}
 	}
+	if l, err = freshLab(o.Manager, l); err != nil {
+		return grade{Err: err, SHA256: spec.FileSHA(data)}
+	}
+	g := grade{Lab: l.Name, SHA256: spec.FileSHA(data)}
 	so := *o
 	so.Lab = l
 	res, err := so.deployAndCheck(ctx)
 	if err != nil {
-		return nil, err
+		g.Err = err
+		return g
 	}
-	return mergeFailed(res, failed, o.Lab.Tests), nil
+	g.Outcomes = mergeFailed(res, failed, o.Lab.Tests)
+	return g
+}
+
+// freshLab is lab l under a name and namespace prefix no lab here has: a
+// random one, tried again in the unlikely case it is taken.
+func freshLab(m *lab.Manager, l *spec.Lab) (*spec.Lab, error) {
+	for range 5 {
+		name := labname.Random("grade-")
+		if st, err := m.Store().LoadState(name); err != nil || st != nil {
+			continue
+		}
+		data, err := spec.WithName(l.Source, name)
+		if err != nil {
+			return nil, err
+		}
+		return spec.Parse(l.File, data)
+	}
+	return nil, fmt.Errorf("no free lab name to grade %s on", l.File)
 }
 
 // submissionFile is the lab file of a submission: the file itself, the
@@ -186,7 +224,7 @@ func writeGrades(o *testOptions, grades []grade) error {
 	for _, t := range o.Lab.Tests {
 		head = append(head, t.Name)
 	}
-	if err := w.Write(append(head, "score", "max", "error")); err != nil {
+	if err := w.Write(append(head, "score", "max", "lab", "sha256", "error")); err != nil {
 		return err
 	}
 	for _, g := range grades {
@@ -206,7 +244,7 @@ func writeGrades(o *testOptions, grades []grade) error {
 		if g.Err != nil {
 			why = strings.ReplaceAll(g.Err.Error(), "\n", "; ")
 		}
-		if err := w.Write(append(line, strconv.Itoa(scored), strconv.Itoa(total), why)); err != nil {
+		if err := w.Write(append(line, strconv.Itoa(scored), strconv.Itoa(total), g.Lab, g.SHA256, why)); err != nil {
 			return err
 		}
 	}

@@ -26,6 +26,7 @@ func impairCommand(run func(context.Context, *impairOptions) error) *cli.Command
 	flags := []cli.Flag{
 		&cli.StringFlag{Name: "name", Usage: "lab `NAME` (when several labs have the node)"},
 		nodeTopoFlag(),
+		asDeployedFlag(),
 		&cli.StringFlag{Name: "delay", Usage: "delay `D`, e.g. 20ms"},
 		&cli.StringFlag{Name: "jitter", Usage: "jitter `D` of the delay, e.g. 5ms"},
 		&cli.StringFlag{Name: "loss", Usage: "packets lost, e.g. 1%"},

@@ -333,7 +333,7 @@ func labOfNode(c *cli.Context) (string, error) {
 	if name != "" && name != l.Name {
 		return "", cli.Exit(fmt.Sprintf("--name %s and -t %s (lab %s) name two labs: give one", name, path, l.Name), 2)
 	}
-	return l.Name, nil
+	return identifiedName(c, manager(c), l)
 }
 
 // topoPath returns -t FILE, or the first argument. Options must come

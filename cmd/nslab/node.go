@@ -22,7 +22,7 @@ type switchOptions struct {
 
 // switchCommand is such a verb: NAME OFF|ON TARGET.
 func switchCommand(name, usage, off, on, target string, run, def func(context.Context, *switchOptions) error) *cli.Command {
-	flags := []cli.Flag{&cli.StringFlag{Name: "name", Usage: "lab `NAME` (when several labs have the node)"}, nodeTopoFlag()}
+	flags := []cli.Flag{&cli.StringFlag{Name: "name", Usage: "lab `NAME` (when several labs have the node)"}, nodeTopoFlag(), asDeployedFlag()}
 	return command(name, usage, off+"|"+on+" "+target+"   (or LAB:"+target+")", flags, func(c *cli.Context) (*switchOptions, error) {
 		args := c.Args().Slice()
 		if len(args) != 2 || args[0] != off && args[0] != on {

@@ -32,6 +32,7 @@ func pathCommand(run func(context.Context, *pathOptions) error) *cli.Command {
 	flags := []cli.Flag{
 		hostFlag(),
 		topoFlag(),
+		asDeployedFlag(),
 		&cli.StringFlag{Name: "format", Value: "table", Usage: "table or json"},
 		&cli.StringFlag{Name: "proto", Usage: "the packet's protocol, for the NAT and firewall rules on the way: icmp, tcp or udp (default: an ICMP echo)"},
 		&cli.IntFlag{Name: "port", Usage: "its destination port (tcp, udp)"},
@@ -59,7 +60,11 @@ func readPath(c *cli.Context) (*pathOptions, error) {
 	if err != nil {
 		return nil, err
 	}
-	o := &pathOptions{Lab: l, Manager: manager(c), FromArg: args[0], ToArg: args[1], Format: c.String("format"), Out: c.App.Writer}
+	m := manager(c)
+	if l, err = deployedLab(c, m, l); err != nil {
+		return nil, err
+	}
+	o := &pathOptions{Lab: l, Manager: m, FromArg: args[0], ToArg: args[1], Format: c.String("format"), Out: c.App.Writer}
 	if o.From, o.To, err = pathEnds(l.Model(), args[0], args[1]); err != nil && !errors.As(err, new(noAddressError)) {
 		return nil, cli.Exit(err.Error(), 2)
 	}

@@ -27,7 +27,8 @@ type testOptions struct {
 	Keep    bool
 	Wait    time.Duration // for tests without wait: of a lab that runs routing daemons
 	Out     io.Writer
-	Grade   string // --grade: a submission, or with CSV a directory of them
+	Err     io.Writer // where grading says which labs it kept
+	Grade   string    // --grade: a submission, or with CSV a directory of them
 	CSV     bool
 	started time.Time
 }
@@ -40,6 +41,7 @@ func testCommand(run func(context.Context, *testOptions) error) *cli.Command {
 	flags := append([]cli.Flag{
 		hostFlag(),
 		topoFlag(),
+		asDeployedFlag(),
 		&cli.StringFlag{Name: "format", Value: "table", Usage: "table or json (one document: tests, summary, ok)"},
 		&cli.BoolFlag{Name: "tap", Usage: "print the results as TAP version 13 instead"},
 		&cli.StringFlag{Name: "junit", Usage: "also write the results as JUnit XML to `FILE`, as CI systems read it"},
@@ -55,7 +57,7 @@ func testCommand(run func(context.Context, *testOptions) error) *cli.Command {
 			err = cli.Exit("--csv grades a directory of submissions: give it with --grade DIR", 2)
 		}
 		return &testOptions{Lab: l, Manager: manager(c), Format: c.String("format"), TAP: c.Bool("tap"), JUnit: c.String("junit"), Keep: c.Bool("keep"),
-			Wait: c.Duration("wait"), Out: c.App.Writer, Grade: c.String("grade"), CSV: c.Bool("csv"), started: time.Now()}, err
+			Wait: c.Duration("wait"), Out: c.App.Writer, Err: c.App.ErrWriter, Grade: c.String("grade"), CSV: c.Bool("csv"), started: time.Now()}, err
 	}, run, runTest)
 }
 
@@ -63,7 +65,7 @@ func testCommand(run func(context.Context, *testOptions) error) *cli.Command {
 // alone (the lab is each submission).
 func readTestLab(c *cli.Context) (*spec.Lab, error) {
 	if c.String("grade") == "" {
-		return readPart(c)
+		return readDeployed(c)
 	}
 	path, err := topoPath(c)
 	if err != nil {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -144,13 +145,17 @@ func TestPrivilegedExercises(t *testing.T) {
 	}
 }
 
-// TestPrivilegedGradeSix: six submissions graded in one command take at
-// most 1.5 times the six nslab test --grade runs of one each, measured
-// in one run, and give the same scores.
+// TestPrivilegedGradeSix: six submissions graded in one command give the
+// scores one nslab test --grade each gives, each on a fresh lab of its
+// own: the same CSV (but the fresh labs' names) with nothing deployed,
+// with the teacher's reference lab deployed under the exercise's name,
+// and with one submission kept from an earlier grading, both of which are
+// left as they were.
 func TestPrivilegedGradeSix(t *testing.T) {
 	labtest.SkipUnlessRoot(t)
 	c := newCLI(t)
 	dir, lab := exercise(t, "static-routing")
+	teacher := filepath.Join(dir, "lab.yaml")
 	subs := t.TempDir()
 	var names []string
 	for _, s := range []string{"correct", "default-route", "no-forwarding"} {
@@ -160,32 +165,79 @@ func TestPrivilegedGradeSix(t *testing.T) {
 			names = append(names, s+"-"+k+".yaml")
 		}
 	}
-	start := time.Now()
 	var singles []string
-	for _, n := range names {
-		_, out, _ := c.run("test", "--grade", filepath.Join(subs, n), "--format", "json", filepath.Join(dir, "lab.yaml"))
+	for _, n := range []string{names[0], names[5]} {
+		_, out, _ := c.run("test", "--grade", filepath.Join(subs, n), "--format", "json", teacher)
 		var js struct{ Summary string }
 		json.Unmarshal([]byte(out), &js)
 		singles = append(singles, js.Summary)
 	}
-	alone := time.Since(start)
-	start = time.Now()
-	code, out, errOut := c.run("test", "--grade", subs, "--csv", filepath.Join(dir, "lab.yaml"))
-	graded := time.Since(start)
-	lines := strings.Split(strings.TrimSpace(out), "\n")
-	if code != 0 || len(lines) != 7 || !strings.HasPrefix(lines[1], "correct-a.yaml,1,1,1,1,2,6,6,") || !strings.HasPrefix(lines[4], "default-route-b.yaml,1,1,0,1,2,5,6,") {
-		t.Fatalf("grade: %d\n%s\n%s", code, out, errOut)
-	}
-	if !strings.Contains(singles[0], "6 of 6 points") || !strings.Contains(singles[5], "4 of 6 points") {
+	if !strings.Contains(singles[0], "6 of 6 points") || !strings.Contains(singles[1], "4 of 6 points") {
 		t.Errorf("one at a time: %q", singles)
 	}
-	t.Logf("six submissions: graded in one command %v, one nslab test each %v (%.2fx)", graded, alone, graded.Seconds()/alone.Seconds())
-	if graded > alone*3/2 {
-		t.Errorf("grading six took %v, the six runs alone %v: more than 1.5x", graded, alone)
+	grade := func(when string) string {
+		t.Helper()
+		code, out, errOut := c.run("test", "--grade", subs, "--csv", teacher)
+		lines := strings.Split(strings.TrimSpace(out), "\n")
+		if code != 0 || len(lines) != 7 || !strings.HasPrefix(lines[1], "correct-a.yaml,1,1,1,1,2,6,6,grade-") || !strings.HasPrefix(lines[4], "default-route-b.yaml,1,1,0,1,2,5,6,grade-") {
+			t.Fatalf("grade %s: %d\n%s\n%s", when, code, out, errOut)
+		}
+		return freshNames.ReplaceAllString(out, "grade-LAB")
 	}
-	if _, out, _ := c.run("inspect"); strings.Contains(out, lab) {
-		t.Errorf("lab %s left: %s", lab, out)
+	alone := grade("with nothing deployed")
+	if _, out, _ := c.run("inspect"); strings.Contains(out, lab) || strings.Contains(out, "grade-") {
+		t.Errorf("labs left: %s", out)
 	}
+
+	// The teacher's reference lab deployed under the exercise's name: every
+	// submission is still graded on a fresh lab, and the reference lab is
+	// left as it was.
+	t.Cleanup(func() { c.run("destroy", "--name", lab) })
+	if code, out, errOut := c.run("deploy", teacher); code != 0 {
+		t.Fatalf("deploy the reference lab: %d %s %s", code, out, errOut)
+	}
+	before := inspectJSON(t, c, lab)
+	if got := grade("beside the reference lab"); got != alone {
+		t.Errorf("graded beside the reference lab:\n%s\nwith nothing deployed:\n%s", got, alone)
+	}
+	if after := inspectJSON(t, c, lab); after != before {
+		t.Errorf("grading changed the reference lab:\nbefore %s\nafter  %s", before, after)
+	}
+	c.run("destroy", "--name", lab)
+
+	// One submission kept (--keep) from an earlier grading: the others are
+	// not graded on it, and it stays as it was.
+	code, out, errOut := c.run("test", "--grade", filepath.Join(subs, names[5]), "--keep", teacher)
+	kept := freshNames.FindString(out + errOut)
+	if kept == "" {
+		_, list, _ := c.run("inspect")
+		kept = freshNames.FindString(list)
+	}
+	if kept == "" {
+		t.Fatalf("test --grade --keep kept no lab: %d %s %s", code, out, errOut)
+	}
+	t.Cleanup(func() { c.run("destroy", "--name", kept) })
+	before = inspectJSON(t, c, kept)
+	if got := grade("beside a kept submission"); got != alone {
+		t.Errorf("graded beside a kept submission:\n%s\nwith nothing deployed:\n%s", got, alone)
+	}
+	if after := inspectJSON(t, c, kept); after != before {
+		t.Errorf("grading changed the kept submission's lab:\nbefore %s\nafter  %s", before, after)
+	}
+}
+
+// freshNames are the names grading gives the labs it tests submissions on.
+var freshNames = regexp.MustCompile(`grade-[0-9a-f]{6}`)
+
+// inspectJSON is nslab inspect's JSON of lab name: what a test compares
+// before and after to see it left alone.
+func inspectJSON(t *testing.T, c *runner, name string) string {
+	t.Helper()
+	code, out, errOut := c.run("inspect", "--name", name, "--format", "json")
+	if code != 0 {
+		t.Fatalf("inspect %s: %d %s %s", name, code, out, errOut)
+	}
+	return out
 }
 
 // exercise is a copy of examples/exercises/NAME whose lab files (the

@@ -37,6 +37,7 @@ func topCommand(run func(context.Context, *topOptions) error) *cli.Command {
 		&cli.StringFlag{Name: "sort", Value: "node", Usage: "sort interfaces by node (the file's order), rx, tx or drops; keys n, r, t, d change it"},
 		&cli.BoolFlag{Name: "once", Usage: "print one reading (over one interval) and exit"},
 		&cli.StringFlag{Name: "format", Value: "table", Usage: "with --once: table or json"},
+		asDeployedFlag(),
 	}
 	return command("top", "watch a deployed lab live: every interface's rates and drops, each CPU's softirq, steal and backlog drops, each node's forwarding and conntrack, and the TCP connections moving data (rates, retransmissions, cwnd, RTT)", "[LAB]", flags, readTop, run, runTop)
 }
@@ -65,7 +66,7 @@ func watchedLabArg(c *cli.Context) (string, error) {
 	}
 	if arg := c.Args().First(); arg != "" {
 		if l, err := spec.ReadFile(arg); err == nil {
-			return l.Name, nil
+			return identifiedName(c, manager(c), l)
 		}
 		return arg, nil
 	}

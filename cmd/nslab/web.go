@@ -31,6 +31,7 @@ func listenFlag(def string) *cli.StringFlag {
 func webCommand(run func(context.Context, *webOptions) error) *cli.Command {
 	flags := []cli.Flag{
 		listenFlag("127.0.0.1:8080"),
+		asDeployedFlag(),
 		&cli.DurationFlag{Name: "interval", Value: time.Second, Usage: "sample every `D` (100ms and up)"},
 	}
 	return command("web", "serve a live page of a deployed lab: its drawing with every link's rate and drops, each node's CPU, the bench that runs and its report; and /metrics", "[LAB]", flags, func(c *cli.Context) (*webOptions, error) {
@@ -116,12 +117,14 @@ type metricsOptions struct {
 
 func metricsCommand(run func(context.Context, *metricsOptions) error) *cli.Command {
 	flags := []cli.Flag{listenFlag("127.0.0.1:9477"),
-		&cli.BoolFlag{Name: "once", Usage: "write the metrics once, in Prometheus's text format, and exit"}}
+		&cli.BoolFlag{Name: "once", Usage: "write the metrics once, in Prometheus's text format, and exit"}, asDeployedFlag()}
 	return command("metrics", "serve deployed labs' counters at /metrics for Prometheus (OpenMetrics): interfaces, softnet and CPU, IP MIB, conntrack, qdisc drops, a running bench", "[LAB...]", flags, func(c *cli.Context) (*metricsOptions, error) {
 		o := &metricsOptions{Manager: manager(c), Listen: c.String("listen"), Once: c.Bool("once"), Err: c.App.ErrWriter}
 		for _, arg := range c.Args().Slice() { // a lab's name, or its file
 			if l, err := spec.ReadFile(arg); err == nil {
-				arg = l.Name
+				if arg, err = identifiedName(c, o.Manager, l); err != nil {
+					return nil, err
+				}
 			}
 			o.Labs = append(o.Labs, arg)
 		}

@@ -46,6 +46,10 @@ type Options struct {
 	// ends (a terminal's status line during a long run); nil: none.
 	Status  func(string)
 	Version string // nslab's version, recorded in the report
+	// AsDeployed: the lab is the one deployed under the name of the file
+	// given, taken as deployed from another file (nslab bench
+	// --as-deployed); the report names that file.
+	AsDeployed bool
 	// Measure replaces the interfaces derived from the path; the last
 	// one is the receiver whose rx counter counts what arrived.
 	Measure []spec.Endpoint
@@ -178,6 +182,7 @@ func (b *Bench) prepare() error {
 		b.env.Engine, b.env.EngineV = b.eng.Name(), engineVersion(b)
 	}
 	b.env.LabHash, b.env.NSLab = b.run.Lab.SHA256, b.opts.Version
+	b.env.LabFile, b.env.AsDeployed = b.run.Lab.File, b.opts.AsDeployed
 	for _, s := range b.run.Lab.Machine {
 		b.env.LabSets = append(b.env.LabSets, s.Key+"="+s.Value)
 	}

@@ -30,5 +30,10 @@ type Env struct {
 	Engine  string   `json:"engine"`
 	EngineV string   `json:"engine_version,omitempty"`
 	LabHash string   `json:"lab_sha256,omitempty"`
-	NSLab   string   `json:"nslab_version,omitempty"`
+	// LabFile is the lab's file as given, or with AsDeployed the file the
+	// lab was deployed from, which the run measured instead (the hash is
+	// always that of the lab measured).
+	LabFile    string `json:"lab_file,omitempty"`
+	AsDeployed bool   `json:"as_deployed,omitempty"`
+	NSLab      string `json:"nslab_version,omitempty"`
 }

@@ -385,7 +385,9 @@ func (r *Report) tableEnv(ew *errWriter) {
 		ew.printf("; set by the lab file (machine: sysctls, given back at destroy): %s", strings.Join(e.LabSets, " "))
 	}
 	ew.printf("\n")
-	if e.LabHash != "" {
+	if e.LabHash != "" && e.AsDeployed {
+		ew.printf("lab file %s as deployed (not the file given), sha256 %s, nslab %s", e.LabFile, e.LabHash, e.NSLab)
+	} else if e.LabHash != "" {
 		ew.printf("lab file sha256 %s, nslab %s", e.LabHash, e.NSLab)
 		if e.EngineV != "" {
 			ew.printf(", engine %s", e.EngineV)

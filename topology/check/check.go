@@ -254,5 +254,47 @@ func Run(ctx context.Context, r *deployed.Opened, o Options) (Pairs, error) {
 			return pairs, err
 		}
 	}
-	return pairs, nil
+	return pairs, byTheFile(pairs, r)
 }
+
+// byTheFile makes broken every pair that stayed silent only because a
+// kernel lacks what the file declares: where the kernels' routes say
+// silent and the file's own (static routes, no daemon's) say it answers.
+// A pair is silent "as the routes say" only by routes the file or a
+// daemon made, never because a route or address the file declares was
+// lost. It is pure but for parsing the lab's source again.
+func byTheFile(pairs Pairs, r *deployed.Opened) error {
+	missing := deployed.Missing(r.Differences)
+	if len(missing) == 0 {
+		return nil
+	}
+	file, err := spec.Parse(r.Lab.File, r.Lab.Source)
+	if err != nil {
+		return fmt.Errorf("the lab's file again: %w", err)
+	}
+	if h := r.Lab.OnHost(); h != "" {
+		if file, err = file.PartOf(h); err != nil {
+			return err
+		}
+	}
+	says := map[string]Pair{}
+	for _, p := range Expected(file) {
+		says[p.key()] = p
+	}
+	lacks := missing[0].String()
+	if len(missing) > 1 {
+		lacks += fmt.Sprintf(" (and %d more)", len(missing)-1)
+	}
+	for i, p := range pairs {
+		f, ok := says[p.key()]
+		if p.Expect || p.Answered || !ok || !f.Expect || f.Why != "" {
+			continue
+		}
+		pairs[i].Expect, pairs[i].Filtered = true, false
+		pairs[i].Why = "the file's routes say it answers, and the kernels lack what the file declares: " + lacks
+	}
+	return nil
+}
+
+// key names a pair: from where to which address.
+func (p Pair) key() string { return p.From + ":" + p.FromInterface + ">" + p.To.String() }

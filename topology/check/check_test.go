@@ -178,9 +178,10 @@ func (m *memVFs) Set(pf string, vf int, s sriov.VFSettings) error {
 const crsDefault = "      - {to: default, via: 10.0.2.254}\n"
 
 // TestPrivilegedCheckRouteRemoved removes the server's default route under
-// a deployed lab: the check's expectations are the kernels', so exactly
-// the pairs that needed the route are expected silent and are, nothing is
-// flagged, and the difference from the file is a finding.
+// a deployed lab: the kernel lacks a route the file declares, so exactly
+// the pairs that needed it are broken (not "silent as the routes say":
+// the file's routes say they answer), each naming the lost route, and the
+// difference is one the kernel lacks.
 func TestPrivilegedCheckRouteRemoved(t *testing.T) {
 	labtest.CoveredOnHost(t)
 	l := labdeploy.Example(t, "client-router-server.yaml", "c")
@@ -202,11 +203,22 @@ func TestPrivilegedCheckRouteRemoved(t *testing.T) {
 		t.Fatalf("deleted %d default routes", deleted)
 	}
 	r := labdeploy.Open(t, l)
-	pairs := assertKernelAgrees(t, r)
-	if got := silent(pairs); strings.Join(got, ", ") != strings.Join(needDefault, ", ") {
-		t.Errorf("expected silent:\n got  %v\n want %v", got, needDefault)
+	pairs, err := Run(context.Background(), r.Opened, Options{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	assertDifference(t, r, deployed.Difference{Node: "ns3", What: "the file's route 0.0.0.0/0 via 10.0.2.254 is not in the kernel"})
+	if got := failing(pairs, Pair.Broken); strings.Join(got, ", ") != strings.Join(needDefault, ", ") {
+		t.Errorf("broken:\n got  %v\n want %v", got, needDefault)
+	}
+	for _, p := range pairs {
+		if p.Broken() && !strings.Contains(p.Why, "ns3: the file's route 0.0.0.0/0 via 10.0.2.254 is not in the kernel") {
+			t.Errorf("%s -> %s is broken without naming the lost route: %q", p.From, p.To, p.Why)
+		}
+	}
+	if s := silent(pairs); len(s) != 0 {
+		t.Errorf("silent as the routes say with a route of the file lost: %v", s)
+	}
+	assertDifference(t, r, deployed.Difference{Node: "ns3", What: "the file's route 0.0.0.0/0 via 10.0.2.254 is not in the kernel", Missing: true})
 }
 
 // needDefault are the pairs of the client-router-server lab that need the

@@ -115,3 +115,23 @@ func ReadTests(path string) (*Lab, error) {
 	}
 	return lab, nil
 }
+
+// WithName is lab file data with the lab's name and namespace prefix set
+// to name and name + "-": a copy that deploys as a lab of its own beside
+// any other (a submission graded on a fresh lab, never on one deployed
+// under the exercise's name).
+func WithName(data []byte, name string) ([]byte, error) {
+	var d yaml.Node
+	if err := yaml.Unmarshal(data, &d); err != nil || len(d.Content) == 0 || d.Content[0].Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("not a lab file (a YAML mapping): %v", err)
+	}
+	m := d.Content[0]
+	for key, value := range map[string]string{"name": name, "prefix": name + "-"} {
+		if v := MappingValue(m, key); v != nil {
+			*v = yaml.Node{Kind: yaml.ScalarNode, Value: value}
+		} else {
+			m.Content = append([]*yaml.Node{{Kind: yaml.ScalarNode, Value: key}, {Kind: yaml.ScalarNode, Value: value}}, m.Content...)
+		}
+	}
+	return yaml.Marshal(&d)
+}

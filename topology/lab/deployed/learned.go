@@ -64,6 +64,11 @@ func (r *Opened) Learn() error {
 			n.Learned = append(n.Learned, kr.Route)
 		}
 		r.Differences = append(r.Differences, differences(n, routes)...)
+		qs, err := impairDifferences(node.Handle, n)
+		if err != nil {
+			return fmt.Errorf("read the qdiscs of %s: %w", n.Name, err)
+		}
+		r.Differences = append(r.Differences, qs...)
 	}
 	return nil
 }
@@ -169,8 +174,15 @@ func differences(n *spec.Node, routes []liveRoute) []Difference {
 	say := func(format string, args ...any) {
 		out = append(out, Difference{Node: n.Name, What: fmt.Sprintf(format, args...)})
 	}
+	lacks := func(format string, args ...any) {
+		out = append(out, Difference{Node: n.Name, What: fmt.Sprintf(format, args...), Missing: true})
+	}
 	for _, i := range n.Interfaces {
-		addrDifferences(say, i.Name, i.Addresses, i.Live)
+		if i.Down || i.NoCarrier {
+			addrDifferences(say, say, i.Name, i.Addresses, i.Live) // IPv6 addresses go with the link
+		} else {
+			addrDifferences(say, lacks, i.Name, i.Addresses, i.Live)
+		}
 		if i.Down {
 			say("%s is down in the kernel", i.Name)
 		} else if i.NoCarrier {
@@ -178,7 +190,7 @@ func differences(n *spec.Node, routes []liveRoute) []Difference {
 		}
 	}
 	for _, b := range n.Bridges {
-		addrDifferences(say, b.Name, b.Addresses, b.Live)
+		addrDifferences(say, lacks, b.Name, b.Addresses, b.Live)
 	}
 	for _, kr := range routes {
 		if (n.RunsRouting() && learnedProtocol(kr.Protocol)) || slices.ContainsFunc(n.Routes, kr.sameAs) {
@@ -187,22 +199,67 @@ func differences(n *spec.Node, routes []liveRoute) []Difference {
 		say("route %s (protocol %s) is in the kernel, not in the file", routeText(kr.Route), kr.Protocol)
 	}
 	for _, fr := range n.Routes {
-		if !slices.ContainsFunc(routes, func(kr liveRoute) bool { return kr.sameAs(fr) }) {
-			say("the file's route %s is not in the kernel", routeText(fr))
+		if slices.ContainsFunc(routes, func(kr liveRoute) bool { return kr.sameAs(fr) }) {
+			continue
+		}
+		if i := downDevice(n, fr); i != nil {
+			// The kernel takes the routes out of a link that goes down
+			// (nslab link down, a node stopped): a consequence of the
+			// link's state, said above, not a route lost.
+			say("the file's route %s is not in the kernel while %s is down", routeText(fr), i.Name)
+			continue
+		}
+		lacks("the file's route %s is not in the kernel", routeText(fr))
+	}
+	return out
+}
+
+// downDevice is the interface of n a file's route goes out of (its dev:,
+// or the one whose address covers its gateway) when that interface is
+// down or without carrier; nil otherwise.
+func downDevice(n *spec.Node, fr *spec.Route) *spec.Interface {
+	for _, i := range n.Interfaces {
+		if !i.Down && !i.NoCarrier {
+			continue
+		}
+		if fr.Dev == i.Name {
+			return i
+		}
+		for _, a := range i.Addresses {
+			if fr.Dev == "" && fr.Via.IsValid() && a.Contains(fr.Via) {
+				return i
+			}
+		}
+	}
+	return nil
+}
+
+// Difference is one way a node's kernel differs from the file.
+// Missing: the kernel lacks what the file declares (an address, a route,
+// an impairment); the lab is then not as its file says, and check fails.
+// The others (what daemons, exec lines or a user added, a link taken
+// down) are information.
+type Difference struct {
+	Node    string `json:"node"`
+	What    string `json:"what"`
+	Missing bool   `json:"missing,omitempty"`
+}
+
+// Missing lists the differences where the kernels lack what the file
+// declares.
+func Missing(ds []Difference) []Difference {
+	var out []Difference
+	for _, d := range ds {
+		if d.Missing {
+			out = append(out, d)
 		}
 	}
 	return out
 }
 
-// Difference is one way a node's kernel differs from the file.
-type Difference struct {
-	Node string `json:"node"`
-	What string `json:"what"`
-}
-
 func (d Difference) String() string { return d.Node + ": " + d.What }
 
-func addrDifferences(say func(string, ...any), dev string, file, live []netip.Prefix) {
+func addrDifferences(say, lacks func(string, ...any), dev string, file, live []netip.Prefix) {
 	for _, a := range live {
 		if !slices.Contains(file, a) && !a.Addr().IsLinkLocalUnicast() && !a.Addr().IsLoopback() {
 			say("%s has %s in the kernel, not in the file", dev, a)
@@ -210,7 +267,7 @@ func addrDifferences(say func(string, ...any), dev string, file, live []netip.Pr
 	}
 	for _, a := range file {
 		if !slices.Contains(live, a) {
-			say("%s: the file's %s is not in the kernel", dev, a)
+			lacks("%s: the file's %s is not in the kernel", dev, a)
 		}
 	}
 }

@@ -1,0 +1,183 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/nslab/nslab/internal/labtest"
+	"github.com/nslab/nslab/topology/ns"
+	"github.com/vishvananda/netlink"
+)
+
+// laptopPair writes the laptop lab under a random name twice: the file as
+// the user has it (its impairments a rate and a delay), and a copy whose
+// impairments are a rate alone (tbf, which this kernel has), as an edit
+// would leave it. The lab's service (busybox httpd) is left out of both.
+func laptopPair(t *testing.T) (file, deployedCopy, name string) {
+	data, err := os.ReadFile("../../examples/laptop-lab.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	name = labtest.Name("id")
+	src := string(labtest.Rename(data, name))
+	src = regexp.MustCompile(`(?m)^    run:\n      - .*\n`).ReplaceAllString(src, "")
+	if strings.Contains(src, "httpd") {
+		t.Fatal("the laptop lab's run: line is still there: the test's edit no longer matches the example")
+	}
+	dir := t.TempDir()
+	file, deployedCopy = filepath.Join(dir, "laptop.yaml"), filepath.Join(dir, "laptop-copy.yaml")
+	edited := strings.ReplaceAll(src, "impair: {delay: 20ms, rate: 10Mbit}", "impair: {rate: 10Mbit}")
+	if edited == src || strings.Count(src, "impair: {delay: 20ms, rate: 10Mbit}") != 2 {
+		t.Fatal("the laptop lab no longer has its two impairments: the test's edit no longer matches the example")
+	}
+	for p, s := range map[string]string{file: src, deployedCopy: edited} {
+		if err := os.WriteFile(p, []byte(s), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return file, deployedCopy, name
+}
+
+// TestPrivilegedLabIdentity: with the lab of a file's name deployed from
+// another file, every verb given the file refuses in one line naming the
+// impairments that differ and the two ways on, and measures nothing; with
+// --as-deployed it acts on the lab as deployed and stamps that file's
+// path and hash.
+func TestPrivilegedLabIdentity(t *testing.T) {
+	labtest.SkipUnlessRoot(t)
+	c := newCLI(t)
+	file, deployedCopy, name := laptopPair(t)
+	t.Cleanup(func() { c.run("destroy", "--name", name) })
+	if code, out, errOut := c.run("deploy", deployedCopy); code != 0 {
+		t.Fatalf("deploy the copy: %d %s %s", code, out, errOut)
+	}
+	for _, args := range [][]string{
+		{"bench", "-q", "--traffic", "wan", "--duration", "1s", file},
+		{"check", file},
+		{"test", file},
+		{"path", file, "client", "203.0.113.2"},
+		{"top", "--once", file},
+		{"web", file},
+		{"metrics", "--once", file},
+		{"inspect", file},
+		{"node", "stop", "-t", file, "server"},
+		{"impair", "-t", file, "client:eth0", "--rate", "1Mbit"},
+		{"destroy", file},
+	} {
+		code, out, errOut := c.run(args...)
+		line := strings.TrimSpace(errOut)
+		if code == 0 || out != "" || strings.Count(line, "\n") != 0 {
+			t.Errorf("%s: exit %d, stdout %q, stderr %q; want one line on stderr, nothing measured", args[0], code, out, errOut)
+			continue
+		}
+		for _, want := range []string{"lab " + name + " was deployed from another file: " + deployedCopy,
+			"the deployed lab has impair router:wan0", "the file has impair router:wan0", "server:eth0", "Nothing was done"} {
+			if !strings.Contains(line, want) {
+				t.Errorf("%s: %q does not say %q", args[0], line, want)
+			}
+		}
+		if args[0] != "destroy" && !strings.Contains(line, "nslab apply "+file) || !strings.Contains(line, "--as-deployed") {
+			t.Errorf("%s: %q does not give the two ways on", args[0], line)
+		}
+	}
+	if code, out, errOut := c.run("inspect", "--name", name); code != 0 || !strings.Contains(out, "router") {
+		t.Fatalf("the refusals changed the lab: inspect %d %s %s", code, out, errOut)
+	}
+
+	// --as-deployed: measured, and the report names the copy and its hash.
+	data, err := os.ReadFile(deployedCopy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(data)
+	code, out, errOut := c.run("bench", "--as-deployed", "-q", "--traffic", "wan", "--duration", "1s", "--format", "json", file)
+	var rep struct {
+		Env struct {
+			LabHash    string `json:"lab_sha256"`
+			LabFile    string `json:"lab_file"`
+			AsDeployed bool   `json:"as_deployed"`
+		} `json:"environment"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &rep) != nil {
+		t.Fatalf("bench --as-deployed: %d %.400s %s", code, out, errOut)
+	}
+	if rep.Env.LabHash != hex.EncodeToString(sum[:]) || rep.Env.LabFile != deployedCopy || !rep.Env.AsDeployed {
+		t.Errorf("bench --as-deployed stamped %+v, want the copy %s and its sha256", rep.Env, deployedCopy)
+	}
+	code, out, errOut = c.run("bench", "--as-deployed", "-q", "--traffic", "wan", "--duration", "1s", file)
+	if code != 0 || !strings.Contains(out, "lab file "+deployedCopy+" as deployed (not the file given), sha256 "+hex.EncodeToString(sum[:])) {
+		t.Errorf("bench --as-deployed's report does not name the copy: %d %s %s", code, out, errOut)
+	}
+	if code, out, errOut = c.run("check", "--as-deployed", file); code != 0 {
+		t.Errorf("check --as-deployed of the lab as deployed: %d %s %s", code, out, errOut)
+	}
+}
+
+// TestPrivilegedCheckKernelLacksTheFile: check FILE fails when a node's
+// kernel lacks what the file declares: an impairment taken off by hand is
+// named, and a route deleted by hand is named with the pairs it breaks
+// (they are not "silent as the routes say").
+func TestPrivilegedCheckKernelLacksTheFile(t *testing.T) {
+	labtest.SkipUnlessRoot(t)
+	c := newCLI(t)
+	_, file, name := laptopPair(t) // the copy: impairments this kernel has
+	t.Cleanup(func() { c.run("destroy", "--name", name) })
+	if code, out, errOut := c.run("deploy", file); code != 0 {
+		t.Fatalf("deploy: %d %s %s", code, out, errOut)
+	}
+	if code, out, errOut := c.run("check", file); code != 0 {
+		t.Fatalf("check of the lab as its file says: %d %s %s", code, out, errOut)
+	}
+	h := labtest.Handle(t, ns.DefaultDir, name+"-router")
+	wan, err := h.LinkByName("wan0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs, err := h.QdiscList(wan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range qs {
+		if q.Attrs().Parent == netlink.HANDLE_ROOT {
+			if err := h.QdiscDel(q); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	code, out, errOut := c.run("check", file)
+	if code != 1 || !strings.Contains(out, "router: wan0: the file's impairment tbf rate 10Mbit is not in the kernel (it has none)") ||
+		!strings.Contains(out, "the kernels lack 1 thing(s) the file declares") {
+		t.Errorf("check with router:wan0's impairment gone: %d %s %s", code, out, errOut)
+	}
+
+	hc := labtest.Handle(t, ns.DefaultDir, name+"-client")
+	routes, err := hc.RouteList(nil, netlink.FAMILY_V4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleted := false
+	for _, r := range routes {
+		if r.Dst == nil || r.Dst.String() == "0.0.0.0/0" {
+			if err := hc.RouteDel(&r); err != nil {
+				t.Fatal(err)
+			}
+			deleted = true
+		}
+	}
+	if !deleted {
+		t.Fatal("the client has no default route to delete")
+	}
+	code, out, errOut = c.run("check", file)
+	server := netip.MustParseAddr("203.0.113.2")
+	if code != 1 || !strings.Contains(out, "client: the file's route 0.0.0.0/0 via 192.168.1.1 is not in the kernel") ||
+		!strings.Contains(out, "BROKEN      client -> "+server.String()) || strings.Contains(out, " 0 broken") {
+		t.Errorf("check with the client's default route gone: %d %s %s", code, out, errOut)
+	}
+}
