@@ -285,9 +285,11 @@ links:
 	if code, out, errOut := c.run("deploy", a); code != 0 {
 		t.Fatalf("deploy: %d %s %s", code, out, errOut)
 	}
-	bench := func(file string) *report.Failover {
+	// Each bench is given the file the lab is deployed (or applied) from,
+	// and applies the next under traffic.
+	bench := func(from, file string) *report.Failover {
 		t.Helper()
-		code, out, errOut := c.run("bench", "-q", "--format", "json", "--duration", "3s", "--rate", "20kpps", "--event", "1s:apply:"+file, a)
+		code, out, errOut := c.run("bench", "-q", "--format", "json", "--duration", "3s", "--rate", "20kpps", "--event", "1s:apply:"+file, from)
 		if code != 0 {
 			t.Fatalf("bench --event apply: %d %s %s", code, out, errOut)
 		}
@@ -302,13 +304,13 @@ links:
 		t.Logf("apply %s under traffic: %d sent, %d lost, longest gap %v; path after %v", filepath.Base(file), rep.Sent, f.Lost, f.GapOutage, f.PathAfter)
 		return f
 	}
-	if f := bench(b1); f.Lost != 0 || f.Rerouted {
+	if f := bench(a, b1); f.Lost != 0 || f.Rerouted {
 		t.Errorf("adding a node to r2 lost %d packets (or moved the path: %v)", f.Lost, f.PathAfter)
 	}
 	if _, out, _ := c.run("inspect", "--name", name); !strings.Contains(out, "10.200.0.1/24") {
 		t.Errorf("the node the bench's apply added is not in the lab:\n%s", out)
 	}
-	f := bench(b2)
+	f := bench(b1, b2)
 	if !f.Rerouted || !strings.Contains(strings.Join(f.PathAfter, " "), "r1:eth0>eth2") {
 		t.Errorf("moving r1's route did not move the path onto r1:eth2: after %v", f.PathAfter)
 	}

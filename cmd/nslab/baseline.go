@@ -153,7 +153,7 @@ func (o *baselineOptions) pairWith(req *bench.Request) error {
 	case req.Repeat < 6:
 		return cli.Exit(fmt.Sprintf("--repeat %d with --baseline %s, whose lab file differs from this one: the run measures both in pairs, and fewer than 6 cannot reach p < 0.05", req.Repeat, o.Against), 2)
 	}
-	req.Margin, req.Beyond = o.Margin/100, true
+	req.Margin = o.Margin / 100
 	req.Duet, req.DuetAuto = true, true
 	o.changed = v.Nodes
 	return nil

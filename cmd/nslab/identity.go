@@ -34,6 +34,11 @@ func deployedLab(c *cli.Context, m *lab.Manager, l *spec.Lab) (*spec.Lab, error)
 		return nil, err
 	case c.Bool(asDeployedName):
 		return m.AsDeployed(l.Name)
+	case se.SameLab:
+		// The lab deployed is the one the file builds, step for step: the
+		// verb answers about it, and says whose file it was deployed from.
+		fmt.Fprintf(c.App.ErrWriter, "nslab: note: %s; acting on it as %s says (nslab apply %s records the file)\n", se, l.File, l.File)
+		return l, nil
 	}
 	return nil, cli.Exit(se.Error()+". "+waysOn(c.Command.FullName(), se), 1)
 }

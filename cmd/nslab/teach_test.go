@@ -139,11 +139,11 @@ func TestPrivilegedPathAndCheckDeployed(t *testing.T) {
 	if out, err := exec.Command("ip", "-n", name+"-ns3", "route", "del", "default").CombinedOutput(); err != nil {
 		t.Fatalf("ip route del: %v %s", err, out)
 	}
-	// The check's expectations are the kernels': the pairs that needed the
-	// route are expected silent, and the route's absence is a finding.
+	// The kernel lacks a route the file declares: the pairs that needed
+	// it are broken (the file's routes say they answer), and check fails.
 	code, out, errOut = c.run("check", "--format", "list", file)
-	if code != 0 || !strings.Contains(out, "ns3: the file's route 0.0.0.0/0 via 10.0.2.254 is not in the kernel") ||
-		!strings.Contains(out, "0 broken, 0 unexpectedly reachable") {
+	if code != 1 || !strings.Contains(out, "ns3: the file's route 0.0.0.0/0 via 10.0.2.254 is not in the kernel") ||
+		!strings.Contains(out, "3 broken, 0 unexpectedly reachable") {
 		t.Errorf("check after removing a route: code %d, %s\n%s", code, errOut, out)
 	}
 	code, _, errOut = c.run("path", file, "ns3", "ns1") // the way there needs the route

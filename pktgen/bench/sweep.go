@@ -50,9 +50,6 @@ type Request struct {
 	Margin  float64
 	MaxTime time.Duration
 	Figure  string
-	// Beyond: a comparison calls a change only beyond Margin (see
-	// stats.Plan), as a baseline's verdict does.
-	Beyond bool
 	// FileVariant, when set, is one of Variants made of another version
 	// of the lab's file: the lab has it, and a duet's twin gets it.
 	FileVariant *FileVariant

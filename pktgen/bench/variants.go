@@ -71,7 +71,7 @@ func (req Request) plan() stats.Plan {
 	default:
 		margin = DefaultSequentialMargin
 	}
-	return stats.Plan{Looks: looks, Alpha: VariantAlpha, Margin: margin, Power: VariantPower, Beyond: req.Beyond}
+	return stats.Plan{Looks: looks, Alpha: VariantAlpha, Margin: margin, Power: VariantPower}
 }
 
 // maxTime is how long a comparison of variants may measure.

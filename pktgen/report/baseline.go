@@ -51,6 +51,10 @@ type BaselineVerdict struct {
 	Changed []string `json:"changed,omitempty"`
 	Setup   string   `json:"setup,omitempty"`
 	Drift   *float64 `json:"baseline_lab_drift_pct,omitempty"`
+	// ZeroTrials and BaseZeroTrials are today's and the baseline's trials
+	// (1-based) whose figure was 0 or none: never dropped (see zeros).
+	ZeroTrials     []int `json:"zero_trials,omitempty"`
+	BaseZeroTrials []int `json:"baseline_zero_trials,omitempty"`
 }
 
 // Verdicts of a run held to a baseline.
@@ -98,7 +102,29 @@ func AgainstBaseline(base, today *ResultsFile, margin float64, force bool) (*Bas
 	v.SlowerLow, v.SlowerHigh = min(toPct(iv.Low), toPct(iv.High)), max(toPct(iv.Low), toPct(iv.High))
 	v.MDE = unpairedMDE(la, lb)
 	v.decide()
+	v.ZeroTrials, v.BaseZeroTrials = ZeroTrials(cur), ZeroTrials(old)
+	v.zeros(!LowerIsBetter(k.Figure))
 	return v, nil
+}
+
+// zeros overrides the verdict when a trial's figure was 0 or none (an
+// outage, or a trial that measured nothing), which the logarithms cannot
+// hold: such trials are never dropped to judge on the rest. Today's rate
+// at 0 is an outage, slower than any margin: FAIL. A cost of 0 today, or
+// any 0 in the baseline, is no figure at all: INCONCLUSIVE. Either way
+// the trials are named.
+func (v *BaselineVerdict) zeros(rate bool) {
+	switch {
+	case len(v.ZeroTrials) > 0 && rate:
+		v.Verdict = Fail
+		v.Why = fmt.Sprintf("today's trials %s measured %s 0: an outage, slower than any margin (the other trials were not judged without them)", trialList(v.ZeroTrials, v.NewN), v.Figure)
+	case len(v.ZeroTrials) > 0:
+		v.Verdict = Inconclusive
+		v.Why = fmt.Sprintf("today's trials %s measured no %s (0): cannot tell, and the other trials are not judged without them", trialList(v.ZeroTrials, v.NewN), v.Figure)
+	case len(v.BaseZeroTrials) > 0:
+		v.Verdict = Inconclusive
+		v.Why = fmt.Sprintf("the baseline's trials %s measured %s 0: cannot tell against a baseline with an outage (save it again)", trialList(v.BaseZeroTrials, v.BaseN), v.Figure)
+	}
 }
 
 // PairedVerdict holds today's lab to a baseline whose lab file differs

@@ -88,3 +88,49 @@ func TestHistoryStep(t *testing.T) {
 	}
 	os.RemoveAll(dir)
 }
+
+// TestBaselineZeroTrials: 5 of 50 trials at 0 (an outage) are never
+// dropped to judge on the other 45: today's rate at 0 fails, a cost at 0
+// today or a baseline's 0 cannot tell, and each names the trials.
+func TestBaselineZeroTrials(t *testing.T) {
+	env := map[string]string{"lab sha256": "aa"}
+	zero := []int{3, 11, 20, 37, 50}
+	withZeros := func(rf *ResultsFile) *ResultsFile {
+		for k := range rf.Figures {
+			for _, i := range zero {
+				rf.Figures[k][i-1] = 0
+			}
+		}
+		return rf
+	}
+	asRate := func(rf *ResultsFile) *ResultsFile {
+		out := NewResultsFile(rf.Path, false)
+		for k, v := range rf.Figures {
+			out.Figures[FigureKey{Traffic: k.Traffic, Frame: k.Frame, Figure: "pps"}] = v
+		}
+		out.Env = rf.Env
+		return out
+	}
+	named := "3, 11, 20, 37 and 50 of 50"
+	for _, x := range []struct {
+		what        string
+		base, today *ResultsFile
+		verdict     string
+	}{
+		{"a rate at 0 today", asRate(trials("base", 2, 50, 1, env)), asRate(withZeros(trials("today", 2, 50, 2, env))), Fail},
+		{"a cost at 0 today", trials("base", 2, 50, 1, env), withZeros(trials("today", 2, 50, 2, env)), Inconclusive},
+		{"the baseline's rate at 0", asRate(withZeros(trials("base", 2, 50, 1, env))), asRate(trials("today", 2, 50, 2, env)), Inconclusive},
+	} {
+		v, err := AgainstBaseline(x.base, x.today, 1, false)
+		if err != nil {
+			t.Fatalf("%s: %v", x.what, err)
+		}
+		if v.Verdict != x.verdict || !strings.Contains(v.Why, named) {
+			t.Errorf("%s: %s, %q; want %s naming trials %s", x.what, v.Verdict, v.Why, x.verdict, named)
+		}
+	}
+	// The same trials without the zeros pass: the zeros alone decide.
+	if v, _ := AgainstBaseline(asRate(trials("base", 2, 50, 1, env)), asRate(trials("today", 2, 50, 2, env)), 1, false); v.Verdict != Pass {
+		t.Errorf("without the zeros: %s %s", v.Verdict, v.Why)
+	}
+}

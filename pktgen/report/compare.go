@@ -12,6 +12,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 
@@ -245,6 +246,12 @@ type Change struct {
 	// or more (and values above 0), the change is paired (see paired.go).
 	Pairs  int  `json:"pairs,omitempty"`
 	Paired bool `json:"paired"`
+	// ZeroOld and ZeroNew are the trials (1-based, in the order measured)
+	// whose figure was 0 or none: an outage or a failed trial. They are
+	// never dropped: a decision on this figure cannot be made past them
+	// (Comparison.Decide says cannot tell, naming them).
+	ZeroOld []int `json:"zero_trials_old,omitempty"`
+	ZeroNew []int `json:"zero_trials_new,omitempty"`
 	// logRatios are the pairs' log(new/old), for a decision.
 	logRatios []float64
 }
@@ -283,7 +290,7 @@ func Compare(a, b *ResultsFile, force bool) (*Comparison, error) {
 			continue
 		}
 		ch := Change{Traffic: k.Traffic, Frame: k.Frame, Figure: k.Figure, OldN: len(old), NewN: len(cur),
-			Old: stats.Median(old), New: stats.Median(cur)}
+			Old: stats.Median(old), New: stats.Median(cur), ZeroOld: ZeroTrials(old), ZeroNew: ZeroTrials(cur)}
 		if d := logRatios(a, b, k); len(d) >= minPairs {
 			ch.pairedChange(d)
 			c.Method = pairedMethod
@@ -306,6 +313,31 @@ func Compare(a, b *ResultsFile, force bool) (*Comparison, error) {
 		return nil, fmt.Errorf("%s and %s share no traffic run, frame size and figure", a.Path, b.Path)
 	}
 	return c, nil
+}
+
+// ZeroTrials are the trials (1-based) of x whose figure is 0, negative or
+// not a number: an outage, or a trial that measured nothing.
+func ZeroTrials(x []float64) []int {
+	var out []int
+	for i, v := range x {
+		if !(v > 0) {
+			out = append(out, i+1)
+		}
+	}
+	return out
+}
+
+// trialList names trials: "3, 17 and 22 of 50".
+func trialList(trials []int, of int) string {
+	w := make([]string, len(trials))
+	for i, t := range trials {
+		w[i] = strconv.Itoa(t)
+	}
+	s := strings.Join(w, ", ")
+	if len(w) > 1 {
+		s = strings.Join(w[:len(w)-1], ", ") + " and " + w[len(w)-1]
+	}
+	return fmt.Sprintf("%s of %d", s, of)
 }
 
 // unpairedChange is the change of medians of values measured apart: a

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nslab/nslab/pktgen/stats"
 )
 
 // writeResults writes a synthetic results file: n runs whose pps are
@@ -188,5 +190,26 @@ func TestChangeFromZero(t *testing.T) {
 	var out strings.Builder
 	if err := c.Write(&out, "table"); err != nil || !strings.Contains(out.String(), "n/a  (old median 0)") {
 		t.Errorf("table (%v):\n%s", err, out.String())
+	}
+}
+
+// TestDecideZeroTrials: a trial of B whose figure is 0 (an outage) is
+// not dropped for the rest to decide on: the comparison cannot tell, and
+// names the trial.
+func TestDecideZeroTrials(t *testing.T) {
+	a, b := NewResultsFile("a", false), NewResultsFile("b", false)
+	k := FigureKey{Traffic: "t", Frame: 64, Figure: "pps"}
+	for i := range 20 {
+		a.Figures[k] = append(a.Figures[k], 1000+float64(i%3))
+		b.Figures[k] = append(b.Figures[k], 1000+float64(i%5))
+	}
+	b.Figures[k][4] = 0
+	c, err := Compare(a, b, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outcome, err := c.Decide(k, stats.Plan{Looks: []int{10, 20}, Alpha: 0.05, Margin: 0.02, Power: 0.9, Resamples: 100}, true)
+	if err != nil || outcome != stats.CannotTell || !strings.Contains(c.Decision.Decision, "B's trials 5 of 20 measured pps 0") {
+		t.Errorf("%s %v: %s", outcome, err, c.Decision.Decision)
 	}
 }

@@ -192,10 +192,10 @@ func (c *Comparison) Decide(k FigureKey, plan stats.Plan, last bool) (string, er
 		d.BootstrapLow, d.BootstrapHigh = pctOfLog(s.Bootstrap.Low), pctOfLog(s.Bootstrap.High)
 		d.MDE, d.PairSD = pctOfLog(s.MDE), pctOfLog(s.SD)
 	} else {
-		d.Method = "unpaired (measured apart): the change's 95% bootstrap interval against the margin"
+		d.Method = "unpaired (measured apart): the change's 95% bootstrap interval against the margin (beyond it: different; inside it: same)"
 		d.Pairs, d.P, d.Estimate, d.CILow, d.CIHigh, d.CILevel = min(ch.OldN, ch.NewN), ch.P, ch.ChangePct, ch.ChangeLow, ch.ChangeHigh, 1-Significance
 		switch {
-		case ch.ChangeLow > 0 || ch.ChangeHigh < 0:
+		case ch.ChangeLow > d.Margin || ch.ChangeHigh < -d.Margin:
 			d.Outcome = stats.Different
 		case ch.ChangeLow > -d.Margin && ch.ChangeHigh < d.Margin:
 			d.Outcome = stats.Same
@@ -209,6 +209,17 @@ func (c *Comparison) Decide(k FigureKey, plan stats.Plan, last bool) (string, er
 	}
 	d.Decision = d.sentence()
 	c.Decision = d
+	if len(ch.ZeroOld)+len(ch.ZeroNew) > 0 {
+		var which []string
+		if len(ch.ZeroOld) > 0 {
+			which = append(which, "A's trials "+trialList(ch.ZeroOld, ch.OldN))
+		}
+		if len(ch.ZeroNew) > 0 {
+			which = append(which, "B's trials "+trialList(ch.ZeroNew, ch.NewN))
+		}
+		d.CannotTellWith(fmt.Sprintf("%s measured %s 0 or nothing (an outage, or a failed trial), which no ratio can weigh", strings.Join(which, " and "), k.Figure))
+		return d.Outcome, nil
+	}
 	return d.Outcome, nil
 }
 
@@ -221,16 +232,16 @@ func (d *Decision) sentence() string {
 		if d.Faster < 0 {
 			word = "slower"
 		}
-		return fmt.Sprintf("B is %.2f%% %s (%s)", math.Abs(d.Faster), word, in)
+		return fmt.Sprintf("B is %.2f%% %s, beyond the margin of %.3g%% (%s)", math.Abs(d.Faster), word, d.Margin, in)
 	case stats.Same:
 		return fmt.Sprintf("no change larger than the margin of %.3g%% (%s)", d.Margin, in)
 	case stats.CannotTell:
 		return fmt.Sprintf("cannot tell with this figure: %s (measured: %s)", d.CannotTell, in)
 	case stats.Inconclusive:
 		if d.MorePairs > 0 {
-			return fmt.Sprintf("inconclusive: about %d more pairs would decide (%s; one pair spreads %.2f%%)", d.MorePairs, in, d.PairSD)
+			return fmt.Sprintf("cannot tell whether the change is beyond the margin of %.3g%%: about %d more pairs would decide (%s; one pair spreads %.2f%%)", d.Margin, d.MorePairs, in, d.PairSD)
 		}
-		return fmt.Sprintf("inconclusive: measure more (%s)", in)
+		return fmt.Sprintf("cannot tell whether the change is beyond the margin of %.3g%%: measure more (%s)", d.Margin, in)
 	}
 	return fmt.Sprintf("measuring: %s", in)
 }

@@ -146,12 +146,12 @@ func TestPairsForInvertsMDE(t *testing.T) {
 	}
 }
 
-// TestSequentialBeyond: with Beyond, a shift at the margin's edge (the
-// worst case inside it) is called different (a baseline's false FAIL) in
-// no more than alpha of 1000 simulations; one of twice the margin and 1.5
-// standard deviations is called different in most of 200.
-func TestSequentialBeyond(t *testing.T) {
-	p := Plan{Looks: []int{10, 20, 40}, Alpha: 0.05, Margin: 0.5, Power: 0.9, Resamples: 100, Beyond: true}
+// TestSequentialMargin: a shift at the margin's edge (the worst case
+// inside it) is called different (a false "slower", or a baseline's false
+// FAIL) in no more than alpha of 1000 simulations; one of twice the
+// margin and 1.5 standard deviations is called different in most of 200.
+func TestSequentialMargin(t *testing.T) {
+	p := Plan{Looks: []int{10, 20, 40}, Alpha: 0.05, Margin: 0.5, Power: 0.9, Resamples: 100}
 	rng := rand.New(rand.NewPCG(11, 11))
 	big := 2*p.Margin + 0.5
 	called := map[float64]int{}
@@ -168,5 +168,20 @@ func TestSequentialBeyond(t *testing.T) {
 	}
 	if called[big] < 160 {
 		t.Errorf("a shift of %g sd called different in %d of 200", big, called[big])
+	}
+}
+
+// TestShiftInsideMarginIsNoChange: a real shift of 0.11% (an interval
+// far from 0 but far inside a 2% margin) is "same", never "different":
+// a comparison answers the question asked, a change beyond the margin.
+func TestShiftInsideMarginIsNoChange(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 5))
+	d := make([]float64, 40)
+	for i := range d {
+		d[i] = math.Log1p(0.0011) + 0.0003*rng.NormFloat64()
+	}
+	p := Plan{Looks: []int{10, 20, 40}, Alpha: 0.05, Margin: math.Log1p(0.02), Power: 0.9, Resamples: 100}
+	if got := p.Decide(d, true); got.Outcome != Same || got.CI.Low <= 0 {
+		t.Errorf("a 0.11%% shift under a 2%% margin: %s, interval %v (want same, the interval above 0)", got.Outcome, got.CI)
 	}
 }

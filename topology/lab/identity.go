@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/nslab/nslab/topology/lab/plan"
+	"github.com/nslab/nslab/topology/lab/state"
 	"github.com/nslab/nslab/topology/spec"
 )
 
@@ -19,12 +20,16 @@ import (
 // another file: a verb given that file refuses it, naming the first
 // differences and the two ways on.
 type SourceError struct {
-	Lab              string
-	File, SHA256     string // the file given
-	Deployed         string // the file the lab was deployed from (its path then)
-	DeployedSHA256   string
-	Differences      []string // the first differences, as apply would change them
-	MoreDifferences  int      // differences past those
+	Lab             string
+	File, SHA256    string // the file given
+	Deployed        string // the file the lab was deployed from (its path then)
+	DeployedSHA256  string
+	Differences     []string // the first differences, as apply would change them
+	MoreDifferences int      // differences past those
+	// SameLab: the two files build the same lab (the same plan, step for
+	// step); their traffic, tests, variants or comments differ. A verb may
+	// then act on the lab, saying so.
+	SameLab          bool
 	differencesError error
 }
 
@@ -37,8 +42,8 @@ func (e *SourceError) Error() string {
 	switch {
 	case e.differencesError != nil:
 		fmt.Fprintf(&b, " (their differences could not be listed: %v)", e.differencesError)
-	case len(e.Differences) == 0:
-		b.WriteString("; the two build the same lab (their traffic, tests or comments differ)")
+	case e.SameLab:
+		b.WriteString("; the two build the same lab (their traffic, tests, variants or comments differ)")
 	default:
 		fmt.Fprintf(&b, "; it differs in: %s", strings.Join(e.Differences, "; "))
 		if e.MoreDifferences > 0 {
@@ -66,6 +71,9 @@ func (e *SourceError) Unwrap() error { return ErrDeployedElsewhere }
 // another. It reads the state; it runs no step.
 func (m *Manager) Identify(l *spec.Lab) error {
 	st, err := m.Store().LoadState(l.Name)
+	if _, damaged := errors.AsType[*state.DamagedStateError](err); damaged {
+		return nil // nothing to compare with: the verb meets the damage itself (destroy removes it)
+	}
 	if err != nil || st == nil {
 		return err
 	}
@@ -90,6 +98,7 @@ func (m *Manager) Identify(l *spec.Lab) error {
 		}
 	}
 	ds := Differences(from, to)
+	e.SameLab = len(ds) == 0
 	if len(ds) > maxDifferences {
 		e.Differences, e.MoreDifferences = ds[:maxDifferences], len(ds)-maxDifferences
 	} else {
