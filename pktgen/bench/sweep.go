@@ -188,6 +188,12 @@ func (req Request) measure(ctx context.Context, m *lab.Manager, r *lab.Running, 
 // compares the variants, with the control vouching for their "no change".
 func (req Request) compare(ctx context.Context, m *lab.Manager, r *lab.Running, out *Outcome) error {
 	var err error
+	var fullLoad []*report.Comparison
+	if req.asksFullLoad() {
+		if req, fullLoad, err = req.settleFullLoad(ctx, m, r); err != nil {
+			return err
+		}
+	}
 	if req.CheckSensitivity {
 		if out.Control, err = req.runControl(ctx, m, r, out); err != nil {
 			return err
@@ -197,6 +203,7 @@ func (req Request) compare(ctx context.Context, m *lab.Manager, r *lab.Running, 
 	if len(req.Variants) > 0 {
 		err = req.eachVariant(ctx, m, r, out)
 	}
+	keepFullLoad(out.Comparisons, fullLoad)
 	out.Comparisons = append(out.controlComparisons, out.Comparisons...)
 	out.Summaries = report.Summaries(&out.Results, report.SummaryLevel)
 	return err

@@ -437,6 +437,9 @@ func (c *Comparison) decisionLines(ew *errWriter, pre, post string) {
 	if c := d.Control; c != nil {
 		ew.printf("  positive control: %s\n", c.Sentence)
 	}
+	if f := d.FullLoad; f != nil {
+		ew.printf("  at full load, as information: %s (%d pairs)\n", f.Decision, f.Pairs)
+	}
 }
 
 // Write writes the comparison as a table, JSON, CSV or markdown.

@@ -157,6 +157,11 @@ type Decision struct {
 	// Control is the positive control that lets "no change" be said: a
 	// known cost added to A, and whether this set-up saw it.
 	Control *Control `json:"positive_control,omitempty"`
+	// FullLoad is, for a comparison asked at full load and measured at a
+	// rate the routers hold instead (Setup says why), what the pairs at
+	// full load said of the rate forwarded: information beside the
+	// decision.
+	FullLoad *Decision `json:"full_load,omitempty"`
 }
 
 // CannotTellWith turns the decision into "cannot tell with this figure",
