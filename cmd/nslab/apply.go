@@ -24,6 +24,7 @@ func applyCommand(run func(context.Context, *applyOptions) error) *cli.Command {
 	flags := []cli.Flag{
 		hostFlag(),
 		topoFlag(),
+		ownerFlag(),
 		&cli.BoolFlag{Name: "dry-run", Usage: "print the steps taken back and the steps made, with their shell lines, and change nothing"},
 	}
 	return command("apply", "make a deployed lab what its edited file says, changing only what differs (atomic: on failure or Ctrl-C the lab is as before)", "[FILE]", flags, func(c *cli.Context) (*applyOptions, error) {

@@ -34,6 +34,7 @@ func destroyCommand(run func(context.Context, *destroyOptions) error) *cli.Comma
 	flags := []cli.Flag{
 		topoFlag(),
 		asDeployedFlag(),
+		ownerFlag(),
 		&cli.StringFlag{Name: "name", Usage: "lab `NAME`"},
 		&cli.BoolFlag{Name: "all", Usage: "every lab nslab deployed on this machine"},
 		&cli.BoolFlag{Name: "dry-run", Usage: "print the equivalent iproute2 shell script and change nothing"},

@@ -498,7 +498,13 @@ func agentArgv(global []string) func(host, labName string, args []string) []stri
 				argv = append(argv, "-q")
 			case fleet.RemoteArg:
 				argv = append(argv, "--"+otherHostsFlag)
+			case fleet.JSONArg:
+				argv = append(argv, "--format", "json")
 			default:
+				if owner, ok := strings.CutPrefix(s, fleet.OwnerArg); ok {
+					argv = append(argv, "--"+ownerFlagName, owner)
+					continue
+				}
 				argv = append(argv, s)
 			}
 		}

@@ -831,3 +831,58 @@ func TestPrivilegedFleetBenchHostLost(t *testing.T) {
 	}
 	s.assertNothingLeft(t)
 }
+
+// TestPrivilegedFleetSameNameElsewhere: host b holds an unrelated lab of
+// the same name (deployed there by hand from another file). A deploy over
+// SSH refuses in one line naming host b and that lab, makes nothing on
+// any host, and leaves host b's lab as it was; a destroy over SSH leaves
+// it too.
+func TestPrivilegedFleetSameNameElsewhere(t *testing.T) {
+	s := newSSHHosts(t, 3, 1500, nil)
+	file, name := sshLab(t, "three-hosts.yaml")
+	b := s.hosts[1]
+	other := filepath.Join(b.tmp, "other.yaml")
+	if err := os.WriteFile(other, labtest.Rename(must(os.ReadFile("../../examples/pair.yaml")), name), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	onB := func(args ...string) (int, string) {
+		// Through a shell in host b's namespaces, as a person there would:
+		// nslab's parent then shares its mount namespace.
+		// (not exec'd by the shell: "rc=$?" keeps the shell its parent).
+		line := "NSLAB_RUN_MAIN=1 " + os.Args[0] + " " + strings.Join(args, " ") + "; rc=$?; exit $rc"
+		cmd := exec.Command("nsenter", "-t", strconv.Itoa(b.holder.Process.Pid), "-m", "-n", "sh", "-c", line)
+		out, err := cmd.CombinedOutput()
+		if ee, ok := err.(*exec.ExitError); ok {
+			return ee.ExitCode(), string(out)
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		return 0, string(out)
+	}
+	if code, out := onB("deploy", other); code != 0 {
+		t.Fatalf("host b: deploy the other lab: %d %s", code, out)
+	}
+	t.Cleanup(func() { onB("destroy", "--name", name) })
+	_, before := onB("inspect", "--name", name, "--format", "json")
+
+	code, out, errOut := s.run("deploy", file)
+	if code == 0 || !strings.Contains(errOut, "host b holds another lab named "+name+", deployed from "+other) || !strings.Contains(errOut, "nothing was made") ||
+		strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+		t.Errorf("deploy beside host b's lab of the same name: %d %s %s", code, out, errOut)
+	}
+	if code, after := onB("inspect", "--name", name, "--format", "json"); code != 0 || after != before {
+		t.Errorf("host b's lab changed:\nbefore %s\nafter  %s", before, after)
+	}
+	for _, h := range []*sshHost{s.hosts[0], s.hosts[2]} {
+		if got := strings.Fields(s.outIn(t, h, "sh", "-c", "ls -A /run/netns; true")); len(got) > 0 {
+			t.Errorf("host %s holds %v after a refused deploy", h.name, got)
+		}
+	}
+	code, out, errOut = s.run("destroy", file)
+	if code == 0 || !strings.Contains(errOut, "host b holds another lab named "+name) || !strings.Contains(errOut, "left as it is") {
+		t.Errorf("destroy beside host b's lab of the same name: %d %s %s", code, out, errOut)
+	}
+	if code, after := onB("inspect", "--name", name, "--format", "json"); code != 0 || after != before {
+		t.Errorf("host b's lab changed by the destroy:\nbefore %s\nafter  %s", before, after)
+	}
+}

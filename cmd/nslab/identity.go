@@ -61,6 +61,9 @@ func waysOn(verb string, se *lab.SourceError) string {
 // once the file's contents are those the lab was deployed from (or
 // --as-deployed says to act on it as deployed).
 func identifiedName(c *cli.Context, m *lab.Manager, l *spec.Lab) (string, error) {
+	if err := m.CheckOwner(l.Name); err != nil {
+		return "", err // an agent's: the lab of this name is another owner's, whatever its file
+	}
 	if _, err := deployedLab(c, m, l); err != nil {
 		return "", err
 	}

@@ -275,7 +275,8 @@ func TestPrivilegedKubernetes(t *testing.T) {
 		k.node(t, h, h.name, h.name == "b")
 	}
 	file, name := sshLab(t, "three-hosts.yaml")
-	s.coord.env = append(s.coord.env, "KUBECONFIG="+k.user(t), "PATH="+helpers+":"+os.Getenv("PATH"))
+	userConfig := k.user(t)
+	s.coord.env = append(s.coord.env, "KUBECONFIG="+userConfig, "PATH="+helpers+":"+os.Getenv("PATH"))
 	t.Cleanup(func() { s.run("destroy", "--kubernetes", file) })
 	for round := range 2 {
 		k.deploy(t, file, name, "host b (node b): deployed, 1 nodes")
@@ -285,6 +286,7 @@ func TestPrivilegedKubernetes(t *testing.T) {
 				t.Errorf("check of the lab the agents built, over SSH: %d %s %s", code, out, errOut)
 			}
 			k.verbs(t, file, name, agentConfig)
+			k.sameNameElsewhere(t, file, name, userConfig)
 			if code, body := k.api("DELETE", "/apis/nslab.dev/v1alpha1/namespaces/default/labs/"+name, adminToken, nil); code != 200 {
 				t.Fatalf("delete the Lab: %d %s", code, body)
 			}
@@ -306,6 +308,48 @@ func TestPrivilegedKubernetes(t *testing.T) {
 		k.stop(k.procs[i])
 	}
 	s.assertNothingLeft(t)
+}
+
+// sameNameElsewhere: with Lab default/NAME deployed, a Lab of the same
+// name in namespace other is created from the same file (nslab deploy
+// --kubernetes with a kubeconfig whose namespace is other). Every agent
+// refuses to build it beside default/NAME's share (the shares are owned
+// by the Lab's namespace, name and UID, not by the name alone), the deploy
+// fails, and deleting other/NAME removes nothing: each agent takes its
+// finalizer off without destroying, and default/NAME's shares all answer
+// and its status stays Deployed.
+func (k *cluster) sameNameElsewhere(t *testing.T, file, name, userConfig string) {
+	t.Helper()
+	if code, body := k.api("POST", "/api/v1/namespaces", adminToken, []byte("metadata: {name: other}")); code != 201 {
+		t.Fatalf("create namespace other: %d %s", code, body)
+	}
+	cfg, err := os.ReadFile(userConfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherConfig := filepath.Join(k.dir, "other.kubeconfig")
+	os.WriteFile(otherConfig, bytes.Replace(cfg, []byte("namespace: default"), []byte("namespace: other"), 1), 0o644)
+	other := *k.s.coord
+	other.env = append(slices.Clone(k.s.coord.env), "KUBECONFIG="+otherConfig)
+	code, out, errOut := other.run("--ssh-config", k.s.sshConfig, "deploy", "--kubernetes", file)
+	t.Logf("$ nslab deploy --kubernetes (namespace other)\n%s%s(exit %d)", out, errOut, code)
+	if code == 0 || !strings.Contains(errOut+out, "another lab named "+name+" is deployed here") {
+		t.Errorf("deploy of Lab other/%s beside default/%s: %d %s %s", name, name, code, out, errOut)
+	}
+	k.api("DELETE", "/apis/nslab.dev/v1alpha1/namespaces/other/labs/"+name, adminToken, nil)
+	waitFor(t, "Lab other/"+name+" to be gone", func() bool {
+		code, _ := k.api("GET", "/apis/nslab.dev/v1alpha1/namespaces/other/labs/"+name, adminToken, nil)
+		return code == 404
+	})
+	var lab labStatus
+	_, body := k.api("GET", "/apis/nslab.dev/v1alpha1/namespaces/default/labs/"+name, adminToken, nil)
+	json.Unmarshal(body, &lab)
+	if lab.Status.Phase != "Deployed" || lab.Status.Ready != "3/3" {
+		t.Errorf("Lab default/%s after other/%s came and went: %+v", name, name, lab.Status)
+	}
+	if code, out, errOut := k.s.run("check", file); code != 0 || !strings.Contains(out, "4 pairs: 4 answered") {
+		t.Errorf("default/%s's shares after other/%s came and went: check %d %s %s", name, name, code, out, errOut)
+	}
 }
 
 // deploy runs nslab deploy --kubernetes file and checks that it says

@@ -17,6 +17,7 @@ import (
 
 	"github.com/nslab/nslab/internal/caps"
 	"github.com/nslab/nslab/pktgen/bench"
+	"github.com/nslab/nslab/topology/fleet"
 	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/rootless"
 	"github.com/nslab/nslab/topology/spec"
@@ -94,6 +95,8 @@ func run(args []string) int {
 		return exitInterrupted
 	case errors.As(err, &ec):
 		return ec.ExitCode()
+	case errors.Is(err, lab.ErrNotOwner):
+		return fleet.ExitNotOwner // a lab of another owner, left alone (--owner, which the Kubernetes agents give)
 	}
 	return 1
 }
@@ -279,7 +282,7 @@ func commandAt(args []string, app *cli.App) int {
 // manager builds the lab manager from the global flags.
 func manager(c *cli.Context) *lab.Manager {
 	return &lab.Manager{NetnsDir: c.String("netns-dir"), StateDir: c.String("state-dir"), Sysfs: c.String("sysfs"), BeforeStep: beforeStep,
-		Rootless: capabilities().Rootless}
+		Rootless: capabilities().Rootless, Owner: c.String(ownerFlagName)}
 }
 
 // capabilities is what this process may do here, found once (from its
@@ -299,6 +302,16 @@ func hostOf(c *cli.Context) string {
 		}
 	}
 	return ""
+}
+
+// ownerFlagName is deploy's, apply's and destroy's hidden --owner: who the
+// lab is deployed and destroyed for, when not a person (the Kubernetes
+// agents give their Lab's namespace, name and UID). A destroy or apply
+// for one owner leaves another's lab of the same name alone.
+const ownerFlagName = "owner"
+
+func ownerFlag() *cli.StringFlag {
+	return &cli.StringFlag{Name: ownerFlagName, Hidden: true, Usage: "who the lab is deployed for (the Kubernetes agents' Lab); a destroy or apply for another leaves the lab alone"}
 }
 
 // hostFlag is --host after the verb (nslab deploy --host a FILE), the

@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -20,9 +21,12 @@ func (c *Coordinator) Deploy(ctx context.Context) ([]Result, error) {
 	if err := c.CheckMTU(ctx); err != nil {
 		return nil, fmt.Errorf("the underlay does not carry the lab's links between hosts; nothing was made:\n%w", err)
 	}
-	present, err := c.present(ctx)
+	present, others, err := c.present(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if len(others) > 0 {
+		return nil, fmt.Errorf("%s; nothing was made: give this lab another name, or remove that lab on its host (nslab destroy --name %s there)", strings.Join(others, "; "), c.Plan.Lab)
 	}
 	if len(present) == len(c.Plan.Shares) {
 		return nil, fmt.Errorf("lab %s is already deployed on every host (%s): destroy it first", c.Plan.Lab, strings.Join(present, ", "))
@@ -46,14 +50,20 @@ func (c *Coordinator) Deploy(ctx context.Context) ([]Result, error) {
 	return res, fmt.Errorf("%w\nevery host's share was taken back", err)
 }
 
-// Destroy removes every host's share; a host without one is no error.
+// Destroy removes every host's share; a host without one is no error. A
+// host whose lab of this name was deployed from another file is left as
+// it is, and named in the error.
 func (c *Coordinator) Destroy(ctx context.Context) ([]Result, error) {
-	present, err := c.present(ctx)
+	present, others, err := c.present(ctx)
 	if err != nil {
 		return nil, err
 	}
 	res, err := c.RunOn(ctx, present, "destroy", NameArg)
-	return res, errors.Join(err, resultErrors("destroy", Failed(res)))
+	err = errors.Join(err, resultErrors("destroy", Failed(res)))
+	if len(others) > 0 {
+		err = errors.Join(err, fmt.Errorf("%s: left as it is", strings.Join(others, "; ")))
+	}
+	return res, err
 }
 
 // destroyOn destroys the lab on hosts.
@@ -62,19 +72,38 @@ func (c *Coordinator) destroyOn(ctx context.Context, hosts []string) error {
 	return errors.Join(err, resultErrors("destroy", Failed(res)))
 }
 
-// present lists the hosts where the lab (or a part of it) is deployed.
-func (c *Coordinator) present(ctx context.Context) ([]string, error) {
-	res, err := c.Run(ctx, "inspect", NameArg)
+// present lists the hosts where this lab (or a part of it) is deployed:
+// a lab of its name deployed from the plan's file. A lab of the same name
+// deployed there from another file, or for an owner other than a person
+// (a Kubernetes Lab's share), is another lab: others says so, host by
+// host, and nothing here touches it.
+func (c *Coordinator) present(ctx context.Context) (mine, others []string, err error) {
+	res, err := c.Run(ctx, "inspect", NameArg, JSONArg)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var out []string
 	for _, r := range res {
-		if r.Code == 0 {
-			out = append(out, r.Host)
+		if r.Code != 0 {
+			continue
+		}
+		var info struct {
+			File   string `json:"file"`
+			SHA256 string `json:"sha256"`
+			Owner  string `json:"owner"`
+		}
+		if err := json.Unmarshal([]byte(r.Stdout), &info); err != nil {
+			return nil, nil, &HostError{r.Host, "read what lab " + c.Plan.Lab + " is there", err}
+		}
+		switch {
+		case info.Owner != "":
+			others = append(others, fmt.Sprintf("host %s holds another lab named %s, deployed for %s", r.Host, c.Plan.Lab, info.Owner))
+		case info.SHA256 != "" && info.SHA256 != c.Plan.FileSHA:
+			others = append(others, fmt.Sprintf("host %s holds another lab named %s, deployed from %s (sha256 %s, this file's %s)", r.Host, c.Plan.Lab, info.File, short(info.SHA256), short(c.Plan.FileSHA)))
+		default:
+			mine = append(mine, r.Host)
 		}
 	}
-	return out, nil
+	return mine, others, nil
 }
 
 // reachable lists the hosts that err does not name as unreachable.

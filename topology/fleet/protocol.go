@@ -78,6 +78,12 @@ const (
 	QuietArg = "@quiet"
 	// RemoteArg lets a bench ask for the hops on other hosts (AskFD).
 	RemoteArg = "@remote"
+	// OwnerArg, followed by the owner, deploys, applies or destroys for
+	// that owner (see Owned): a lab of the same name another owner
+	// deployed is left alone (ExitNotOwner).
+	OwnerArg = "@owner="
+	// JSONArg asks a verb for its JSON (--format json).
+	JSONArg = "@json"
 )
 
 // Response is an agent's answer. Error is set when the call itself failed
@@ -129,3 +135,11 @@ func (s *stream) send(v any) error {
 }
 
 func (s *stream) recv(v any) error { return s.dec.Decode(v) }
+
+// ExitNotOwner is the exit code of nslab destroy or apply --owner when the
+// lab of that name here is another owner's, left alone: the agent acting
+// for the owner asked then never built a share of it here.
+const ExitNotOwner = 3
+
+// Owned is the stand-in of a verb run for owner.
+func Owned(owner string) string { return OwnerArg + owner }

@@ -139,11 +139,11 @@ func (a *Agent) build(ctx context.Context, l *Lab, key, host string) error {
 		st.Phase, st.Message = Failed, "plan: "+err.Error()
 		return a.writeStatus(ctx, l, host, st)
 	}
-	args := []string{"deploy", "-q", fleet.FileArg}
+	args := []string{"deploy", "-q", fleet.Owned(l.Owner()), fleet.FileArg}
 	if prev := l.Status.Hosts[host]; prev.Phase == Deployed || a.built[key] != "" {
 		// A new plan over a share built with another (or whose apply of
 		// one failed and was undone); apply prints only what it changed.
-		args = []string{"apply", fleet.FileArg}
+		args = []string{"apply", fleet.Owned(l.Owner()), fleet.FileArg}
 	}
 	verb := args[0]
 	res, err := s.Run(ctx, args...)
@@ -171,14 +171,20 @@ func (a *Agent) remove(ctx context.Context, l *Lab, key, host string) error {
 	if err := s.Take(l.Plan, host, l.File); err != nil {
 		return fmt.Errorf("plan: %w", err)
 	}
-	res, err := s.Run(ctx, "destroy", fleet.FileArg)
+	res, err := s.Run(ctx, "destroy", fleet.Owned(l.Owner()), fleet.FileArg)
 	switch {
 	case err != nil:
 		return err
+	case res.Code == fleet.ExitNotOwner:
+		// This Lab never built a share here: the lab of its name on this
+		// node is another's (another namespace's Lab of the same name,
+		// or a person's). It is left alone, and the finalizer comes off.
+		fmt.Fprintf(a.Log, "nslab agent: node %s: Lab %s: host %s: no share of this Lab here (%s): nothing removed\n", a.Node, key, host, lastLine(res.Stderr))
 	case res.Code != 0:
 		return fmt.Errorf("destroy: %s", lastLine(res.Stderr+res.Stdout))
+	default:
+		fmt.Fprintf(a.Log, "nslab agent: node %s: Lab %s: host %s: share removed\n", a.Node, key, host)
 	}
-	fmt.Fprintf(a.Log, "nslab agent: node %s: Lab %s: host %s: share removed\n", a.Node, key, host)
 	delete(a.built, key)
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		u, err := a.Client.Resource(Labs).Namespace(l.Namespace).Get(ctx, l.Name, metav1.GetOptions{})

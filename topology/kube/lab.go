@@ -198,3 +198,11 @@ func fromMap(m map[string]any, v any) error {
 	}
 	return json.Unmarshal(data, v)
 }
+
+// Owner is who a node's share of this Lab is deployed for, as nslab's
+// hidden --owner records it: the Lab's namespace, name and UID, so that a
+// Lab of the same name in another namespace, or made again later, never
+// removes or changes this one's share.
+func (l *Lab) Owner() string {
+	return fmt.Sprintf("Kubernetes Lab %s/%s (uid %s)", l.Namespace, l.Name, l.UID)
+}

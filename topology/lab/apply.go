@@ -73,6 +73,9 @@ func (m *Manager) Apply(ctx context.Context, lab *spec.Lab) (*ApplyResult, error
 		return nil, err
 	}
 	defer unlock()
+	if err := m.checkOwner(lab.Name); err != nil {
+		return nil, err
+	}
 	st, err := m.Recorded(lab.Name)
 	if err != nil {
 		return nil, err

@@ -98,7 +98,7 @@ func (m *Manager) Deploy(ctx context.Context, lab *spec.Lab) (*DeployResult, err
 		abs = lab.File
 	}
 	st := &state.State{
-		Version: state.Version, Lab: lab.Name, File: abs, SHA256: lab.SHA256,
+		Version: state.Version, Lab: lab.Name, File: abs, SHA256: lab.SHA256, Owner: m.Owner,
 		Source: string(lab.Source), Phase: state.PhaseDeploying, PID: os.Getpid(), Started: start,
 		Unplaced: lab.Unplaced, Host: lab.OnHost(), Tunnels: tunnelRecords(lab),
 	}
@@ -154,6 +154,9 @@ func (m *Manager) preflight(lab *spec.Lab) error {
 	if st != nil {
 		if st.Phase == state.PhaseDeploying && !state.Alive(st.PID) {
 			return &ConflictError{Problems: []string{fmt.Sprintf("a deploy of lab %s was interrupted (pid %d is gone): destroy the lab to clean up", lab.Name, st.PID)}, Destroy: lab.Name}
+		}
+		if st.Owner != m.Owner {
+			return &ConflictError{Problems: []string{fmt.Sprintf("another lab named %s is deployed here (since %s, from %s, %s): it was left as it is; give this lab another name", lab.Name, st.Started.Format(time.RFC3339), st.File, ownerWords(st.Owner))}, AlreadyDeployed: true}
 		}
 		return &ConflictError{Problems: []string{fmt.Sprintf("lab %s is already deployed (since %s, from %s): destroy it first", lab.Name, st.Started.Format(time.RFC3339), st.File)}, AlreadyDeployed: true, Destroy: lab.Name}
 	}

@@ -52,6 +52,9 @@ func (m *Manager) Destroy(labName string) (*DestroyReport, error) {
 }
 
 func (m *Manager) destroyLocked(labName string) (*DestroyReport, error) {
+	if err := m.checkOwner(labName); err != nil {
+		return nil, err
+	}
 	rep := &DestroyReport{Lab: labName, held: newHolder()}
 	defer rep.held.release()
 	st, records, err := m.destroyRecords(labName, rep)

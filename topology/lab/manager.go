@@ -37,6 +37,13 @@ type Manager struct {
 	Sysfs    string        // where sysfs is, for SR-IOV; default /sys
 	VFs      sriov.Control // PF-side VF settings; default netlink on the PF
 
+	// Owner is who this manager deploys and destroys for ("": a person):
+	// a deploy records it, and a destroy touches a lab only when the lab
+	// records the same owner, so that an agent acting for one Kubernetes
+	// Lab never removes a same-named lab another Lab, or a person, deployed
+	// (see NotOwnerError).
+	Owner string
+
 	// Ephemeral lets a deploy mount its namespaces where they go with
 	// this process (a benchmark in a mount namespace of its own, which
 	// deploys and destroys as library calls): deploy then skips

@@ -39,7 +39,7 @@ func (m *Store) List() ([]inspect.Summary, error) {
 		if phase == state.PhaseDeploying && !state.Alive(st.PID) {
 			phase = "interrupted"
 		}
-		out = append(out, inspect.Summary{Lab: l, File: st.File, Phase: phase, Nodes: len(st.Namespaces), Deployed: st.Deployed})
+		out = append(out, inspect.Summary{Lab: l, File: st.File, SHA256: st.SHA256, Owner: st.Owner, Phase: phase, Nodes: len(st.Namespaces), Deployed: st.Deployed})
 	}
 	return out, nil
 }
@@ -59,7 +59,7 @@ func (m *Store) Inspect(labName string) (*inspect.LabInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	info := &inspect.LabInfo{Lab: st.Lab, File: st.File, Phase: st.Phase, Deployed: st.Deployed}
+	info := &inspect.LabInfo{Lab: st.Lab, File: st.File, SHA256: st.SHA256, Owner: st.Owner, Phase: st.Phase, Deployed: st.Deployed}
 	for _, s := range st.Services {
 		if s.Index < 0 {
 			continue // a node's routing daemons: see inspect.NodeInfo.Routing

@@ -27,6 +27,8 @@ import (
 type Summary struct {
 	Lab      string    `json:"lab"`
 	File     string    `json:"file,omitempty"`
+	SHA256   string    `json:"sha256,omitempty"`
+	Owner    string    `json:"owner,omitempty"`
 	Phase    string    `json:"phase"` // deployed, deploying, interrupted, orphaned (markers but no state)
 	Nodes    int       `json:"nodes"`
 	Deployed time.Time `json:"deployed,omitzero"`
@@ -44,6 +46,8 @@ type LabInfo struct {
 	Services []ServiceInfo `json:"services,omitempty"`
 	Lab      string        `json:"lab"`
 	File     string        `json:"file"`
+	SHA256   string        `json:"sha256,omitempty"` // of the file as deployed: the lab's identity with its name
+	Owner    string        `json:"owner,omitempty"`  // who it was deployed for ("": a person)
 	Phase    string        `json:"phase"`
 	Deployed time.Time     `json:"deployed,omitzero"`
 	Nodes    []NodeInfo    `json:"nodes"`

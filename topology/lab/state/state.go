@@ -31,11 +31,16 @@ const (
 // any point can be undone, and it carries the topology file's contents so
 // that destroy and inspect work when the file has changed or is gone.
 type State struct {
-	Version    int        `json:"version"`
-	Lab        string     `json:"lab"`
-	File       string     `json:"file"`   // absolute path at deploy time
-	SHA256     string     `json:"sha256"` // of the file's contents
-	Source     string     `json:"source"` // the file's contents as deployed
+	Version int    `json:"version"`
+	Lab     string `json:"lab"`
+	File    string `json:"file"`   // absolute path at deploy time
+	SHA256  string `json:"sha256"` // of the file's contents
+	Source  string `json:"source"` // the file's contents as deployed
+	// Owner is who deployed the lab when something other than a person
+	// did ("kubernetes Lab ns1/foo uid ..." for a Kubernetes agent's
+	// share); "": a person or a coordinator over SSH. A destroy for
+	// another owner leaves the lab alone (lab.Manager.Owner).
+	Owner      string     `json:"owner,omitempty"`
 	Phase      string     `json:"phase"`
 	PID        int        `json:"pid"`
 	Started    time.Time  `json:"started"`
