@@ -100,6 +100,9 @@ func benchCommand(run func(context.Context, *benchOptions) error) *cli.Command {
 		if err == nil {
 			bo, err = readBaselineOptions(c, &req.Repeat)
 		}
+		if err == nil && !c.IsSet("margin") && req.Traffic != nil && req.Traffic.Margin > 0 {
+			bo.Margin = 100 * req.Traffic.Margin // the run's margin: key, as --margin would give it
+		}
 		return &benchOptions{Request: req, Manager: manager(c), DryRun: c.Bool("dry-run"), ResultsFile: c.String("out"),
 			Plot: c.String("plot"), Format: c.String("format"), Live: c.String("live"), Quiet: c.Bool("quiet"), Out: c.App.Writer, ErrOut: c.App.ErrWriter, Baseline: bo}, err
 	}, run, runBench)

@@ -64,6 +64,9 @@ func (req Request) plan() stats.Plan {
 		}
 	}
 	margin := req.Margin
+	if margin == 0 && req.Traffic != nil {
+		margin = req.Traffic.Margin // the run's margin: key; --margin sets req.Margin
+	}
 	switch {
 	case margin > 0:
 	case req.Duet:

@@ -26,7 +26,7 @@ func (c *Coordinator) Deploy(ctx context.Context) ([]Result, error) {
 		return nil, err
 	}
 	if len(others) > 0 {
-		return nil, fmt.Errorf("%s; nothing was made: give this lab another name, or remove that lab on its host (nslab destroy --name %s there)", strings.Join(others, "; "), c.Plan.Lab)
+		return nil, fmt.Errorf("%s; nothing was made: give this lab another name, or remove that lab on its host first", strings.Join(others, "; "))
 	}
 	if len(present) == len(c.Plan.Shares) {
 		return nil, fmt.Errorf("lab %s is already deployed on every host (%s): destroy it first", c.Plan.Lab, strings.Join(present, ", "))

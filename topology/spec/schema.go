@@ -360,6 +360,7 @@ var trafficDef = mapping{def: "traffic", title: "a traffic run", required: []str
 	{"count", "integer: packets per thread", intRange(1, 1<<62)},
 	{"duration", "duration (10s)", text},
 	{"rate", "max (default), a packet rate (200kpps) or a bit rate in whole Mbit (500Mbit)", text},
+	{"margin", "percentage (2%): what \"no change\" means when the run's variants are compared or it is held to a baseline; default 2% in a duet, 3% in sequential pairs, 1% against a baseline; a bench's margin option overrides it", text},
 	{"threads", "integer 1-64, default 1: sending threads", intRange(1, 64)},
 	{"cpus", "CPU set: one pinned sending thread per CPU", cpuSet},
 	{"engine", "auto (default), pktgen, userspace or xdp (full speed only; the receiving veth needs an XDP program or GRO)", enum(Engines...)},

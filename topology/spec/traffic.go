@@ -50,6 +50,10 @@ type Traffic struct {
 	Group string
 	// TCP makes the run TCP flows instead of UDP frames; nil: UDP.
 	TCP *TCP
+	// Margin is what "no change" means when this run's variants are
+	// compared or it is held to a baseline (a fraction: 0.02 for 2%); 0:
+	// the default of the set-up. bench's --margin overrides it.
+	Margin float64
 }
 
 // TCP is a traffic run's TCP flows: Flows connections from the sender's
@@ -102,6 +106,15 @@ func (r *reporter) parseTraffic(v *yaml.Node, path string) *Traffic {
 		t.Frames = []int{t.Mix.Largest()}
 	}
 	r.trafficLength(f, t)
+	if e, ok := f["margin"]; ok {
+		if s, ok := r.str(e.v, e.path, "a percentage such as 2%"); ok {
+			p, err := units.ParsePercent(s)
+			if err != nil || p <= 0 || p >= 100 {
+				r.errf(e.path, "margin %q: a percentage above 0 and below 100, such as 2%%", s)
+			}
+			t.Margin = p / 100
+		}
+	}
 	r.trafficSenders(f, t)
 	r.trafficFlows(f, t)
 	r.trafficXDP(f, t)
