@@ -68,7 +68,15 @@ func (r *Opened) Learn() error {
 		if err != nil {
 			return fmt.Errorf("read the qdiscs of %s: %w", n.Name, err)
 		}
-		r.Differences = append(r.Differences, qs...)
+		rs, err := ruleDifferences(node.Handle, n)
+		if err != nil {
+			return fmt.Errorf("read the rules of %s: %w", n.Name, err)
+		}
+		fw, err := netfilterDifferences(node, r.Lab.Name, n)
+		if err != nil {
+			return fmt.Errorf("read the NAT and firewall rules of %s: %w", n.Name, err)
+		}
+		r.Differences = append(append(append(r.Differences, qs...), rs...), fw...)
 	}
 	return nil
 }
