@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strings"
 
 	"github.com/nslab/nslab/topology/lab"
@@ -18,6 +19,7 @@ type applyOptions struct {
 	Manager *lab.Manager
 	DryRun  bool
 	Out     io.Writer
+	Err     io.Writer // where a note goes that the lab came from another file
 }
 
 func applyCommand(run func(context.Context, *applyOptions) error) *cli.Command {
@@ -29,13 +31,20 @@ func applyCommand(run func(context.Context, *applyOptions) error) *cli.Command {
 	}
 	return command("apply", "make a deployed lab what its edited file says, changing only what differs (atomic: on failure or Ctrl-C the lab is as before)", "[FILE]", flags, func(c *cli.Context) (*applyOptions, error) {
 		l, err := readPart(c)
-		return &applyOptions{Lab: l, Manager: manager(c), DryRun: c.Bool("dry-run"), Out: c.App.Writer}, err
+		return &applyOptions{Lab: l, Manager: manager(c), DryRun: c.Bool("dry-run"), Out: c.App.Writer, Err: c.App.ErrWriter}, err
 	}, run, runApply)
 }
 
 func runApply(ctx context.Context, o *applyOptions) error {
 	if o.DryRun {
 		return printScript(o.Out)(o.Manager.ApplyScript(o.Lab))
+	}
+	if st, err := o.Manager.Store().LoadState(o.Lab.Name); err == nil && st != nil && o.Err != nil {
+		// Applying is the way on from another file: say so when the lab
+		// came from another path (an edit of the same file needs no word).
+		if abs, err := filepath.Abs(o.Lab.File); err == nil && abs != st.File && st.SHA256 != o.Lab.SHA256 {
+			fmt.Fprintf(o.Err, "nslab: lab %s was deployed from %s (sha256 %.12s); applying %s (sha256 %.12s) makes it what this file says\n", o.Lab.Name, st.File, st.SHA256, o.Lab.File, o.Lab.SHA256)
+		}
 	}
 	if err := lab.CheckPrivileges(); err != nil {
 		return err

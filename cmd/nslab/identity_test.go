@@ -69,6 +69,7 @@ func TestPrivilegedLabIdentity(t *testing.T) {
 		{"metrics", "--once", file},
 		{"inspect", file},
 		{"node", "stop", "-t", file, "server"},
+		{"link", "down", "-t", file, "router:wan0"},
 		{"impair", "-t", file, "client:eth0", "--rate", "1Mbit"},
 		{"destroy", file},
 	} {
