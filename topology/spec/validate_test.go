@@ -109,7 +109,7 @@ var ruleCases = []struct {
 	{"expect unknown source", base + "expect: {reachable: [\"b:e9 -> a\"]}\n", "x.yaml:11:22: expect.reachable[0]", "e9 is no interface of b"},
 	{"expect unknown target", base + "expect: {unreachable: [\"b:lo -> a:e9\"]}\n", "x.yaml:11:24: expect.unreachable[0]", "e9 is no interface of a"},
 	{"alias bomb", "name: t\na: &a [x, x]\nb: &b [*a, *a]\nnodes: {}\n", "x.yaml:3:8", "aliases are refused"},
-	{"yaml syntax", "name: t\nnodes:\n  a: b\n c: d\n", "x.yaml:4:2", "YAML syntax: indented 1 spaces, like no key above it (0, 2)"},
+	{"yaml syntax", "name: t\nnodes:\n  a: b\n c: d\n", "x.yaml:4:2", "YAML syntax: indented 1 space, like no key above it (0, 2)"},
 	{"two documents", base + "---\nname: u\n", "x.yaml:11:1", "second YAML document"},
 	{"empty file", "", "x.yaml: ", "file is empty"},
 	{"oversize file", base + "#" + strings.Repeat("x", MaxFileSize) + "\n", "x.yaml: ", "at most 67108864 bytes"},
