@@ -238,3 +238,31 @@ func TestPrivilegedCheckLacksRulesAndFirewall(t *testing.T) {
 		}
 	}
 }
+
+// TestPrivilegedCollisionNamesTheOtherLab: a deploy whose namespaces are
+// another nslab lab's is refused naming that lab and the command that
+// removes it, and the other lab is left as it is.
+func TestPrivilegedCollisionNamesTheOtherLab(t *testing.T) {
+	labtest.SkipUnlessRoot(t)
+	c := newCLI(t)
+	first, name := labFile(t, "pair.yaml")
+	t.Cleanup(func() { c.run("destroy", "--name", name) })
+	if code, out, errOut := c.run("deploy", first); code != 0 {
+		t.Fatalf("deploy: %d %s %s", code, out, errOut)
+	}
+	data, err := os.ReadFile(first)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other := labtest.Name("o")
+	second := filepath.Join(t.TempDir(), "second.yaml")
+	os.WriteFile(second, []byte(strings.Replace(string(data), "name: "+name+"\n", "name: "+other+"\n", 1)), 0o644)
+	t.Cleanup(func() { c.run("destroy", "--name", other) })
+	code, out, errOut := c.run("deploy", second)
+	if code == 0 || !strings.Contains(errOut, "namespace "+name+"-ns1 (node ns1) is node ns1 of nslab lab "+name) || !strings.Contains(errOut, "(nslab destroy --name "+name+")") {
+		t.Errorf("deploy over another lab's namespaces: %d %s %s", code, out, errOut)
+	}
+	if code, out, _ := c.run("inspect", "--name", name); code != 0 || !strings.Contains(out, name+"-ns1") {
+		t.Errorf("the other lab was touched: %d %s", code, out)
+	}
+}

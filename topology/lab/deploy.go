@@ -161,6 +161,7 @@ func (m *Manager) preflight(lab *spec.Lab) error {
 		return &ConflictError{Problems: []string{fmt.Sprintf("lab %s is already deployed (since %s, from %s): destroy it first", lab.Name, st.Started.Format(time.RFC3339), st.File)}, AlreadyDeployed: true, Destroy: lab.Name}
 	}
 	var problems []string
+	others := map[string]bool{} // the other nslab labs whose namespaces are in the way
 	for _, n := range lab.Nodes {
 		name := lab.Namespace(n.Name)
 		exists, err := ns.Exists(m.netnsDir(), name)
@@ -171,11 +172,12 @@ func (m *Manager) preflight(lab *spec.Lab) error {
 			continue
 		}
 		o, err := m.Store().OwnerOf(name)
-		who := "not created by nslab"
-		if err == nil {
-			who = o.String()
+		if err == nil && o.Lab != "" {
+			others[o.Lab] = true
+			problems = append(problems, fmt.Sprintf("namespace %s (node %s) is %s: nslab will not touch it; destroy that lab, or give this one another namespace prefix", name, n.Name, o))
+			continue
 		}
-		problems = append(problems, fmt.Sprintf("namespace %s (node %s) already exists (%s): nslab will not touch it; remove it yourself, or set prefix: in the file to use other names", name, n.Name, who))
+		problems = append(problems, fmt.Sprintf("namespace %s (node %s) already exists (not created by nslab): nslab will not touch it; remove it yourself, or give this lab another namespace prefix", name, n.Name))
 	}
 	problems = append(problems, m.checkPFs(lab)...)
 	problems = append(problems, m.checkPlacement(lab)...)
@@ -187,6 +189,11 @@ func (m *Manager) preflight(lab *spec.Lab) error {
 	problems = append(problems, m.checkRootless(lab)...)
 	if p := ensureFiles(len(lab.Nodes)); p != "" {
 		problems = append(problems, p)
+	}
+	if len(problems) > 0 && len(others) == 1 {
+		for other := range others {
+			return &ConflictError{Problems: problems, Destroy: other}
+		}
 	}
 	if len(problems) > 0 {
 		return &ConflictError{Problems: problems}
