@@ -26,6 +26,7 @@ func applyCommand(run func(context.Context, *applyOptions) error) *cli.Command {
 	flags := []cli.Flag{
 		hostFlag(),
 		topoFlag(),
+		prefixFlag(),
 		ownerFlag(),
 		&cli.BoolFlag{Name: "dry-run", Usage: "print the steps taken back and the steps made, with their shell lines, and change nothing"},
 	}

@@ -49,6 +49,7 @@ func benchCommand(run func(context.Context, *benchOptions) error) *cli.Command {
 	flags := append([]cli.Flag{
 		hostFlag(),
 		topoFlag(),
+		prefixFlag(),
 		asDeployedFlag(),
 		&cli.StringSliceFlag{Name: "traffic", Usage: "traffic run or group `NAME` (default: the first run); several (--traffic ab --traffic ba) run together"},
 		&cli.DurationFlag{Name: "duration", Usage: "override the run's duration", DefaultText: "the run's duration: in the file, 10s for a run given by --from and --to"},

@@ -35,6 +35,7 @@ func checkCommand(run func(context.Context, *checkOptions) error) *cli.Command {
 	flags := []cli.Flag{
 		hostFlag(),
 		topoFlag(),
+		prefixFlag(),
 		asDeployedFlag(),
 		&cli.DurationFlag{Name: "timeout", Value: time.Second, Usage: "wait per echo"},
 		&cli.IntFlag{Name: "tries", Value: 2, Usage: "echoes per pair until one answers"},

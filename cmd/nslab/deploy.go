@@ -32,6 +32,7 @@ func deployCommand(run func(context.Context, *deployOptions) error) *cli.Command
 	flags := []cli.Flag{
 		hostFlag(),
 		topoFlag(),
+		prefixFlag(),
 		ownerFlag(),
 		&cli.BoolFlag{Name: "dry-run", Usage: "print the equivalent iproute2/sysctl shell script, step for step, and change nothing"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: fmt.Sprintf("no progress line (shown on a terminal for a lab of more than %d nodes)", progressNodes)},

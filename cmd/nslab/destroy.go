@@ -33,6 +33,7 @@ type destroyOptions struct {
 func destroyCommand(run func(context.Context, *destroyOptions) error) *cli.Command {
 	flags := []cli.Flag{
 		topoFlag(),
+		prefixFlag(),
 		asDeployedFlag(),
 		ownerFlag(),
 		&cli.StringFlag{Name: "name", Usage: "lab `NAME`"},

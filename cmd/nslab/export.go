@@ -33,6 +33,7 @@ func exportCommand(run func(context.Context, *exportOptions) error) *cli.Command
 			"placement, SR-IOV VFs, traffic runs) is named on standard error.",
 		Flags: []cli.Flag{
 			topoFlag(),
+			prefixFlag(),
 			&cli.StringFlag{Name: "format", Value: "containerlab", Usage: "containerlab"},
 			&cli.StringFlag{Name: "image", Value: export.DefaultImage, Usage: "container `IMAGE` of every node (it needs iproute2, and tc and nft where the lab uses them)"},
 			&cli.StringFlag{Name: "frr-image", Value: export.DefaultFRRImage, Usage: "container `IMAGE` of the nodes that run FRR (with --dir)"},

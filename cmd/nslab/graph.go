@@ -20,6 +20,7 @@ type graphOptions struct {
 func graphCommand(run func(context.Context, *graphOptions) error) *cli.Command {
 	flags := []cli.Flag{
 		topoFlag(),
+		prefixFlag(),
 		&cli.StringFlag{Name: "format", Value: "text", Usage: "text, dot or mermaid"},
 	}
 	return command("graph", "draw a lab from its file (no deploy needed): text for the terminal, Graphviz dot, or Mermaid", "[FILE]", flags, func(c *cli.Context) (*graphOptions, error) {

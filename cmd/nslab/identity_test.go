@@ -266,3 +266,53 @@ func TestPrivilegedCollisionNamesTheOtherLab(t *testing.T) {
 		t.Errorf("the other lab was touched: %d %s", code, out)
 	}
 }
+
+// TestPrivilegedPrefixBeside: bgp-pair.yaml as the example has it (nodes
+// h1, h2, r1, r2, no prefix) beside another lab whose nodes are h1 and h2:
+// nslab test is refused naming that lab; with --prefix it deploys beside
+// it, passes 5 of 5, and leaves the other lab as it was.
+func TestPrivilegedPrefixBeside(t *testing.T) {
+	file, name := routingLab(t, "bgp-pair.yaml")
+	t.Parallel() // waits on BGP's timers: alongside the other waiting tests
+	c := newCLI(t)
+	data, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain := filepath.Join(t.TempDir(), "bgp.yaml")
+	os.WriteFile(plain, regexp.MustCompile(`(?m)^prefix: .*\n`).ReplaceAll(data, nil), 0o644)
+	other := labtest.Name("h")
+	otherFile := filepath.Join(t.TempDir(), "other.yaml")
+	os.WriteFile(otherFile, []byte("name: "+other+"\nnodes:\n  h1:\n    interfaces:\n      e0: {addresses: [10.77.0.1/24]}\n  h2:\n    interfaces:\n      e0: {addresses: [10.77.0.2/24]}\nlinks:\n  - endpoints: [h1:e0, h2:e0]\n"), 0o644)
+	t.Cleanup(func() { c.run("destroy", "--name", other) })
+	if code, out, errOut := c.run("deploy", otherFile); code != 0 {
+		t.Fatalf("deploy the other lab: %d %s %s", code, out, errOut)
+	}
+	before := inspectJSON(t, c, other)
+	code, out, errOut := c.run("test", plain)
+	if code == 0 || !strings.Contains(errOut, "namespace h1 (node h1) is node h1 of nslab lab "+other) {
+		t.Errorf("test beside a lab with h1 and h2: %d %s %s", code, out, errOut)
+	}
+	t.Cleanup(func() { c.run("destroy", "--name", name) })
+	code, out, errOut = c.run("test", "--prefix", name+"p-", plain)
+	if code != 0 || !strings.Contains(out, "5 of 5 tests passed") {
+		t.Errorf("test --prefix beside it: %d %s %s", code, out, errOut)
+	}
+	if after := inspectJSON(t, c, other); after != before {
+		t.Errorf("the other lab changed:\nbefore %s\nafter  %s", before, after)
+	}
+	// Deployed with --prefix, the verbs after it find the lab without it;
+	// another prefix names namespaces it does not have, and is refused.
+	if code, out, errOut := c.run("deploy", "--prefix", name+"q-", plain); code != 0 {
+		t.Fatalf("deploy --prefix: %d %s %s", code, out, errOut)
+	}
+	if code, out, errOut := c.run("inspect", plain); code != 0 || !strings.Contains(out, name+"q-r1") {
+		t.Errorf("inspect without --prefix after deploy --prefix: %d %s %s", code, out, errOut)
+	}
+	if _, _, errOut := c.run("path", plain, "h1", "10.1.0.1"); strings.Contains(errOut, "does not exist") || strings.Contains(errOut, "not node") {
+		t.Errorf("path without --prefix after deploy --prefix looked for other namespaces: %s", errOut)
+	}
+	if code, _, errOut := c.run("check", "--prefix", "zz-", plain); code != 2 || !strings.Contains(errOut, `is deployed here with the prefix "`+name+`q-"`) {
+		t.Errorf("check with another prefix: %d %s", code, errOut)
+	}
+}

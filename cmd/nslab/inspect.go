@@ -23,6 +23,7 @@ type inspectOptions struct {
 func inspectCommand(run func(context.Context, *inspectOptions) error) *cli.Command {
 	flags := []cli.Flag{
 		topoFlag(),
+		prefixFlag(),
 		asDeployedFlag(),
 		&cli.StringFlag{Name: "name", Usage: "lab `NAME`"},
 		&cli.StringFlag{Name: "format", Value: "table", Usage: "table or json"},

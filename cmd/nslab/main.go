@@ -160,6 +160,7 @@ func newApp(commands ...*cli.Command) *cli.App {
 			&cli.StringFlag{Name: "ssh-config", Usage: "ssh's configuration `FILE` (ssh -F) for reaching the hosts of a lab that spans hosts, instead of ~/.ssh/config"},
 			&cli.StringFlag{Name: "inventory", Usage: "an Ansible inventory `FILE` (INI) naming how to reach each host of a lab that spans hosts (ansible_host, ansible_user, ansible_port), instead of their ssh:"},
 			&cli.StringFlag{Name: "sysfs", Value: "", Usage: "where sysfs is, for SR-IOV (default /sys)", Hidden: true, EnvVars: []string{"NSLAB_SYSFS"}},
+			prefixFlag(),
 		},
 		Commands:       withUsageErrors(withHelp(commands)),
 		Action:         unknownVerb,
@@ -369,7 +370,9 @@ func topoPath(c *cli.Context) (string, error) {
 	return "", cli.Exit("no topology file: give -t FILE", 2)
 }
 
-// readLab reads and validates the lab of -t FILE (or the first argument).
+// readLab reads and validates the lab of -t FILE (or the first argument),
+// with the namespace prefix --prefix gives, or the one its lab was
+// deployed with.
 func readLab(c *cli.Context) (*spec.Lab, error) {
 	path, err := topoPath(c)
 	if err != nil {
@@ -377,6 +380,9 @@ func readLab(c *cli.Context) (*spec.Lab, error) {
 	}
 	l, err := spec.ReadFile(path)
 	if err != nil {
+		return nil, err
+	}
+	if err := applyPrefix(c, manager(c), l); err != nil {
 		return nil, err
 	}
 	walk.CheckPaths(l) // the runs the file's routes take nowhere: findings, not refusals
@@ -410,4 +416,49 @@ func partOf(c *cli.Context, l *spec.Lab) (*spec.Lab, error) {
 		return nil, cli.Exit(err.Error(), 2)
 	}
 	return p, nil
+}
+
+// prefixFlag is --prefix P: the lab's namespaces are P and the node's
+// name, whatever prefix: its file gives, so that a lab deploys beside
+// another whose nodes have the same names without editing its file. A
+// global option, and one of every verb that takes a file.
+func prefixFlag() *cli.StringFlag {
+	return &cli.StringFlag{Name: "prefix", Usage: "name the lab's namespaces `P` and the node's name instead of the file's prefix: (to deploy it beside a lab with the same node names); the verbs after deploy find it by itself"}
+}
+
+// prefixOf is --prefix, given before the verb or after it.
+func prefixOf(c *cli.Context) (string, bool) {
+	for _, x := range c.Lineage() {
+		if x.IsSet("prefix") {
+			return x.String("prefix"), true
+		}
+	}
+	return "", false
+}
+
+// applyPrefix gives lab l the namespace prefix --prefix asks for, or,
+// without it, the one the lab of its name was deployed with here (so
+// that every verb after deploy --prefix finds its namespaces). A prefix
+// other than the deployed lab's is refused: it names namespaces that lab
+// does not have.
+func applyPrefix(c *cli.Context, m *lab.Manager, l *spec.Lab) error {
+	p, given := prefixOf(c)
+	st, _ := m.Store().LoadState(l.Name)
+	deployed := l.Prefix // the file's, unless the state records another
+	if st != nil && st.Prefix != "" {
+		deployed = st.Prefix
+	}
+	switch {
+	case given && st != nil && deployed != p:
+		return cli.Exit(fmt.Sprintf("--prefix %s: lab %s is deployed here with the prefix %q (its namespaces are %q and a node's name): leave --prefix out, or give that one", p, l.Name, deployed, deployed), 2)
+	case given:
+		if err := l.WithPrefix(p); err != nil {
+			return cli.Exit("--prefix: "+err.Error(), 2)
+		}
+	case st != nil && st.Prefix != "" && st.Prefix != l.Prefix:
+		if err := l.WithPrefix(st.Prefix); err != nil {
+			return err
+		}
+	}
+	return nil
 }

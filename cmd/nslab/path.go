@@ -32,6 +32,7 @@ func pathCommand(run func(context.Context, *pathOptions) error) *cli.Command {
 	flags := []cli.Flag{
 		hostFlag(),
 		topoFlag(),
+		prefixFlag(),
 		asDeployedFlag(),
 		&cli.StringFlag{Name: "format", Value: "table", Usage: "table or json"},
 		&cli.StringFlag{Name: "proto", Usage: "the packet's protocol, for the NAT and firewall rules on the way: icmp, tcp or udp (default: an ICMP echo)"},
@@ -54,6 +55,9 @@ func readPath(c *cli.Context) (*pathOptions, error) {
 	}
 	whole, err := spec.ReadFile(path)
 	if err != nil {
+		return nil, err
+	}
+	if err := applyPrefix(c, manager(c), whole); err != nil {
 		return nil, err
 	}
 	l, err := partOf(c, whole)

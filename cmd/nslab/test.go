@@ -41,6 +41,7 @@ func testCommand(run func(context.Context, *testOptions) error) *cli.Command {
 	flags := append([]cli.Flag{
 		hostFlag(),
 		topoFlag(),
+		prefixFlag(),
 		asDeployedFlag(),
 		&cli.StringFlag{Name: "format", Value: "table", Usage: "table or json (one document: tests, summary, ok)"},
 		&cli.BoolFlag{Name: "tap", Usage: "print the results as TAP version 13 instead"},

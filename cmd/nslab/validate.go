@@ -22,7 +22,7 @@ type validateOptions struct {
 }
 
 func validateCommand(run func(context.Context, *validateOptions) error) *cli.Command {
-	flags := []cli.Flag{topoFlag()}
+	flags := []cli.Flag{topoFlag(), prefixFlag()}
 	return command("validate", "check a topology file without touching the machine (a traffic run the file's routes give no path is judged by the deployed lab's kernels)", "[FILE]", flags, func(c *cli.Context) (*validateOptions, error) {
 		l, err := readLab(c)
 		return &validateOptions{Lab: l, Manager: manager(c), Out: c.App.Writer}, err

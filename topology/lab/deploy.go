@@ -98,7 +98,7 @@ func (m *Manager) Deploy(ctx context.Context, lab *spec.Lab) (*DeployResult, err
 		abs = lab.File
 	}
 	st := &state.State{
-		Version: state.Version, Lab: lab.Name, File: abs, SHA256: lab.SHA256, Owner: m.Owner,
+		Version: state.Version, Lab: lab.Name, File: abs, SHA256: lab.SHA256, Owner: m.Owner, Prefix: lab.PrefixGiven(),
 		Source: string(lab.Source), Phase: state.PhaseDeploying, PID: os.Getpid(), Started: start,
 		Unplaced: lab.Unplaced, Host: lab.OnHost(), Tunnels: tunnelRecords(lab),
 	}

@@ -154,6 +154,11 @@ func (m *Manager) AsDeployed(name string) (*spec.Lab, error) {
 	if err != nil {
 		return nil, fmt.Errorf("recorded topology of lab %s: %w", name, err)
 	}
+	if st.Prefix != "" && st.Prefix != whole.Prefix {
+		if err := whole.WithPrefix(st.Prefix); err != nil {
+			return nil, err
+		}
+	}
 	if st.Host == "" {
 		return whole, nil
 	}

@@ -302,7 +302,7 @@ func (l *Lab) PartOf(host string) (*Lab, error) {
 			return nil, fmt.Errorf("host %s has no underlay: address: its node_selector: places it on a Kubernetes node, and a deploy on Kubernetes fills in that node's address; anywhere else, give hosts.%s.underlay", h.Name, h.Name)
 		}
 	}
-	p := &Lab{File: l.File, Source: l.Source, SHA256: l.SHA256, Name: l.Name, Prefix: l.Prefix, Hosts: l.Hosts,
+	p := &Lab{File: l.File, Source: l.Source, SHA256: l.SHA256, Name: l.Name, Prefix: l.Prefix, prefixGiven: l.prefixGiven, Hosts: l.Hosts,
 		Unplaced: l.Unplaced, Part: &Part{Host: host, Whole: l}}
 	for _, n := range l.Nodes {
 		if n.Host == host {
@@ -366,4 +366,33 @@ func (l *Lab) Local(name string) bool {
 	}
 	n := l.Part.Whole.Node(name)
 	return n != nil && n.Host == l.Part.Host
+}
+
+// WithPrefix gives the lab another namespace prefix than its file's (nslab's
+// --prefix), so that it deploys beside a lab whose nodes have the same
+// names. It refuses a prefix the file could not have, and one that makes
+// a namespace name too long, naming the node.
+func (l *Lab) WithPrefix(prefix string) error {
+	if !prefixRE().MatchString(prefix) || strings.HasPrefix(prefix, ".") || strings.HasPrefix(prefix, "-") {
+		return fmt.Errorf("prefix %q: use letters, digits, _, . and - only, not starting with . or -", prefix)
+	}
+	for _, n := range l.Model().Nodes {
+		if ns := prefix + n.Name; len(ns) > MaxNamespace {
+			return fmt.Errorf("prefix %q: node %s's namespace %s would be %d characters long: at most %d", prefix, n.Name, ns, len(ns), MaxNamespace)
+		}
+	}
+	l.Prefix, l.prefixGiven = prefix, true
+	if l.Part != nil && l.Part.Whole != l {
+		l.Part.Whole.Prefix, l.Part.Whole.prefixGiven = prefix, true
+	}
+	return nil
+}
+
+// PrefixGiven is the prefix WithPrefix gave the lab, for the state to
+// record; "" when it has its file's.
+func (l *Lab) PrefixGiven() string {
+	if l.prefixGiven {
+		return l.Prefix
+	}
+	return ""
 }

@@ -17,16 +17,18 @@ import (
 
 // Lab is a validated topology file.
 type Lab struct {
-	File    string  // as given to Parse, for messages
-	Source  []byte  // the file's contents, as parsed
-	SHA256  string  // of Source, hex: names the lab file in state and reports
-	Name    string  // lab name: [a-z0-9][a-z0-9-]*, at most 12 chars
-	Prefix  string  // prepended to node names to form namespace names
-	Hosts   []*Host // the machines a lab spans; none: one machine
-	Nodes   []*Node
-	Links   []*Link
-	Traffic []*Traffic
-	SRIOV   []*PF
+	File   string // as given to Parse, for messages
+	Source []byte // the file's contents, as parsed
+	SHA256 string // of Source, hex: names the lab file in state and reports
+	Name   string // lab name: [a-z0-9][a-z0-9-]*, at most 12 chars
+	Prefix string // prepended to node names to form namespace names
+	// prefixGiven: Prefix is not the file's but one given with WithPrefix.
+	prefixGiven bool
+	Hosts       []*Host // the machines a lab spans; none: one machine
+	Nodes       []*Node
+	Links       []*Link
+	Traffic     []*Traffic
+	SRIOV       []*PF
 	// Machine are the machine-wide sysctls (global net.* keys) the lab
 	// sets while it is deployed, in file order; destroy gives them back.
 	Machine []Sysctl

@@ -41,6 +41,9 @@ type State struct {
 	// share); "": a person or a coordinator over SSH. A destroy for
 	// another owner leaves the lab alone (lab.Manager.Owner).
 	Owner      string     `json:"owner,omitempty"`
+	// Prefix is the namespace prefix the lab was deployed with, when not
+	// its file's (nslab --prefix); "": the file's.
+	Prefix string `json:"prefix,omitempty"`
 	Phase      string     `json:"phase"`
 	PID        int        `json:"pid"`
 	Started    time.Time  `json:"started"`
@@ -181,6 +184,11 @@ func (st *State) Spec() (*spec.Lab, error) {
 	l, err := spec.Parse(st.File+" (as deployed)", []byte(st.Source))
 	if err != nil {
 		return nil, fmt.Errorf("recorded topology of lab %s: %w", st.Lab, err)
+	}
+	if st.Prefix != "" && st.Prefix != l.Prefix {
+		if err := l.WithPrefix(st.Prefix); err != nil {
+			return nil, fmt.Errorf("recorded topology of lab %s: %w", st.Lab, err)
+		}
 	}
 	if st.Host != "" {
 		return l.PartOf(st.Host)
