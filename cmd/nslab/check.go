@@ -65,7 +65,7 @@ func runCheck(ctx context.Context, o *checkOptions) error {
 	}
 	r, err := o.Manager.Open(o.Lab)
 	if err != nil {
-		return fmt.Errorf("lab %s is not deployed (or not completely): nslab deploy -t %s first: %w", o.Lab.Name, o.Lab.File, err)
+		return fmt.Errorf("lab %s is not deployed (or not completely): nslab deploy %s first: %w", o.Lab.Name, o.Lab.File, err)
 	}
 	defer r.Close()
 	pairs, conv, err := o.probe(ctx, r)

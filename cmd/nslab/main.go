@@ -367,7 +367,7 @@ func topoPath(c *cli.Context) (string, error) {
 	if c.NArg() > 0 {
 		return c.Args().First(), nil
 	}
-	return "", cli.Exit("no topology file: give -t FILE", 2)
+	return "", cli.Exit(fmt.Sprintf("no lab file: give it, as in nslab %s FILE (examples/ has some)", c.Command.FullName()), 2)
 }
 
 // readLab reads and validates the lab of -t FILE (or the first argument),

@@ -22,3 +22,14 @@ func TestTrafficMargin(t *testing.T) {
 		}
 	}
 }
+
+// TestNearestOnly: a unique best match is suggested; among equals
+// (ns4 against ns1, ns2, ns3) none is.
+func TestNearestOnly(t *testing.T) {
+	if got := NearestOnly("ruoter", []string{"client", "router", "server"}); got != "router" {
+		t.Errorf("ruoter: %q", got)
+	}
+	if got := NearestOnly("ns4", []string{"ns1", "ns2", "ns3"}); got != "" {
+		t.Errorf("ns4 among ns1..ns3: %q, want no guess", got)
+	}
+}

@@ -21,6 +21,25 @@ func Nearest(word string, names []string) string {
 	return best
 }
 
+// NearestOnly is Nearest when one name is more like word than every
+// other, "" when two or more are as alike (ns4 among ns1, ns2 and ns3: a
+// guess between them would mislead).
+func NearestOnly(word string, names []string) string {
+	best, score, tied := "", 0.7, false
+	for _, n := range names {
+		switch s := smetrics.JaroWinkler(word, n, 0.7, 4); {
+		case s > score:
+			best, score, tied = n, s, false
+		case s == score && best != "":
+			tied = true
+		}
+	}
+	if tied {
+		return ""
+	}
+	return best
+}
+
 // RunNames lists the file's traffic runs and groups, by name, in file
 // order.
 func (l *Lab) RunNames() []string {

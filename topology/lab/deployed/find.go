@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/nslab/nslab/topology/ns"
+	"github.com/nslab/nslab/topology/spec"
 )
 
 // FindNode resolves a node to the name of its namespace in a deployed lab.
@@ -39,7 +40,7 @@ func (m *Store) LocateNode(labName, node string) (foundLab, foundNode, nsName st
 			return "", "", "", err
 		}
 		if st == nil {
-			return "", "", "", fmt.Errorf("lab %s: %w", l, ErrNotDeployed)
+			return "", "", "", fmt.Errorf("lab %s: %w here: deploy it first (nslab deploy FILE), or see the labs deployed with nslab inspect", l, ErrNotDeployed)
 		}
 		for _, r := range st.Namespaces {
 			if r.Node == node || r.Name == node {
@@ -51,7 +52,7 @@ func (m *Store) LocateNode(labName, node string) (foundLab, foundNode, nsName st
 	switch len(matches) {
 	case 0:
 		if labName != "" {
-			return "", "", "", fmt.Errorf("lab %s has no node %s", labName, node)
+			return "", "", "", fmt.Errorf("lab %s has no node %s%s", labName, node, m.nodesOf(labName, node))
 		}
 		return "", "", "", fmt.Errorf("no deployed lab has a node %s (see nslab inspect)", node)
 	case 1:
@@ -79,4 +80,22 @@ func (m *Store) OpenNode(labName, node string) (*ns.NS, *ns.View, error) {
 		return nil, nil, err
 	}
 	return n, v, nil
+}
+
+// nodesOf says which nodes lab labName has, with the one most like node
+// when one is (a unique best match: ns4 among ns1, ns2 and ns3 is none).
+func (m *Store) nodesOf(labName, node string) string {
+	st, err := m.LoadState(labName)
+	if err != nil || st == nil || len(st.Namespaces) == 0 {
+		return ""
+	}
+	var names []string
+	for _, r := range st.Namespaces {
+		names = append(names, r.Node)
+	}
+	out := " (its nodes: " + strings.Join(names, ", ") + ")"
+	if n := spec.NearestOnly(node, names); n != "" {
+		out = "; did you mean " + n + "?" + out
+	}
+	return out
 }

@@ -74,7 +74,7 @@ func (m *Store) StateLabs() ([]string, error) { return state.Labs(m.StateDirOrDe
 func (m *Store) Recorded(labName string) (*state.State, error) {
 	st, err := m.LoadState(labName)
 	if err == nil && st == nil {
-		err = fmt.Errorf("lab %s: %w (no state file in %s)", labName, ErrNotDeployed, m.StateDirOrDefault())
+		err = fmt.Errorf("lab %s: %w here (no state file in %s): deploy it first (nslab deploy FILE), or see the labs deployed with nslab inspect", labName, ErrNotDeployed, m.StateDirOrDefault())
 	}
 	return st, err
 }
