@@ -21,7 +21,8 @@
 #   make fuzz             every fuzz target for FUZZTIME (60s; FUZZTIME=1h for a soak)
 #   make soak             SIGKILL nslab at random moments, 50 times each in deploy, destroy and bench
 #   make install          nslab, its helpers, man pages and completions under PREFIX (/usr/local)
-#   make docs             docs/commands/, docs/lab-file.md and docs/lab.schema.json from the definitions
+#   make docs             docs/commands/ (and docs/commands.md's list), docs/lab-file.md and docs/lab.schema.json from the definitions
+#   make man              the man pages (nslab.1, nslab-VERB.1, nslab-lab.5) under bin/man, checked with mandoc; read one with man -l
 #   make tutorials        the tutorials' outputs, regenerated from today's code (the laptop lab's in the VM)
 #   make benchdocs        the benchmark runs docs/benchmarking.md and docs/engines.md show, from today's code (about 25 minutes)
 #   make release          static linux/amd64 and linux/arm64 binaries with SHA256SUMS, under dist/
@@ -39,7 +40,7 @@ export GOFLAGS := -tags=$(TAGS)
 export CGO_ENABLED := 0
 
 PREFIX  ?= /usr/local
-.PHONY: kube-apiserver test-kubernetes test-unit test-root test-vm benchdocs tutorials docs-check docs-check-long install install-check docs release packages fuzz soak bench-latency all build test unit-test lint lint-deps vmtest walkthrough vm-deps run deps go-deps bench-topology bench-forwarding bench-nat bench-compare bench-baseline bench-engine bench-sampler bench-live bench-fleet clean
+.PHONY: man kube-apiserver test-kubernetes test-unit test-root test-vm benchdocs tutorials docs-check docs-check-long install install-check docs release packages fuzz soak bench-latency all build test unit-test lint lint-deps vmtest walkthrough vm-deps run deps go-deps bench-topology bench-forwarding bench-nat bench-compare bench-baseline bench-engine bench-sampler bench-live bench-fleet clean
 
 all: build
 
@@ -74,6 +75,14 @@ install-check:
 
 docs: build
 	$(BIN)/nslab gendocs --markdown docs/commands
+
+# man: the man pages from the command definitions, as make install puts
+# them under PREFIX, linted by mandoc (-T lint: errors and warnings).
+man: build deps
+	rm -rf $(BIN)/man && mkdir -p $(BIN)/man
+	$(BIN)/nslab gendocs --man $(BIN)/man
+	mandoc -T lint -W warning $(BIN)/man/*.1 $(BIN)/man/*.5
+	@echo "man pages in $(BIN)/man: man -l $(BIN)/man/nslab.1"
 	$(GO) test ./topology/spec -run TestLabFileDoc -update
 
 # release: static binaries for both architectures, the version stamped

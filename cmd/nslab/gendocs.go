@@ -49,6 +49,14 @@ func runGendocs(_ context.Context, o *gendocsOptions) error {
 		for _, c := range visible(o.App) {
 			pages[filepath.Join(o.Doc, c.Name+".md")] = markdownVerb(c)
 		}
+		index := filepath.Clean(o.Doc) + ".md" // docs/commands.md beside docs/commands/
+		if text, err := os.ReadFile(index); err == nil {
+			list, err := withVerbList(string(text), o.App, filepath.Base(filepath.Clean(o.Doc)))
+			if err != nil {
+				return fmt.Errorf("%s: %w", index, err)
+			}
+			pages[index] = list
+		}
 	}
 	for path, text := range pages {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -212,4 +220,26 @@ func markdownVerb(c *cli.Command) string {
 		b.WriteString("```\n")
 	}
 	return b.String()
+}
+
+// Markers of the list of verbs in docs/commands.md, which gendocs writes
+// from the verbs themselves: the list cannot miss one.
+const (
+	verbListBegin = "<!-- the verbs: written by make docs from their definitions -->"
+	verbListEnd   = "<!-- end of the verbs -->"
+)
+
+// withVerbList is text with the lines between the list markers replaced
+// by one line per verb of app: its page under dir and its usage.
+func withVerbList(text string, app *cli.App, dir string) (string, error) {
+	begin, end := strings.Index(text, verbListBegin), strings.Index(text, verbListEnd)
+	if begin < 0 || end < begin {
+		return "", fmt.Errorf("no %q ... %q block for the list of verbs", verbListBegin, verbListEnd)
+	}
+	var b strings.Builder
+	b.WriteString(verbListBegin + "\n")
+	for _, c := range visible(app) {
+		fmt.Fprintf(&b, "- [nslab %s](%s/%s.md): %s\n", c.Name, dir, c.Name, c.Usage)
+	}
+	return text[:begin] + b.String() + text[end:], nil
 }

@@ -47,6 +47,19 @@ func TestCommandPages(t *testing.T) {
 			t.Errorf("docs/commands/%s is not what the command's definition gives: make docs", filepath.Base(p))
 		}
 	}
+	index, err := os.ReadFile("../../docs/commands.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := withVerbList(string(index), newApp(commands()...), "commands")
+	if err != nil || want != string(index) {
+		t.Errorf("docs/commands.md's list of verbs is not the verbs' (%v): make docs", err)
+	}
+	for _, c := range visible(newApp(commands()...)) {
+		if !strings.Contains(string(index), "(commands/"+c.Name+".md)") {
+			t.Errorf("docs/commands.md does not list nslab %s", c.Name)
+		}
+	}
 }
 
 // TestEveryVerbHasHelp: every verb's --help has a description and
