@@ -26,8 +26,8 @@ type Setup struct {
 	FullLoad bool   // the traffic has no rate: as fast as the senders go
 	Rate     string // the offered rate in words, when it has one
 	Figure   string
-	// routerCPUs are the CPUs the routers' receive work is placed on
-	// (none: not placed, it runs where the packets arrive); twinCPUs the
+	// RouterCPUs are the CPUs the routers' receive work is placed on
+	// (none: not placed, it runs where the packets arrive); TwinCPUs the
 	// twin's, in a duet (the twin copies the lab's placement today).
 	RouterCPUs, TwinCPUs []int
 	// measured says whether lossless was measured (no trial yet: false);
@@ -35,7 +35,7 @@ type Setup struct {
 	Measured, Lossless bool
 }
 
-// validity is the judgement of a set-up: whether its figure can move,
+// Validity is the judgement of a set-up: whether its figure can move,
 // and why, in a sentence a report prints.
 type Validity struct {
 	Valid bool
