@@ -19,7 +19,6 @@ type applyOptions struct {
 	Manager *lab.Manager
 	DryRun  bool
 	Out     io.Writer
-	Err     io.Writer // where a note goes that the lab came from another file
 }
 
 func applyCommand(run func(context.Context, *applyOptions) error) *cli.Command {
@@ -32,7 +31,7 @@ func applyCommand(run func(context.Context, *applyOptions) error) *cli.Command {
 	}
 	return command("apply", "make a deployed lab what its edited file says, changing only what differs (atomic: on failure or Ctrl-C the lab is as before)", "[FILE]", flags, func(c *cli.Context) (*applyOptions, error) {
 		l, err := readPart(c)
-		return &applyOptions{Lab: l, Manager: manager(c), DryRun: c.Bool("dry-run"), Out: c.App.Writer, Err: c.App.ErrWriter}, err
+		return &applyOptions{Lab: l, Manager: manager(c), DryRun: c.Bool("dry-run"), Out: c.App.Writer}, err
 	}, run, runApply)
 }
 
@@ -40,11 +39,13 @@ func runApply(ctx context.Context, o *applyOptions) error {
 	if o.DryRun {
 		return printScript(o.Out)(o.Manager.ApplyScript(o.Lab))
 	}
-	if st, err := o.Manager.Store().LoadState(o.Lab.Name); err == nil && st != nil && o.Err != nil {
-		// Applying is the way on from another file: say so when the lab
-		// came from another path (an edit of the same file needs no word).
+	// Applying is the way on from another file: say so, once it is done,
+	// when the lab came from another path (an edit of the same file needs
+	// no word).
+	from := ""
+	if st, err := o.Manager.Store().LoadState(o.Lab.Name); err == nil && st != nil {
 		if abs, err := filepath.Abs(o.Lab.File); err == nil && abs != st.File && st.SHA256 != o.Lab.SHA256 {
-			fmt.Fprintf(o.Err, "nslab: lab %s was deployed from %s (sha256 %.12s); applying %s (sha256 %.12s) makes it what this file says\n", o.Lab.Name, st.File, st.SHA256, o.Lab.File, o.Lab.SHA256)
+			from = fmt.Sprintf("; it was deployed from %s (sha256 %.12s), and is now what %s says", st.File, st.SHA256, o.Lab.File)
 		}
 	}
 	if err := lab.CheckPrivileges(); err != nil {
@@ -63,6 +64,6 @@ func runApply(ctx context.Context, o *applyOptions) error {
 			fmt.Fprintf(o.Out, "; %s %s", x.what, strings.Join(x.nodes, ", "))
 		}
 	}
-	fmt.Fprintln(o.Out)
+	fmt.Fprintln(o.Out, from)
 	return nil
 }

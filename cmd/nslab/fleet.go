@@ -40,6 +40,9 @@ type fleetOptions struct {
 	Listen   string
 	Interval time.Duration
 	Err      io.Writer
+	// AsDeployed: destroy --as-deployed, which removes each host's lab of
+	// the name though it was applied from another file since.
+	AsDeployed bool
 }
 
 // viaAgents lets verb run on every host of a lab that spans hosts from
@@ -122,7 +125,8 @@ func fleetOf(c *cli.Context, path string, data []byte, l *spec.Lab, shells map[s
 	if err != nil {
 		return nil, err
 	}
-	o := &fleetOptions{Verb: c.Command.Name, Plan: plan, File: data, Dialers: map[string]fleet.Dialer{}, Out: c.App.Writer, Err: c.App.ErrWriter}
+	o := &fleetOptions{Verb: c.Command.Name, Plan: plan, File: data, Dialers: map[string]fleet.Dialer{}, Out: c.App.Writer, Err: c.App.ErrWriter,
+		AsDeployed: c.Command.Name == "destroy" && c.Bool(asDeployedName)}
 	if err := readWatching(c, o); err != nil {
 		return nil, err
 	}
@@ -349,6 +353,7 @@ func runFleet(ctx context.Context, o *fleetOptions) error {
 	case "deploy":
 		res, err = co.Deploy(ctx)
 	case "destroy":
+		co.AsDeployed = o.AsDeployed
 		res, err = co.Destroy(ctx)
 	default:
 		hosts := o.Hosts

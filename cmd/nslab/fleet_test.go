@@ -356,6 +356,13 @@ func TestPrivilegedFleetOverSSH(t *testing.T) {
 			if code != 0 || !strings.Contains(out, "host b: applied lab ") || !strings.Contains(out, ", 1 made in") {
 				t.Errorf("apply: %d %s %s", code, out, errOut)
 			}
+			// The lab is now the changed file's: the original names another
+			// lab, whose destroy leaves it, unless --as-deployed.
+			code, out, errOut = s.run("destroy", file)
+			if code == 0 || !strings.Contains(errOut, "host b holds another lab named "+name) {
+				t.Errorf("destroy by the file the lab was deployed from before the apply: %d %s %s", code, out, errOut)
+			}
+			file = changed
 		}
 		if x.example == "two-hosts.yaml" { // sent and received on host a, through host b
 			code, out, errOut = s.run("bench", "-q", "--traffic", "through-b", "--count", "20000", file)

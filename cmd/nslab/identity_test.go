@@ -316,3 +316,48 @@ func TestPrivilegedPrefixBeside(t *testing.T) {
 		t.Errorf("check with another prefix: %d %s", code, errOut)
 	}
 }
+
+// TestPrivilegedCheckRouterLostARoute: in the chain of two routers, r2's
+// route back to the client's network, which the file declares, deleted
+// by hand: check exits 1 naming the route, and every pair that needs it
+// (the client's and r1's echoes beyond r2, answered only by way of that
+// route) is BROKEN naming it, none "silent as the routes say".
+func TestPrivilegedCheckRouterLostARoute(t *testing.T) {
+	labtest.SkipUnlessRoot(t)
+	c := newCLI(t)
+	file, name := labFile(t, "two-routers.yaml")
+	t.Cleanup(func() { c.run("destroy", "--name", name) })
+	if code, out, errOut := c.run("deploy", file); code != 0 {
+		t.Fatalf("deploy: %d %s %s", code, out, errOut)
+	}
+	h := labtest.Handle(t, ns.DefaultDir, name+"-r2")
+	routes, err := h.RouteList(nil, netlink.FAMILY_V4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deleted := 0
+	for _, r := range routes {
+		if r.Dst != nil && r.Dst.String() == "10.1.0.0/24" {
+			if err := h.RouteDel(&r); err != nil {
+				t.Fatal(err)
+			}
+			deleted++
+		}
+	}
+	if deleted != 1 {
+		t.Fatalf("deleted %d routes to 10.1.0.0/24 in r2", deleted)
+	}
+	code, out, errOut := c.run("check", "--format", "list", file)
+	lost := "r2: the file's route 10.1.0.0/24 via 10.12.0.1 is not in the kernel"
+	if code != 1 || !strings.Contains(out, "the kernels lack 1 thing(s) the file declares") || !strings.Contains(out, lost) {
+		t.Fatalf("check with r2's route gone: %d %s %s", code, out, errOut)
+	}
+	for _, pair := range []string{"client -> 10.2.0.2", "client -> 10.12.0.2", "server -> 10.1.0.2", "r2 -> 10.1.0.2"} {
+		if !strings.Contains(out, "BROKEN      "+pair) {
+			t.Errorf("pair %s is not broken:\n%s", pair, out)
+		}
+	}
+	if strings.Count(out, "BROKEN      ") != strings.Count(out, lost)-1 {
+		t.Errorf("a broken pair does not name the lost route:\n%s", out)
+	}
+}

@@ -31,6 +31,11 @@ func (e *HostError) Unwrap() error { return e.Err }
 // Coordinator is one open channel to the agent of every host of a plan.
 type Coordinator struct {
 	Plan *Plan
+	// AsDeployed makes Destroy remove a host's lab of the plan's name
+	// deployed from another file too (nslab destroy --as-deployed: the
+	// lab was applied from an edited file since), though never a
+	// Kubernetes share (another owner's).
+	AsDeployed bool
 	// Offsets is each agent's clock less the coordinator's, measured at
 	// the hello as the middle of its round trip (RTT/2 is its bound).
 	Offsets map[string]Offset

@@ -21,6 +21,7 @@ func (c *Coordinator) Deploy(ctx context.Context) ([]Result, error) {
 	if err := c.CheckMTU(ctx); err != nil {
 		return nil, fmt.Errorf("the underlay does not carry the lab's links between hosts; nothing was made:\n%w", err)
 	}
+	c.AsDeployed = false // a deploy never takes another file's lab for its own
 	present, others, err := c.present(ctx)
 	if err != nil {
 		return nil, err
@@ -97,7 +98,7 @@ func (c *Coordinator) present(ctx context.Context) (mine, others []string, err e
 		switch {
 		case info.Owner != "":
 			others = append(others, fmt.Sprintf("host %s holds another lab named %s, deployed for %s", r.Host, c.Plan.Lab, info.Owner))
-		case info.SHA256 != "" && info.SHA256 != c.Plan.FileSHA:
+		case info.SHA256 != "" && info.SHA256 != c.Plan.FileSHA && !c.AsDeployed:
 			others = append(others, fmt.Sprintf("host %s holds another lab named %s, deployed from %s (sha256 %s, this file's %s)", r.Host, c.Plan.Lab, info.File, short(info.SHA256), short(c.Plan.FileSHA)))
 		default:
 			mine = append(mine, r.Host)

@@ -40,10 +40,10 @@ type State struct {
 	// did ("kubernetes Lab ns1/foo uid ..." for a Kubernetes agent's
 	// share); "": a person or a coordinator over SSH. A destroy for
 	// another owner leaves the lab alone (lab.Manager.Owner).
-	Owner      string     `json:"owner,omitempty"`
+	Owner string `json:"owner,omitempty"`
 	// Prefix is the namespace prefix the lab was deployed with, when not
 	// its file's (nslab --prefix); "": the file's.
-	Prefix string `json:"prefix,omitempty"`
+	Prefix     string     `json:"prefix,omitempty"`
 	Phase      string     `json:"phase"`
 	PID        int        `json:"pid"`
 	Started    time.Time  `json:"started"`
