@@ -26,9 +26,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/nslab/nslab/cmd/internal/agentargv"
 	"os"
 	"os/signal"
-	"slices"
 	"syscall"
 	"time"
 
@@ -130,8 +130,8 @@ func runAgent(ctx context.Context, client dynamic.Interface, args []string) erro
 	}
 	global := fs.Args()
 	a := &kube.Agent{Node: *node, Client: client, Log: os.Stderr, Share: func() *fleet.Agent {
-		return &fleet.Agent{Exe: *exe, Argv: func(host, _ string, args []string) []string {
-			return append(append(slices.Clone(global), "--host", host), args...)
+		return &fleet.Agent{Exe: *exe, Argv: func(host, labName string, args []string) []string {
+			return agentargv.Spell(global, host, labName, args)
 		}}
 	}}
 	return a.Run(ctx)

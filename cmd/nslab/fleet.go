@@ -7,6 +7,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/nslab/nslab/cmd/internal/agentargv"
 	"io"
 	"os"
 	"os/exec"
@@ -459,7 +460,7 @@ func agentCommand() *cli.Command {
 // otherHostsFlag is bench's hidden flag, given by an agent: read the
 // path's hops on other hosts through the agent (fleet.AskFD and
 // fleet.AnswerFD).
-const otherHostsFlag = "other-hosts"
+const otherHostsFlag = agentargv.OtherHostsFlag
 
 // hopsCommand is nslab hops: what an agent runs on its host for a bench
 // run on another host, reading this host's hops of its path (package
@@ -491,29 +492,11 @@ func hopsCommand() *cli.Command {
 
 // agentArgv is the command line an agent runs a verb of its host's share
 // with: the global options it was given, --host, and the request's
-// arguments with the protocol's stand-ins spelled as flags.
+// arguments with the protocol's stand-ins spelled as flags (agentargv,
+// which nslab-kube's agent spells them with too).
 func agentArgv(global []string) func(host, labName string, args []string) []string {
 	return func(host, labName string, args []string) []string {
-		argv := append(slices.Clone(global), "--host", host)
-		for _, s := range args {
-			switch s {
-			case fleet.NameArg:
-				argv = append(argv, "--name", labName)
-			case fleet.QuietArg:
-				argv = append(argv, "-q")
-			case fleet.RemoteArg:
-				argv = append(argv, "--"+otherHostsFlag)
-			case fleet.JSONArg:
-				argv = append(argv, "--format", "json")
-			default:
-				if owner, ok := strings.CutPrefix(s, fleet.OwnerArg); ok {
-					argv = append(argv, "--"+ownerFlagName, owner)
-					continue
-				}
-				argv = append(argv, s)
-			}
-		}
-		return argv
+		return agentargv.Spell(global, host, labName, args)
 	}
 }
 
