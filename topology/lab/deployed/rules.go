@@ -8,10 +8,10 @@ import (
 	"strings"
 
 	"github.com/nslab/nslab/internal/nlsafe"
+	"github.com/nslab/nslab/topology/lab/inspect"
 	"github.com/nslab/nslab/topology/netfilter"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/vishvananda/netlink"
-	"golang.org/x/sys/unix"
 )
 
 // ruleDifferences lists where node n's policy routing rules, read through
@@ -32,7 +32,7 @@ func ruleDifferences(h *netlink.Handle, n *spec.Node) ([]Difference, error) {
 			return nil, err
 		}
 		for _, r := range rs {
-			if !startingRule(r) {
+			if !inspect.KernelRule(r) {
 				live = append(live, specRule(r))
 			}
 		}
@@ -49,22 +49,6 @@ func ruleDifferences(h *netlink.Handle, n *spec.Node) ([]Difference, error) {
 		}
 	}
 	return out, nil
-}
-
-// startingRule reports whether r is one of the rules every namespace
-// starts with (local at 0, main at 32766, default at 32767), or a VRF's
-// l3mdev rule.
-func startingRule(r netlink.Rule) bool {
-	plain := r.Src == nil && r.Dst == nil && r.IifName == "" && r.OifName == ""
-	switch {
-	case !plain:
-		return false
-	case r.Priority == 0 && r.Table == unix.RT_TABLE_LOCAL,
-		r.Priority == 32766 && r.Table == unix.RT_TABLE_MAIN,
-		r.Priority == 32767 && r.Table == unix.RT_TABLE_DEFAULT:
-		return true
-	}
-	return r.Priority == 1000 && r.Table == 0
 }
 
 // specRule is a kernel rule in the file's terms.

@@ -239,7 +239,7 @@ func ReadRouting(h *netlink.Handle, ni *NodeInfo, names map[int]string) error {
 			return fmt.Errorf("list rules in %s: %w", ni.Namespace, err)
 		}
 		for _, r := range rules {
-			if !kernelRule(r) {
+			if !KernelRule(r) {
 				ni.Rules = append(ni.Rules, policyRule(r))
 			}
 		}
@@ -279,9 +279,9 @@ func policyRule(r netlink.Rule) PolicyRule {
 	return p
 }
 
-// kernelRule reports whether r is one of the rules every namespace starts
+// KernelRule reports whether r is one of the rules every namespace starts
 // with (local at 0, main at 32766, default at 32767) or a VRF's l3mdev rule.
-func kernelRule(r netlink.Rule) bool {
+func KernelRule(r netlink.Rule) bool {
 	plain := r.Src == nil && r.Dst == nil && r.IifName == "" && r.OifName == ""
 	switch {
 	case !plain:
