@@ -64,7 +64,7 @@ var pairsRE = regexp.MustCompile(`(\d+) pairs: (\d+) answered`)
 type imported struct {
 	dir, file string   // the directory, its nslab lab file
 	from, to  string   // nslab path FROM TO
-	bench     []string // bench's run: its flags (none: the file's first traffic run)
+	bench     []string // bench's run: its flags (none: the file's first traffic run); --from NODE: its interface toward to, as the kernel routes
 	// compare (nil: none) checks what the daemons learned against the
 	// original's expected outputs.
 	compare func(c *runner, name, labDir string)
@@ -101,10 +101,24 @@ func runImported(t *testing.T, x imported) {
 	if x.compare != nil {
 		x.compare(c, name, filepath.Dir(file))
 	}
-	if code, out, errOut := c.run("path", file, x.from, x.to); code != 0 {
+	code, out, errOut = c.run("path", "--format", "json", file, x.from, x.to)
+	if code != 0 {
 		t.Errorf("path %s %s: code %d, %s\n%s", x.from, x.to, code, errOut, out)
 	}
-	code, out, errOut = c.run(append(append([]string{"bench", "--duration", "2s"}, x.bench...), file)...)
+	bench := slices.Clone(x.bench)
+	if i := slices.Index(bench, "--from"); i >= 0 && i+1 < len(bench) && !strings.Contains(bench[i+1], ":") {
+		// Sent out of the interface the kernel's routes take now: two
+		// equal paths may be learned in either order (RIP takes the first
+		// update), so the sender's interface is read, not assumed.
+		var p struct {
+			Hops []struct{ Out string } `json:"hops"`
+		}
+		if err := json.Unmarshal([]byte(out), &p); err != nil || len(p.Hops) == 0 || p.Hops[0].Out == "" {
+			t.Fatalf("path --format json: %v %s", err, out)
+		}
+		bench[i+1] += ":" + p.Hops[0].Out
+	}
+	code, out, errOut = c.run(append(append([]string{"bench", "--duration", "2s"}, bench...), file)...)
 	if code != 0 || !strings.Contains(out, "+ unaccounted 0\n") || strings.Contains(out, "bottleneck: unknown") {
 		t.Errorf("bench: code %d, %s\n%s", code, errOut, out)
 	}
@@ -389,7 +403,7 @@ func jsonHolds(got, want any) bool {
 func TestPrivilegedImportedKatharaRIP(t *testing.T) {
 	assertImport(t, "kathara-rip", "nslab.yaml", "kathara", ".")
 	runImported(t, imported{dir: "kathara-rip", file: "nslab.yaml", from: "r2", to: "100.1.4.1",
-		bench: []string{"--from", "r2:eth1", "--to", "100.1.4.1", "--rate", "20kpps"},
+		bench: []string{"--from", "r2", "--to", "100.1.4.1", "--rate", "20kpps"}, // r2's interface: the one its learned route takes
 		compare: func(c *runner, name, _ string) {
 			assertInspect(t, c, name, `(?m)^r2 +frr: .*ripd running +rip +100\.1\.0\.(1|6) +update`)
 		}})
