@@ -49,14 +49,14 @@ type fullLoadProbe struct {
 
 // atFullLoad measures probePairs pairs of the variants at full load and
 // returns what they found.
-func (req Request) atFullLoad(ctx context.Context, m *lab.Manager, r *lab.Running) (*fullLoadProbe, *Outcome, error) {
+func (req Request) atFullLoad(ctx context.Context, m *lab.Manager, r *lab.Running) (*fullLoadProbe, error) {
 	p := req
 	p.Repeat, p.MaxTime, p.CheckSensitivity = probePairs, 0, false
 	p.control = nil
 	out := &Outcome{}
 	req.progress("full load (no rate): %d pairs first, to see how far the rate forwarded spreads\n", probePairs)
 	if err := p.eachVariant(ctx, m, r, out); err != nil {
-		return nil, out, err
+		return nil, err
 	}
 	pr := &fullLoadProbe{comparisons: out.Comparisons}
 	for _, c := range out.Comparisons {
@@ -71,7 +71,7 @@ func (req Request) atFullLoad(ctx context.Context, m *lab.Manager, r *lab.Runnin
 		}
 	}
 	pr.received = stats.Median(got)
-	return pr, out, nil
+	return pr, nil
 }
 
 // heldRate searches down from half of what full load forwarded for a
@@ -129,7 +129,7 @@ func (req Request) holds(ctx context.Context, m *lab.Manager, r *lab.Running, ra
 // the spread.
 func (req Request) settleFullLoad(ctx context.Context, m *lab.Manager, r *lab.Running) (Request, []*report.Comparison, error) {
 	began := time.Now()
-	pr, _, err := req.atFullLoad(ctx, m, r)
+	pr, err := req.atFullLoad(ctx, m, r)
 	if err != nil {
 		return req, nil, err
 	}

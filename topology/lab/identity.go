@@ -60,11 +60,6 @@ func short(sum string) string {
 	return sum
 }
 
-// ErrDeployedElsewhere is wrapped by a SourceError.
-var ErrDeployedElsewhere = errors.New("lab deployed from another file")
-
-func (e *SourceError) Unwrap() error { return ErrDeployedElsewhere }
-
 // Identify compares lab l (a file's, or this host's part of it) with the
 // lab of its name deployed here: nil when none is deployed or it was
 // deployed from a file of the same contents, a *SourceError when from
