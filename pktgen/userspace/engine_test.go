@@ -294,21 +294,86 @@ func checkFrame(f []byte, size int, _ net.HardwareAddr) (uint32, string) {
 	return binary.BigEndian.Uint32(udp[12:]), ""
 }
 
-// TestPrivilegedRateHolds: a duration run with a pps limit lands within 1%
-// of the requested rate, at the sender and at the receiver. A stalled
-// thread gives up schedule time (Result.Behind) rather than bursting; the
-// rate is held over the time it ran, and the time given up stays small.
 // TestPrivilegedRateHolds: the paced sender holds its rate where it spins
 // between packets (40 kpps: 25 us apart) and where it sleeps (10 kpps:
-// 100 us, shorter than the Go runtime's timers wake within).
+// 100 us, shorter than the Go runtime's timers wake within). A stalled
+// thread gives up schedule time (Result.Behind) rather than bursting; the
+// rate is held over the time it ran, and the time given up stays small.
+//
+// That last premise is the machine's, not the sender's: a vCPU the
+// hypervisor takes away, or a kernel thread holding a CPU, keeps the
+// sender off it for as long as it likes (545 ms of a 2 s run once in
+// CI). So it is checked: a run that gave up more than a tenth of its
+// schedule is judged against how long the kernel says this process's
+// threads waited for a CPU and the CPUs were stolen meanwhile. Time given
+// up that the machine did not take fails the test; time the machine took
+// is logged and the run repeated, at most runsPerRate times.
 func TestPrivilegedRateHolds(t *testing.T) {
 	c := deployCRS(t)
 	for _, rate := range []uint64{40000, 10000} {
-		t.Run(fmt.Sprint(rate), func(t *testing.T) { rateHolds(t, c, rate) })
+		t.Run(fmt.Sprint(rate), func(t *testing.T) {
+			for try := 1; ; try++ {
+				held := heldOff(t)
+				behind := rateHolds(t, c, rate)
+				took := held()
+				if behind <= 2*time.Second/10 {
+					return
+				}
+				if behind > took+behind/2 {
+					t.Fatalf("the sender gave up %v of its 2s schedule, while the kernel kept this process's threads waiting and the CPUs stolen for %v in all", behind, took)
+				}
+				if try == runsPerRate {
+					t.Skipf("the machine held the sender off in all %d runs (last: %v given up, %v held); the premise of this test, a CPU for the sender, did not hold", try, behind, took)
+				}
+				t.Logf("run %d: the machine held the sender off (%v given up, %v held); again", try, behind, took)
+			}
+		})
 	}
 }
 
-func rateHolds(t *testing.T, c *crs, rate uint64) {
+// runsPerRate is how many runs a rate gets when the machine holds the
+// sender off.
+const runsPerRate = 3
+
+// heldOff starts counting the time the machine kept this process off a
+// CPU: its threads' run-queue waits (/proc/self/task/*/schedstat, whose
+// second field is run_delay in ns) and the CPUs' steal (/proc/stat, in
+// USER_HZ ticks of 10 ms). The function it returns says how much since.
+func heldOff(t *testing.T) func() time.Duration {
+	read := func() time.Duration {
+		var d time.Duration
+		tasks, err := os.ReadDir("/proc/self/task")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, task := range tasks {
+			b, err := os.ReadFile("/proc/self/task/" + task.Name() + "/schedstat")
+			if err != nil {
+				continue // the thread exited
+			}
+			if f := strings.Fields(string(b)); len(f) == 3 {
+				ns, _ := strconv.ParseInt(f[1], 10, 64)
+				d += time.Duration(ns)
+			}
+		}
+		b, err := os.ReadFile("/proc/stat")
+		if err != nil {
+			t.Fatal(err)
+		}
+		line, _, _ := strings.Cut(string(b), "\n")
+		if f := strings.Fields(line); len(f) > 8 && f[0] == "cpu" {
+			ticks, _ := strconv.ParseInt(f[8], 10, 64)
+			d += time.Duration(ticks) * 10 * time.Millisecond
+		}
+		return d
+	}
+	start := read()
+	return func() time.Duration { return read() - start }
+}
+
+// rateHolds runs the sender 2 s at rate and checks the rate it held over
+// the time it ran; it returns the time it gave up.
+func rateHolds(t *testing.T, c *crs, rate uint64) time.Duration {
 	job := c.job(0)
 	job.Duration, job.RatePPS = 2*time.Second, rate
 	before := c.serverRx()
@@ -320,9 +385,6 @@ func rateHolds(t *testing.T, c *crs, rate uint64) {
 	ran := job.Duration - res.Behind
 	want := float64(job.RatePPS) * ran.Seconds()
 	t.Logf("sent %d in %v (%v behind schedule): %.1f pps; server received %d", res.Sent, res.Elapsed, res.Behind, res.PPS, got)
-	if res.Behind > job.Duration/10 {
-		t.Errorf("the sender gave up %v of its %v schedule", res.Behind, job.Duration)
-	}
 	if pps := float64(res.Sent) / (res.Elapsed - res.Behind).Seconds(); pps/float64(job.RatePPS)-1 > 0.01 || pps/float64(job.RatePPS)-1 < -0.01 {
 		t.Errorf("rate %.1f pps over the time it ran, want %d within 1%%", pps, job.RatePPS)
 	}
@@ -332,6 +394,7 @@ func rateHolds(t *testing.T, c *crs, rate uint64) {
 	if got != res.Sent {
 		t.Errorf("server received %d of %d", got, res.Sent)
 	}
+	return res.Behind
 }
 
 func TestPrivilegedThreadsSum(t *testing.T) {
