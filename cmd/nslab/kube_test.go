@@ -333,7 +333,7 @@ func (k *cluster) sameNameElsewhere(t *testing.T, file, name, userConfig string)
 	other.env = append(slices.Clone(k.s.coord.env), "KUBECONFIG="+otherConfig)
 	code, out, errOut := other.run("--ssh-config", k.s.sshConfig, "deploy", "--kubernetes", file)
 	t.Logf("$ nslab deploy --kubernetes (namespace other)\n%s%s(exit %d)", out, errOut, code)
-	if code == 0 || !strings.Contains(errOut+out, "another lab named "+name+" is deployed here") {
+	if code == 0 || !strings.Contains(errOut, "another lab named "+name+" is deployed here") || out != "" {
 		t.Errorf("deploy of Lab other/%s beside default/%s: %d %s %s", name, name, code, out, errOut)
 	}
 	k.api("DELETE", "/apis/nslab.dev/v1alpha1/namespaces/other/labs/"+name, adminToken, nil)
@@ -407,7 +407,8 @@ func (k *cluster) failedHost(t *testing.T, file, name string) {
 	c := k.s.hosts[2]
 	k.s.outIn(t, c, "ip", "link", "add", squat, "type", "bridge")
 	code, out, errOut := k.s.run("deploy", "--kubernetes", file)
-	if code == 0 || !strings.Contains(errOut, "host c: deploy: ") || !strings.Contains(errOut, "every host's share was taken back") {
+	t.Logf("$ nslab deploy --kubernetes (host c holding %s)\n%s%s(exit %d)", squat, out, errOut, code)
+	if code == 0 || !strings.Contains(errOut, "host c: deploy: ") || !strings.Contains(errOut, "every share a host had built was taken back") || strings.Contains(out, "deployed") || strings.Contains(out, "destroyed") {
 		t.Errorf("deploy with host c failing: %d %s %s", code, out, errOut)
 	}
 	if code, _ := k.api("GET", "/apis/nslab.dev/v1alpha1/namespaces/default/labs/"+name, adminToken, nil); code != 404 {

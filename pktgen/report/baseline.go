@@ -114,13 +114,21 @@ func AgainstBaseline(base, today *ResultsFile, margin float64, force bool) (*Bas
 // any 0 in the baseline, is no figure at all: INCONCLUSIVE. Either way
 // the trials are named.
 func (v *BaselineVerdict) zeros(rate bool) {
+	// What is said of the trials that measured something: none, when every
+	// trial was 0.
+	others := func(s string) string {
+		if len(v.ZeroTrials) == v.NewN {
+			return ""
+		}
+		return s
+	}
 	switch {
 	case len(v.ZeroTrials) > 0 && rate:
 		v.Verdict = Fail
-		v.Why = fmt.Sprintf("today's trials %s measured %s 0: an outage, slower than any margin (the other trials were not judged without them)", trialList(v.ZeroTrials, v.NewN), v.Figure)
+		v.Why = fmt.Sprintf("today's trials %s measured %s 0: an outage, slower than any margin%s", trialList(v.ZeroTrials, v.NewN), v.Figure, others(" (the other trials were not judged without them)"))
 	case len(v.ZeroTrials) > 0:
 		v.Verdict = Inconclusive
-		v.Why = fmt.Sprintf("today's trials %s measured no %s (0): cannot tell, and the other trials are not judged without them", trialList(v.ZeroTrials, v.NewN), v.Figure)
+		v.Why = fmt.Sprintf("today's trials %s measured no %s (0): cannot tell%s", trialList(v.ZeroTrials, v.NewN), v.Figure, others(", and the other trials are not judged without them"))
 	case len(v.BaseZeroTrials) > 0:
 		v.Verdict = Inconclusive
 		v.Why = fmt.Sprintf("the baseline's trials %s measured %s 0: cannot tell against a baseline with an outage (save it again)", trialList(v.BaseZeroTrials, v.BaseN), v.Figure)

@@ -129,6 +129,14 @@ func TestBaselineZeroTrials(t *testing.T) {
 			t.Errorf("%s: %s, %q; want %s naming trials %s", x.what, v.Verdict, v.Why, x.verdict, named)
 		}
 	}
+	// Every trial at 0: no "other trials" to speak of.
+	all := asRate(trials("today", 2, 50, 2, env))
+	for k := range all.Figures {
+		clear(all.Figures[k])
+	}
+	if v, _ := AgainstBaseline(asRate(trials("base", 2, 50, 1, env)), all, 1, false); v.Verdict != Fail || strings.Contains(v.Why, "other trials") || !strings.Contains(v.Why, "1 to 50 (all 50)") {
+		t.Errorf("every trial at 0: %s, %q; want FAIL naming all 50 and nothing of other trials", v.Verdict, v.Why)
+	}
 	// The same trials without the zeros pass: the zeros alone decide.
 	if v, _ := AgainstBaseline(asRate(trials("base", 2, 50, 1, env)), asRate(trials("today", 2, 50, 2, env)), 1, false); v.Verdict != Pass {
 		t.Errorf("without the zeros: %s %s", v.Verdict, v.Why)

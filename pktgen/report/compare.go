@@ -327,8 +327,11 @@ func ZeroTrials(x []float64) []int {
 	return out
 }
 
-// trialList names trials: "3, 17 and 22 of 50".
+// trialList names trials: "3, 17 and 22 of 50", or "1 to 50 (all 50)".
 func trialList(trials []int, of int) string {
+	if len(trials) == of && of > 2 {
+		return fmt.Sprintf("1 to %d (all %d)", of, of)
+	}
 	w := make([]string, len(trials))
 	for i, t := range trials {
 		w[i] = strconv.Itoa(t)

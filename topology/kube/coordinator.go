@@ -71,10 +71,14 @@ func (c *Coordinator) Deploy(ctx context.Context, path string, file []byte) erro
 	if previous != nil && c.restore(undo, plan.Lab, previous) == nil {
 		return fmt.Errorf("%w; the Lab is back to its previous spec, which every host runs again", err)
 	}
-	if derr := c.Destroy(undo, plan.Lab); derr != nil {
-		return fmt.Errorf("%w; taking back every host's share failed too: %w", err, derr)
+	// Said as part of the error, not as a "destroyed" line on standard
+	// output: an agent that refused (or had not yet built) its share has
+	// nothing to take back, and a reader of that line alone would take
+	// the lab to have been deployed.
+	if derr := c.remove(undo, plan.Lab); derr != nil && !errors.Is(derr, errNoLab) {
+		return fmt.Errorf("%w; taking back what the hosts had built failed too: %w", err, derr)
 	}
-	return fmt.Errorf("%w; every host's share was taken back", err)
+	return fmt.Errorf("%w; the Lab was deleted and every share a host had built was taken back", err)
 }
 
 // place computes the plan of the lab in file with each host placed on a
@@ -140,10 +144,26 @@ func (c *Coordinator) restore(ctx context.Context, name string, previous map[str
 // Destroy deletes the Lab name and waits until every host's agent has
 // removed its share (the Lab is gone).
 func (c *Coordinator) Destroy(ctx context.Context, name string) error {
-	err := c.Client.Resource(Labs).Namespace(c.Namespace).Delete(ctx, name, metav1.DeleteOptions{})
-	if apierrors.IsNotFound(err) {
+	err := c.remove(ctx, name)
+	switch {
+	case errors.Is(err, errNoLab):
 		fmt.Fprintf(c.Out, "lab %s has no Lab in namespace %s: nothing to destroy\n", name, c.Namespace)
 		return nil
+	case err == nil:
+		fmt.Fprintf(c.Out, "destroyed lab %s: Lab %s/%s and every host's share removed\n", name, c.Namespace, name)
+	}
+	return err
+}
+
+// errNoLab: remove found no Lab of the name.
+var errNoLab = errors.New("no such Lab")
+
+// remove deletes the Lab name and waits until it is gone (every agent
+// has removed its share, or had none); it prints nothing.
+func (c *Coordinator) remove(ctx context.Context, name string) error {
+	err := c.Client.Resource(Labs).Namespace(c.Namespace).Delete(ctx, name, metav1.DeleteOptions{})
+	if apierrors.IsNotFound(err) {
+		return errNoLab
 	}
 	if err != nil {
 		return fmt.Errorf("delete Lab %s/%s: %w", c.Namespace, name, err)
@@ -151,7 +171,6 @@ func (c *Coordinator) Destroy(ctx context.Context, name string) error {
 	var last *Lab
 	_, err = c.wait(ctx, name, func(l *Lab) bool { last = l; return false })
 	if errors.Is(err, errGone) {
-		fmt.Fprintf(c.Out, "destroyed lab %s: Lab %s/%s and every host's share removed\n", name, c.Namespace, name)
 		return nil
 	}
 	if last != nil {
