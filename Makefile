@@ -40,7 +40,7 @@ export GOFLAGS := -tags=$(TAGS)
 export CGO_ENABLED := 0
 
 PREFIX  ?= /usr/local
-.PHONY: man kube-apiserver test-kubernetes test-unit test-root test-vm benchdocs tutorials docs-check docs-check-long install install-check docs release packages fuzz soak bench-latency all build test unit-test lint lint-deps vmtest walkthrough vm-deps run deps go-deps bench-topology bench-forwarding bench-nat bench-compare bench-baseline bench-engine bench-sampler bench-live bench-fleet clean
+.PHONY: corpus-kathara man kube-apiserver test-kubernetes test-unit test-root test-vm benchdocs tutorials docs-check docs-check-long install install-check docs release packages fuzz soak bench-latency all build test unit-test lint lint-deps vmtest walkthrough vm-deps run deps go-deps bench-topology bench-forwarding bench-nat bench-compare bench-baseline bench-engine bench-sampler bench-live bench-fleet clean
 
 all: build
 
@@ -112,7 +112,12 @@ go-deps:
 # hand; tmux runs nslab top as a person would, headless chromium loads
 # nslab web's page, and curl scrapes the installed nslab metrics;
 # openssh-server is the real sshd of each simulated host a lab over
-# several hosts is deployed to from one command (cmd/nslab/fleet_test.go).
+# several hosts is deployed to from one command (cmd/nslab/fleet_test.go);
+# iptables, bridge-utils, apache2, bind9 and radvd are what Kathara's labs
+# run in their nodes (make corpus-kathara). Packages are installed with a
+# policy-rc.d that says no (where the machine has none, for the install
+# only): a service's package then starts nothing on the host, and nslab
+# starts a service only in a node.
 deps: go-deps
 	@missing=""; \
 	command -v ip     >/dev/null || missing="$$missing iproute2"; \
@@ -136,9 +141,17 @@ deps: go-deps
 	command -v xmllint >/dev/null || missing="$$missing libxml2-utils"; \
 	command -v nsenter >/dev/null || missing="$$missing util-linux"; \
 	[ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
+	command -v iptables >/dev/null || missing="$$missing iptables"; \
+	command -v brctl  >/dev/null || missing="$$missing bridge-utils"; \
+	command -v apache2ctl >/dev/null || missing="$$missing apache2"; \
+	command -v named  >/dev/null || missing="$$missing bind9"; \
+	command -v radvd  >/dev/null || missing="$$missing radvd"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
-		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+		norc=""; [ -e /usr/sbin/policy-rc.d ] || { printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod 755 /usr/sbin/policy-rc.d; norc=1; }; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; rc=$$?; \
+		[ -z "$$norc" ] || rm -f /usr/sbin/policy-rc.d; \
+		exit $$rc; \
 	fi
 
 test: lint test-unit test-root docs-check install-check test-vm
@@ -408,3 +421,17 @@ bench-live: go-deps
 
 clean:
 	rm -rf $(BIN)
+
+# corpus-kathara: every Kathara lab under KATHARA_LABS (a checkout of
+# KatharaFramework/Kathara-Labs, or another course's; nothing is
+# downloaded) run as a teacher would: import, validate, deploy, check
+# --wait, destroy; a table of each stage and the reason of each failure.
+# KATHARA_SKIP leaves labs out (Kathara-Labs' P4 and OpenFlow labs need
+# switches nslab does not run).
+# KATHARA_PARALLEL runs that many labs at once, each under a random name.
+KATHARA_SKIP ?= main-labs/(p4|sdn-openflow)/
+KATHARA_PARALLEL ?= 1
+corpus-kathara: deps build
+	@test -n "$(KATHARA_LABS)" || { echo "give KATHARA_LABS=DIR, a checkout of the labs"; exit 2; }
+	$(GO) build -o $(BIN)/nslab-corpus ./cmd/nslab-corpus
+	$(BIN)/nslab-corpus -nslab $(BIN)/nslab -skip '$(KATHARA_SKIP)' -parallel $(KATHARA_PARALLEL) $(KATHARA_LABS)

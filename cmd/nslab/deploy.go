@@ -36,10 +36,13 @@ func deployCommand(run func(context.Context, *deployOptions) error) *cli.Command
 		ownerFlag(),
 		&cli.BoolFlag{Name: "dry-run", Usage: "print the equivalent iproute2/sysctl shell script, step for step, and change nothing"},
 		&cli.BoolFlag{Name: "quiet", Aliases: []string{"q"}, Usage: fmt.Sprintf("no progress line (shown on a terminal for a lab of more than %d nodes)", progressNodes)},
+		&cli.BoolFlag{Name: "strict", Usage: "a configuration line a routing daemon refuses fails the deploy (default: the deploy goes on without it, as the daemon does, and names it)"},
 	}
 	return command("deploy", "build a lab (atomic: on failure or Ctrl-C everything created is removed)", "[FILE]", flags, func(c *cli.Context) (*deployOptions, error) {
 		l, err := readPart(c)
-		return &deployOptions{Lab: l, Manager: manager(c), DryRun: c.Bool("dry-run"), Sysfs: c.String("sysfs"), Out: c.App.Writer,
+		m := manager(c)
+		m.Strict = c.Bool("strict")
+		return &deployOptions{Lab: l, Manager: m, DryRun: c.Bool("dry-run"), Sysfs: c.String("sysfs"), Out: c.App.Writer,
 			ErrOut: c.App.ErrWriter, Quiet: c.Bool("quiet")}, err
 	}, run, runDeploy)
 }
@@ -75,6 +78,9 @@ func runDeploy(ctx context.Context, o *deployOptions) error {
 		l.Name, len(l.Nodes), len(l.Links), part, res.Steps, res.Duration.Round(10_000))
 	for _, p := range l.Unrouted {
 		fmt.Fprintf(o.Out, "note: %v; the kernels' routes decide (exec lines, daemons, routes added by hand): nslab path shows them\n", p)
+	}
+	for _, w := range res.Warnings {
+		fmt.Fprintf(o.Out, "warning: %s (deploy --strict refuses it)\n", w)
 	}
 	return nil
 }

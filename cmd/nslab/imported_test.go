@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -68,6 +69,8 @@ type imported struct {
 	// compare (nil: none) checks what the daemons learned against the
 	// original's expected outputs.
 	compare func(c *runner, name, labDir string)
+	// after (nil: none) runs after the bench, before the destroy.
+	after func(c *runner, name, file string)
 }
 
 // runImported deploys an imported lab, waits for its routing, compares,
@@ -121,6 +124,9 @@ func runImported(t *testing.T, x imported) {
 	code, out, errOut = c.run(append(append([]string{"bench", "--duration", "2s"}, bench...), file)...)
 	if code != 0 || !strings.Contains(out, "+ unaccounted 0\n") || strings.Contains(out, "bottleneck: unknown") {
 		t.Errorf("bench: code %d, %s\n%s", code, errOut, out)
+	}
+	if x.after != nil {
+		x.after(c, name, file)
 	}
 	if code, out, errOut := c.run("destroy", "--name", name); code != 0 {
 		t.Fatalf("destroy: %s\n%s", errOut, out)
@@ -409,6 +415,60 @@ func TestPrivilegedImportedKatharaRIP(t *testing.T) {
 		}})
 }
 
+// TestPrivilegedImportedKatharaQuaggaRIP is Kathara's RIP lab for its
+// Quagga image: the same five routers as kathara-rip, their RIP in
+// Quagga's files (/etc/quagga: daemons, zebra.conf, ripd.conf) and no
+// line that starts it (in Kathara, a student's first command). The
+// import runs them with FRR's daemons, which learn each other's LANs by
+// RIP on the lab's ripd.conf; with r1's ripd stopped, check fails and
+// names it.
+func TestPrivilegedImportedKatharaQuaggaRIP(t *testing.T) {
+	assertImport(t, "kathara-quagga-rip", "nslab.yaml", "kathara", ".")
+	runImported(t, imported{dir: "kathara-quagga-rip", file: "nslab.yaml", from: "r2", to: "100.1.4.1",
+		bench: []string{"--from", "r2", "--to", "100.1.4.1", "--rate", "20kpps"},
+		compare: func(c *runner, name, _ string) {
+			assertInspect(t, c, name, `(?m)^r2 +frr: .*ripd running +rip +100\.1\.0\.(1|6) +update`)
+		},
+		after: func(c *runner, name, file string) {
+			// ripd stopped as a person would, by its pid: inspect's.
+			var info struct {
+				Nodes []struct {
+					Node    string `json:"node"`
+					Routing *struct {
+						Daemons []struct {
+							Name string `json:"name"`
+							PID  int    `json:"pid"`
+						} `json:"daemons"`
+					} `json:"routing"`
+				} `json:"nodes"`
+			}
+			_, out, _ := c.run("inspect", "--name", name, "--format", "json")
+			_ = json.Unmarshal([]byte(out), &info)
+			pid := 0
+			for _, n := range info.Nodes {
+				if n.Node != "r1" || n.Routing == nil {
+					continue
+				}
+				for _, d := range n.Routing.Daemons {
+					if d.Name == "ripd" {
+						pid = d.PID
+					}
+				}
+			}
+			if pid == 0 {
+				t.Fatalf("no ripd of r1 in inspect's JSON: %s", out)
+			}
+			if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			waitFor(t, "r1's ripd to exit", func() bool { return syscall.Kill(pid, 0) != nil })
+			code, out, errOut := c.run("check", file)
+			if code == 0 || !strings.Contains(out+errOut, "the file runs FRR's ripd, which is not running") {
+				t.Errorf("check with r1's ripd stopped: exit %d\n%s%s", code, out, errOut)
+			}
+		}})
+}
+
 // TestPrivilegedImportedKatharaOSPF is Kathara's single-area OSPF lab:
 // five routers, two collision domains of three (segments), two links,
 // addresses from the startup files, FRR started by them.
@@ -508,5 +568,94 @@ func assertInspect(t *testing.T, c *runner, name, pattern string) {
 	code, out, errOut := c.run("inspect", "--name", name)
 	if code != 0 || !regexp.MustCompile(pattern).MatchString(out) {
 		t.Errorf("inspect: code %d, %s; want a line matching %s in:\n%s", code, errOut, pattern, out)
+	}
+}
+
+// TestPrivilegedImportedKatharaExercise is Kathara's exercise "add one
+// router" with its lab checker's configuration (solution/*.json and the
+// structure it names) imported as tests: the exercise's starting lab
+// fails exactly what the solution adds (the new router r3 and host pc3,
+// r1's and r2's links to r3, the routes through it, and reaching pc3),
+// and passes what the start already has; the lab completed as the
+// solution's structure and expectations say passes every test.
+func TestPrivilegedImportedKatharaExercise(t *testing.T) {
+	const dir = "kathara-exercise-add-router"
+	assertImport(t, dir, "nslab.yaml", "kathara", "lab")
+	labtest.SkipUnlessRoot(t)
+	t.Parallel()
+	c := newCLI(t)
+	failed := func(file string) (all int, fails []string) {
+		t.Helper()
+		if code, _, errOut := c.run("deploy", "-q", file); code != 0 {
+			t.Fatalf("deploy %s: %s", file, errOut)
+		}
+		code, out, errOut := c.run("test", "--format", "json", file)
+		c.run("destroy", file)
+		var res struct {
+			Tests []struct {
+				Name string `json:"name"`
+				Pass bool   `json:"pass"`
+			} `json:"tests"`
+		}
+		if err := json.Unmarshal([]byte(out), &res); err != nil || len(res.Tests) == 0 {
+			t.Fatalf("test %s: exit %d: %v\n%s%s", file, code, err, out, errOut)
+		}
+		for _, r := range res.Tests {
+			if !r.Pass {
+				fails = append(fails, r.Name)
+			}
+		}
+		return len(res.Tests), fails
+	}
+	start, _ := importedLab(t, dir, "nslab.yaml")
+	all, fails := failed(start)
+	want := []string{
+		"pc3:eth0 has 100.3.0.2/24", "r1:eth2 has 10.0.0.5/30", "r2:eth2 has 10.0.0.9/30",
+		"r3:eth0 has 100.3.0.1/24", "r3:eth1 has 10.0.0.6/30", "r3:eth2 has 10.0.0.10/30",
+		"pc3 has a route to 100.3.0.0/24", "pc3 has a route to 0.0.0.0/0",
+		"r1 has a route to 100.3.0.0/24 via 10.0.0.6", "r1 has a route to 10.0.0.4/30",
+		"r2 has a route to 100.3.0.0/24 via 10.0.0.10", "r2 has a route to 10.0.0.8/30",
+		"r3 has a route to 100.1.0.0/24 via 10.0.0.5", "r3 has a route to 100.2.0.0/24 via 10.0.0.9",
+		"r3 has a route to 100.3.0.0/24", "r3 has a route to 10.0.0.4/30", "r3 has a route to 10.0.0.8/30",
+		"pc1 -> 100.3.0.2 reachable", "pc2 -> 100.3.0.2 reachable", "pc3 -> 100.1.0.2 reachable", "pc3 -> 100.2.0.2 reachable",
+	}
+	slices.Sort(fails)
+	slices.Sort(want)
+	if all != 39 || !slices.Equal(fails, want) {
+		t.Errorf("the starting lab: %d tests, failed %q; want 39, failing exactly %q", all, fails, want)
+	}
+
+	// The lab completed: the structure as its lab.conf, each startup file
+	// as the solution's expectations say.
+	done := filepath.Join(t.TempDir(), "ex")
+	for _, d := range []string{"lab", "solution"} {
+		if err := os.CopyFS(filepath.Join(done, d), os.DirFS(filepath.Join("../../examples/imported", dir, d))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	structure, err := os.ReadFile(filepath.Join(done, "solution", "structure"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	startups := map[string]string{
+		"lab.conf":    string(structure),
+		"pc1.startup": "ip address add 100.1.0.2/24 dev eth0\nip route add default via 100.1.0.1\n",
+		"pc2.startup": "ip address add 100.2.0.2/24 dev eth0\nip route add default via 100.2.0.1\n",
+		"pc3.startup": "ip address add 100.3.0.2/24 dev eth0\nip route add default via 100.3.0.1\n",
+		"r1.startup":  "ip address add 100.1.0.1/24 dev eth0\nip address add 10.0.0.1/30 dev eth1\nip address add 10.0.0.5/30 dev eth2\nip route add 100.2.0.0/24 via 10.0.0.2\nip route add 100.3.0.0/24 via 10.0.0.6\n",
+		"r2.startup":  "ip address add 100.2.0.1/24 dev eth0\nip address add 10.0.0.2/30 dev eth1\nip address add 10.0.0.9/30 dev eth2\nip route add 100.1.0.0/24 via 10.0.0.1\nip route add 100.3.0.0/24 via 10.0.0.10\n",
+		"r3.startup":  "ip address add 100.3.0.1/24 dev eth0\nip address add 10.0.0.6/30 dev eth1\nip address add 10.0.0.10/30 dev eth2\nip route add 100.1.0.0/24 via 10.0.0.5\nip route add 100.2.0.0/24 via 10.0.0.9\n",
+	}
+	for name, text := range startups {
+		if err := os.WriteFile(filepath.Join(done, "lab", name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	file := filepath.Join(done, "lab", "nslab.yaml")
+	if code, out, errOut := c.run("import", "kathara", "--name", labtest.Name("i"), "--out", file, filepath.Join(done, "lab")); code != 0 || !strings.Contains(out, "tests: 39 from ../solution/add_one_router_solution.json") {
+		t.Fatalf("import the completed lab: %d %s %s", code, out, errOut)
+	}
+	if all, fails := failed(file); all != 39 || len(fails) != 0 {
+		t.Errorf("the completed lab: %d tests, failed %q; want 39, none failing", all, fails)
 	}
 }

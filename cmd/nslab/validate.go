@@ -38,6 +38,9 @@ func runValidate(_ context.Context, o *validateOptions) error {
 	if names := l.VariantNames(); len(names) > 0 {
 		hosts += fmt.Sprintf(", variants %s (bench --variants)", strings.Join(names, ", "))
 	}
+	if err := lab.CheckPrograms(l); err != nil {
+		return fmt.Errorf("%s: lab %s is valid, but would not deploy on this machine: %w", l.File, l.Name, err)
+	}
 	if len(l.Unrouted) > 0 {
 		return o.unrouted()
 	}

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -15,31 +17,54 @@ import (
 // labConfLine is one machine setting of lab.conf: NAME[KEY]=VALUE.
 var labConfLine = regexp.MustCompile(`^([A-Za-z0-9_.-]+)\[([A-Za-z0-9_]+)\]\s*=\s*"?([^"]*)"?\s*$`)
 
-// frrStart are the startup lines that start FRR (nslab starts it).
-var frrStart = regexp.MustCompile(`^(systemctl (re)?start frr|/etc/init\.d/frr (re)?start|service frr (re)?start)\b`)
+// frrStart are the startup lines that start FRR (nslab starts it), and
+// quaggaStart those that start Quagga (nslab starts FRR's daemons with
+// Quagga's configuration files, which FRR reads): systemctl, service and
+// the init script, as Kathara's images run them. Quagga's older images
+// named its init script zebra.
+var (
+	frrStart    = regexp.MustCompile(`^(systemctl (re)?start frr|systemctl enable --now frr|/etc/init\.d/frr (re)?start|service frr (re)?start)(\.service)?\s*(;|$)`)
+	quaggaStart = regexp.MustCompile(`^(systemctl (re)?start (quagga|zebra)|systemctl enable --now (quagga|zebra)|/etc/init\.d/(quagga|zebra) (re)?start|service (quagga|zebra) (re)?start)(\.service)?\s*(;|$)`)
+)
+
+// quaggaDirs are where Kathara's Quagga images keep Quagga's
+// configuration (/etc/zebra is a link to /etc/quagga in them).
+var quaggaDirs = []string{"/etc/quagga/", "/etc/zebra/"}
 
 // Kathara reads a Kathara lab directory: lab.conf (each machine's
-// interfaces on collision domains; its image), each machine's
-// NAME.startup (its exec lines, shared.startup's first) and NAME/ (the
-// files copied into it, those under a node's own directories as files).
-// A collision domain of two interfaces becomes a link, of one or more
-// than two a segment. A machine of an FRR image whose files give
-// /etc/frr/frr.conf runs FRR (the image starts it; so do its startup
-// lines that start FRR, which nslab leaves out). Every machine forwards,
-// as Kathara's do. Images, resource limits, bridged and port options, and
-// /shared are listed in Dropped.
-func Kathara(dir string) (*Lab, error) {
+// interfaces on collision domains, with their MACs; its image and
+// options), lab.ext, each machine's NAME.startup (its exec lines,
+// shared.startup's first) and NAME/ (the files copied into it, those
+// under a node's own directories as files). A collision domain of two
+// interfaces becomes a link, of one or more than two a segment. A
+// machine whose files configure FRR or Quagga runs FRR (see
+// katharaMachines). Every machine forwards, as Kathara's do. sysctl
+// options are carried; images, resource limits, bridged and port
+// options, terminals, lab.ext and /shared are listed in Dropped.
+func Kathara(dir string) (*Lab, error) { return KatharaWith(dir, "") }
+
+// KatharaWith reads the Kathara lab in dir as Kathara does, its machines
+// and collision domains from conf instead of dir's lab.conf ("": that
+// one): a lab checker's structure, the topology an exercise asks for,
+// with the startup files and machine directories of dir as the student
+// has written them so far.
+func KatharaWith(dir, conf string) (*Lab, error) {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
 	}
-	conf := filepath.Join(dir, "lab.conf")
+	from := "a Kathara lab (its lab.conf, startup files and machine directories)"
+	if conf == "" {
+		conf = filepath.Join(dir, "lab.conf")
+	} else {
+		from = fmt.Sprintf("a Kathara lab (its startup files and machine directories) and the topology of %s", conf)
+	}
 	f, err := os.Open(conf)
 	if err != nil {
 		return nil, fmt.Errorf("%w: a Kathara lab directory has lab.conf", err)
 	}
 	defer f.Close()
-	l := &Lab{Name: labName(strings.TrimPrefix(filepath.Base(dir), "kathara-lab_")), From: "a Kathara lab (its lab.conf, startup files and machine directories)"}
+	l := &Lab{Name: importName(dir), From: from}
 	cds := map[string][]string{}
 	images := map[string][]string{}
 	sc := bufio.NewScanner(f)
@@ -56,15 +81,40 @@ func Kathara(dir string) (*Lab, error) {
 		n := l.Node(name)
 		n.Forwarding = true
 		if idx, err := strconv.Atoi(key); err == nil {
-			cd, _, _ := strings.Cut(value, "/") // "A/02:00:..:01": a collision domain and a MAC
-			cds[cd] = append(cds[cd], fmt.Sprintf("%s:eth%d", name, idx))
+			cd, mac, _ := strings.Cut(value, "/") // "A/02:00:..:01": a collision domain and a MAC
+			ifname := fmt.Sprintf("eth%d", idx)
+			cds[cd] = append(cds[cd], name+":"+ifname)
+			if mac != "" {
+				n.setMAC(ifname, mac)
+			}
 			continue
 		}
+		where := fmt.Sprintf("%s[%s]=%s (lab.conf line %d)", name, key, value, line)
 		switch key {
 		case "image":
 			images[value] = append(images[value], name)
+		case "sysctl":
+			k, v, ok := strings.Cut(value, "=")
+			if !ok {
+				return nil, fmt.Errorf("%s:%d: sysctl %q is no KEY=VALUE", conf, line, value)
+			}
+			n.Sysctls = append(n.Sysctls, [2]string{strings.TrimSpace(k), strings.TrimSpace(v)})
+		case "ipv6":
+			// Kathara turns IPv6 on in a machine with ipv6=True; a
+			// namespace has it on unless told otherwise.
+			if strings.EqualFold(value, "false") {
+				n.Sysctls = append(n.Sysctls, [2]string{"net.ipv6.conf.all.disable_ipv6", "1"}, [2]string{"net.ipv6.conf.default.disable_ipv6", "1"})
+			}
+		case "bridged", "port":
+			l.drop("%s: a link to the host's network or a port of the host's (nslab never touches the host's own interfaces)", where)
+		case "num_terms", "shell":
+			l.drop("%s: the terminals Kathara opens (nslab exec NODE -- bash opens a shell in a node)", where)
+		case "env":
+			l.drop("%s: an environment variable of the machine's processes (set it on the exec lines that read it)", where)
+		case "mem", "cpus", "ulimit":
+			l.drop("%s: a resource limit of the container (a node's limits: key bounds its processes)", where)
 		default:
-			l.drop("%s[%s]=%s (lab.conf line %d)", name, key, value, line)
+			l.drop("%s", where)
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -85,59 +135,118 @@ func Kathara(dir string) (*Lab, error) {
 			l.Segments = append(l.Segments, Segment{Name: "cd-" + regexp.MustCompile(`[^A-Za-z0-9_.-]`).ReplaceAllString(cd, "-"), Endpoints: eps})
 		}
 	}
+	if err := l.labExt(dir); err != nil {
+		return nil, err
+	}
 	if _, err := os.Stat(filepath.Join(dir, "shared")); err == nil {
 		l.drop("shared/ (Kathara mounts it at /shared in every machine)")
 	}
 	return l, nil
 }
 
-// katharaMachines reads each machine's startup lines and files.
+// labExt names each line of lab.ext (a collision domain joined to one of
+// the host's interfaces, on a VLAN of it or not) as not carried: a lab
+// never touches the host's own interfaces.
+func (l *Lab) labExt(dir string) error {
+	data, err := os.ReadFile(filepath.Join(dir, "lab.ext"))
+	if os.IsNotExist(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	for i, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || strings.HasPrefix(f[0], "#") {
+			continue
+		}
+		l.drop("lab.ext line %d, %q: collision domain %s joined to the host's interface %s (nslab never touches the host's own interfaces; the domain is carried without it)", i+1, strings.TrimSpace(line), f[0], strings.Join(f[1:], " "))
+	}
+	return nil
+}
+
+// katharaMachines reads each machine's startup lines and files, and
+// decides whether it runs FRR: when its files configure FRR or Quagga
+// (a daemons file, frr.conf, or a daemon's own file) and a startup line
+// or its image starts it. Files that configure routing that nothing
+// starts are started too, and the lab's notes say so: Kathara's Quagga
+// labs leave that to a student's first command, and a lab whose routers
+// hold only their connected routes teaches nothing nslab can check.
 func (l *Lab) katharaMachines(dir string, images map[string][]string) error {
 	shared, err := startupLines(filepath.Join(dir, "shared.startup"))
 	if err != nil {
 		return err
 	}
+	var unstarted []string
 	for _, n := range l.Nodes {
 		own, err := startupLines(filepath.Join(dir, n.Name+".startup"))
 		if err != nil {
 			return err
 		}
-		started := ""
-		for _, c := range append(append([]string(nil), shared...), own...) {
-			if frrStart.MatchString(c) {
-				n.FRR, started = true, c
-				continue
+		// The startup files run whole, as Kathara runs them (startup:);
+		// their lines that start FRR or Quagga are nslab's to start.
+		for _, name := range []string{"shared.startup", n.Name + ".startup"} {
+			if st, err := os.Stat(filepath.Join(dir, name)); err == nil && st.Mode().IsRegular() {
+				n.Startup = append(n.Startup, filepath.Join(dir, name))
 			}
-			n.Exec = append(n.Exec, c)
 		}
-		if err := l.machineFiles(dir, n); err != nil {
+		frrLine, quaggaLine := "", ""
+		for _, c := range append(append([]string(nil), shared...), own...) {
+			switch {
+			case frrStart.MatchString(c):
+				frrLine = c
+			case quaggaStart.MatchString(c):
+				quaggaLine = c
+			}
+		}
+		quagga, err := l.machineFiles(dir, n)
+		if err != nil {
 			return err
 		}
 		image := ""
 		for img, names := range images {
-			for _, x := range names {
-				if x == n.Name {
-					image = img
-				}
+			if slices.Contains(names, n.Name) {
+				image = img
 			}
 		}
-		hasConf := false
-		for _, f := range n.Files {
-			hasConf = hasConf || f.Path == "/etc/frr/frr.conf"
+		configured := n.configuresFRR()
+		what := "FRR with its /etc/frr"
+		if quagga != "" {
+			what = "its Quagga configuration (" + quagga + ") with FRR's daemons, which read it"
 		}
+		n.FRR = configured
 		switch {
-		case hasConf && started != "":
-			n.FRRWhy = fmt.Sprintf("runs FRR with its /etc/frr, as its startup line %q does (nslab starts it, after the other lines)", started)
-		case hasConf && strings.Contains(strings.ToLower(image), "frr"):
-			n.FRR = true
-			n.FRRWhy = fmt.Sprintf("runs FRR with its /etc/frr, as image %s starts it", image)
-		case n.FRR:
-			n.FRR = false
-			n.Exec = append(n.Exec, started) // no configuration of its own: the line as written
+		case configured && frrLine != "":
+			n.FRRWhy = fmt.Sprintf("runs %s, as its startup line %q does (nslab starts it, after the other lines)", what, frrLine)
+		case configured && quaggaLine != "":
+			n.FRRWhy = fmt.Sprintf("runs %s, as its startup line %q starts Quagga (nslab starts them, after the other lines)", what, quaggaLine)
+		case configured && strings.Contains(strings.ToLower(image), "frr"):
+			n.FRRWhy = fmt.Sprintf("runs %s, as image %s starts it", what, image)
+		case configured:
+			n.FRRWhy = fmt.Sprintf("runs %s: no startup line starts it, and nslab does (see the notes at the top)", what)
+			unstarted = append(unstarted, n.Name)
 		}
+	}
+	if len(unstarted) > 0 {
+		l.note("%s: their files configure routing daemons that no startup line starts (in Kathara they run once started by hand); nslab starts them at deploy", strings.Join(unstarted, ", "))
 	}
 	return nil
 }
+
+// configuresFRR reports whether the node's files configure FRR: a
+// daemons file, frr.conf, or a daemon's own file.
+func (n *Node) configuresFRR() bool {
+	for _, f := range n.Files {
+		dir, base := path.Split(f.Path)
+		if dir == "/etc/frr/" && (base == "daemons" || base == "frr.conf" || frrDaemonConf.MatchString(base)) {
+			return true
+		}
+	}
+	return false
+}
+
+// frrDaemonConf is a routing daemon's own configuration file's name.
+var frrDaemonConf = regexp.MustCompile(`^(zebra|staticd|bgpd|ospfd|ospf6d|ripd|ripngd|isisd|pimd|pim6d|ldpd|nhrpd|eigrpd|babeld|pbrd|bfdd|fabricd|vrrpd|pathd)\.conf$`)
 
 // startupLines reads a startup file's command lines; none where it is
 // missing.
@@ -159,18 +268,34 @@ func startupLines(path string) ([]string, error) {
 	return out, nil
 }
 
-// machineFiles reads the files of machine n's directory.
-func (l *Lab) machineFiles(dir string, n *Node) error {
+// machineFiles reads the files of machine n's directory. Quagga's
+// configuration (quaggaDirs) goes to /etc/frr, where FRR's daemons read
+// it; quagga is the directory it was in ("": none).
+func (l *Lab) machineFiles(dir string, n *Node) (quagga string, err error) {
 	root := filepath.Join(dir, n.Name)
 	if st, err := os.Stat(root); err != nil || !st.IsDir() {
-		return nil
+		return "", nil
 	}
-	return filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+	var mapped []File
+	err = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}
 		rel, _ := filepath.Rel(root, p)
 		in := "/" + filepath.ToSlash(rel)
+		for _, q := range quaggaDirs {
+			rest, ok := strings.CutPrefix(in, q)
+			if !ok {
+				continue
+			}
+			if rest == "debian.conf" {
+				l.drop("%s's file %s (Quagga's options for its daemons: nslab starts FRR's with its own)", n.Name, in)
+				return nil
+			}
+			quagga = strings.TrimSuffix(q, "/")
+			mapped = append(mapped, File{Path: "/etc/frr/" + rest, From: p, Was: in})
+			return nil
+		}
 		if !ownFile(in) {
 			l.drop("%s's file %s (a node's own files are under %s)", n.Name, in, strings.Join(nodeFiles, ", "))
 			return nil
@@ -178,4 +303,12 @@ func (l *Lab) machineFiles(dir string, n *Node) error {
 		n.Files = append(n.Files, File{Path: in, From: p})
 		return nil
 	})
+	for _, f := range mapped {
+		if slices.ContainsFunc(n.Files, func(g File) bool { return g.Path == f.Path }) {
+			l.drop("%s's file %s (its /etc/frr has a file of that name, which FRR reads)", n.Name, f.Was)
+			continue
+		}
+		n.Files = append(n.Files, f)
+	}
+	return quagga, err
 }

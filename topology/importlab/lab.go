@@ -10,6 +10,8 @@
 package importlab
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -17,6 +19,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/nslab/nslab/topology/spec"
 	"gopkg.in/yaml.v3"
 )
 
@@ -28,24 +31,33 @@ type Lab struct {
 	Links    [][2]string // node:interface pairs
 	Segments []Segment
 	// Dropped says what of the original nslab does not carry, one line
-	// each.
+	// each; Notes what it does otherwise than the original would.
 	Dropped []string
+	Notes   []string
+	// Tests are the tests of the lab file, from a lab checker's
+	// configuration (Checker), which CheckerFrom names.
+	Tests       []Test
+	CheckerFrom []string
 }
 
 // Node is an imported node.
 type Node struct {
 	Name       string
 	Forwarding bool
+	Sysctls    [][2]string       // in the original's order
+	MACs       map[string]string // interface: its MAC
 	FRR        bool   // runs FRR from its files (daemons, frr.conf)
 	FRRWhy     string // why it is taken to run FRR
 	Files      []File
 	Exec       []string
+	Startup    []string // scripts run whole (startup:), absolute paths of the original's
 }
 
 // File is a file of a node's own tree, read from the original's.
 type File struct {
 	Path string // in the node
 	From string // the original's file, absolute
+	Was  string // its path in the original's node, where nslab puts it elsewhere
 }
 
 // Segment is a shared wire of one or more interfaces.
@@ -66,6 +78,29 @@ func (l *Lab) Node(name string) *Node {
 	return n
 }
 
+// nodeNamed is the node named name, or nil.
+func (l *Lab) nodeNamed(name string) *Node {
+	for _, n := range l.Nodes {
+		if n.Name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+// setMAC gives interface ifname the MAC mac.
+func (n *Node) setMAC(ifname, mac string) {
+	if n.MACs == nil {
+		n.MACs = map[string]string{}
+	}
+	n.MACs[ifname] = mac
+}
+
+// note records what nslab does otherwise than the original.
+func (l *Lab) note(format string, args ...any) {
+	l.Notes = append(l.Notes, fmt.Sprintf(format, args...))
+}
+
 // drop records what is not carried.
 func (l *Lab) drop(format string, args ...any) {
 	l.Dropped = append(l.Dropped, fmt.Sprintf(format, args...))
@@ -81,19 +116,55 @@ func ownFile(path string) bool {
 }
 
 // labName makes an nslab lab name (lowercase letters, digits and -, at
-// most 12) of s.
+// most spec.MaxLabName) of s, cut where longer.
 func labName(s string) string {
-	s = strings.ToLower(s)
-	s = regexp.MustCompile(`[^a-z0-9-]+`).ReplaceAllString(s, "-")
-	s = strings.Trim(s, "-")
-	if len(s) > 12 {
-		s = strings.TrimRight(s[:12], "-")
+	s = cleanName(s)
+	if len(s) > spec.MaxLabName {
+		s = strings.TrimRight(s[:spec.MaxLabName], "-")
 	}
 	if s == "" {
 		s = "imported"
 	}
 	return s
 }
+
+// cleanName is s in lowercase letters, digits and -.
+func cleanName(s string) string {
+	s = strings.ToLower(s)
+	s = regexp.MustCompile(`[^a-z0-9-]+`).ReplaceAllString(s, "-")
+	return strings.Trim(s, "-")
+}
+
+// genericDirs are directory names that say nothing of the lab in them.
+var genericDirs = []string{"lab", "labs", "kathara", "kathara-lab", "src"}
+
+// importName is the lab name of the original in dir (an absolute path):
+// the directory's name without Kathara's "kathara-lab_" and a leading
+// date (exam labs are named by their day), or its parent's where the
+// directory's name says nothing (lab). Where that is longer than a lab
+// name may be, its beginning and four hex digits of a hash of the whole
+// path: two labs whose long names begin alike stay apart.
+func importName(dir string) string {
+	base := filepath.Base(dir)
+	if slices.Contains(genericDirs, strings.ToLower(base)) {
+		base = filepath.Base(filepath.Dir(dir))
+	}
+	base = strings.TrimPrefix(base, "kathara-lab_")
+	base = leadingDate.ReplaceAllString(base, "")
+	name := cleanName(base)
+	if name == "" {
+		return "imported"
+	}
+	if len(name) <= spec.MaxLabName {
+		return name
+	}
+	sum := sha256.Sum256([]byte(dir))
+	tag := hex.EncodeToString(sum[:2])
+	return strings.TrimRight(name[:spec.MaxLabName-len(tag)-1], "-") + "-" + tag
+}
+
+// leadingDate is a date a directory's name starts with (2020-11-18-).
+var leadingDate = regexp.MustCompile(`^\d{4}-\d{2}-\d{2}[-_]?`)
 
 // Write writes the lab as an nslab lab file whose from: paths are
 // relative to dir (the file's directory).
@@ -105,6 +176,12 @@ func (l *Lab) Write(w io.Writer, dir string) error {
 	} else {
 		head.WriteString("# What nslab does not carry of the original:\n")
 		for _, d := range l.Dropped {
+			fmt.Fprintf(&head, "#   - %s\n", d)
+		}
+	}
+	if len(l.Notes) > 0 {
+		head.WriteString("# What nslab does otherwise than the original:\n")
+		for _, d := range l.Notes {
 			fmt.Fprintf(&head, "#   - %s\n", d)
 		}
 	}
@@ -138,6 +215,14 @@ func (l *Lab) Write(w io.Writer, dir string) error {
 		}
 		add(root, "segments", segs)
 	}
+	if len(l.Tests) > 0 {
+		tests := &yaml.Node{Kind: yaml.SequenceNode}
+		for _, t := range l.Tests {
+			tests.Content = append(tests.Content, t.yaml())
+		}
+		add(root, "tests", tests)
+		root.Content[len(root.Content)-2].HeadComment = testsComment(l.CheckerFrom)
+	}
 	if _, err := io.WriteString(w, head.String()); err != nil {
 		return err
 	}
@@ -158,6 +243,20 @@ func (n *Node) yaml(dir string) (*yaml.Node, error) {
 	if n.Forwarding {
 		add(m, "forwarding", scalar("true"))
 	}
+	if len(n.Sysctls) > 0 {
+		sc := mapping()
+		for _, kv := range n.Sysctls {
+			add(sc, kv[0], scalar(kv[1]))
+		}
+		add(m, "sysctls", sc)
+	}
+	if len(n.MACs) > 0 {
+		ifs := mapping()
+		for _, name := range sortedKeys(n.MACs) {
+			add(ifs, name, flowMap("mac", scalar(n.MACs[name])))
+		}
+		add(m, "interfaces", ifs)
+	}
 	if n.FRR {
 		add(m, "frr", &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle})
 	}
@@ -171,6 +270,17 @@ func (n *Node) yaml(dir string) (*yaml.Node, error) {
 			add(files, f.Path, flowMap("from", scalar(filepath.ToSlash(rel))))
 		}
 		add(m, "files", files)
+	}
+	if len(n.Startup) > 0 {
+		st := &yaml.Node{Kind: yaml.SequenceNode}
+		for _, p := range n.Startup {
+			rel, err := filepath.Rel(dir, p)
+			if err != nil {
+				return nil, fmt.Errorf("node %s: %s: %w", n.Name, p, err)
+			}
+			st.Content = append(st.Content, flowMap("from", scalar(filepath.ToSlash(rel))))
+		}
+		add(m, "startup", st)
 	}
 	if len(n.Exec) > 0 {
 		ex := &yaml.Node{Kind: yaml.SequenceNode}

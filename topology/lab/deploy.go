@@ -24,6 +24,9 @@ type DeployResult struct {
 	Lab      string
 	Steps    int
 	Duration time.Duration
+	// Warnings are what the deploy went on past: configuration lines a
+	// routing daemon refused (see Manager.Strict).
+	Warnings []string
 }
 
 // StepError is a deploy failure: the step that failed, its position, and the
@@ -93,6 +96,9 @@ func (m *Manager) Deploy(ctx context.Context, lab *spec.Lab) (*DeployResult, err
 	if err := m.preflight(lab); err != nil {
 		return nil, err
 	}
+	if err := CheckPrograms(lab); err != nil {
+		return nil, fmt.Errorf("cannot deploy, nothing was changed: %w", err)
+	}
 	abs, err := filepath.Abs(lab.File)
 	if err != nil {
 		abs = lab.File
@@ -141,7 +147,7 @@ func (m *Manager) Deploy(ctx context.Context, lab *spec.Lab) (*DeployResult, err
 		d.close()
 		return nil, &StepError{Index: len(steps), Step: "record deployed state", Err: err, RollbackErr: m.rollback(d, st)}
 	}
-	return &DeployResult{Lab: lab.Name, Steps: len(steps), Duration: time.Since(start)}, nil
+	return &DeployResult{Lab: lab.Name, Steps: len(steps), Duration: time.Since(start), Warnings: d.warnings}, nil
 }
 
 // preflight checks, without changing anything, that the lab can be deployed:

@@ -3,6 +3,7 @@ package lab
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/nslab/nslab/internal/nlsafe"
 	"github.com/nslab/nslab/topology/cgroup"
@@ -38,6 +39,15 @@ type deployer struct {
 	nsReady  map[string]chan struct{} // closed when the node's namespace is made
 	aheadAt  int                      // the step before which startAhead runs
 	services []*waited                // services started, to check they keep running
+	warnMu   sync.Mutex
+	warnings []string // what the deploy went on past (see warn)
+}
+
+// warn records what the deploy went on past, for its result.
+func (d *deployer) warn(format string, args ...any) {
+	d.warnMu.Lock()
+	defer d.warnMu.Unlock()
+	d.warnings = append(d.warnings, fmt.Sprintf(format, args...))
 }
 
 // inNS runs fn with node's namespace open, and closes it: a deploy keeps

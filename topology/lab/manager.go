@@ -50,6 +50,11 @@ type Manager struct {
 	// ns.CheckDir. Not for labs meant to outlive the process.
 	Ephemeral bool
 
+	// Strict: a configuration line a routing daemon refuses fails the
+	// deploy. Otherwise the deploy goes on without it, as the daemon
+	// does when it starts, and the result's Warnings name it.
+	Strict bool
+
 	// Rootless: this process runs inside a user's rootless holder
 	// (package rootless), where what needs the host's root is refused
 	// (cmd finds it once, in caps.Capabilities).

@@ -21,7 +21,7 @@ type stepKind func(l *spec.Lab, sysfs string) []Step
 // wait for links to be up, CPU placement, impairments, offloads and NAPI settings, XDP fast paths, routes, policy
 // routing rules, NAT and firewall, the nodes' views (their own mounts and
 // hostname), their cgroups (limits:), one-shot commands, routing daemons, services.
-var kinds = []stepKind{namespaceSteps, machineSteps, sriovSteps, vethSteps, tunnelSteps, madeSteps, bridgeSteps, nodeSettingSteps, addressSteps, waitSteps, placementSteps, impairSteps, offloadSteps, napiSettingSteps, fastPathSteps, routeSteps, ruleSteps, netfilterSteps, viewSteps, limitSteps, execSteps, routingSteps, serviceSteps}
+var kinds = []stepKind{namespaceSteps, machineSteps, sriovSteps, vethSteps, tunnelSteps, madeSteps, bridgeSteps, nodeSettingSteps, addressSteps, waitSteps, placementSteps, impairSteps, offloadSteps, napiSettingSteps, fastPathSteps, routeSteps, ruleSteps, netfilterSteps, viewSteps, limitSteps, execSteps, startupSteps, routingSteps, serviceSteps}
 
 // Plan returns the steps that deploy lab, in order.
 func Plan(lab *spec.Lab) []Step { return planFor(lab, "") }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"time"
 
@@ -17,8 +18,10 @@ import (
 // daemons start as Debian's frrcommon.sh starts each (DAEMON -d with the
 // options of /etc/frr/daemons; each reads its own /etc/frr/DAEMON.conf
 // where files: gives one), then `vtysh -b` loads the integrated
-// frr.conf into them: a line a daemon refuses fails the deploy, with
-// vtysh's words. BIRD starts as `bird -c bird.conf -s CTL`. The deploy
+// frr.conf into them. Every configuration file is first read as vtysh
+// reads it (--dryrun): a line FRR refuses is a warning naming the file
+// and line, and the daemons run without it, as FRR's own start does
+// (Manager.Strict makes it an error). BIRD starts as `bird -c bird.conf -s CTL`. The deploy
 // waits until vtysh (birdc) answers. Each daemon carries the lab's service
 // mark (see step_service.go), so destroy stops it like a service, also
 // after a deploy killed before it could record anything.
@@ -78,6 +81,18 @@ func frrArgs(daemon string) []string {
 // first (see frr_routerid.go), and waits for vtysh to answer for every
 // daemon.
 func (d *deployer) startFRR(n *spec.Node, daemons []string) error {
+	refused, err := d.frrRefused(n)
+	if err != nil {
+		return err
+	}
+	if len(refused) > 0 {
+		if d.m.Strict {
+			return fmt.Errorf("FRR in %s refuses %d line(s) of its configuration (a strict deploy stops here):\n  %s", n.Name, len(refused), strings.Join(refused, "\n  "))
+		}
+		for _, r := range refused {
+			d.warn("FRR in %s refused %s; the daemons run without it, as FRR does when it starts", n.Name, r)
+		}
+	}
 	if err := d.recordDaemons(n, "frr", strings.Join(daemons, " ")); err != nil {
 		return err
 	}
@@ -118,11 +133,62 @@ func (d *deployer) startDaemons(n *spec.Node, tag string, daemons []string) erro
 		}
 	}
 	if n.FRR.Config != "" || n.FileAt(spec.FRRConfPath) != nil {
-		if out, err := d.runInNode(n, tag, "vtysh", "-b"); err != nil {
+		// vtysh -b goes on past a line a daemon refuses, and fails at the
+		// end: refused lines alone (frrRefused found them, and warned)
+		// are no failure unless the deploy is strict.
+		if out, err := d.runInNode(n, tag, "vtysh", "-b"); err != nil && (d.m.Strict || !onlyRefusedLines(out)) {
 			return fmt.Errorf("FRR in %s refused its frr.conf (vtysh -b: %w)%s", n.Name, err, d.frrLog(n, out))
 		}
 	}
 	return nil
+}
+
+// refusedLine is vtysh's report of a configuration line it refused:
+// "line 12: % Unknown command[4]: reistribute bgp".
+var refusedLine = regexp.MustCompile(`(?m)^line (\d+): (% [^\[:]+)(?:\[\d+\])?: *(.*)$`)
+
+// onlyRefusedLines reports whether vtysh's output says nothing but the
+// lines it refused.
+func onlyRefusedLines(out []byte) bool {
+	rest := refusedLine.ReplaceAll(out, nil)
+	return len(refusedLine.FindAll(out, -1)) > 0 && len(bytes.TrimSpace(rest)) == 0
+}
+
+// frrRefused checks node n's FRR configuration files as FRR's vtysh reads
+// them (vtysh --dryrun, in the node's view, before any daemon runs) and
+// returns each line refused, with its file and line and, where the file
+// came from another, that one's: "line 12 of /etc/frr/bgpd.conf
+// (r1/etc/zebra/bgpd.conf:12): % Unknown command: reistribute bgp".
+func (d *deployer) frrRefused(n *spec.Node) ([]string, error) {
+	var paths []string
+	if n.FRR.Config != "" || n.FileAt(spec.FRRConfPath) != nil {
+		paths = append(paths, spec.FRRConfPath)
+	}
+	for _, dm := range append([]string{"zebra", "staticd"}, spec.FRRDaemons...) {
+		if p := "/etc/frr/" + dm + ".conf"; n.FileAt(p) != nil {
+			paths = append(paths, p)
+		}
+	}
+	var refused []string
+	for _, p := range paths {
+		out, err := d.runInNode(n, "", "vtysh", "--dryrun", "-f", p)
+		found := refusedLine.FindAllSubmatch(out, -1)
+		if err != nil && len(found) == 0 {
+			return nil, fmt.Errorf("check %s in %s (vtysh --dryrun: %w): %s", p, n.Name, err, strings.TrimSpace(string(out)))
+		}
+		from := ""
+		if f := n.FileAt(p); f != nil && f.From != "" {
+			from = f.From
+		}
+		for _, m := range found {
+			where := fmt.Sprintf("line %s of %s", m[1], p)
+			if from != "" {
+				where += fmt.Sprintf(" (%s:%s)", from, m[1])
+			}
+			refused = append(refused, fmt.Sprintf("%s: %s: %s", where, m[2], strings.TrimSpace(string(m[3]))))
+		}
+	}
+	return refused, nil
 }
 
 // frrLog is what a failed FRR start shows: the command's output and the

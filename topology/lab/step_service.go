@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/nslab/nslab/topology/lab/deployed"
 	"github.com/nslab/nslab/topology/lab/state"
+	"github.com/nslab/nslab/topology/programs"
 	"github.com/nslab/nslab/topology/spec"
 )
 
@@ -35,6 +37,10 @@ func execSteps(l *spec.Lab, _ string) []Step {
 	var steps []Step
 	for _, n := range l.Nodes {
 		for i, c := range n.Exec {
+			if svc, ok := n.ServiceLines[i]; ok {
+				steps = append(steps, execServiceStep(l, n, i, c, svc))
+				continue
+			}
 			steps = append(steps, Step{
 				Name: fmt.Sprintf("run in %s: %s", n.Name, c),
 				Shell: func() []string {
@@ -46,6 +52,62 @@ func execSteps(l *spec.Lab, _ string) []Step {
 		}
 	}
 	return steps
+}
+
+// execServiceStep starts, in place of node n's exec line i (a service
+// line, see spec.Node.ServiceLines), the host's program for the service,
+// supervised as a run: line is and stopped with the lab.
+func execServiceStep(l *spec.Lab, n *spec.Node, i int, line string, svc programs.Service) Step {
+	tag := execServiceTag(l.Name, n.Name, i)
+	return Step{
+		Name: fmt.Sprintf("start service %s in %s (for its exec line %q): %s", svc.Name, n.Name, line, svc.Run),
+		Shell: func() []string {
+			log := logPath(DefaultStateDir, l.Name, n.Name, "svc", i)
+			return []string{fmt.Sprintf("mkdir -p %s && %s=%s ip netns exec %s setsid sh -c %s </dev/null >%s 2>&1 &  # %s", filepath.Dir(log), deployed.ServiceEnv, tag, l.Namespace(n.Name), ShellQuote(svc.Run), log, line)}
+		},
+		Do:    func(d *deployer) error { return d.startExecService(n, i, svc) },
+		Makes: []string{fmt.Sprintf("%s/service-of-exec%d", n.Name, i)}, // "/service": the check of services follows it
+		Needs: nodeProcessNeeds(n.Name),
+		Undo:  func(d *deployer) error { return d.stopTagged(n.Name, tag, -1) },
+	}
+}
+
+// execServiceTag marks the program of node's exec line i, a service.
+func execServiceTag(lab, node string, i int) string { return fmt.Sprintf("%s/%s/svc%d", lab, node, i) }
+
+// startExecService starts the program of service svc for node n's exec
+// line i in the node.
+func (d *deployer) startExecService(n *spec.Node, i int, svc programs.Service) error {
+	return d.startTaggedService(n, execServiceTag(d.lab.Name, n.Name, i), fmt.Sprintf("svc%d", i), "svc", i, svc)
+}
+
+// startTaggedService starts the program of service svc in node n, marked
+// with tag, and records it (index -1, as routing daemons are, its command
+// "KEY: RUN"), its output in the log of logKind and logIndex.
+//
+// Equivalent to: ip netns exec NS setsid sh -c 'RUN' </dev/null >LOG 2>&1 &
+func (d *deployer) startTaggedService(n *spec.Node, tag, key, logKind string, logIndex int, svc programs.Service) error {
+	log, err := d.openLog(n.Name, logKind, logIndex)
+	if err != nil {
+		return err
+	}
+	defer log.Close() // the program has its own descriptor
+	d.st.Services = append(d.st.Services, state.ServiceRecord{Node: n.Name, Index: -1, Command: fmt.Sprintf("%s: %s", key, svc.Run), Log: log.Name()})
+	rec := &d.st.Services[len(d.st.Services)-1]
+	if err := d.m.saveState(d.st); err != nil { // ahead: a killed deploy's destroy knows to look
+		return err
+	}
+	cmd := command(svc.Run, log, tag)
+	if err := d.startIn(n, cmd); err != nil {
+		return fmt.Errorf("start service %s (%q) in %s: %w", svc.Name, svc.Run, n.Name, err)
+	}
+	rec.PID = cmd.Process.Pid
+	rec.Start, _ = deployed.ProcessStart(rec.PID)
+	w := &waited{rec: *rec}
+	w.mu.Lock()
+	go func() { w.err = cmd.Wait(); w.mu.Unlock() }() // reaps it; checkServices looks
+	d.services = append(d.services, w)
+	return d.m.saveState(d.st)
 }
 
 func serviceSteps(l *spec.Lab, _ string) []Step {
@@ -65,7 +127,7 @@ func serviceSteps(l *spec.Lab, _ string) []Step {
 			})
 		}
 	}
-	if len(steps) > 0 {
+	if len(steps) > 0 || slices.ContainsFunc(l.Nodes, func(n *spec.Node) bool { return len(n.ServiceLines) > 0 || len(n.Startup) > 0 }) {
 		steps = append(steps, Step{
 			Name: fmt.Sprintf("check that the services keep running (%v)", serviceGrace),
 			Shell: func() []string {

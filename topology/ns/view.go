@@ -92,8 +92,10 @@ type ViewShared struct {
 
 // PrivateDirs are the directories a view mounts a tmpfs of its own on
 // (besides /var/run, when it is a directory of its own), and Etc the one
-// it overlays.
-var PrivateDirs = []string{"/run", "/var/log", "/tmp"}
+// it overlays. /var/cache/bind is named's working directory: a node's
+// DNS server (started for a service line) writes there, never in the
+// host's. A directory this machine lacks is left out.
+var PrivateDirs = []string{"/run", "/var/log", "/tmp", "/var/cache/bind"}
 
 // OnlineCPUs is the number of CPUs /sys/devices/system/cpu/online names
 // up to its highest (runtime.NumCPU when it cannot be read): the machine's,

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nslab/nslab/topology/programs"
 	"gopkg.in/yaml.v3"
 )
 
@@ -187,9 +188,20 @@ func (r *reporter) parseNode(name string, v *yaml.Node, path string) *Node {
 	}
 	if e, ok := f["exec"]; ok {
 		n.Exec = r.commands(e)
+		for i, line := range n.Exec {
+			if _, svc, known := programs.ServiceOf(line); known {
+				if n.ServiceLines == nil {
+					n.ServiceLines = map[int]programs.Service{}
+				}
+				n.ServiceLines[i] = svc
+			}
+		}
 	}
 	if e, ok := f["run"]; ok {
 		n.Run = r.commands(e)
+	}
+	if e, ok := f["startup"]; ok {
+		n.Startup = r.scripts(e)
 	}
 	if e, ok := f["receive"]; ok {
 		n.Receive, _ = r.str(e.v, e.path, "rps or napi")

@@ -101,6 +101,7 @@ var nodeDef = mapping{def: "node", title: "a node (a network namespace)", keys: 
 	{"receive", "rps or napi, default rps with cpus: how the receive work is put on the CPUs", enum(ReceiveRPS, ReceiveNAPI)},
 	{"exec", "list of command lines, run once in the node at deploy; each must exit 0", texts},
 	{"run", "list of command lines, services started in the node and kept running until destroy", texts},
+	{"startup", "list of shell scripts, each text or {from: FILE}: run whole in the node at deploy, in order, after its exec: lines, as Kathara runs a machine's startup file (bash; a failing line does not stop the rest, and the deploy names it with its line and output; a strict deploy fails on it); their service lines start the services nslab runs", listOf(map[string]any{"oneOf": []any{text, ref("script")}})},
 	{"nat", "list of NAT rules, each one of {masquerade: ...}, {snat: ...}, {dnat: ...}; first match wins", listOf(ref("natRule"))},
 	{"firewall", "a list of firewall rules (policy accept), or {policy: accept|drop, rules: [...]}: what the node forwards", ref("firewall")},
 	{"flowtable", "true or false, default false: an nftables flowtable over the node's interfaces; the forward chain adds each TCP and UDP flow after its first packet, and its later packets skip the forward path (needs CONFIG_NF_FLOW_TABLE)", boolean},
@@ -124,6 +125,11 @@ var fileDef = mapping{def: "file", title: "a file of a node's own tree", keys: [
 	{"text", "text: the file's contents, a Go template", text},
 	{"from", "file name, relative to the lab file: the contents come from there (a Go template)", text},
 	{"mode", "octal mode as text, default \"0644\"", text},
+}}
+
+var scriptDef = mapping{def: "script", title: "a startup script of a node", keys: []key{
+	{"text", "text: the script", text},
+	{"from", "file name, relative to the lab file: the script is read from there", text},
 }}
 
 var frrDef = mapping{def: "frr", title: "FRR in a node", keys: []key{
@@ -448,7 +454,7 @@ var (
 // mappings are every mapping of the file, the lab first.
 var mappings = []*mapping{&labDef, &machineDef, &hostDef, &nodeDef, &forwardingDef, &ifaceDef, &offloadsDef, &napiDef, &macvlanDef, &vlanDef, &bondDef, &vrfDef,
 	&bridgeDef, &portVLANsDef, &routeDef, &ruleDef, &impairDef, &burstyLossDef, &queueDef, &linkDef, &segmentDef, &expectDef, &testDef, &routeTestDef, &addressTestDef, &neighbourTestDef, &bgpTestDef, &bgpRouteTestDef, &ospfTestDef, &birdTestDef, &trafficTestDef, &trafficDef, &tcpDef, &mixPartDef, &pfDef, &vfDef,
-	&variantNodeDef, &variantIfaceDef, &masqueradeDef, &snatDef, &dnatDef, &filterDef, &firewallDef, &fileDef, &frrDef, &birdDef, &limitsDef}
+	&variantNodeDef, &variantIfaceDef, &masqueradeDef, &snatDef, &dnatDef, &filterDef, &firewallDef, &fileDef, &scriptDef, &frrDef, &birdDef, &limitsDef}
 
 // keysOf is a mapping's key names, in order: the parser's key list.
 func keysOf(m mapping) []string {

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/nslab/nslab/topology/programs"
 )
 
 // Lab is a validated topology file.
@@ -113,8 +115,16 @@ type Node struct {
 	// Receive is how that work is put on CPUs: ReceiveRPS or ReceiveNAPI.
 	Receive string
 	// Exec are command lines run once in the node at deploy, in order,
-	// after its addresses and routes; each must exit 0.
-	Exec []string
+	// after its addresses and routes; each must exit 0. ServiceLines are
+	// those of them that start a service as Kathara's images do
+	// (systemctl start X, service X start, /etc/init.d/X start), by index:
+	// in its place, nslab starts the host's program for the service in the
+	// node, supervised like a run: line (no systemd runs in a node).
+	Exec         []string
+	ServiceLines map[int]programs.Service
+	// Startup are shell scripts run whole in the node after its Exec, as
+	// Kathara runs a machine's startup file (see Script).
+	Startup []*Script
 	// Run are long-running programs (services) started in the node after
 	// every Exec, kept running until the lab is destroyed.
 	Run []string

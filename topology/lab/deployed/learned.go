@@ -45,12 +45,17 @@ func (r *Opened) Learn() error {
 			stopped[s.Node] = true
 		}
 	}
+	var running map[string][]string // the routing daemons running, read once
+	if slices.ContainsFunc(r.Lab.Nodes, (*spec.Node).RunsRouting) {
+		running = runningDaemons(r.Lab.Name)
+	}
 	for _, n := range r.Lab.Model().Nodes {
 		node := r.nodes[n.Name]
 		if node == nil {
 			continue
 		}
 		n.Stopped = stopped[n.Name]
+		r.Differences = append(r.Differences, daemonDifferences(r.Lab.Name, n, running)...)
 		names, err := learnLinks(node.Handle, n)
 		if err != nil {
 			return fmt.Errorf("read the addresses of %s: %w", n.Name, err)
