@@ -46,8 +46,8 @@ type Node struct {
 	Forwarding bool
 	Sysctls    [][2]string       // in the original's order
 	MACs       map[string]string // interface: its MAC
-	FRR        bool   // runs FRR from its files (daemons, frr.conf)
-	FRRWhy     string // why it is taken to run FRR
+	FRR        bool              // runs FRR from its files (daemons, frr.conf)
+	FRRWhy     string            // why it is taken to run FRR
 	Files      []File
 	Exec       []string
 	Startup    []string // scripts run whole (startup:), absolute paths of the original's

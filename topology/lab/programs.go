@@ -128,7 +128,9 @@ func CheckPrograms(l *spec.Lab) error {
 		lines("exec", n.Exec, n.ServiceLines)
 		lines("run", n.Run, nil)
 		for _, sc := range n.Startup {
-			where := func(line int) string { return fmt.Sprintf("node %s's startup script %s line %d", n.Name, sc.Name(), line) }
+			where := func(line int) string {
+				return fmt.Sprintf("node %s's startup script %s line %d", n.Name, sc.Name(), line)
+			}
 			for k, line := range strings.Split(sc.Text, "\n") {
 				name, svc, known := programs.ServiceOf(line)
 				switch {
