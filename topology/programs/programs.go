@@ -192,7 +192,7 @@ type Service struct {
 // a line may call them.
 var services = map[string]Service{
 	"apache2": {Program: "apache2ctl", Package: "apache2",
-		Run: "mkdir -p /var/log/apache2 && exec apache2ctl -D FOREGROUND"},
+		Run: "mkdir -p /var/log/apache2 /run/lock && exec apache2ctl -D FOREGROUND"},
 	"nginx": {Program: "nginx", Package: "nginx",
 		Run: "mkdir -p /var/log/nginx && exec nginx -g 'daemon off;'"},
 	"radvd": {Program: "radvd", Package: "radvd",
@@ -202,7 +202,7 @@ var services = map[string]Service{
 	// named's working directory is the node's own (a view's private
 	// /var/cache/bind, see ns.PrivateDirs), never the host's.
 	"bind9": {Program: "named", Package: "bind9",
-		Run: "mkdir -p /run/named && chown bind:bind /run/named /var/cache/bind; exec named -f -u bind"},
+		Run: "mkdir -p /run/named && chown bind:bind /run/named /var/cache/bind; exec named -g -u bind"},
 	"dnsmasq": {Program: "dnsmasq", Package: "dnsmasq",
 		Run: "exec dnsmasq --keep-in-foreground --pid-file=/run/dnsmasq.pid"},
 }
