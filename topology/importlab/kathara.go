@@ -89,32 +89,12 @@ func KatharaWith(dir, conf string) (*Lab, error) {
 			}
 			continue
 		}
-		where := fmt.Sprintf("%s[%s]=%s (lab.conf line %d)", name, key, value, line)
-		switch key {
-		case "image":
+		if key == "image" {
 			images[value] = append(images[value], name)
-		case "sysctl":
-			k, v, ok := strings.Cut(value, "=")
-			if !ok {
-				return nil, fmt.Errorf("%s:%d: sysctl %q is no KEY=VALUE", conf, line, value)
-			}
-			n.Sysctls = append(n.Sysctls, [2]string{strings.TrimSpace(k), strings.TrimSpace(v)})
-		case "ipv6":
-			// Kathara turns IPv6 on in a machine with ipv6=True; a
-			// namespace has it on unless told otherwise.
-			if strings.EqualFold(value, "false") {
-				n.Sysctls = append(n.Sysctls, [2]string{"net.ipv6.conf.all.disable_ipv6", "1"}, [2]string{"net.ipv6.conf.default.disable_ipv6", "1"})
-			}
-		case "bridged", "port":
-			l.drop("%s: a link to the host's network or a port of the host's (nslab never touches the host's own interfaces)", where)
-		case "num_terms", "shell":
-			l.drop("%s: the terminals Kathara opens (nslab exec NODE -- bash opens a shell in a node)", where)
-		case "env":
-			l.drop("%s: an environment variable of the machine's processes (set it on the exec lines that read it)", where)
-		case "mem", "cpus", "ulimit":
-			l.drop("%s: a resource limit of the container (a node's limits: key bounds its processes)", where)
-		default:
-			l.drop("%s", where)
+			continue
+		}
+		if err := l.option(n, key, value, fmt.Sprintf("%s[%s]=%s (lab.conf line %d)", name, key, value, line)); err != nil {
+			return nil, fmt.Errorf("%s:%d: %w", conf, line, err)
 		}
 	}
 	if err := sc.Err(); err != nil {
@@ -126,6 +106,19 @@ func KatharaWith(dir, conf string) (*Lab, error) {
 	for _, img := range sortedKeys(images) {
 		l.drop("image %s (%s): nslab runs the host's programs in the node's namespace", img, strings.Join(images[img], ", "))
 	}
+	l.domains(cds)
+	if err := l.labExt(dir); err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(dir, "shared")); err == nil {
+		l.drop("shared/ (Kathara mounts it at /shared in every machine)")
+	}
+	return l, nil
+}
+
+// domains makes the collision domains (name: their node:interface
+// endpoints) links, of two, or segments.
+func (l *Lab) domains(cds map[string][]string) {
 	for _, cd := range sortedKeys(cds) {
 		eps := cds[cd]
 		sort.Strings(eps)
@@ -135,13 +128,36 @@ func KatharaWith(dir, conf string) (*Lab, error) {
 			l.Segments = append(l.Segments, Segment{Name: "cd-" + regexp.MustCompile(`[^A-Za-z0-9_.-]`).ReplaceAllString(cd, "-"), Endpoints: eps})
 		}
 	}
-	if err := l.labExt(dir); err != nil {
-		return nil, err
+}
+
+// option carries machine n's lab.conf option key (but its image), or
+// names it as not carried; where is the line, for that.
+func (l *Lab) option(n *Node, key, value, where string) error {
+	switch key {
+	case "sysctl":
+		k, v, ok := strings.Cut(value, "=")
+		if !ok {
+			return fmt.Errorf("sysctl %q is no KEY=VALUE", value)
+		}
+		n.Sysctls = append(n.Sysctls, [2]string{strings.TrimSpace(k), strings.TrimSpace(v)})
+	case "ipv6":
+		// Kathara turns IPv6 on in a machine with ipv6=True; a namespace
+		// has it on unless told otherwise.
+		if strings.EqualFold(value, "false") {
+			n.Sysctls = append(n.Sysctls, [2]string{"net.ipv6.conf.all.disable_ipv6", "1"}, [2]string{"net.ipv6.conf.default.disable_ipv6", "1"})
+		}
+	case "bridged", "port":
+		l.drop("%s: a link to the host's network or a port of the host's (nslab never touches the host's own interfaces)", where)
+	case "num_terms", "shell":
+		l.drop("%s: the terminals Kathara opens (nslab exec NODE -- bash opens a shell in a node)", where)
+	case "env":
+		l.drop("%s: an environment variable of the machine's processes (set it on the exec lines that read it)", where)
+	case "mem", "cpus", "ulimit":
+		l.drop("%s: a resource limit of the container (a node's limits: key bounds its processes)", where)
+	default:
+		l.drop("%s", where)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "shared")); err == nil {
-		l.drop("shared/ (Kathara mounts it at /shared in every machine)")
-	}
-	return l, nil
+	return nil
 }
 
 // labExt names each line of lab.ext (a collision domain joined to one of
@@ -209,21 +225,7 @@ func (l *Lab) katharaMachines(dir string, images map[string][]string) error {
 				image = img
 			}
 		}
-		configured := n.configuresFRR()
-		what := "FRR with its /etc/frr"
-		if quagga != "" {
-			what = "its Quagga configuration (" + quagga + ") with FRR's daemons, which read it"
-		}
-		n.FRR = configured
-		switch {
-		case configured && frrLine != "":
-			n.FRRWhy = fmt.Sprintf("runs %s, as its startup line %q does (nslab starts it, after the other lines)", what, frrLine)
-		case configured && quaggaLine != "":
-			n.FRRWhy = fmt.Sprintf("runs %s, as its startup line %q starts Quagga (nslab starts them, after the other lines)", what, quaggaLine)
-		case configured && strings.Contains(strings.ToLower(image), "frr"):
-			n.FRRWhy = fmt.Sprintf("runs %s, as image %s starts it", what, image)
-		case configured:
-			n.FRRWhy = fmt.Sprintf("runs %s: no startup line starts it, and nslab does (see the notes at the top)", what)
+		if n.decideFRR(quagga, frrLine, quaggaLine, image) {
 			unstarted = append(unstarted, n.Name)
 		}
 	}
@@ -231,6 +233,33 @@ func (l *Lab) katharaMachines(dir string, images map[string][]string) error {
 		l.note("%s: their files configure routing daemons that no startup line starts (in Kathara they run once started by hand); nslab starts them at deploy", strings.Join(unstarted, ", "))
 	}
 	return nil
+}
+
+// decideFRR gives node n FRR when its files configure it (or Quagga,
+// quagga: the directory), and says why: a start line of FRR's or
+// Quagga's, or an FRR image, starts it; unstarted: nothing does, and
+// nslab will.
+func (n *Node) decideFRR(quagga, frrLine, quaggaLine, image string) (unstarted bool) {
+	n.FRR = n.configuresFRR()
+	if !n.FRR {
+		return false
+	}
+	what := "FRR with its /etc/frr"
+	if quagga != "" {
+		what = "its Quagga configuration (" + quagga + ") with FRR's daemons, which read it"
+	}
+	switch {
+	case frrLine != "":
+		n.FRRWhy = fmt.Sprintf("runs %s, as its startup line %q does (nslab starts it, after the other lines)", what, frrLine)
+	case quaggaLine != "":
+		n.FRRWhy = fmt.Sprintf("runs %s, as its startup line %q starts Quagga (nslab starts them, after the other lines)", what, quaggaLine)
+	case strings.Contains(strings.ToLower(image), "frr"):
+		n.FRRWhy = fmt.Sprintf("runs %s, as image %s starts it", what, image)
+	default:
+		n.FRRWhy = fmt.Sprintf("runs %s: no startup line starts it, and nslab does (see the notes at the top)", what)
+		return true
+	}
+	return false
 }
 
 // configuresFRR reports whether the node's files configure FRR: a

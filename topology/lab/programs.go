@@ -54,125 +54,157 @@ func (e *ProgramsError) Error() string {
 // /run, /tmp, /var/log) or gives in the node's files: is the node's, not
 // looked up. Nil when nothing is missing.
 func CheckPrograms(l *spec.Lab) error {
-	e := &ProgramsError{}
-	missing := map[string]*programs.Missing{}
-	found := map[string]bool{}
-	need := func(program, where string) {
-		ok, seen := found[program]
-		if !seen {
-			ok = programs.Found(program)
-			found[program] = ok
-		}
-		if ok {
-			return
-		}
-		m := missing[program]
-		if m == nil {
-			m = &programs.Missing{Program: program, Package: programs.Package(program)}
-			missing[program] = m
-			e.Missing = append(e.Missing, *m)
-		}
-		if !slices.Contains(m.Where, where) {
-			m.Where = append(m.Where, where)
-		}
-	}
+	c := &programCheck{lab: l, err: &ProgramsError{}, missing: map[string]*programs.Missing{}, found: map[string]bool{}}
 	for _, n := range l.Nodes {
-		own := func(program string) bool {
-			if !strings.HasPrefix(program, "/") {
-				return false
-			}
-			if n.FileAt(program) != nil {
-				return true
-			}
-			for _, d := range []string{"/etc/", "/run/", "/var/run/", "/tmp/", "/var/log/"} {
-				if strings.HasPrefix(path.Clean(program), d) && !strings.HasPrefix(program, "/etc/init.d/") {
-					return true
-				}
-			}
-			return false
-		}
-		lines := func(kind string, list []string, services map[int]programs.Service) {
-			for i, line := range list {
-				at := position(l, fmt.Sprintf("nodes.%s.%s[%d]", n.Name, kind, i))
-				where := fmt.Sprintf("node %s's %s line %d (%s)", n.Name, kind, i+1, at)
-				if svc, ok := services[i]; ok {
-					need(svc.Program, fmt.Sprintf("node %s's service %s (%s line %d, %s)", n.Name, svc.Name, kind, i+1, at))
-					continue
-				}
-				if name, _, known := programs.ServiceOf(line); name != "" && !known {
-					// service X and the init script run the script where
-					// there is one (the node's or the host's), as they do
-					// without systemd; systemctl has nothing to ask.
-					script := "/etc/init.d/" + name
-					if !strings.HasPrefix(strings.TrimSpace(line), "systemctl") && (n.FileAt(script) != nil || programs.Found(script)) {
-						continue
-					}
-					if len(e.Unknown) < 2 {
-						e.Unknown = append(e.Unknown, fmt.Sprintf("%s, %q, starts service %s", where, line, name))
-					} else {
-						e.more++
-					}
-					continue
-				}
-				cmds, err := programs.Commands(line)
-				if err != nil {
-					continue // the shell says so when it runs the line
-				}
-				for _, c := range cmds {
-					if !own(c) {
-						need(c, where)
-					}
-				}
-			}
-		}
-		lines("exec", n.Exec, n.ServiceLines)
-		lines("run", n.Run, nil)
+		c.lines(n, "exec", n.Exec, n.ServiceLines)
+		c.lines(n, "run", n.Run, nil)
 		for _, sc := range n.Startup {
-			where := func(line int) string {
-				return fmt.Sprintf("node %s's startup script %s line %d", n.Name, sc.Name(), line)
-			}
-			for k, line := range strings.Split(sc.Text, "\n") {
-				name, svc, known := programs.ServiceOf(line)
-				switch {
-				case name == "" || name == "frr" || name == "quagga" || name == "zebra":
-				case known:
-					need(svc.Program, fmt.Sprintf("node %s's service %s (%s)", n.Name, svc.Name, where(k+1)))
-				case strings.HasPrefix(strings.TrimSpace(line), "systemctl") || !(n.FileAt("/etc/init.d/"+name) != nil || programs.Found("/etc/init.d/"+name)):
-					if len(e.Unknown) < 2 {
-						e.Unknown = append(e.Unknown, fmt.Sprintf("%s, %q, starts service %s", where(k+1), strings.TrimSpace(line), name))
-					} else {
-						e.more++
-					}
-				}
-			}
-			cmds, err := programs.CommandsAt(sc.Text)
-			if err != nil {
-				continue // bash says so when it runs the script
-			}
-			for _, c := range cmds {
-				// The script's service lines are nslab's (see step_startup.go).
-				if c.Name == "systemctl" || c.Name == "service" || strings.HasPrefix(c.Name, "/etc/init.d/") || own(c.Name) {
-					continue
-				}
-				need(c.Name, where(c.Line))
-			}
+			c.script(n, sc)
 		}
 		if n.FRR != nil {
 			for _, p := range []string{frrBin + "/zebra", "vtysh"} {
-				need(p, fmt.Sprintf("node %s's FRR", n.Name))
+				c.need(p, fmt.Sprintf("node %s's FRR", n.Name))
 			}
 		}
 		if n.BIRD != nil {
-			need("bird", fmt.Sprintf("node %s's BIRD", n.Name))
+			c.need("bird", fmt.Sprintf("node %s's BIRD", n.Name))
 		}
 	}
+	e := c.err
 	for i := range e.Missing {
-		e.Missing[i] = *missing[e.Missing[i].Program]
+		e.Missing[i] = *c.missing[e.Missing[i].Program]
 	}
 	if len(e.Missing) == 0 && len(e.Unknown) == 0 {
 		return nil
 	}
 	return e
+}
+
+// programCheck is CheckPrograms under way: what is missing so far, and
+// what was looked up.
+type programCheck struct {
+	lab     *spec.Lab
+	err     *ProgramsError
+	missing map[string]*programs.Missing
+	found   map[string]bool
+}
+
+// need looks program up (once) and records where it is needed when the
+// machine lacks it.
+func (c *programCheck) need(program, where string) {
+	ok, seen := c.found[program]
+	if !seen {
+		ok = programs.Found(program)
+		c.found[program] = ok
+	}
+	if ok {
+		return
+	}
+	m := c.missing[program]
+	if m == nil {
+		m = &programs.Missing{Program: program, Package: programs.Package(program)}
+		c.missing[program] = m
+		c.err.Missing = append(c.err.Missing, *m)
+	}
+	if !slices.Contains(m.Where, where) {
+		m.Where = append(m.Where, where)
+	}
+}
+
+// unknown records a service line of a service nslab does not run.
+func (c *programCheck) unknown(what string) {
+	if len(c.err.Unknown) < 2 {
+		c.err.Unknown = append(c.err.Unknown, what)
+		return
+	}
+	c.err.more++
+}
+
+// ownProgram reports whether program is node n's own: a path its files
+// give, or in one of its own directories (but the init scripts, which
+// the host's /etc holds).
+func ownProgram(n *spec.Node, program string) bool {
+	if !strings.HasPrefix(program, "/") {
+		return false
+	}
+	if n.FileAt(program) != nil {
+		return true
+	}
+	for _, d := range []string{"/etc/", "/run/", "/var/run/", "/tmp/", "/var/log/"} {
+		if strings.HasPrefix(path.Clean(program), d) && !strings.HasPrefix(program, "/etc/init.d/") {
+			return true
+		}
+	}
+	return false
+}
+
+// unrunnable reports whether a service line of service name, which nslab
+// does not run, cannot run as written: systemctl has no systemd to ask,
+// and service X start or the init script need an init script, the
+// node's or the host's (service runs it without systemd).
+func unrunnable(n *spec.Node, line, name string) bool {
+	if strings.HasPrefix(strings.TrimSpace(line), "systemctl") {
+		return true
+	}
+	script := "/etc/init.d/" + name
+	return n.FileAt(script) == nil && !programs.Found(script)
+}
+
+// lines checks node n's command lines of kind (exec, run), each run by
+// a shell; services are its service lines.
+func (c *programCheck) lines(n *spec.Node, kind string, list []string, services map[int]programs.Service) {
+	for i, line := range list {
+		at := position(c.lab, fmt.Sprintf("nodes.%s.%s[%d]", n.Name, kind, i))
+		where := fmt.Sprintf("node %s's %s line %d (%s)", n.Name, kind, i+1, at)
+		if svc, ok := services[i]; ok {
+			c.need(svc.Program, fmt.Sprintf("node %s's service %s (%s line %d, %s)", n.Name, svc.Name, kind, i+1, at))
+			continue
+		}
+		if name, _, known := programs.ServiceOf(line); name != "" && !known {
+			if unrunnable(n, line, name) {
+				c.unknown(fmt.Sprintf("%s, %q, starts service %s", where, line, name))
+			}
+			continue
+		}
+		cmds, err := programs.Commands(line)
+		if err != nil {
+			continue // the shell says so when it runs the line
+		}
+		for _, p := range cmds {
+			if !ownProgram(n, p) {
+				c.need(p, where)
+			}
+		}
+	}
+}
+
+// script checks node n's startup script sc: its service lines, and the
+// programs the rest runs (its service lines are nslab's: see
+// step_startup.go).
+func (c *programCheck) script(n *spec.Node, sc *spec.Script) {
+	where := func(line int) string {
+		return fmt.Sprintf("node %s's startup script %s line %d", n.Name, sc.Name(), line)
+	}
+	for k, line := range strings.Split(sc.Text, "\n") {
+		name, svc, known := programs.ServiceOf(line)
+		switch {
+		case name == "" || name == "frr" || name == "quagga" || name == "zebra":
+		case known:
+			c.need(svc.Program, fmt.Sprintf("node %s's service %s (%s)", n.Name, svc.Name, where(k+1)))
+		case unrunnable(n, line, name):
+			c.unknown(fmt.Sprintf("%s, %q, starts service %s", where(k+1), strings.TrimSpace(line), name))
+		}
+	}
+	cmds, err := programs.CommandsAt(sc.Text)
+	if err != nil {
+		return // bash says so when it runs the script
+	}
+	for _, p := range cmds {
+		if p.Name == "systemctl" || p.Name == "service" || strings.HasPrefix(p.Name, "/etc/init.d/") || ownProgram(n, p.Name) {
+			continue
+		}
+		c.need(p.Name, where(p.Line))
+	}
 }
 
 // position is where path is in l's file ("lab.yaml:12"), or the file.

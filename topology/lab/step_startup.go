@@ -160,69 +160,15 @@ func readMarks(out string) []*scriptLine {
 // Equivalent to: ip netns exec NS bash SCRIPT (its service lines run as
 // nslab runs them)
 func (d *deployer) runStartup(n *spec.Node, i int, s *spec.Script) error {
-	log, err := d.openLog(n.Name, "startup", i)
+	out, waitErr, log, err := d.bashInNode(n, startupTag(d.lab.Name, n.Name, i), i, s)
 	if err != nil {
 		return err
 	}
-	defer log.Close()
-	tag := startupTag(d.lab.Name, n.Name, i)
-	scriptR, scriptW, err := os.Pipe()
-	if err != nil {
-		return err
-	}
-	preludeR, preludeW, err := os.Pipe()
-	if err != nil {
-		scriptR.Close()
-		scriptW.Close()
-		return err
-	}
-	cmd := command("", log, tag)
-	cmd.Args = []string{"bash", "/dev/fd/3"}
-	cmd.Path = "/bin/bash"
-	cmd.Env = append(cmd.Env, "BASH_ENV=/dev/fd/4")
-	cmd.ExtraFiles = []*os.File{scriptR, preludeR}
-	err = d.startIn(n, cmd)
-	scriptR.Close()
-	preludeR.Close()
-	if err != nil {
-		scriptW.Close()
-		preludeW.Close()
-		return fmt.Errorf("run %s in %s: %w", s.Name(), n.Name, err)
-	}
-	go func() { _, _ = preludeW.WriteString(prelude(s.Text)); preludeW.Close() }()
-	go func() { _, _ = scriptW.WriteString(s.Text); scriptW.Close() }()
-	stop := context.AfterFunc(d.ctx, func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
-	defer stop()
-	waitErr := cmd.Wait()
-	if d.ctx.Err() != nil {
-		return d.ctx.Err()
-	}
-	out, err := os.ReadFile(log.Name())
-	if err != nil {
-		return err
-	}
-	text := strings.Split(s.Text, "\n")
-	var failed []string
-	var services []string
-	for _, l := range readMarks(string(out)) {
-		services = append(services, l.services...)
-		if !l.failed {
-			continue
-		}
-		src := ""
-		if l.line >= 1 && l.line <= len(text) {
-			src = strings.TrimSpace(text[l.line-1])
-		}
-		what := fmt.Sprintf("%s line %d, %q, exited %d", s.Name(), l.line, src, l.status)
-		if len(l.output) > 0 {
-			what += ": " + strings.Join(lastOf(l.output, 3), " / ")
-		}
-		failed = append(failed, what)
-	}
+	failed, services := scriptReport(s, out)
 	if waitErr != nil && len(failed) == 0 {
 		// bash itself failed (a syntax error ends a script): that is the
 		// script's failure, whatever was marked.
-		failed = append(failed, fmt.Sprintf("%s: bash: %v%s", s.Name(), waitErr, lastLines(log.Name())))
+		failed = append(failed, fmt.Sprintf("%s: bash: %v%s", s.Name(), waitErr, lastLines(log)))
 	}
 	if len(failed) > 0 {
 		if d.m.Strict {
@@ -238,6 +184,72 @@ func (d *deployer) runStartup(n *spec.Node, i int, s *spec.Script) error {
 		}
 	}
 	return nil
+}
+
+// bashInNode runs script s (node n's i-th) with its prelude in bash in
+// the node, marked with tag, to its end, and returns what it printed,
+// how bash ended, and its log's path.
+func (d *deployer) bashInNode(n *spec.Node, tag string, i int, s *spec.Script) (out string, waitErr error, logPath string, err error) {
+	log, err := d.openLog(n.Name, "startup", i)
+	if err != nil {
+		return "", nil, "", err
+	}
+	defer log.Close()
+	scriptR, scriptW, err := os.Pipe()
+	if err != nil {
+		return "", nil, "", err
+	}
+	preludeR, preludeW, err := os.Pipe()
+	if err != nil {
+		scriptR.Close()
+		scriptW.Close()
+		return "", nil, "", err
+	}
+	cmd := command("", log, tag)
+	cmd.Path, cmd.Args = "/bin/bash", []string{"bash", "/dev/fd/3"}
+	cmd.Env = append(cmd.Env, "BASH_ENV=/dev/fd/4")
+	cmd.ExtraFiles = []*os.File{scriptR, preludeR}
+	err = d.startIn(n, cmd)
+	scriptR.Close()
+	preludeR.Close()
+	if err != nil {
+		scriptW.Close()
+		preludeW.Close()
+		return "", nil, "", fmt.Errorf("run %s in %s: %w", s.Name(), n.Name, err)
+	}
+	go func() { _, _ = preludeW.WriteString(prelude(s.Text)); preludeW.Close() }()
+	go func() { _, _ = scriptW.WriteString(s.Text); scriptW.Close() }()
+	stop := context.AfterFunc(d.ctx, func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) })
+	defer stop()
+	waitErr = cmd.Wait()
+	if d.ctx.Err() != nil {
+		return "", nil, "", d.ctx.Err()
+	}
+	b, err := os.ReadFile(log.Name())
+	return string(b), waitErr, log.Name(), err
+}
+
+// scriptReport reads a startup script's marked output: each line that
+// failed (its number, text, status and last output lines), and the
+// services its lines asked for, in order.
+func scriptReport(s *spec.Script, out string) (failed, services []string) {
+	text := strings.Split(s.Text, "\n")
+	for _, l := range readMarks(out) {
+		services = append(services, l.services...)
+		if !l.failed {
+			continue
+		}
+		src := ""
+		if l.line >= 1 && l.line <= len(text) {
+			src = strings.TrimSpace(text[l.line-1])
+		}
+		what := fmt.Sprintf("%s line %d, %q, exited %d", s.Name(), l.line, src, l.status)
+		if len(l.output) > 0 {
+			what += ": " + strings.Join(lastOf(l.output, 3), " / ")
+		}
+		failed = append(failed, what)
+	}
+	return failed, services
 }
 
 // lastOf is the last n of lines.

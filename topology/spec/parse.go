@@ -188,14 +188,7 @@ func (r *reporter) parseNode(name string, v *yaml.Node, path string) *Node {
 	}
 	if e, ok := f["exec"]; ok {
 		n.Exec = r.commands(e)
-		for i, line := range n.Exec {
-			if _, svc, known := programs.ServiceOf(line); known {
-				if n.ServiceLines == nil {
-					n.ServiceLines = map[int]programs.Service{}
-				}
-				n.ServiceLines[i] = svc
-			}
-		}
+		n.ServiceLines = serviceLines(n.Exec)
 	}
 	if e, ok := f["run"]; ok {
 		n.Run = r.commands(e)
@@ -678,6 +671,21 @@ func (r *reporter) endpoints(items []*yaml.Node, path string) []rawEndpoint {
 }
 
 // commands reads a node's exec: or run: list of shell command lines.
+// serviceLines are the lines of exec that start a service nslab runs, by
+// index (see Node.ServiceLines); nil: none.
+func serviceLines(exec []string) map[int]programs.Service {
+	var out map[int]programs.Service
+	for i, line := range exec {
+		if _, svc, known := programs.ServiceOf(line); known {
+			if out == nil {
+				out = map[int]programs.Service{}
+			}
+			out[i] = svc
+		}
+	}
+	return out
+}
+
 func (r *reporter) commands(e kv) []string {
 	items, _ := r.list(e.v, e.path, `["iperf3 -s", "python3 -m http.server 80"]`)
 	var out []string
