@@ -22,6 +22,7 @@ import (
 	"regexp"
 	"time"
 
+	"github.com/nslab/nslab/internal/corpus"
 	"github.com/nslab/nslab/internal/labname"
 )
 
@@ -43,7 +44,7 @@ func main() {
 			os.Exit(2)
 		}
 	}
-	r := Runner{NSLab: *nslab, Wait: *wait, Skip: re, Progress: os.Stderr, Parallel: *parallel}
+	r := corpus.Runner{NSLab: *nslab, Wait: *wait, Skip: re, Progress: os.Stderr, Parallel: *parallel}
 	if *parallel > 1 {
 		r.Name = func(string) string { return labname.Random("k") }
 	}
@@ -52,7 +53,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "nslab-corpus:", err)
 		os.Exit(1)
 	}
-	Table(os.Stdout, results)
+	corpus.Table(os.Stdout, results)
 	for _, x := range results {
 		if !x.DestroyedClean() {
 			os.Exit(1) // a lab that leaves something behind is a failure of nslab's

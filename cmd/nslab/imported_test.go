@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"io/fs"
 	"os"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nslab/nslab/internal/corpus"
 	"github.com/nslab/nslab/internal/labtest"
 )
 
@@ -550,8 +552,12 @@ func TestPrivilegedBenchThroughOSPFSwitch(t *testing.T) {
 	sent, _ := strconv.Atoi(balanced[1])
 	received, _ := strconv.Atoi(balanced[2])
 	named, _ := strconv.Atoi(balanced[3])
-	if sent != received+named || named == 0 && !strings.Contains(out, "bottleneck: offered rate") {
-		t.Fatalf("bench: sent %d, received %d, named %d, and with nothing lost the bottleneck is the offered rate:\n%s", sent, received, named, out)
+	// With nothing lost the path kept up: the bottleneck is the offered
+	// rate, or the sender when it did not send the 60000 asked (CI's
+	// parallel tests once took the sender's CPUs for 2.6 s of its 3).
+	senderShort := sent < 60000 && strings.Contains(out, "bottleneck: sender h1")
+	if sent != received+named || named == 0 && !strings.Contains(out, "bottleneck: offered rate") && !senderShort {
+		t.Fatalf("bench: sent %d, received %d, named %d, and with nothing lost the bottleneck is the offered rate or a sender that fell short:\n%s", sent, received, named, out)
 	}
 	// Each router's hellos enter the switch at its port and leave at the
 	// other's: control frames counted in the NEIGH column (the switch-in
@@ -657,5 +663,41 @@ func TestPrivilegedImportedKatharaExercise(t *testing.T) {
 	}
 	if all, fails := failed(file); all != 39 || len(fails) != 0 {
 		t.Errorf("the completed lab: %d tests, failed %q; want 39, none failing", all, fails)
+	}
+}
+
+// TestPrivilegedVendoredKatharaLabs runs the Kathara labs vendored under
+// examples/imported as make corpus-kathara runs a checkout of Kathara's
+// (internal/corpus, with this binary as nslab): each imports, validates,
+// deploys, converges (check with 0 broken) and destroys clean, and the
+// table says so. In parallel with the other tests that wait for routing:
+// the OSPF lab alone takes some 50 s to converge (its routers wait out
+// the dead interval before electing a designated router).
+func TestPrivilegedVendoredKatharaLabs(t *testing.T) {
+	labtest.SkipUnlessRoot(t)
+	t.Parallel()
+	c := newCLI(t)
+	r := corpus.Runner{Command: c.cmd, Wait: 120 * time.Second, Name: func(string) string { return labtest.Name("k") }, Parallel: 8}
+	labs, err := r.Labs("../../examples/imported")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(labs) < 2 {
+		t.Fatalf("examples/imported holds %d Kathara labs: %v", len(labs), labs)
+	}
+	results, err := r.Run("../../examples/imported")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table bytes.Buffer
+	corpus.Table(&table, results)
+	t.Logf("\n%s", table.String())
+	for _, x := range results {
+		if x.Failed != "" || !slices.Equal(x.Passed, corpus.Stages) {
+			t.Errorf("%s: passed %v, failed %s: %s", x.Dir, x.Passed, x.Failed, x.Reason)
+		}
+	}
+	if len(results) != len(labs) {
+		t.Errorf("%d results for %d labs:\n%s", len(results), len(labs), table.String())
 	}
 }

@@ -76,6 +76,19 @@ func runGroup(t *testing.T, l *spec.Lab, sel Selection, o Options, names ...stri
 	return rep
 }
 
+// exactlyCounted requires a run of the group to have sent its 20000
+// packets, each either received or dropped at a named place. Two runs at
+// 50 kpps through one router on two CPUs lose nothing on the host, but
+// the VM's emulated CPUs fill the router's backlog now and then (3135
+// lost once, every one named): what these tests check is the counting,
+// not the speed.
+func exactlyCounted(t *testing.T, r *report.Report) {
+	t.Helper()
+	if r.Sent != 20000 || r.Received == 0 || r.Loss < 0 || r.Received+uint64(r.Loss) != r.Sent || uint64(r.Loss) != r.NamedDrops || r.Unaccount != 0 {
+		t.Errorf("run %s: sent %d received %d loss %d named %d unaccounted %d", r.Traffic, r.Sent, r.Received, r.Loss, r.NamedDrops, r.Unaccount)
+	}
+}
+
 // TestPrivilegedTwoDirections: a run each way through a router at once
 // (the group in the file), each counted exactly at its receiver, and the
 // two overlapping in time by their engines' start and end stamps.
@@ -86,15 +99,16 @@ func TestPrivilegedTwoDirections(t *testing.T) {
 		t.Fatalf("%d streams", len(g.Streams))
 	}
 	for _, r := range g.Streams {
-		if r.Sent != 20000 || r.Received != 20000 || r.Loss != 0 || r.Unaccount != 0 || len(r.Shared) != 0 {
-			t.Errorf("run %s: sent %d received %d loss %d unaccounted %d shared %v", r.Traffic, r.Sent, r.Received, r.Loss, r.Unaccount, r.Shared)
+		exactlyCounted(t, r)
+		if len(r.Shared) != 0 {
+			t.Errorf("run %s: shared %v: the two runs have receivers of their own", r.Traffic, r.Shared)
 		}
 	}
 	a, b := g.Streams[0], g.Streams[1]
 	if !a.Started.Before(b.Ended) || !b.Started.Before(a.Ended) || g.Aggregate.Overlap < 300*time.Millisecond {
 		t.Errorf("the runs did not overlap: %s %v..%v, %s %v..%v (overlap %v)", a.Traffic, a.Started, a.Ended, b.Traffic, b.Started, b.Ended, g.Aggregate.Overlap)
 	}
-	if ag := g.Aggregate; ag.Sent != 40000 || ag.Received != 40000 || ag.Unaccount != 0 {
+	if ag := g.Aggregate; ag.Sent != 40000 || ag.Received != g.Streams[0].Received+g.Streams[1].Received || ag.Unaccount != 0 {
 		t.Errorf("aggregate %+v", ag)
 	}
 	assertGroupFormats(t, g)
@@ -106,18 +120,20 @@ func TestPrivilegedTwoDirections(t *testing.T) {
 func TestPrivilegedSharedReceiver(t *testing.T) {
 	l := labdeploy.Deploy(t, labtest.Rename(twoWays(t), labtest.Name("g")))
 	g := runTogether(t, l, "ab", "cb")
+	both := uint64(0)
 	for _, r := range g.Streams {
-		if r.Sent != 20000 || r.Received != 20000 || r.Loss != 0 || r.Unaccount != 0 {
-			t.Errorf("run %s: sent %d received %d loss %d unaccounted %d", r.Traffic, r.Sent, r.Received, r.Loss, r.Unaccount)
-		}
+		both += r.Received
+	}
+	for _, r := range g.Streams {
+		exactlyCounted(t, r)
 		if !strings.Contains(r.CountedBy, "UDP destination port") || len(r.Shared) == 0 {
 			t.Errorf("run %s: counted by %q, shared %v", r.Traffic, r.CountedBy, r.Shared)
 		}
-		if last := r.Hops[len(r.Hops)-1]; last.RxPackets < 40000 {
+		if last := r.Hops[len(r.Hops)-1]; last.RxPackets < both {
 			t.Errorf("run %s: the shared receiver's own counter says %d, want both runs", r.Traffic, last.RxPackets)
 		}
 	}
-	if ag := g.Aggregate; ag.Sent != 40000 || ag.Received != 40000 || ag.Unaccount != 0 || len(ag.Counting) != 2 {
+	if ag := g.Aggregate; ag.Sent != 40000 || ag.Received != both || ag.Unaccount != 0 || len(ag.Counting) != 2 {
 		t.Errorf("aggregate %+v", ag)
 	}
 }

@@ -1,10 +1,9 @@
-// corpus.go runs a directory of Kathara labs through nslab as a
-// teacher would (import, validate, deploy, check, destroy), one lab at a
-// time, with the nslab binary as a user runs it, and tabulates what each
-// stage did. It runs in the host's namespaces as root: nslab deploys
-// each lab and destroys it before the next.
-
-package main
+// Package corpus runs a directory of Kathara labs through nslab as a
+// teacher would (import, validate, deploy, check, destroy), with the
+// nslab binary as a user runs it, and tabulates what each stage did. It
+// runs in the host's namespaces as root: nslab deploys each lab and
+// destroys it.
+package corpus
 
 import (
 	"bytes"
@@ -57,8 +56,12 @@ func (r Result) DestroyedClean() bool {
 // Runner runs labs with the nslab binary NSLab.
 type Runner struct {
 	NSLab string
-	Wait  time.Duration  // check --wait
-	Skip  *regexp.Regexp // labs left out, by path under the corpus (nil: none)
+	// Command makes the command that runs nslab with args (nil: NSLab
+	// with args, in this process's environment): a test runs its own
+	// binary as nslab.
+	Command func(args ...string) *exec.Cmd
+	Wait    time.Duration  // check --wait
+	Skip    *regexp.Regexp // labs left out, by path under the corpus (nil: none)
 	// Name names the lab of a directory (nil: the name the import gives
 	// it): a test's labs take random names.
 	Name func(dir string) string
@@ -209,6 +212,9 @@ func leftNamespaces(prefix string) []string {
 // streams) and its error.
 func (r Runner) nslab(args ...string) ([]byte, error) {
 	cmd := exec.Command(r.NSLab, args...)
+	if r.Command != nil {
+		cmd = r.Command(args...)
+	}
 	cmd.Stdin = nil
 	out, err := cmd.CombinedOutput()
 	var ee *exec.ExitError
