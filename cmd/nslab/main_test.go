@@ -612,7 +612,7 @@ func TestPrivilegedServiceStoppedAfterKill(t *testing.T) {
 	}
 	cmd.Process.Kill()
 	cmd.Wait()
-	if code, out, errOut := c.run("destroy", "--name", name); code != 0 || !strings.Contains(out, "service process(es) stopped") {
+	if code, out, errOut := c.run("destroy", "--name", name); code != 0 || !strings.Contains(out, "process(es) stopped") {
 		t.Fatalf("destroy: %d %s %s", code, out, errOut)
 	}
 	if out, _ := exec.Command("pgrep", "-f", marker).Output(); len(out) > 0 {

@@ -158,7 +158,7 @@ func (d *deployer) stopTagged(node, tag string, index int) error {
 			procs[s.PID] = s.Start
 		}
 	}
-	stopAll(procs)
+	_ = stopAll(procs) // what is left is checked below
 	for pid, start := range procs {
 		if deployed.Alive(pid, start) {
 			return fmt.Errorf("%s: pid %d still runs after SIGKILL", tag, pid)
@@ -201,7 +201,7 @@ func (d *deployer) removeNode(node string) error {
 		}
 		x.Close()
 	}
-	stopAll(procs)
+	_ = stopAll(procs) // the namespace goes next: what it held goes with it
 	d.st.Services = slices.DeleteFunc(d.st.Services, func(s state.ServiceRecord) bool { return s.Node == node })
 	errs := []error{d.removeView(node)}
 	if slices.ContainsFunc(d.st.Cgroups, func(dir string) bool { return strings.HasSuffix(dir, "/"+d.lab.Name+"/"+node) }) {

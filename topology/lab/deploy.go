@@ -232,7 +232,7 @@ func ensureFiles(nodes int) string {
 func (m *Manager) rollback(d *deployer, st *state.State) error {
 	// Services stop, VFs and machine-wide sysctls go back to the host,
 	// before the namespaces go.
-	_, err := stopServices(st.Lab, st)
+	_, _, err := stopServices(st.Lab, st, m.labNamespaces(st.Lab, st.Namespaces))
 	errs := []error{err, cgroup.Remove(labCgroups(st.Lab, st)), m.removeViews(st.Lab), m.restoreSRIOV(st), restoreMachine(st.Machine)}
 	// A VXLAN interface goes before its namespace: one left in a namespace
 	// the kernel tears down in the background keeps its VNI taken.

@@ -25,7 +25,10 @@ type DestroyReport struct {
 	Gone    []string // namespaces that were already gone
 	Skipped []string // names left alone, with the reason
 	Found   bool     // false when there was no trace of the lab at all
-	Stopped int      // service processes stopped
+	Stopped int      // the lab's processes stopped
+	// Killed names the processes that were still there stopBound after
+	// SIGTERM and were killed.
+	Killed []string
 	// Damaged is what was wrong with the lab's state file when it could
 	// not be used (empty when it could); Unproven lists what such a
 	// destroy could not find or give back without it.
@@ -176,7 +179,8 @@ func inParallel(plan []removal, rep *DestroyReport) []error {
 // the state file. st is the lab's state (nil when there is none); l, the
 // lab's file, only gives the script its VF lines when there is no state.
 func (m *Manager) removals(labName string, st *state.State, records []state.NSRecord, l *spec.Lab) []removal {
-	plan := []removal{stopRemoval(labName, st, records, l), cgroupRemoval(labName, st)}
+	netns := m.labNamespaces(labName, records)
+	plan := []removal{stopRemoval(labName, st, records, netns), cgroupRemoval(labName, st)}
 	nsNames := map[string]string{}
 	for _, r := range records {
 		nsNames[r.Node] = r.Name
@@ -208,6 +212,7 @@ func (m *Manager) removals(labName string, st *state.State, records []state.NSRe
 			parallel: true,
 		})
 	}
+	plan = append(plan, heldRemoval(netns))
 	return append(plan, removal{
 		Name: "forget the lab",
 		Shell: func() []string {
@@ -218,37 +223,68 @@ func (m *Manager) removals(labName string, st *state.State, records []state.NSRe
 	})
 }
 
-// stopRemoval stops the lab's services before anything else goes. Its
-// script kills what runs in the namespaces of nodes with services, as a
-// user would by hand.
-func stopRemoval(labName string, st *state.State, records []state.NSRecord, l *spec.Lab) removal {
-	withServices := map[string]bool{}
-	if st != nil {
-		for _, s := range st.Services {
-			withServices[s.Node] = true
-		}
-	} else if l != nil {
-		for _, n := range l.Nodes {
-			withServices[n.Name] = len(n.Run) > 0 || n.RunsRouting()
-		}
-	}
+// stopRemoval stops the lab's processes before anything else goes: its
+// services and every process in its namespaces (netns, by inode). Its
+// script kills what runs in the nodes' namespaces, as a user would by
+// hand.
+func stopRemoval(labName string, st *state.State, records []state.NSRecord, netns map[uint64]string) removal {
 	return removal{
-		Name: "stop the lab's services",
+		Name: "stop the lab's processes",
 		Shell: func() []string {
 			var out []string
 			for _, r := range records {
-				if withServices[r.Node] {
-					out = append(out, fmt.Sprintf("ip netns pids %s | xargs -r kill  # node %s's services (and anything else running there)", r.Name, r.Node))
-				}
+				out = append(out, fmt.Sprintf("ip netns pids %s | xargs -r kill  # node %s's services and anything else running there", r.Name, r.Node))
 			}
 			return out
 		},
 		Do: func(rep *DestroyReport) error {
-			n, err := stopServices(labName, st)
-			rep.Stopped = n
+			n, killed, err := stopServices(labName, st, netns)
+			rep.Stopped, rep.Killed = n, killed
 			return err
 		},
 	}
+}
+
+// heldRemoval fails the destroy when a process still holds one of the
+// lab's namespaces (netns) once they are unmounted: the namespace, its
+// interfaces and addresses live on while it does.
+func heldRemoval(netns map[uint64]string) removal {
+	return removal{
+		Name: "check that nothing holds the lab's namespaces",
+		Shell: func() []string {
+			return []string{"# nothing may hold a namespace of the lab's: ls -l /proc/*/ns/net /proc/*/fd shows its net:[INODE]"}
+		},
+		Do: func(*DestroyReport) error {
+			if held := holders(netns); len(held) > 0 {
+				return fmt.Errorf("the lab's namespaces are unmounted, but %s: they live on until it ends (stop it, then destroy again)", strings.Join(held, "; "))
+			}
+			return nil
+		},
+	}
+}
+
+// labNamespaces are the inodes of the network namespaces among records
+// that are mounted and proven the lab's (the inode its deploy recorded, or
+// else the lab's marker inside), with their names: the processes in them
+// are the lab's. Runs in the host's namespace.
+func (m *Manager) labNamespaces(labName string, records []state.NSRecord) map[uint64]string {
+	out := map[uint64]string{}
+	for _, r := range records {
+		n, err := ns.Open(m.netnsDir(), r.Name)
+		if err != nil {
+			continue // gone, or not a namespace: nothing runs in it
+		}
+		ino, err := n.Inode()
+		if err == nil && r.Inode != 0 && ino == r.Inode {
+			out[ino] = r.Name
+		} else if err == nil && r.Inode == 0 {
+			if o, err := deployed.OwnerOfOpen(n); err == nil && o.Lab == labName && o.Node == r.Node {
+				out[ino] = r.Name
+			}
+		}
+		n.Close()
+	}
+	return out
 }
 
 // viewRemoval unmounts the lab's views, once nothing runs in them.

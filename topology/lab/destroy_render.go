@@ -19,9 +19,12 @@ func (r *DestroyReport) WriteText(w io.Writer) {
 		fmt.Fprintf(w, ", %d already gone", len(r.Gone))
 	}
 	if r.Stopped > 0 {
-		fmt.Fprintf(w, ", %d service process(es) stopped", r.Stopped)
+		fmt.Fprintf(w, ", %d process(es) stopped", r.Stopped)
 	}
 	fmt.Fprintln(w)
+	for _, k := range r.Killed {
+		fmt.Fprintf(w, "  killed: %s: it was still running %s after SIGTERM\n", k, stopBound)
+	}
 	for _, s := range r.Skipped {
 		fmt.Fprintf(w, "  left alone: %s\n", s)
 	}

@@ -186,7 +186,7 @@ func (r *Running) stopProcesses(st *state.State, node string) error {
 	for pid, start := range inNamespace(ino) {
 		procs[pid] = start
 	}
-	stopAll(procs)
+	_ = stopAll(procs) // what is left is checked below
 	var left []string
 	for pid, start := range procs {
 		if deployed.Alive(pid, start) {

@@ -2,20 +2,25 @@ package lab
 
 import (
 	"errors"
-	"strconv"
+	"fmt"
+	"os"
+	"sort"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/prometheus/procfs"
 
 	"github.com/nslab/nslab/topology/lab/deployed"
 	"github.com/nslab/nslab/topology/lab/state"
 )
 
-// Stopping a lab's services: each recorded service that is still the same
-// process (pid and start time), and any process that carries the lab's
+// Stopping a lab's processes: each recorded service that is still the
+// same process (pid and start time), any process that carries the lab's
 // service mark (a service whose pid a killed deploy never recorded, or a
-// program one of them started), gets SIGTERM with its process group, then
-// SIGKILL after stopBound.
+// program one of them started), any process in one of the lab's network
+// namespaces, and their descendants, gets SIGTERM with its process group,
+// then SIGKILL after stopBound.
 
 // stopBound is how long services get to exit after SIGTERM.
 const stopBound = 3 * time.Second
@@ -36,60 +41,247 @@ func markedWith(prefix string) map[int]uint64 {
 	return out
 }
 
-// stopServices stops lab labName's services (recorded in st, which may be
-// nil, and marked) and returns how many processes it stopped. A lab whose
-// deploy completed without services has none to find: /proc is scanned for
-// marks only when the state is missing or incomplete, or lists services
-// (whose programs may have started others).
-func stopServices(labName string, st *state.State) (int, error) {
-	scan := st == nil || st.Phase != state.PhaseDeployed || len(st.Services) > 0
-	procs := map[int]uint64{}
-	if scan {
-		procs = markedProcesses(labName)
-	}
+// stopServices stops lab labName's processes and returns how many it
+// stopped and which of them had to be killed. They are found four ways:
+// the services st records (st may be nil) that are still the same
+// process; those carrying the lab's service mark; every process whose
+// network namespace is one of netns (the lab's, by inode: a daemon a
+// startup line started through service, setsid, a double fork or env -i,
+// which no mark or record finds); and the descendants of all of these.
+// /proc is scanned for marks only when the state is missing or
+// incomplete, or lists services (whose programs may have started others);
+// for namespaces always. What is still there after SIGKILL is an error
+// naming it.
+func stopServices(labName string, st *state.State, netns map[uint64]string) (int, []string, error) {
+	f := processFinder{lab: labName, netns: netns, marks: st == nil || st.Phase != state.PhaseDeployed || len(st.Services) > 0}
+	procs := f.find()
 	if st != nil {
 		for _, s := range st.Services {
-			if s.PID > 0 && deployed.Alive(s.PID, s.Start) {
-				procs[s.PID] = s.Start
+			if _, ok := procs[s.PID]; !ok && s.PID > 0 && deployed.Alive(s.PID, s.Start) {
+				procs[s.PID] = labProcess{start: s.Start, comm: commOf(hostProcesses(), s.PID), where: "service of node " + s.Node}
 			}
 		}
 	}
-	stopped := map[int]uint64{}
+	stopped := map[int]labProcess{}
+	var killed []string
 	// A program that starts others while it is stopped (a daemon's
 	// watcher restarting it) is caught by scanning again.
 	for round := 0; round < 3 && len(procs) > 0; round++ {
-		stopAll(procs)
-		for pid, start := range procs {
-			stopped[pid] = start
+		starts := map[int]uint64{}
+		for pid, lp := range procs {
+			starts[pid] = lp.start
+			stopped[pid] = lp
 		}
-		if !scan {
-			break
+		for _, pid := range stopAll(starts) {
+			killed = append(killed, procs[pid].String(pid))
 		}
-		procs = markedProcesses(labName)
-		for pid, start := range procs {
-			if stopped[pid] == start {
+		procs = f.find()
+		for pid, lp := range procs {
+			if was, ok := stopped[pid]; ok && was.start == lp.start {
 				delete(procs, pid)
 			}
 		}
 	}
-	var left []string
-	for pid, start := range stopped {
-		if deployed.Alive(pid, start) {
-			left = append(left, strconv.Itoa(pid))
+	sort.Strings(killed)
+	if left := stillRunning(stopped, procs); len(left) > 0 {
+		return len(stopped), killed, errors.New("processes of the lab still running after SIGKILL: " + strings.Join(left, "; "))
+	}
+	return len(stopped), killed, nil
+}
+
+// A processFinder finds a lab's processes: those with its mark (when
+// marks), those in its network namespaces (netns, by inode), and their
+// descendants.
+type processFinder struct {
+	lab   string
+	netns map[uint64]string
+	marks bool
+}
+
+func (f processFinder) find() map[int]labProcess {
+	procs := map[int]labProcess{}
+	if f.marks {
+		for pid, start := range markedProcesses(f.lab) {
+			procs[pid] = labProcess{start: start, where: "with the lab's mark"}
 		}
 	}
+	host := hostProcesses()
+	for _, p := range host {
+		if name, ok := f.netns[p.netns]; ok && p.netns != 0 {
+			procs[p.pid] = labProcess{start: p.start, where: "in namespace " + name}
+		}
+	}
+	for pid, lp := range procs {
+		lp.comm = commOf(host, pid)
+		procs[pid] = lp
+	}
+	addDescendants(procs, host)
+	return procs
+}
+
+// stillRunning names the processes of stopped still alive, and those of
+// found (found after the last round), sorted.
+func stillRunning(stopped, found map[int]labProcess) []string {
+	var left []string
+	for pid, lp := range stopped {
+		if deployed.Alive(pid, lp.start) {
+			left = append(left, lp.String(pid))
+		}
+	}
+	for pid, lp := range found {
+		left = append(left, lp.String(pid))
+	}
+	sort.Strings(left)
+	return left
+}
+
+// A labProcess is a process stopServices found: its start time (to know
+// it is still the same process), its command name and how it was found.
+type labProcess struct {
+	start uint64
+	comm  string
+	where string
+}
+
+// String names the process as the lines of a destroy do.
+func (p labProcess) String(pid int) string {
+	return fmt.Sprintf("pid %d (%s) %s", pid, p.comm, p.where)
+}
+
+// A hostProcess is a process as /proc shows it.
+type hostProcess struct {
+	pid, ppid int
+	start     uint64
+	comm      string
+	netns     uint64 // its network namespace's inode (0: unreadable)
+}
+
+// hostProcesses lists the machine's processes but this one. It reads
+// /proc with prometheus/procfs (already a dependency of the metrics),
+// which parses stat and the namespace links as the kernel writes them.
+func hostProcesses() []hostProcess {
+	fs, err := procfs.NewDefaultFS()
+	if err != nil {
+		return nil
+	}
+	all, err := fs.AllProcs()
+	if err != nil {
+		return nil
+	}
+	out := make([]hostProcess, 0, len(all))
+	for _, p := range all {
+		if p.PID == os.Getpid() {
+			continue
+		}
+		st, err := p.Stat()
+		if err != nil {
+			continue // gone meanwhile
+		}
+		hp := hostProcess{pid: p.PID, ppid: st.PPID, start: st.Starttime, comm: st.Comm}
+		if nss, err := p.Namespaces(); err == nil {
+			if n, ok := nss["net"]; ok {
+				hp.netns = uint64(n.Inode)
+			}
+		}
+		out = append(out, hp)
+	}
+	return out
+}
+
+// commOf is pid's command name among host ("?" when it is not there).
+func commOf(host []hostProcess, pid int) string {
+	for _, p := range host {
+		if p.pid == pid {
+			return p.comm
+		}
+	}
+	return "?"
+}
+
+// addDescendants adds to procs every process of host descended from one
+// of them (a program a service started that moved to a namespace of its
+// own).
+func addDescendants(procs map[int]labProcess, host []hostProcess) {
+	children := map[int][]hostProcess{}
+	for _, p := range host {
+		children[p.ppid] = append(children[p.ppid], p)
+	}
+	queue := make([]int, 0, len(procs))
 	for pid := range procs {
-		left = append(left, strconv.Itoa(pid))
+		queue = append(queue, pid)
 	}
-	if len(left) > 0 {
-		return len(stopped), errors.New("services still running after SIGKILL: pid " + strings.Join(left, ", "))
+	for len(queue) > 0 {
+		parent := queue[0]
+		queue = queue[1:]
+		for _, c := range children[parent] {
+			if _, ok := procs[c.pid]; ok {
+				continue
+			}
+			procs[c.pid] = labProcess{start: c.start, comm: c.comm, where: fmt.Sprintf("started by pid %d", parent)}
+			queue = append(queue, c.pid)
+		}
 	}
-	return len(stopped), nil
+}
+
+// holders names the processes but this one that hold one of the network
+// namespaces netns: as their own namespace (the leader's or a thread's)
+// or by an open descriptor. A namespace unmounted by a destroy lives on
+// while one holds it.
+func holders(netns map[uint64]string) []string {
+	if len(netns) == 0 {
+		return nil
+	}
+	fs, err := procfs.NewDefaultFS()
+	if err != nil {
+		return nil
+	}
+	all, err := fs.AllProcs()
+	if err != nil {
+		return nil
+	}
+	var out []string
+	for _, p := range all {
+		if p.PID == os.Getpid() {
+			continue
+		}
+		held := map[string]bool{}
+		if nss, err := p.Namespaces(); err == nil {
+			if n, ok := nss["net"]; ok {
+				if name, ok := netns[uint64(n.Inode)]; ok {
+					held[name] = true
+				}
+			}
+		}
+		if targets, err := p.FileDescriptorTargets(); err == nil {
+			for _, t := range targets {
+				var ino uint64
+				if _, err := fmt.Sscanf(t, "net:[%d]", &ino); err == nil {
+					if name, ok := netns[ino]; ok {
+						held[name] = true
+					}
+				}
+			}
+		}
+		if len(held) == 0 {
+			continue
+		}
+		comm := "?"
+		if st, err := p.Stat(); err == nil {
+			comm = st.Comm
+		}
+		names := make([]string, 0, len(held))
+		for n := range held {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		out = append(out, fmt.Sprintf("pid %d (%s) holds %s", p.PID, comm, strings.Join(names, ", ")))
+	}
+	return out
 }
 
 // stopAll sends procs SIGTERM (with their process groups), waits up to
-// stopBound, then SIGKILLs what is left.
-func stopAll(procs map[int]uint64) {
+// stopBound, then SIGKILLs what is left and returns their pids.
+func stopAll(procs map[int]uint64) []int {
 	signal := func(sig syscall.Signal) {
 		for pid, start := range procs {
 			if deployed.Alive(pid, start) {
@@ -102,10 +294,17 @@ func stopAll(procs map[int]uint64) {
 	for deadline := time.Now().Add(stopBound); time.Now().Before(deadline) && anyAlive(procs); {
 		time.Sleep(20 * time.Millisecond)
 	}
-	if anyAlive(procs) {
+	var killed []int
+	for pid, start := range procs {
+		if deployed.Alive(pid, start) {
+			killed = append(killed, pid)
+		}
+	}
+	if len(killed) > 0 {
 		signal(syscall.SIGKILL)
 		time.Sleep(50 * time.Millisecond)
 	}
+	return killed
 }
 
 func anyAlive(procs map[int]uint64) bool {

@@ -3,6 +3,7 @@ package lab
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"strconv"
@@ -130,4 +131,131 @@ func TestPrivilegedUnrecordedServiceStopped(t *testing.T) {
 	if err := other.Process.Signal(unix.Signal(0)); err != nil {
 		t.Errorf("another lab's service was stopped: %v", err)
 	}
+}
+
+// escapingLines are exec lines that leave a daemon behind in the node the
+// ways a service script or a user does, none of them carrying the lab's
+// service mark or recorded as a service: setsid, a double fork, env -i,
+// start-stop-daemon --background (what /etc/init.d scripts and service
+// run), and one that ignores SIGTERM. Each sleeps for tag seconds, which
+// names it in /proc.
+func escapingLines(tag, pidfile string) []string {
+	return []string{
+		"setsid sleep " + tag + " >/dev/null 2>&1 < /dev/null &",
+		"(sleep " + tag + " >/dev/null 2>&1 < /dev/null &) &",
+		"env -i /bin/sleep " + tag + " >/dev/null 2>&1 < /dev/null &",
+		"start-stop-daemon --start --background --make-pidfile --pidfile " + pidfile + " --exec /bin/sleep -- " + tag,
+		`env -i setsid sh -c 'trap "" TERM; exec sleep ` + tag + `' >/dev/null 2>&1 < /dev/null &`,
+		// The lines return before their daemons run: the deploy goes on
+		// once all five do (the pattern does not match this line's shell).
+		`for i in $(seq 1000); do [ "$(pgrep -c -f '^(/bin/)?sleep ` + tag + `$')" -ge 5 ] && break; sleep 0.05; done`,
+	}
+}
+
+// sleepers are the processes running sleep tag.
+func sleepers(t *testing.T, tag string) []int {
+	t.Helper()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err == nil && strings.HasSuffix(string(b), "\x00"+tag+"\x00") && strings.Contains(string(b), "sleep\x00") {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// quoteLines is lines as the YAML flow list of an exec: key.
+func quoteLines(lines []string) string {
+	q := make([]string, len(lines))
+	for i, l := range lines {
+		q[i] = strconv.Quote(l)
+	}
+	return "[" + strings.Join(q, ", ") + "]"
+}
+
+// TestPrivilegedEscapedProcessesStopped: daemons an exec line leaves in a
+// node through setsid, a double fork, env -i and start-stop-daemon are
+// recorded nowhere, and those started with env -i carry no mark of the
+// lab's, yet destroy stops every one (they are in the node's namespace),
+// and names the one that ignored SIGTERM and had to be killed.
+func TestPrivilegedEscapedProcessesStopped(t *testing.T) {
+	labtest.CoveredOnHost(t)
+	if _, err := exec.LookPath("start-stop-daemon"); err != nil {
+		t.Skip("no start-stop-daemon here (dpkg brings it)")
+	}
+	tag := strconv.Itoa(100000 + rand.IntN(100000))
+	f := newFixture(t, serviceLab(quoteLines(escapingLines(tag, "/tmp/sleep-"+tag+".pid")), `[]`))
+	t.Cleanup(func() {
+		for _, pid := range sleepers(t, tag) {
+			_ = unix.Kill(pid, unix.SIGKILL)
+		}
+	})
+	f.deploy()
+	before := sleepers(t, tag)
+	if len(before) != 5 {
+		t.Fatalf("%d of the 5 daemons started: pids %v", len(before), before)
+	}
+	marked := markedProcesses(f.lab.Name)
+	unmarked := 0
+	for _, pid := range before {
+		if _, ok := marked[pid]; !ok {
+			unmarked++
+		}
+	}
+	if unmarked < 2 {
+		t.Fatalf("the premise fails: %d of the sleeps carry no mark of the lab's, want the two env -i cleared (marked: %v)", unmarked, marked)
+	}
+	rep, err := f.m.Destroy(f.lab.Name)
+	if err != nil {
+		t.Fatalf("destroy: %v", err)
+	}
+	if left := sleepers(t, tag); len(left) > 0 {
+		t.Errorf("processes left after destroy: %v (of %v)", left, before)
+	}
+	if rep.Stopped < 5 {
+		t.Errorf("destroy stopped %d processes, want the 5", rep.Stopped)
+	}
+	if len(rep.Killed) != 1 || !strings.Contains(rep.Killed[0], "(sleep) in namespace "+f.ns("ns2")) {
+		t.Errorf("killed %q, want the one sleep that ignored SIGTERM, in %s", rep.Killed, f.ns("ns2"))
+	}
+	var text strings.Builder
+	rep.WriteText(&text)
+	if !strings.Contains(text.String(), "  killed: pid ") {
+		t.Errorf("destroy's text does not name the process killed:\n%s", text.String())
+	}
+	f.assertGone()
+}
+
+// TestPrivilegedEscapedProcessesRolledBack: the same daemons, then a
+// line that fails: the deploy rolls back and leaves none of them.
+func TestPrivilegedEscapedProcessesRolledBack(t *testing.T) {
+	labtest.CoveredOnHost(t)
+	if _, err := exec.LookPath("start-stop-daemon"); err != nil {
+		t.Skip("no start-stop-daemon here (dpkg brings it)")
+	}
+	tag := strconv.Itoa(200000 + rand.IntN(100000))
+	lines := append(escapingLines(tag, "/tmp/sleep-"+tag+".pid"), "echo the table is gone >&2; exit 4")
+	f := newFixture(t, serviceLab(quoteLines(lines), `[]`))
+	t.Cleanup(func() {
+		for _, pid := range sleepers(t, tag) {
+			_ = unix.Kill(pid, unix.SIGKILL)
+		}
+	})
+	_, err := f.m.Deploy(context.Background(), f.lab)
+	if err == nil || !strings.Contains(err.Error(), "the table is gone") {
+		t.Fatalf("deploy: %v, want the last line's failure", err)
+	}
+	if left := sleepers(t, tag); len(left) > 0 {
+		t.Errorf("processes left after the rollback: %v", left)
+	}
+	f.assertGone()
 }
