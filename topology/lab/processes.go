@@ -1,15 +1,18 @@
 package lab
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/prometheus/procfs"
+	"golang.org/x/sys/unix"
 
 	"github.com/nslab/nslab/topology/lab/deployed"
 	"github.com/nslab/nslab/topology/lab/state"
@@ -156,36 +159,53 @@ type hostProcess struct {
 	netns     uint64 // its network namespace's inode (0: unreadable)
 }
 
-// hostProcesses lists the machine's processes but this one. It reads
-// /proc with prometheus/procfs (already a dependency of the metrics),
-// which parses stat and the namespace links as the kernel writes them.
+// hostProcesses lists the machine's processes but this one, from /proc.
 func hostProcesses() []hostProcess {
-	fs, err := procfs.NewDefaultFS()
-	if err != nil {
-		return nil
-	}
-	all, err := fs.AllProcs()
-	if err != nil {
-		return nil
-	}
-	out := make([]hostProcess, 0, len(all))
-	for _, p := range all {
-		if p.PID == os.Getpid() {
+	ents, _ := os.ReadDir("/proc") // unreadable /proc: nothing found
+	out := make([]hostProcess, 0, len(ents))
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
 			continue
 		}
-		st, err := p.Stat()
+		hp, err := readProcess(pid)
 		if err != nil {
 			continue // gone meanwhile
-		}
-		hp := hostProcess{pid: p.PID, ppid: st.PPID, start: st.Starttime, comm: st.Comm}
-		if nss, err := p.Namespaces(); err == nil {
-			if n, ok := nss["net"]; ok {
-				hp.netns = uint64(n.Inode)
-			}
 		}
 		out = append(out, hp)
 	}
 	return out
+}
+
+// readProcess reads process pid's /proc/PID/stat (its command name,
+// parent and start time) and the inode of its network namespace.
+func readProcess(pid int) (hostProcess, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return hostProcess{}, err
+	}
+	// The command name (field 2) is in parentheses and may hold any
+	// character: the fields after it count from its last ")".
+	open, end := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
+	if open < 0 || end < open {
+		return hostProcess{}, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	f := strings.Fields(string(b[end+1:]))
+	if len(f) < 20 {
+		return hostProcess{}, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f))
+	}
+	hp := hostProcess{pid: pid, comm: string(b[open+1 : end])}
+	if hp.ppid, err = strconv.Atoi(f[1]); err != nil { // field 4
+		return hostProcess{}, fmt.Errorf("/proc/%d/stat: parent: %w", pid, err)
+	}
+	if hp.start, err = strconv.ParseUint(f[19], 10, 64); err != nil { // field 22
+		return hostProcess{}, fmt.Errorf("/proc/%d/stat: start time: %w", pid, err)
+	}
+	var st unix.Stat_t
+	if unix.Stat(fmt.Sprintf("/proc/%d/ns/net", pid), &st) == nil {
+		hp.netns = st.Ino
+	}
+	return hp, nil
 }
 
 // commOf is pid's command name among host ("?" when it is not there).
@@ -224,57 +244,38 @@ func addDescendants(procs map[int]labProcess, host []hostProcess) {
 }
 
 // holders names the processes but this one that hold one of the network
-// namespaces netns: as their own namespace (the leader's or a thread's)
-// or by an open descriptor. A namespace unmounted by a destroy lives on
+// namespaces netns: as their own namespace or by an open descriptor. A namespace unmounted by a destroy lives on
 // while one holds it.
 func holders(netns map[uint64]string) []string {
 	if len(netns) == 0 {
 		return nil
 	}
-	fs, err := procfs.NewDefaultFS()
-	if err != nil {
-		return nil
-	}
-	all, err := fs.AllProcs()
-	if err != nil {
-		return nil
-	}
 	var out []string
-	for _, p := range all {
-		if p.PID == os.Getpid() {
-			continue
-		}
+	for _, p := range hostProcesses() {
 		held := map[string]bool{}
-		if nss, err := p.Namespaces(); err == nil {
-			if n, ok := nss["net"]; ok {
-				if name, ok := netns[uint64(n.Inode)]; ok {
-					held[name] = true
-				}
-			}
+		if name, ok := netns[p.netns]; ok {
+			held[name] = true
 		}
-		if targets, err := p.FileDescriptorTargets(); err == nil {
-			for _, t := range targets {
-				var ino uint64
-				if _, err := fmt.Sscanf(t, "net:[%d]", &ino); err == nil {
-					if name, ok := netns[ino]; ok {
-						held[name] = true
-					}
+		dir := fmt.Sprintf("/proc/%d/fd", p.pid)
+		fds, _ := os.ReadDir(dir) // gone meanwhile, or not ours to read: nothing held that we can see
+		for _, fd := range fds {
+			target, err := os.Readlink(filepath.Join(dir, fd.Name()))
+			var ino uint64
+			if err == nil && strings.HasPrefix(target, "net:[") {
+				if _, err := fmt.Sscanf(target, "net:[%d]", &ino); err == nil && netns[ino] != "" {
+					held[netns[ino]] = true
 				}
 			}
 		}
 		if len(held) == 0 {
 			continue
 		}
-		comm := "?"
-		if st, err := p.Stat(); err == nil {
-			comm = st.Comm
-		}
 		names := make([]string, 0, len(held))
 		for n := range held {
 			names = append(names, n)
 		}
 		sort.Strings(names)
-		out = append(out, fmt.Sprintf("pid %d (%s) holds %s", p.PID, comm, strings.Join(names, ", ")))
+		out = append(out, fmt.Sprintf("pid %d (%s) holds %s", p.pid, p.comm, strings.Join(names, ", ")))
 	}
 	return out
 }
