@@ -296,3 +296,69 @@ func TestPrivilegedCheckNothingToCheck(t *testing.T) {
 func handle(t *testing.T, l *spec.Lab, node string) *netlink.Handle {
 	return labtest.Handle(t, ns.DefaultDir, l.Namespace(node))
 }
+
+// unannouncedLab: h1 - r1 - r2 - h2 over eBGP, where r1 announces h1's
+// subnet and r2, as in Kathara's simple-peering lab, announces nothing.
+const unannouncedLab = `name: unann
+nodes:
+  h1:
+    interfaces:
+      eth0: {addresses: [10.1.0.1/24]}
+    routes:
+      - {to: default, via: 10.1.0.254}
+  h2:
+    interfaces:
+      eth0: {addresses: [10.2.0.1/24]}
+    routes:
+      - {to: default, via: 10.2.0.254}
+  r1:
+    forwarding: true
+    interfaces:
+      eth0: {addresses: [10.1.0.254/24]}
+      eth1: {addresses: [10.0.0.1/30]}
+    frr:
+      daemons: [bgpd]
+      config: |
+        router bgp 1
+        neighbor 10.0.0.2 remote-as 2
+        network 10.1.0.0/24
+        log file /var/log/frr/frr.log
+  r2:
+    forwarding: true
+    interfaces:
+      eth0: {addresses: [10.2.0.254/24]}
+      eth1: {addresses: [10.0.0.2/30]}
+    frr:
+      daemons: [bgpd]
+      config: |
+        router bgp 2
+        neighbor 10.0.0.1 remote-as 1
+links:
+  - endpoints: [h1:eth0, r1:eth0]
+  - endpoints: [r1:eth1, r2:eth1]
+  - endpoints: [r2:eth0, h2:eth0]
+`
+
+// TestExpectedUnannounced: a destination no routing configuration of the
+// lab announces is expected to stay silent, and says why, naming the
+// node that holds it; one a configuration announces is left to the
+// routes the daemons learn.
+func TestExpectedUnannounced(t *testing.T) {
+	l, err := spec.Parse("unann.yaml", []byte(unannouncedLab))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range Expected(l) {
+		h2net := strings.HasPrefix(p.To.String(), "10.2.0.")
+		switch {
+		case h2net && p.From != "r2" && p.From != "h2":
+			if p.Expect || !strings.Contains(p.Why, "no routing configuration of the lab announces it (r2 has it on eth0 (10.2.0.254/24), and no network statement") {
+				t.Errorf("%s -> %s: expected %v (%s); want silence, for no configuration announces 10.2.0.0/24", p.From, p.To, p.Expect, p.Why)
+			}
+		case p.From == "h1" && p.To.String() == "10.0.0.2":
+			if !p.Expect || !strings.Contains(p.Why, "by the routes the daemons learn") {
+				t.Errorf("%s -> %s: expected %v (%s); want it left to what r2 learns of r1's network", p.From, p.To, p.Expect, p.Why)
+			}
+		}
+	}
+}

@@ -122,14 +122,14 @@ func nodeFiles(n *spec.Node) map[string][]byte {
 		out[spec.FRRDaemonsPath] = []byte(lab.FRRDaemonsFile(n.FRR))
 		out[spec.FRRVtyshPath] = []byte("service integrated-vtysh-config\n")
 		if n.FRR.Config != "" {
-			out[spec.FRRConfPath] = []byte(n.FRR.Config)
+			out[spec.FRRConfPath] = []byte(n.FRRHead(spec.FRRConfPath) + n.FRR.Config)
 		}
 	}
 	if n.BIRD != nil && n.BIRD.Config != "" {
 		out[spec.BIRDConfPath] = []byte(n.BIRD.Config)
 	}
 	for _, f := range n.Files {
-		out[f.Path] = []byte(f.Text)
+		out[f.Path] = []byte(n.FRRHead(f.Path) + f.Text)
 	}
 	return out
 }

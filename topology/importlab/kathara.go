@@ -246,7 +246,8 @@ func (n *Node) decideFRR(quagga, frrLine, quaggaLine, image string) (unstarted b
 	}
 	what := "FRR with its /etc/frr"
 	if quagga != "" {
-		what = "its Quagga configuration (" + quagga + ") with FRR's daemons, which read it"
+		n.Quagga = true
+		what = "its Quagga configuration (" + quagga + ") with FRR's daemons, which read it with Quagga's defaults (quagga: true)"
 	}
 	switch {
 	case frrLine != "":

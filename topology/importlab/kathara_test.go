@@ -88,6 +88,9 @@ func TestKatharaQuagga(t *testing.T) {
 		if n.FileAt("/etc/frr/ripd.conf") == nil || n.FileAt("/etc/frr/zebra.conf") == nil {
 			t.Errorf("%s: Quagga's files are not FRR's: %v", name, n.Files)
 		}
+		if n.FRR != nil && (!n.FRR.Quagga || n.FRRHead("/etc/frr/ripd.conf") != spec.QuaggaHead || n.FRRHead("/etc/frr/daemons") != "") {
+			t.Errorf("%s: frr %+v: Quagga's configuration is not read with Quagga's defaults (quagga: true)", name, n.FRR)
+		}
 		if len(n.Startup) != 1 || n.Startup[0].From != name+".startup" {
 			t.Errorf("%s: startup %+v, want its startup file, run whole", name, n.Startup)
 		}
@@ -95,6 +98,7 @@ func TestKatharaQuagga(t *testing.T) {
 	for _, want := range []string{
 		`as its startup line "systemctl start quagga" starts Quagga`,
 		"its Quagga configuration (/etc/zebra)",
+		"frr: {quagga: true}",
 		`"/etc/init.d/zebra start"`,
 		"r3: their files configure routing daemons that no startup line starts",
 		"r1's file /etc/quagga/debian.conf (Quagga's options for its daemons",

@@ -47,6 +47,7 @@ type Node struct {
 	Sysctls    [][2]string       // in the original's order
 	MACs       map[string]string // interface: its MAC
 	FRR        bool              // runs FRR from its files (daemons, frr.conf)
+	Quagga     bool              // its FRR configuration is Quagga's
 	FRRWhy     string            // why it is taken to run FRR
 	Files      []File
 	Exec       []string
@@ -257,7 +258,10 @@ func (n *Node) yaml(dir string) (*yaml.Node, error) {
 		}
 		add(m, "interfaces", ifs)
 	}
-	if n.FRR {
+	switch {
+	case n.FRR && n.Quagga:
+		add(m, "frr", flowMap("quagga", scalar("true")))
+	case n.FRR:
 		add(m, "frr", &yaml.Node{Kind: yaml.MappingNode, Style: yaml.FlowStyle})
 	}
 	if len(n.Files) > 0 {

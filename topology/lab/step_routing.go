@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"time"
 
@@ -180,10 +181,17 @@ func (d *deployer) frrRefused(n *spec.Node) ([]string, error) {
 		if f := n.FileAt(p); f != nil && f.From != "" {
 			from = f.From
 		}
+		// The lines nslab wrote first (frr: {quagga: true}) are not the
+		// file's: its line numbers count from after them.
+		head := strings.Count(n.FRRHead(p), "\n")
 		for _, m := range found {
-			where := fmt.Sprintf("line %s of %s", m[1], p)
+			line, _ := strconv.Atoi(string(m[1]))
+			if line > head {
+				line -= head
+			}
+			where := fmt.Sprintf("line %d of %s", line, p)
 			if from != "" {
-				where += fmt.Sprintf(" (%s:%s)", from, m[1])
+				where += fmt.Sprintf(" (%s:%d)", from, line)
 			}
 			refused = append(refused, fmt.Sprintf("%s: %s: %s", where, m[2], strings.TrimSpace(string(m[3]))))
 		}

@@ -84,7 +84,7 @@ func viewSetup(n *spec.Node) ns.ViewSetup {
 		addBIRD(&s, n.BIRD)
 	}
 	for _, f := range n.Files {
-		s.Files = append(s.Files, ns.ViewFile{Path: f.Path, Data: []byte(f.Text), Mode: f.Mode})
+		s.Files = append(s.Files, ns.ViewFile{Path: f.Path, Data: []byte(n.FRRHead(f.Path) + f.Text), Mode: f.Mode})
 	}
 	return s
 }
@@ -185,7 +185,7 @@ func addFRR(s *ns.ViewSetup, n *spec.Node) {
 		s.Hidden = append(s.Hidden, spec.FRRConfPath)
 	}
 	if f.Config != "" {
-		s.Files = append(s.Files, ns.ViewFile{Path: spec.FRRConfPath, Data: []byte(f.Config), Mode: 0o640, UID: uid, GID: gid})
+		s.Files = append(s.Files, ns.ViewFile{Path: spec.FRRConfPath, Data: []byte(n.FRRHead(spec.FRRConfPath) + f.Config), Mode: 0o640, UID: uid, GID: gid})
 	}
 }
 

@@ -36,6 +36,9 @@ type File struct {
 type FRR struct {
 	Daemons []string // besides zebra and staticd, in file order
 	Config  string   // frr.conf, rendered; "" when files: gives it
+	// Quagga: the configuration is Quagga's; FRR reads it with the
+	// defaults of its releases before 7.4, Quagga's (see QuaggaHead).
+	Quagga bool
 
 	tmpl *source
 }
@@ -296,7 +299,55 @@ func (r *reporter) parseFRR(e kv) *FRR {
 			f.tmpl.text = s
 		}
 	}
+	if q, ok := fields["quagga"]; ok {
+		f.Quagga, _ = r.boolean(q.v, q.path, "quagga")
+	}
 	return f
+}
+
+// QuaggaHead is written at the head of each FRR configuration file of a
+// node whose frr: says quagga: true. FRR applies the defaults of the
+// release a configuration names in its frr version line; those of the
+// releases before 7.4 are Quagga's: an eBGP neighbour takes and sends
+// routes without a policy (7.4 made RFC 8212's policy a requirement) and
+// a network statement announces its prefix without a route to it in the
+// RIB (bgp network import-check). Quagga's labs rely on both.
+const QuaggaHead = "! nslab: a Quagga configuration, read with the defaults of FRR before 7.4 (frr: {quagga: true})\nfrr version 7.3\n"
+
+// FRRHead is what nslab writes before the text of the file at path in
+// node n: QuaggaHead for FRR's configuration files (frr.conf and a
+// daemon's own) when n's frr: says quagga: true, else nothing.
+func (n *Node) FRRHead(path string) string {
+	if n.FRR == nil || !n.FRR.Quagga || !frrConfigFile(path) {
+		return ""
+	}
+	return QuaggaHead
+}
+
+// frrConfigFile reports whether path is one of FRR's configuration files:
+// frr.conf or a daemon's own.
+func frrConfigFile(path string) bool {
+	name, ok := strings.CutPrefix(path, "/etc/frr/")
+	daemon, conf := strings.CutSuffix(name, ".conf")
+	return ok && conf && (daemon == "frr" || daemon == "zebra" || daemon == "staticd" || slices.Contains(FRRDaemons, daemon))
+}
+
+// FRRConfigs are the texts of node n's FRR configuration: frr: config,
+// and its files that are frr.conf or a daemon's own.
+func (n *Node) FRRConfigs() []string {
+	if n.FRR == nil {
+		return nil
+	}
+	var out []string
+	if n.FRR.Config != "" {
+		out = append(out, n.FRR.Config)
+	}
+	for _, f := range n.Files {
+		if frrConfigFile(f.Path) {
+			out = append(out, f.Text)
+		}
+	}
+	return out
 }
 
 // parseBIRD reads bird: {config: TEXT}.

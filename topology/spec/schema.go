@@ -135,6 +135,7 @@ var scriptDef = mapping{def: "script", title: "a startup script of a node", keys
 var frrDef = mapping{def: "frr", title: "FRR in a node", keys: []key{
 	{"daemons", "list of FRR daemons besides zebra and staticd: " + strings.Join(FRRDaemons, ", "), listOf(enum(FRRDaemons...))},
 	{"config", "text, a Go template: /etc/frr/frr.conf (or give it under files:)", text},
+	{"quagga", "true or false, default false: the configuration is Quagga's, and FRR reads it with the defaults of its releases before 7.4, which are Quagga's (an eBGP neighbour needs no policy, a BGP network statement no route in the RIB): nslab writes `frr version 7.3` at the head of each FRR configuration file in the node", boolean},
 }}
 
 var birdDef = mapping{def: "bird", title: "BIRD 2 in a node", keys: []key{

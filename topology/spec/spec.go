@@ -62,6 +62,8 @@ type Lab struct {
 	Tests       []*Test
 	expectPaths []string
 	where       map[string]pos // each field path's place in the file (see At)
+
+	announced *announcedCache // what each node's routing configuration announces (see Announces)
 }
 
 // Placed reports whether any node or traffic run of the lab has CPUs.
