@@ -141,11 +141,15 @@ func (l *Lab) option(n *Node, key, value, where string) error {
 		}
 		n.Sysctls = append(n.Sysctls, [2]string{strings.TrimSpace(k), strings.TrimSpace(v)})
 	case "ipv6":
-		// Kathara turns IPv6 on in a machine with ipv6=True; a namespace
-		// has it on unless told otherwise.
-		if strings.EqualFold(value, "false") {
-			n.Sysctls = append(n.Sysctls, [2]string{"net.ipv6.conf.all.disable_ipv6", "1"}, [2]string{"net.ipv6.conf.default.disable_ipv6", "1"})
+		// Kathara turns IPv6 on in a machine with ipv6=True and off with
+		// False; nslab turns it on only where a node may add IPv6
+		// addresses of its own, which a host configured by router
+		// advertisements alone does not.
+		v := "1"
+		if strings.EqualFold(value, "true") {
+			v = "0"
 		}
+		n.Sysctls = append(n.Sysctls, [2]string{"net.ipv6.conf.all.disable_ipv6", v}, [2]string{"net.ipv6.conf.default.disable_ipv6", v})
 	case "bridged", "port":
 		l.drop("%s: a link to the host's network or a port of the host's (nslab never touches the host's own interfaces)", where)
 	case "num_terms", "shell":

@@ -153,7 +153,7 @@ func TestKatharaCarriedOrNamed(t *testing.T) {
 	dir := katharaDir(t, "lab", map[string]string{
 		"lab.conf": "pc1[0]=A/02:42:ac:11:00:0a\npc1[1]=B\npc2[0]=A\n" +
 			"pc1[sysctl]=net.ipv4.fib_multipath_hash_policy=1\npc2[ipv6]=False\n" +
-			"pc1[bridged]=true\npc2[num_terms]=0\npc2[env]=X=1\n",
+			"pc1[bridged]=true\npc2[num_terms]=0\npc2[env]=X=1\npc1[ipv6]=True\n",
 		"lab.ext": "B enp9s0.10\n",
 	})
 	l, err := Kathara(dir)
@@ -170,6 +170,11 @@ func TestKatharaCarriedOrNamed(t *testing.T) {
 	}
 	if !slices.ContainsFunc(parsed.Node("pc2").Sysctls, func(s spec.Sysctl) bool { return s.Key == "net.ipv6.conf.all.disable_ipv6" && s.Value == "1" }) {
 		t.Errorf("pc2 (ipv6=False) has IPv6 on: %+v", parsed.Node("pc2").Sysctls)
+	}
+	// ipv6=True: on, though no line of pc1's adds an IPv6 address (router
+	// advertisements give them, as in basic-ipv6).
+	if !slices.ContainsFunc(pc1.Sysctls, func(s spec.Sysctl) bool { return s.Key == "net.ipv6.conf.all.disable_ipv6" && s.Value == "0" }) {
+		t.Errorf("pc1 (ipv6=True) has IPv6 off: %+v", pc1.Sysctls)
 	}
 	for _, want := range []string{
 		`lab.ext line 1, "B enp9s0.10": collision domain B joined to the host's interface enp9s0.10`,

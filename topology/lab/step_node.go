@@ -78,11 +78,11 @@ func ipv6Interfaces(n *spec.Node) []string {
 }
 
 // keepsIPv6 reports whether node n keeps IPv6 on every interface: it runs
-// routing daemons, exec lines or services, any of which may give its
+// routing daemons, exec lines, startup scripts or services, any of which may give its
 // interfaces IPv6 addresses (an ipv6 address line of frr.conf, an ip -6
 // addr add) that the file does not list.
 func keepsIPv6(n *spec.Node) bool {
-	return n.RunsRouting() || len(n.Exec) > 0 || len(n.Run) > 0
+	return n.RunsRouting() || len(n.Exec) > 0 || len(n.Run) > 0 || len(n.Startup) > 0
 }
 
 // configureNode writes kvs in node n, from a thread inside its namespace.
