@@ -352,7 +352,7 @@ func TestExpectedUnannounced(t *testing.T) {
 		h2net := strings.HasPrefix(p.To.String(), "10.2.0.")
 		switch {
 		case h2net && p.From != "r2" && p.From != "h2":
-			if p.Expect || !strings.Contains(p.Why, "no routing configuration of the lab announces it (r2 has it on eth0 (10.2.0.254/24), and no network statement") {
+			if p.Expect || !strings.Contains(p.Why, "no routing configuration of the lab announces it: r2 has it on eth0 (10.2.0.254/24), and no network statement") {
 				t.Errorf("%s -> %s: expected %v (%s); want silence, for no configuration announces 10.2.0.0/24", p.From, p.To, p.Expect, p.Why)
 			}
 		case p.From == "h1" && p.To.String() == "10.0.0.2":

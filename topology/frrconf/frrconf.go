@@ -1,46 +1,152 @@
 // Package frrconf reads what nslab needs to know of an FRR configuration
 // (frr.conf, or a daemon's own file; Quagga's read the same way): which
-// of a node's subnets and which prefixes its routing protocols announce
-// to its neighbours. check uses it to tell a pair that stays silent
-// because no configuration announces its destination from one whose
-// routes have not been learned yet. It is pure: it reads text.
+// routing protocols a node runs, on which of its interfaces, what each
+// announces (network statements, interface lines, redistribute
+// connected), what each takes from another (redistribute ospf, ...) and,
+// for BGP, its neighbours. Learn follows that over a lab's routers to say
+// which destinations each router's daemons can learn a route to. check
+// uses it to tell a pair that stays silent because nothing brings its
+// destination to the router from one whose routes have not been learned
+// yet. It is pure: it reads text and addresses.
 //
 // It reads the commands FRR's daemons take, in the node they take them
 // in: a router block (router ospf, router rip, router bgp, ...) runs
 // until the next block or top-level command, with or without
-// indentation, as FRR's parser does; "!" lines are comments. What it
+// indentation, as FRR's parser does; "!" lines are comments. A route it
 // cannot bound (a default route originated, routes redistributed from
-// the kernel or static ones, a protocol it does not read) makes the
-// configuration announce everything, so that check never expects
-// silence that the daemons would not keep.
+// the kernel or static ones) is taken as a default route: it brings
+// every destination; a protocol it does not read makes the configuration
+// unbounded (All), so that check never expects silence that the daemons
+// would not keep. Filters (route maps, prefix lists, distribute lists)
+// are not read: what they leave out is expected.
 package frrconf
 
 import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strconv"
 	"strings"
 )
 
-// Announced is what a node's routing configuration announces.
-type Announced struct {
-	// All: the configuration may announce any destination; Why says
-	// which line makes it so.
+// Protocol is one routing protocol of a node's configuration.
+type Protocol struct {
+	Name string // ospf, ospf6, rip, ripng, bgp, isis, babel
+	// Prefixes are announced as written (BGP's network, RIP's route); a
+	// default route originated, or routes redistributed from the kernel
+	// or static ones, are 0.0.0.0/0 and ::/0: every destination.
+	Prefixes []netip.Prefix
+	// Networks take the interfaces whose address is inside one into the
+	// protocol (OSPF's and RIP's network): it runs there, and announces
+	// each one's subnet.
+	Networks []netip.Prefix
+	// Interfaces are taken in by name (RIP's network IFNAME, ip ospf
+	// area, ip router isis, OSPFv3's interface ... area).
+	Interfaces []string
+	// Connected: every connected subnet is announced (redistribute
+	// connected).
+	Connected bool
+	// From are the protocols whose routes it takes (redistribute bgp).
+	From []string
+	// Neighbors are BGP's neighbours by address; AnyNeighbor that some
+	// are named otherwise (an interface, a peer group), so that every
+	// BGP router on a subnet of the node's may be one.
+	Neighbors   []netip.Addr
+	AnyNeighbor bool
+	// In and Out are the prefix lists a BGP neighbour's routes pass
+	// (neighbor A prefix-list NAME in|out), by its address.
+	In, Out map[netip.Addr]string
+}
+
+// Config is what a node's routing configuration says of its protocols.
+type Config struct {
+	Protocols []*Protocol
+	// PrefixLists are the ip (and ipv6) prefix-list lines, by name, in
+	// the order FRR applies them.
+	PrefixLists map[string][]PrefixRule
+	// All: the configuration may announce anything nslab cannot bound
+	// (a protocol it does not read); Why names the line.
 	All bool
 	Why string
-	// Prefixes are announced as written (BGP's network, RIP's route):
-	// every destination inside one.
-	Prefixes []netip.Prefix
-	// Networks take the interfaces whose address is inside one into
-	// their protocol (OSPF's and RIP's network): each such interface's
-	// subnet is announced.
-	Networks []netip.Prefix
-	// Interfaces are taken into a protocol by name (RIP's network
-	// IFNAME, ip ospf area, ip router isis, OSPFv3's interface ... area):
-	// their subnets are announced.
-	Interfaces []string
-	// Connected: every connected subnet is (redistribute connected).
-	Connected bool
+}
+
+// PrefixRule is one line of a prefix list: it permits or denies the
+// routes whose prefix lies in Prefix with a length from Ge to Le (both
+// Prefix's own length when the line gives neither), or any route (Any).
+type PrefixRule struct {
+	Permit  bool
+	Any     bool
+	Prefix  netip.Prefix
+	Ge, Le  int
+	Ordered int // seq, or the line's place
+}
+
+// Passes reports whether prefix list name lets route pr through: the
+// first line that matches decides, and a route no line matches is
+// denied, as FRR does. A list the configuration does not define lets
+// everything through (what nslab cannot bound it takes as carried).
+func (c Config) Passes(name string, pr netip.Prefix) bool {
+	rules, ok := c.PrefixLists[name]
+	if !ok || name == "" {
+		return true
+	}
+	for _, r := range rules {
+		if r.Any || r.Prefix.Addr().Is4() == pr.Addr().Is4() && r.Prefix.Bits() <= pr.Bits() && r.Ge <= pr.Bits() && pr.Bits() <= r.Le &&
+			r.Prefix.Contains(pr.Addr()) {
+			return r.Permit
+		}
+	}
+	return false
+}
+
+// prefixListLine reads "ip prefix-list NAME [seq N] permit|deny PREFIX|any
+// [ge N] [le N]".
+func (c *Config) prefixListLine(f []string) {
+	if len(f) < 4 {
+		return
+	}
+	name, rest := f[2], f[3:]
+	r := PrefixRule{Ordered: len(c.PrefixLists[name])*5 + 5}
+	if rest[0] == "seq" && len(rest) > 2 {
+		if n, err := strconv.Atoi(rest[1]); err == nil {
+			r.Ordered = n
+		}
+		rest = rest[2:]
+	}
+	if len(rest) < 2 || rest[0] != "permit" && rest[0] != "deny" {
+		return // a description, or what nslab does not read
+	}
+	r.Permit = rest[0] == "permit"
+	if rest[1] == "any" {
+		r.Any = true
+	} else {
+		p, err := netip.ParsePrefix(rest[1])
+		if err != nil {
+			return
+		}
+		r.Prefix, r.Ge, r.Le = p.Masked(), p.Bits(), p.Bits()
+		for i := 2; i+1 < len(rest); i += 2 {
+			n, err := strconv.Atoi(rest[i+1])
+			if err != nil {
+				continue
+			}
+			switch rest[i] {
+			case "ge":
+				r.Ge = n
+				if r.Le == p.Bits() {
+					r.Le = p.Addr().BitLen()
+				}
+			case "le":
+				r.Le = n
+			}
+		}
+	}
+	if c.PrefixLists == nil {
+		c.PrefixLists = map[string][]PrefixRule{}
+	}
+	rules := append(c.PrefixLists[name], r)
+	slices.SortStableFunc(rules, func(a, b PrefixRule) int { return a.Ordered - b.Ordered })
+	c.PrefixLists[name] = rules
 }
 
 // Address is one of a node's interface addresses, as the kernel holds
@@ -50,59 +156,45 @@ type Address struct {
 	Prefix    netip.Prefix
 }
 
-// Covers reports whether a announces dst, for a node with addrs: dst is
-// inside an announced prefix, or on the subnet of an address whose
-// interface the configuration takes into a protocol.
-func (a Announced) Covers(dst netip.Addr, addrs []Address) bool {
-	if a.All {
-		return true
-	}
-	for _, p := range a.Prefixes {
-		if p.Contains(dst) {
-			return true
-		}
-	}
-	for _, x := range addrs {
-		if !x.Prefix.Masked().Contains(dst) {
-			continue
-		}
-		if a.Connected || slices.Contains(a.Interfaces, x.Interface) {
-			return true
-		}
-		for _, n := range a.Networks {
-			if n.Contains(x.Prefix.Addr()) {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 // Parse reads the configuration files of one node (frr.conf and the
-// daemons' own files, in any order) for what they announce.
-func Parse(texts ...string) Announced {
-	var a Announced
+// daemons' own files, in any order).
+func Parse(texts ...string) Config {
+	var c Config
 	for _, text := range texts {
-		a.parse(text)
+		c.parse(text)
 	}
-	return a
+	return c
 }
 
-// everything marks a as announcing any destination, for the first line
-// that does.
-func (a *Announced) everything(why string) {
-	if !a.All {
-		a.All, a.Why = true, why
+// protocol is c's protocol name, made on first use.
+func (c *Config) protocol(name string) *Protocol {
+	for _, p := range c.Protocols {
+		if p.Name == name {
+			return p
+		}
+	}
+	p := &Protocol{Name: name}
+	c.Protocols = append(c.Protocols, p)
+	return p
+}
+
+// everything marks c as unbounded, for the first line that makes it so.
+func (c *Config) everything(why string) {
+	if !c.All {
+		c.All, c.Why = true, why
 	}
 }
+
+// anyRoute is what a default route brings: every destination.
+var anyRoute = []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0"), netip.MustParsePrefix("::/0")}
 
 // block is the configuration node a line is read in.
 type block struct {
-	kind  string // "router ospf", "router bgp", "interface", ... or "" at the top
-	iface string // the interface of an interface block
+	proto string // the router block's protocol, or ""
+	iface string // the interface of an interface block, or ""
 }
 
-func (a *Announced) parse(text string) {
+func (c *Config) parse(text string) {
 	var in block
 	for _, raw := range strings.Split(text, "\n") {
 		line := strings.TrimSpace(raw)
@@ -110,28 +202,40 @@ func (a *Announced) parse(text string) {
 			continue
 		}
 		f := strings.Fields(line)
-		switch {
-		case f[0] == "router" && len(f) > 1:
-			in = block{kind: "router " + f[1]}
-			if !known(f[1]) {
-				a.everything(fmt.Sprintf("%q (a protocol nslab does not read)", line))
-			}
-			continue
-		case f[0] == "interface" && len(f) > 1 && (in.kind != "router ospf6" || len(f) < 4 || f[2] != "area"):
-			in = block{kind: "interface", iface: f[1]}
-			continue
-		case topLevel(f[0]) || (f[0] == "ip" || f[0] == "ipv6") && in.kind != "interface":
-			in = block{}
+		if next, ok := c.enter(in, f, line); ok {
+			in = next
 			continue
 		}
-		switch in.kind {
-		case "interface":
-			a.interfaceLine(in.iface, f)
-		case "":
-		default:
-			a.routerLine(in.kind, f, line)
+		switch {
+		case in.iface != "":
+			c.interfaceLine(in.iface, f)
+		case in.proto != "":
+			c.routerLine(c.protocol(in.proto), f)
 		}
 	}
+}
+
+// enter reads a line that starts a block or is of the top level, and
+// returns the block the lines after it are read in; ok is false for a
+// line of block in.
+func (c *Config) enter(in block, f []string, line string) (block, bool) {
+	switch {
+	case f[0] == "router" && len(f) > 1:
+		if !known(f[1]) {
+			c.everything(fmt.Sprintf("%q (a protocol nslab does not read)", line))
+			return block{}, true
+		}
+		c.protocol(f[1])
+		return block{proto: f[1]}, true
+	case f[0] == "interface" && len(f) > 1 && (in.proto != "ospf6" || len(f) < 4 || f[2] != "area"):
+		return block{iface: f[1]}, true
+	case (f[0] == "ip" || f[0] == "ipv6") && len(f) > 1 && f[1] == "prefix-list":
+		c.prefixListLine(f)
+		return block{}, true
+	case topLevel(f[0]) || (f[0] == "ip" || f[0] == "ipv6") && in.iface == "":
+		return block{}, true
+	}
+	return in, false
 }
 
 // known are the routing protocols whose announcements Parse reads.
@@ -150,65 +254,98 @@ func topLevel(word string) bool {
 
 // interfaceLine reads a line of an interface block: the commands that
 // take the interface into a protocol.
-func (a *Announced) interfaceLine(iface string, f []string) {
+func (c *Config) interfaceLine(iface string, f []string) {
 	joined := strings.Join(f, " ")
-	for _, p := range []string{"ip ospf area", "ipv6 ospf6 area", "ip router isis", "ipv6 router isis", "ip ospf6 area"} {
-		if strings.HasPrefix(joined, p+" ") || joined == p {
-			a.Interfaces = append(a.Interfaces, iface)
+	for prefix, proto := range map[string]string{"ip ospf area": "ospf", "ipv6 ospf6 area": "ospf6", "ip ospf6 area": "ospf6",
+		"ip router isis": "isis", "ipv6 router isis": "isis"} {
+		if strings.HasPrefix(joined+" ", prefix+" ") {
+			p := c.protocol(proto)
+			p.Interfaces = append(p.Interfaces, iface)
 			return
 		}
 	}
 }
 
-// routerLine reads a line of a router block of kind.
-func (a *Announced) routerLine(kind string, f []string, line string) {
+// routerLine reads a line of protocol p's router block.
+func (c *Config) routerLine(p *Protocol, f []string) {
 	switch {
 	case f[0] == "redistribute" && len(f) > 1:
-		a.redistribute(kind, f[1], line)
-	case f[0] == "default-information" && len(f) > 1 && f[1] == "originate":
-		a.everything(fmt.Sprintf("%q in %s (a default route)", line, kind))
-	case f[0] == "neighbor" && slices.Contains(f, "default-originate"):
-		a.everything(fmt.Sprintf("%q in %s (a default route)", line, kind))
+		p.redistribute(f[1])
+	case originatesDefault(f):
+		p.Prefixes = append(p.Prefixes, anyRoute...)
+	case f[0] == "neighbor" && len(f) > 2 && p.Name == "bgp":
+		p.neighbor(f)
 	case f[0] == "network" && len(f) > 1:
-		a.network(kind, f, line)
-	case f[0] == "route" && len(f) > 1 && (kind == "router rip" || kind == "router ripng"):
-		if p, err := netip.ParsePrefix(f[1]); err == nil {
-			a.Prefixes = append(a.Prefixes, p.Masked())
+		p.network(f)
+	case f[0] == "route" && len(f) > 1 && (p.Name == "rip" || p.Name == "ripng"):
+		if pr, err := netip.ParsePrefix(f[1]); err == nil {
+			p.Prefixes = append(p.Prefixes, pr.Masked())
 		}
-	case f[0] == "interface" && len(f) > 2 && kind == "router ospf6" && f[2] == "area":
-		a.Interfaces = append(a.Interfaces, f[1])
+	case f[0] == "interface" && len(f) > 2 && p.Name == "ospf6" && f[2] == "area":
+		p.Interfaces = append(p.Interfaces, f[1])
 	}
 }
 
-// redistribute reads a redistribute line of what.
-func (a *Announced) redistribute(kind, what, line string) {
-	switch what {
-	case "connected":
-		a.Connected = true
-	case "ospf", "ospf6", "rip", "ripng", "bgp", "isis", "babel":
-		// Routes another protocol learned: that protocol's
-		// announcements, read where it is configured.
-	default:
-		a.everything(fmt.Sprintf("%q in %s (routes nslab does not bound)", line, kind))
+// originatesDefault reports whether a router line sends a default route:
+// default-information originate, a neighbour's default-originate, or a
+// stub area (whose border router sends one into it).
+func originatesDefault(f []string) bool {
+	return f[0] == "default-information" && len(f) > 1 && f[1] == "originate" ||
+		f[0] == "neighbor" && slices.Contains(f, "default-originate") ||
+		f[0] == "area" && slices.Contains(f, "stub")
+}
+
+// redistribute reads "redistribute WHAT".
+func (p *Protocol) redistribute(what string) {
+	switch {
+	case what == "connected":
+		p.Connected = true
+	case known(what):
+		p.From = append(p.From, what)
+	default: // kernel, static, table: routes nslab does not bound
+		p.Prefixes = append(p.Prefixes, anyRoute...)
 	}
+}
+
+// neighbor reads a BGP neighbor line: the neighbour, and the prefix list
+// its routes pass.
+func (p *Protocol) neighbor(f []string) {
+	a, err := netip.ParseAddr(f[1])
+	if err != nil {
+		p.AnyNeighbor = true
+		return
+	}
+	if !slices.Contains(p.Neighbors, a) {
+		p.Neighbors = append(p.Neighbors, a)
+	}
+	if f[2] == "prefix-list" && len(f) > 4 && f[4] == "in" {
+		p.In = setFilter(p.In, a, f[3])
+	} else if f[2] == "prefix-list" && len(f) > 4 && f[4] == "out" {
+		p.Out = setFilter(p.Out, a, f[3])
+	}
+}
+
+// setFilter records that neighbour a's routes pass prefix list name.
+func setFilter(m map[netip.Addr]string, a netip.Addr, name string) map[netip.Addr]string {
+	if m == nil {
+		m = map[netip.Addr]string{}
+	}
+	m[a] = name
+	return m
 }
 
 // network reads a network statement: BGP's announces its prefix; OSPF's,
-// RIP's and RIPng's take the interfaces inside it (or, for RIP, named by
-// it) into the protocol.
-func (a *Announced) network(kind string, f []string, line string) {
-	p, ok := networkPrefix(f)
+// RIP's and RIPng's take the interfaces inside it (or, for RIP and
+// Babel, named by it) into the protocol.
+func (p *Protocol) network(f []string) {
+	pr, ok := networkPrefix(f)
 	switch {
-	case kind == "router bgp" && ok:
-		a.Prefixes = append(a.Prefixes, p.Masked())
-	case kind == "router bgp":
-		a.everything(fmt.Sprintf("%q in %s (a network nslab does not read)", line, kind))
+	case p.Name == "bgp" && ok:
+		p.Prefixes = append(p.Prefixes, pr.Masked())
 	case ok:
-		a.Networks = append(a.Networks, p.Masked())
-	case kind == "router rip" || kind == "router ripng" || kind == "router babel":
-		a.Interfaces = append(a.Interfaces, f[1])
-	default:
-		a.everything(fmt.Sprintf("%q in %s (a network nslab does not read)", line, kind))
+		p.Networks = append(p.Networks, pr.Masked())
+	case p.Name == "rip" || p.Name == "ripng" || p.Name == "babel":
+		p.Interfaces = append(p.Interfaces, f[1])
 	}
 }
 
@@ -243,4 +380,31 @@ func networkPrefix(f []string) (netip.Prefix, bool) {
 	default:
 		return netip.PrefixFrom(addr, 24), true
 	}
+}
+
+// Runs reports whether p runs on the interface of address x: taken in by
+// name, or by a network statement holding its address.
+func (p *Protocol) Runs(x Address) bool {
+	if slices.Contains(p.Interfaces, x.Interface) {
+		return true
+	}
+	for _, n := range p.Networks {
+		if n.Contains(x.Prefix.Addr()) {
+			return true
+		}
+	}
+	return false
+}
+
+// Originates is what p announces of its own on a node with addrs: its
+// prefixes, and the subnet of each interface it runs on (or of every
+// one, with redistribute connected).
+func (p *Protocol) Originates(addrs []Address) []netip.Prefix {
+	out := slices.Clone(p.Prefixes)
+	for _, x := range addrs {
+		if p.Connected || p.Runs(x) {
+			out = append(out, x.Prefix.Masked())
+		}
+	}
+	return out
 }

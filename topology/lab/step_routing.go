@@ -148,10 +148,15 @@ func (d *deployer) startDaemons(n *spec.Node, tag string, daemons []string) erro
 // "line 12: % Unknown command[4]: reistribute bgp".
 var refusedLine = regexp.MustCompile(`(?m)^line (\d+): (% [^\[:]+)(?:\[\d+\])?: *(.*)$`)
 
+// processingFailure is the line vtysh -b ends with when it refused a
+// line of a file: "Configuration file[/etc/frr/frr.conf] processing
+// failure: 2".
+var processingFailure = regexp.MustCompile(`(?m)^Configuration file\[[^\]]*\] processing failure: \d+$`)
+
 // onlyRefusedLines reports whether vtysh's output says nothing but the
-// lines it refused.
+// lines it refused (and that it refused some).
 func onlyRefusedLines(out []byte) bool {
-	rest := refusedLine.ReplaceAll(out, nil)
+	rest := processingFailure.ReplaceAll(refusedLine.ReplaceAll(out, nil), nil)
 	return len(refusedLine.FindAll(out, -1)) > 0 && len(bytes.TrimSpace(rest)) == 0
 }
 

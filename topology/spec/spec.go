@@ -63,7 +63,7 @@ type Lab struct {
 	expectPaths []string
 	where       map[string]pos // each field path's place in the file (see At)
 
-	announced *announcedCache // what each node's routing configuration announces (see Announces)
+	learned *learnedCache // what each router can learn a route to (see Learns)
 }
 
 // Placed reports whether any node or traffic run of the lab has CPUs.

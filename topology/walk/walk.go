@@ -15,9 +15,7 @@ import (
 	"net"
 	"net/netip"
 	"slices"
-	"strings"
 
-	"github.com/nslab/nslab/topology/frrconf"
 	"github.com/nslab/nslab/topology/spec"
 )
 
@@ -354,8 +352,8 @@ func lookup(l *spec.Lab, n *spec.Node, src, dst netip.Addr, iif string) (netip.A
 	case n.RunsRouting() && n.KernelRead && !announced(l, dst):
 		return netip.Addr{}, "", fmt.Errorf("node %s has no route to %s in its kernel, and no daemon can learn one: every interface on %s's subnet is down or in a stopped node", n.Name, dst, dst)
 	case n.RunsRouting():
-		if why := unannounced(l, dst); why != "" {
-			return netip.Addr{}, "", fmt.Errorf("node %s has no route to %s, and no daemon can learn one: no routing configuration of the lab announces it (%s)", n.Name, dst, why)
+		if ok, why := l.Learns(n.Name, dst); !ok {
+			return netip.Addr{}, "", fmt.Errorf("node %s has no route to %s, and its daemons can learn none: %s", n.Name, dst, why)
 		}
 		return netip.Addr{}, "", &LearnedError{Node: n.Name, To: dst, Deployed: n.KernelRead}
 	case n.KernelRead:
@@ -388,43 +386,6 @@ func announced(l *spec.Lab, dst netip.Addr) bool {
 		}
 	}
 	return false
-}
-
-// unannounced says why no routing configuration of lab l announces dst
-// ("" when one does, or may): the nodes whose subnets hold dst, and that
-// their configurations take none of them into a protocol (see
-// frrconf.Announced). A node running BIRD, or FRR without a configuration
-// to read, may announce anything.
-func unannounced(l *spec.Lab, dst netip.Addr) string {
-	var holders []string
-	for _, n := range l.Nodes {
-		if n.Stopped || !n.RunsRouting() {
-			continue
-		}
-		var addrs []frrconf.Address
-		for _, i := range n.Interfaces {
-			for _, p := range i.Addrs() {
-				addrs = append(addrs, frrconf.Address{Interface: i.Name, Prefix: p})
-			}
-		}
-		for _, b := range n.Bridges {
-			for _, p := range b.Addrs() {
-				addrs = append(addrs, frrconf.Address{Interface: b.Name, Prefix: p})
-			}
-		}
-		if l.Announces(n).Covers(dst, addrs) {
-			return ""
-		}
-		for _, x := range addrs {
-			if x.Prefix.Masked().Contains(dst) {
-				holders = append(holders, fmt.Sprintf("%s has it on %s (%s)", n.Name, x.Interface, x.Prefix))
-			}
-		}
-	}
-	if len(holders) == 0 {
-		return "no node running routing daemons has it on a subnet, and no network or route statement covers it"
-	}
-	return strings.Join(holders, ", ") + ", and no network statement or redistribute connected of its configuration covers it"
 }
 
 // LearnedError is a lookup that the file cannot answer: the node has no
