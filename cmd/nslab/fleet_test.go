@@ -819,14 +819,32 @@ func TestPrivilegedFleetBenchHostLost(t *testing.T) {
 		t.Fatalf("deploy: %d %s %s", code, out, errOut)
 	}
 	c := s.hosts[2]
+	// Host c is lost a second after the bench's reader of its hops
+	// starts, however long the bench takes to get there (under the
+	// suite's parallel tests it once took more than 20 s).
+	done, killed := make(chan struct{}), make(chan bool, 1)
 	go func() {
-		waitFor(t, "the bench's reader of host c's hops", func() bool {
-			return slices.ContainsFunc(procNames(s.pidsIn(c, "")), func(p string) bool { return strings.Contains(p, " hops ") })
-		})
-		time.Sleep(time.Second)
-		s.killIn(c, "sshd")
+		for {
+			select {
+			case <-done:
+				killed <- false
+				return
+			default:
+			}
+			if slices.ContainsFunc(procNames(s.pidsIn(c, "")), func(p string) bool { return strings.Contains(p, " hops ") }) {
+				time.Sleep(time.Second)
+				s.killIn(c, "sshd")
+				killed <- true
+				return
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 	}()
 	code, out, errOut := s.run("bench", "-q", "--duration", "3s", file)
+	close(done)
+	if !<-killed {
+		t.Fatalf("the bench never started a reader of host c's hops: %d %s %s", code, out, errOut)
+	}
 	for _, want := range []string{"host c lost ", "its hops' counters are those of its last reading", "bottleneck: unknown (host c stopped answering during the run"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("bench with host c lost: no %q in %d %s %s", want, code, out, errOut)

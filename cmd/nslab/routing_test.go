@@ -367,9 +367,11 @@ func TestPrivilegedGeneratedOSPF(t *testing.T) {
 	}
 }
 
-// TestPrivilegedRoutingRefused: a frr.conf line FRR refuses, and a
-// bird.conf BIRD cannot read, each fail the deploy with the daemon's own
-// words, and the rollback leaves nothing.
+// TestPrivilegedRoutingRefused: a frr.conf line FRR refuses fails deploy
+// --strict (without it, the daemons run without the line, as FRR does
+// when it starts, and the deploy warns), and a bird.conf BIRD cannot
+// read fails the deploy: each with the daemon's own words, and the
+// rollback leaves nothing.
 func TestPrivilegedRoutingRefused(t *testing.T) {
 	for _, c := range []struct{ name, node, want string }{
 		{"frr", "    frr: {daemons: [ospfd], config: \"router ospf\\n no-such-command 1\\n\"}\n", "no-such-command"},
@@ -383,13 +385,20 @@ func TestPrivilegedRoutingRefused(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { cli.run("destroy", "--name", name) })
-			code, out, errOut := cli.run("deploy", file)
+			code, out, errOut := cli.run("deploy", "--strict", file)
 			if code == 0 || !strings.Contains(errOut, c.want) || !strings.Contains(errOut, "everything created was removed") {
 				t.Fatalf("deploy: %d, want a failure naming %q and the rollback:\n%s%s", code, c.want, out, errOut)
 			}
 			t.Logf("%s", errOut)
 			if left := leftOf(t, cli, name, "ns1", "ns2", "ns3"); left != "" {
 				t.Errorf("left after the failed deploy: %s", left)
+			}
+			if c.name != "frr" {
+				return
+			}
+			code, out, errOut = cli.run("deploy", file)
+			if code != 0 || !strings.Contains(out+errOut, "warning: FRR in ns2 refused line 2 of /etc/frr/frr.conf: % Unknown command: no-such-command 1") {
+				t.Errorf("deploy without --strict: %d, want it deployed with a warning naming the line:\n%s%s", code, out, errOut)
 			}
 		})
 	}
