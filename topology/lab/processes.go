@@ -2,6 +2,7 @@ package lab
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -61,7 +62,8 @@ func stopServices(labName string, st *state.State, netns map[uint64]string) (int
 	if st != nil {
 		for _, s := range st.Services {
 			if _, ok := procs[s.PID]; !ok && s.PID > 0 && deployed.Alive(s.PID, s.Start) {
-				procs[s.PID] = labProcess{start: s.Start, comm: commOf(hostProcesses(), s.PID), where: "service of node " + s.Node}
+				hp, _ := readProcess(s.PID) // gone meanwhile: no name, and stopAll finds it gone
+				procs[s.PID] = labProcess{start: s.Start, comm: cmp.Or(hp.comm, "?"), where: "service of node " + s.Node}
 			}
 		}
 	}
@@ -114,8 +116,12 @@ func (f processFinder) find() map[int]labProcess {
 			procs[p.pid] = labProcess{start: p.start, where: "in namespace " + name}
 		}
 	}
+	comms := make(map[int]string, len(host))
+	for _, p := range host {
+		comms[p.pid] = p.comm
+	}
 	for pid, lp := range procs {
-		lp.comm = commOf(host, pid)
+		lp.comm = cmp.Or(comms[pid], "?")
 		procs[pid] = lp
 	}
 	addDescendants(procs, host)
@@ -206,16 +212,6 @@ func readProcess(pid int) (hostProcess, error) {
 		hp.netns = st.Ino
 	}
 	return hp, nil
-}
-
-// commOf is pid's command name among host ("?" when it is not there).
-func commOf(host []hostProcess, pid int) string {
-	for _, p := range host {
-		if p.pid == pid {
-			return p.comm
-		}
-	}
-	return "?"
 }
 
 // addDescendants adds to procs every process of host descended from one
