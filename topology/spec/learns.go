@@ -37,11 +37,12 @@ func (l *Lab) learnedCache() *learnedCache {
 // when they cannot, says why. A node running BIRD, or FRR with no
 // configuration nslab can read, may announce anything.
 func (l *Lab) Learns(router string, dst netip.Addr) (bool, string) {
-	c := l.learnedCache()
+	m := l.Model() // a part of a lab that spans hosts: its routers are the whole lab's
+	c := m.learnedCache()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.learned == nil {
-		c.learned = frrconf.Learn(l.routers())
+		c.learned = frrconf.Learn(m.routers())
 	}
 	return c.learned.Learns(router, dst)
 }
@@ -49,7 +50,7 @@ func (l *Lab) Learns(router string, dst netip.Addr) (bool, string) {
 // ForgetLearned drops what Learns worked out: the lab's addresses, or
 // which nodes are stopped, were read again.
 func (l *Lab) ForgetLearned() {
-	c := l.learnedCache()
+	c := l.Model().learnedCache()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.learned = nil

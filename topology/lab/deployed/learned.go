@@ -39,7 +39,7 @@ func learnedProtocol(p netlink.RouteProtocol) bool {
 // namespace (through each node's handle).
 func (r *Opened) Learn() error {
 	r.Differences = nil
-	defer r.Lab.Model().ForgetLearned() // what the daemons can learn follows the addresses read
+	defer r.Lab.ForgetLearned() // what the daemons can learn follows the addresses read
 	stopped := map[string]bool{}
 	if st, err := r.m.Recorded(r.Lab.Name); err == nil {
 		for _, s := range st.Stopped {
