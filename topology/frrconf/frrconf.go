@@ -166,12 +166,20 @@ func Parse(texts ...string) Config {
 	return c
 }
 
-// protocol is c's protocol name, made on first use.
-func (c *Config) protocol(name string) *Protocol {
+// find is c's protocol name (nil: c does not run it).
+func (c Config) find(name string) *Protocol {
 	for _, p := range c.Protocols {
 		if p.Name == name {
 			return p
 		}
+	}
+	return nil
+}
+
+// protocol is c's protocol name, made on first use.
+func (c *Config) protocol(name string) *Protocol {
+	if p := c.find(name); p != nil {
+		return p
 	}
 	p := &Protocol{Name: name}
 	c.Protocols = append(c.Protocols, p)

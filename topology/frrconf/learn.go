@@ -149,7 +149,7 @@ func adjacencies(routers []Router) (map[string][][]string, []session) {
 		for j := i + 1; j < len(routers); j++ {
 			b := &routers[j]
 			for _, pa := range a.Config.Protocols {
-				pb := protocolOf(b.Config, pa.Name)
+				pb := b.Config.find(pa.Name)
 				switch {
 				case pb == nil || !speaks(pa, *a, pb, *b):
 				case pa.Name == "bgp":
@@ -198,15 +198,6 @@ func named(p *Protocol, r Router) netip.Addr {
 		}
 	}
 	return netip.Addr{}
-}
-
-func protocolOf(c Config, name string) *Protocol {
-	for _, p := range c.Protocols {
-		if p.Name == name {
-			return p
-		}
-	}
-	return nil
 }
 
 // speaks reports whether routers a and b exchange routes of protocol pa

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -13,7 +12,6 @@ import (
 	"github.com/nslab/nslab/topology/lab/deployed"
 	"github.com/nslab/nslab/topology/lab/state"
 	"github.com/nslab/nslab/topology/spec"
-	"golang.org/x/sys/unix"
 )
 
 // Stopping and starting a node, as a router fails and comes back: its
@@ -203,18 +201,9 @@ func (r *Running) stopProcesses(st *state.State, node string) error {
 // but this one, with their start times.
 func inNamespace(ino uint64) map[int]uint64 {
 	out := map[int]uint64{}
-	ents, _ := os.ReadDir("/proc") // unreadable /proc: nothing found
-	for _, e := range ents {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil || pid == os.Getpid() {
-			continue
-		}
-		var s unix.Stat_t
-		if unix.Stat("/proc/"+e.Name()+"/ns/net", &s) != nil || s.Ino != ino {
-			continue
-		}
-		if start, err := deployed.ProcessStart(pid); err == nil {
-			out[pid] = start
+	for _, p := range hostProcesses() {
+		if p.netns == ino {
+			out[p.pid] = p.start
 		}
 	}
 	return out
