@@ -17,8 +17,10 @@
 // the kernel or static ones) is taken as a default route: it brings
 // every destination; a protocol it does not read makes the configuration
 // unbounded (All), so that check never expects silence that the daemons
-// would not keep. Filters (route maps, prefix lists, distribute lists)
-// are not read: what they leave out is expected.
+// would not keep. Of filters, prefix lists, route maps (their prefix-list
+// and community matches, and the communities they set) and standard
+// community lists are read; what distribute and filter lists leave out
+// is expected.
 package frrconf
 
 import (
@@ -46,16 +48,22 @@ type Protocol struct {
 	// Connected: every connected subnet is announced (redistribute
 	// connected).
 	Connected bool
-	// From are the protocols whose routes it takes (redistribute bgp).
-	From []string
+	// From are the protocols whose routes it takes (redistribute bgp),
+	// FromMap the route map each passes (redistribute bgp route-map
+	// NAME), ConnectedMap the one redistribute connected names.
+	From         []string
+	FromMap      map[string]string
+	ConnectedMap string
 	// Neighbors are BGP's neighbours by address; AnyNeighbor that some
 	// are named otherwise (an interface, a peer group), so that every
 	// BGP router on a subnet of the node's may be one.
 	Neighbors   []netip.Addr
 	AnyNeighbor bool
 	// In and Out are the prefix lists a BGP neighbour's routes pass
-	// (neighbor A prefix-list NAME in|out), by its address.
-	In, Out map[netip.Addr]string
+	// (neighbor A prefix-list NAME in|out), by its address; InMap and
+	// OutMap the route maps (neighbor A route-map NAME in|out).
+	In, Out       map[netip.Addr]string
+	InMap, OutMap map[netip.Addr]string
 }
 
 // Config is what a node's routing configuration says of its protocols.
@@ -64,6 +72,10 @@ type Config struct {
 	// PrefixLists are the ip (and ipv6) prefix-list lines, by name, in
 	// the order FRR applies them.
 	PrefixLists map[string][]PrefixRule
+	// RouteMaps are the route maps, by name; CommunityLists the standard
+	// community lists.
+	RouteMaps      map[string]RouteMap
+	CommunityLists map[string][]CommunityRule
 	// All: the configuration may announce anything nslab cannot bound
 	// (a protocol it does not read); Why names the line.
 	All bool
@@ -198,8 +210,9 @@ var anyRoute = []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0"), netip.MustPars
 
 // block is the configuration node a line is read in.
 type block struct {
-	proto string // the router block's protocol, or ""
-	iface string // the interface of an interface block, or ""
+	proto string    // the router block's protocol, or ""
+	iface string    // the interface of an interface block, or ""
+	entry *MapEntry // the route map entry of a route-map block, or nil
 }
 
 func (c *Config) parse(text string) {
@@ -215,6 +228,8 @@ func (c *Config) parse(text string) {
 			continue
 		}
 		switch {
+		case in.entry != nil:
+			in.entry.line(f)
 		case in.iface != "":
 			c.interfaceLine(in.iface, f)
 		case in.proto != "":
@@ -237,13 +252,28 @@ func (c *Config) enter(in block, f []string, line string) (block, bool) {
 		return block{proto: f[1]}, true
 	case f[0] == "interface" && len(f) > 1 && (in.proto != "ospf6" || len(f) < 4 || f[2] != "area"):
 		return block{iface: f[1]}, true
-	case (f[0] == "ip" || f[0] == "ipv6") && len(f) > 1 && f[1] == "prefix-list":
-		c.prefixListLine(f)
+	case c.filterLine(f):
 		return block{}, true
+	case f[0] == "route-map" && len(f) > 1:
+		return block{entry: c.routeMapLine(f)}, true
 	case topLevel(f[0]) || (f[0] == "ip" || f[0] == "ipv6") && in.iface == "":
 		return block{}, true
 	}
 	return in, false
+}
+
+// filterLine reads a prefix list's or a community list's line, and
+// reports whether f is one.
+func (c *Config) filterLine(f []string) bool {
+	switch {
+	case (f[0] == "ip" || f[0] == "ipv6") && len(f) > 1 && f[1] == "prefix-list":
+		c.prefixListLine(f)
+	case (f[0] == "bgp" || f[0] == "ip") && len(f) > 1 && f[1] == "community-list":
+		c.communityListLine(f)
+	default:
+		return false
+	}
+	return true
 }
 
 // known are the routing protocols whose announcements Parse reads.
@@ -278,7 +308,7 @@ func (c *Config) interfaceLine(iface string, f []string) {
 func (c *Config) routerLine(p *Protocol, f []string) {
 	switch {
 	case f[0] == "redistribute" && len(f) > 1:
-		p.redistribute(f[1])
+		p.redistribute(f)
 	case originatesDefault(f):
 		p.Prefixes = append(p.Prefixes, anyRoute...)
 	case f[0] == "neighbor" && len(f) > 2 && p.Name == "bgp":
@@ -303,13 +333,20 @@ func originatesDefault(f []string) bool {
 		f[0] == "area" && slices.Contains(f, "stub")
 }
 
-// redistribute reads "redistribute WHAT".
-func (p *Protocol) redistribute(what string) {
+// redistribute reads "redistribute WHAT [route-map NAME]".
+func (p *Protocol) redistribute(f []string) {
+	what, rmap := f[1], ""
+	if i := slices.Index(f, "route-map"); i >= 0 && i+1 < len(f) {
+		rmap = f[i+1]
+	}
 	switch {
 	case what == "connected":
-		p.Connected = true
+		p.Connected, p.ConnectedMap = true, rmap
 	case known(what):
 		p.From = append(p.From, what)
+		if rmap != "" {
+			p.FromMap = setFilter(p.FromMap, what, rmap)
+		}
 	default: // kernel, static, table: routes nslab does not bound
 		p.Prefixes = append(p.Prefixes, anyRoute...)
 	}
@@ -326,19 +363,28 @@ func (p *Protocol) neighbor(f []string) {
 	if !slices.Contains(p.Neighbors, a) {
 		p.Neighbors = append(p.Neighbors, a)
 	}
-	if f[2] == "prefix-list" && len(f) > 4 && f[4] == "in" {
+	if len(f) < 5 {
+		return
+	}
+	switch f[2] + " " + f[4] {
+	case "prefix-list in":
 		p.In = setFilter(p.In, a, f[3])
-	} else if f[2] == "prefix-list" && len(f) > 4 && f[4] == "out" {
+	case "prefix-list out":
 		p.Out = setFilter(p.Out, a, f[3])
+	case "route-map in":
+		p.InMap = setFilter(p.InMap, a, f[3])
+	case "route-map out":
+		p.OutMap = setFilter(p.OutMap, a, f[3])
 	}
 }
 
-// setFilter records that neighbour a's routes pass prefix list name.
-func setFilter(m map[netip.Addr]string, a netip.Addr, name string) map[netip.Addr]string {
+// setFilter records that key's routes pass filter name (a prefix list, a
+// route map).
+func setFilter[K comparable](m map[K]string, key K, name string) map[K]string {
 	if m == nil {
-		m = map[netip.Addr]string{}
+		m = map[K]string{}
 	}
-	m[a] = name
+	m[key] = name
 	return m
 }
 

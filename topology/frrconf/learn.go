@@ -23,8 +23,10 @@ type Learned struct {
 	// any router may learn anything; Why says which.
 	All bool
 	Why string
-	// known is each router's prefixes, by protocol.
-	known map[string]map[string]map[netip.Prefix]bool
+	// known is each router's prefixes, by protocol, each with the
+	// routers that originate it (a router's own announcement is no route
+	// of its own: it has one only from another).
+	known map[string]map[string]map[Route]origins
 	// origins says who announces each prefix, in which protocol.
 	origins map[netip.Prefix][]string
 	// protocols are each router's protocols, by name.
@@ -39,14 +41,20 @@ type Learned struct {
 // the other (by an address of the other's; a neighbour named otherwise
 // may be any BGP router on a subnet they share); a router takes into a
 // protocol what another of its own protocols knows where that one's
-// configuration redistributes it. Of filters, BGP's prefix lists on a
-// neighbour are read (neighbor A prefix-list NAME in|out); route maps,
-// distribute and filter lists are not, nor BGP's rule that a route
-// learned from an iBGP peer is not passed to another: Learn may say a
+// configuration redistributes it. A router's own announcement (a
+// default it originates, a network statement) is no route of its own: it
+// learns a prefix only where another router originates it too. Of
+// filters, BGP's prefix lists and route maps on a neighbour (neighbor A
+// prefix-list|route-map NAME in|out) and route maps on redistribution
+// are read, route maps as far as their lines match prefix lists and
+// standard community lists and set communities (see Config.Apply: an
+// entry that matches on anything else may go either way); distribute and
+// filter lists are not, nor BGP's rule that a route learned from an iBGP
+// peer is not passed to another, nor best-path selection: Learn may say a
 // router learns more than it does, never less (but for a protocol it
 // does not read, which makes it All).
 func Learn(routers []Router) *Learned {
-	l := &Learned{known: map[string]map[string]map[netip.Prefix]bool{}, origins: map[netip.Prefix][]string{}, protocols: map[string][]string{}, routers: routers}
+	l := &Learned{known: map[string]map[string]map[Route]origins{}, origins: map[netip.Prefix][]string{}, protocols: map[string][]string{}, routers: routers}
 	for _, r := range routers {
 		if r.Config.All {
 			l.All, l.Why = true, r.Name+": "+r.Config.Why
@@ -60,13 +68,23 @@ func Learn(routers []Router) *Learned {
 	return l
 }
 
+// origins is the set of routers a route comes from.
+type origins map[string]bool
+
 // originate records what router r's protocols announce of their own.
 func (l *Learned) originate(r Router) {
-	l.known[r.Name] = map[string]map[netip.Prefix]bool{}
+	l.known[r.Name] = map[string]map[Route]origins{}
 	for _, p := range r.Config.Protocols {
 		l.protocols[r.Name] = append(l.protocols[r.Name], p.Name)
 		for _, pr := range p.Originates(r.Addrs) {
-			l.add(r.Name, p.Name, pr)
+			l.add(r.Name, p.Name, Route{Prefix: pr}, origins{r.Name: true})
+			if p.ConnectedMap != "" && p.Name == "bgp" {
+				// what redistribute connected's map sets, besides the
+				// route as it is: Learn may say more, never less
+				for _, m := range r.Config.Apply(p.ConnectedMap, Route{Prefix: pr}) {
+					l.add(r.Name, p.Name, m, origins{r.Name: true})
+				}
+			}
 			who := r.Name + " in " + p.Name
 			if !slices.Contains(l.origins[pr], who) {
 				l.origins[pr] = append(l.origins[pr], who)
@@ -76,38 +94,81 @@ func (l *Learned) originate(r Router) {
 }
 
 // spread carries what each router knows one step further: over each BGP
-// session its prefix lists let through, across each group of an
-// interior protocol, and into each protocol of a router that
-// redistributes another. It reports whether anything was new.
+// session its filters let through, across each group of an interior
+// protocol, and into each protocol of a router that redistributes
+// another. It reports whether anything was new.
 func (l *Learned) spread(routers []Router, groups map[string][][]string, sessions []session) bool {
 	changed := false
 	for _, e := range sessions {
-		for pr := range l.known[e.from.Name]["bgp"] {
-			if e.from.Config.Passes(e.out, pr) && e.to.Config.Passes(e.in, pr) {
-				changed = l.add(e.to.Name, "bgp", pr) || changed
-			}
-		}
+		changed = l.overSession(e) || changed
 	}
 	for proto, parts := range groups {
 		for _, part := range parts {
-			union := map[netip.Prefix]bool{}
-			for _, name := range part {
-				for pr := range l.known[name][proto] {
-					union[pr] = true
-				}
-			}
-			for _, name := range part {
-				for pr := range union {
-					changed = l.add(name, proto, pr) || changed
-				}
-			}
+			changed = l.acrossGroup(proto, part) || changed
 		}
 	}
 	for _, r := range routers {
-		for _, p := range r.Config.Protocols {
-			for _, from := range p.From {
-				for pr := range l.known[r.Name][from] {
-					changed = l.add(r.Name, p.Name, pr) || changed
+		changed = l.redistributed(r) || changed
+	}
+	return changed
+}
+
+// overSession carries what e.from's BGP knows to e.to's, through the
+// prefix lists and route maps out and in.
+func (l *Learned) overSession(e session) bool {
+	changed := false
+	for r, from := range l.known[e.from.Name]["bgp"] {
+		if !e.from.Config.Passes(e.out, r.Prefix) {
+			continue
+		}
+		for _, sent := range e.from.Config.Apply(e.outMap, r) {
+			if !e.to.Config.Passes(e.in, sent.Prefix) {
+				continue
+			}
+			for _, taken := range e.to.Config.Apply(e.inMap, sent) {
+				changed = l.add(e.to.Name, "bgp", taken, from) || changed
+			}
+		}
+	}
+	return changed
+}
+
+// acrossGroup gives every router of part (routers that exchange proto's
+// routes) what any of them knows by proto.
+func (l *Learned) acrossGroup(proto string, part []string) bool {
+	union := map[Route]origins{}
+	for _, name := range part {
+		for pr, from := range l.known[name][proto] {
+			if union[pr] == nil {
+				union[pr] = origins{}
+			}
+			for o := range from {
+				union[pr][o] = true
+			}
+		}
+	}
+	changed := false
+	for _, name := range part {
+		for pr, from := range union {
+			changed = l.add(name, proto, pr, from) || changed
+		}
+	}
+	return changed
+}
+
+// redistributed takes into each of router r's protocols what another of
+// its protocols knows where it redistributes that one, through the
+// redistribution's route map.
+func (l *Learned) redistributed(r Router) bool {
+	changed := false
+	for _, p := range r.Config.Protocols {
+		for _, from := range p.From {
+			for rt, o := range l.known[r.Name][from] {
+				for _, in := range r.Config.Apply(p.FromMap[from], rt) {
+					if p.Name != "bgp" {
+						in.Communities = "" // only BGP carries them
+					}
+					changed = l.add(r.Name, p.Name, in, o) || changed
 				}
 			}
 		}
@@ -115,27 +176,35 @@ func (l *Learned) spread(routers []Router, groups map[string][][]string, session
 	return changed
 }
 
-// add records that router knows pr by proto, reporting whether it is
-// new.
-func (l *Learned) add(router, proto string, pr netip.Prefix) bool {
+// add records that router knows pr by proto, from the routers in from,
+// reporting whether any is new.
+func (l *Learned) add(router, proto string, pr Route, from origins) bool {
 	set := l.known[router][proto]
 	if set == nil {
-		set = map[netip.Prefix]bool{}
+		set = map[Route]origins{}
 		l.known[router][proto] = set
 	}
-	if set[pr] {
-		return false
+	have := set[pr]
+	if have == nil {
+		have = origins{}
+		set[pr] = have
 	}
-	set[pr] = true
-	return true
+	changed := false
+	for o := range from {
+		if !have[o] {
+			have[o], changed = true, true
+		}
+	}
+	return changed
 }
 
 // A session is one direction of a BGP session: the routes from's BGP
-// knows pass to to's through from's prefix list out and to's in ("":
-// none).
+// knows pass to to's through from's prefix list and route map out and
+// to's in ("": none).
 type session struct {
-	from, to *Router
-	out, in  string
+	from, to      *Router
+	out, in       string
+	outMap, inMap string
 }
 
 // adjacencies are, by interior protocol, the groups of routers that
@@ -155,8 +224,8 @@ func adjacencies(routers []Router) (map[string][][]string, []session) {
 				case pa.Name == "bgp":
 					na, nb := named(pa, *b), named(pb, *a) // b's address a names, a's that b names
 					sessions = append(sessions,
-						session{from: a, to: b, out: pa.Out[na], in: pb.In[nb]},
-						session{from: b, to: a, out: pb.Out[nb], in: pa.In[na]})
+						session{from: a, to: b, out: pa.Out[na], in: pb.In[nb], outMap: pa.OutMap[na], inMap: pb.InMap[nb]},
+						session{from: b, to: a, out: pb.Out[nb], in: pa.In[na], outMap: pb.OutMap[nb], inMap: pa.InMap[na]})
 				default:
 					edges[pa.Name] = append(edges[pa.Name], [2]string{a.Name, b.Name})
 				}
@@ -243,8 +312,8 @@ func (l *Learned) Learns(router string, dst netip.Addr) (bool, string) {
 		return true, ""
 	}
 	for _, prs := range l.known[router] {
-		for pr := range prs {
-			if pr.Contains(dst) {
+		for r, from := range prs {
+			if r.Prefix.Contains(dst) && (len(from) > 1 || !from[router]) {
 				return true, ""
 			}
 		}

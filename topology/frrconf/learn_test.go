@@ -2,6 +2,7 @@ package frrconf
 
 import (
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -86,6 +87,17 @@ func TestLearnDefault(t *testing.T) {
 	if got, why := Learn(rs).Learns("core", netip.MustParseAddr("203.0.113.1")); !got {
 		t.Errorf("core learns no default route from edge: %s", why)
 	}
+	// What a router announces is no route of its own: edge, which
+	// sends the default, has none beyond its links (Kathara's transit
+	// AS lab: as20r1's "network 0.0.0.0/0"), and core's routes do not
+	// come back to it (from core, the default is edge's again).
+	if got, _ := Learn(rs).Learns("edge", netip.MustParseAddr("203.0.113.1")); got {
+		t.Errorf("edge learns a route to 203.0.113.1 from its own default")
+	}
+	rs[1].Config = Parse("router ospf\n network 10.0.0.0/8 area 0\n default-information originate always\n")
+	if got, why := Learn(rs).Learns("edge", netip.MustParseAddr("203.0.113.1")); !got {
+		t.Errorf("edge learns no default route from core, which sends one too: %s", why)
+	}
 	rs[1].Config = Parse("router eigrp 1\n")
 	if l := Learn(rs); !l.All || !strings.Contains(l.Why, "core") {
 		t.Errorf("a protocol nslab does not read: %+v", l)
@@ -149,5 +161,89 @@ ip prefix-list L seq 30 permit 0.0.0.0/0`)
 	}
 	if !c.Passes("undefined", netip.MustParsePrefix("10.0.0.0/8")) {
 		t.Errorf("a list the configuration lacks stopped a route")
+	}
+}
+
+// TestLearnRouteMaps: Kathara's exam lab "alien", cut to three systems:
+// as4 tags its two /24s with communities on the way out (route-map
+// communityOut), and as3 keeps those tagged 3:1 from as1 (route-map rmap
+// out, matching a community list); a route map on redistribution into
+// RIP that denies everything keeps BGP's routes out of it.
+func TestLearnRouteMaps(t *testing.T) {
+	rs := []Router{
+		{Name: "as1", Addrs: addrs("eth0=1.3.0.1/30"), Config: Parse(`router bgp 1
+ neighbor 1.3.0.2 remote-as 3`)},
+		{Name: "as3", Addrs: addrs("eth0=1.3.0.2/30", "eth1=3.4.0.1/30", "eth2=3.3.0.1/24"), Config: Parse(`router bgp 3
+ neighbor 1.3.0.1 remote-as 1
+ neighbor 3.4.0.2 remote-as 4
+ neighbor 1.3.0.1 route-map rmap out
+bgp community-list standard filterCommunity seq 5 permit 3:1
+route-map rmap deny 10
+ match community filterCommunity
+route-map rmap permit 20
+`, `router rip
+ network 3.3.0.0/24
+ redistribute bgp route-map none
+route-map none deny 10
+`)},
+		{Name: "rip", Addrs: addrs("eth0=3.3.0.2/24"), Config: Parse("router rip\n network 3.3.0.0/24\n")},
+		{Name: "as4", Addrs: addrs("eth0=3.4.0.2/30", "eth1=4.4.1.1/24", "eth2=4.4.2.1/24"), Config: Parse(`router bgp 4
+ neighbor 3.4.0.1 remote-as 3
+ redistribute connected
+ neighbor 3.4.0.1 route-map communityOut out
+ip prefix-list myPrefixList1 permit 4.4.1.0/24
+ip prefix-list myPrefixList2 permit 4.4.2.0/24
+route-map communityOut permit 10
+ match ip address prefix-list myPrefixList1
+ set community 3:1
+route-map communityOut permit 20
+ match ip address prefix-list myPrefixList2
+ set community 3:2
+route-map communityOut permit 30
+`)},
+	}
+	l := Learn(rs)
+	for _, c := range []struct {
+		router, dst string
+		want        bool
+	}{
+		{"as3", "4.4.1.9", true},
+		{"as3", "4.4.2.9", true},
+		{"as1", "4.4.1.9", false}, // tagged 3:1: rmap denies it
+		{"as1", "4.4.2.9", true},  // tagged 3:2
+		{"as1", "3.4.0.2", true},  // as4's link, untagged (entry 30)
+		{"rip", "4.4.2.9", false}, // route-map none keeps BGP out of RIP
+	} {
+		if got, why := l.Learns(c.router, netip.MustParseAddr(c.dst)); got != c.want {
+			t.Errorf("%s learns %s: %v (%s), want %v", c.router, c.dst, got, why, c.want)
+		}
+	}
+}
+
+// TestApply: a route map's entries apply in seq order and the first that
+// matches decides; sets change the communities; an entry whose match
+// nslab does not read may go either way, so both outcomes come out; a map
+// the configuration lacks lets everything through.
+func TestApply(t *testing.T) {
+	c := Parse(`ip prefix-list ten permit 10.0.0.0/8 le 32
+route-map M deny 5
+ match ip address prefix-list ten
+route-map M permit 20
+ match as-path 1
+ set community 65000:1 additive
+route-map M permit 30
+ set community 65000:2
+`)
+	r := Route{Prefix: netip.MustParsePrefix("10.1.0.0/16"), Communities: "1:1"}
+	if got := c.Apply("M", r); len(got) != 0 {
+		t.Errorf("10.1.0.0/16 passes M: %v, want denied by seq 5", got)
+	}
+	r.Prefix = netip.MustParsePrefix("192.0.2.0/24")
+	want := []Route{{r.Prefix, "1:1 65000:1"}, {r.Prefix, "65000:2"}}
+	if got := c.Apply("M", r); !slices.Equal(got, want) {
+		t.Errorf("192.0.2.0/24 through M: %v, want %v", got, want)
+	}
+	if got := c.Apply("undefined", r); !slices.Equal(got, []Route{r}) {
+		t.Errorf("a map the configuration lacks: %v", got)
 	}
 }
