@@ -114,7 +114,8 @@ go-deps:
 # openssh-server is the real sshd of each simulated host a lab over
 # several hosts is deployed to from one command (cmd/nslab/fleet_test.go);
 # iptables, bridge-utils, apache2, bind9 and radvd are what Kathara's labs
-# run in their nodes (make corpus-kathara). Packages are installed with a
+# run in their nodes (make corpus-kathara), and ifupdown what their
+# "networking restart" lines apply a node's /etc/network/interfaces with. Packages are installed with a
 # policy-rc.d that says no (where the machine has none, for the install
 # only): a service's package then starts nothing on the host, and nslab
 # starts a service only in a node.
@@ -146,6 +147,7 @@ deps: go-deps
 	command -v apache2ctl >/dev/null || missing="$$missing apache2"; \
 	command -v named  >/dev/null || missing="$$missing bind9"; \
 	command -v radvd  >/dev/null || missing="$$missing radvd"; \
+	command -v ifup   >/dev/null || missing="$$missing ifupdown"; \
 	if [ -n "$$missing" ]; then \
 		echo "installing:$$missing"; \
 		norc=""; [ -e /usr/sbin/policy-rc.d ] || { printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d; chmod 755 /usr/sbin/policy-rc.d; norc=1; }; \

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -42,7 +43,13 @@ func (r *Running) StopNode(node string) error {
 		return fmt.Errorf("node %s of lab %s is stopped already (nslab node start %s)", node, r.Lab.Name, node)
 	}
 	now := time.Now()
-	st.Stopped = append(st.Stopped, state.StoppedNode{Node: node, Since: now})
+	var again []state.ServiceRecord // the startup scripts' services running now
+	for _, s := range st.Services {
+		if s.Node == node && s.Service != "" && deployed.Alive(s.PID, s.Start) {
+			again = append(again, s)
+		}
+	}
+	st.Stopped = append(st.Stopped, state.StoppedNode{Node: node, Since: now, Services: again})
 	st.LastChange = &state.LabChange{What: "node " + node + " stopped", At: now}
 	if err := r.m.saveState(st); err != nil {
 		return err
@@ -75,13 +82,19 @@ func (r *Running) StartNode(ctx context.Context, node string) error {
 	if _, ok := st.StoppedAt(node); !ok {
 		return fmt.Errorf("node %s of lab %s is not stopped", node, r.Lab.Name)
 	}
+	var again []state.ServiceRecord
+	for _, s := range st.Stopped {
+		if s.Node == node {
+			again = s.Services
+		}
+	}
 	began := time.Now() // the links come up: what convergence counts from
 	if err := r.linksUp(st, n); err != nil {
 		return fmt.Errorf("start node %s: %w", node, err)
 	}
 	d := &deployer{ctx: ctx, m: r.m, lab: r.Lab, st: st}
 	defer d.close()
-	if err := d.startProcesses(n); err != nil {
+	if err := d.startProcesses(n, again); err != nil {
 		return fmt.Errorf("start node %s: %w (it stays stopped: stop what started with nslab node stop, or run start again)", node, err)
 	}
 	st.Stopped = slices.DeleteFunc(st.Stopped, func(s state.StoppedNode) bool { return s.Node == node })
@@ -210,8 +223,11 @@ func inNamespace(ino uint64) map[int]uint64 {
 }
 
 // startProcesses starts node n's routing daemons and services as deploy
-// does, and checks that the services keep running.
-func (d *deployer) startProcesses(n *spec.Node) error {
+// does (those of its run: lines and exec: service lines, and again those
+// of its startup scripts' lines that were running when it stopped), and
+// checks that the services keep running: one that exits at once is an
+// error, whatever line asked for it.
+func (d *deployer) startProcesses(n *spec.Node, again []state.ServiceRecord) error {
 	if n.FRR != nil {
 		if err := d.startFRR(n, deployed.FRRDaemons(n.FRR)); err != nil {
 			return err
@@ -227,7 +243,17 @@ func (d *deployer) startProcesses(n *spec.Node) error {
 			return err
 		}
 	}
-	if len(n.Run) > 0 {
+	for _, i := range slices.Sorted(maps.Keys(n.ServiceLines)) {
+		if err := d.startExecService(n, i, n.ServiceLines[i]); err != nil {
+			return err
+		}
+	}
+	for _, s := range again {
+		if err := d.startScriptService(n, s.Script, s.Asked, askedService{name: s.Service}); err != nil {
+			return err
+		}
+	}
+	if len(d.services) > 0 {
 		return d.checkServices()
 	}
 	return nil

@@ -182,13 +182,13 @@ func (c *programCheck) lines(n *spec.Node, kind string, list []string, services 
 // programs the rest runs (its service lines are nslab's: see
 // step_startup.go).
 func (c *programCheck) script(n *spec.Node, sc *spec.Script) {
-	where := func(line int) string {
-		return fmt.Sprintf("node %s's startup script %s line %d", n.Name, sc.Name(), line)
-	}
+	where := func(line int) string { return scriptPlace(n, sc, line) }
 	for k, line := range strings.Split(sc.Text, "\n") {
 		name, svc, known := programs.ServiceOf(line)
 		switch {
 		case name == "" || name == "frr" || name == "quagga" || name == "zebra":
+		case name == "networking":
+			c.need("ifup", fmt.Sprintf("node %s's networking (%s)", n.Name, where(k+1)))
 		case known:
 			c.need(svc.Program, fmt.Sprintf("node %s's service %s (%s)", n.Name, svc.Name, where(k+1)))
 		case unrunnable(n, line, name):
@@ -205,6 +205,16 @@ func (c *programCheck) script(n *spec.Node, sc *spec.Script) {
 		}
 		c.need(p.Name, where(p.Line))
 	}
+}
+
+// scriptPlace names line of node n's startup script sc: "node r1's
+// startup script r1.startup line 3", or, for a script written in the lab
+// file, "line 3 of node r1's startup script (at line 9 of the lab file)".
+func scriptPlace(n *spec.Node, sc *spec.Script, line int) string {
+	if sc.From != "" {
+		return fmt.Sprintf("node %s's startup script %s line %d", n.Name, sc.From, line)
+	}
+	return fmt.Sprintf("line %d of node %s's startup script (at line %d of the lab file)", line, n.Name, sc.Line)
 }
 
 // position is where path is in l's file ("lab.yaml:12"), or the file.

@@ -232,6 +232,10 @@ type waited struct {
 	rec state.ServiceRecord
 	mu  sync.Mutex
 	err error
+	// asked is the startup script's line that asked for the service
+	// ("r1.startup line 3, \"systemctl start bind9\""), or "" for a
+	// run: or exec: line's.
+	asked string
 }
 
 // exited reports whether the program has exited, and how.
@@ -244,14 +248,23 @@ func (w *waited) exited() (bool, error) {
 }
 
 // checkServices waits serviceGrace and fails when a service this deploy
-// started has exited already, showing its last log lines.
+// started has exited already, showing its last log lines. One a startup
+// script's line asked for is that line failing, which in Kathara does not
+// stop the lab: a warning naming the line, unless the deploy is strict.
 func (d *deployer) checkServices() error {
 	time.Sleep(serviceGrace)
 	var bad []string
 	for _, w := range d.services {
-		if done, err := w.exited(); done {
-			bad = append(bad, fmt.Sprintf("service %q in %s exited at once (%v)%s", w.rec.Command, w.rec.Node, err, lastLines(w.rec.Log)))
+		done, err := w.exited()
+		if !done {
+			continue
 		}
+		what := fmt.Sprintf("service %q in %s exited at once (%v)%s", w.rec.Command, w.rec.Node, err, lastLines(w.rec.Log))
+		if w.asked != "" && !d.m.Strict {
+			d.warn("in %s, %s: the service it started exited at once (%v), and the lab goes on without it, as in Kathara%s", w.rec.Node, w.asked, err, lastLines(w.rec.Log))
+			continue
+		}
+		bad = append(bad, what)
 	}
 	if len(bad) > 0 {
 		return fmt.Errorf("%s", strings.Join(bad, "; "))

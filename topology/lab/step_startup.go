@@ -31,6 +31,10 @@ import (
 //     starts the host's program for the service (programs.ServiceOf)
 //     after the script, supervised as a run: line is. FRR's and
 //     Quagga's start lines are FRR's, which nslab starts after (frr:).
+//     Debian's networking (systemctl restart networking, service
+//     networking restart, /etc/init.d/networking restart) is ifupdown's
+//     ifup -a (after ifdown -a for a restart) run there and then, as the
+//     init script runs it: the node's /etc/network/interfaces applied.
 // The marks begin with a byte no line prints (RS, 0x1e).
 
 func startupSteps(l *spec.Lab, _ string) []Step {
@@ -73,23 +77,40 @@ func prelude(text string) string {
 	var b strings.Builder
 	b.WriteString(`__nslab_mark() { printf '` + mark + `%s\n' "$*" >&2; }
 __nslab_known() { case "${1%.service}" in ` + strings.Join(known, "|") + `) return 0 ;; esac; return 1; }
+__nslab_networking() {
+	mkdir -p /run/network
+	case "$1" in
+	start) ifup -a ;;
+	restart|reload|force-reload) ifdown -a --exclude=lo; ifup -a ;;
+	stop) ifdown -a --exclude=lo ;;
+	*) command /etc/init.d/networking "$@" ;;
+	esac
+}
 systemctl() {
 	local u n=0 all=1
 	case "$1" in
 	start|restart) n=1 ;;
 	enable) [ "$2" = --now ] && n=2 ;;
 	esac
+	if [ $n -gt 0 ] && [ $# -eq $((n + 1)) ]; then
+		case "${@: -1}" in
+		networking|networking.service) __nslab_networking "${1/enable/start}"; return ;;
+		esac
+	fi
 	[ $n -gt 0 ] && [ $# -gt $n ] || { command systemctl "$@"; return; }
 	for u in "${@:n+1}"; do __nslab_known "$u" || all=0; done
 	[ $all = 1 ] || { command systemctl "$@"; return; }
 	for u in "${@:n+1}"; do __nslab_mark "S ${u%.service}"; done
 }
 service() {
+	[ "$1" = networking ] && { __nslab_networking "$2"; return; }
 	case "$2" in
 	start|restart) __nslab_known "$1" && { __nslab_mark "S $1"; return 0; } ;;
 	esac
 	command service "$@"
 }
+`)
+	b.WriteString(`function /etc/init.d/networking { __nslab_networking "$@"; }
 `)
 	var names []string
 	for _, m := range initScriptName.FindAllStringSubmatch(text, -1) {
@@ -164,7 +185,7 @@ func (d *deployer) runStartup(n *spec.Node, i int, s *spec.Script) error {
 	if err != nil {
 		return err
 	}
-	failed, services := scriptReport(s, out)
+	failed, asked := scriptReport(s, out)
 	if waitErr != nil && len(failed) == 0 {
 		// bash itself failed (a syntax error ends a script): that is the
 		// script's failure, whatever was marked.
@@ -178,8 +199,8 @@ func (d *deployer) runStartup(n *spec.Node, i int, s *spec.Script) error {
 			d.warn("in %s, %s; the rest of the script ran, as in Kathara", n.Name, f)
 		}
 	}
-	for k, name := range services {
-		if err := d.startScriptService(n, i, k, name); err != nil {
+	for k, a := range asked {
+		if err := d.startScriptService(n, i, k, a); err != nil {
 			return err
 		}
 	}
@@ -229,27 +250,36 @@ func (d *deployer) bashInNode(n *spec.Node, tag string, i int, s *spec.Script) (
 	return string(b), waitErr, log.Name(), err
 }
 
+// askedService is a service a startup script's line asked for: its name,
+// and the line ("r1.startup line 3, \"systemctl start bind9\"").
+type askedService struct {
+	name, where string
+}
+
 // scriptReport reads a startup script's marked output: each line that
 // failed (its number, text, status and last output lines), and the
 // services its lines asked for, in order.
-func scriptReport(s *spec.Script, out string) (failed, services []string) {
+func scriptReport(s *spec.Script, out string) (failed []string, asked []askedService) {
 	text := strings.Split(s.Text, "\n")
 	for _, l := range readMarks(out) {
-		services = append(services, l.services...)
-		if !l.failed {
-			continue
-		}
 		src := ""
 		if l.line >= 1 && l.line <= len(text) {
 			src = strings.TrimSpace(text[l.line-1])
 		}
-		what := fmt.Sprintf("%s line %d, %q, exited %d", s.Name(), l.line, src, l.status)
+		where := fmt.Sprintf("%s line %d, %q", s.Name(), l.line, src)
+		for _, name := range l.services {
+			asked = append(asked, askedService{name: name, where: where})
+		}
+		if !l.failed {
+			continue
+		}
+		what := fmt.Sprintf("%s, exited %d", where, l.status)
 		if len(l.output) > 0 {
 			what += ": " + strings.Join(lastOf(l.output, 3), " / ")
 		}
 		failed = append(failed, what)
 	}
-	return failed, services
+	return failed, asked
 }
 
 // lastOf is the last n of lines.
@@ -260,11 +290,14 @@ func lastOf(lines []string, n int) []string {
 	return lines
 }
 
-// startScriptService starts service name, which node n's startup script
-// i asked for (the k-th it asked for), as nslab runs it; FRR's and
+// startScriptService starts service a, which node n's startup script i
+// asked for (the k-th it asked for), as nslab runs it; FRR's and
 // Quagga's are the node's frr: (started after); one nslab does not run
-// is a warning (a strict deploy's error).
-func (d *deployer) startScriptService(n *spec.Node, i, k int, name string) error {
+// is a warning (a strict deploy's error). A service that exits at once
+// is, like a line that fails, a warning naming the line (see
+// checkServices).
+func (d *deployer) startScriptService(n *spec.Node, i, k int, a askedService) error {
+	name := a.name
 	switch name {
 	case "frr", "quagga", "zebra":
 		if n.FRR == nil {
@@ -283,5 +316,11 @@ func (d *deployer) startScriptService(n *spec.Node, i, k int, name string) error
 	}
 	// Recorded as "startupI: RUN", stopped with the script's processes
 	// (one tag: see stopTagged).
-	return d.startTaggedService(n, startupTag(d.lab.Name, n.Name, i), fmt.Sprintf("startup%d", i), "startup-service", 100*i+k, svc)
+	if err := d.startTaggedService(n, startupTag(d.lab.Name, n.Name, i), fmt.Sprintf("startup%d", i), "startup-service", 100*i+k, svc); err != nil {
+		return err
+	}
+	d.services[len(d.services)-1].asked = a.where
+	rec := &d.st.Services[len(d.st.Services)-1] // for node start to start it again
+	rec.Service, rec.Script, rec.Asked = name, i, k
+	return d.m.saveState(d.st)
 }

@@ -140,6 +140,12 @@ type ServiceRecord struct {
 	// Start is the process's start time (/proc/PID/stat, clock ticks since
 	// boot): a later process that got the same pid is not the service.
 	Start uint64 `json:"start_ticks,omitempty"`
+	// Service is the service a line of startup script Script asked for
+	// (the Asked-th it asked for), which node start starts again; "" for
+	// other programs.
+	Service string `json:"service,omitempty"`
+	Script  int    `json:"script,omitempty"`
+	Asked   int    `json:"asked,omitempty"`
 }
 
 // TunnelRecord is one VXLAN interface of a lab part.
@@ -154,6 +160,9 @@ type TunnelRecord struct {
 type StoppedNode struct {
 	Node  string    `json:"node"`
 	Since time.Time `json:"since"`
+	// Services are the services its startup scripts' lines started that
+	// were running when it stopped: node start starts them again.
+	Services []ServiceRecord `json:"services,omitempty"`
 }
 
 // LabChange is a change made to a deployed lab, and when.
