@@ -41,6 +41,9 @@ func runValidate(_ context.Context, o *validateOptions) error {
 	if err := lab.CheckPrograms(l); err != nil {
 		return fmt.Errorf("%s: lab %s is valid, but would not deploy on this machine: %w", l.File, l.Name, err)
 	}
+	if err := lab.CheckKernel(l); err != nil {
+		return fmt.Errorf("%s: lab %s is valid, but would not deploy on this machine: %w", l.File, l.Name, err)
+	}
 	if len(l.Unrouted) > 0 {
 		return o.unrouted()
 	}

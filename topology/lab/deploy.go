@@ -99,6 +99,9 @@ func (m *Manager) Deploy(ctx context.Context, lab *spec.Lab) (*DeployResult, err
 	if err := CheckPrograms(lab); err != nil {
 		return nil, fmt.Errorf("cannot deploy, nothing was changed: %w", err)
 	}
+	if err := CheckKernel(lab); err != nil {
+		return nil, fmt.Errorf("cannot deploy, nothing was changed: %w", err)
+	}
 	abs, err := filepath.Abs(lab.File)
 	if err != nil {
 		abs = lab.File

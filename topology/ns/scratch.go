@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"runtime"
 
+	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 )
 
@@ -24,4 +25,17 @@ func Scratch(fn func() error) error {
 		errc <- fn()
 	}()
 	return <-errc
+}
+
+// ScratchHandle is Scratch with a netlink handle of the scratch
+// namespace, which fn asks the kernel through.
+func ScratchHandle(fn func(h *netlink.Handle) error) error {
+	return Scratch(func() error {
+		h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
+		if err != nil {
+			return err
+		}
+		defer h.Close()
+		return fn(h)
+	})
 }

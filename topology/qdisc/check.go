@@ -26,11 +26,19 @@ type MissingError struct {
 }
 
 func (e *MissingError) Error() string {
-	parts := []string{host.ConfigSays(configs[e.Kind], e.Config)}
+	parts := []string{host.ConfigSays(configOf(e.Kind), e.Config)}
 	if e.LoadErr != nil {
 		parts = append(parts, "loading the module failed: "+e.LoadErr.Error())
 	}
-	return fmt.Sprintf("this kernel has no %s qdisc, which needs %s (%s)", e.Kind, configs[e.Kind], strings.Join(parts, "; "))
+	return fmt.Sprintf("this kernel has no %s qdisc, which needs %s (%s)", e.Kind, configOf(e.Kind), strings.Join(parts, "; "))
+}
+
+// configOf is the kernel option of qdisc kind.
+func configOf(kind string) string {
+	if c := configs[kind]; c != "" {
+		return c
+	}
+	return "CONFIG_NET_SCH_" + strings.ToUpper(kind)
 }
 
 // Check asks the kernel whether it has the qdisc kind, by adding one to lo
@@ -65,16 +73,7 @@ func CheckQueue(kind string) error {
 // namespace; when the kernel has no such kind, it loads the module and
 // tries again.
 func check(kind string, add func(h *netlink.Handle) error) error {
-	try := func() error {
-		return ns.Scratch(func() error {
-			h, err := netlink.NewHandle(unix.NETLINK_ROUTE)
-			if err != nil {
-				return err
-			}
-			defer h.Close()
-			return add(h)
-		})
-	}
+	try := func() error { return ns.ScratchHandle(add) }
 	err := try()
 	if !errors.Is(err, unix.ENOENT) {
 		return err
@@ -85,5 +84,20 @@ func check(kind string, add func(h *netlink.Handle) error) error {
 			return err
 		}
 	}
-	return &MissingError{Kind: kind, Config: host.KernelConfig(configs[kind]), LoadErr: loadErr}
+	return &MissingError{Kind: kind, Config: host.KernelConfig(configOf(kind)), LoadErr: loadErr}
+}
+
+// CheckKind is Check for any qdisc kind a command line may name (tc
+// qdisc add ... KIND): it adds one with no options, which a kernel that
+// has the kind refuses for want of them (or takes), and one that lacks
+// it refuses with ENOENT.
+func CheckKind(kind string) error {
+	err := check(kind, func(h *netlink.Handle) error {
+		return h.QdiscAdd(&netlink.GenericQdisc{QdiscAttrs: netlink.QdiscAttrs{LinkIndex: 1, Parent: netlink.HANDLE_ROOT, Handle: rootHandle}, QdiscType: kind})
+	})
+	var missing *MissingError
+	if err == nil || errors.As(err, &missing) {
+		return err
+	}
+	return nil // refused for another reason: the kernel knows the kind
 }

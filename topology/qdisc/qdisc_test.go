@@ -179,3 +179,25 @@ func onScratchVeth(fn func(h *netlink.Handle, link netlink.Link) error) error {
 		return fn(h, link)
 	})
 }
+
+// TestPrivilegedCheckKind: the probe for a kind a command line names (a
+// qdisc with no options) agrees with the probe that adds the kind as
+// nslab configures it, whichever this kernel has (here netem, fq_codel,
+// fq and cake are missing, in the VM present); a kind no kernel has is
+// missing.
+func TestPrivilegedCheckKind(t *testing.T) {
+	for _, kind := range []string{"netem", "tbf", "htb", "fq_codel", "fq", "cake"} {
+		full := Check
+		if kind != "netem" && kind != "tbf" {
+			full = CheckQueue
+		}
+		want, got := full(kind), CheckKind(kind)
+		if (want == nil) != (got == nil) {
+			t.Errorf("%s: CheckKind says %v, the full probe %v", kind, got, want)
+		}
+	}
+	var missing *MissingError
+	if err := CheckKind("nosuchqdisc"); !errors.As(err, &missing) || !strings.Contains(err.Error(), "CONFIG_NET_SCH_NOSUCHQDISC") {
+		t.Errorf("a kind no kernel has: %v", err)
+	}
+}
