@@ -108,8 +108,9 @@ func (l *Lab) drop(format string, args ...any) {
 }
 
 // nodeFiles are the directories a node's own files may be in (see
-// spec: a node's view has /etc, /run, /var/log and /tmp of its own).
-var nodeFiles = []string{"/etc/", "/run/", "/var/run/", "/var/log/", "/tmp/"}
+// spec: a node's view has /etc, /run, /var/log, /tmp and, where it has
+// files there, /var/www of its own).
+var nodeFiles = []string{"/etc/", "/run/", "/var/run/", "/var/log/", "/tmp/", "/var/www/"}
 
 // ownFile reports whether path can be a file of a node's own tree.
 func ownFile(path string) bool {

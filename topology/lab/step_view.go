@@ -85,6 +85,11 @@ func viewSetup(n *spec.Node) ns.ViewSetup {
 	}
 	for _, f := range n.Files {
 		s.Files = append(s.Files, ns.ViewFile{Path: f.Path, Data: []byte(n.FRRHead(f.Path) + f.Text), Mode: f.Mode})
+		for _, d := range ns.Overlaid {
+			if strings.HasPrefix(f.Path, d+"/") && !slices.Contains(s.Overlays, d) {
+				s.Overlays = append(s.Overlays, d)
+			}
+		}
 	}
 	return s
 }

@@ -78,6 +78,10 @@ type ViewSetup struct {
 	// Hidden are paths of the host's /etc the view does not show (the
 	// overlay keeps a whiteout; the host's file is untouched).
 	Hidden []string
+	// Overlays are directories of Overlaid the view overlays as it does
+	// /etc, for the node's files there (a web lab's /var/www): what the
+	// node writes or changes there (chmod 755 /var/www) stays its own.
+	Overlays []string
 	// Shared are files of the host bound read-only into the view after
 	// its files are written: one copy for every node (the lab's
 	// /etc/hosts names every node: a copy per node would grow with the
@@ -118,6 +122,11 @@ func OnlineCPUs() int {
 
 // Etc is the directory a view overlays: writes there stay in the view.
 const Etc = "/etc"
+
+// Overlaid are the directories a view overlays, as it does /etc, when the
+// node has files there (ViewSetup.Overlays) and this machine has the
+// directory: the host's shows through, and the node's writes stay its own.
+var Overlaid = []string{"/var/www"}
 
 // ViewPaths returns the files that hold view name under dir.
 func ViewPaths(dir, name string) (mnt, uts string) {
@@ -339,7 +348,7 @@ func makeView(base int, net *NS, setup ViewSetup, shared []int) (mnt, uts int, e
 		return -1, -1, fmt.Errorf("unshare mount and UTS namespaces: %w", err)
 	}
 	steps := []func() error{
-		ownDirs,
+		func() error { return ownDirs(setup.Overlays) },
 		func() error { return writeView(setup) },
 		func() error { return attachShared(setup.Shared, shared) },
 		func() error { return bindEtc(net.Name) },
@@ -397,21 +406,27 @@ const viewTmpfs = "/run"
 
 // ownDirs gives the view a tmpfs of its own, and from it an overlay on
 // /etc whose upper layer is the view's (the host's /etc shows through,
-// and what the view writes stays in it) and each private directory
-// (/run, /var/run where it is no link, /var/log, /tmp). One tmpfs, not
-// one per directory: a tmpfs's superblock is most of what making a view
-// and ending it cost.
+// and what the view writes stays in it), one on each of overlays (of
+// Overlaid) the machine has, and each private directory (/run, /var/run
+// where it is no link, /var/log, /tmp). One tmpfs, not one per
+// directory: a tmpfs's superblock is most of what making a view and
+// ending it cost.
 //
 // Equivalent to: mount -t tmpfs -o mode=0700 nslab-view /run;
 // mkdir /run/upper /run/work /run/dirs/{run,var_log,tmp};
 // mount -t overlay -o lowerdir=/etc,upperdir=/run/upper,workdir=/run/work nslab-etc /etc;
 // mount --bind /run/dirs/var_log /var/log; ...; mount --bind /run/dirs/run /run
-func ownDirs() error {
+func ownDirs(overlays []string) error {
 	if err := unix.Mount("nslab-view", viewTmpfs, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0700"); err != nil {
 		return fmt.Errorf("the view's tmpfs: %w", err)
 	}
 	dirs := privateDirs()
-	for _, d := range append([]string{"upper", "work", "dirs"}, dirs...) {
+	layers := []string{"upper", "work", "dirs"}
+	overlays = overlaidDirs(overlays)
+	for _, d := range overlays {
+		layers = append(layers, layer("upper", d), layer("work", d))
+	}
+	for _, d := range append(layers, dirs...) {
 		mode := os.FileMode(0o755)
 		if d == "/tmp" {
 			mode = 0o1777
@@ -428,6 +443,12 @@ func ownDirs() error {
 	if err := unix.Mount("nslab-etc", Etc, "overlay", 0, opts); err != nil {
 		return fmt.Errorf("overlay on %s (CONFIG_OVERLAY_FS): %w", Etc, err)
 	}
+	for _, d := range overlays {
+		opts := "lowerdir=" + d + ",upperdir=" + ownDir(layer("upper", d)) + ",workdir=" + ownDir(layer("work", d))
+		if err := unix.Mount("nslab-overlay", d, "overlay", 0, opts); err != nil {
+			return fmt.Errorf("overlay on %s: %w", d, err)
+		}
+	}
 	// /run last: bound over the staging point, it hides the rest.
 	for _, d := range append(slices.DeleteFunc(dirs, func(d string) bool { return d == viewTmpfs }), viewTmpfs) {
 		if err := unix.Mount(ownDir(d), d, "", unix.MS_BIND, ""); err != nil {
@@ -435,6 +456,24 @@ func ownDirs() error {
 		}
 	}
 	return nil
+}
+
+// overlaidDirs are those of dirs that are of Overlaid and that this
+// machine has, as directories.
+func overlaidDirs(dirs []string) []string {
+	var out []string
+	for _, d := range dirs {
+		if st, err := os.Lstat(d); err == nil && st.IsDir() && slices.Contains(Overlaid, d) && !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	return out
+}
+
+// layer names the overlay layer kind (upper, work) of overlaid directory
+// d in the view's tmpfs: "upper_var_www".
+func layer(kind, d string) string {
+	return kind + "_" + strings.ReplaceAll(strings.TrimPrefix(d, "/"), "/", "_")
 }
 
 // ownDir is where the view's tmpfs keeps d: "upper" and "work" (the
@@ -452,7 +491,7 @@ func ownDir(d string) string {
 // and a file there would land on the host's file system.
 func writeView(setup ViewSetup) error {
 	for _, p := range viewPaths(setup) {
-		if err := ownPath(p); err != nil {
+		if err := ownPath(p, setup.Overlays); err != nil {
 			return err
 		}
 	}
@@ -675,8 +714,8 @@ func viewPaths(setup ViewSetup) []string {
 // ownPath says why p is not in a directory of the calling thread's view
 // (an overlaid /etc, or a tmpfs the view mounted), or nil. /var/run as a
 // link to /run is /run's.
-func ownPath(p string) error {
-	roots := append([]string{Etc}, privateDirs()...)
+func ownPath(p string, overlays []string) error {
+	roots := append(append([]string{Etc}, overlaidDirs(overlays)...), privateDirs()...)
 	if st, err := os.Lstat("/var/run"); err == nil && st.Mode()&os.ModeSymlink != 0 {
 		if target, err := os.Readlink("/var/run"); err == nil && (target == "/run" || target == "../run") {
 			roots = append(roots, "/var/run")
@@ -687,7 +726,7 @@ func ownPath(p string) error {
 			return nil
 		}
 	}
-	for _, r := range append(PrivateDirs, "/var/run", Etc) {
+	for _, r := range append(append(PrivateDirs, "/var/run", Etc), Overlaid...) {
 		if strings.HasPrefix(p, r+"/") {
 			return fmt.Errorf("%s: this machine has no %s, so the node has none of its own, and the file would land on the host's file system: put it under another of %s", p, r, strings.Join(roots, ", "))
 		}

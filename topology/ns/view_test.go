@@ -102,8 +102,17 @@ func TestPrivilegedViewIsTheNodes(t *testing.T) {
 // overlay) and the private directories this machine has.
 func TestOwnPath(t *testing.T) {
 	for p, own := range map[string]bool{"/etc/frr/frr.conf": true, "/run/frr/x": true, "/tmp/x": true, "/usr/local/x": false, "/etcx/y": false, "/var/lib/x": false} {
-		if err := ownPath(p); (err == nil) != own {
+		if err := ownPath(p, nil); (err == nil) != own {
 			t.Errorf("ownPath(%s): %v, want own %v", p, err, own)
 		}
+	}
+	// /var/www is the node's where it has files there (overlaid) and the
+	// machine has the directory.
+	_, err := os.Stat("/var/www")
+	if got := ownPath("/var/www/html/index.html", []string{"/var/www"}); (got == nil) != (err == nil) {
+		t.Errorf("ownPath(/var/www/html/index.html) with /var/www overlaid: %v (the machine's /var/www: %v)", got, err)
+	}
+	if ownPath("/var/www/html/index.html", nil) == nil {
+		t.Errorf("/var/www is the node's without an overlay")
 	}
 }

@@ -102,8 +102,9 @@ func userFRRDaemons(r *reporter, n *Node) {
 }
 
 // privateRoots are the directories of a node's own tree: tmpfs of the
-// node's own (see ns.PrivateDirs) and /etc, overlaid.
-var privateRoots = []string{"/run", "/var/run", "/var/log", "/tmp", "/etc"}
+// node's own (see ns.PrivateDirs) and /etc and /var/www, overlaid (see
+// ns.Overlaid).
+var privateRoots = []string{"/run", "/var/run", "/var/log", "/tmp", "/etc", "/var/www"}
 
 // source is a template's text and where it is, for messages.
 type source struct {
@@ -266,7 +267,7 @@ func nodePathProblem(p string) string {
 			return ""
 		}
 	}
-	return fmt.Sprintf("file path %q is outside the node's own directories: a node writes only under %s (the first four its own tmpfs, /etc an overlay), never on the host", p, strings.Join(privateRoots, ", "))
+	return fmt.Sprintf("file path %q is outside the node's own directories: a node writes only under %s (the first four its own tmpfs, /etc and /var/www overlays), never on the host", p, strings.Join(privateRoots, ", "))
 }
 
 var frrKeys = keysOf(frrDef)

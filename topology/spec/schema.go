@@ -107,7 +107,7 @@ var nodeDef = mapping{def: "node", title: "a node (a network namespace)", keys: 
 	{"flowtable", "true or false, default false: an nftables flowtable over the node's interfaces; the forward chain adds each TCP and UDP flow after its first packet, and its later packets skip the forward path (needs CONFIG_NF_FLOW_TABLE)", boolean},
 	{"hostname", "host name, default the node's name: the node's own hostname (nslab exec NODE -- hostname)", text},
 	{"vars", "mapping of name to value: template variables of this node, over the lab's vars:", varsSchema},
-	{"files", "mapping of absolute path to text or {text|from: FILE, mode: \"0644\"}: files of the node's own tree (under /etc, /run, /var/run, /var/log or /tmp; never the host's), each a Go template", mapOf(map[string]any{"oneOf": []any{text, ref("file")}})},
+	{"files", "mapping of absolute path to text or {text|from: FILE, mode: \"0644\"}: files of the node's own tree (under /etc, /run, /var/run, /var/log, /tmp or /var/www; never the host's), each a Go template", mapOf(map[string]any{"oneOf": []any{text, ref("file")}})},
 	{"frr", "{daemons: [ospfd, bgpd, ...], config: TEXT}: FRR in the node (zebra and staticd always), frr.conf a template", ref("frr")},
 	{"bird", "{config: TEXT}: BIRD 2 in the node, bird.conf a template", ref("bird")},
 	{"limits", "{cpu: 50%, memory: 256MiB, pids: 100}, default none: what the node's services, daemons and exec lines may take together, through a cgroup of the node's own", ref("limits")},
