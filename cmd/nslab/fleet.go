@@ -44,6 +44,8 @@ type fleetOptions struct {
 	// AsDeployed: destroy --as-deployed, which removes each host's lab of
 	// the name though it was applied from another file since.
 	AsDeployed bool
+	// Strict: deploy --strict, on every host.
+	Strict bool
 }
 
 // viaAgents lets verb run on every host of a lab that spans hosts from
@@ -127,7 +129,7 @@ func fleetOf(c *cli.Context, path string, data []byte, l *spec.Lab, shells map[s
 		return nil, err
 	}
 	o := &fleetOptions{Verb: c.Command.Name, Plan: plan, File: data, Dialers: map[string]fleet.Dialer{}, Out: c.App.Writer, Err: c.App.ErrWriter,
-		AsDeployed: c.Command.Name == "destroy" && c.Bool(asDeployedName)}
+		AsDeployed: c.Command.Name == "destroy" && c.Bool(asDeployedName), Strict: c.Command.Name == "deploy" && c.Bool("strict")}
 	if err := readWatching(c, o); err != nil {
 		return nil, err
 	}
@@ -352,6 +354,7 @@ func runFleet(ctx context.Context, o *fleetOptions) error {
 	var res []fleet.Result
 	switch o.Verb {
 	case "deploy":
+		co.Strict = o.Strict
 		res, err = co.Deploy(ctx)
 	case "destroy":
 		co.AsDeployed = o.AsDeployed

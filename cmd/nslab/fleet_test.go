@@ -911,3 +911,28 @@ func TestPrivilegedFleetSameNameElsewhere(t *testing.T) {
 		t.Errorf("host b's lab changed by the destroy:\nbefore %s\nafter  %s", before, after)
 	}
 }
+
+// TestPrivilegedFleetStrict: deploy --strict from one command is strict
+// on every host: a startup line that fails on host b's router is a
+// warning there without it (the lab deploys) and fails the deploy with
+// it, every host's share taken back.
+func TestPrivilegedFleetStrict(t *testing.T) {
+	s := newSSHHosts(t, 2, 1500, nil)
+	file, name := sshLab(t, "two-hosts.yaml")
+	text := strings.Replace(string(must(os.ReadFile(file))), "    forwarding: true\n", "    forwarding: true\n    startup: [\"ip route add 203.0.113.0/24 via 198.51.100.1\\n\"]\n", 1)
+	if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := s.run("deploy", file)
+	if code != 0 || !strings.Contains(out+errOut, `"ip route add 203.0.113.0/24 via 198.51.100.1", exited 2`) {
+		t.Fatalf("deploy: %d %s %s; want the lab deployed, the line named", code, out, errOut)
+	}
+	if code, out, errOut := s.run("destroy", file); code != 0 {
+		t.Fatalf("destroy: %d %s %s", code, out, errOut)
+	}
+	code, out, errOut = s.run("deploy", "--strict", file)
+	if code == 0 || !strings.Contains(out+errOut, "a strict deploy stops here") || !strings.Contains(errOut, "every host's share was taken back") {
+		t.Errorf("deploy --strict: %d %s %s; want it refused on host b, lab %s taken back", code, out, errOut, name)
+	}
+	s.assertNothingLeft(t)
+}

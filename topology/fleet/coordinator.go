@@ -36,6 +36,9 @@ type Coordinator struct {
 	// lab was applied from an edited file since), though never a
 	// Kubernetes share (another owner's).
 	AsDeployed bool
+	// Strict makes Deploy deploy strictly on every host (nslab deploy
+	// --strict: a line a daemon or a startup script refuses fails it).
+	Strict bool
 	// Offsets is each agent's clock less the coordinator's, measured at
 	// the hello as the middle of its round trip (RTT/2 is its bound).
 	Offsets map[string]Offset

@@ -37,7 +37,11 @@ func (c *Coordinator) Deploy(ctx context.Context) ([]Result, error) {
 			return nil, fmt.Errorf("remove what an interrupted deploy of lab %s left: %w", c.Plan.Lab, err)
 		}
 	}
-	res, err := c.Run(ctx, "deploy", QuietArg, FileArg)
+	args := []string{"deploy", QuietArg}
+	if c.Strict {
+		args = append(args, "--strict")
+	}
+	res, err := c.Run(ctx, append(args, FileArg)...)
 	if failed := Failed(res); err == nil && len(failed) == 0 {
 		return res, nil
 	} else {
