@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -577,18 +579,68 @@ func assertInspect(t *testing.T, c *runner, name, pattern string) {
 	}
 }
 
-// TestPrivilegedImportedKatharaExercise is Kathara's exercise "add one
-// router" with its lab checker's configuration (solution/*.json and the
-// structure it names) imported as tests: the exercise's starting lab
-// fails exactly what the solution adds (the new router r3 and host pc3,
-// r1's and r2's links to r3, the routes through it, and reaching pc3),
-// and passes what the start already has; the lab completed as the
+// TestPrivilegedImportedKatharaExercise is Kathara's two exercises,
+// "simple configuration" and "add one router", with their lab checker's
+// configuration (solution/*.json and the structure it names) imported as
+// tests: each exercise's starting lab fails exactly what the solution
+// adds (add one router: the new router r3 and host pc3, r1's and r2's
+// links to r3, the routes through it, and reaching pc3; simple
+// configuration: pc2's addresses and routes, and reaching it and from
+// it), and passes what the start already has; the lab completed as the
 // solution's structure and expectations say passes every test.
 func TestPrivilegedImportedKatharaExercise(t *testing.T) {
-	const dir = "kathara-exercise-add-router"
-	assertImport(t, dir, "nslab.yaml", "kathara", "lab")
-	labtest.SkipUnlessRoot(t)
-	t.Parallel()
+	t.Parallel() // beside the other tests that wait for labs
+	for _, ex := range []struct {
+		dir, solution string
+		tests         int
+		fails         []string
+		done          map[string]string // the completed lab's startup files
+	}{{
+		dir: "kathara-exercise-add-router", solution: "add_one_router_solution.json", tests: 39,
+		fails: []string{
+			"pc3:eth0 has 100.3.0.2/24", "r1:eth2 has 10.0.0.5/30", "r2:eth2 has 10.0.0.9/30",
+			"r3:eth0 has 100.3.0.1/24", "r3:eth1 has 10.0.0.6/30", "r3:eth2 has 10.0.0.10/30",
+			"pc3 has a route to 100.3.0.0/24", "pc3 has a route to 0.0.0.0/0",
+			"r1 has a route to 100.3.0.0/24 via 10.0.0.6", "r1 has a route to 10.0.0.4/30",
+			"r2 has a route to 100.3.0.0/24 via 10.0.0.10", "r2 has a route to 10.0.0.8/30",
+			"r3 has a route to 100.1.0.0/24 via 10.0.0.5", "r3 has a route to 100.2.0.0/24 via 10.0.0.9",
+			"r3 has a route to 100.3.0.0/24", "r3 has a route to 10.0.0.4/30", "r3 has a route to 10.0.0.8/30",
+			"pc1 -> 100.3.0.2 reachable", "pc2 -> 100.3.0.2 reachable", "pc3 -> 100.1.0.2 reachable", "pc3 -> 100.2.0.2 reachable",
+		},
+		done: map[string]string{
+			"pc1.startup": "ip address add 100.1.0.2/24 dev eth0\nip route add default via 100.1.0.1\n",
+			"pc2.startup": "ip address add 100.2.0.2/24 dev eth0\nip route add default via 100.2.0.1\n",
+			"pc3.startup": "ip address add 100.3.0.2/24 dev eth0\nip route add default via 100.3.0.1\n",
+			"r1.startup":  "ip address add 100.1.0.1/24 dev eth0\nip address add 10.0.0.1/30 dev eth1\nip address add 10.0.0.5/30 dev eth2\nip route add 100.2.0.0/24 via 10.0.0.2\nip route add 100.3.0.0/24 via 10.0.0.6\n",
+			"r2.startup":  "ip address add 100.2.0.1/24 dev eth0\nip address add 10.0.0.2/30 dev eth1\nip address add 10.0.0.9/30 dev eth2\nip route add 100.1.0.0/24 via 10.0.0.1\nip route add 100.3.0.0/24 via 10.0.0.10\n",
+			"r3.startup":  "ip address add 100.3.0.1/24 dev eth0\nip address add 10.0.0.6/30 dev eth1\nip address add 10.0.0.10/30 dev eth2\nip route add 100.1.0.0/24 via 10.0.0.5\nip route add 100.2.0.0/24 via 10.0.0.9\n",
+		},
+	}, {
+		dir: "kathara-exercise-simple", solution: "simple_configuration_solution.json", tests: 14,
+		fails: []string{
+			"pc2:eth0 has 100.2.0.2/24", "pc2:eth1 has 100.3.0.2/24",
+			"pc2 has a route to 100.1.0.0/24", "pc2 has a route to 100.2.0.0/24", "pc2 has a route to 100.3.0.0/24",
+			"pc1 -> 100.2.0.2 reachable", "pc1 -> 100.3.0.2 reachable", "pc2 -> 100.1.0.1 reachable", "pc2 -> 100.2.0.1 reachable",
+		},
+		done: map[string]string{
+			"pc2.startup": "ip address add 100.2.0.2/24 dev eth0\nip address add 100.3.0.2/24 dev eth1\nip route add 100.1.0.0/24 via 100.2.0.1 dev eth0\n",
+		},
+	}} {
+		t.Run(ex.dir, func(t *testing.T) {
+			assertImport(t, ex.dir, "nslab.yaml", "kathara", "lab")
+			labtest.SkipUnlessRoot(t)
+			t.Parallel()
+			katharaExercise(t, ex.dir, ex.solution, ex.tests, ex.fails, ex.done)
+		})
+	}
+}
+
+// katharaExercise deploys and tests the exercise in examples/imported/dir as
+// imported, and requires of its tests' total and failing ones what
+// TestPrivilegedImportedKatharaExercise says; then completes it (the
+// solution's structure as its lab.conf, done's startup files), imports
+// it again and requires every test to pass.
+func katharaExercise(t *testing.T, dir, solution string, tests int, want []string, done map[string]string) {
 	c := newCLI(t)
 	failed := func(file string) (all int, fails []string) {
 		t.Helper()
@@ -615,54 +667,37 @@ func TestPrivilegedImportedKatharaExercise(t *testing.T) {
 	}
 	start, _ := importedLab(t, dir, "nslab.yaml")
 	all, fails := failed(start)
-	want := []string{
-		"pc3:eth0 has 100.3.0.2/24", "r1:eth2 has 10.0.0.5/30", "r2:eth2 has 10.0.0.9/30",
-		"r3:eth0 has 100.3.0.1/24", "r3:eth1 has 10.0.0.6/30", "r3:eth2 has 10.0.0.10/30",
-		"pc3 has a route to 100.3.0.0/24", "pc3 has a route to 0.0.0.0/0",
-		"r1 has a route to 100.3.0.0/24 via 10.0.0.6", "r1 has a route to 10.0.0.4/30",
-		"r2 has a route to 100.3.0.0/24 via 10.0.0.10", "r2 has a route to 10.0.0.8/30",
-		"r3 has a route to 100.1.0.0/24 via 10.0.0.5", "r3 has a route to 100.2.0.0/24 via 10.0.0.9",
-		"r3 has a route to 100.3.0.0/24", "r3 has a route to 10.0.0.4/30", "r3 has a route to 10.0.0.8/30",
-		"pc1 -> 100.3.0.2 reachable", "pc2 -> 100.3.0.2 reachable", "pc3 -> 100.1.0.2 reachable", "pc3 -> 100.2.0.2 reachable",
-	}
 	slices.Sort(fails)
-	slices.Sort(want)
-	if all != 39 || !slices.Equal(fails, want) {
-		t.Errorf("the starting lab: %d tests, failed %q; want 39, failing exactly %q", all, fails, want)
+	want = slices.Sorted(slices.Values(want))
+	if all != tests || !slices.Equal(fails, want) {
+		t.Errorf("the starting lab: %d tests, failed %q; want %d, failing exactly %q", all, fails, tests, want)
 	}
 
 	// The lab completed: the structure as its lab.conf, each startup file
 	// as the solution's expectations say.
-	done := filepath.Join(t.TempDir(), "ex")
+	completed := filepath.Join(t.TempDir(), "ex")
 	for _, d := range []string{"lab", "solution"} {
-		if err := os.CopyFS(filepath.Join(done, d), os.DirFS(filepath.Join("../../examples/imported", dir, d))); err != nil {
+		if err := os.CopyFS(filepath.Join(completed, d), os.DirFS(filepath.Join("../../examples/imported", dir, d))); err != nil {
 			t.Fatal(err)
 		}
 	}
-	structure, err := os.ReadFile(filepath.Join(done, "solution", "structure"))
+	structure, err := os.ReadFile(filepath.Join(completed, "solution", "structure"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	startups := map[string]string{
-		"lab.conf":    string(structure),
-		"pc1.startup": "ip address add 100.1.0.2/24 dev eth0\nip route add default via 100.1.0.1\n",
-		"pc2.startup": "ip address add 100.2.0.2/24 dev eth0\nip route add default via 100.2.0.1\n",
-		"pc3.startup": "ip address add 100.3.0.2/24 dev eth0\nip route add default via 100.3.0.1\n",
-		"r1.startup":  "ip address add 100.1.0.1/24 dev eth0\nip address add 10.0.0.1/30 dev eth1\nip address add 10.0.0.5/30 dev eth2\nip route add 100.2.0.0/24 via 10.0.0.2\nip route add 100.3.0.0/24 via 10.0.0.6\n",
-		"r2.startup":  "ip address add 100.2.0.1/24 dev eth0\nip address add 10.0.0.2/30 dev eth1\nip address add 10.0.0.9/30 dev eth2\nip route add 100.1.0.0/24 via 10.0.0.1\nip route add 100.3.0.0/24 via 10.0.0.10\n",
-		"r3.startup":  "ip address add 100.3.0.1/24 dev eth0\nip address add 10.0.0.6/30 dev eth1\nip address add 10.0.0.10/30 dev eth2\nip route add 100.1.0.0/24 via 10.0.0.5\nip route add 100.2.0.0/24 via 10.0.0.9\n",
-	}
-	for name, text := range startups {
-		if err := os.WriteFile(filepath.Join(done, "lab", name), []byte(text), 0o644); err != nil {
+	files := maps.Clone(done)
+	files["lab.conf"] = string(structure)
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(completed, "lab", name), []byte(text), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	file := filepath.Join(done, "lab", "nslab.yaml")
-	if code, out, errOut := c.run("import", "kathara", "--name", labtest.Name("i"), "--out", file, filepath.Join(done, "lab")); code != 0 || !strings.Contains(out, "tests: 39 from ../solution/add_one_router_solution.json") {
+	file := filepath.Join(completed, "lab", "nslab.yaml")
+	if code, out, errOut := c.run("import", "kathara", "--name", labtest.Name("i"), "--out", file, filepath.Join(completed, "lab")); code != 0 || !strings.Contains(out, fmt.Sprintf("tests: %d from ../solution/%s", tests, solution)) {
 		t.Fatalf("import the completed lab: %d %s %s", code, out, errOut)
 	}
-	if all, fails := failed(file); all != 39 || len(fails) != 0 {
-		t.Errorf("the completed lab: %d tests, failed %q; want 39, none failing", all, fails)
+	if all, fails := failed(file); all != tests || len(fails) != 0 {
+		t.Errorf("the completed lab: %d tests, failed %q; want %d, none failing", all, fails, tests)
 	}
 }
 

@@ -45,6 +45,9 @@ type Result struct {
 	Passed []string
 	Failed string
 	Reason string
+	// Lacks: validate refused the lab, in one line, only for what this
+	// machine lacks (a kernel feature or a program its lines ask for).
+	Lacks bool
 }
 
 // DestroyedClean reports whether the lab left nothing behind (a lab that
@@ -151,6 +154,7 @@ func (r Runner) One(dir string) (Result, error) {
 	}
 	res.Passed = append(res.Passed, Imported)
 	if out, err := r.nslab("validate", file); err != nil {
+		res.Lacks = bytes.Contains(out, []byte("would not deploy on this machine"))
 		return fail(Validated, out), nil
 	}
 	res.Passed = append(res.Passed, Validated)
@@ -249,7 +253,11 @@ func Table(w io.Writer, results []Result) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "LAB\tNAME\tIMPORTED\tVALIDATED\tDEPLOYED\tCONVERGED\tDESTROYED CLEAN\tREASON")
 	counts := map[string]int{}
+	lacks := 0
 	for _, x := range results {
+		if x.Lacks {
+			lacks++
+		}
 		row := []string{x.Dir, x.Name}
 		for _, s := range Stages {
 			mark := "-"
@@ -268,4 +276,8 @@ func Table(w io.Writer, results []Result) {
 	_ = tw.Flush()
 	fmt.Fprintf(w, "\n%d labs: %d imported, %d validated, %d deployed, %d converged (check with 0 broken), %d destroyed clean\n",
 		len(results), counts[Imported], counts[Validated], counts[Deployed], counts[Converged], counts[Destroyed])
+	if lacks > 0 {
+		fmt.Fprintf(w, "%d refused in one line for what this machine lacks (a kernel feature or a program): %d converged or refused only for that\n",
+			lacks, counts[Converged]+lacks)
+	}
 }

@@ -83,7 +83,7 @@ func TestPrivilegedRunner(t *testing.T) {
 				t.Errorf("%s: passed %v, failed %s: %s", x.Dir, x.Passed, x.Failed, x.Reason)
 			}
 		case "missing":
-			if x.Failed != Validated || !slices.Equal(x.Passed, []string{Imported}) || !strings.Contains(x.Reason, "nslab-no-such-program") {
+			if x.Failed != Validated || !x.Lacks || !slices.Equal(x.Passed, []string{Imported}) || !strings.Contains(x.Reason, "nslab-no-such-program") {
 				t.Errorf("%s: passed %v, failed %s: %s; want it stopped at validate naming the program", x.Dir, x.Passed, x.Failed, x.Reason)
 			}
 		default:
@@ -92,5 +92,8 @@ func TestPrivilegedRunner(t *testing.T) {
 	}
 	if !strings.Contains(table.String(), "2 labs: 2 imported, 1 validated, 1 deployed, 1 converged (check with 0 broken), 1 destroyed clean") {
 		t.Errorf("the table's summary does not count the two labs:\n%s", table.String())
+	}
+	if !strings.Contains(table.String(), "1 refused in one line for what this machine lacks (a kernel feature or a program): 2 converged or refused only for that") {
+		t.Errorf("the table does not count the lab refused for a program the machine lacks:\n%s", table.String())
 	}
 }
