@@ -299,10 +299,19 @@ func stopAll(procs map[int]uint64) []int {
 	}
 	if len(killed) > 0 {
 		signal(syscall.SIGKILL)
-		time.Sleep(50 * time.Millisecond)
+		// A killed process is gone once the kernel has torn it down,
+		// which a loaded machine takes its time over (a daemon's
+		// memory, its sockets): wait for that, within a bound, rather
+		// than a fixed moment.
+		for deadline := time.Now().Add(killBound); time.Now().Before(deadline) && anyAlive(procs); {
+			time.Sleep(20 * time.Millisecond)
+		}
 	}
 	return killed
 }
+
+// killBound bounds the wait for SIGKILLed processes to be gone.
+const killBound = 10 * time.Second
 
 func anyAlive(procs map[int]uint64) bool {
 	for pid, start := range procs {
