@@ -315,6 +315,7 @@ vmtest: go-deps vm-deps
 # program): no Debian package is installed for it.
 run: go-deps build
 	$(BIN)/nslab bench --placement auto --duration 5s $(EXAMPLE)
+	@echo "nslab is $(abspath $(BIN))/nslab. The docs type nslab: export PATH=$(abspath $(BIN)):\$$PATH puts it on this shell's PATH, make install in $(PREFIX)/bin with its man pages and completion."
 
 bench-topology: deps build
 	@command -v hyperfine >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq hyperfine; }

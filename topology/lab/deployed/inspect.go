@@ -53,7 +53,7 @@ func (m *Store) Inspect(labName string) (*inspect.LabInfo, error) {
 		return nil, err
 	}
 	if st == nil {
-		return nil, fmt.Errorf("lab %s: %w (no state file in %s)", labName, ErrNotDeployed, m.StateDirOrDefault())
+		return nil, fmt.Errorf("lab %s: %w here (no state file in %s): deploy it first (nslab deploy FILE), or list the labs deployed here with nslab inspect", labName, ErrNotDeployed, m.StateDirOrDefault())
 	}
 	l, err := st.Spec()
 	if err != nil {
