@@ -39,7 +39,7 @@ func (c *Coordinator) Deploy(ctx context.Context) ([]Result, error) {
 	}
 	args := []string{"deploy", QuietArg}
 	if c.Strict {
-		args = append(args, "--strict")
+		args = append(args, StrictArg)
 	}
 	res, err := c.Run(ctx, append(args, FileArg)...)
 	if failed := Failed(res); err == nil && len(failed) == 0 {

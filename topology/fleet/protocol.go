@@ -84,6 +84,9 @@ const (
 	OwnerArg = "@owner="
 	// JSONArg asks a verb for its JSON (--format json).
 	JSONArg = "@json"
+	// StrictArg asks a deploy to be strict (a line a daemon or a
+	// startup script refuses fails it).
+	StrictArg = "@strict"
 )
 
 // Response is an agent's answer. Error is set when the call itself failed

@@ -106,6 +106,18 @@ func CheckKernel(l *spec.Lab) error {
 	return e
 }
 
+// knows is the answer of a device made or refused other than for its kind:
+// made, or refused by the kernel for what it lacks (options, a parent
+// device), the kernel knows the kind; an error that is no kernel's
+// answer (no scratch namespace without root) says nothing of it.
+func knows(err error) error {
+	var errno unix.Errno
+	if err == nil || errors.As(err, &errno) && errno != unix.EPERM {
+		return nil
+	}
+	return fmt.Errorf("cannot ask the kernel: %w", err)
+}
+
 // checkLinkKind asks the kernel, from a scratch namespace, whether it
 // makes devices of kind: it adds one with no options, which a kernel
 // without the kind refuses with EOPNOTSUPP (any other answer, made or
@@ -118,7 +130,7 @@ func checkLinkKind(kind string) error {
 		})
 	}
 	if err := try(); !errors.Is(err, unix.EOPNOTSUPP) {
-		return nil
+		return knows(err)
 	}
 	cfg := linkKinds[kind]
 	if cfg[0] == "" {
@@ -127,7 +139,7 @@ func checkLinkKind(kind string) error {
 	loadErr := host.LoadModule(cfg[1])
 	if loadErr == nil {
 		if err := try(); !errors.Is(err, unix.EOPNOTSUPP) {
-			return nil
+			return knows(err)
 		}
 	}
 	msg := fmt.Sprintf("this kernel makes no %s devices, which need %s (%s", kind, cfg[0], host.ConfigSays(cfg[0], host.KernelConfig(cfg[0])))

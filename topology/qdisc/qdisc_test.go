@@ -186,6 +186,9 @@ func onScratchVeth(fn func(h *netlink.Handle, link netlink.Link) error) error {
 // fq and cake are missing, in the VM present); a kind no kernel has is
 // missing.
 func TestPrivilegedCheckKind(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root")
+	}
 	for _, kind := range []string{"netem", "tbf", "htb", "fq_codel", "fq", "cake"} {
 		full := Check
 		if kind != "netem" && kind != "tbf" {

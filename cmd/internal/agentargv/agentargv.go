@@ -1,6 +1,7 @@
 // Package agentargv spells an agent's request as nslab's command line:
 // the protocol's stand-ins (fleet.FileArg is already the file's path;
-// fleet.NameArg, QuietArg, RemoteArg, JSONArg, OwnerArg) as nslab's flags.
+// fleet.NameArg, QuietArg, RemoteArg, JSONArg, StrictArg, OwnerArg) as
+// nslab's flags.
 // nslab agent (over SSH) and nslab-kube agent (on Kubernetes) both run
 // their host's share with it, so a stand-in is spelled in one place.
 package agentargv
@@ -31,6 +32,8 @@ func Spell(global []string, host, labName string, args []string) []string {
 			argv = append(argv, "--"+OtherHostsFlag)
 		case fleet.JSONArg:
 			argv = append(argv, "--format", "json")
+		case fleet.StrictArg:
+			argv = append(argv, "--strict")
 		default:
 			if owner, ok := strings.CutPrefix(s, fleet.OwnerArg); ok {
 				argv = append(argv, "--owner", owner)
