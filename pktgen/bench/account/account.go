@@ -292,8 +292,8 @@ func ExplainDrops(r *report.Report, frame int, mtu map[string]int, qdiscs map[st
 // receiving MTU (mtu: by target).
 func linkCause(d report.Drop, backlog, linkDrops uint64, where []string, frame int, mtu map[string]int, p Placement) string {
 	switch {
-	case backlog > 0 && backlog == linkDrops:
-		return "enqueue to a full backlog: softnet_stat counted " + strings.Join(where, ", ") + " in the run, as many as the links dropped"
+	case backlog > 0 && backlog >= linkDrops:
+		return fullBacklog("", backlog, linkDrops, where, "the links")
 	case backlog == 0 && p.NAPI[d.Node]:
 		return fmt.Sprintf("%s's NAPI ring was full: its napi kthreads on cpu %s did not keep up (veth drops there; softnet_stat counted no backlog drops)", d.Node, p.ByNode[d.Node])
 	case backlog == 0:
@@ -305,6 +305,20 @@ func linkCause(d report.Drop, backlog, linkDrops uint64, where []string, frame i
 		return cause
 	}
 	return fmt.Sprintf("softnet_stat counted %d backlog drops in the run (%s), the links %d", backlog, strings.Join(where, ", "), linkDrops)
+}
+
+// fullBacklog is the cause of drops the interfaces (whose) counted
+// (named) when softnet_stat (whose: "" this host's, or "host b's ")
+// counted as many backlog drops (backlog, by CPU in where) or more: a
+// full backlog. More is softnet_stat counting every namespace's packets
+// on those CPUs (another test's, a daemon's), which keeps the cause: a
+// few packets' difference does not make it unknown.
+func fullBacklog(whose string, backlog, named uint64, where []string, interfaces string) string {
+	if backlog == named {
+		return fmt.Sprintf("enqueue to a full backlog: %ssoftnet_stat counted %s in the run, as many as %s dropped", whose, strings.Join(where, ", "), interfaces)
+	}
+	return fmt.Sprintf("enqueue to a full backlog: %ssoftnet_stat counted %s in the run, %d more than %s dropped (it counts every namespace's packets on those CPUs)",
+		whose, strings.Join(where, ", "), backlog-named, interfaces)
 }
 
 // backlogDrops is the backlog drops of softnet (one host's), and where
@@ -346,11 +360,11 @@ func hostBacklogCause(r *report.Report, host string) string {
 			named += d.Packets
 		}
 	}
-	switch backlog {
-	case 0:
+	switch {
+	case backlog == 0:
 		return fmt.Sprintf("not backlog drops (host %s's softnet_stat counted none)", host)
-	case named:
-		return fmt.Sprintf("enqueue to a full backlog: host %s's softnet_stat counted %s in the run, as many as its interfaces dropped", host, strings.Join(where, ", "))
+	case backlog >= named:
+		return fullBacklog("host "+host+"'s ", backlog, named, where, "its interfaces")
 	}
 	return fmt.Sprintf("host %s's softnet_stat counted %d backlog drops in the run (%s), its interfaces %d", host, backlog, strings.Join(where, ", "), named)
 }

@@ -102,3 +102,32 @@ func TestGroupCopies(t *testing.T) {
 		t.Errorf("drops %+v, added %+v: want 200 copies at r:e2", drops, added)
 	}
 }
+
+// TestLinkBacklogCause: the links' drops are a full backlog when this
+// host's softnet_stat counted as many backlog drops, or a few more (it
+// counts every namespace's packets on those CPUs: the make run report
+// counted 551499 for the links' 551494, and lost its cause); fewer, and
+// the cause says how many it counted, not that they all were.
+func TestLinkBacklogCause(t *testing.T) {
+	for _, c := range []struct {
+		dropped uint64
+		cause   string
+	}{
+		{551494, "enqueue to a full backlog: softnet_stat counted 551494 on cpu1 in the run, as many as the links dropped"},
+		{551499, "enqueue to a full backlog: softnet_stat counted 551499 on cpu1 in the run, 5 more than the links dropped (it counts every namespace's packets on those CPUs)"},
+		{300000, "softnet_stat counted 300000 backlog drops in the run (300000 on cpu1), the links 551494"},
+		{0, "not backlog drops (softnet_stat counted none)"},
+	} {
+		r := &report.Report{
+			Softnet: []report.SoftnetCPU{{CPU: 0}, {CPU: 1, Dropped: c.dropped}},
+			Drops: []report.Drop{{Place: "link client:eth0 -> r1:eth0", Packets: 308671, Node: "r1"},
+				{Place: "link r1:eth1 -> server:eth0", Packets: 242823, Node: "server"}},
+		}
+		ExplainDrops(r, 64, nil, nil, Placement{})
+		for _, d := range r.Drops {
+			if d.Cause != c.cause {
+				t.Errorf("%d backlog drops: %s: %q, want %q", c.dropped, d.Place, d.Cause, c.cause)
+			}
+		}
+	}
+}
