@@ -259,12 +259,11 @@ func (d *deployer) checkServices() error {
 		if !done {
 			continue
 		}
-		what := fmt.Sprintf("service %q in %s exited at once (%v)%s", w.rec.Command, w.rec.Node, err, lastLines(w.rec.Log))
 		if w.asked != "" && !d.m.Strict {
 			d.warn("in %s, %s: the service it started exited at once (%v), and the lab goes on without it, as in Kathara%s", w.rec.Node, w.asked, err, lastLines(w.rec.Log))
 			continue
 		}
-		bad = append(bad, what)
+		bad = append(bad, fmt.Sprintf("service %q in %s exited at once (%v)%s", w.rec.Command, w.rec.Node, err, lastLines(w.rec.Log)))
 	}
 	if len(bad) > 0 {
 		return fmt.Errorf("%s", strings.Join(bad, "; "))

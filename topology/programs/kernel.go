@@ -4,8 +4,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-
-	"mvdan.cc/sh/v3/syntax"
 )
 
 // KernelNeed is a kernel feature a command line asks for: a queueing
@@ -45,39 +43,14 @@ var tunnelModes = map[string]string{"ipip": "ipip", "gre": "gre", "sit": "sit", 
 // tunnel add's mode (ip's options, -n NS among them, skipped). A script
 // the shell cannot parse is an error, with the shell's words.
 func KernelNeeds(script string) ([]KernelNeed, error) {
-	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(script), "")
-	if err != nil {
-		return nil, err
-	}
 	var out []KernelNeed
-	add := func(what, kind string, line int) {
-		if !slices.ContainsFunc(out, func(k KernelNeed) bool { return k.What == what && k.Kind == kind }) {
+	_, err := eachCommand(script, func(words []string, line int) {
+		what, kind := kernelNeed(filepath.Base(words[0]), words[1:])
+		if kind != "" && !slices.ContainsFunc(out, func(k KernelNeed) bool { return k.What == what && k.Kind == kind }) {
 			out = append(out, KernelNeed{What: what, Kind: kind, Line: line})
 		}
-	}
-	syntax.Walk(f, func(n syntax.Node) bool {
-		call, ok := n.(*syntax.CallExpr)
-		if !ok || len(call.Args) == 0 {
-			return true
-		}
-		words := literals(call.Args)
-		for len(words) > 0 && words[0] != "ip" && words[0] != "tc" {
-			next := wrapped(words[0], words[1:])
-			if next == nil {
-				break
-			}
-			words = next
-		}
-		if len(words) == 0 {
-			return true
-		}
-		line := int(call.Pos().Line())
-		if what, kind := kernelNeed(filepath.Base(words[0]), words[1:]); kind != "" {
-			add(what, kind, line)
-		}
-		return true
 	})
-	return out, nil
+	return out, err
 }
 
 // kernelNeed is the feature one ip or tc command asks for ("" kind:

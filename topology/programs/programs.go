@@ -47,41 +47,41 @@ type Command struct {
 // CommandsAt is Commands of a script of any number of lines, each
 // program with the first line that runs it.
 func CommandsAt(script string) ([]Command, error) {
+	var out []Command
+	funcs, err := eachCommand(script, func(words []string, line int) {
+		if !slices.ContainsFunc(out, func(c Command) bool { return c.Name == words[0] }) {
+			out = append(out, Command{Name: words[0], Line: line})
+		}
+	})
+	return slices.DeleteFunc(out, func(c Command) bool { return c.Name == "" || funcs[c.Name] || builtins[c.Name] }), err
+}
+
+// eachCommand parses script as bash does and calls fn with the literal
+// words of every command it runs, at its line: each simple command, and
+// again the command each wrapper in it runs (sudo, env, ip netns exec,
+// ...: see wrapped), from that command's name on. It returns the names
+// the script defines as functions. A script the shell cannot parse is an
+// error, with the shell's words.
+func eachCommand(script string, fn func(words []string, line int)) (map[string]bool, error) {
 	f, err := syntax.NewParser(syntax.Variant(syntax.LangBash)).Parse(strings.NewReader(script), "")
 	if err != nil {
 		return nil, err
 	}
 	funcs := map[string]bool{}
 	syntax.Walk(f, func(n syntax.Node) bool {
-		if fd, ok := n.(*syntax.FuncDecl); ok && fd.Name != nil {
-			funcs[fd.Name.Value] = true
-		}
-		return true
-	})
-	var out []Command
-	add := func(name string, line int) {
-		if name != "" && !funcs[name] && !builtins[name] && !slices.ContainsFunc(out, func(c Command) bool { return c.Name == name }) {
-			out = append(out, Command{Name: name, Line: line})
-		}
-	}
-	syntax.Walk(f, func(n syntax.Node) bool {
-		call, ok := n.(*syntax.CallExpr)
-		if !ok || len(call.Args) == 0 {
-			return true
-		}
-		words := literals(call.Args)
-		for len(words) > 0 {
-			name := words[0]
-			add(name, int(call.Pos().Line()))
-			next := wrapped(name, words[1:])
-			if next == nil {
-				break
+		switch n := n.(type) {
+		case *syntax.FuncDecl:
+			if n.Name != nil {
+				funcs[n.Name.Value] = true
 			}
-			words = next
+		case *syntax.CallExpr:
+			for words := literals(n.Args); len(words) > 0; words = wrapped(words[0], words[1:]) {
+				fn(words, int(n.Pos().Line()))
+			}
 		}
 		return true
 	})
-	return out, nil
+	return funcs, nil
 }
 
 // literals are the words of args up to the first that is not a literal
