@@ -2,12 +2,13 @@
 #   make run              build, then the forwarding benchmark: deploy examples/forwarding-benchmark.yaml,
 #                         send through its router at full speed, print the report, destroy the lab
 #   make test             the whole test suite (privileged tests need root), VM tests included:
-#                         lint, test-unit, test-root, docs-check, install-check and test-vm
+#                         lint, test-unit, test-root, docs-check, install-check, and test-vm beside test-kubernetes
 #   make test-unit        the unit tests: no root, no namespace (go test -short -race, as nobody when
 #                         root runs it); the inner loop, under a minute on a warm build cache
 #   make test-root        the privileged tests: labs of real namespaces on this kernel (root)
 #   make test-vm          the kernel tests in a VM (as make vmtest)
-#   make test-kubernetes  the agents on Kubernetes: a real kube-apiserver (built once) and etcd
+#   make test-kubernetes  nslab on a real Kubernetes cluster on this machine, its parts built once
+#   make kube-cluster     that cluster, up for you (KUBE_DIR; make kube-cluster-down stops it)
 #   make vmtest           the kernel tests (pktgen) in a VM on a Debian distribution kernel
 #   make bench-topology   deploy/destroy speed against an equivalent iproute2 script, and start-up
 #   make bench-forwarding MLRsearch's NDR and PDR of the placed router, 5 times, beside the old binary search, and reruns
@@ -40,7 +41,7 @@ export GOFLAGS := -tags=$(TAGS)
 export CGO_ENABLED := 0
 
 PREFIX  ?= /usr/local
-.PHONY: corpus-kathara man kube-apiserver test-kubernetes test-unit test-root test-vm benchdocs tutorials docs-check docs-check-long install install-check docs release packages fuzz soak bench-latency all build test unit-test lint lint-deps vmtest walkthrough vm-deps run deps go-deps bench-topology bench-forwarding bench-nat bench-compare bench-baseline bench-engine bench-sampler bench-live bench-fleet clean
+.PHONY: kube-image-podman test-kubernetes-podman test-vm-kubernetes corpus-kathara man kube-parts kube-deps kube-image kube-cluster kube-cluster-down test-kubernetes test-unit test-root test-vm benchdocs tutorials docs-check docs-check-long install install-check docs release packages fuzz soak bench-latency all build test unit-test lint lint-deps vmtest walkthrough vm-deps run deps go-deps bench-topology bench-forwarding bench-nat bench-compare bench-baseline bench-engine bench-sampler bench-live bench-fleet clean
 
 all: build
 
@@ -53,7 +54,7 @@ build: go-deps
 	$(GO) build -o $(BIN)/nslab-plot ./cmd/nslab-plot
 	$(GO) build -o $(BIN)/nslab-capture ./cmd/nslab-capture
 	$(GO) build -o $(BIN)/nslab-web ./cmd/nslab-web
-	$(GO) build -o $(BIN)/nslab-kube ./cmd/nslab-kube
+	$(GO) build -ldflags "-X main.version=$(VERSION)" -o $(BIN)/nslab-kube ./cmd/nslab-kube
 
 # install: the five programs (nslab finds its helpers next to itself), the
 # man pages (written from the command definitions) and the completions.
@@ -156,7 +157,21 @@ deps: go-deps
 		exit $$rc; \
 	fi
 
-test: lint test-unit test-root docs-check install-check test-vm
+test: lint test-unit test-root docs-check install-check test-vm-kubernetes
+
+# test-vm-kubernetes: the VM's tests and test-kubernetes at once (both
+# test function, not speed: the VM's timing is emulated, and the cluster's
+# test asserts no rate), so that the suite keeps to its time. The
+# cluster's output goes to $(BIN)/test-kubernetes.log and is shown when
+# both have ended: whole when it failed, its summary when it passed.
+test-vm-kubernetes: build kube-image vm-deps deps
+	@echo "make test-kubernetes runs beside the VM's tests; its output: $(BIN)/test-kubernetes.log"
+	@$(MAKE) --no-print-directory test-kubernetes > $(BIN)/test-kubernetes.log 2>&1 & kube=$$!; \
+	$(MAKE) --no-print-directory test-vm; vm=$$?; \
+	wait $$kube; k=$$?; \
+	echo "--- make test-kubernetes (beside the VM's tests), exit $$k:"; \
+	if [ $$k = 0 ]; then grep -E '^(--- |    --- |ok |PASS)|^    kube_test' $(BIN)/test-kubernetes.log; else cat $(BIN)/test-kubernetes.log; fi; \
+	[ $$vm = 0 ] && [ $$k = 0 ]
 
 # test-unit: every test that needs neither root nor a network namespace,
 # with the race detector (which needs cgo), in a minute on a warm cache.
@@ -199,19 +214,60 @@ test-vm: vmtest
 # `ip netns add` once ran has a shared /run/netns, and would hide a tool
 # that only works there. Nothing the tests mount there reaches the host's
 # mount namespace.
-# test-kubernetes: the agents and the coordinator against a real
-# kube-apiserver (Kubernetes $(KUBE_VERSION), built once from k8s.io/kubernetes,
-# about 5 minutes the first time) and etcd (Debian's etcd-server), on three
-# simulated hosts. Not in make test: the first build alone would take a
-# third of the suite's time on a new machine.
+# test-kubernetes: nslab on a real Kubernetes cluster on this machine
+# (deploy/kubernetes/local-cluster: three nodes as namespaces, each with
+# its own containerd and kubelet; the control plane on node a), the
+# agents run by the DaemonSet from the image built here (kube-image).
+# The cluster's parts (Kubernetes $(KUBE_VERSION), containerd
+# $(CONTAINERD_VERSION)) are built once per machine from the Go module
+# proxy (kube-parts, about 25 minutes the first time), the image's Debian
+# root once per package list.
 KUBE_VERSION := v1.37.2
-KUBE_APISERVER := $(HOME)/.cache/nslab/kube-apiserver-$(KUBE_VERSION)
-kube-apiserver: go-deps
-	.ci/kube-apiserver $(KUBE_VERSION) $(KUBE_APISERVER)
+CONTAINERD_VERSION := v2.4.2
+KUBE_PARTS := $(HOME)/.cache/nslab/kube-parts-$(KUBE_VERSION)-$(CONTAINERD_VERSION)
+KUBE_DIR ?= /tmp/nslab-local-cluster
+kube-parts: go-deps
+	.ci/kube-parts $(KUBE_VERSION) $(CONTAINERD_VERSION) $(KUBE_PARTS)
 
-test-kubernetes: deps kube-apiserver
-	@command -v etcd >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq etcd-server; }
-	NSLAB_KUBE_APISERVER=$(KUBE_APISERVER) $(PRISTINE) $(GO) test -count=1 -run 'TestPrivilegedKubernetes' -v ./cmd/nslab
+kube-deps:
+	@missing=""; \
+	command -v etcd >/dev/null || missing="$$missing etcd-server"; \
+	command -v runc >/dev/null || missing="$$missing runc"; \
+	[ -x /usr/lib/cni/bridge ] || missing="$$missing containernetworking-plugins"; \
+	command -v mmdebstrap >/dev/null || missing="$$missing mmdebstrap"; \
+	command -v openssl >/dev/null || missing="$$missing openssl"; \
+	if [ -n "$$missing" ]; then \
+		echo "installing:$$missing"; \
+		apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	fi
+
+# kube-image: the agents' image (bin/nslab-image.tar, its reference on
+# the last line) and the pause image, docker-archive tarballs.
+kube-image: build kube-parts kube-deps
+	.ci/kube-image $(BIN) $(KUBE_PARTS) $(HOME)/.cache/nslab
+
+# kube-image-podman: the same image from deploy/kubernetes/Dockerfile,
+# built by podman (installed from Debian), its base image imported from a
+# Debian root mmdebstrap makes (no registry is reachable here);
+# test-kubernetes-podman runs test-kubernetes on it.
+kube-image-podman: build kube-deps
+	.ci/kube-image-podman $(BIN) $(HOME)/.cache/nslab
+test-kubernetes-podman: kube-image-podman kube-image
+	NSLAB_KUBE_PARTS=$(KUBE_PARTS) NSLAB_KUBE_NSLAB=$(abspath $(BIN))/nslab \
+		NSLAB_KUBE_IMAGES="$(abspath $(BIN))/nslab-image-podman.tar $(abspath $(BIN))/pause-image.tar" \
+		$(PRISTINE) $(GO) test -count=1 -timeout 15m -run 'TestPrivilegedKubernetes' -v ./cmd/nslab
+
+# kube-cluster: the local cluster, up in KUBE_DIR with the images
+# imported (make kube-cluster-down stops it).
+kube-cluster: kube-image deps
+	KUBE_PARTS=$(KUBE_PARTS) deploy/kubernetes/local-cluster up $(KUBE_DIR) $(BIN)/nslab-image.tar $(BIN)/pause-image.tar
+kube-cluster-down:
+	KUBE_PARTS=$(KUBE_PARTS) deploy/kubernetes/local-cluster down $(KUBE_DIR)
+
+test-kubernetes: deps kube-image
+	NSLAB_KUBE_PARTS=$(KUBE_PARTS) NSLAB_KUBE_NSLAB=$(abspath $(BIN))/nslab \
+		NSLAB_KUBE_IMAGES="$(abspath $(BIN))/nslab-image.tar $(abspath $(BIN))/pause-image.tar" \
+		$(PRISTINE) $(GO) test -count=1 -timeout 15m -run 'TestPrivilegedKubernetes' -v ./cmd/nslab
 
 PRISTINE = unshare --mount --propagation private -- \
 	sh -c 'mount -t tmpfs -o mode=755,nosuid,nodev nslab-pristine /run && exec "$$@"' pristine

@@ -9,6 +9,8 @@
 //	nslab-kube [-kubeconfig F] [-namespace NS] destroy [-timeout D] FILE
 //	nslab-kube [-kubeconfig F] [-namespace NS] lab FILE
 //	nslab-kube [-kubeconfig F] exec -node NODE -- COMMAND...
+//	nslab-kube manifests [-image REF]
+//	nslab-kube image -root ROOT.tar -o OUT.tar [-tag REF] [-add SRC=DEST]... [-entrypoint CMD]
 //
 // lab prints the Lab of a deployed lab (its file and each host's node),
 // and exec runs a command in the agent's pod on a node with nslab-kube's
@@ -32,6 +34,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nslab/nslab/topology/cgroup"
 	"github.com/nslab/nslab/topology/fleet"
 	"github.com/nslab/nslab/topology/kube"
 	"github.com/nslab/nslab/topology/spec"
@@ -41,7 +44,7 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
-const usage = "usage: nslab-kube [-kubeconfig F] [-namespace NS] (agent -node NODE -nslab EXE [-- OPTIONS] | deploy FILE | destroy FILE | lab FILE | exec -node NODE -- COMMAND...) (run by nslab's verbs with --kubernetes)"
+const usage = "usage: nslab-kube [-kubeconfig F] [-namespace NS] (agent -node NODE -nslab EXE [-- OPTIONS] | deploy FILE | destroy FILE | lab FILE | exec -node NODE -- COMMAND... | manifests [-image REF] | image -root ROOT.tar -o OUT.tar) (run by nslab's verbs with --kubernetes)"
 
 func main() {
 	kubeconfig := flag.String("kubeconfig", "", "the kubeconfig file (default: as kubectl finds it)")
@@ -74,7 +77,16 @@ func main() {
 
 type usageError struct{ error }
 
+// version is set at build time (-ldflags -X main.version=...), as nslab's.
+var version = "dev"
+
 func run(ctx context.Context, kubeconfig, namespace, verb string, args []string) error {
+	switch verb { // the verbs that need no cluster
+	case "image":
+		return runImage(args)
+	case "manifests":
+		return runManifests(args)
+	}
 	cfg, ns, err := config(kubeconfig, namespace)
 	if err != nil && verb == "exec" {
 		return exitCode{255, err}
@@ -122,6 +134,8 @@ func runAgent(ctx context.Context, client dynamic.Interface, args []string) erro
 	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
 	node := fs.String("node", os.Getenv("NODE_NAME"), "this Kubernetes node's name: the lab's host whose share is built here")
 	exe := fs.String("nslab", "", "nslab's executable")
+	resync := fs.Duration("resync", kube.DefaultResync, "how often every share on this node is checked against its Lab")
+	ready := fs.String("ready", "", "a file written once the agent watches the Labs (for a readiness probe)")
 	if err := fs.Parse(args); err != nil {
 		return usageError{err}
 	}
@@ -129,8 +143,15 @@ func runAgent(ctx context.Context, client dynamic.Interface, args []string) erro
 		return usageError{errors.New("agent: give -node (or $NODE_NAME) and -nslab")}
 	}
 	global := fs.Args()
-	a := &kube.Agent{Node: *node, Client: client, Log: os.Stderr, Share: func() *fleet.Agent {
-		return &fleet.Agent{Exe: *exe, Argv: func(host, labName string, args []string) []string {
+	// The verbs, and the daemons a deploy starts, go into a cgroup of the
+	// node's own, outside this pod's: deleting the pod (a rollout) must
+	// not take the labs' daemons with it.
+	outside, err := cgroup.FindOutside("nslab-agent")
+	if err != nil {
+		return fmt.Errorf("agent: a cgroup outside this pod for the labs' daemons: %w (deploy/kubernetes/agent.yaml mounts the node's /sys/fs/cgroup)", err)
+	}
+	a := &kube.Agent{Node: *node, Client: client, Log: os.Stderr, Resync: *resync, Ready: *ready, Share: func() kube.Share {
+		return &fleet.Agent{Exe: *exe, Start: outside.Start, Argv: func(host, labName string, args []string) []string {
 			return agentargv.Spell(global, host, labName, args)
 		}}
 	}}

@@ -134,7 +134,8 @@ func fleetOf(c *cli.Context, path string, data []byte, l *spec.Lab, shells map[s
 		return nil, err
 	}
 	for h, sh := range shells {
-		o.Dialers[h] = fleet.Remote{Shell: sh, Exe: exe, ID: id}
+		_, fixed := sh.(fleet.KubeExec) // an agent pod runs its image's nslab
+		o.Dialers[h] = fleet.Remote{Shell: sh, Exe: exe, ID: id, Fixed: fixed, Version: version}
 	}
 	o.Args = verbArgs(c, path)
 	o.Hosts, err = fleetHosts(c, l)
@@ -426,6 +427,8 @@ func agentCommand() *cli.Command {
 			&cli.BoolFlag{Name: "kubernetes", Usage: "serve the Kubernetes cluster's Lab resources instead (the agent's DaemonSet, deploy/kubernetes/): build this node's share of each"},
 			&cli.StringFlag{Name: "node", EnvVars: []string{"NODE_NAME"}, Usage: "with --kubernetes: this Kubernetes node's `NAME`: the lab's host placed on it is built here"},
 			&cli.StringFlag{Name: "kubeconfig", Usage: "with --kubernetes: the kubeconfig `FILE` (default: the pod's ServiceAccount, or as kubectl finds it)"},
+			&cli.DurationFlag{Name: "resync", Value: 30 * time.Second, Usage: "with --kubernetes: check every share on this node against its Lab this often (drift shows in the Lab's status within one)"},
+			&cli.StringFlag{Name: "ready", Usage: "with --kubernetes: write `FILE` once the agent watches the Labs (the pod's readiness probe)"},
 		},
 		Action: func(c *cli.Context) error {
 			exe, err := os.Executable()
@@ -442,7 +445,11 @@ func agentCommand() *cli.Command {
 				if c.String("node") == "" {
 					return cli.Exit("agent --kubernetes: give --node NAME (or $NODE_NAME), this Kubernetes node's name", 2)
 				}
-				args := []string{"agent", "-node", c.String("node"), "-nslab", exe, "--"}
+				args := []string{"agent", "-node", c.String("node"), "-nslab", exe, "-resync", c.Duration("resync").String()}
+				if c.String("ready") != "" {
+					args = append(args, "-ready", c.String("ready"))
+				}
+				args = append(args, "--")
 				return execKube(c.String("kubeconfig"), append(args, global...)...)
 			}
 			// A coordinator gone closes the agent's standard output: a

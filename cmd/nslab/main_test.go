@@ -38,9 +38,6 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(run(os.Args))
 	}
-	if addr := os.Getenv(kubeletEnv); addr != "" {
-		os.Exit(serveKubelet(addr))
-	}
 	os.Exit(m.Run())
 }
 

@@ -137,6 +137,11 @@ func (b *Bench) prepare() error {
 	if err := b.run.Learn(); err != nil {
 		return err
 	}
+	if b.opts.Remote != nil && b.run.Lab.Spans() {
+		if err := remote.LearnRoutes(b.opts.Remote, b.run.Lab); err != nil {
+			return err
+		}
+	}
 	if b.path, err = b.run.TraceFlow(b.t.From, b.t.To, b.t.Flow()); err != nil {
 		return err
 	}

@@ -34,8 +34,13 @@ type Agent struct {
 	Argv func(host, lab string, args []string) []string
 	In   io.Reader
 	Out  io.Writer
+	// Start starts a verb's process (nil: exec.Cmd.Start): a Kubernetes
+	// agent starts it outside its pod's cgroup, so that the daemons a
+	// deploy starts outlive the pod.
+	Start func(*exec.Cmd) error
 
 	plan *Plan
+	name string // the lab's name, when told without a plan (TakeName)
 	host string
 	file string // the lab's file, written where the verbs read it
 	id   string // BinaryID(Exe), once known
@@ -176,7 +181,7 @@ func (a *Agent) takePlan(r Request) error {
 	if err := os.WriteFile(a.file, r.File, 0o600); err != nil {
 		return fmt.Errorf("keep the lab's file: %w", err)
 	}
-	a.plan, a.host = r.Plan, r.Host
+	a.plan, a.host, a.name = r.Plan, r.Host, ""
 	return nil
 }
 
@@ -194,7 +199,11 @@ func (a *Agent) removeFile() {
 // code. It is interrupted (SIGTERM, as Ctrl-C: a deploy undoes itself)
 // when ctx ends.
 func (a *Agent) run(ctx context.Context, args []string) (Response, error) {
-	if a.plan == nil {
+	lab := a.name
+	if a.plan != nil {
+		lab = a.plan.Lab
+	}
+	if lab == "" {
 		return Response{}, errors.New("no plan yet: the coordinator sends the plan before any verb")
 	}
 	verb := ""
@@ -206,11 +215,14 @@ func (a *Agent) run(ctx context.Context, args []string) (Response, error) {
 	}
 	args = slices.Clone(args)
 	for i, s := range args {
+		if s == FileArg && a.file == "" {
+			return Response{}, fmt.Errorf("nslab %s: no file: the share was taken by its name alone", verb)
+		}
 		if s == FileArg {
 			args[i] = a.file
 		}
 	}
-	cmd := exec.CommandContext(ctx, a.Exe, a.Argv(a.host, a.plan.Lab, args)...)
+	cmd := exec.CommandContext(ctx, a.Exe, a.Argv(a.host, lab, args)...)
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 2 * time.Minute // a deploy's undo takes its time
 	var out, errOut bytes.Buffer
@@ -222,7 +234,10 @@ func (a *Agent) run(ctx context.Context, args []string) (Response, error) {
 		}
 		defer stop()
 	}
-	err := cmd.Run()
+	err := a.startVerb(cmd)
+	if err == nil {
+		err = cmd.Wait()
+	}
 	resp := Response{Stdout: out.String(), Stderr: errOut.String()}
 	var ee *exec.ExitError
 	switch {
@@ -234,12 +249,28 @@ func (a *Agent) run(ctx context.Context, args []string) (Response, error) {
 	return resp, nil
 }
 
+// startVerb starts a verb's process, as Start says.
+func (a *Agent) startVerb(cmd *exec.Cmd) error {
+	if a.Start != nil {
+		return a.Start(cmd)
+	}
+	return cmd.Start()
+}
+
 // Take checks the coordinator's plan p against the one this host
 // computes from file and keeps the file for Run, as host: what a plan
 // request over the agent's channel does, for an agent told its plan
 // another way (a Lab resource in Kubernetes).
 func (a *Agent) Take(p *Plan, host string, file []byte) error {
 	return a.takePlan(Request{Plan: p, Host: host, File: file})
+}
+
+// TakeName has Run work on host's share of the lab named lab without a
+// plan or a file: for the verbs that need only the name (NameArg), such
+// as a destroy of what a plan this host refuses may have left.
+func (a *Agent) TakeName(lab, host string) {
+	a.removeFile()
+	a.plan, a.host, a.name = nil, host, lab
 }
 
 // Run runs nslab's verb args (FileArg standing for the lab's file) on

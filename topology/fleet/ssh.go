@@ -96,6 +96,11 @@ type Remote struct {
 	Shell Shell
 	Exe   string // this nslab's executable, copied to the host when it has another
 	ID    string // its BinaryID
+	// Fixed: the host's agent is the nslab its image holds (a Kubernetes
+	// agent pod), never replaced by a copy: one of another build is
+	// refused, naming both, unless it is of this very version.
+	Fixed   bool
+	Version string // this nslab's version, for Fixed
 }
 
 // agentPath is where a copied nslab lives on a host: under the remote
@@ -115,7 +120,17 @@ func (s Remote) Dial(ctx context.Context, global []string) (*Conn, error) {
 	if err == nil && h.Binary == s.ID {
 		return c, nil
 	}
+	if s.Fixed && err == nil && h.Version == s.Version && s.Version != "dev" {
+		return c, nil
+	}
 	c.Close()
+	if s.Fixed && err == nil {
+		return nil, fmt.Errorf("%s runs nslab %s (its image's, hash %s), this is nslab %s (hash %s): run this verb with the nslab of the agents' image, or roll the agents to this one's image (make kube-image; nslab-kube manifests -image REF)",
+			c.Target, h.Version, short(h.Binary), s.Version, short(s.ID))
+	}
+	if s.Fixed {
+		return nil, err
+	}
 	if err != nil && !errors.Is(err, errNoAgent) {
 		return nil, err
 	}

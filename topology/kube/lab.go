@@ -53,9 +53,10 @@ type HostStatus struct {
 // Status is a Lab's status: each host's, and the lab's phase and how
 // many hosts are deployed with the lab's plan ("2/3", for kubectl get).
 type Status struct {
-	Phase string                `json:"phase"`
-	Ready string                `json:"ready"`
-	Hosts map[string]HostStatus `json:"hosts,omitempty"`
+	Phase   string                `json:"phase"`
+	Ready   string                `json:"ready"`
+	Message string                `json:"message,omitempty"` // why the Lab cannot be read (Invalid)
+	Hosts   map[string]HostStatus `json:"hosts,omitempty"`
 }
 
 // Lab is what nslab reads from a Lab resource.
@@ -133,9 +134,11 @@ func ReadLab(u *unstructured.Unstructured) (*Lab, error) {
 
 // Summary is the lab's phase and ready count from its hosts' status:
 // Deployed when every host is deployed with the lab's plan, Failed when
-// one failed with it, Removing while it is deleted, Pending otherwise.
+// one failed with it, Drifted when none failed and one's share is no
+// longer what the plan built, Removing while it is deleted, Pending
+// otherwise.
 func (l *Lab) Summary() (phase, ready string) {
-	n := 0
+	n, drifted := 0, false
 	phase = Pending
 	for _, h := range l.Plan.Hosts() {
 		st := l.Status.Hosts[h]
@@ -145,11 +148,15 @@ func (l *Lab) Summary() (phase, ready string) {
 			n++
 		case st.Phase == Failed:
 			phase = Failed
+		case st.Phase == Drifted:
+			drifted = true
 		}
 	}
 	switch {
 	case l.Deleting:
 		phase = Removing
+	case phase != Failed && drifted:
+		phase = Drifted
 	case phase != Failed && n == len(l.Plan.Shares):
 		phase = Deployed
 	}

@@ -14,9 +14,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nslab/nslab/pktgen/report"
-
 	"github.com/nslab/nslab/pktgen/measured"
+	"github.com/nslab/nslab/pktgen/report"
+	"github.com/nslab/nslab/topology/spec"
 )
 
 // Hop is one interface of the path on the host asked, and its role there
@@ -46,7 +46,11 @@ const (
 	// several hosts: an event placed on a node of the host asked, and the
 	// counters of every lab interface of the host off the path, for the
 	// traffic that goes round it.
-	OpEvent   = "event"
+	OpEvent = "event"
+	// OpRoutes: the routes this host's nodes' kernels hold (a daemon's
+	// learned ones among them), by node: a run's path over hosts follows
+	// the routes the other hosts' routers learned, as over one host.
+	OpRoutes  = "routes"
 	OpOffOpen = "off-path open" // from now on
 	OpOffRead = "off-path"      // each interface's counts since
 )
@@ -94,6 +98,7 @@ type Reply struct {
 	Arrivals *Arrivals                    `json:"arrivals,omitempty"` // OpLatencyStop
 	Off      map[string]Counted           `json:"off,omitempty"`      // OpOffRead: by NODE:IF
 	TCP      *TCPFlows                    `json:"tcp,omitempty"`      // OpTCPFlows
+	Routes   map[string][]spec.Route      `json:"routes,omitempty"`   // OpRoutes: by node
 }
 
 // Transport carries one ask to each of several hosts and brings back each

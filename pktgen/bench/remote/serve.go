@@ -81,6 +81,8 @@ func (s *server) answer(req Request) (Reply, error) {
 		err = s.side.OpenOffPath(req.IPv6)
 	case req.Op == OpOffRead:
 		rep.Off, err = s.side.OffPath()
+	case req.Op == OpRoutes:
+		rep.Routes, err = kernelRoutes(s.r)
 	case req.Op == OpOpen && s.h == nil:
 		s.h, err = open(s.r, req)
 	case s.h == nil:
@@ -98,6 +100,25 @@ func (s *server) answer(req Request) (Reply, error) {
 		err = fmt.Errorf("unknown ask %q", req.Op)
 	}
 	return rep, err
+}
+
+// kernelRoutes reads this host's nodes' kernels (deployed.Opened.Learn)
+// and returns each node's routes, by node.
+func kernelRoutes(r *deployed.Opened) (map[string][]spec.Route, error) {
+	if err := r.Learn(); err != nil {
+		return nil, err
+	}
+	out := map[string][]spec.Route{}
+	for _, n := range r.Lab.Model().Nodes {
+		if !n.KernelRead {
+			continue
+		}
+		out[n.Name] = []spec.Route{}
+		for _, rt := range n.Learned {
+			out[n.Name] = append(out[n.Name], *rt)
+		}
+	}
+	return out, nil
 }
 
 // close releases what the bench opened here.
