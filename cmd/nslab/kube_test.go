@@ -47,6 +47,23 @@ func newLocalCluster(t *testing.T) *localCluster {
 	rand.Read(suffix)
 	k := &localCluster{t: t, dir: t.TempDir(), prefix: "nk" + hex.EncodeToString(suffix), parts: parts, nslab: bin}
 	os.Chmod(k.dir, 0o755)
+	// The machine as the cluster found it, compared once it is down (this
+	// cleanup runs after the one that takes it down): the settings a
+	// kubelet changes at start, and the forwarding new namespaces inherit.
+	machine := func() string {
+		var b strings.Builder
+		for _, f := range []string{"vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "kernel/panic_on_oops", "kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes", "net/ipv4/ip_forward"} {
+			v, _ := os.ReadFile("/proc/sys/" + f)
+			fmt.Fprintf(&b, "%s=%s ", f, strings.TrimSpace(string(v)))
+		}
+		return b.String()
+	}
+	before := machine()
+	t.Cleanup(func() {
+		if after := machine(); after != before {
+			t.Errorf("the machine's settings were %s before the cluster, %s after", before, after)
+		}
+	})
 	imageFiles := strings.Fields(images)
 	k.image = imageRef(t, imageFiles[0])
 	cmd := exec.Command("../../deploy/kubernetes/local-cluster", append([]string{"up", k.dir}, imageFiles...)...)
