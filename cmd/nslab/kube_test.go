@@ -385,9 +385,22 @@ func (k *localCluster) assertNothingLeft(t *testing.T) {
 			t.Errorf("node %s holds: %v %q", node, err, out)
 		}
 	}
-	if procs, _ := os.ReadFile("/sys/fs/cgroup/pids/nslab-agent/cgroup.procs"); len(bytes.TrimSpace(procs)) > 0 {
-		t.Errorf("processes the agents started are left: %s", procs)
+	// The agents' processes outside their pods (a verb, a lab's daemons):
+	// none once the destroys have ended. A verb in its last moment, or a
+	// daemon killed and not yet gone, is waited for, 10 s at most.
+	var left string
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(200 * time.Millisecond) {
+		procs, _ := os.ReadFile("/sys/fs/cgroup/pids/nslab-agent/cgroup.procs")
+		left = ""
+		for _, pid := range strings.Fields(string(procs)) {
+			comm, _ := os.ReadFile("/proc/" + pid + "/cmdline")
+			left += fmt.Sprintf("%s (%s) ", pid, strings.ReplaceAll(strings.TrimSpace(string(comm)), "\x00", " "))
+		}
+		if left == "" {
+			return
+		}
 	}
+	t.Errorf("processes the agents started are left: %s", left)
 }
 
 // refusedPlan: a Lab whose plan no agent computes from its file (as a
