@@ -88,8 +88,8 @@ func TestDeployRollback(t *testing.T) {
 	id := strings.Repeat("ab", 32)
 	for _, c := range []struct {
 		name, failing, fail string
-		wantErr            []string
-		destroyed          []string
+		wantErr             []string
+		destroyed           []string
 	}{
 		{"fails on b", "b", "deploy:1", []string{"host b: deploy", "a device of that name exists", "every host's share was taken back"}, []string{"a", "c"}},
 		{"c lost", "c", "deploy:lost", []string{"host c", "every host's share was taken back"}, []string{"a", "b"}},
@@ -133,4 +133,3 @@ func TestDeployRollback(t *testing.T) {
 		})
 	}
 }
-
