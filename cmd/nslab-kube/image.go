@@ -113,7 +113,7 @@ func runImage(args []string) error {
 		return err
 	}
 	cf = cf.DeepCopy()
-	cf.OS, cf.Architecture = "linux", goarch()
+	cf.OS, cf.Architecture = "linux", runtime.GOARCH // the binaries packed are built as nslab-kube is
 	cf.Config.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
 	if *entry != "" {
 		cf.Config.Entrypoint = strings.Fields(*entry)
@@ -168,6 +168,3 @@ func filesLayer(adds addFlag) (v1.Layer, error) {
 	data := buf.Bytes()
 	return tarball.LayerFromOpener(func() (io.ReadCloser, error) { return io.NopCloser(bytes.NewReader(data)), nil })
 }
-
-// goarch is the architecture of the binaries nslab-kube packs: its own.
-func goarch() string { return runtime.GOARCH }
