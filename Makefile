@@ -41,7 +41,7 @@ export GOFLAGS := -tags=$(TAGS)
 export CGO_ENABLED := 0
 
 PREFIX  ?= /usr/local
-.PHONY: kube-image-podman test-kubernetes-podman lint-unit-kubernetes corpus-kathara man kube-parts kube-deps kube-image kube-cluster kube-cluster-down test-kubernetes test-unit test-root test-vm benchdocs tutorials docs-check docs-check-long install install-check docs release packages fuzz soak bench-latency all build test unit-test lint lint-deps vmtest walkthrough vm-deps run deps go-deps bench-topology bench-forwarding bench-nat bench-compare bench-baseline bench-engine bench-sampler bench-live bench-fleet clean
+.PHONY: kube-image-podman test-kubernetes-podman test-untimed corpus-kathara man kube-parts kube-deps kube-image kube-cluster kube-cluster-down test-kubernetes test-unit test-root test-vm benchdocs tutorials docs-check docs-check-long install install-check docs release packages fuzz soak bench-latency all build test unit-test lint lint-deps vmtest walkthrough vm-deps run deps go-deps bench-topology bench-forwarding bench-nat bench-compare bench-baseline bench-engine bench-sampler bench-live bench-fleet clean
 
 all: build
 
@@ -157,23 +157,28 @@ deps: go-deps
 		exit $$rc; \
 	fi
 
-test: lint-unit-kubernetes test-root docs-check install-check test-vm
+test: test-untimed test-root docs-check test-vm
 
-# lint-unit-kubernetes: lint and test-unit, and test-kubernetes at once.
-# None of the three asserts a time or a rate (the cluster's test waits
-# with timeouts and counts packets, never speed), so they may share the
-# CPUs; the VM's tests and the privileged ones may not (the VM's emulated
-# router dropped at 30 kpps with the cluster beside it). The cluster's
-# output goes to $(BIN)/test-kubernetes.log and is shown when all have
-# ended: whole when it failed, its summary when it passed.
-lint-unit-kubernetes: build kube-image deps
-	@echo "make test-kubernetes runs beside lint and test-unit; its output: $(BIN)/test-kubernetes.log"
+# test-untimed: the checks that assert no time and no rate, side by side:
+# lint and test-unit, install-check, and test-kubernetes (whose cluster
+# test waits with timeouts and counts packets, never speed). They may
+# share the CPUs; the VM's tests and the privileged ones may not (the
+# VM's emulated router dropped at 30 kpps with the cluster beside it).
+# The cluster's and install-check's output go to $(BIN)/test-kubernetes.log
+# and $(BIN)/install-check.log, shown when all have ended: whole when it
+# failed, a summary when it passed.
+test-untimed: build kube-image deps
+	@echo "make test-kubernetes and install-check run beside lint and test-unit; their output: $(BIN)/test-kubernetes.log, $(BIN)/install-check.log"
 	@$(MAKE) --no-print-directory test-kubernetes > $(BIN)/test-kubernetes.log 2>&1 & kube=$$!; \
+	$(MAKE) --no-print-directory install-check > $(BIN)/install-check.log 2>&1 & inst=$$!; \
 	$(MAKE) --no-print-directory lint test-unit; rest=$$?; \
+	wait $$inst; i=$$?; \
+	echo "--- make install-check (beside lint and test-unit), exit $$i:"; \
+	if [ $$i = 0 ]; then grep '^install-check:' $(BIN)/install-check.log; else cat $(BIN)/install-check.log; fi; \
 	wait $$kube; k=$$?; \
 	echo "--- make test-kubernetes (beside lint and test-unit), exit $$k:"; \
 	if [ $$k = 0 ]; then grep -E '^(--- |    --- |ok |PASS)|^    kube_test' $(BIN)/test-kubernetes.log; else cat $(BIN)/test-kubernetes.log; fi; \
-	[ $$rest = 0 ] && [ $$k = 0 ]
+	[ $$rest = 0 ] && [ $$i = 0 ] && [ $$k = 0 ]
 
 # test-unit: every test that needs neither root nor a network namespace,
 # with the race detector (which needs cgo), in a minute on a warm cache.

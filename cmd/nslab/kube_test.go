@@ -316,7 +316,9 @@ func (k *localCluster) agentPods(t *testing.T) map[string]agentPod {
 // the server through r2 on node b, 5 echoes a second for 20 s. r2's
 // routing daemons are the same processes after (they run outside the
 // pod's cgroup), the new pod reports the share it found, the Lab's phase
-// is Deployed at every reading meanwhile, and the lab forwards after.
+// is Deployed at every reading meanwhile, the lab forwards after, and
+// vtysh from the new pod reaches r2's daemons (its view outlived the
+// old pod).
 func (k *localCluster) agentRestart(t *testing.T, name string) {
 	daemons := func() string {
 		out, _ := k.inNode("b", "sh", "-c", "for p in $(ip netns pids r2); do cat /proc/$p/comm; echo $p; done | paste - - | sort")
@@ -369,6 +371,12 @@ func (k *localCluster) agentRestart(t *testing.T, name string) {
 	})
 	if after := daemons(); after != before {
 		t.Errorf("r2's processes were %q before the pod's deletion, %q after", before, after)
+	}
+	// r2's view is held in node b's mount namespace, not the old pod's:
+	// vtysh from the new pod, in r2's view, reaches r2's daemons.
+	newPod := k.agentPods(t)["b"].Metadata.Name
+	if out, err := k.kubectl("exec", "-n", "nslab-system", newPod, "--", "nslab", "exec", "kospf:r2", "--", "vtysh", "-c", "show ip ospf neighbor"); err != nil || strings.Count(out, "Full/") != 2 {
+		t.Errorf("vtysh in r2 from node b's new agent pod: %v\n%s", err, out)
 	}
 	if out, err := k.inNode("a", "ip", "netns", "exec", "client", "ping", "-c", "3", "-W", "2", "10.3.0.1"); err != nil {
 		t.Errorf("the lab does not forward after the agent's restart: %v %s", err, out)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/nslab/nslab/pktgen/bench"
 	"github.com/nslab/nslab/topology/fleet"
 	"github.com/nslab/nslab/topology/lab"
+	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/rootless"
 	"github.com/nslab/nslab/topology/spec"
 	"github.com/nslab/nslab/topology/walk"
@@ -161,6 +163,28 @@ func newApp(commands ...*cli.Command) *cli.App {
 			&cli.StringFlag{Name: "inventory", Usage: "an Ansible inventory `FILE` (INI) naming how to reach each host of a lab that spans hosts (ansible_host, ansible_user, ansible_port), instead of their ssh:"},
 			&cli.StringFlag{Name: "sysfs", Value: "", Usage: "where sysfs is, for SR-IOV (default /sys)", Hidden: true, EnvVars: []string{"NSLAB_SYSFS"}},
 			prefixFlag(),
+			// The agent's DaemonSet sets it: its pod's /run/nslab is a
+			// volume of the node's without propagation, and the views
+			// held there must outlive the pod (see ns.MountOutsideContainer).
+			&cli.BoolFlag{Name: "mounts-outside-container", Hidden: true, EnvVars: []string{"NSLAB_MOUNTS_OUTSIDE_CONTAINER"},
+				Usage: "hold the labs' views in the mount namespace outside this container (the node's), so that they outlive it"},
+		},
+		Before: func(c *cli.Context) error {
+			if !c.Bool("mounts-outside-container") {
+				return nil
+			}
+			if err := ns.MountOutsideContainer(); err != nil {
+				return err
+			}
+			// The copy of the node's views this container got when it
+			// started is never used (views are opened in the node's
+			// mount namespace): detached, it keeps no removed lab's
+			// namespaces alive.
+			dir := c.String("state-dir")
+			if dir == "" {
+				dir = lab.DefaultStateDir
+			}
+			return ns.DetachHere(filepath.Join(dir, "views"))
 		},
 		Commands:       withUsageErrors(withHelp(commands)),
 		Action:         unknownVerb,

@@ -261,13 +261,14 @@ type inspected struct {
 	SHA256 string `json:"sha256"`
 	Owner  string `json:"owner"`
 	Nodes  []struct {
-		Node    string `json:"node"`
-		Present bool   `json:"present"`
+		Node     string `json:"node"`
+		Present  bool   `json:"present"`
+		ViewGone string `json:"view_gone"`
 	} `json:"nodes"`
 }
 
 // verify checks host's share of l, built, against the node's kernel
-// (nslab inspect): a node whose namespace is gone, or the lab gone, is
+// (nslab inspect): a node whose namespace or view is gone, or the lab gone, is
 // drift, written in the status; a share that is whole again is Deployed
 // again. An agent that finds a share it did not build (its pod was
 // restarted) says so in the status, once.
@@ -289,8 +290,11 @@ func (a *Agent) verify(ctx context.Context, l *Lab, key, host string, st HostSta
 		drift = append(drift, "the lab of this name on this node is another's ("+info.Owner+")")
 	}
 	for _, n := range info.Nodes {
-		if !n.Present {
+		switch {
+		case !n.Present:
 			drift = append(drift, "node "+n.Node+"'s namespace is gone")
+		case n.ViewGone != "":
+			drift = append(drift, "node "+n.Node+"'s view is gone (what runs in the node no longer reaches its daemons)")
 		}
 	}
 	next := st
@@ -298,7 +302,7 @@ func (a *Agent) verify(ctx context.Context, l *Lab, key, host string, st HostSta
 	case len(drift) > 0:
 		next.Phase, next.Message = Drifted, strings.Join(drift, "; ")
 	case st.Phase == Drifted:
-		next.Phase, next.Message = Deployed, "whole again: every node's namespace is present"
+		next.Phase, next.Message = Deployed, "whole again: every node's namespace and view is present"
 	case a.built[key] != l.Plan.Hash:
 		next.Message = fmt.Sprintf("taken up by this agent: %d nodes present", len(info.Nodes))
 	}

@@ -227,19 +227,19 @@ func TestAgentUnreadableLab(t *testing.T) {
 	}
 }
 
-// TestAgentDrift: a built share whose node namespace is gone is Drifted,
+// TestAgentDrift: a built share whose node namespace, or view, is gone is Drifted,
 // the lab too; whole again, it is Deployed again. An agent that did not
 // build the share (a restarted pod) says it took it up.
 func TestAgentDrift(t *testing.T) {
 	b := newBench(t)
-	present := true
+	present, view := true, ""
 	b.share.answer = func(verb string) fleet.Response {
 		if verb == "inspect" {
 			p := "true"
 			if !present {
 				p = "false"
 			}
-			return fleet.Response{Stdout: `{"owner": "Kubernetes Lab ns1/k3 (uid uid1)", "nodes": [{"node": "client", "present": ` + p + `}]}`}
+			return fleet.Response{Stdout: `{"owner": "Kubernetes Lab ns1/k3 (uid uid1)", "nodes": [{"node": "client", "present": ` + p + `, "view_gone": "` + view + `"}]}`}
 		}
 		return fleet.Response{Stdout: "deployed\n"}
 	}
@@ -260,7 +260,14 @@ func TestAgentDrift(t *testing.T) {
 	if l, _ := ReadLab(b.lab()); l.Status.Phase != Drifted {
 		t.Errorf("the lab: %s", l.Status.Phase)
 	}
-	present = true
+	present, view = true, "its view is gone"
+	if err := b.reconcile(); err != nil {
+		t.Fatal(err)
+	}
+	if st := b.host("a"); st.Phase != Drifted || !strings.HasPrefix(st.Message, "node client's view is gone") {
+		t.Errorf("host a after its node's view went: %+v", st)
+	}
+	view = ""
 	if err := b.reconcile(); err != nil {
 		t.Fatal(err)
 	}

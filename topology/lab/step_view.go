@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"os/user"
@@ -264,10 +265,14 @@ func (m *Manager) removeViews(labName string) error {
 	return ns.RemoveViews(m.viewsDir(), m.labViews(labName))
 }
 
-// openView opens node's view in lab labName; nil, nil when the lab has
-// none (deployed by a version of nslab before views).
+// openView opens node's view in lab labName; nil, nil when it has none
+// yet (a step of a deploy before the node's view step).
 func (m *Manager) openView(labName, nsName string) (*ns.View, error) {
-	return m.Store().OpenView(labName, nsName)
+	v, err := ns.OpenView(m.labViews(labName), nsName)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	return v, err
 }
 
 // viewRoots are the node's own directories that setup writes in.

@@ -230,7 +230,72 @@ func mountOf(entries []mountEntry, dir string) (mountEntry, bool) {
 var (
 	homeMu sync.Mutex
 	homes  = map[string]int{} // run directory -> fd of the mount namespace to mount in; -1: this one
+	// outside is an fd of the mount namespace outside this process's
+	// container (see MountOutsideContainer); -1: none.
+	outside = -1
 )
+
+// MountOutsideContainer has this process make the mounts that must
+// outlive it (a lab's views) in the mount namespace of its nearest
+// ancestor in another mount namespace (a container runtime's shim, in
+// the node's), where a directory of the run directories is a mount of
+// this container's own that propagates nowhere (a hostPath volume
+// without propagation). A new container on the node, after this one
+// is gone, finds them there. Directories whose mounts here reach the
+// node (a bidirectional volume, such as /run/netns) are mounted here, as
+// before.
+//
+// It fails when no ancestor is in another mount namespace.
+func MountOutsideContainer() error {
+	self, err := nsInode("/proc/self/ns/mnt")
+	if err != nil {
+		return err
+	}
+	for pid := os.Getppid(); pid > 1; pid = parentOf(pid) {
+		p := fmt.Sprintf("/proc/%d/ns/mnt", pid)
+		ino, err := nsInode(p)
+		if err != nil {
+			break
+		}
+		if ino == self {
+			continue
+		}
+		fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("open the mount namespace of process %d, outside this container: %w", pid, err)
+		}
+		homeMu.Lock()
+		defer homeMu.Unlock()
+		if outside >= 0 {
+			unix.Close(outside)
+		}
+		outside = fd
+		clear(homes)
+		return nil
+	}
+	return errors.New("no ancestor of this process is in another mount namespace: nslab is not in a container")
+}
+
+// DetachHere unmounts dir, with every mount under it, in this process's
+// mount namespace only (where it is a mount point; elsewhere nothing).
+//
+// Equivalent to: umount -l DIR
+func DetachHere(dir string) error {
+	err := unix.Unmount(dir, unix.MNT_DETACH)
+	if err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+		return fmt.Errorf("unmount %s in this mount namespace: %w", dir, err)
+	}
+	return nil
+}
+
+// nsInode is the inode of namespace file p.
+func nsInode(p string) (uint64, error) {
+	var st unix.Stat_t
+	if err := unix.Stat(p, &st); err != nil {
+		return 0, fmt.Errorf("stat %s: %w", p, err)
+	}
+	return st.Ino, nil
+}
 
 // mountHome returns an open fd of the mount namespace where the named
 // namespaces of dir must be mounted, or -1 when it is this process's own.
@@ -259,6 +324,9 @@ func findMountHome(dir string) (int, error) {
 		return -1, fmt.Errorf("read this process's mounts: %w", err)
 	}
 	m, ok := mountOf(parseMountinfo(string(self)), abs)
+	if outside >= 0 && (!ok || m.shared == 0 && m.master == 0) {
+		return outside, nil // mounts here would reach no one outside the container
+	}
 	if !ok || m.master == 0 {
 		return -1, nil // mounts here are this mount namespace's own, or propagate to its peers
 	}

@@ -596,23 +596,34 @@ func privateDir(dir string) error {
 	}
 }
 
-// OpenView opens view name held under dir. It returns an error wrapping
-// os.ErrNotExist when the lab has none (one deployed before views).
+// OpenView opens view name held under dir, from dir's mount home (where
+// Bind holds it). It returns an error wrapping os.ErrNotExist when dir
+// holds no view of that name.
 func OpenView(dir, name string) (*View, error) {
 	if _, err := pathOf(dir, name); err != nil {
 		return nil, err
 	}
-	mntPath, utsPath := ViewPaths(dir, name)
-	mnt, err := openNS(mntPath)
-	if err != nil {
-		return nil, fmt.Errorf("open the view of %s: %w", name, err)
+	var v *View
+	open := func() error {
+		mntPath, utsPath := ViewPaths(dir, name)
+		mnt, err := openNS(mntPath)
+		if err != nil {
+			return fmt.Errorf("open the view of %s: %w", name, err)
+		}
+		uts, err := openNS(utsPath)
+		if err != nil {
+			unix.Close(mnt)
+			return fmt.Errorf("open the view of %s: %w", name, err)
+		}
+		v = &View{Name: name, mnt: mnt, uts: uts}
+		return nil
 	}
-	uts, err := openNS(utsPath)
-	if err != nil {
-		unix.Close(mnt)
-		return nil, fmt.Errorf("open the view of %s: %w", name, err)
+	// Where no home is found (a slave mount without its master), the
+	// views this process sees are the ones it can open.
+	if fd, err := mountHome(dir); err == nil && fd >= 0 {
+		return v, inMountHome(dir, open)
 	}
-	return &View{Name: name, mnt: mnt, uts: uts}, nil
+	return v, open()
 }
 
 // openNS opens a namespace file, and refuses anything that is not one.

@@ -77,8 +77,8 @@ func (m *Store) Inspect(labName string) (*inspect.LabInfo, error) {
 		if err := m.inspectNode(&ni, l, indexes); err != nil {
 			ni.Error = err.Error()
 		}
-		if n := l.Node(rec.Node); n != nil && ni.Error == "" {
-			ni.Routing = m.inspectRouting(st.Lab, n, rec.Name)
+		if ni.Present && ni.Error == "" {
+			m.inspectView(&ni, st.Lab, l.Node(rec.Node))
 		}
 		ni.Limits = inspect.ReadLimits(st, rec.Node, st.Started)
 		ni.StoppedSince, ni.Stopped = st.StoppedAt(rec.Node)
@@ -157,6 +157,20 @@ func (m *Store) inspectNode(ni *inspect.NodeInfo, l *spec.Lab, indexes map[spec.
 		return err
 	}
 	return inspect.ReadRouting(h, ni, names)
+}
+
+// inspectView says whether the node's view is held, and when it is,
+// reads its routing daemons (n nil: none).
+func (m *Store) inspectView(ni *inspect.NodeInfo, labName string, n *spec.Node) {
+	v, err := m.OpenView(labName, ni.Namespace)
+	if err != nil {
+		ni.ViewGone = err.Error()
+		return
+	}
+	v.Close()
+	if n != nil {
+		ni.Routing = m.inspectRouting(labName, n, ni.Namespace)
+	}
 }
 
 // inspectRouting reads node n's daemons, from inside its namespace and view.

@@ -84,12 +84,32 @@ func (m *Store) LabViews(labName string) string {
 	return filepath.Join(m.StateDirOrDefault(), "views", labName)
 }
 
-// OpenView opens node's view in lab labName; nil, nil when the lab has
-// none (deployed by a version of nslab before views).
+// ErrViewGone: a deployed node's view (its mount and UTS namespaces) is
+// no longer held where deploy held it. Its processes keep the files they
+// have, but nothing started now reaches them (a routing daemon's socket).
+var ErrViewGone = errors.New("view is gone")
+
+// OpenView opens node's view in lab labName, deployed. Every node of a
+// deployed lab has one: a view that is gone (a reboot of the mount
+// namespace that held it, an unmount by hand) is an error wrapping
+// ErrViewGone, never a run outside it.
 func (m *Store) OpenView(labName, nsName string) (*ns.View, error) {
 	v, err := ns.OpenView(m.LabViews(labName), nsName)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+		return nil, &ViewGoneError{Lab: labName, Namespace: nsName, Dir: m.LabViews(labName)}
 	}
 	return v, err
 }
+
+// ViewGoneError: namespace Namespace of lab Lab has no view in Dir. It
+// wraps ErrViewGone.
+type ViewGoneError struct{ Lab, Namespace, Dir string }
+
+func (e *ViewGoneError) Error() string {
+	return fmt.Sprintf("namespace %s: its view is gone (it was held in %s): the lab must be destroyed and deployed again", e.Namespace, e.Dir)
+}
+
+func (e *ViewGoneError) Unwrap() error { return ErrViewGone }
+
+// LabToDestroy is the lab to destroy before deploying it again.
+func (e *ViewGoneError) LabToDestroy() string { return e.Lab }

@@ -55,10 +55,13 @@ type LabInfo struct {
 
 // NodeInfo is one node of a deployed lab.
 type NodeInfo struct {
-	Node       string          `json:"node"`
-	Namespace  string          `json:"namespace"`
-	Present    bool            `json:"present"`
-	Error      string          `json:"error,omitempty"`
+	Node      string `json:"node"`
+	Namespace string `json:"namespace"`
+	Present   bool   `json:"present"`
+	Error     string `json:"error,omitempty"`
+	// ViewGone says why the node's view (its mount and UTS namespaces)
+	// cannot be opened; empty when it is held.
+	ViewGone   string          `json:"view_gone,omitempty"`
 	Forwarding spec.Forwarding `json:"forwarding"`
 	Interfaces []IfInfo        `json:"interfaces"`
 	Routes     []RouteInfo     `json:"routes"` // of every table but local

@@ -59,6 +59,11 @@ func (info *LabInfo) WriteTable(w io.Writer) {
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
+	for _, n := range info.Nodes {
+		if n.ViewGone != "" {
+			fmt.Fprintf(w, "node %s: %s\n", n.Node, n.ViewGone)
+		}
+	}
 	printStopped(w, info)
 	printQueues(w, info)
 	printImpairments(w, info)
