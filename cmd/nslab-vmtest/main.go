@@ -55,6 +55,7 @@ func main() {
 	cache := flag.String("cache", ".cache/vm", "cache directory (kernel, initramfs)")
 	pkgs := flag.String("pkg", "./pktgen/kernel/,./pktgen/auto/,./pktgen/bench/,./topology/lab/,./topology/check/,./topology/qdisc/", "packages whose tests (with the vmtest tag) run in the VM, comma-separated")
 	run := flag.String("run", "", "only tests matching this regexp (go test -run)")
+	skip := flag.String("skip", "", "leave out the tests matching this regexp (go test -skip): make test leaves out those the host's run has just run and that ask nothing of the VM's kernel")
 	timeout := flag.Duration("timeout", 10*time.Minute, "give up on the VM after this long (its tests take about 5 minutes of emulated CPUs here; a noisy host has stretched one run past 6); a VM that hangs is booted once more")
 	kvm := flag.Bool("kvm", false, "use KVM instead of TCG (only if it works here)")
 	cpus := flag.Int("smp", 2, "virtual CPUs (pktgen runs one thread per CPU)")
@@ -64,7 +65,7 @@ func main() {
 	if *script != "" {
 		*pkgs, *verbose = "", false
 	}
-	if err := runVM(*cache, pkgList(*pkgs), *run, *script, *timeout, *kvm, *cpus, *verbose); err != nil {
+	if err := runVM(*cache, pkgList(*pkgs), testFilter{*run, *skip}, *script, *timeout, *kvm, *cpus, *verbose); err != nil {
 		fmt.Fprintln(os.Stderr, "vmtest:", err)
 		os.Exit(1)
 	}
@@ -77,7 +78,7 @@ func pkgList(s string) []string {
 	return strings.Split(s, ",")
 }
 
-func runVM(cache string, pkgs []string, filter, script string, timeout time.Duration, kvm bool, cpus int, verbose bool) error {
+func runVM(cache string, pkgs []string, filter testFilter, script string, timeout time.Duration, kvm bool, cpus int, verbose bool) error {
 	cache, err := filepath.Abs(cache)
 	if err != nil {
 		return err
@@ -234,7 +235,7 @@ func kernelPackage() (string, error) {
 // buildRoot lays out the VM's root file system: busybox, the modules, the
 // test binaries (run from /src/<pkg> so relative test data paths work, with
 // examples/ beside them) and /init.
-func buildRoot(root, mods string, pkgs []string, filter, script string) error {
+func buildRoot(root, mods string, pkgs []string, filter testFilter, script string) error {
 	if err := baseRoot(root, mods); err != nil {
 		return err
 	}
@@ -344,7 +345,10 @@ func goBuild(what string, args ...string) error {
 
 // addTests builds a package's test binary into the root, with its test
 // data, and returns the /init line that runs it.
-func addTests(root, pkg, filter string) (string, error) {
+// testFilter is go test's -run and -skip for the tests in the VM.
+type testFilter struct{ run, skip string }
+
+func addTests(root, pkg string, filter testFilter) (string, error) {
 	name := strings.ReplaceAll(strings.Trim(filepath.Clean(pkg), "./"), "/", "_")
 	bin := filepath.Join(root, "tests", name+".test")
 	if err := goBuild("build tests of "+pkg, "test", "-c", "-tags", "vmtest", "-o", bin, pkg); err != nil {
@@ -363,8 +367,11 @@ func addTests(root, pkg, filter string) (string, error) {
 		}
 	}
 	args := "-test.v -test.count=1"
-	if filter != "" {
-		args += " -test.run '" + filter + "'"
+	if filter.run != "" {
+		args += " -test.run '" + filter.run + "'"
+	}
+	if filter.skip != "" {
+		args += " -test.skip '" + filter.skip + "'"
 	}
 	return fmt.Sprintf("cd /src/%s && /tests/%s.test %s || rc=1", filepath.Clean(pkg), name, args), nil
 }

@@ -36,6 +36,7 @@ type benchOptions struct {
 	ResultsFile string // --out; "": none
 	Plot        string // --plot FILE; "": none
 	Format      string
+	Details     bool // the table's long forms (bench --details)
 	// Live is --live: where the live stream goes besides the lab's live
 	// file ("": nowhere else, "-": stdout, and the report to ErrOut).
 	Live     string
@@ -66,6 +67,7 @@ func benchCommand(run func(context.Context, *benchOptions) error) *cli.Command {
 		&cli.StringFlag{Name: "measure", Usage: "measure these `NODE:IF,...` instead of the path's interfaces (the last is the receiver)"},
 		&cli.DurationFlag{Name: "interval", Value: time.Second, Usage: "sampling interval (100ms and up)"},
 		&cli.StringFlag{Name: "format", Value: "table", Usage: "table, json, csv or markdown"},
+		&cli.BoolFlag{Name: "details", Usage: "the table's long forms: how each figure was obtained, why the engine was chosen, softnet_stat's table and the machine's settings (the default keeps every line within 120 characters; JSON has everything)"},
 		&cli.BoolFlag{Name: "latency", Usage: "read every packet at the receiver: one-way latency (min, percentiles, max, jitter) and loss, duplicates and reordering by sequence number"},
 		&cli.UintFlag{Name: "latency-every", Usage: "with --latency: read one packet in `N` (a power of two; 1: every packet, with the accounting by sequence); default: every packet, or about 1000 a second when the lab is placed"},
 		&cli.StringFlag{Name: "latency-at", Usage: "measure latency at these `FRACTIONS` of the run's rate, or of its top rate when it has none (a first run as fast as the engine goes), e.g. 10%,50%,90%"},
@@ -105,7 +107,7 @@ func benchCommand(run func(context.Context, *benchOptions) error) *cli.Command {
 			bo.Margin = 100 * req.Traffic.Margin // the run's margin: key, as --margin would give it
 		}
 		return &benchOptions{Request: req, Manager: manager(c), DryRun: c.Bool("dry-run"), ResultsFile: c.String("out"),
-			Plot: c.String("plot"), Format: c.String("format"), Live: c.String("live"), Quiet: c.Bool("quiet"), Out: c.App.Writer, ErrOut: c.App.ErrWriter, Baseline: bo}, err
+			Plot: c.String("plot"), Format: c.String("format"), Details: c.Bool("details"), Live: c.String("live"), Quiet: c.Bool("quiet"), Out: c.App.Writer, ErrOut: c.App.ErrWriter, Baseline: bo}, err
 	}, run, runBench)
 }
 
@@ -395,6 +397,9 @@ func variantsDryRun(w io.Writer, req bench.Request) error {
 func writeOutcome(o *benchOptions, out *bench.Outcome, v *report.BaselineVerdict, h *report.History) error {
 	if out == nil {
 		return nil
+	}
+	for _, r := range out.Reports {
+		r.Details, r.DetailsHint = o.Details, "--details says why"
 	}
 	return report.WriteOutput(o.Out, o.Format, &report.Output{Results: out.Results, Summaries: out.Summaries, Comparisons: out.Comparisons, Control: out.Control,
 		Baseline: v, History: h})

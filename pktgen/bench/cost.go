@@ -58,7 +58,7 @@ func (b *Bench) openCosting() {
 		// A BPF program on every packet costs the router a share of its
 		// capacity (about 1 us a forwarded packet here): a run as fast
 		// as the engine goes measures that capacity, so it goes without.
-		c.note = "no router's own cost per packet: the run goes as fast as it can, and counting every packet would slow the router it measures (give it a rate the router holds)"
+		c.note = "no router's own cost per packet at full speed: counting each packet would slow the router (give a rate it holds)"
 		return
 	}
 	if c.devs, err = softirq.OpenDevices(); err != nil {

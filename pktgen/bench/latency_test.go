@@ -149,8 +149,17 @@ func TestPrivilegedLinkDownGap(t *testing.T) {
 	if gap < out-tick || gap > out+tick {
 		t.Errorf("longest gap %v, outage %v: want within one sampling tick (%v)", gap, out, tick)
 	}
-	if want := uint64(out.Seconds() * 20000); s.LongestGapPackets < want*8/10 || s.LongestGapPackets > want*12/10 {
-		t.Errorf("longest gap %d packets, want about %d (the outage at 20 kpps)", s.LongestGapPackets, want)
+	// The gap's packets are what the sender sent meanwhile: the outage at
+	// the rate the sender held over the run (20 kpps asked; a thread
+	// slowed at every turn by another process on the CPUs holds less).
+	// A thread off its CPU for a tenth of the outage or more gave that
+	// time up and sent nothing then: the premise is checked, not assumed.
+	if behind := rep.Result.Behind; behind >= out/10 {
+		t.Logf("premise not met: the sending thread was off its CPU for %v of its schedule, so the gap's packets are not the outage at the run's rate", behind)
+		return
+	}
+	if want := uint64(out.Seconds() * rep.Result.PPS); s.LongestGapPackets < want*8/10 || s.LongestGapPackets > want*12/10 {
+		t.Errorf("longest gap %d packets, want about %d (the outage at the %.0f pps the sender held)", s.LongestGapPackets, want, rep.Result.PPS)
 	}
 }
 

@@ -62,23 +62,29 @@ func (r *Report) costLines(ew *errWriter) {
 		return
 	}
 	if c.Packets > 0 {
-		ew.printf("router cost: %.0f ns a packet (%v charged to the %d packets %s took in, each from the moment the stack took it to the next packet or the softirq's end on its CPU; exact, BPF on net:netif_receive_skb and irq:softirq_entry/exit)\n",
+		ew.printf("router cost: %.0f ns a packet, exact (BPF): %v over the %d packets %s took in",
 			c.NsPerPacket, time.Duration(c.Ns).Round(time.Microsecond), c.Packets, strings.Join(c.Ingress, ", "))
+		ew.detailf(" (each from the moment the stack took it to the next packet or the softirq's end on its CPU; BPF on net:netif_receive_skb and irq:softirq_entry/exit)")
+		ew.printf("\n")
 	} else if c.Note != "" {
 		ew.printf("%s\n", c.Note)
 	}
 	if c.ReceiverPackets > 0 {
-		ew.printf("receiver cost: %.0f ns a packet (%v charged to the %d packets %s took in, counted the same way)\n",
+		ew.printf("receiver cost: %.0f ns a packet, counted the same way: %v over the %d packets %s took in\n",
 			c.ReceiverNsPerPacket, time.Duration(c.ReceiverNs).Round(time.Microsecond), c.ReceiverPackets, c.Receiver)
 		switch {
-		case c.RelativeCost > 0 && c.Placed:
-			ew.printf("relative cost: %.3f (the routers' cost per packet over the receiver's on the same CPUs in this run, where the receiver did %.0f%% of its packets: the CPUs' speed, which moves from one second to the next, cancels)\n",
-				c.RelativeCost, 100*c.ReceiverSameCPUShare)
 		case c.RelativeCost > 0:
-			ew.printf("relative cost: %.3f (the routers' cost per packet over the receiver's on the same CPUs in this run, where the receiver did %.0f%% of its packets; no router is placed, so the senders' work shares those CPUs, and the ratio cancels less of their speed than with a placed router)\n",
+			ew.printf("relative cost: %.3f, the routers' cost over the receiver's on the same CPUs (it did %.0f%% of its packets there)",
 				c.RelativeCost, 100*c.ReceiverSameCPUShare)
+			if c.Placed {
+				ew.detailf(" (the CPUs' speed, which moves from one second to the next, cancels)")
+			} else {
+				ew.printf("; no router is placed")
+				ew.detailf(" (so the senders' work shares those CPUs, and the ratio cancels less of their speed than with a placed router)")
+			}
+			ew.printf("\n")
 		case c.Packets > 0:
-			ew.printf("relative cost: none (the receiver did %.0f%% of its packets on the routers' CPUs, less than half: no yardstick on the same CPUs)\n", 100*c.ReceiverSameCPUShare)
+			ew.printf("relative cost: none (the receiver did %.0f%% of its packets on the routers' CPUs: no yardstick there)\n", 100*c.ReceiverSameCPUShare)
 		}
 	}
 	cpus := make([]string, len(c.CPUs))
@@ -87,7 +93,7 @@ func (r *Report) costLines(ew *errWriter) {
 	}
 	where := "cpu " + strings.Join(cpus, ",")
 	if !c.Placed {
-		where = "every CPU (no router is placed: its work runs where the packets arrive)"
+		where = "every CPU"
 	}
 	if c.Shared {
 		ew.printf("CPU cost: not this lab's alone (its CPUs also ran the duet's twin lab)\n")
@@ -97,10 +103,15 @@ func (r *Report) costLines(ew *errWriter) {
 		ew.printf("CPU cost: none: %s\n", c.CPUNote)
 		return
 	}
-	ew.printf("CPU cost: %.0f ns a packet forwarded (%v of NET_RX/TX softirq on %s in %d runs, the receiver's work there included, over %d packets that left %s)",
-		c.CPUNsPerPacket, time.Duration(c.CPUSoftirqNs).Round(time.Microsecond), where, c.Runs, c.Forwarded, strings.Join(c.Nodes, ", "))
-	if s := r.Stalls; s != nil && s.Stalls > 0 {
-		ew.printf("; the CPUs stalled %v in all meanwhile, which counts where it fell inside a softirq", s.TotalNs.Round(10*time.Microsecond))
+	ew.printf("CPU cost: %.0f ns a packet forwarded by %s: softirq time on %s, the receiver's work there included",
+		c.CPUNsPerPacket, strings.Join(c.Nodes, ", "), where)
+	ew.detailf(" (%v of NET_RX/TX softirq in %d runs over the %d packets that left %s", time.Duration(c.CPUSoftirqNs).Round(time.Microsecond), c.Runs, c.Forwarded, strings.Join(c.Nodes, ", "))
+	if !c.Placed {
+		ew.detailf("; no router is placed: its work runs where the packets arrive")
 	}
+	if s := r.Stalls; s != nil && s.Stalls > 0 {
+		ew.detailf("; the stalls above count where they fell inside a softirq")
+	}
+	ew.detailf(")")
 	ew.printf("\n")
 }

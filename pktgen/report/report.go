@@ -145,6 +145,13 @@ type Report struct {
 	// rate), by target ("ns1:veth1").
 	Shapers  map[string]uint64 `json:"-"`
 	HopRoles []string          `json:"-"` // the role of each of Targets
+	// Details asks the table for its long forms (bench --details): how
+	// each figure was obtained, softnet_stat's table and the machine's
+	// settings. JSON always carries them.
+	Details bool `json:"-"`
+	// DetailsHint says where the long forms are, after a line cut short
+	// ("--details says why"); empty: nothing is said.
+	DetailsHint string `json:"-"`
 }
 
 // HopCounters is one sampled interface's change over the run.

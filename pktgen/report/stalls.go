@@ -19,12 +19,15 @@ func (r *Report) stallLine(ew *errWriter) {
 	for i, c := range s.CPUs {
 		cpus[i] = fmt.Sprint(c)
 	}
-	ew.printf("stalls of cpu %s while the engine ran (the CPU was taken away: a hard timer's interrupt came %v late or more): %d", strings.Join(cpus, ","), s.ThresholdNs, s.Stalls)
-	if s.Stalls > 0 {
-		ew.printf(", longest %v, %v in all", s.LongestNs.Round(10*time.Microsecond), s.TotalNs.Round(10*time.Microsecond))
+	if s.Stalls == 0 {
+		ew.printf("stalls: none on cpu %s while the engine ran", strings.Join(cpus, ","))
+	} else {
+		ew.printf("stalls: %d on cpu %s while the engine ran, longest %v, %v in all", s.Stalls, strings.Join(cpus, ","),
+			s.LongestNs.Round(10*time.Microsecond), s.TotalNs.Round(10*time.Microsecond))
 		if r.Loss > 0 || r.NamedDrops > 0 {
-			ew.printf("; the losses may be the machine's as much as the path's")
+			ew.printf("; the losses may be the machine's too")
 		}
 	}
+	ew.detailf(" (a stall: the CPU was taken away, a hard timer's interrupt came %v late or more)", s.ThresholdNs)
 	ew.printf("\n")
 }

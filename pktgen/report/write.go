@@ -111,6 +111,16 @@ func (r *Report) costCells(none string) (ns, relative string) {
 type errWriter struct {
 	w   io.Writer
 	err error
+	// details: the report's long forms too (bench --details): how each
+	// figure was obtained, in the words of the line it explains.
+	details bool
+}
+
+// detailf writes what only the long form of a report says.
+func (e *errWriter) detailf(format string, args ...any) {
+	if e.details {
+		e.printf(format, args...)
+	}
 }
 
 func (e *errWriter) printf(format string, args ...any) {
@@ -121,7 +131,7 @@ func (e *errWriter) printf(format string, args ...any) {
 
 // table writes one report for a terminal.
 func (r *Report) table(w io.Writer) error {
-	ew := &errWriter{w: w}
+	ew := &errWriter{w: w, details: r.Details}
 	r.tableHead(ew)
 	r.latencyLines(ew)
 	r.tableHops(ew)
@@ -138,7 +148,13 @@ func (r *Report) tableHead(ew *errWriter) {
 	ew.printf("lab %s%s, traffic %s: %s -> %s, next hop %s (%s)\n", r.Lab, variantSuffix(r.Variant), r.Traffic, r.From, r.To, r.NextHop, r.NextHopMAC)
 	ew.printf("engine: %s", r.Engine)
 	if r.Reason != "" {
-		ew.printf(" (%s)", r.Reason)
+		short, rest := shortReason(r.Reason)
+		ew.printf(" (%s", short)
+		if rest != "" && !ew.details && r.DetailsHint != "" {
+			ew.printf("; %s", r.DetailsHint)
+		}
+		ew.detailf("%s", rest)
+		ew.printf(")")
 	}
 	offered := "as fast as the engine goes"
 	if r.OfferedPPS > 0 {
@@ -204,7 +220,7 @@ func (r *Report) tableHops(ew *errWriter) {
 		if rt.Host != "" {
 			on = " on host " + rt.Host
 		}
-		ew.printf("router %s%s: entered %d, forwarded (left it) %d, dropped at its egress %d", rt.Node, on, rt.Entered, rt.Forwarded, rt.DroppedAtEgress)
+		ew.printf("router %s%s: entered %d, forwarded %d, dropped at its egress %d", rt.Node, on, rt.Entered, rt.Forwarded, rt.DroppedAtEgress)
 		if rt.DuplicatedAtEgress > 0 {
 			ew.printf(", copies its egress added %d", rt.DuplicatedAtEgress)
 		}
@@ -218,7 +234,7 @@ func (r *Report) tableHops(ew *errWriter) {
 			}
 		}
 		if x := rt.XDP; x != nil {
-			ew.printf("; XDP fast path: forwarded %d, passed to the stack %d, dropped %d", x.Forwarded, x.Passed, x.Dropped)
+			ew.printf("\nrouter %s's XDP fast path: forwarded %d, passed to the stack %d, dropped %d", rt.Node, x.Forwarded, x.Passed, x.Dropped)
 			for _, k := range slices.Sorted(maps.Keys(x.Why)) {
 				ew.printf(" (%s %d)", k, x.Why[k])
 			}
@@ -335,7 +351,9 @@ func (r *Report) tableCPUs(ew *errWriter) {
 
 // cpuTables writes one host's softnet_stat and CPU time per CPU.
 func cpuTables(ew *errWriter, softnet []SoftnetCPU, cpus []CPUUse) {
-	if len(softnet) > 0 {
+	// softnet_stat's figures are in the drops' causes; the table is the
+	// long form's.
+	if len(softnet) > 0 && ew.details {
 		ew.printf("softnet_stat (machine-wide: every namespace's packets on each CPU)\n")
 		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
 		fmt.Fprintln(tw, "CPU\tprocessed\tbacklog drops\tsqueezed\tRPS in\t")
@@ -363,8 +381,11 @@ func cpuTables(ew *errWriter, softnet []SoftnetCPU, cpus []CPUUse) {
 func (r *Report) tableEnv(ew *errWriter) {
 	e := r.Env
 	ew.printf("kernel %s; %s\n", e.Kernel, e.CPUModel)
-	ew.printf("machine: %d CPUs online (%s); this process may use %s\n", e.CPUs, e.OnlineCPUs, e.AllowedCPUs)
-	ew.printf("placement: %s\n%s\n", strings.Join(e.Placement, "; "), e.Sampler)
+	ew.detailf("machine: %d CPUs online (%s); this process may use %s\n", e.CPUs, e.OnlineCPUs, e.AllowedCPUs)
+	ew.printf("placement: %s\n", strings.Join(e.Placement, "; "))
+	if e.Sampler != "" {
+		ew.printf("%s\n", e.Sampler)
+	}
 	if len(e.Impairments) > 0 {
 		var parts []string
 		for _, t := range r.Targets {
@@ -380,21 +401,37 @@ func (r *Report) tableEnv(ew *errWriter) {
 			sys = append(sys, k+"="+v)
 		}
 	}
-	ew.printf("%s", strings.Join(sys, " "))
+	ew.detailf("%s\n", strings.Join(sys, " "))
 	if len(e.LabSets) > 0 {
-		ew.printf("; set by the lab file (machine: sysctls, given back at destroy): %s", strings.Join(e.LabSets, " "))
+		ew.printf("set by the lab file (machine: sysctls, given back at destroy): %s\n", strings.Join(e.LabSets, " "))
 	}
-	ew.printf("\n")
 	if e.LabHash != "" && e.AsDeployed {
-		ew.printf("lab file %s as deployed (not the file given), sha256 %s, nslab %s", e.LabFile, e.LabHash, e.NSLab)
+		ew.printf("lab file %s as deployed (not the file given)\nsha256 %s, nslab %s", e.LabFile, e.LabHash, e.NSLab)
 	} else if e.LabHash != "" {
-		ew.printf("lab file sha256 %s, nslab %s", e.LabHash, e.NSLab)
+		ew.printf("lab file sha256 %s\nnslab %s", e.LabHash, e.NSLab)
 		if e.EngineV != "" {
 			ew.printf(", engine %s", e.EngineV)
 		}
 		ew.printf("\n")
 	}
-	ew.printf("\n")
+	ew.detailf("\n")
+}
+
+// shortReason splits an explanation at its first parenthesis or
+// semicolon once it is long: the first part for the default report, the
+// rest for --details.
+func shortReason(s string) (short, rest string) {
+	if len(s) <= 70 {
+		return s, ""
+	}
+	i := strings.Index(s, " (")
+	if j := strings.Index(s, "; "); j >= 0 && (i < 0 || j < i) {
+		i = j
+	}
+	if i < 0 {
+		return s, ""
+	}
+	return s[:i], s[i:]
 }
 
 // Write lets tabwriters write through e.

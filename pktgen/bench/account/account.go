@@ -315,10 +315,10 @@ func linkCause(d report.Drop, backlog, linkDrops uint64, where []string, frame i
 // few packets' difference does not make it unknown.
 func fullBacklog(whose string, backlog, named uint64, where []string, interfaces string) string {
 	if backlog == named {
-		return fmt.Sprintf("enqueue to a full backlog: %ssoftnet_stat counted %s in the run, as many as %s dropped", whose, strings.Join(where, ", "), interfaces)
+		return fmt.Sprintf("a full backlog (%ssoftnet_stat: %s, as many as %s)", whose, strings.Join(where, ", "), interfaces)
 	}
-	return fmt.Sprintf("enqueue to a full backlog: %ssoftnet_stat counted %s in the run, %d more than %s dropped (it counts every namespace's packets on those CPUs)",
-		whose, strings.Join(where, ", "), backlog-named, interfaces)
+	// softnet_stat counts every namespace's packets on those CPUs.
+	return fmt.Sprintf("a full backlog (%ssoftnet_stat: %s; %s %d)", whose, strings.Join(where, ", "), interfaces, named)
 }
 
 // backlogDrops is the backlog drops of softnet (one host's), and where

@@ -113,8 +113,8 @@ func TestLinkBacklogCause(t *testing.T) {
 		dropped uint64
 		cause   string
 	}{
-		{551494, "enqueue to a full backlog: softnet_stat counted 551494 on cpu1 in the run, as many as the links dropped"},
-		{551499, "enqueue to a full backlog: softnet_stat counted 551499 on cpu1 in the run, 5 more than the links dropped (it counts every namespace's packets on those CPUs)"},
+		{551494, "a full backlog (softnet_stat: 551494 on cpu1, as many as the links)"},
+		{551499, "a full backlog (softnet_stat: 551499 on cpu1; the links 551494)"},
 		{300000, "softnet_stat counted 300000 backlog drops in the run (300000 on cpu1), the links 551494"},
 		{0, "not backlog drops (softnet_stat counted none)"},
 	} {

@@ -75,13 +75,13 @@ func TestAcrossHosts(t *testing.T) {
 		want, cause string
 	}{
 		{[]report.SoftnetCPU{{CPU: 0}, {CPU: 1, Dropped: 74726}}, "; on host b: cpu1 97% softirq, 74726 backlog drops)",
-			"enqueue to a full backlog: host b's softnet_stat counted 74726 on cpu1 in the run, as many as its interfaces dropped"},
+			"a full backlog (host b's softnet_stat: 74726 on cpu1, as many as its interfaces)"},
 		{[]report.SoftnetCPU{{CPU: 0}, {CPU: 1, Dropped: 43341}}, "; on host b: cpu1 97% softirq, 43341 backlog drops)",
 			"host b's softnet_stat counted 43341 backlog drops in the run (43341 on cpu1), its interfaces 74726"},
 		// A few more than the interfaces dropped: softnet_stat counts
 		// every namespace's packets; the cause stays.
 		{[]report.SoftnetCPU{{CPU: 0}, {CPU: 1, Dropped: 74731}}, "; on host b: cpu1 97% softirq, 74731 backlog drops)",
-			"enqueue to a full backlog: host b's softnet_stat counted 74731 on cpu1 in the run, 5 more than its interfaces dropped (it counts every namespace's packets on those CPUs)"},
+			"a full backlog (host b's softnet_stat: 74731 on cpu1; its interfaces 74726)"},
 		{[]report.SoftnetCPU{{CPU: 0}, {CPU: 1}}, "; on host b: no backlog drops, the busiest cpu1 97% softirq)",
 			"not backlog drops (host b's softnet_stat counted none)"},
 	} {

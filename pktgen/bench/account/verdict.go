@@ -218,7 +218,7 @@ func noLossVerdict(r *report.Report, p Placement, sentPPS float64) report.Verdic
 	if offered := float64(r.OfferedPPS) * float64(threads); offered > 0 && ranPPS >= 0.98*offered {
 		ev := []string{fmt.Sprintf("the path carried the %.0f pps offered and dropped nothing", offered)}
 		if behind > 0 {
-			ev = append(ev, fmt.Sprintf("a sending thread did not run for %v of its schedule (a stalled CPU), so %.0f pps were offered over the run", behind.Round(time.Microsecond), sentPPS))
+			ev = append(ev, fmt.Sprintf("a sending thread was off its CPU for %v of its schedule, so %.0f pps were offered over the run", behind.Round(time.Microsecond), sentPPS))
 		}
 		return report.Verdict{Limit: "offered rate", Evidence: ev}
 	}
@@ -238,7 +238,7 @@ func noLossVerdict(r *report.Report, p Placement, sentPPS float64) report.Verdic
 		ev = append(ev, CPUEvidence(r, c))
 	}
 	if b := r.Result.Behind; b > 0 {
-		ev = append(ev, fmt.Sprintf("a sending thread did not run for %v of its schedule (a stalled CPU) and took it up again without a burst", b.Round(time.Microsecond)))
+		ev = append(ev, fmt.Sprintf("a sending thread was off its CPU for %v of its schedule and went on without a burst", b.Round(time.Microsecond)))
 	}
 	return report.Verdict{Limit: "sender", Node: r.Path[0].Node, CPUs: senders, Evidence: append(ev, "the path dropped nothing")}
 }
@@ -351,8 +351,14 @@ func cpuEvidence(cpus []report.CPUUse, n int) string {
 		}) int {
 			return cmp.Compare(b.v, a.v)
 		})
+		// Whose work it was: what the placement put on the CPU (every
+		// CPU's time is machine-wide, the kernel's and every process's).
+		cpu := fmt.Sprintf("cpu%d", n)
+		if len(c.Roles) > 0 {
+			cpu += " of " + strings.Join(c.Roles, ", ") + ":"
+		}
 		if kinds[0].v >= 80 {
-			return fmt.Sprintf("cpu%d %.0f%% %s", n, kinds[0].v, kinds[0].name)
+			return fmt.Sprintf("%s %.0f%% %s", cpu, kinds[0].v, kinds[0].name)
 		}
 		var parts []string
 		for _, k := range kinds[:2] {
@@ -360,7 +366,7 @@ func cpuEvidence(cpus []report.CPUUse, n int) string {
 				parts = append(parts, fmt.Sprintf("%.0f%% %s", k.v, k.name))
 			}
 		}
-		return fmt.Sprintf("cpu%d %.0f%% busy (%s)", n, c.Busy(), strings.Join(parts, ", "))
+		return fmt.Sprintf("%s %.0f%% busy (%s)", cpu, c.Busy(), strings.Join(parts, ", "))
 	}
 	return fmt.Sprintf("cpu%d", n)
 }

@@ -50,10 +50,18 @@ func TestVerdicts(t *testing.T) {
 		{"offered", verdictOf(nil, nil, busy, placed, 1000000), "offered rate", "", "1000000 pps offered"},
 		{"held back", verdictOf(nil, nil, []report.CPUUse{{CPU: "cpu0", N: 0, System: 50, Idle: 50}, {CPU: "cpu1", N: 1, System: 99, Idle: 1}}, placed, 0), "router", "ns2", "held back"},
 	}
+	// Whose work a CPU figure was: what the placement put there.
+	withRoles := []report.CPUUse{{CPU: "cpu0", N: 0, System: 95, Idle: 5, Roles: []string{"sender ns1", "nslab sampler"}}, {CPU: "cpu1", N: 1, SoftIRQ: 90, Idle: 10, Roles: []string{"router ns2"}}}
+	if got := verdictOf([]report.Drop{link}, []report.SoftnetCPU{{CPU: 1, Dropped: 500}}, withRoles, placed, 0).Line(); !strings.Contains(got, "cpu1 of router ns2: 90% softirq") {
+		t.Errorf("a router's CPU in the verdict does not say whose: %q", got)
+	}
+	if got := verdictOf(nil, nil, withRoles, placed, 0).Line(); !strings.Contains(got, "cpu0 of sender ns1, nslab sampler: 95% sys") {
+		t.Errorf("the sender's CPU in the verdict does not say whose: %q", got)
+	}
 	stalled := &report.Report{Path: crsPath, CPU: busy, Sent: 1000000, Elapsed: time.Second,
 		Result: &engine.Result{Threads: []engine.ThreadResult{{}}, Behind: 12 * time.Millisecond}, Env: report.Env{Sysctls: map[string]string{}}}
 	Judge(stalled, placed, 1e6)
-	if line := stalled.Verdict.Line(); stalled.Verdict.Limit != "sender" || !strings.Contains(line, "did not run for 12ms") {
+	if line := stalled.Verdict.Line(); stalled.Verdict.Limit != "sender" || !strings.Contains(line, "was off its CPU for 12ms") {
 		t.Errorf("a sender that gave up 12 ms of its schedule: %q", line)
 	}
 	// The same stall in a paced run: 19,520 pps over 3 s, 20,000 over the
@@ -61,7 +69,7 @@ func TestVerdicts(t *testing.T) {
 	paced := &report.Report{Path: crsPath, CPU: busy, Sent: 58560, Elapsed: 3 * time.Second, OfferedPPS: 20000,
 		Result: &engine.Result{Threads: []engine.ThreadResult{{}}, Behind: 72 * time.Millisecond}, Env: report.Env{Sysctls: map[string]string{}}}
 	Judge(paced, placed, 19520)
-	if line := paced.Verdict.Line(); paced.Verdict.Limit != "offered rate" || !strings.Contains(line, "did not run for 72ms") {
+	if line := paced.Verdict.Line(); paced.Verdict.Limit != "offered rate" || !strings.Contains(line, "was off its CPU for 72ms") {
 		t.Errorf("a paced sender that gave up 72 ms of 3 s: %q", line)
 	}
 	paced.Result.Behind = 0
