@@ -115,8 +115,14 @@ func awaitRouting(ctx context.Context, r *lab.Running, wait time.Duration, progr
 		return fmt.Errorf("the lab's routing daemons have not converged: %w (give them longer (wait), or check the lab)", err)
 	}
 	if progress != nil {
-		summary, _ := pairs.Summary()
-		fmt.Fprintf(progress, "routing converged: %s; %s\n", summary, conv)
+		// A line: how long it took and that every pair answered as the
+		// routes say (check --wait gives the whole of both).
+		_, bad := pairs.Summary()
+		answered := "every pair as the routes say"
+		if bad {
+			answered = "not every pair as the routes say (nslab check says which)"
+		}
+		fmt.Fprintf(progress, "routing converged in %.2f s (%d pairs checked): %s\n", conv.Took.Seconds(), len(pairs), answered)
 	}
 	return nil
 }

@@ -29,8 +29,15 @@ func (c ConntrackCounts) Moved() bool {
 	return c.Entries+c.EntriesBefore+c.New+c.Found+c.Invalid+c.Dropped() > 0
 }
 
-// String is the report's line.
-func (c ConntrackCounts) String() string {
-	return fmt.Sprintf("conntrack in %s (%s): %d entries (%d before); in the run: new %d, found %d, invalid %d, insert_failed %d, drop %d, early_drop %d",
-		c.Node, c.Source, c.Entries, c.EntriesBefore, c.New, c.Found, c.Invalid, c.InsertFailed, c.Drop, c.EarlyDrop)
+// String is the report's line, with where its figures come from.
+func (c ConntrackCounts) String() string { return c.line(true) }
+
+// line is the report's line; source: with where its figures come from.
+func (c ConntrackCounts) line(source bool) string {
+	from := ""
+	if source {
+		from = " (" + c.Source + ")"
+	}
+	return fmt.Sprintf("conntrack in %s%s: %d entries (%d before); in the run: new %d, found %d, invalid %d, insert_failed %d, drop %d, early_drop %d",
+		c.Node, from, c.Entries, c.EntriesBefore, c.New, c.Found, c.Invalid, c.InsertFailed, c.Drop, c.EarlyDrop)
 }

@@ -38,7 +38,13 @@ func (r *Report) fidelityLines(ew *errWriter) {
 			}
 			parts = append(parts, c.What+" asked "+c.Asked+", delivered "+c.Delivered+": "+verdict)
 		}
-		ew.printf("impairment of %s (%s): %s\n", f.Interface, f.Asked, strings.Join(parts, "; "))
+		ew.printf("impairment of %s", f.Interface)
+		ew.detailf(" (%s)", f.Asked)
+		if len(parts) == 1 {
+			ew.printf(": %s\n", parts[0])
+		} else {
+			ew.printf(":\n  %s\n", strings.Join(parts, "\n  "))
+		}
 		if f.Flag != "" {
 			ew.printf("  ! %s: %s\n", f.Interface, f.Flag)
 		}

@@ -242,7 +242,7 @@ func (r *Report) tableHops(ew *errWriter) {
 		ew.printf("\n")
 	}
 	for _, ct := range r.Conntrack {
-		ew.printf("%s\n", ct)
+		ew.printf("%s\n", ct.line(ew.details))
 	}
 	r.costLines(ew)
 	ew.printf("\n")
@@ -312,15 +312,15 @@ func places(ew *errWriter, ds []Drop) {
 		if d.Host != "" {
 			place += " (host " + d.Host + ")"
 		}
-		fmt.Fprintf(tw, "  %s\t%d\t%s\n", place, d.Packets, d.causeAndQdisc())
+		fmt.Fprintf(tw, "  %s\t%d\t%s\n", place, d.Packets, d.causeAndQdisc(ew.details))
 	}
 	tw.Flush()
 }
 
-// causeAndQdisc is a drop's cause, and for a qdisc's drops its counters
-// too (drops, overlimits, backlog).
-func (d Drop) causeAndQdisc() string {
-	if strings.HasPrefix(d.Place, "qdisc of ") && d.Cause != "" && d.Counted != "" {
+// causeAndQdisc is a drop's cause, and for a qdisc's drops, with
+// details, its counters too (drops, overlimits, backlog).
+func (d Drop) causeAndQdisc(details bool) string {
+	if details && strings.HasPrefix(d.Place, "qdisc of ") && d.Cause != "" && d.Counted != "" {
 		return d.Cause + " (" + d.Counted + ")"
 	}
 	return d.Cause
@@ -393,7 +393,9 @@ func (r *Report) tableEnv(ew *errWriter) {
 				parts = append(parts, t.String()+" "+q)
 			}
 		}
-		ew.printf("impairments (what each interface does to what it sends): %s\n", strings.Join(parts, "; "))
+		ew.printf("impairments")
+		ew.detailf(" (what each interface does to what it sends)")
+		ew.printf(": %s\n", strings.Join(parts, "; "))
 	}
 	var sys []string
 	for _, k := range GlobalSysctls {

@@ -134,7 +134,7 @@ func minTime(a, b time.Time) time.Time {
 // orCounted is a drop's cause, or failing that which counters saw it.
 func orCounted(d Drop) string {
 	if d.Cause != "" {
-		return d.causeAndQdisc()
+		return d.causeAndQdisc(true)
 	}
 	return d.Counted
 }

@@ -465,11 +465,11 @@ func qdiscCause(q *qdisc.State) string {
 	case q.Child != "":
 		why = append(why, fmt.Sprintf("or its queue (%s): %s", q.Child, queueWhy(q.Child)))
 	case m.Rate > 0:
-		why = append(why, fmt.Sprintf("its queue of %d packets was full, as the run offered more than its rate of %s", m.QueueLimit(), units.FormatBitRate(m.Rate)))
+		why = append(why, fmt.Sprintf("queue of %d full (offered more than %s)", m.QueueLimit(), units.FormatBitRate(m.Rate)))
 	default:
 		why = append(why, fmt.Sprintf("or its queue of %d packets was full", m.QueueLimit()))
 	}
-	return fmt.Sprintf("its impairment (%s) dropped them: %s", q, strings.Join(why, ", "))
+	return fmt.Sprintf("impairment %s: %s", q, strings.Join(why, ", "))
 }
 
 // queueWhy is how a queue discipline of this kind drops.

@@ -80,7 +80,11 @@ func lossVerdict(r *report.Report, p Placement) report.Verdict {
 	}
 	role := RoleOf(r, worst.Node)
 	if _, iface, ok := strings.Cut(worst.Place, "qdisc of "); ok {
-		what, why, _ := strings.Cut(worst.Cause, " dropped them: ")
+		what, why, ok := strings.Cut(worst.Cause, " dropped them: ")
+		if !ok { // an impairment's: "impairment tbf rate 10Mbit limit 1000: queue of 1000 full ..."
+			what, why, _ = strings.Cut(worst.Cause, ": ")
+			what = "its " + what
+		}
 		return report.Verdict{Limit: "link", Node: iface, Evidence: []string{fmt.Sprintf("%d dropped by %s: %s", worst.Packets, what, why)}}
 	}
 	if where, ok := strings.CutPrefix(worst.Place, "on "); ok && worst.Node == "" {
