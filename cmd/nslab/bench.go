@@ -401,6 +401,14 @@ func writeOutcome(o *benchOptions, out *bench.Outcome, v *report.BaselineVerdict
 	for _, r := range out.Reports {
 		r.Details, r.DetailsHint = o.Details, "--details says why"
 	}
+	for _, g := range out.Groups {
+		for _, r := range g.Streams {
+			r.Details, r.DetailsHint = o.Details, "--details says why"
+		}
+	}
+	for _, c := range out.Comparisons {
+		c.Details = o.Details
+	}
 	return report.WriteOutput(o.Out, o.Format, &report.Output{Results: out.Results, Summaries: out.Summaries, Comparisons: out.Comparisons, Control: out.Control,
 		Baseline: v, History: h})
 }

@@ -117,12 +117,12 @@ type hostReader struct {
 
 func (h hostReader) stop(linger time.Duration, q remote.ArrivalsAsk) (remote.Arrivals, error) {
 	q.Linger = linger
-	q.Method += fmt.Sprintf("; read on host %s, whose clock is %+.3f ms ± %.3f ms against the sender's host's (measured by %s)",
-		h.clock.Host, float64(h.clock.Offset)/1e6, float64(h.clock.Error)/1e6, h.clock.By)
+	// How the clock was measured (h.clock.By) is the report's host_clocks.
+	q.Method += fmt.Sprintf("; read on host %s, clock %+.3f ± %.3f ms from the sender's", h.clock.Host, float64(h.clock.Offset)/1e6, float64(h.clock.Error)/1e6)
 	if correction(h.clock) == 0 {
-		q.Method += ": the same clock within that error, so no correction; each latency is good to that error"
+		q.Method += ": the same within that, so no correction"
 	} else {
-		q.Method += ": the arrival times taken less that offset; each latency is good to that error"
+		q.Method += ": arrivals taken less that offset"
 	}
 	return h.hops.StopReader(h.clock.Host, q)
 }

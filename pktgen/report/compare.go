@@ -259,9 +259,12 @@ type Change struct {
 // Comparison is every figure two files share, compared.
 type Comparison struct {
 	Old, New string
-	Method   string   `json:"method"`
-	Changes  []Change `json:"changes"`
-	Ignored  []string `json:"environment_differences,omitempty"` // differences the caller chose to ignore
+	// Details asks the table for its long forms (how each decision was
+	// made); JSON and markdown always carry them.
+	Details bool     `json:"-"`
+	Method  string   `json:"method"`
+	Changes []Change `json:"changes"`
+	Ignored []string `json:"environment_differences,omitempty"` // differences the caller chose to ignore
 	// Decision is the answer on the comparison's main figure (Decide);
 	// nil before one is made.
 	Decision *Decision `json:"comparison,omitempty"`
@@ -422,15 +425,22 @@ func (c *Comparison) decisionLines(ew *errWriter, pre, post string) {
 	if d.Frame == 0 {
 		size = "TCP flows" // a TCP run has no frame size
 	}
-	ew.printf("%sdecision on %s (traffic %s, %s): %s%s\n", pre, d.Figure, d.Traffic, size, d.Decision, post)
-	ew.printf("  how: %s; %d pairs", d.Method, d.Pairs)
+	// The decision, and on a line of its own the figures it rests on.
+	said, why, cut := strings.Cut(d.Decision, " (")
+	ew.printf("%sdecision on %s (traffic %s, %s): %s%s\n", pre, d.Figure, d.Traffic, size, said, post)
+	if cut {
+		ew.printf("  (%s\n", why)
+	}
+	ew.printf("  %d pairs", d.Pairs)
 	if d.Look > 0 {
 		ew.printf(", decided at look %d", d.Look)
 	}
-	ew.printf("; p %.3g\n", d.P)
+	ew.printf("; p %.3g", d.P)
+	ew.detailf("; how: %s", d.Method)
+	ew.printf("\n")
 	if d.PairSD > 0 {
-		ew.printf("  bootstrap interval of the median pair: %+.2f%% .. %+.2f%%; one pair spreads %.2f%%; the smallest change these pairs detect (90%% power): %.2f%%\n",
-			d.BootstrapLow, d.BootstrapHigh, d.PairSD, d.MDE)
+		ew.printf("  bootstrap interval of the median pair: %+.2f%% .. %+.2f%%; one pair spreads %.2f%%\n", d.BootstrapLow, d.BootstrapHigh, d.PairSD)
+		ew.printf("  the smallest change these pairs detect (90%% power): %.2f%%\n", d.MDE)
 	}
 	for _, l := range []struct{ label, text string }{{"set-up", d.Setup}, {"figure", d.FigureReason}, {"can it move", d.Validity}} {
 		if l.text != "" {
@@ -465,7 +475,7 @@ func (c *Comparison) Write(w io.Writer, format string) error {
 		enc.SetIndent("", "  ")
 		return enc.Encode(c)
 	case "markdown":
-		ew := &errWriter{w: w}
+		ew := &errWriter{w: w, details: true}
 		c.decisionLines(ew, "**", "**")
 		ew.printf("| traffic | frame | figure | old | new | change | 95%% interval | p | significant |\n|---|---|---|---|---|---|---|---|---|\n")
 		for _, x := range c.Changes {
@@ -473,8 +483,10 @@ func (c *Comparison) Write(w io.Writer, format string) error {
 		}
 		return ew.err
 	case "table", "":
-		ew := &errWriter{w: w}
-		ew.printf("old: %s\nnew: %s\n%s; significant: p < %g\n", c.Old, c.New, c.Method, Significance)
+		ew := &errWriter{w: w, details: c.Details}
+		ew.printf("old: %s\nnew: %s\n", c.Old, c.New)
+		ew.detailf("%s; ", c.Method)
+		ew.printf("significant: p < %g\n", Significance)
 		c.decisionLines(ew, "", "")
 		for _, d := range c.Ignored {
 			ew.printf("ignored (forced): %s\n", d)

@@ -9,14 +9,17 @@ import (
 // latencyLines is the table's latency and sequence block.
 func (r *Report) latencyLines(ew *errWriter) {
 	if l := r.Latency; l != nil {
-		ew.printf("latency, one-way (%s, %d samples, send stamps to %s): ", l.Method, l.Samples, nsString(float64(l.ResolutionNs)))
+		ew.printf("latency, one-way (%d samples): ", l.Samples)
 		if l.Samples == 0 {
 			ew.printf("none received\n")
 		} else {
-			ew.printf("min %s  p50 %s  p90 %s  p99 %s  p99.9 %s  max %s  mean %s;  jitter (RFC 3550) %s\n",
+			ew.printf("min %s  p50 %s  p90 %s  p99 %s\n  p99.9 %s  max %s  mean %s;  jitter (RFC 3550) %s\n",
 				nsString(float64(l.MinNs)), nsString(float64(l.P50Ns)), nsString(float64(l.P90Ns)), nsString(float64(l.P99Ns)),
 				nsString(float64(l.P999Ns)), nsString(float64(l.MaxNs)), nsString(l.MeanNs), nsString(l.JitterNs))
 		}
+		ew.printf("  %s", l.Method)
+		ew.detailf("; send stamps to %s", nsString(float64(l.ResolutionNs)))
+		ew.printf("\n")
 	}
 	if s := r.Sequence; s != nil {
 		ew.printf("by sequence: %d unique received + %d lost = %d the engine sent; %d duplicates", s.UniqueReceived, s.Lost, s.UniqueReceived+s.Lost, s.Duplicates)

@@ -257,7 +257,9 @@ func (r *Report) hostLines(ew *errWriter) {
 		for _, c := range r.HostClocks {
 			parts = append(parts, fmt.Sprintf("host %s %+.3f ms ± %.3f ms", c.Host, float64(c.Offset)/1e6, float64(c.Error)/1e6))
 		}
-		ew.printf("other hosts' hops read by their agents, each reading within the round trip of its ask; their clocks against this one's (measured by %s): %s\n\n", r.HostClocks[0].By, strings.Join(parts, ", "))
+		ew.printf("other hosts' hops read by their agents; their clocks against this one's: %s", strings.Join(parts, ", "))
+		ew.detailf(" (measured by %s; each reading within the round trip of its ask)", r.HostClocks[0].By)
+		ew.printf("\n\n")
 	}
 	for _, l := range r.LostHosts {
 		ew.printf("host %s lost %.3f s into the run (%s): its hops' counters are those of its last reading", l.Host, l.At.Sub(r.Started).Seconds(), l.Why)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -43,7 +44,7 @@ func (g *GroupReport) names() []string {
 
 // table writes one group as text.
 func (g *GroupReport) table(w io.Writer) error {
-	ew := &errWriter{w: w}
+	ew := &errWriter{w: w, details: len(g.Streams) > 0 && g.Streams[0].Details}
 	a := g.Aggregate
 	ew.printf("=== %d-byte frames: runs %s together; all running at once for %.3f s of %.3f s ===\n\n",
 		g.Frame, strings.Join(g.names(), ", "), a.Overlap.Seconds(), a.Span.Seconds())
@@ -60,19 +61,37 @@ func (g *GroupReport) table(w io.Writer) error {
 			return err
 		}
 	}
+	// The runs side by side: their start and end with --details, the
+	// latency and sequence columns where a run measured them.
+	timed := ew.details
+	seq := slices.ContainsFunc(g.Streams, func(r *Report) bool { return r.Latency != nil || r.Sequence != nil })
 	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUN\tFROM\tTO\tSENT\tRECEIVED\tLOSS\tLOSS %\tPPS\tMb/s L2\tSTARTED\tENDED\tLATENCY p50 / p99 / max\tLOST / DUP / REORD")
+	head := "RUN\tFROM\tTO\tSENT\tRECEIVED\tLOSS\tLOSS %\tPPS\tMb/s L2"
+	if timed {
+		head += "\tSTARTED\tENDED"
+	}
+	if seq {
+		head += "\tLATENCY p50 / p99 / max\tLOST / DUP / REORD"
+	}
+	fmt.Fprintln(tw, head)
 	t0 := g.Streams[0].Started
 	for _, r := range g.Streams {
 		t0 = minTime(t0, r.Started)
 	}
 	for _, r := range g.Streams {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%.3f\t%.0f\t%.1f\t+%.3fs\t+%.3fs\t%s\t%s\n", r.Traffic, r.From, r.To, r.Sent, r.Received, r.Loss, r.LossPct,
-			r.PPS, r.MbpsL2, r.Started.Sub(t0).Seconds(), r.Ended.Sub(t0).Seconds(), r.LatencyCell(), r.sequenceCell())
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%.3f\t%.0f\t%.1f", r.Traffic, r.From, r.To, r.Sent, r.Received, r.Loss, r.LossPct, r.PPS, r.MbpsL2)
+		if timed {
+			fmt.Fprintf(tw, "\t+%.3fs\t+%.3fs", r.Started.Sub(t0).Seconds(), r.Ended.Sub(t0).Seconds())
+		}
+		if seq {
+			fmt.Fprintf(tw, "\t%s\t%s", r.LatencyCell(), r.sequenceCell())
+		}
+		fmt.Fprintln(tw)
 	}
-	fmt.Fprintf(tw, "all\t\t\t%d\t%d\t%d\t%.3f\t%.0f\t%.1f\t\t\t\t\n", a.Sent, a.Received, a.Loss, a.LossPct, a.PPS, a.MbpsL2)
+	fmt.Fprintf(tw, "all\t\t\t%d\t%d\t%d\t%.3f\t%.0f\t%.1f\n", a.Sent, a.Received, a.Loss, a.LossPct, a.PPS, a.MbpsL2)
 	tw.Flush()
-	ew.printf("\nhow each run was counted: %s\n", strings.Join(a.Counting, "; "))
+	ew.printf("\n")
+	ew.detailf("how each run was counted: %s\n", strings.Join(a.Counting, "; "))
 	if len(a.Drops) > 0 {
 		ew.printf("where the %d dropped packets of all runs went (every counter once):\n", a.NamedDrops)
 		groupPlaces(ew, a.Drops)

@@ -70,6 +70,16 @@ func hostOf(r *report.Report, node string) string {
 	return ""
 }
 
+// qdiscEvidence is what a qdisc's drops say: by what, and why.
+func qdiscEvidence(d report.Drop) string {
+	what, why, ok := strings.Cut(d.Cause, " dropped them: ")
+	if !ok { // an impairment's: "impairment tbf rate 10Mbit limit 1000: queue of 1000 full ..."
+		what, why, _ = strings.Cut(d.Cause, ": ")
+		what = "its " + what
+	}
+	return fmt.Sprintf("%d dropped by %s: %s", d.Packets, what, why)
+}
+
 // lossVerdict blames the place that dropped the most.
 func lossVerdict(r *report.Report, p Placement) report.Verdict {
 	worst := r.Drops[0]
@@ -80,12 +90,7 @@ func lossVerdict(r *report.Report, p Placement) report.Verdict {
 	}
 	role := RoleOf(r, worst.Node)
 	if _, iface, ok := strings.Cut(worst.Place, "qdisc of "); ok {
-		what, why, ok := strings.Cut(worst.Cause, " dropped them: ")
-		if !ok { // an impairment's: "impairment tbf rate 10Mbit limit 1000: queue of 1000 full ..."
-			what, why, _ = strings.Cut(worst.Cause, ": ")
-			what = "its " + what
-		}
-		return report.Verdict{Limit: "link", Node: iface, Evidence: []string{fmt.Sprintf("%d dropped by %s: %s", worst.Packets, what, why)}}
+		return report.Verdict{Limit: "link", Node: iface, Evidence: []string{qdiscEvidence(worst)}}
 	}
 	if where, ok := strings.CutPrefix(worst.Place, "on "); ok && worst.Node == "" {
 		// One place, not a list of nodes: no comma, so the limit stays singular.
