@@ -115,7 +115,7 @@ func TestPrivilegedLabIdentity(t *testing.T) {
 		t.Errorf("bench --as-deployed stamped %+v, want the copy %s and its sha256", rep.Env, deployedCopy)
 	}
 	code, out, errOut = c.run("bench", "--as-deployed", "-q", "--traffic", "wan", "--duration", "1s", file)
-	if code != 0 || !strings.Contains(out, "lab file "+deployedCopy+" as deployed (not the file given), sha256 "+hex.EncodeToString(sum[:])) {
+	if code != 0 || !strings.Contains(out, "lab file "+deployedCopy+" as deployed (not the file given)\nsha256 "+hex.EncodeToString(sum[:])) {
 		t.Errorf("bench --as-deployed's report does not name the copy: %d %s %s", code, out, errOut)
 	}
 	if code, out, errOut = c.run("check", "--as-deployed", file); code != 0 {

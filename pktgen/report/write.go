@@ -410,7 +410,7 @@ func (r *Report) tableEnv(ew *errWriter) {
 		ew.printf("set by the lab file (machine: sysctls, given back at destroy): %s\n", strings.Join(e.LabSets, " "))
 	}
 	if e.LabHash != "" && e.AsDeployed {
-		ew.printf("lab file %s as deployed (not the file given)\nsha256 %s, nslab %s", e.LabFile, e.LabHash, e.NSLab)
+		ew.printf("lab file %s as deployed (not the file given)\nsha256 %s, nslab %s\n", e.LabFile, e.LabHash, e.NSLab)
 	} else if e.LabHash != "" {
 		ew.printf("lab file sha256 %s\nnslab %s", e.LabHash, e.NSLab)
 		if e.EngineV != "" {
