@@ -247,7 +247,7 @@ func TestPrivilegedRateShaping(t *testing.T) {
 	if rep.Loss <= 0 || rep.Unaccount != 0 || len(rep.Drops) != 1 || rep.Drops[0].Place != "qdisc of ns2:veth2" {
 		t.Fatalf("loss %d unaccounted %d drops %+v: want every lost packet named at ns2:veth2's qdisc", rep.Loss, rep.Unaccount, rep.Drops)
 	}
-	if rep.Verdict.Limit != "link" || rep.Verdict.Node != "ns2:veth2" || !strings.Contains(rep.Bottleneck, "rate of 20Mbit") {
+	if rep.Verdict.Limit != "link" || rep.Verdict.Node != "ns2:veth2" || !strings.Contains(rep.Bottleneck, "offered more than 20Mbit") {
 		t.Errorf("verdict %q", rep.Bottleneck)
 	}
 	if rep.Env.Impairments["ns2:veth2"] != "tbf rate 20Mbit limit 1000" {

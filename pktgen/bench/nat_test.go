@@ -34,9 +34,15 @@ func TestPrivilegedCountThroughNAT(t *testing.T) {
 		t.Fatalf("conntrack in the report: %+v", rep.Conntrack)
 	}
 	var out bytes.Buffer
-	if err := report.Write(&out, "table", []*report.Report{rep}); err != nil || !strings.Contains(out.String(), "conntrack in gw (/proc/net/stat/nf_conntrack") {
+	if err := report.Write(&out, "table", []*report.Report{rep}); err != nil || !strings.Contains(out.String(), "conntrack in gw: 1 entries") {
 		t.Errorf("table: %v\n%s", err, out.String())
 	}
+	out.Reset()
+	rep.Details = true // the long form names where the figures come from
+	if err := report.Write(&out, "table", []*report.Report{rep}); err != nil || !strings.Contains(out.String(), "conntrack in gw (/proc/net/stat/nf_conntrack") {
+		t.Errorf("table --details: %v\n%s", err, out.String())
+	}
+	rep.Details = false
 	assertFormats(t, rep, "20000")
 	if rt := rep.Routers[0]; rt.Node != "gw" || rt.Entered != 20000 || rt.Forwarded != 20000 {
 		t.Errorf("router counts %+v", rt)
