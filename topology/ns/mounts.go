@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -251,29 +252,53 @@ func MountOutsideContainer() error {
 	if err != nil {
 		return err
 	}
+	// The parent may be gone while it is read: a process started by
+	// runc exec (kubectl exec) has runc as its parent until runc exits
+	// and the shim, a subreaper, takes it over. The walk is tried again
+	// then, for a second at most.
+	for try := 0; try < 100; try++ {
+		fd, err := outsideAncestor(self)
+		if err != nil {
+			return err
+		}
+		if fd >= 0 {
+			homeMu.Lock()
+			defer homeMu.Unlock()
+			if outside >= 0 {
+				unix.Close(outside)
+			}
+			outside = fd
+			clear(homes)
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return errors.New("no ancestor of this process is in another mount namespace: nslab is not in a container")
+}
+
+// outsideAncestor opens the mount namespace of the nearest ancestor whose
+// mount namespace is not self; -1 when none is found, or a process of
+// the walk went meanwhile.
+func outsideAncestor(self uint64) (int, error) {
 	for pid := os.Getppid(); pid > 1; pid = parentOf(pid) {
 		p := fmt.Sprintf("/proc/%d/ns/mnt", pid)
 		ino, err := nsInode(p)
 		if err != nil {
-			break
+			return -1, nil
 		}
 		if ino == self {
 			continue
 		}
 		fd, err := unix.Open(p, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ESRCH) {
+			return -1, nil
+		}
 		if err != nil {
-			return fmt.Errorf("open the mount namespace of process %d, outside this container: %w", pid, err)
+			return -1, fmt.Errorf("open the mount namespace of process %d, outside this container: %w", pid, err)
 		}
-		homeMu.Lock()
-		defer homeMu.Unlock()
-		if outside >= 0 {
-			unix.Close(outside)
-		}
-		outside = fd
-		clear(homes)
-		return nil
+		return fd, nil
 	}
-	return errors.New("no ancestor of this process is in another mount namespace: nslab is not in a container")
+	return -1, nil
 }
 
 // DetachHere unmounts dir, with every mount under it, in this process's
