@@ -418,7 +418,7 @@ func (r *Report) tableEnv(ew *errWriter) {
 		}
 		ew.printf("\n")
 	}
-	ew.detailf("\n")
+	ew.printf("\n") // a blank line between reports printed one after another
 }
 
 // shortReason splits an explanation at its first parenthesis or

@@ -3,7 +3,6 @@ package ns
 import (
 	"bytes"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,18 +28,8 @@ func TestPrivilegedViewOutlivesItsContainer(t *testing.T) {
 	if _, err := exec.LookPath("unshare"); err != nil {
 		t.Skip("no unshare(1) (util-linux)")
 	}
-	dir := testDir(t)
-	c, err := NewCreator(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	name := fmt.Sprintf("nslc%d", rand.IntN(1e6))
-	n, err := c.Create(name, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close(); _ = Remove(dir, name) })
+	dir, n := testNamespace(t, "nslc")
+	name := n.Name
 	parent := filepath.Join(t.TempDir(), "views")
 	labDir := filepath.Join(parent, "lab")
 	t.Cleanup(func() { _ = RemoveViews(parent, labDir) })

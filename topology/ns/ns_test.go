@@ -33,6 +33,26 @@ func testDir(t *testing.T) string {
 	return dir
 }
 
+// testNamespace is a network namespace of a random name with prefix,
+// made in a run directory of the test's own (returned) and removed when
+// the test ends.
+func testNamespace(t *testing.T, prefix string) (string, *NS) {
+	t.Helper()
+	dir := testDir(t)
+	c, err := NewCreator(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	name := fmt.Sprintf("%s%d", prefix, rand.IntN(1e6))
+	n, err := c.Create(name, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { n.Close(); _ = Remove(dir, name) })
+	return dir, n
+}
+
 func threadNetns(t *testing.T) uint64 {
 	var st unix.Stat_t
 	if err := unix.Stat("/proc/thread-self/ns/net", &st); err != nil {

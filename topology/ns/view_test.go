@@ -3,9 +3,7 @@ package ns
 import (
 	"bytes"
 	"errors"
-	"fmt"
 	"golang.org/x/sys/unix"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,24 +17,14 @@ import (
 // /tmp are untouched, and RemoveViews leaves nothing.
 func TestPrivilegedViewIsTheNodes(t *testing.T) {
 	skipUnlessRoot(t)
-	dir := testDir(t)
-	c, err := NewCreator(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	name := fmt.Sprintf("nslv%d", rand.IntN(1e6))
-	n, err := c.Create(name, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { n.Close(); _ = Remove(dir, name) })
+	_, n := testNamespace(t, "nslv")
+	name := n.Name
 
 	parent := filepath.Join(t.TempDir(), "views")
 	labDir := filepath.Join(parent, "lab")
 	etcFile := "/etc/nslab-view-test-" + name + "/x.conf"
 	m := NewViewMaker()
-	err = m.MakeAndBind(labDir, n, ViewSetup{
+	err := m.MakeAndBind(labDir, n, ViewSetup{
 		Hostname: "r-" + name,
 		Dirs:     []ViewDir{{Path: "/run/frr", Mode: 0o750, UID: 0, GID: 0}},
 		Files:    []ViewFile{{Path: etcFile, Data: []byte("router " + name + "\n"), Mode: 0o640}},
