@@ -30,7 +30,8 @@ type measurement struct {
 	neighbours []*sample.Neighbours // nil where a target's rx does not matter
 	// gaps names, at the target that receives after hops on other hosts
 	// (a lab spanning hosts), those hops; sent counts the control frames
-	// the target before such a gap sends (its peer's counters are there).
+	// the target before such a gap, or before a hop on another host,
+	// sends (its peer's counters are read there, at another moment).
 	gaps    []string
 	sent    []*sample.Neighbours
 	routers map[string]*ns.NS
@@ -111,7 +112,7 @@ func (m *measurement) openNeighbours(r *lab.Running, ipv6 bool) error {
 		if st != nil {
 			m.qdiscs[t.String()] = st
 		}
-		if i+1 < len(m.gaps) && m.gaps[i+1] != "" {
+		if i+1 < len(m.targets) && ((i+1 < len(m.gaps) && m.gaps[i+1] != "") || m.targets[i+1].Host != t.Host) {
 			if m.sent[i], err = sample.CountSentControl(r.Node(t.Node).NS, link.Attrs().Index, ipv6); err != nil {
 				return err
 			}
@@ -155,11 +156,13 @@ func openHops(r *lab.Running, p *walk.Path, targets []sample.Target, roles []str
 	at := make([]int, len(targets))
 	var there []sample.Target
 	var theirRoles []string
+	var across []bool
 	for i, x := range targets {
 		at[i] = -1
 		if rem != nil && x.Host != "" && !r.Lab.Local(x.Node) {
 			at[i] = len(there)
 			there, theirRoles = append(there, x), append(theirRoles, roles[i])
+			across = append(across, i+1 < len(targets) && targets[i+1].Host != x.Host)
 		}
 	}
 	if len(there) == 0 {
@@ -169,25 +172,62 @@ func openHops(r *lab.Running, p *walk.Path, targets []sample.Target, roles []str
 	if last := targets[len(targets)-1]; at[len(targets)-1] >= 0 && t.TCP == nil {
 		sink = &remote.Sink{Node: last.Node, Port: t.Flow().Port, IPv6: t.To.Is6()}
 	}
-	h, err := remote.Open(rem, there, theirRoles, routerNodes(p), sink)
+	h, err := remote.Open(rem, there, theirRoles, across, routerNodes(p), sink)
 	return h, at, err
 }
 
 // baseline reads the counters at the start of a run and zeroes the
-// neighbour frame counts.
+// neighbour frame counts, at a quiet moment (sample.ReadQuiet): the counters here at
+// a moment no control frame passed this host's taps, the other hosts'
+// each at such a moment of its own (their agents read them so). The run's
+// packets are not on the wire yet, so readings on different hosts at
+// different moments still agree on them.
 func (m *measurement) baseline() (sample.Sample, error) {
-	for _, c := range append(m.neighbours, m.sent...) {
-		if c != nil {
-			if _, err := c.Count(); err != nil {
-				return sample.Sample{}, err
-			}
-		}
+	var s sample.Sample
+	if err := sample.ReadQuiet(m.taps(), nil, m.readHere(&s)); err != nil {
+		return s, err
 	}
 	var err error
 	if m.hopsBase, err = m.readControl(); err != nil {
-		return sample.Sample{}, err
+		return s, err
 	}
-	return m.sampler.Read()
+	m.steadyRemote(&s, m.hopsBase)
+	return s, nil
+}
+
+// readHere reads every target into s and returns the counters of those
+// on this host (those its taps watch), for sample.ReadQuiet.
+func (m *measurement) readHere(s *sample.Sample) func() ([]sample.Counters, error) {
+	return func() ([]sample.Counters, error) {
+		var err error
+		if *s, err = m.sampler.Read(); err != nil {
+			return nil, err
+		}
+		var here []sample.Counters
+		for i, c := range s.Counters {
+			if !m.isRemote(i) {
+				here = append(here, c)
+			}
+		}
+		return here, nil
+	}
+}
+
+// taps are this host's control frame counters: the neighbour frames each
+// target receives, then those each target before a gap sends.
+func (m *measurement) taps() []*sample.Neighbours {
+	return append(slices.Clone(m.neighbours), m.sent...)
+}
+
+// steadyRemote puts into s the counters of the targets on other hosts
+// that their agents read at a quiet moment with c (those of s were read beside
+// their taps' counts, not with them).
+func (m *measurement) steadyRemote(s *sample.Sample, c remote.Control) {
+	for i := range m.targets {
+		if m.isRemote(i) && m.remoteAt[i] < len(c.Counters) && c.Counters[m.remoteAt[i]] != nil {
+			s.Counters[i] = *c.Counters[m.remoteAt[i]]
+		}
+	}
 }
 
 // readControl reads the other hosts' neighbour frames, routers'
@@ -250,32 +290,28 @@ func (m *measurement) lostHosts() []report.LostHost {
 func (m *measurement) isRemote(i int) bool { return m.hops != nil && m.remoteAt[i] >= 0 }
 
 // final reads the counters at the end of a run, and the neighbour frames
-// each interface received since the baseline.
+// each interface received since the baseline, at a quiet moment as baseline reads.
 func (m *measurement) final() (sample.Sample, []control, error) {
-	s, err := m.sampler.Read()
-	if err != nil {
+	var s sample.Sample
+	taps := m.taps()
+	totals := make([]uint64, len(taps))
+	if err := sample.ReadQuiet(taps, totals, m.readHere(&s)); err != nil {
 		return s, nil, err
 	}
+	var err error
 	if m.hopsFinal, err = m.readControl(); err != nil {
 		return s, nil, err
 	}
+	m.steadyRemote(&s, m.hopsFinal)
 	counts := make([]control, len(m.targets))
 	for i := range m.targets {
 		if m.isRemote(i) {
 			k := m.remoteAt[i]
 			counts[i].received = m.hopsFinal.Received[k] - min(m.hopsBase.Received[k], m.hopsFinal.Received[k])
+			counts[i].sent = m.hopsFinal.Sent[k] - min(m.hopsBase.Sent[k], m.hopsFinal.Sent[k])
 			continue
 		}
-		if c := m.neighbours[i]; c != nil {
-			if counts[i].received, err = c.Count(); err != nil {
-				return s, nil, err
-			}
-		}
-		if c := m.sent[i]; c != nil {
-			if counts[i].sent, err = c.Count(); err != nil {
-				return s, nil, err
-			}
-		}
+		counts[i] = control{received: totals[i], sent: totals[len(m.targets)+i]}
 	}
 	return s, counts, nil
 }

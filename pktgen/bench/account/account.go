@@ -40,18 +40,24 @@ func RxRun(h []report.HopCounters, i int) uint64 {
 }
 
 // TxRun is what hop i sent on of the run: its tx less the neighbour frames
-// its peer (the next hop, on a path) received from it.
-// Before hops on another host, its own count of the control frames it
-// sent stands in for the peer's.
+// its peer (the next hop, on a path) received from it. Before a hop on
+// another host, or hops not read at all, its own count of the control
+// frames it sent stands in for the peer's: the peer's host reads its
+// counters at another moment, and a hello sent between the two readings
+// would be counted by one host and not the other.
 func TxRun(h []report.HopCounters, i int) uint64 {
 	switch {
-	case i+1 < len(h) && h[i+1].After != "":
+	case i+1 < len(h) && acrossHosts(h[i], h[i+1]):
 		return h[i].TxPackets - h[i].SentControl
 	case i+1 < len(h) && IsIn(h[i+1].Role):
 		return h[i].TxPackets - h[i+1].Neighbour
 	}
 	return h[i].TxPackets
 }
+
+// acrossHosts reports whether hop b, which follows a on the path, is read
+// on another host than a, or after hops not read at all (b.After).
+func acrossHosts(a, b report.HopCounters) bool { return b.After != "" || a.Host != b.Host }
 
 func IsIn(role string) bool  { return role == "ingress" || role == "receiver" || role == "switch in" }
 func IsOut(role string) bool { return role == "sender" || role == "egress" || role == "switch out" }
@@ -105,7 +111,7 @@ func CopiesAt(x report.HopCounters, n uint64, counted string) report.Drop {
 // the neighbour and IPv6 control frames (ARP, ND, MLD) its peer received.
 func controlSent(h []report.HopCounters) uint64 {
 	switch {
-	case len(h) > 1 && h[1].After != "":
+	case len(h) > 1 && acrossHosts(h[0], h[1]):
 		return h[0].SentControl
 	case len(h) > 1 && IsIn(h[1].Role):
 		return h[1].Neighbour

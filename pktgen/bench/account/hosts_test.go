@@ -96,3 +96,40 @@ func TestAcrossHosts(t *testing.T) {
 		}
 	}
 }
+
+// TestControlFramesCountedOnTheirHost: the counters of a bench across
+// three Kubernetes nodes (examples/kubernetes-ospf.yaml) in which an OSPF
+// hello left r1:eth1 on host a after host a's reading and reached r2:eth0
+// on host b before host b's: r1's tx counts 3 hellos, r2's rx and tap 4.
+// Each host's tx less its own count of the control frames it sent (3) is
+// the run's; taking the peer's count (4) from r1's tx made r1 lose a
+// packet inside that the server received, and the books did not balance.
+func TestControlFramesCountedOnTheirHost(t *testing.T) {
+	res := &engine.Result{Sent: 20000}
+	hops := []report.HopCounters{
+		onHost("sender", "client", "eth0", "a", sample.Counters{TxPackets: 20000, RxPackets: 1}, false),
+		onHost("ingress", "r1", "eth0", "a", sample.Counters{RxPackets: 20000, TxPackets: 1}, false),
+		onHost("egress", "r1", "eth1", "a", sample.Counters{RxPackets: 3, TxPackets: 20003}, true),
+		onHost("ingress", "r2", "eth0", "b", sample.Counters{RxPackets: 20004, TxPackets: 3}, true),
+		onHost("egress", "r2", "eth1", "b", sample.Counters{RxPackets: 4, TxPackets: 20004}, true),
+		onHost("ingress", "r3", "eth0", "c", sample.Counters{RxPackets: 20004, TxPackets: 4}, true),
+		onHost("egress", "r3", "eth1", "c", sample.Counters{TxPackets: 20001}, false),
+		onHost("receiver", "server", "eth0", "c", sample.Counters{RxPackets: 20001}, false),
+	}
+	hops[2].SentControl, hops[3].Neighbour = 3, 4
+	hops[4].SentControl, hops[5].Neighbour = 4, 4
+	hops[7].Neighbour = 1
+	path := []walk.Hop{{Node: "client", Out: "eth0"}, {Node: "r1", In: "eth0", Out: "eth1"}, {Node: "r2", In: "eth0", Out: "eth1"},
+		{Node: "r3", In: "eth0", Out: "eth1"}, {Node: "server", In: "eth0"}}
+	r := &report.Report{Hops: hops, Path: path, Result: res, Elapsed: 2e9}
+	Balance(r, res, 64)
+	RouterCounts(r, RouterState{}, RouterState{}, false)
+	if r.Sent != 20000 || r.Received != 20000 || r.NamedDrops != 0 || r.Unaccount != 0 {
+		t.Errorf("sent %d, received %d, named drops %d, unaccounted %d: %+v", r.Sent, r.Received, r.NamedDrops, r.Unaccount, r.Drops)
+	}
+	for _, rc := range r.Routers {
+		if rc.Entered != 20000 || rc.Forwarded != 20000 || rc.Inside != 0 {
+			t.Errorf("router %s: entered %d, forwarded %d, lost inside %d; want 20000, 20000, 0", rc.Node, rc.Entered, rc.Forwarded, rc.Inside)
+		}
+	}
+}

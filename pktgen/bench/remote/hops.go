@@ -32,9 +32,10 @@ type Hops struct {
 }
 
 // Open asks each host of targets to open its hops (roles: each target's
-// role), the routers there among routers, and the sink when the receiver
-// (the last target) is there. Every target must have its Host.
-func Open(t Transport, targets []measured.Target, roles []string, routers []string, sink *Sink) (*Hops, error) {
+// role; across: those whose next hop on the path is on another host), the
+// routers there among routers, and the sink when the receiver (the last
+// target) is there. Every target must have its Host.
+func Open(t Transport, targets []measured.Target, roles []string, across []bool, routers []string, sink *Sink) (*Hops, error) {
 	h := &Hops{t: t, targets: targets, byHost: map[string][]int{}, last: map[string]Reply{}, ctl: map[string]Reply{}, when: map[string]time.Time{}, lost: map[string]report.LostHost{}, clock: map[string]report.HostClock{}}
 	asks := map[string]Request{}
 	for i, x := range targets {
@@ -47,7 +48,7 @@ func Open(t Transport, targets []measured.Target, roles []string, routers []stri
 		h.byHost[x.Host] = append(h.byHost[x.Host], i)
 		r := asks[x.Host]
 		r.Op = OpOpen
-		r.Hops = append(r.Hops, Hop{Node: x.Node, Interface: x.Interface, Role: roles[i]})
+		r.Hops = append(r.Hops, Hop{Node: x.Node, Interface: x.Interface, Role: roles[i], SendsAcross: across[i]})
 		if sink != nil && i == len(targets)-1 {
 			r.Sink = sink
 			r.IPv6 = sink.IPv6
@@ -100,9 +101,12 @@ func (h *Hops) Read() ([]measured.Counters, error) {
 // conntrack counters of the routers asked (by node), and each host's
 // CPUs (by host).
 type Control struct {
-	Received []uint64
-	MIB, CT  map[string]map[string]uint64
-	Machines map[string]Machine
+	// Counters are the hops' interface counters read with Received (nil
+	// where a host answered none).
+	Counters       []*measured.Counters
+	Received, Sent []uint64
+	MIB, CT        map[string]map[string]uint64
+	Machines       map[string]Machine
 }
 
 // Control reads the other hosts now. A lost host's reading is that of
@@ -112,7 +116,7 @@ func (h *Hops) Control() (Control, error) {
 	if err != nil {
 		return Control{}, err
 	}
-	c := Control{Received: make([]uint64, len(h.targets)), MIB: map[string]map[string]uint64{}, CT: map[string]map[string]uint64{}, Machines: map[string]Machine{}}
+	c := Control{Counters: make([]*measured.Counters, len(h.targets)), Received: make([]uint64, len(h.targets)), Sent: make([]uint64, len(h.targets)), MIB: map[string]map[string]uint64{}, CT: map[string]map[string]uint64{}, Machines: map[string]Machine{}}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for host, a := range answers {
@@ -122,6 +126,12 @@ func (h *Hops) Control() (Control, error) {
 		for k, i := range h.byHost[host] {
 			if k < len(a.Received) {
 				c.Received[i] = a.Received[k]
+			}
+			if k < len(a.Sent) {
+				c.Sent[i] = a.Sent[k]
+			}
+			if len(a.Counters) == len(h.byHost[host]) {
+				c.Counters[i] = &a.Counters[k]
 			}
 		}
 		for n, m := range a.MIB {

@@ -38,7 +38,7 @@ func (s *script) Ask(asks map[string]Request) (map[string]Reply, error) {
 func TestHopsLostHost(t *testing.T) {
 	s := &script{rx: map[string]uint64{"b": 10, "c": 20}, gone: map[string]bool{}}
 	targets := []measured.Target{{Node: "router", Interface: "eth0", Host: "b"}, {Node: "server", Interface: "eth0", Host: "c"}}
-	h, err := Open(s, targets, []string{"ingress", "receiver"}, []string{"router"}, &Sink{Node: "server", Port: 9})
+	h, err := Open(s, targets, []string{"ingress", "receiver"}, []bool{false, false}, []string{"router"}, &Sink{Node: "server", Port: 9})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestHopsLostHost(t *testing.T) {
 		t.Errorf("clock of b: %+v", cl)
 	}
 	s.gone["b"] = true
-	if _, err := Open(s, targets, []string{"ingress", "receiver"}, nil, nil); err == nil || !strings.Contains(err.Error(), "host b:") {
+	if _, err := Open(s, targets, []string{"ingress", "receiver"}, make([]bool, 2), nil, nil); err == nil || !strings.Contains(err.Error(), "host b:") {
 		t.Errorf("open with b gone: %v, want an error naming host b", err)
 	}
 }

@@ -25,6 +25,10 @@ type Hop struct {
 	Node      string `json:"node"`
 	Interface string `json:"interface"`
 	Role      string `json:"role"`
+	// SendsAcross: the next hop of the path is on another host, so this
+	// one counts the control frames it sends (its peer's count is read
+	// there, at another moment).
+	SendsAcross bool `json:"sends_across,omitempty"`
 }
 
 // Sink is the run's receiver, when it is on the host asked: its UDP
@@ -40,7 +44,7 @@ type Sink struct {
 const (
 	OpOpen    = "open"    // open the counters of these hops
 	OpRead    = "read"    // the hops' interface counters now
-	OpControl = "control" // the neighbour frames each hop received since open, the routers' IP counters and the host's CPUs
+	OpControl = "control" // the hops' counters read with the neighbour frames each received since open (at a quiet moment), the routers' IP counters and the host's CPUs
 	OpClose   = "close"   // release everything
 	// A run with events (bench --event) on a lab whose nodes are on
 	// several hosts: an event placed on a node of the host asked, and the
@@ -90,8 +94,9 @@ type Request struct {
 type Reply struct {
 	Error    string                       `json:"error,omitempty"`
 	Clock    int64                        `json:"clock_unix_ns"`
-	Counters []measured.Counters          `json:"counters,omitempty"` // OpRead: in the order of the hops opened
+	Counters []measured.Counters          `json:"counters,omitempty"` // OpRead, and OpControl's read with Received: in the order of the hops opened
 	Received []uint64                     `json:"received,omitempty"` // OpControl: neighbour frames since open, by hop
+	Sent     []uint64                     `json:"sent,omitempty"`     // OpControl: control frames sent since open, by hop (those SendsAcross)
 	MIB      map[string]map[string]uint64 `json:"mib,omitempty"`
 	CT       map[string]map[string]uint64 `json:"ct,omitempty"`
 	Machine  *Machine                     `json:"machine,omitempty"`  // OpControl

@@ -8,6 +8,7 @@ import (
 	"github.com/nslab/nslab/pktgen/receive"
 	"io"
 	"net"
+	"slices"
 	"time"
 
 	"github.com/nslab/nslab/internal/nlsafe"
@@ -136,6 +137,8 @@ type served struct {
 	sampler    *sample.Sampler
 	neighbours []*sample.Neighbours // nil where the hop does not receive
 	received   []uint64             // counted so far, by hop
+	sent       []*sample.Neighbours // the control frames a hop sends, when its next hop is on another host
+	sentSoFar  []uint64             // counted so far, by hop
 	routers    []string
 	sink       io.Closer
 	reader     *receive.Reader // the receiver's, during a run with latency
@@ -143,7 +146,8 @@ type served struct {
 
 // open opens the counters of the hops asked, and the sink.
 func open(r *deployed.Opened, req Request) (*served, error) {
-	h := &served{r: r, routers: req.Routers, neighbours: make([]*sample.Neighbours, len(req.Hops)), received: make([]uint64, len(req.Hops))}
+	n := len(req.Hops)
+	h := &served{r: r, routers: req.Routers, neighbours: make([]*sample.Neighbours, n), received: make([]uint64, n), sent: make([]*sample.Neighbours, n), sentSoFar: make([]uint64, n)}
 	var targets []sample.Target
 	for _, x := range req.Hops {
 		if !r.Lab.Local(x.Node) {
@@ -156,13 +160,17 @@ func open(r *deployed.Opened, req Request) (*served, error) {
 		return nil, err
 	}
 	for i, x := range req.Hops {
-		if x.Role != "ingress" && x.Role != "receiver" && x.Role != "switch in" {
+		in := x.Role == "ingress" || x.Role == "receiver" || x.Role == "switch in"
+		if !in && !x.SendsAcross {
 			continue
 		}
 		n := r.Node(x.Node)
 		l, err := nlsafe.LinkByName(n.Handle, x.Interface)
-		if err == nil {
+		if err == nil && in {
 			h.neighbours[i], err = sample.CountNeighbours(n.NS, l.Attrs().Index, req.IPv6)
+		}
+		if err == nil && x.SendsAcross {
+			h.sent[i], err = sample.CountSentControl(n.NS, l.Attrs().Index, req.IPv6)
 		}
 		if err != nil {
 			h.close()
@@ -184,20 +192,20 @@ func (h *served) read() ([]sample.Counters, error) {
 	return s.Counters, err
 }
 
-// control puts into rep the neighbour frames each hop received since
-// open, the routers' counters, and this host's CPUs.
+// control puts into rep the hops' counters with the neighbour frames each
+// received since open, read at a quiet moment (sample.ReadQuiet: at a moment no
+// control frame passed the taps, so both end at the same frame), the
+// routers' counters, and this host's CPUs.
 func (h *served) control(rep *Reply) error {
-	for i, c := range h.neighbours {
-		if c == nil {
-			continue
-		}
-		n, err := c.Count()
-		if err != nil {
-			return err
-		}
-		h.received[i] += n
+	var counters []sample.Counters
+	n := len(h.received)
+	totals := append(slices.Clone(h.received), h.sentSoFar...)
+	if err := sample.ReadQuiet(append(slices.Clone(h.neighbours), h.sent...), totals, func() (c []sample.Counters, err error) { counters, err = h.read(); return counters, err }); err != nil {
+		return err
 	}
-	rep.Received, rep.MIB, rep.CT = h.received, map[string]map[string]uint64{}, map[string]map[string]uint64{}
+	copy(h.received, totals[:n])
+	copy(h.sentSoFar, totals[n:])
+	rep.Counters, rep.Received, rep.Sent, rep.MIB, rep.CT = counters, h.received, h.sentSoFar, map[string]map[string]uint64{}, map[string]map[string]uint64{}
 	for _, node := range h.routers {
 		m, c, err := kstat.RouterCounters(h.r.Node(node).NS)
 		if err != nil {
@@ -216,7 +224,7 @@ func (h *served) close() {
 	if h.reader != nil {
 		_, _ = h.reader.Stop(context.Background(), 0) // nobody asks what it read any more
 	}
-	for _, c := range h.neighbours {
+	for _, c := range append(h.neighbours, h.sent...) {
 		if c != nil {
 			c.Close()
 		}

@@ -33,7 +33,7 @@ func (s *sinkHost) Ask(asks map[string]Request) (map[string]Reply, error) {
 func TestTCPSinkWaitsAndCorrects(t *testing.T) {
 	at := time.Unix(1000, 0)
 	host := &sinkHost{last: at}
-	h, err := Open(host, []measured.Target{{Node: "server", Interface: "eth0", Host: "c"}}, []string{"receiver"}, nil, nil)
+	h, err := Open(host, []measured.Target{{Node: "server", Interface: "eth0", Host: "c"}}, []string{"receiver"}, []bool{false}, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
