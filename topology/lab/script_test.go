@@ -106,25 +106,30 @@ variants:               # b:e0 is created with the 4 queues this variant uses, a
 // script must then leave nothing.
 func TestPrivilegedScriptBuildsTheSameLab(t *testing.T) {
 	skipWithoutShellTools(t)
-	topos := []string{"client-router-server.yaml", "pair.yaml", "switch.yaml", "policy-routing.yaml", richLabFor(t)}
+	type named struct{ name, topo string }
+	var topos []named
+	for _, ex := range []string{"client-router-server.yaml", "pair.yaml", "switch.yaml", "policy-routing.yaml"} {
+		topos = append(topos, named{ex, ex})
+	}
+	topos = append(topos, named{"rich", richLabFor(t)})
 	if labtest.InVM {
-		// The host's run builds the examples; the VM the labs its kernel
-		// adds to: the rich lab with netem and fq_codel, and the kinds lab.
-		topos = topos[len(topos)-1:]
+		// The host's run builds the examples and the rich lab; the VM what
+		// its kernel adds: netem with fq_codel under it, on a pair (the
+		// rich lab's other lines, the host's run has just compared, cost
+		// the emulated CPUs 30 s of ip and tc), and the kinds lab.
+		impair := netemImpairment(t)
+		if impair == "" {
+			t.Fatal("the VM's kernel has no netem")
+		}
+		topos = []named{{"impaired", impairedPair(impair)}}
 	}
 	if probeKind(spec.KindVLAN) == nil && probeKind(spec.KindBond) == nil && probeKind(spec.KindVRF) == nil && probeVLANFiltering() == nil {
-		topos = append(topos, kindsLab)
+		topos = append(topos, named{"kinds", kindsLab})
 	} else {
 		t.Log("no VLAN, bond, VRF and VLAN-filtering lab here: this kernel lacks one of them (the VM has them)")
 	}
-	for _, topo := range topos {
-		name := topo
-		switch {
-		case topo == kindsLab:
-			name = "kinds"
-		case !strings.HasSuffix(topo, ".yaml"):
-			name = "rich"
-		}
+	for _, x := range topos {
+		topo, name := x.topo, x.name
 		t.Run(name, func(t *testing.T) {
 			f := newFixture(t, topo)
 			f.napiBefore = napiThreads()
@@ -135,6 +140,9 @@ func TestPrivilegedScriptBuildsTheSameLab(t *testing.T) {
 			}
 			f.assertGone()
 			f.napiBefore = napiThreads() // nslab's lab's linger while the test holds handles in it
+			if name == "impaired" && (!qdiscIn(want, "ns1/qdisc/veth1/", "netem latency=") || !qdiscIn(want, "ns1/qdisc/veth1/", "fq_codel")) {
+				t.Fatalf("the netem impairment with fq_codel under it is not in the snapshot: %v", want)
+			}
 			if name == "rich" && (!strings.Contains(want["c/queues/e0"], "Threaded:true") || !strings.Contains(want["c/queues/e0"], "napi-cpus=[0]") ||
 				!strings.Contains(want["a/queues/e0"], "RPS:[0 0 0] XPS:[0 0 0]")) {
 				t.Fatalf("the placement is not in the snapshot: %s / %s", want["c/queues/e0"], want["a/queues/e0"])
@@ -173,15 +181,38 @@ func TestPrivilegedScriptBuildsTheSameLab(t *testing.T) {
 // richLabFor is richLab, with a netem impairment on r:e0 when this kernel
 // has netem (ours does not; the tc line is then not run anywhere).
 func richLabFor(t *testing.T) string {
-	if err := qdisc.Check("netem"); err != nil {
-		t.Logf("no netem impairment in the rich lab: %v", err)
+	impair := netemImpairment(t)
+	if impair == "" {
 		return richLab
 	}
-	queue := "" // fq_codel under the netem where the kernel has it (the VM's does)
+	return strings.Replace(richLab, `"fd00:1::fe/64"], mtu: 9000}`, `"fd00:1::fe/64"], mtu: 9000, impair: `+impair+`}`, 1)
+}
+
+// netemImpairment is the rich lab's netem impairment of r:e0 (every
+// setting netem has), followed by fq_codel under it where the kernel has
+// it (the VM's does), as the value of an interface's impair key; ""
+// without netem.
+func netemImpairment(t *testing.T) string {
+	if err := qdisc.Check("netem"); err != nil {
+		t.Logf("no netem impairment in the rich lab: %v", err)
+		return ""
+	}
+	queue := ""
 	if err := qdisc.CheckQueue("fq_codel"); err == nil {
 		queue = ", qdisc: {kind: fq_codel, target: 5ms, interval: 100ms, limit: 500}"
 	}
-	return strings.Replace(richLab, `"fd00:1::fe/64"], mtu: 9000}`, `"fd00:1::fe/64"], mtu: 9000, impair: {delay: 1500us, jitter: 500us, loss: 0.5%, duplicate: 0.1%, reorder: 1%, corrupt: 0.1%, rate: 100Mbit, limit: 300}`+queue+`}`, 1)
+	return "{delay: 1500us, jitter: 500us, loss: 0.5%, duplicate: 0.1%, reorder: 1%, corrupt: 0.1%, rate: 100Mbit, limit: 300}" + queue
+}
+
+// qdiscIn reports whether the snapshot holds a qdisc under prefix whose
+// description starts with kind.
+func qdiscIn(snap map[string]string, prefix, kind string) bool {
+	for k, v := range snap {
+		if strings.HasPrefix(k, prefix) && strings.HasPrefix(v, kind) {
+			return true
+		}
+	}
+	return false
 }
 
 func skipWithoutShellTools(t *testing.T) {
