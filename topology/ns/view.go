@@ -229,7 +229,11 @@ func privateDirs() []string {
 }
 
 // detachUnder lazily unmounts every mount at or under dirs in the calling
-// thread's mount namespace, deepest first.
+// thread's mount namespace, deepest first. A mount this thread cannot name
+// is left: one under a directory its user may not enter (in a rootless
+// lab's user namespace, another user's views under a 0700 directory:
+// EACCES) or one a user namespace locked (EINVAL, EPERM), where the views
+// cannot reach it either.
 func detachUnder(dirs []string) error {
 	text, err := os.ReadFile("/proc/thread-self/mountinfo")
 	if err != nil {
@@ -245,7 +249,8 @@ func detachUnder(dirs []string) error {
 	}
 	sort.Slice(points, func(i, j int) bool { return len(points[i]) > len(points[j]) })
 	for _, p := range points {
-		if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+		if err := unix.Unmount(p, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) &&
+			!errors.Is(err, unix.EACCES) && !errors.Is(err, unix.EPERM) {
 			return fmt.Errorf("detach %s: %w", p, err)
 		}
 	}
