@@ -54,6 +54,7 @@ func laptopPair(t *testing.T) (file, deployedCopy, name string) {
 // path and hash.
 func TestPrivilegedLabIdentity(t *testing.T) {
 	labtest.SkipUnlessRoot(t)
+	t.Parallel() // every verb is refused before it measures: beside the waiting tests
 	c := newCLI(t)
 	file, deployedCopy, name := laptopPair(t)
 	t.Cleanup(func() { c.run("destroy", "--name", name) })
@@ -129,6 +130,7 @@ func TestPrivilegedLabIdentity(t *testing.T) {
 // (they are not "silent as the routes say").
 func TestPrivilegedCheckKernelLacksTheFile(t *testing.T) {
 	labtest.SkipUnlessRoot(t)
+	t.Parallel() // reads kernels, measures no rate: beside the waiting tests
 	c := newCLI(t)
 	_, file, name := laptopPair(t) // the copy: impairments this kernel has
 	t.Cleanup(func() { c.run("destroy", "--name", name) })
@@ -191,6 +193,7 @@ func TestPrivilegedCheckKernelLacksTheFile(t *testing.T) {
 // firewall table (the NAT example's, removed by hand).
 func TestPrivilegedCheckLacksRulesAndFirewall(t *testing.T) {
 	labtest.SkipUnlessRoot(t)
+	t.Parallel() // reads kernels, measures no rate: beside the waiting tests
 	c := newCLI(t)
 	for _, x := range []struct {
 		example, node, want string
@@ -325,6 +328,7 @@ func TestPrivilegedPrefixBeside(t *testing.T) {
 // route) is BROKEN naming it, none "silent as the routes say".
 func TestPrivilegedCheckRouterLostARoute(t *testing.T) {
 	labtest.SkipUnlessRoot(t)
+	t.Parallel() // reads kernels, measures no rate: beside the waiting tests
 	c := newCLI(t)
 	file, name := labFile(t, "two-routers.yaml")
 	t.Cleanup(func() { c.run("destroy", "--name", name) })

@@ -112,6 +112,7 @@ func TestDryRunsChangeNothing(t *testing.T) {
 // then fails (exit 1) naming the pairs once a route is removed.
 func TestPrivilegedPathAndCheckDeployed(t *testing.T) {
 	labtest.SkipUnlessRoot(t)
+	t.Parallel() // reads kernels, measures no rate: beside the waiting tests
 	c := newCLI(t)
 	file, name := labFile(t, "client-router-server.yaml")
 	if code, _, errOut := c.run("deploy", file); code != 0 {

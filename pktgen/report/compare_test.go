@@ -63,6 +63,9 @@ func ppsChange(c *Comparison) Change {
 // significant, with its interval around +10%; two files drawn from one
 // distribution are not, in at least 52 of 60 tries (95% expected).
 func TestCompareSynthetic(t *testing.T) {
+	if testing.Short() {
+		t.Skip("one goroutine, fixed input: slow under -race (make test-unit runs -short -race), which has nothing here to see; the runs without -short run it")
+	}
 	rng := rand.New(rand.NewPCG(3, 4))
 	env := Env{LabHash: "abc", Kernel: "6.18", Engine: "userspace", NSLab: "v1"}
 	c, err := compareFiles(t, writeResults(t, rng, 8, 300000, env), writeResults(t, rng, 8, 330000, env), false)

@@ -94,6 +94,9 @@ func simulate(p Plan, rng *rand.Rand, shift float64) string {
 // plan calls "different" in at most its alpha of them (with three
 // standard errors of slack for the simulation's own noise).
 func TestSequentialFalseAlarms(t *testing.T) {
+	if testing.Short() {
+		t.Skip("one goroutine, fixed input: slow under -race (make test-unit runs -short -race), which has nothing here to see; the runs without -short run it")
+	}
 	p := Plan{Looks: []int{10, 20, 40}, Alpha: 0.05, Margin: 0.5, Power: 0.9, Resamples: 100}
 	rng := rand.New(rand.NewPCG(7, 7))
 	const runs = 1000
@@ -116,6 +119,9 @@ func TestSequentialFalseAlarms(t *testing.T) {
 // about 90% of 1000 simulations (the earlier looks can only add), with
 // the right sign; half of it is found less often.
 func TestSequentialPower(t *testing.T) {
+	if testing.Short() {
+		t.Skip("one goroutine, fixed input: slow under -race (make test-unit runs -short -race), which has nothing here to see; the runs without -short run it")
+	}
 	p := Plan{Looks: []int{10, 20, 40}, Alpha: 0.05, Margin: 0.01, Power: 0.9, Resamples: 100}
 	mde := MDE(1, 40, p.Alpha/3, p.Power)
 	rng := rand.New(rand.NewPCG(9, 9))
@@ -151,6 +157,9 @@ func TestPairsForInvertsMDE(t *testing.T) {
 // FAIL) in no more than alpha of 1000 simulations; one of twice the
 // margin and 1.5 standard deviations is called different in most of 200.
 func TestSequentialMargin(t *testing.T) {
+	if testing.Short() {
+		t.Skip("one goroutine, fixed input: slow under -race (make test-unit runs -short -race), which has nothing here to see; the runs without -short run it")
+	}
 	p := Plan{Looks: []int{10, 20, 40}, Alpha: 0.05, Margin: 0.5, Power: 0.9, Resamples: 100}
 	rng := rand.New(rand.NewPCG(11, 11))
 	big := 2*p.Margin + 0.5

@@ -13,6 +13,9 @@ import (
 // counted, not timed: a lookup by scanning shows in the benchmark's times,
 // make bench-topology.)
 func TestParseIsLinear(t *testing.T) {
+	if testing.Short() {
+		t.Skip("one goroutine, fixed input: slow under -race (make test-unit runs -short -race), which has nothing here to see; the runs without -short run it")
+	}
 	perNode := func(n int) float64 {
 		src, err := generate.Lab(generate.Options{Kind: "chain", N: n, Routes: true})
 		if err != nil {
