@@ -61,11 +61,20 @@ func main() {
 	cpus := flag.Int("smp", 2, "virtual CPUs (pktgen runs one thread per CPU)")
 	verbose := flag.Bool("v", false, "show the whole console")
 	script := flag.String("script", "", "run this shell script in the VM instead of the tests, and show its output")
+	prepare := flag.Bool("prepare", false, "only make the VM's kernel and initramfs (the test binaries built), to boot later: make test makes them while its untimed checks run")
 	flag.Parse()
 	if *script != "" {
 		*pkgs, *verbose = "", false
 	}
-	if err := runVM(*cache, pkgList(*pkgs), testFilter{*run, *skip}, *script, *timeout, *kvm, *cpus, *verbose); err != nil {
+	vm := vmRun{cache: *cache, pkgs: pkgList(*pkgs), filter: testFilter{*run, *skip}, script: *script}
+	if *prepare {
+		if _, _, err := vm.make(); err != nil {
+			fmt.Fprintln(os.Stderr, "vmtest:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if err := runVM(vm, *timeout, *kvm, *cpus, *verbose); err != nil {
 		fmt.Fprintln(os.Stderr, "vmtest:", err)
 		os.Exit(1)
 	}
@@ -78,31 +87,87 @@ func pkgList(s string) []string {
 	return strings.Split(s, ",")
 }
 
-func runVM(cache string, pkgs []string, filter testFilter, script string, timeout time.Duration, kvm bool, cpus int, verbose bool) error {
-	cache, err := filepath.Abs(cache)
+// vmRun is what the VM runs: the test packages (with the filter), or a
+// script; cache holds its kernel and initramfs.
+type vmRun struct {
+	cache  string
+	pkgs   []string
+	filter testFilter
+	script string
+}
+
+// made is the file beside the initramfs that says what it was made for.
+func (v vmRun) made() string { return filepath.Join(v.cache, "initramfs.for") }
+
+// what says what the initramfs runs, and from which sources (the working
+// tree's state, as git sees it), to tell a prepared one from a stale one.
+func (v vmRun) what() string {
+	tree, _ := exec.Command("git", "describe", "--always", "--dirty").Output()
+	status, _ := exec.Command("git", "status", "--porcelain").Output()
+	return fmt.Sprintf("%q %q %q %q\n%s%s", v.pkgs, v.filter.run, v.filter.skip, v.script, tree, status)
+}
+
+// make fetches the kernel and makes the initramfs (building the test
+// binaries), and notes what for.
+func (v vmRun) make() (kernel, initrd string, err error) {
+	if v.cache, err = filepath.Abs(v.cache); err != nil {
+		return "", "", err
+	}
+	if err := os.MkdirAll(v.cache, 0o755); err != nil {
+		return "", "", err
+	}
+	kernel, mods, err := fetchKernel(v.cache)
 	if err != nil {
-		return err
+		return "", "", fmt.Errorf("kernel: %w", err)
 	}
-	if err := os.MkdirAll(cache, 0o755); err != nil {
-		return err
-	}
-	kernel, mods, err := fetchKernel(cache)
-	if err != nil {
-		return fmt.Errorf("kernel: %w", err)
-	}
-	root := filepath.Join(cache, "initramfs")
+	root := filepath.Join(v.cache, "initramfs")
 	if err := os.RemoveAll(root); err != nil {
-		return err
+		return "", "", err
 	}
-	if err := buildRoot(root, mods, pkgs, filter, script); err != nil {
-		return fmt.Errorf("initramfs: %w", err)
+	if err := buildRoot(root, mods, v.pkgs, v.filter, v.script); err != nil {
+		return "", "", fmt.Errorf("initramfs: %w", err)
 	}
-	initrd := filepath.Join(cache, "initramfs.cpio")
+	initrd = filepath.Join(v.cache, "initramfs.cpio")
 	if err := packCpio(root, initrd); err != nil {
-		return fmt.Errorf("initramfs: %w", err)
+		return "", "", fmt.Errorf("initramfs: %w", err)
+	}
+	return kernel, initrd, os.WriteFile(v.made(), []byte(v.what()), 0o644)
+}
+
+// prepared is the kernel and initramfs -prepare made for this run, when
+// they are there and the sources have not changed since.
+func (v vmRun) prepared() (kernel, initrd string, ok bool) {
+	cache, err := filepath.Abs(v.cache)
+	if err != nil {
+		return "", "", false
+	}
+	v.cache = cache
+	note, err := os.ReadFile(v.made())
+	kernel, initrd = filepath.Join(cache, "kernel", "vmlinuz"), filepath.Join(cache, "initramfs.cpio")
+	if err != nil || string(note) != v.what() {
+		return "", "", false
+	}
+	for _, f := range []string{kernel, initrd} {
+		if _, err := os.Stat(f); err != nil {
+			return "", "", false
+		}
+	}
+	return kernel, initrd, true
+}
+
+func runVM(vm vmRun, timeout time.Duration, kvm bool, cpus int, verbose bool) error {
+	script := vm.script
+	kernel, initrd, ok := vm.prepared()
+	if ok {
+		fmt.Println("vmtest: booting the kernel and initramfs made before (-prepare)")
+	} else {
+		var err error
+		if kernel, initrd, err = vm.make(); err != nil {
+			return err
+		}
 	}
 	ran := map[string]int{}
-	err = boot(kernel, initrd, timeout, kvm, cpus, verbose || script != "", nil, ran)
+	err := boot(kernel, initrd, timeout, kvm, cpus, verbose || script != "", nil, ran)
 	if errors.Is(err, errHung) {
 		// An emulated VM has hung (a soft lockup of an emulated CPU, seen
 		// about once in ten runs): its console is above. A package that

@@ -44,6 +44,7 @@ func soakLab(src string) string {
 // namespace but its own, no process of the lab, no state, and the lock
 // free. make soak runs it 50 times each.
 func TestPrivilegedKillSoak(t *testing.T) {
+	t.Parallel() // its kills' moments are random anyway, its lab's hosts its own: beside the waiting tests
 	s := newSimHosts(t)
 	src, err := os.ReadFile(s.file)
 	if err != nil {

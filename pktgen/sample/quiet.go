@@ -4,8 +4,11 @@ import "time"
 
 // Settle is how long ReadQuiet waits after it reads the counters before
 // it asks its taps again: longer than a received frame waits in a CPU's
-// backlog between the interface's count and the tap's.
-const Settle = 50 * time.Millisecond
+// backlog between the interface's count and the tap's (the next softirq,
+// at most a few ticks of 4 ms on a busy CPU). Each reading costs a run
+// twice this at least: 50 ms made make test's privileged benches 17 s
+// longer.
+const Settle = 20 * time.Millisecond
 
 // quietTries bounds the readings ReadQuiet makes before it takes the last.
 const quietTries = 20

@@ -17,10 +17,11 @@ import (
 // what the taps on them counted since the first. The premise, that frames
 // came during readings (which is when a plain reading goes wrong), is
 // checked: some readings were read again. With gaps drawn from an
-// exponential of mean 100 ms, a try (about 55 ms) is crossed by a frame
-// with probability about 0.4, so no reading tried again in 30 has
-// probability 0.6^30, about 2e-7; the 20 tries of a reading all crossed,
-// 0.4^20, about 1e-8 per reading.
+// exponential of mean 45 ms, a try (Settle, 20 ms, and two reads: 20 to 30
+// ms) is crossed by a frame with probability p of 0.36 to 0.49, so no
+// reading tried again in 30 has probability (1-p)^30, 1.5e-6 at most,
+// and the 20 tries of one of the 31 readings all crossed (ReadQuiet then
+// takes the last), 31 p^20, 3e-6 at most.
 func TestPrivilegedReadQuietAgrees(t *testing.T) {
 	l := deployPair(t)
 	r := labdeploy.Open(t, l)
@@ -64,7 +65,7 @@ func TestPrivilegedReadQuietAgrees(t *testing.T) {
 	done := make(chan error, 1)
 	go func() {
 		for !stop.Load() {
-			time.Sleep(time.Duration(rand.ExpFloat64() * float64(100*time.Millisecond)))
+			time.Sleep(time.Duration(rand.ExpFloat64() * float64(45*time.Millisecond)))
 			if err := unix.Sendto(fd, frame, 0, to); err != nil {
 				done <- err
 				return
