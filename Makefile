@@ -11,6 +11,7 @@
 #   make kube-cluster     that cluster, up for you (KUBE_DIR; make kube-cluster-down stops it)
 #   make vmtest           the kernel tests (pktgen) in a VM on a Debian distribution kernel
 #   make bench-topology   deploy/destroy speed against an equivalent iproute2 script, and start-up
+#   make bench-peers      nslab against Mininet: the same chain and tree of 100 to 1000 nodes, up and down, ratios
 #   make bench-forwarding MLRsearch's NDR and PDR of the placed router, 5 times, beside the old binary search, and reruns
 #   make bench-nat        what NAT and a firewall cost a router: the NAT example's variants nat and plain, as a duet
 #   make bench-compare    is B faster than A: A against A, the rule-count dose response, NAT, repeats, and the time each took
@@ -41,7 +42,7 @@ export GOFLAGS := -tags=$(TAGS)
 export CGO_ENABLED := 0
 
 PREFIX  ?= /usr/local
-.PHONY: kube-image-podman test-kubernetes-podman test-untimed vm-prepare corpus-kathara man kube-parts kube-deps kube-image kube-cluster kube-cluster-down test-kubernetes test-unit test-root test-vm benchdocs tutorials docs-check docs-check-long install install-check docs release packages fuzz soak bench-latency all build test unit-test lint lint-deps vmtest walkthrough vm-deps run deps go-deps bench-topology bench-forwarding bench-nat bench-compare bench-baseline bench-engine bench-sampler bench-live bench-fleet clean
+.PHONY: kube-image-podman test-kubernetes-podman test-untimed vm-prepare corpus-kathara man kube-parts kube-deps kube-image kube-cluster kube-cluster-down test-kubernetes test-unit test-root test-vm benchdocs tutorials docs-check docs-check-long install install-check docs release packages fuzz soak bench-latency all build test unit-test lint lint-deps vmtest walkthrough vm-deps run deps go-deps bench-topology bench-peers bench-forwarding bench-nat bench-compare bench-baseline bench-engine bench-sampler bench-live bench-fleet clean
 
 all: build
 
@@ -156,6 +157,10 @@ deps: go-deps
 		[ -z "$$norc" ] || rm -f /usr/sbin/policy-rc.d; \
 		exit $$rc; \
 	fi
+	@# Mininet, the peer make bench-peers measures against, without the
+	@# Open vSwitch it recommends (its hosts and links need none).
+	@command -v mnexec >/dev/null || { echo "installing: mininet"; apt-get update -qq && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends mininet; }
 
 test: test-untimed test-root docs-check test-vm
 
@@ -418,6 +423,13 @@ bench-topology: deps build
 	@command -v hyperfine >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq hyperfine; }
 	$(GO) build -o $(BIN)/nslab-bench-topology ./cmd/nslab-bench-topology
 	$(BIN)/nslab-bench-topology -nslab $(BIN)/nslab
+
+# nslab against Mininet: the same generated chain and tree of 100, 250 and
+# 1000 nodes built by each alternately, 3 rounds, up and down, with the
+# ratios' spreads (about 6 minutes).
+bench-peers: deps build
+	$(GO) build -o $(BIN)/nslab-bench-peers ./cmd/nslab-bench-peers
+	$(BIN)/nslab-bench-peers -nslab $(BIN)/nslab
 
 # MLRsearch's NDR and PDR of the placed router, 5 searches, beside 3 of
 # the older binary search in the same run, each figure's spread; then the

@@ -7,7 +7,7 @@
 // Labs: (a) the client-router-server example; (b) a generated chain of N
 // namespaces joined by N-1 veth pairs with addresses, routes and forwarding
 // (nslab generate chain --routes). Then the cost per node of chains of
-// 1,000, 3,000 and 10,000 nodes as whole nslab deploy and destroy
+// 100, 250, 1,000 and 10,000 nodes, 3 rounds, as whole nslab deploy and destroy
 // processes, with each process's peak memory and the kernel memory the
 // lab holds (see scale.go), and what fresh memory costs this machine
 // (memory.go). After every run it checks that no namespace of the run
@@ -44,7 +44,8 @@ func main() {
 	chainLen := flag.Int("chain", 1000, "namespaces in the chain lab")
 	example := flag.String("example", "examples/client-router-server.yaml", "the small lab")
 	nslabBin := flag.String("nslab", "bin/nslab", "nslab binary, to time whole commands too")
-	scale := flag.String("scale", "1000,3000,10000", "chain sizes whose cost per node is measured (\"\": none)")
+	scale := flag.String("scale", "100,250,1000,10000", "chain sizes whose cost per node is measured (\"\": none)")
+	scaleRounds := flag.Int("scale-rounds", 3, "rounds of the chain sizes (each size's spread is over them)")
 	netns := flag.String("netns", "tmpfs", "where namespaces are named: tmpfs (/run/netns on a tmpfs, mounted for the run in a mount namespace of its own when the machine's is not one) or host (this machine's /run/netns as it is)")
 	flag.Parse()
 	if err := lab.CheckPrivileges(); err != nil {
@@ -72,7 +73,7 @@ func main() {
 	print(rows)
 	targets(starts, rows)
 	if *scale != "" {
-		scaleRows := measureScale(*nslabBin, *scale)
+		scaleRows := measureScale(*nslabBin, *scale, *scaleRounds)
 		justFreed, idleFreed := memorySupply(1<<30, memoryIdle)
 		printScale(scaleRows, justFreed, idleFreed)
 	}
