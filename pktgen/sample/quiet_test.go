@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nslab/nslab/internal/labtest/labdeploy"
 	"github.com/nslab/nslab/topology/spec"
 	"golang.org/x/sys/unix"
 )
@@ -23,26 +22,11 @@ import (
 // and the 20 tries of one of the 31 readings all crossed (ReadQuiet then
 // takes the last), 31 p^20, 3e-6 at most.
 func TestPrivilegedReadQuietAgrees(t *testing.T) {
-	l := deployPair(t)
-	r := labdeploy.Open(t, l)
+	l, r, sent, received := tappedPair(t)
 	a, err := r.Link(spec.Endpoint{Node: "ns1", Interface: "veth1"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := r.Link(spec.Endpoint{Node: "ns2", Interface: "veth2"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sent, err := CountSentControl(r.Node("ns1").NS, a.Attrs().Index, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sent.Close()
-	received, err := CountNeighbours(r.Node("ns2").NS, b.Attrs().Index, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer received.Close()
 	s, err := New(r.Opened, []Target{{Node: "ns1", Namespace: l.Namespace("ns1"), Interface: "veth1"}, {Node: "ns2", Namespace: l.Namespace("ns2"), Interface: "veth2"}})
 	if err != nil {
 		t.Fatal(err)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/nslab/nslab/internal/labtest"
 	"github.com/nslab/nslab/internal/labtest/labdeploy"
+	"github.com/nslab/nslab/topology/lab"
 	"github.com/nslab/nslab/topology/ns"
 	"github.com/nslab/nslab/topology/spec"
 )
@@ -65,31 +66,36 @@ func TestPrivilegedCountsMatchPing(t *testing.T) {
 	}
 }
 
+// tappedPair deploys examples/pair.yaml and opens a counter of the
+// control frames ns1:veth1 sends and one of those ns2:veth2 receives
+// (closed when the test ends).
+func tappedPair(t *testing.T) (*spec.Lab, *lab.Running, *Neighbours, *Neighbours) {
+	t.Helper()
+	l := deployPair(t)
+	r := labdeploy.Open(t, l)
+	var taps [2]*Neighbours
+	for i, x := range []struct {
+		ep   spec.Endpoint
+		open func(*ns.NS, int, bool) (*Neighbours, error)
+	}{{spec.Endpoint{Node: "ns1", Interface: "veth1"}, CountSentControl}, {spec.Endpoint{Node: "ns2", Interface: "veth2"}, CountNeighbours}} {
+		link, err := r.Link(x.ep)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if taps[i], err = x.open(r.Node(x.ep.Node).NS, link.Attrs().Index, false); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(taps[i].Close)
+	}
+	return l, r, taps[0], taps[1]
+}
+
 // TestPrivilegedSentControlMatchesPeer: the counter of control frames an
 // interface sends agrees with its peer's count of the control frames it
 // receives (on a veth both can be read): the ARP request and the echoes
 // (not UDP, so not a run's).
 func TestPrivilegedSentControlMatchesPeer(t *testing.T) {
-	l := deployPair(t)
-	r := labdeploy.Open(t, l)
-	a, err := r.Link(spec.Endpoint{Node: "ns1", Interface: "veth1"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := r.Link(spec.Endpoint{Node: "ns2", Interface: "veth2"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	sent, err := CountSentControl(r.Node("ns1").NS, a.Attrs().Index, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer sent.Close()
-	received, err := CountNeighbours(r.Node("ns2").NS, b.Attrs().Index, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer received.Close()
+	l, _, sent, received := tappedPair(t)
 	// The first echo costs ns1 an ARP request.
 	if got, err := labtest.Ping(ns.DefaultDir, l.Namespace("ns1"), l.Node("ns2").Interface("veth2").Addresses[0].Addr(), 5, time.Second); err != nil || got != 5 {
 		t.Fatalf("ping: %d, %v", got, err)
