@@ -177,9 +177,9 @@ func openHops(r *lab.Running, p *walk.Path, targets []sample.Target, roles []str
 }
 
 // baseline reads the counters at the start of a run and zeroes the
-// neighbour frame counts, at a quiet moment (sample.ReadQuiet): the counters here at
-// a moment no control frame passed this host's taps, the other hosts'
-// each at such a moment of its own (their agents read them so). The run's
+// neighbour frame counts, at a quiet moment (sample.ReadQuiet): the
+// counters here at a moment no control frame passed this host's taps, the
+// other hosts' each at such a moment of its own (their agents read them so). The run's
 // packets are not on the wire yet, so readings on different hosts at
 // different moments still agree on them.
 func (m *measurement) baseline() (sample.Sample, error) {
@@ -191,7 +191,7 @@ func (m *measurement) baseline() (sample.Sample, error) {
 	if m.hopsBase, err = m.readControl(); err != nil {
 		return s, err
 	}
-	m.steadyRemote(&s, m.hopsBase)
+	m.quietRemote(&s, m.hopsBase)
 	return s, nil
 }
 
@@ -214,15 +214,16 @@ func (m *measurement) readHere(s *sample.Sample) func() ([]sample.Counters, erro
 }
 
 // taps are this host's control frame counters: the neighbour frames each
-// target receives, then those each target before a gap sends.
+// target receives, then those each target before a gap or another host
+// sends.
 func (m *measurement) taps() []*sample.Neighbours {
 	return append(slices.Clone(m.neighbours), m.sent...)
 }
 
-// steadyRemote puts into s the counters of the targets on other hosts
-// that their agents read at a quiet moment with c (those of s were read beside
-// their taps' counts, not with them).
-func (m *measurement) steadyRemote(s *sample.Sample, c remote.Control) {
+// quietRemote puts into s the counters of the targets on other hosts
+// that their agents read at a quiet moment with c (those of s were read
+// beside their taps' counts, not with them).
+func (m *measurement) quietRemote(s *sample.Sample, c remote.Control) {
 	for i := range m.targets {
 		if m.isRemote(i) && m.remoteAt[i] < len(c.Counters) && c.Counters[m.remoteAt[i]] != nil {
 			s.Counters[i] = *c.Counters[m.remoteAt[i]]
@@ -290,7 +291,8 @@ func (m *measurement) lostHosts() []report.LostHost {
 func (m *measurement) isRemote(i int) bool { return m.hops != nil && m.remoteAt[i] >= 0 }
 
 // final reads the counters at the end of a run, and the neighbour frames
-// each interface received since the baseline, at a quiet moment as baseline reads.
+// each interface received since the baseline, at a quiet moment as
+// baseline reads.
 func (m *measurement) final() (sample.Sample, []control, error) {
 	var s sample.Sample
 	taps := m.taps()
@@ -302,7 +304,7 @@ func (m *measurement) final() (sample.Sample, []control, error) {
 	if m.hopsFinal, err = m.readControl(); err != nil {
 		return s, nil, err
 	}
-	m.steadyRemote(&s, m.hopsFinal)
+	m.quietRemote(&s, m.hopsFinal)
 	counts := make([]control, len(m.targets))
 	for i := range m.targets {
 		if m.isRemote(i) {
