@@ -31,7 +31,7 @@ func applyCommand(run func(context.Context, *applyOptions) error) *cli.Command {
 	}
 	return command("apply", "make a deployed lab what its edited file says, changing only what differs (atomic: on failure or Ctrl-C the lab is as before)", "[FILE]", flags, func(c *cli.Context) (*applyOptions, error) {
 		l, err := readPart(c)
-		return &applyOptions{Lab: l, Manager: manager(c), DryRun: c.Bool("dry-run"), Out: c.App.Writer}, err
+		return &applyOptions{Lab: l, Manager: manager(c), DryRun: c.Bool("dry-run"), Out: screen(c)}, err
 	}, run, runApply)
 }
 

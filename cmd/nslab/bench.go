@@ -107,7 +107,7 @@ func benchCommand(run func(context.Context, *benchOptions) error) *cli.Command {
 			bo.Margin = 100 * req.Traffic.Margin // the run's margin: key, as --margin would give it
 		}
 		return &benchOptions{Request: req, Manager: manager(c), DryRun: c.Bool("dry-run"), ResultsFile: c.String("out"),
-			Plot: c.String("plot"), Format: c.String("format"), Details: c.Bool("details"), Live: c.String("live"), Quiet: c.Bool("quiet"), Out: c.App.Writer, ErrOut: c.App.ErrWriter, Baseline: bo}, err
+			Plot: c.String("plot"), Format: c.String("format"), Details: c.Bool("details"), Live: c.String("live"), Quiet: c.Bool("quiet"), Out: screen(c), ErrOut: c.App.ErrWriter, Baseline: bo}, err
 	}, run, runBench)
 }
 
@@ -234,7 +234,7 @@ func benchRequest(c *cli.Context) (bench.Request, error) {
 		return bench.Request{}, err
 	}
 	here := capabilities() // every part of the run takes this value
-	req := bench.Request{Lab: l, Traffic: ts[0], Placement: placementMode(c), Keep: c.Bool("keep"), Wait: c.Duration("wait"), Progress: c.App.ErrWriter,
+	req := bench.Request{Lab: l, Traffic: ts[0], Placement: placementMode(c), Keep: c.Bool("keep"), Wait: c.Duration("wait"), Progress: folded(c, c.App.ErrWriter),
 		Options: bench.Options{Interval: c.Duration("interval"), Compact: termWidth(os.Stderr) < 100, Version: version, AsDeployed: l.SHA256 != given.SHA256, Latency: c.Bool("latency"), LatencyEvery: uint32(c.Uint("latency-every")),
 			Caps: &here, Chooser: auto.Chooser{Caps: &here}}}
 	if len(ts) > 1 {

@@ -52,7 +52,7 @@ func checkCommand(run func(context.Context, *checkOptions) error) *cli.Command {
 		}
 		l, err := readDeployed(c)
 		return &checkOptions{Lab: l, Manager: manager(c), Options: check.Options{Timeout: c.Duration("timeout"), Tries: c.Int("tries")},
-			Format: c.String("format"), Out: c.App.Writer, Wait: c.Duration("wait"), Settle: c.Duration("settle"),
+			Format: c.String("format"), Out: screen(c), Wait: c.Duration("wait"), Settle: c.Duration("settle"),
 			ErrOut: c.App.ErrWriter, Quiet: c.Bool("quiet")}, err
 	}, run, runCheck)
 }
@@ -77,11 +77,15 @@ func runCheck(ctx context.Context, o *checkOptions) error {
 		summary += fmt.Sprintf("; the kernels lack %d thing(s) the file declares (listed above)", len(missing))
 		bad = true
 	}
+	converged := "" // a line of its own in a table, a clause of the summary in JSON
 	if o.Wait > 0 && !bad {
-		summary += "; " + conv.String()
+		converged = conv.String()
 	}
 	switch o.Format {
 	case "json":
+		if converged != "" {
+			summary += "; " + converged
+		}
 		out := checkJSON{Pairs: append(check.Pairs{}, pairs...), Differences: append([]deployed.Difference{}, r.Differences...), Summary: summary, OK: !bad}
 		if err := writeJSON(o.Out, out); err != nil {
 			return err
@@ -98,6 +102,9 @@ func runCheck(ctx context.Context, o *checkOptions) error {
 	pairs.WriteProblems(o.Out)
 	writeDifferences(o.Out, r.Differences)
 	fmt.Fprintln(o.Out, summary)
+	if converged != "" {
+		fmt.Fprintln(o.Out, converged)
+	}
 	if bad {
 		return cli.Exit("", 1) // said above, once
 	}

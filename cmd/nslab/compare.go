@@ -46,7 +46,7 @@ func compareCommand(run func(context.Context, *compareOptions) error) *cli.Comma
 		if err != nil || m <= 0 {
 			return nil, cli.Exit(fmt.Sprintf("--margin %s: a percentage above 0, such as 3%%", c.String("margin")), 2)
 		}
-		return &compareOptions{Files: c.Args().Slice(), Format: c.String("format"), Force: c.Bool("force"), Margin: m, Figure: c.String("figure"), Control: c.String("control"), Out: c.App.Writer}, nil
+		return &compareOptions{Files: c.Args().Slice(), Format: c.String("format"), Force: c.Bool("force"), Margin: m, Figure: c.String("figure"), Control: c.String("control"), Out: screen(c)}, nil
 	}, run, runCompare)
 	cmd.Description = "Per traffic run, frame size and figure (pps, loss, latency percentiles, the router's cost per packet, each\n" +
 		"MLRsearch goal's conditional throughput): the old and new medians, the change, its 95% interval and a p-value.\n" +

@@ -42,7 +42,7 @@ func deployCommand(run func(context.Context, *deployOptions) error) *cli.Command
 		l, err := readPart(c)
 		m := manager(c)
 		m.Strict = c.Bool("strict")
-		return &deployOptions{Lab: l, Manager: m, DryRun: c.Bool("dry-run"), Sysfs: c.String("sysfs"), Out: c.App.Writer,
+		return &deployOptions{Lab: l, Manager: m, DryRun: c.Bool("dry-run"), Sysfs: c.String("sysfs"), Out: screen(c),
 			ErrOut: c.App.ErrWriter, Quiet: c.Bool("quiet")}, err
 	}, run, runDeploy)
 }

@@ -45,7 +45,7 @@ func destroyCommand(run func(context.Context, *destroyOptions) error) *cli.Comma
 }
 
 func readDestroy(c *cli.Context) (*destroyOptions, error) {
-	o := &destroyOptions{Manager: manager(c), All: c.Bool("all"), DryRun: c.Bool("dry-run"), Wait: c.Bool("wait"), Out: c.App.Writer}
+	o := &destroyOptions{Manager: manager(c), All: c.Bool("all"), DryRun: c.Bool("dry-run"), Wait: c.Bool("wait"), Out: screen(c)}
 	if o.All {
 		if o.DryRun {
 			return nil, cli.Exit("--dry-run takes one lab: -t FILE or --name LAB", 2)

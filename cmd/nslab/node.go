@@ -32,7 +32,7 @@ func switchCommand(name, usage, off, on, target string, run, def func(context.Co
 		if err != nil {
 			return nil, err
 		}
-		return &switchOptions{Manager: manager(c), Lab: labName, Target: args[1], On: args[0] == on, Out: c.App.Writer}, nil
+		return &switchOptions{Manager: manager(c), Lab: labName, Target: args[1], On: args[0] == on, Out: screen(c)}, nil
 	}, run, def)
 }
 

@@ -68,7 +68,7 @@ func readPath(c *cli.Context) (*pathOptions, error) {
 	if l, err = deployedLab(c, m, l); err != nil {
 		return nil, err
 	}
-	o := &pathOptions{Lab: l, Manager: m, FromArg: args[0], ToArg: args[1], Format: c.String("format"), Out: c.App.Writer}
+	o := &pathOptions{Lab: l, Manager: m, FromArg: args[0], ToArg: args[1], Format: c.String("format"), Out: screen(c)}
 	if o.From, o.To, err = pathEnds(l.Model(), args[0], args[1]); err != nil && !errors.As(err, new(noAddressError)) {
 		return nil, cli.Exit(err.Error(), 2)
 	}

@@ -58,7 +58,7 @@ func testCommand(run func(context.Context, *testOptions) error) *cli.Command {
 			err = cli.Exit("--csv grades a directory of submissions: give it with --grade DIR", 2)
 		}
 		return &testOptions{Lab: l, Manager: manager(c), Format: c.String("format"), TAP: c.Bool("tap"), JUnit: c.String("junit"), Keep: c.Bool("keep"),
-			Wait: c.Duration("wait"), Out: c.App.Writer, Err: c.App.ErrWriter, Grade: c.String("grade"), CSV: c.Bool("csv"), started: time.Now()}, err
+			Wait: c.Duration("wait"), Out: screen(c), Err: c.App.ErrWriter, Grade: c.String("grade"), CSV: c.Bool("csv"), started: time.Now()}, err
 	}, run, runTest)
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/nslab/nslab/internal/fold"
 	"github.com/urfave/cli/v2"
 )
 
@@ -28,8 +29,59 @@ func action[O any](read func(*cli.Context) (*O, error), run func(context.Context
 		if err != nil {
 			return err
 		}
-		return run(c.Context, o)
+		err = run(c.Context, o)
+		if fs, ok := c.App.Metadata[screenKey].([]*fold.Writer); ok {
+			for _, f := range fs {
+				if ferr := f.Flush(); err == nil {
+					err = ferr
+				}
+			}
+		}
+		return err
 	}
+}
+
+// screenKey is where folded keeps its writers for action to flush.
+const screenKey = "nslab screen"
+
+// screen is where a verb writes what a person reads: standard output,
+// folded to fold.Width when the verb prints its default form (see human),
+// so that no line of a default report is wider than a terminal of 120
+// columns. action flushes it when the verb returns.
+func screen(c *cli.Context) io.Writer {
+	if !human(c) {
+		return c.App.Writer
+	}
+	return folded(c, c.App.Writer)
+}
+
+// folded is w folded to fold.Width, flushed by action when the verb
+// returns: for the notes a verb writes to standard error as it goes.
+func folded(c *cli.Context, w io.Writer) io.Writer {
+	f := fold.New(w, fold.Width)
+	if c.App.Metadata == nil {
+		c.App.Metadata = map[string]any{}
+	}
+	fs, _ := c.App.Metadata[screenKey].([]*fold.Writer)
+	c.App.Metadata[screenKey] = append(fs, f)
+	return f
+}
+
+// human says whether the verb prints its default form for a person:
+// not JSON, CSV, markdown, TAP, a script (--dry-run) or the long forms
+// (--details), which are read by programs or wanted whole.
+func human(c *cli.Context) bool {
+	switch c.String("format") {
+	case "", "table", "matrix", "list":
+	default:
+		return false
+	}
+	for _, f := range []string{"details", "dry-run", "tap", "csv"} {
+		if c.Bool(f) {
+			return false
+		}
+	}
+	return true
 }
 
 // or is run, or def when a test gave no run function.

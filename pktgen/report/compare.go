@@ -491,25 +491,57 @@ func (c *Comparison) Write(w io.Writer, format string) error {
 		for _, d := range c.Ignored {
 			ew.printf("ignored (forced): %s\n", d)
 		}
-		tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintln(tw, "\ntraffic\tframe\tfigure\told\tnew\tchange\t95% interval\tp\t\t")
-		for _, x := range c.Changes {
-			verdict := "~ (no significant change)"
-			if x.Significant {
-				verdict = "significant"
-			}
-			if x.Paired {
-				verdict += fmt.Sprintf(", %d pairs", x.Pairs)
-			}
-			change, interval := fmt.Sprintf("%+.2f%%", x.ChangePct), fmt.Sprintf("%+.2f%% .. %+.2f%%", x.ChangeLow, x.ChangeHigh)
-			if x.Undefined {
-				change, interval = "n/a", "(old median 0)"
-			}
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%.6g (n=%d)\t%.6g (n=%d)\t%s\t%s\t%.3g\t%s\t\n", x.Traffic, x.Frame, x.Figure,
-				x.Old, x.OldN, x.New, x.NewN, change, interval, x.P, verdict)
-		}
-		tw.Flush()
+		c.changesTable(ew)
 		return ew.err
 	}
 	return CheckFormat(format)
+}
+
+// changesTable writes the figures' changes, a row each. When every change
+// is of one traffic and one frame size, they are said once above the
+// table rather than in two columns of every row, so that a row fits in
+// 120 characters.
+func (c *Comparison) changesTable(ew *errWriter) {
+	traffics, frames := map[string]bool{}, map[int]bool{}
+	for _, x := range c.Changes {
+		traffics[x.Traffic], frames[x.Frame] = true, true
+	}
+	one := len(traffics) == 1 && len(frames) == 1
+	ew.printf("\n")
+	if one && len(c.Changes) > 0 {
+		if x := c.Changes[0]; x.Frame > 0 {
+			ew.printf("traffic %s, %d-byte frames:\n", x.Traffic, x.Frame)
+		} else { // TCP flows have no frame size
+			ew.printf("traffic %s:\n", x.Traffic)
+		}
+	}
+	tw := tabwriter.NewWriter(ew, 0, 0, 2, ' ', tabwriter.AlignRight)
+	head := "figure\told\tnew\tn\tchange\t95% interval\tp\t"
+	if !one {
+		head = "traffic\tframe\t" + head
+	}
+	fmt.Fprintln(tw, head)
+	for _, x := range c.Changes {
+		verdict := "not significant"
+		if x.Significant {
+			verdict = "significant"
+		}
+		n := fmt.Sprintf("n=%d", x.OldN)
+		switch {
+		case x.Paired:
+			n = fmt.Sprintf("%d pairs", x.Pairs)
+		case x.OldN != x.NewN:
+			n = fmt.Sprintf("n=%d/%d", x.OldN, x.NewN)
+		}
+		change, interval := fmt.Sprintf("%+.2f%%", x.ChangePct), fmt.Sprintf("%+.2f%% .. %+.2f%%", x.ChangeLow, x.ChangeHigh)
+		if x.Undefined {
+			change, interval = "n/a", "(old median 0)"
+		}
+		row := fmt.Sprintf("%s\t%.6g\t%.6g\t%s\t%s\t%s\t%.3g\t  %s", x.Figure, x.Old, x.New, n, change, interval, x.P, verdict)
+		if !one {
+			row = fmt.Sprintf("%s\t%d\t", x.Traffic, x.Frame) + row
+		}
+		fmt.Fprintln(tw, row)
+	}
+	tw.Flush()
 }

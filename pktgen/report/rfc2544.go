@@ -117,7 +117,7 @@ func WriteRFC2544(w io.Writer, format string, rs []*RFC2544Result) error {
 		}
 	}
 	t.section("26.4 Back-to-back frames at the top rate (RFC 9004): the longest burst forwarded whole, bisected to 1%, per search")
-	t.header("frame size (B)", "burst rate (frames/s)", "searches", "mean frames", "min..max", "implied buffer time", "frames held", "corrected buffer time")
+	t.header("frame size (B)", "rate (frames/s)", "searches", "mean frames", "min..max", "implied buffer", "frames held", "corrected buffer")
 	for _, r := range rs {
 		bb := r.BackToBack
 		switch {

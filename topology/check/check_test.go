@@ -362,3 +362,39 @@ func TestExpectedUnannounced(t *testing.T) {
 		}
 	}
 }
+
+// TestColumnBlocks: a matrix wider than the width is split into blocks
+// of columns whose lines fit, each with the rows' names, and a matrix
+// that fits stays one block.
+func TestColumnBlocks(t *testing.T) {
+	rows := [][]string{{"FROM \\ TO"}, {""}, {"h1"}, {"r1"}}
+	for c := range 13 {
+		rows[0] = append(rows[0], fmt.Sprintf("10.0.%d.254", c))
+		rows[1] = append(rows[1], fmt.Sprintf("router%d:eth0", c))
+		rows[2] = append(rows[2], "0.05ms")
+		rows[3] = append(rows[3], "UNEXPECTED 0.07ms")
+	}
+	blocks := columnBlocks(rows, 120)
+	if len(blocks) < 2 {
+		t.Fatalf("13 columns of 17 in one block: %v", blocks)
+	}
+	var all []int
+	for _, b := range blocks {
+		width := 9 // "FROM \ TO"
+		for range b {
+			width += 2 + 17
+		}
+		if width > 120 {
+			t.Errorf("block %v is %d wide", b, width)
+		}
+		all = append(all, b...)
+	}
+	for k, c := range all {
+		if c != k+1 {
+			t.Fatalf("columns out of order or missing: %v", all)
+		}
+	}
+	if got := columnBlocks(rows[:3], 1000); len(got) != 1 || len(got[0]) != 13 {
+		t.Errorf("a matrix that fits was split: %v", got)
+	}
+}

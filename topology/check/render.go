@@ -9,7 +9,9 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
+	"github.com/nslab/nslab/internal/fold"
 	"github.com/nslab/nslab/topology/spec"
 )
 
@@ -38,16 +40,16 @@ func cell(p Pair) string {
 func rtt(d time.Duration) string { return fmt.Sprintf("%.2fms", float64(d)/1e6) }
 
 // WriteMatrix writes a row per node and a column per address, then the
-// pairs sent from an interface's address as a list.
+// pairs sent from an interface's address as a list. A matrix wider than
+// fold.Width is written in blocks of columns, each with the rows' names,
+// so that no line is wider than a terminal.
 func (pairs Pairs) WriteMatrix(w io.Writer, l *spec.Lab) {
 	addrs := l.Model().Addresses()
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	head, owners := []string{"FROM \\ TO"}, []string{""}
 	for _, a := range addrs {
 		head, owners = append(head, a.Addr.String()), append(owners, a.By.String())
 	}
-	fmt.Fprintln(tw, strings.Join(head, "\t"))
-	fmt.Fprintln(tw, strings.Join(owners, "\t"))
+	rows := [][]string{head, owners}
 	i := 0
 	for _, n := range l.Nodes {
 		if n.Segment {
@@ -58,14 +60,53 @@ func (pairs Pairs) WriteMatrix(w io.Writer, l *spec.Lab) {
 			row = append(row, cell(pairs[i*len(addrs)+j]))
 		}
 		i++
-		fmt.Fprintln(tw, strings.Join(row, "\t"))
+		rows = append(rows, row)
 	}
-	tw.Flush()
-	fmt.Fprintln(w, "\n(round-trip time of the first echo reply; - : no reply, and the routes say none can come; filtered: no reply, and a firewall on the way drops it)")
+	for k, cols := range columnBlocks(rows, fold.Width) {
+		if k > 0 {
+			fmt.Fprintln(w)
+		}
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		for _, r := range rows {
+			line := []string{r[0]}
+			for _, c := range cols {
+				line = append(line, r[c])
+			}
+			fmt.Fprintln(tw, strings.Join(line, "\t"))
+		}
+		tw.Flush()
+	}
+	fmt.Fprintln(w, "\n(round-trip time of the first echo reply; - : no reply, and the routes say none can come;")
+	fmt.Fprintln(w, " filtered: no reply, and a firewall on the way drops it)")
 	if grid := i * len(addrs); grid < len(pairs) {
 		fmt.Fprintln(w, "\nfrom an interface's address, as the file's expect: lines FROM node:interface say:")
 		pairs[grid:].WriteList(w)
 	}
+}
+
+// columnBlocks splits the columns after the first (the rows' names) into
+// runs whose lines, with the first column and tabwriter's padding of 2,
+// fit in width; a column wider than that alone is a block of its own.
+func columnBlocks(rows [][]string, width int) [][]int {
+	if len(rows) == 0 {
+		return nil
+	}
+	wide := make([]int, len(rows[0]))
+	for _, r := range rows {
+		for c, v := range r {
+			wide[c] = max(wide[c], utf8.RuneCountInString(v))
+		}
+	}
+	var blocks [][]int
+	var cur []int
+	used := wide[0]
+	for c := 1; c < len(wide); c++ {
+		if len(cur) > 0 && used+2+wide[c] > width {
+			blocks, cur, used = append(blocks, cur), nil, wide[0]
+		}
+		cur, used = append(cur, c), used+2+wide[c]
+	}
+	return append(blocks, cur)
 }
 
 // WriteList writes one line per pair.

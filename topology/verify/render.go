@@ -1,12 +1,17 @@
 package verify
 
 import (
+	"bytes"
 	"encoding/xml"
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
+
+	"github.com/nslab/nslab/internal/fold"
 )
 
 // Outcomes are a run's results, in the file's order.
@@ -39,14 +44,51 @@ func (res Outcomes) Summary(lab string) string {
 }
 
 // WriteTable writes a table: each test, its result, what was measured,
-// what was expected, where, and how long it waited.
+// what was expected, where, and how long it waited. When that row would
+// be wider than fold.Width, what was measured and expected go on a line
+// of their own under the test's row, so that no line is wider than a
+// terminal.
 func (res Outcomes) WriteTable(w io.Writer) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TEST\tRESULT\tMEASURED\tEXPECTED\tWHERE\tTRIES\tWAITED")
+	var wide bytes.Buffer
+	res.writeRows(&wide, true)
+	for _, l := range strings.Split(wide.String(), "\n") {
+		if utf8.RuneCountInString(l) > fold.Width {
+			res.writeRows(w, false)
+			return
+		}
+	}
+	_, _ = w.Write(wide.Bytes())
+}
+
+// writeRows writes the table, with what was measured and expected in
+// columns (inline) or on a line under each row.
+func (res Outcomes) writeRows(w io.Writer, inline bool) {
+	var b bytes.Buffer
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	if inline {
+		fmt.Fprintln(tw, "TEST\tRESULT\tMEASURED\tEXPECTED\tWHERE\tTRIES\tWAITED")
+	} else {
+		fmt.Fprintln(tw, "TEST\tRESULT\tWHERE\tTRIES\tWAITED")
+	}
 	for _, o := range res {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", o.Name, passWord(o.Pass), o.Measured, o.Expected, o.Where, o.Tries, o.Took.Round(time.Millisecond))
+		took := o.Took.Round(time.Millisecond)
+		if inline {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\n", o.Name, passWord(o.Pass), o.Measured, o.Expected, o.Where, o.Tries, took)
+		} else {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", o.Name, passWord(o.Pass), o.Where, o.Tries, took)
+		}
 	}
 	tw.Flush()
+	if inline {
+		_, _ = w.Write(b.Bytes())
+		return
+	}
+	// the rows aligned as one table, each followed by its own line
+	rows := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	fmt.Fprintln(w, rows[0])
+	for i, o := range res {
+		fmt.Fprintf(w, "%s\n  measured %s; expected %s\n", rows[i+1], o.Measured, o.Expected)
+	}
 }
 
 func passWord(p bool) string {

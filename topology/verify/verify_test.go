@@ -148,3 +148,34 @@ func validJUnit(t *testing.T, doc []byte) {
 		t.Errorf("JUnit XML fails the schema: %v\n%s\n%s", err, out, doc)
 	}
 }
+
+// TestTableFits: a table whose rows would be wider than 120 characters
+// puts what was measured and expected under each row, the rows still
+// aligned; one that fits keeps them in columns.
+func TestTableFits(t *testing.T) {
+	res := Outcomes{
+		{Name: "r1's BGP session with r2 is up, r2's prefix received", Where: "r1 (FRR)", Pass: true, Expected: "Established, at least 1 prefixes", Measured: "Established, 1 prefixes received", Tries: 3, Took: 2173 * time.Millisecond},
+		{Name: "r1's kernel routes h2's network to r2", Where: "r1", Pass: true, Expected: "a route to 10.2.0.0/24 via 10.0.0.2 proto bgp", Measured: "10.2.0.0/24 via 10.0.0.2 dev eth1 proto bgp", Tries: 1},
+	}
+	var b bytes.Buffer
+	res.WriteTable(&b)
+	lines := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+	if len(lines) != 5 || !strings.HasPrefix(lines[2], "  measured Established, 1 prefixes received; expected Established, at least 1 prefixes") {
+		t.Fatalf("a wide table is not stacked:\n%s", b.String())
+	}
+	for _, l := range lines {
+		if len(l) > 120 {
+			t.Errorf("a line of %d: %s", len(l), l)
+		}
+	}
+	if strings.Index(lines[1], "PASS") != strings.Index(lines[3], "PASS") || strings.Index(lines[0], "RESULT") != strings.Index(lines[1], "PASS") {
+		t.Errorf("rows not aligned:\n%s", b.String())
+	}
+	b.Reset()
+	res[1].Name, res[1].Expected, res[1].Measured = "route", "a route to 10.2.0.0/24", "10.2.0.0/24 via 10.0.0.2"
+	res = res[1:]
+	res.WriteTable(&b)
+	if n := strings.Count(b.String(), "\n"); n != 2 || !strings.Contains(b.String(), "EXPECTED") {
+		t.Errorf("a table that fits is stacked:\n%s", b.String())
+	}
+}
