@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nslab/nslab/internal/fold"
 	"github.com/nslab/nslab/pktgen/bench"
 	"github.com/nslab/nslab/pktgen/report"
 	"github.com/nslab/nslab/topology/lab"
@@ -98,8 +99,13 @@ func (s *liveSink) end(out *bench.Outcome, err error) {
 		for _, m := range out.MLR {
 			e.Verdicts = append(e.Verdicts, fmt.Sprintf("MLRsearch of %d-byte frames, at the top rate: %s", m.Frame, m.Bottleneck))
 		}
+		if len(out.Reports) > 0 {
+			env := out.Reports[0].Env
+			e.LabFile, e.LabSHA256, e.NSLab = env.LabFile, env.LabHash, env.NSLab
+		}
 		var b bytes.Buffer
-		if report.WriteOutput(&b, "table", &report.Output{Results: out.Results, Summaries: out.Summaries, Comparisons: out.Comparisons}) == nil {
+		f := fold.New(&b, fold.Width)
+		if report.WriteOutput(f, "table", &report.Output{Results: out.Results, Summaries: out.Summaries, Comparisons: out.Comparisons}) == nil && f.Flush() == nil {
 			e.Report = b.String()
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -484,39 +485,99 @@ func browser(t *testing.T) (context.Context, *[]string) {
 	return ctx, urls
 }
 
+// TestPrivilegedWebChromium drives the live page in headless Chromium
+// during a bench through a router whose egress is shaped to 4 Mbit/s
+// (tbf), so that it drops about half of the 20 kpps offered at r1:eth1:
+// every figure the page shows (the links' labels and charts, the drop
+// badges, the bench's receive rate) is the view's that the page showed,
+// as the server's sampler sent it; the drops are drawn at r1:eth1's end
+// of its link and nowhere else; the verdict and what was measured (the
+// file's SHA-256) are on the page after the bench; and the page asks
+// nothing of any other address. With NSLAB_WEB_SCREENSHOT set, it saves
+// a screenshot taken 5 s into the bench there (docs/images/web.png).
 func TestPrivilegedWebChromium(t *testing.T) {
 	labtest.SkipUnlessRoot(t)
 	c := newCLI(t)
 	withWebHelper(t, c)
 	path, name := liveLab(t, c, "forwarding-benchmark.yaml") // its router is placed: the page colours it
+	if code, _, errOut := c.run("impair", name+":r1:eth1", "--rate", "4Mbit"); code != 0 {
+		t.Fatalf("impair: %s", errOut)
+	}
 	addr := freePort(t)
 	startServer(t, c, addr, "/", "web", name, "--interval", "500ms")
+	views := watchEvents(t, addr)
 	ctx, urls := browser(t)
-	if err := chromedp.Do(ctx, chromedp.Navigate("http://"+addr+"/"), chromedp.WaitVisible(chromedp.ID("label-0")),
+	if err := chromedp.Do(ctx, chromedp.EmulateViewport(1280, 860), chromedp.Navigate("http://"+addr+"/"), chromedp.WaitVisible(chromedp.ID("label-0")),
 		chromedp.WaitVisible(chromedp.CSS(`body[data-views]`))); err != nil {
 		t.Fatalf("load the page: %v", err)
 	}
 	var shot []byte
+	var shown []pageFigures
 	positive := 0
-	duringBench(t, c, path, "the first link's label", func() float64 {
-		v, err := chromedp.Run(ctx, chromedp.Evaluate[string](`document.getElementById("label-0").dataset.abPps || "0"`))
-		if err != nil {
-			t.Fatal(err)
-		}
-		f, _ := strconv.ParseFloat(v, 64)
-		if f > 0 {
-			if positive++; positive == 10 { // 5 s into the bench: its sparklines have a history
+	duringBench(t, c, path, "the router's egress link's label", func() float64 {
+		f := readPage(t, ctx)
+		shown = append(shown, f)
+		if f.Labels[1][0] > 0 {
+			if positive++; positive == 10 { // 5 s into the bench: its charts have a history
+				var err error
 				if shot, err = chromedp.Run(ctx, chromedp.FullScreenshot(100)); err != nil {
 					t.Fatal(err)
 				}
 			}
 		}
-		return f
+		return f.Labels[1][0]
 	})
+	// Every figure the page showed is its view's, as the sampler sent it.
+	dropped, checked := 0, 0
+	for _, f := range shown {
+		v, ok := views.at(f.ViewTime)
+		if !ok {
+			t.Errorf("the page showed a view of %s that the server never sent", f.ViewTime)
+			continue
+		}
+		checked++
+		byIf := map[string]viewIf{}
+		for _, i := range v.Interfaces {
+			byIf[i.Node+":"+i.Interface] = i
+		}
+		for n, ends := range [][2]string{{"client:eth0", "r1:eth0"}, {"r1:eth1", "server:eth0"}} {
+			a, b := byIf[ends[0]], byIf[ends[1]]
+			want := [4]float64{a.TxPPS, b.TxPPS, float64(a.drops()), float64(b.drops())}
+			for k, what := range []string{"label A to B", "label B to A", "drop badge at A", "drop badge at B"} {
+				if math.Abs(f.Labels[n][k]-want[k]) > 0.051 {
+					t.Errorf("view %s, link %d's %s shows %v, the sampler's %v", f.ViewTime, n, what, f.Labels[n][k], want[k])
+				}
+			}
+			if f.Charts[n] != [2]float64{f.Labels[n][0], f.Labels[n][1]} {
+				t.Errorf("view %s, link %d's chart ends at %v, its labels say %v", f.ViewTime, n, f.Charts[n], f.Labels[n][:2])
+			}
+		}
+		if f.Labels[1][2] > 0 {
+			dropped++
+		}
+		for _, other := range []float64{f.Labels[0][2], f.Labels[0][3], f.Labels[1][3]} {
+			if other != 0 {
+				t.Errorf("view %s: drops shown away from r1:eth1: %v", f.ViewTime, f.Labels)
+			}
+		}
+		if f.BenchPPS >= 0 && math.Abs(f.BenchPPS-byIf["server:eth0"].RxPPS) > 0.051 {
+			t.Errorf("view %s: the bench's line says %v pps received, the sampler's server:eth0 %v", f.ViewTime, f.BenchPPS, byIf["server:eth0"].RxPPS)
+		}
+	}
+	if checked < 5 || dropped < 3 {
+		t.Errorf("of %d views checked, %d showed the shaper's drops at r1:eth1: the premise (4 Mbit/s under 9.6 offered) failed", checked, dropped)
+	}
 	time.Sleep(1500 * time.Millisecond) // the bench's end line, sampled
-	verdict, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("bench")))
-	if err != nil || !strings.Contains(verdict, "verdict:") {
-		t.Errorf("the bench's verdict is not on the page: %v %q", err, verdict)
+	verdict, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("verdicts")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	identity, err := chromedp.Run(ctx, chromedp.Text(chromedp.ID("identity")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(verdict, "forward: ") || !strings.Contains(identity, "sha256 "+fileSHA256(t, path)) {
+		t.Errorf("the bench's verdict %q and what it measured %q are not on the page", verdict, identity)
 	}
 	for _, u := range *urls {
 		if !strings.HasPrefix(u, "http://"+addr+"/") && !strings.HasPrefix(u, "data:") {
@@ -528,6 +589,119 @@ func TestPrivilegedWebChromium(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// pageFigures are the figures the live page shows, read from its DOM at
+// one moment: the view it shows (its time), each link's labels and drop
+// badges (A to B, B to A, drops at A, at B), the last point of each
+// link's chart (A to B, B to A), and the bench's receive rate (-1: none
+// shown).
+type pageFigures struct {
+	ViewTime string
+	Labels   [2][4]float64
+	Charts   [2][2]float64
+	BenchPPS float64
+}
+
+// readPage reads the page's figures in one script, so that they are of
+// one view.
+func readPage(t *testing.T, ctx context.Context) pageFigures {
+	t.Helper()
+	js := `(function () {
+		const num = (id, key) => { const e = document.getElementById(id); return e && e.dataset[key] ? Number(e.dataset[key]) : 0; };
+		const link = n => [num("label-" + n, "abPps"), num("label-" + n, "baPps"), num("drop-" + n + "-a", "count"), num("drop-" + n + "-b", "count")];
+		const chart = n => [num("chart-" + n, "abPps"), num("chart-" + n, "baPps")];
+		const rate = document.getElementById("bench-rate");
+		return JSON.stringify({ViewTime: document.body.dataset.viewTime || "", Labels: [link(0), link(1)], Charts: [chart(0), chart(1)],
+			BenchPPS: rate && rate.dataset.pps ? Number(rate.dataset.pps) : -1});
+	})()`
+	s, err := chromedp.Run(ctx, chromedp.Evaluate[string](js))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f pageFigures
+	if err := json.Unmarshal([]byte(s), &f); err != nil {
+		t.Fatalf("the page's figures: %v: %s", err, s)
+	}
+	return f
+}
+
+// viewIf is an interface of a view as the server sends it.
+type viewIf struct {
+	Node       string  `json:"node"`
+	Interface  string  `json:"interface"`
+	RxPPS      float64 `json:"rx_pps"`
+	TxPPS      float64 `json:"tx_pps"`
+	RxDrops    uint64  `json:"rx_drops"`
+	TxDrops    uint64  `json:"tx_drops"`
+	QdiscDrops uint64  `json:"qdisc_drops"`
+}
+
+func (i viewIf) drops() uint64 { return i.RxDrops + i.TxDrops + i.QdiscDrops }
+
+// sentViews are the views the server sent, by their time.
+type sentViews struct {
+	mu sync.Mutex
+	by map[string]struct{ Interfaces []viewIf }
+}
+
+func (s *sentViews) at(time string) (struct{ Interfaces []viewIf }, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	v, ok := s.by[time]
+	return v, ok
+}
+
+// watchEvents reads the server's events, as a page does, until the test
+// ends, keeping every view it sent.
+func watchEvents(t *testing.T, addr string) *sentViews {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/events", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); resp.Body.Close(); <-done })
+	s := &sentViews{by: map[string]struct{ Interfaces []viewIf }{}}
+	go func() {
+		defer close(done)
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 1<<20), 16<<20)
+		for sc.Scan() {
+			data, ok := strings.CutPrefix(sc.Text(), "data: ")
+			if !ok {
+				continue
+			}
+			var m struct {
+				Type string `json:"type"`
+				View *struct {
+					Time       string   `json:"time"`
+					Interfaces []viewIf `json:"interfaces"`
+				} `json:"view"`
+			}
+			if json.Unmarshal([]byte(data), &m) == nil && m.View != nil {
+				s.mu.Lock()
+				s.by[m.View.Time] = struct{ Interfaces []viewIf }{m.View.Interfaces}
+				s.mu.Unlock()
+			}
+		}
+	}()
+	return s
+}
+
+// fileSHA256 is the hex SHA-256 of the file at path.
+func fileSHA256(t *testing.T, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("%x", sha256.Sum256(data))
 }
 
 // TestLiveFileAfterTruncate: a second bench on the lab truncates the live

@@ -37,10 +37,15 @@ type LiveEvent struct {
 	CPU        []CPUUse     `json:"cpu,omitempty"`
 	Softnet    []SoftnetCPU `json:"softnet,omitempty"`
 	// End lines: each finished run's verdict in a line, the report as
-	// the table format renders it, and the error that ended the bench.
-	Verdicts []string `json:"verdicts,omitempty"`
-	Report   string   `json:"report,omitempty"`
-	Error    string   `json:"error,omitempty"`
+	// the table format renders it (folded to 120 characters, as the
+	// terminal shows it), and the error that ended the bench; and what
+	// was measured: the lab's file, its SHA-256 and nslab's version.
+	Verdicts  []string `json:"verdicts,omitempty"`
+	Report    string   `json:"report,omitempty"`
+	Error     string   `json:"error,omitempty"`
+	LabFile   string   `json:"lab_file,omitempty"`
+	LabSHA256 string   `json:"lab_sha256,omitempty"`
+	NSLab     string   `json:"nslab,omitempty"`
 }
 
 // LiveHop is one measured interface over one interval: its role on the

@@ -1,8 +1,10 @@
 // Package web serves the live view of a deployed lab: a page with the
 // lab's drawing (graph.SVG), whose links are labelled and coloured by
-// their live rates and drops and whose nodes by their CPUs' use, fed by
-// server-sent events; the bench that runs on the lab, and its report when
-// it ends; and the lab's metrics (package metrics) at /metrics. Its
+// their live rates each way, with badges at the interfaces that drop and
+// nodes coloured by their CPUs' use; a chart per link of the last
+// minutes; the bench that runs on the lab, its verdicts, what it measured
+// and its report when it ends; all fed by server-sent events, one view
+// per interval. It serves the lab's metrics (package metrics) at /metrics. Its
 // assets are embedded: the page asks nothing of any other address.
 //
 // One goroutine samples the lab (package watch) every interval and hands
@@ -35,9 +37,9 @@ var assets embed.FS
 
 var page = template.Must(template.ParseFS(assets, "assets/index.html"))
 
-// history is how many views a page gets when it connects (its
-// sparklines' length).
-const history = 60
+// history is how many views a page gets when it connects, and the length
+// of its charts: 10 minutes at the default interval of 1 s, 5 at 0.5 s.
+const history = 600
 
 // Server is the live view of one lab.
 type Server struct {

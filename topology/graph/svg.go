@@ -3,13 +3,14 @@ package graph
 import (
 	"fmt"
 	"html"
+	"slices"
 	"strings"
 )
 
 // SVG geometry, in pixels.
 const (
 	svgBoxW   = 260 // a box's width
-	svgColGap = 190 // between columns: room for a link's label and sparkline
+	svgColGap = 190 // between columns: room for a link's labels and drop badges
 	svgRowH   = 16  // a row of text
 	svgHeadH  = 38  // a box's title and note
 	svgBoxGap = 30  // between boxes of a column
@@ -18,12 +19,16 @@ const (
 
 // SVG draws the graph as an SVG picture for the web view: boxes in
 // columns by their distance along the lab (as Text lays them out), each
-// box with its title, note and interface rows (not its routes), and each
-// edge as a line between its two interface rows. The live view finds
-// what to update by id and data attributes: a box is <g id="node-ID"
-// data-node="NODE">, an edge's line "link-N", its label "label-N" and its
-// sparkline "spark-N", with data-a and data-b naming its ends as
-// NODE:IF (N is the edge's index in g.Edges).
+// box placed so that its link to the column before it is straight where
+// the column leaves room, with its title, note and interface rows (not
+// its routes), and each edge as a line between its two interface rows.
+// The live view finds what to update by id and data attributes: a box is
+// <g id="node-ID" data-node="NODE"> with a badge for its IP layer's
+// discards, "discard-ID"; an edge's line "link-N", its labels "label-N"
+// (A to B, above the line) and "label-N-ba" (B to A, below it), and a
+// badge at each end for the packets dropped there, "drop-N-a" and
+// "drop-N-b", with data-a and data-b naming its ends as NODE:IF (N is the
+// edge's index in g.Edges).
 func SVG(g *Graph) string {
 	pos, w, h := svgLayout(g)
 	var b strings.Builder
@@ -35,6 +40,9 @@ func SVG(g *Graph) string {
 	for i, box := range g.Boxes {
 		svgBox(&b, box, pos[i])
 	}
+	for i, e := range g.Edges {
+		svgDrops(&b, g, pos, i, e)
+	}
 	b.WriteString("</svg>\n")
 	return b.String()
 }
@@ -42,23 +50,54 @@ func SVG(g *Graph) string {
 // point is a box's top left corner.
 type point struct{ x, y int }
 
-// svgLayout places the boxes: a column per layer, boxes stacked in it in
-// the file's order. It returns their corners and the picture's size.
+// svgLayout places the boxes: a column per layer, the columns left to
+// right, each box of a column below the one before it. A box with a link
+// to a box of the column before is placed so that the link's two rows
+// are level (a straight line), unless that would overlap the box above
+// it. It returns their corners and the picture's size.
 func svgLayout(g *Graph) ([]point, int, int) {
 	layer := g.layers()
+	order := make([]int, len(g.Boxes))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(i, j int) int { return layer[i] - layer[j] })
 	pos := make([]point, len(g.Boxes))
-	next := map[int]int{} // layer -> y of its next box
-	w, h := 0, 0
-	for i, box := range g.Boxes {
+	placed := make([]bool, len(g.Boxes))
+	next := map[int]int{} // layer -> y below its last box
+	for _, i := range order {
 		y, ok := next[layer[i]]
 		if !ok {
 			y = svgMargin
 		}
-		pos[i] = point{svgMargin + layer[i]*(svgBoxW+svgColGap), y}
-		next[layer[i]] = y + svgBoxHeight(box) + svgBoxGap
-		w, h = max(w, pos[i].x+svgBoxW+svgMargin), max(h, next[layer[i]])
+		if level, ok := levelWith(g, layer, pos, placed, i); ok && level > y {
+			y = level
+		}
+		pos[i], placed[i] = point{svgMargin + layer[i]*(svgBoxW+svgColGap), y}, true
+		next[layer[i]] = y + svgBoxHeight(g.Boxes[i]) + svgBoxGap
 	}
-	return pos, w, h + svgMargin
+	w, h := 0, 0
+	for i, box := range g.Boxes {
+		w, h = max(w, pos[i].x+svgBoxW+svgMargin), max(h, pos[i].y+svgBoxHeight(box)+svgMargin)
+	}
+	return pos, w, h
+}
+
+// levelWith is the y at which box i's row linked to a placed box of the
+// column before is level with that box's row (the first such edge).
+func levelWith(g *Graph, layer []int, pos []point, placed []bool, i int) (int, bool) {
+	for _, e := range g.Edges {
+		mine, other := e.A, e.B
+		if e.B.Box == i {
+			mine, other = e.B, e.A
+		}
+		if mine.Box != i || !placed[other.Box] || layer[other.Box] != layer[i]-1 {
+			continue
+		}
+		o := g.Boxes[other.Box]
+		return rowY(o, pos[other.Box], other.Row) - (rowY(g.Boxes[i], point{}, mine.Row)), true
+	}
+	return 0, false
 }
 
 // svgRows are the rows a box shows: all but its routes.
@@ -98,35 +137,86 @@ func svgBox(b *strings.Builder, box *Box, p point) {
 	for i, r := range svgRows(box) {
 		fmt.Fprintf(b, `<text x="%d" y="%d">%s</text>`+"\n", p.x+8, p.y+svgHeadH+i*svgRowH+12, html.EscapeString(clip(r.Text, 36)))
 	}
+	// the IP layer's discards in the node, hidden until there are some
+	fmt.Fprintf(b, `<text id="discard-%s" class="discard" x="%d" y="%d" text-anchor="end" fill="#b00" font-weight="bold" visibility="hidden"></text>`+"\n",
+		html.EscapeString(box.ID), p.x+svgBoxW-8, p.y+16)
 	b.WriteString("</g>\n")
 }
 
 // svgEdge draws edge i: a line between its rows' sides that face each
-// other, its label and its sparkline at the middle.
+// other, and its rate labels, A to B above the line and B to A below.
 func svgEdge(b *strings.Builder, g *Graph, pos []point, i int, e Edge) {
-	a, z := g.Boxes[e.A.Box], g.Boxes[e.B.Box]
-	pa, pz := pos[e.A.Box], pos[e.B.Box]
-	ax, zx := pa.x+svgBoxW, pz.x
-	switch {
-	case pa.x > pz.x:
-		ax, zx = pa.x, pz.x+svgBoxW
-	case pa.x == pz.x: // the same column: round the right side
-		ax, zx = pa.x+svgBoxW, pz.x+svgBoxW
-	}
-	ay, zy := rowY(a, pa, e.A.Row), rowY(z, pz, e.B.Row)
-	ends := fmt.Sprintf(`data-a="%s" data-b="%s"`, html.EscapeString(a.ID+":"+a.Rows[e.A.Row].Port), html.EscapeString(z.ID+":"+z.Rows[e.B.Row].Port))
-	if pa.x == pz.x {
+	ax, ay, zx, zy, same := edgeEnds(g, pos, e)
+	ends := edgeData(g, e)
+	if same {
 		fmt.Fprintf(b, `<path id="link-%d" class="link" %s d="M%d %d C%d %d %d %d %d %d" fill="none" stroke="#888" stroke-width="3"/>`+"\n",
 			i, ends, ax, ay, ax+80, ay, zx+80, zy, zx, zy)
 	} else {
 		fmt.Fprintf(b, `<line id="link-%d" class="link" %s x1="%d" y1="%d" x2="%d" y2="%d" stroke="#888" stroke-width="3"/>`+"\n", i, ends, ax, ay, zx, zy)
 	}
 	mx, my := (ax+zx)/2, (ay+zy)/2
-	if pa.x == pz.x {
+	if same {
 		mx += 60
 	}
-	fmt.Fprintf(b, `<text id="label-%d" class="label" %s x="%d" y="%d" text-anchor="middle" font-size="11">%s</text>`+"\n", i, ends, mx, my-8, html.EscapeString(clip(e.Label, 40)))
-	fmt.Fprintf(b, `<polyline id="spark-%d" class="spark" %s points="" fill="none" stroke="#2a6" stroke-width="1.5" transform="translate(%d %d)"/>`+"\n", i, ends, mx-50, my+2)
+	fmt.Fprintf(b, `<text id="label-%d" class="label" %s x="%d" y="%d" text-anchor="middle" font-size="12">%s</text>`+"\n", i, ends, mx, my-7, html.EscapeString(clip(e.Label, 40)))
+	fmt.Fprintf(b, `<text id="label-%d-ba" class="label" %s x="%d" y="%d" text-anchor="middle" font-size="12"></text>`+"\n", i, ends, mx, my+16)
+}
+
+// svgDrops draws edge i's two drop badges, hidden until the live view
+// shows a drop at that end: a red disc with the count beside it, just
+// off the box's side, the count under it.
+func svgDrops(b *strings.Builder, g *Graph, pos []point, i int, e Edge) {
+	ax, ay, zx, zy, _ := edgeEnds(g, pos, e)
+	ends := edgeData(g, e)
+	for _, end := range []struct {
+		side string
+		x, y int
+		out  int // which way is away from the box
+	}{{"a", ax, ay, sign(zx - ax)}, {"b", zx, zy, sign(ax - zx)}} {
+		if end.out == 0 {
+			end.out = 1
+		}
+		cx := end.x + end.out*14
+		anchor := "start"
+		if end.out < 0 {
+			anchor = "end"
+		}
+		fmt.Fprintf(b, `<g id="drop-%d-%s" class="drop" %s visibility="hidden"><circle cx="%d" cy="%d" r="9" fill="#d22"/>`+
+			`<text x="%d" y="%d" fill="#fff" font-weight="bold" text-anchor="middle">✕</text>`+
+			`<text class="count" x="%d" y="%d" fill="#b00" font-weight="bold" text-anchor="%s"></text></g>`+"\n",
+			i, end.side, ends, cx, end.y, cx, end.y+4, cx-end.out*4, end.y+32, anchor) // below the B-to-A label's line
+	}
+}
+
+// edgeEnds are where edge e's line meets its boxes, and whether both are
+// in one column (the line then rounds their right sides).
+func edgeEnds(g *Graph, pos []point, e Edge) (ax, ay, zx, zy int, same bool) {
+	a, z := g.Boxes[e.A.Box], g.Boxes[e.B.Box]
+	pa, pz := pos[e.A.Box], pos[e.B.Box]
+	ax, zx = pa.x+svgBoxW, pz.x
+	switch {
+	case pa.x > pz.x:
+		ax, zx = pa.x, pz.x+svgBoxW
+	case pa.x == pz.x:
+		ax, zx, same = pa.x+svgBoxW, pz.x+svgBoxW, true
+	}
+	return ax, rowY(a, pa, e.A.Row), zx, rowY(z, pz, e.B.Row), same
+}
+
+// edgeData are edge e's data-a and data-b attributes.
+func edgeData(g *Graph, e Edge) string {
+	a, z := g.Boxes[e.A.Box], g.Boxes[e.B.Box]
+	return fmt.Sprintf(`data-a="%s" data-b="%s"`, html.EscapeString(a.ID+":"+a.Rows[e.A.Row].Port), html.EscapeString(z.ID+":"+z.Rows[e.B.Row].Port))
+}
+
+func sign(v int) int {
+	switch {
+	case v > 0:
+		return 1
+	case v < 0:
+		return -1
+	}
+	return 0
 }
 
 // clip shortens s to n runes, with an ellipsis.

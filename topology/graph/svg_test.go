@@ -52,7 +52,9 @@ func svgElements(t *testing.T, doc string) []svgElement {
 
 // TestSVGNamesEveryLink: every example's drawing is XML with a group per
 // node and, per edge, a line, label and sparkline naming the edge's two
-// interfaces, which are interfaces of the lab.
+// interfaces, which are interfaces of the lab; and links between boxes
+// in adjacent columns are level where nothing stands in the way (a
+// chain's links are all straight).
 func TestSVGNamesEveryLink(t *testing.T) {
 	for name, l := range labs(t) {
 		g := Build(l)
@@ -71,10 +73,10 @@ func TestSVGNamesEveryLink(t *testing.T) {
 		for i, e := range g.Edges {
 			a := g.Boxes[e.A.Box].ID + ":" + g.Boxes[e.A.Box].Rows[e.A.Row].Port
 			b := g.Boxes[e.B.Box].ID + ":" + g.Boxes[e.B.Box].Rows[e.B.Row].Port
-			for _, kind := range []string{"link", "label", "spark"} {
-				el, ok := ids[fmt.Sprintf("%s-%d", kind, i)]
+			for _, id := range []string{"link-%d", "label-%d", "label-%d-ba", "drop-%d-a", "drop-%d-b"} {
+				el, ok := ids[fmt.Sprintf(id, i)]
 				if !ok || el.A != a || el.B != b {
-					t.Errorf("%s: %s-%d is %+v, want ends %s and %s", name, kind, i, el, a, b)
+					t.Errorf("%s: %s is %+v, want ends %s and %s", name, fmt.Sprintf(id, i), el, a, b)
 				}
 			}
 		}
@@ -89,4 +91,22 @@ func TestSVGEscapes(t *testing.T) {
 		t.Fatalf("unescaped: %s", doc)
 	}
 	svgElements(t, doc)
+}
+
+// TestSVGChainIsStraight: in a chain (client, router, server, whose
+// boxes have one, two and one interfaces), every link is level.
+func TestSVGChainIsStraight(t *testing.T) {
+	for _, name := range []string{"client-router-server", "forwarding-benchmark"} {
+		l, ok := labs(t)[name]
+		if !ok {
+			t.Fatalf("no example %s", name)
+		}
+		g := Build(l)
+		pos, _, _ := svgLayout(g)
+		for i, e := range g.Edges {
+			if _, ay, _, zy, _ := edgeEnds(g, pos, e); ay != zy {
+				t.Errorf("%s: link %d is slanted: y %d to %d", name, i, ay, zy)
+			}
+		}
+	}
 }
