@@ -33,6 +33,7 @@ import (
 
 func main() {
 	transcript := flag.String("transcript", "", "take the outputs from this transcript (\"$ CMD\" lines, each followed by its output) instead of running the commands")
+	only := flag.String("only", "", "regenerate only the commands matching this regular expression (the others keep their outputs and are not run): a doc whose other runs take long, such as docs/benchmarking.md's make targets, after a change to one verb's output")
 	checkOnly := flag.Bool("check", false, "change nothing: run the commands and fail when a doc's output (figures masked) or a figure its prose quotes is not what today's code prints")
 	flag.Parse()
 	if flag.NArg() == 0 {
@@ -55,8 +56,12 @@ func main() {
 		}
 		return
 	}
+	onlyRE, err := regexp.Compile(*only)
+	if err != nil {
+		fail(fmt.Errorf("-only: %w", err))
+	}
 	for _, path := range flag.Args() {
-		if err := regen(path, *transcript); err != nil {
+		if err := regen(path, *transcript, onlyRE); err != nil {
 			fail(fmt.Errorf("%s: %w", path, err))
 		}
 		fmt.Printf("nslab-tutorials: %s regenerated\n", path)
@@ -67,8 +72,9 @@ func main() {
 const vmMark = "<!-- nslab-tutorials: vm -->"
 
 // regen rewrites the transcript blocks of one tutorial: those this
-// machine runs, and with a transcript the VM's.
-func regen(path, transcript string) error {
+// machine runs whose command matches only, and with a transcript the
+// VM's.
+func regen(path, transcript string, only *regexp.Regexp) error {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return err
@@ -78,6 +84,7 @@ func regen(path, transcript string) error {
 	if len(here)+len(vm) == 0 {
 		return fmt.Errorf("no transcript blocks (lines starting with $ inside ``` blocks)")
 	}
+	here = slices.DeleteFunc(here, func(c int) bool { return !only.MatchString(lines[c]) })
 	outs, err := run(lines, here)
 	if err != nil {
 		return err
