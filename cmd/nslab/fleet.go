@@ -9,10 +9,12 @@ import (
 	"fmt"
 	"github.com/nslab/nslab/cmd/internal/agentargv"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"os/signal"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -310,13 +312,7 @@ func fleetHosts(c *cli.Context, l *spec.Lab) ([]string, error) {
 			node, _, _ = strings.Cut(ops[0], ":")
 		}
 	case "bench":
-		names := c.StringSlice("traffic")
-		for _, t := range l.Traffic {
-			if len(names) == 0 || slices.Contains(names, t.Name) {
-				node = t.From.Node
-				break
-			}
-		}
+		return benchHost(c, l)
 	case "impair": // NODE:IF
 		if len(ops) > 0 {
 			node, _, _ = strings.Cut(ops[0], ":")
@@ -332,6 +328,49 @@ func fleetHosts(c *cli.Context, l *spec.Lab) ([]string, error) {
 		return []string{n.Host}, nil
 	}
 	return nil, cli.Exit(fmt.Sprintf("lab %s: %s names no node of the lab, so no host to run it on", l.Name, c.Command.Name), 2)
+}
+
+// benchHost is the host a bench of lab l across hosts runs on: its
+// sender's (--from NODE:IF, or the node every run the --traffic names
+// sends from: a run or a group of runs; without --traffic, the file's
+// first run). Runs that send from several hosts are refused: the bench
+// runs on one host and reads the others' hops through their agents.
+func benchHost(c *cli.Context, l *spec.Lab) ([]string, error) {
+	if from := c.String("from"); from != "" {
+		node, _, _ := strings.Cut(from, ":")
+		if n := l.Node(node); n != nil {
+			return []string{n.Host}, nil
+		}
+		return nil, cli.Exit(fmt.Sprintf("lab %s: --from %s names no node of the lab, so no host to send from", l.Name, from), 2)
+	}
+	var runs []*spec.Traffic
+	for _, name := range c.StringSlice("traffic") {
+		rs := l.Runs(name)
+		if len(rs) == 0 {
+			return nil, cli.Exit(fmt.Sprintf("lab %s: --traffic %s names no run or group of runs of the lab", l.Name, name), 2)
+		}
+		runs = append(runs, rs...)
+	}
+	if len(runs) == 0 && len(l.Traffic) > 0 {
+		runs = l.Traffic[:1]
+	}
+	hosts := map[string][]string{} // host -> the runs that send from it
+	for _, t := range runs {
+		if n := l.Node(t.From.Node); n != nil {
+			hosts[n.Host] = append(hosts[n.Host], t.Name)
+		}
+	}
+	switch len(hosts) {
+	case 0:
+		return nil, cli.Exit(fmt.Sprintf("lab %s: bench has no run to send: give --traffic RUN, or --from NODE:IF and --to", l.Name), 2)
+	case 1:
+		return slices.Collect(maps.Keys(hosts)), nil
+	}
+	var parts []string
+	for _, h := range slices.Sorted(maps.Keys(hosts)) {
+		parts = append(parts, fmt.Sprintf("%s from host %s", strings.Join(hosts[h], ", "), h))
+	}
+	return nil, cli.Exit(fmt.Sprintf("lab %s: the runs send from several hosts (%s): a bench across hosts runs on its senders' host; bench each host's runs with their own --traffic", l.Name, strings.Join(parts, "; ")), 2)
 }
 
 // runFleet runs the verb on every host (or the one its node is on) from
@@ -371,6 +410,9 @@ func runFleet(ctx context.Context, o *fleetOptions) error {
 		}
 		res, err = co.RunOn(ctx, hosts, args...)
 	}
+	if o.Verb == "deploy" && err != nil {
+		res = takenBack(res, err)
+	}
 	printResults(o.Out, res, len(o.Hosts) == 1)
 	if err != nil {
 		return fmt.Errorf("lab %s: %w", o.Plan.Lab, err)
@@ -387,6 +429,21 @@ func runFleet(ctx context.Context, o *fleetOptions) error {
 		return cli.Exit(fmt.Sprintf("lab %s: %s failed on host %s", o.Plan.Lab, o.Verb, f[0].Host), max(f[0].Code, 1))
 	}
 	return nil
+}
+
+// takenBack is a failed deploy's results as they stand after it: a host
+// whose share was made and then taken back says so instead of its
+// deploy's "deployed lab" line, which is no longer true; a host err names
+// (its deploy failed, it was lost, or taking its share back failed) keeps
+// its own words.
+func takenBack(res []fleet.Result, err error) []fleet.Result {
+	out := slices.Clone(res)
+	for i, r := range out {
+		if r.Code == 0 && !fleet.Names(err, r.Host) {
+			out[i].Stdout, out[i].Stderr = "its share was made, then taken back as the deploy failed\n", ""
+		}
+	}
+	return out
 }
 
 // printResults prints each host's output: under a line naming the host,
@@ -526,6 +583,10 @@ func runKube(c *cli.Context) error {
 	verb := c.Command.Name
 	if verb == "apply" {
 		verb = "deploy"
+	}
+	// The helper folds what it prints as nslab would (--width).
+	if err := os.Setenv("NSLAB_WIDTH", strconv.Itoa(c.Int(widthFlag))); err != nil {
+		return err
 	}
 	return execKube("", verb, path)
 }

@@ -934,5 +934,10 @@ func TestPrivilegedFleetStrict(t *testing.T) {
 	if code == 0 || !strings.Contains(out+errOut, "a strict deploy stops here") || !strings.Contains(errOut, "every host's share was taken back") {
 		t.Errorf("deploy --strict: %d %s %s; want it refused on host b, lab %s taken back", code, out, errOut, name)
 	}
+	// Host a's share was made and taken back: standard output does not
+	// say it is deployed.
+	if strings.Contains(out, "deployed lab") || !strings.Contains(out, "host a: its share was made, then taken back") {
+		t.Errorf("deploy --strict's standard output says a share taken back is deployed, or not that it was taken back:\n%s", out)
+	}
 	s.assertNothingLeft(t)
 }

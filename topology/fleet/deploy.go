@@ -19,7 +19,7 @@ const undoTime = 3 * time.Minute
 // be reached, the share of every host that can be is taken back.
 func (c *Coordinator) Deploy(ctx context.Context) ([]Result, error) {
 	if err := c.CheckMTU(ctx); err != nil {
-		return nil, fmt.Errorf("the underlay does not carry the lab's links between hosts; nothing was made:\n%w", err)
+		return nil, c.mtuRefusal(err)
 	}
 	c.AsDeployed = false // a deploy never takes another file's lab for its own
 	present, others, err := c.present(ctx)
@@ -53,6 +53,23 @@ func (c *Coordinator) Deploy(ctx context.Context) ([]Result, error) {
 		return res, fmt.Errorf("%w\nand taking the shares back failed too:\n%w", err, uerr)
 	}
 	return res, fmt.Errorf("%w\nevery host's share was taken back", err)
+}
+
+// mtuRefusal is why CheckMTU's err stopped the deploy: the hosts that
+// stopped answering while their underlay was probed are named as lost
+// (nothing was learned of their underlay), and only when none was is the
+// underlay said not to carry the links.
+func (c *Coordinator) mtuRefusal(err error) error {
+	var lost []string
+	for _, h := range c.Plan.Hosts() {
+		if Names(err, h) {
+			lost = append(lost, "host "+h)
+		}
+	}
+	if len(lost) > 0 {
+		return fmt.Errorf("%s stopped answering while the underlay's MTU was probed; nothing was made:\n%w", strings.Join(lost, ", "), err)
+	}
+	return fmt.Errorf("the underlay does not carry the lab's links between hosts; nothing was made:\n%w", err)
 }
 
 // Destroy removes every host's share; a host without one is no error. A
@@ -115,22 +132,23 @@ func (c *Coordinator) present(ctx context.Context) (mine, others []string, err e
 func (c *Coordinator) reachable(err error) []string {
 	var out []string
 	for _, h := range c.Plan.Hosts() {
-		if !lostHost(err, h) {
+		if !Names(err, h) {
 			out = append(out, h)
 		}
 	}
 	return out
 }
 
-// lostHost reports whether err holds a HostError of host (its agent could
-// not be asked).
-func lostHost(err error, host string) bool {
+// Names reports whether err names host: a *HostError of host in it, as a
+// deploy's error names a host that failed, was lost, or whose share could
+// not be taken back.
+func Names(err error, host string) bool {
 	if he, ok := err.(*HostError); ok {
 		return he.Host == host
 	}
 	if j, ok := err.(interface{ Unwrap() []error }); ok {
 		for _, e := range j.Unwrap() {
-			if lostHost(e, host) {
+			if Names(e, host) {
 				return true
 			}
 		}

@@ -15,7 +15,7 @@ import (
 // agent on a host, answers the protocol as a scripted agent would.
 const (
 	fakeAgentEnv = "NSLAB_FLEET_FAKE_AGENT" // the host it is
-	fakeFailEnv  = "NSLAB_FLEET_FAKE_FAIL"  // "deploy:CODE" fails the deploy; "deploy:lost" ends without answering
+	fakeFailEnv  = "NSLAB_FLEET_FAKE_FAIL"  // "deploy:CODE" fails the deploy; "deploy:lost" ends without answering; "mtu:lost" ends at the MTU probe
 	fakeLogEnv   = "NSLAB_FLEET_FAKE_LOG"   // a file each verb run is appended to, as "HOST VERB"
 	fakeIDEnv    = "NSLAB_FLEET_FAKE_ID"    // the binary hash it says it has
 )
@@ -43,6 +43,9 @@ func fakeAgent(host string) int {
 		case OpHello:
 			resp.Hello = &Hello{Version: "fake", Binary: os.Getenv(fakeIDEnv), Arch: "amd64"}
 		case OpMTU:
+			if verb == "mtu" && failure == "lost" {
+				return 1 // the host is gone as its underlay is probed
+			}
 			resp.Fits, resp.Largest = true, r.Size
 		case OpRun:
 			f, _ := os.OpenFile(os.Getenv(fakeLogEnv), os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o644)
@@ -93,6 +96,7 @@ func TestDeployRollback(t *testing.T) {
 	}{
 		{"fails on b", "b", "deploy:1", []string{"host b: deploy", "a device of that name exists", "every host's share was taken back"}, []string{"a", "c"}},
 		{"c lost", "c", "deploy:lost", []string{"host c", "every host's share was taken back"}, []string{"a", "b"}},
+		{"c lost while its underlay is probed", "c", "mtu:lost", []string{"host c stopped answering while the underlay's MTU was probed", "nothing was made"}, nil},
 		{"all deploy", "", "", nil, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -118,6 +122,9 @@ func TestDeployRollback(t *testing.T) {
 			}
 			if c.wantErr == nil && err != nil {
 				t.Errorf("deploy: %v", err)
+			}
+			if err != nil && c.fail == "mtu:lost" && strings.Contains(err.Error(), "does not carry") {
+				t.Errorf("a lost host is reported as the underlay's MTU: %v", err)
 			}
 			data, _ := os.ReadFile(log)
 			var destroyed []string
