@@ -29,8 +29,11 @@ import (
 	"flag"
 	"fmt"
 	"github.com/nslab/nslab/cmd/internal/agentargv"
+	"github.com/nslab/nslab/internal/fold"
+	"math"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -171,13 +174,28 @@ func runCoordinator(ctx context.Context, client dynamic.Interface, ns, verb stri
 	}
 	ctx, cancel := context.WithTimeout(ctx, *timeout)
 	defer cancel()
-	c := &kube.Coordinator{Client: client, Namespace: ns, Out: os.Stdout}
+	out := screen()
+	c := &kube.Coordinator{Client: client, Namespace: ns, Out: out}
 	if verb == "deploy" {
-		return c.Deploy(ctx, fs.Arg(0), file)
+		return errors.Join(c.Deploy(ctx, fs.Arg(0), file), out.Flush())
 	}
 	l, err := spec.Parse(fs.Arg(0), file)
 	if err != nil {
 		return err
 	}
-	return c.Destroy(ctx, l.Name)
+	return errors.Join(c.Destroy(ctx, l.Name), out.Flush())
+}
+
+// screen is standard output folded as nslab folds its reports: at
+// NSLAB_WIDTH characters (nslab's --width, which nslab sets for it), or
+// fold.Width; 0 folds nothing.
+func screen() *fold.Writer {
+	width := fold.Width
+	if v, err := strconv.Atoi(os.Getenv("NSLAB_WIDTH")); err == nil {
+		width = v
+	}
+	if width <= 0 {
+		width = math.MaxInt
+	}
+	return fold.New(os.Stdout, width)
 }

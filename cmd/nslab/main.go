@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/nslab/nslab/internal/fold"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -162,6 +163,7 @@ func newApp(commands ...*cli.Command) *cli.App {
 			&cli.StringFlag{Name: "ssh-config", Usage: "ssh's configuration `FILE` (ssh -F) for reaching the hosts of a lab that spans hosts, instead of ~/.ssh/config"},
 			&cli.StringFlag{Name: "inventory", Usage: "an Ansible inventory `FILE` (INI) naming how to reach each host of a lab that spans hosts (ansible_host, ansible_user, ansible_port), instead of their ssh:"},
 			&cli.StringFlag{Name: "sysfs", Value: "", Usage: "where sysfs is, for SR-IOV (default /sys)", Hidden: true, EnvVars: []string{"NSLAB_SYSFS"}},
+			&cli.IntFlag{Name: widthFlag, Value: fold.Width, Usage: "fold the lines of a report for a person (bench, check, path, test, compare, deploy...) at `N` characters; 0: never (JSON, CSV, --details and scripts are never folded)", EnvVars: []string{"NSLAB_WIDTH"}},
 			prefixFlag(),
 			// The agent's DaemonSet sets it: its pod's /run/nslab is a
 			// volume of the node's without propagation, and the views

@@ -45,7 +45,7 @@ func action[O any](read func(*cli.Context) (*O, error), run func(context.Context
 const screenKey = "nslab screen"
 
 // screen is where a verb writes what a person reads: standard output,
-// folded to fold.Width when the verb prints its default form (see human),
+// folded (see folded) when the verb prints its default form (see human),
 // so that no line of a default report is wider than a terminal of 120
 // columns. action flushes it when the verb returns.
 func screen(c *cli.Context) io.Writer {
@@ -55,10 +55,18 @@ func screen(c *cli.Context) io.Writer {
 	return folded(c, c.App.Writer)
 }
 
-// folded is w folded to fold.Width, flushed by action when the verb
-// returns: for the notes a verb writes to standard error as it goes.
+// widthFlag is the global option of the width reports are folded at.
+const widthFlag = "width"
+
+// folded is w folded at --width (fold.Width unless given; 0: not
+// folded), flushed by action when the verb returns: for the notes a verb
+// writes to standard error as it goes, and through screen for its report.
 func folded(c *cli.Context, w io.Writer) io.Writer {
-	f := fold.New(w, fold.Width)
+	width := c.Int(widthFlag)
+	if width <= 0 {
+		return w
+	}
+	f := fold.New(w, width)
 	if c.App.Metadata == nil {
 		c.App.Metadata = map[string]any{}
 	}

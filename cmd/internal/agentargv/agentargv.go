@@ -18,10 +18,13 @@ import (
 const OtherHostsFlag = "other-hosts"
 
 // Spell is the command line that runs args on host's share of lab
-// labName: the global options, --host, and the arguments with the
-// stand-ins spelled as flags.
+// labName: the global options, --width 0, --host, and the arguments with
+// the stand-ins spelled as flags. What a host's verb prints goes back to
+// the coordinator, which folds it for the person reading (--width 0: the
+// host's nslab folds nothing, so nothing is folded twice or at another
+// width).
 func Spell(global []string, host, labName string, args []string) []string {
-	argv := append(slices.Clone(global), "--host", host)
+	argv := append(slices.Clone(global), "--width", "0", "--host", host)
 	for _, s := range args {
 		switch s {
 		case fleet.NameArg:
