@@ -733,7 +733,7 @@ func TestPrivilegedFleetBenchAcrossHosts(t *testing.T) {
 		rules += fmt.Sprintf("        - drop: {from: 10.99.%d.%d/32}\n", i/250, i%250)
 	}
 	data = bytes.Replace(data, []byte("    forwarding: true\n"), []byte("    forwarding: true\n    cpus: [1]\n"+rules), 1)
-	data = bytes.Replace(data, []byte("    rate: 20kpps\n"), []byte("    rate: 20kpps\n    cpus: [0]\n  - name: bulk\n    from: client:eth0\n    to: 10.1.2.1\n    tcp: {flows: 2, duration: 2s}\n"), 1)
+	data = bytes.Replace(data, []byte("    rate: 20kpps\n"), []byte("    rate: 20kpps\n    cpus: [0]\n    group: udp\n  - name: bulk\n    from: client:eth0\n    to: 10.1.2.1\n    tcp: {flows: 2, duration: 2s}\n"), 1)
 	os.WriteFile(file, data, 0o644)
 	t.Cleanup(func() { s.run("destroy", file) })
 	if code, out, errOut := s.run("deploy", file); code != 0 {
@@ -743,6 +743,14 @@ func TestPrivilegedFleetBenchAcrossHosts(t *testing.T) {
 	for _, want := range []string{"on host a:", "sent 20000 = received 20000 + named drops 0 + unaccounted 0", "router:eth0 (host b)", "server:eth0 (host c)", "router router on host b: entered 20000"} {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Errorf("bench at 20 kpps: no %q in %d %s %s", want, code, out, errOut)
+		}
+	}
+	// A group of runs, and a run given by --from and --to, are sent from
+	// their sender's host too.
+	for _, args := range [][]string{{"--traffic", "udp"}, {"--from", "client:eth0", "--to", "10.1.2.1", "--rate", "20kpps"}} {
+		code, out, errOut := s.run(append(append([]string{"bench", "-q", "--count", "2000"}, args...), file)...)
+		if code != 0 || !strings.Contains(out, "on host a:") || !strings.Contains(out, "sent 2000 = received 2000 + named drops 0 + unaccounted 0") {
+			t.Errorf("bench %v across hosts: %d %s %s", args, code, out, errOut)
 		}
 	}
 	code, out, errOut = s.run("bench", "-q", "--latency", "--count", "20000", file)
