@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"net"
 	"os"
@@ -64,6 +66,16 @@ func newSSHHosts(t *testing.T, n, mtu int, sshdEnv map[string]string) *sshHosts 
 	}
 	s := &sshHosts{dir: t.TempDir()}
 	os.Chmod(s.dir, 0o755)
+	// ssh here reads and writes only the test's files (its -F config):
+	// the machine's own ~/.ssh is never made or changed.
+	home, _ := os.UserHomeDir()
+	if _, err := os.Lstat(filepath.Join(home, ".ssh")); errors.Is(err, fs.ErrNotExist) {
+		t.Cleanup(func() {
+			if _, err := os.Lstat(filepath.Join(home, ".ssh")); err == nil {
+				t.Errorf("the test left %s/.ssh, which was not there before it", home)
+			}
+		})
+	}
 	under := labtest.Namespace(t, ns.DefaultDir)
 	hu := labtest.Handle(t, ns.DefaultDir, under)
 	br := &netlink.Bridge{LinkAttrs: netlink.LinkAttrs{Name: "br0", MTU: mtu}}
