@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"os"
 	"os/exec"
@@ -18,6 +19,7 @@ const (
 	fakeFailEnv  = "NSLAB_FLEET_FAKE_FAIL"  // "deploy:CODE" fails the deploy; "deploy:lost" ends without answering; "mtu:lost" ends at the MTU probe
 	fakeLogEnv   = "NSLAB_FLEET_FAKE_LOG"   // a file each verb run is appended to, as "HOST VERB"
 	fakeIDEnv    = "NSLAB_FLEET_FAKE_ID"    // the binary hash it says it has
+	fakeArchEnv  = "NSLAB_FLEET_FAKE_ARCH"  // the architecture it says it is (default amd64)
 )
 
 func TestMain(m *testing.M) {
@@ -41,7 +43,7 @@ func fakeAgent(host string) int {
 		resp := Response{}
 		switch r.Op {
 		case OpHello:
-			resp.Hello = &Hello{Version: "fake", Binary: os.Getenv(fakeIDEnv), Arch: "amd64"}
+			resp.Hello = &Hello{Version: "fake", Binary: os.Getenv(fakeIDEnv), Arch: cmp.Or(os.Getenv(fakeArchEnv), "amd64")}
 		case OpMTU:
 			if verb == "mtu" && failure == "lost" {
 				return 1 // the host is gone as its underlay is probed

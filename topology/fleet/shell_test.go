@@ -2,7 +2,11 @@ package fleet
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -51,5 +55,53 @@ func TestDialShellFails(t *testing.T) {
 		if err == nil || err.Error() != c.want {
 			t.Errorf("exit %s: %v, want %q", c.shell.code, err, c.want)
 		}
+	}
+}
+
+// localShell runs the remote command with sh here, as a host whose
+// uname -m says machine and whose PATH has bin first, in home.
+type localShell struct{ bin, home, machine string }
+
+func (l localShell) Command(ctx context.Context, remote string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, "sh", "-c", remote)
+	cmd.Env = append(os.Environ(), "PATH="+l.bin+":"+os.Getenv("PATH"), "HOME="+l.home)
+	return cmd
+}
+func (l localShell) String() string { return "local shell" }
+func (l localShell) Host() string   { return "host z" }
+
+// TestDialRefusesAnotherArch: a host of another architecture is refused
+// before nslab copies itself there, whether its own nslab (of another
+// build) says so in its hello or uname -m does (no nslab there); nothing
+// is copied.
+func TestDialRefusesAnotherArch(t *testing.T) {
+	for _, c := range []struct {
+		name        string
+		hostHasOwn  bool // the host's own nslab answers, of another build, on arm64
+		wantInError string
+	}{
+		{"its nslab's hello", true, "is arm64 and this nslab is built for " + runtime.GOARCH},
+		{"its uname -m", false, "is arm64 and this nslab is built for " + runtime.GOARCH},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if runtime.GOARCH == "arm64" {
+				t.Skip("the test's other architecture is this one")
+			}
+			sh := localShell{bin: t.TempDir(), home: t.TempDir()}
+			os.WriteFile(filepath.Join(sh.bin, "uname"), []byte("#!/bin/sh\necho aarch64\n"), 0o755)
+			if c.hostHasOwn {
+				os.WriteFile(filepath.Join(sh.bin, "nslab"), fmt.Appendf(nil, "#!/bin/sh\n%s=z %s=%s %s=arm64 exec %s -test.run='^$'\n",
+					fakeAgentEnv, fakeIDEnv, strings.Repeat("cd", 32), fakeArchEnv, os.Args[0]), 0o755)
+			}
+			exe := filepath.Join(t.TempDir(), "nslab")
+			os.WriteFile(exe, []byte("this nslab"), 0o755)
+			_, err := Remote{Shell: sh, Exe: exe, ID: strings.Repeat("ab", 32)}.Dial(context.Background(), nil)
+			if err == nil || !strings.Contains(err.Error(), c.wantInError) {
+				t.Errorf("dial: %v, want %q", err, c.wantInError)
+			}
+			if _, err := os.Stat(filepath.Join(sh.home, ".cache")); err == nil {
+				t.Errorf("nslab was copied to a host of another architecture")
+			}
+		})
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -134,6 +135,9 @@ func (s Remote) Dial(ctx context.Context, global []string) (*Conn, error) {
 	if err != nil && !errors.Is(err, errNoAgent) {
 		return nil, err
 	}
+	if err == nil && h.Arch != "" && h.Arch != runtime.GOARCH {
+		return nil, archError(c.Target, h.Arch)
+	}
 	if err := s.copyAgent(ctx); err != nil {
 		return nil, err
 	}
@@ -180,14 +184,33 @@ func (s Remote) copyAgent(ctx context.Context) error {
 	}
 	defer f.Close()
 	p := agentPath(s.ID)
-	cmd := s.Shell.Command(ctx, fmt.Sprintf(`set -e; p=%s; mkdir -p "$(dirname "$p")"; cat > "$p.$$"; chmod 755 "$p.$$"; mv "$p.$$" "$p"`, p))
+	// The host's machine first (uname -m, as Go names it): a binary of
+	// another architecture is not copied to fail there.
+	cmd := s.Shell.Command(ctx, fmt.Sprintf(`set -e; m=$(uname -m); case "$m" in x86_64) a=amd64;; aarch64) a=arm64;; i?86) a=386;; armv*) a=arm;; *) a=$m;; esac
+if [ "$a" != %s ]; then echo "%s$a" >&2; exit 3; fi
+p=%s; mkdir -p "$(dirname "$p")"; cat > "$p.$$"; chmod 755 "$p.$$"; mv "$p.$$" "$p"`, runtime.GOARCH, archMark, p))
 	cmd.Stdin = f
 	var errOut bytes.Buffer
 	cmd.Stderr = &errOut
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("copy nslab to %s: %w: %s", s.Shell.Host(), err, strings.TrimSpace(errOut.String()))
+		words := strings.TrimSpace(errOut.String())
+		if arch, ok := strings.CutPrefix(words, archMark); ok {
+			return archError(s.Shell.Host(), arch)
+		}
+		return fmt.Errorf("copy nslab to %s: %w: %s", s.Shell.Host(), err, words)
 	}
 	return nil
+}
+
+// archMark starts the line the copy's script writes when the host's
+// machine is not this nslab's.
+const archMark = "nslab: the host's architecture: "
+
+// archError refuses a host whose machine is another architecture than
+// this nslab's, before anything is copied there.
+func archError(host, arch string) error {
+	return fmt.Errorf("%s is %s and this nslab is built for %s: nothing was copied there (a lab over hosts runs this very binary on each host, so they must all be %s)",
+		host, arch, runtime.GOARCH, runtime.GOARCH)
 }
 
 // shellWords is args quoted for the remote shell, each after a space.
