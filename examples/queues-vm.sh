@@ -12,9 +12,9 @@ run nslab deploy examples/bufferbloat.yaml
 # The bench's output goes through a file, not a pipe: in the VM a pipe
 # to grep was left open (by a helper nslab runs, still to find) and the
 # script hung at 2 runs out of 3; the lines are the same.
-echo "\$ nslab bench --traffic bulk --variants base,codel --repeat 6 --figure loaded_latency_p99_ns --plot /tmp/queues-codel.png examples/bufferbloat.yaml 2>/dev/null | grep -E '^ +bulk +0|decision'"
+echo "\$ nslab bench --traffic bulk --variants base,codel --repeat 6 --figure loaded_latency_p99_ns --plot /tmp/queues-codel.png examples/bufferbloat.yaml 2>/dev/null | sed -n '/^decision/,/^  bootstrap/p;/^traffic bulk:/,\$p'"
 nslab bench --traffic bulk --variants base,codel --repeat 6 --figure loaded_latency_p99_ns --plot /tmp/queues-codel.png examples/bufferbloat.yaml > /tmp/bench.out 2>/tmp/bench.err || { tail -20 /tmp/bench.err; exit 1; }
-grep -E '^ +bulk +0|decision' /tmp/bench.out
+sed -n '/^decision/,/^  bootstrap/p;/^traffic bulk:/,$p' /tmp/bench.out
 run nslab destroy --name bloat
 echo "@@file queues-codel.png"
 base64 -w 0 /tmp/queues-codel.png
