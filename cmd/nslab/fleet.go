@@ -130,7 +130,13 @@ func fleetOf(c *cli.Context, path string, data []byte, l *spec.Lab, shells map[s
 	if err != nil {
 		return nil, err
 	}
-	o := &fleetOptions{Verb: c.Command.Name, Plan: plan, File: data, Dialers: map[string]fleet.Dialer{}, Out: screen(c), Err: c.App.ErrWriter,
+	out := c.App.Writer
+	switch c.Command.Name {
+	case "top", "metrics", "web": // a live view, the exposition format, an address: never folded
+	default:
+		out = screen(c)
+	}
+	o := &fleetOptions{Verb: c.Command.Name, Plan: plan, File: data, Dialers: map[string]fleet.Dialer{}, Out: out, Err: c.App.ErrWriter,
 		AsDeployed: c.Command.Name == "destroy" && c.Bool(asDeployedName), Strict: c.Command.Name == "deploy" && c.Bool("strict")}
 	if err := readWatching(c, o); err != nil {
 		return nil, err
