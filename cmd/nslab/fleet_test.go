@@ -771,7 +771,20 @@ func TestPrivilegedFleetBenchAcrossHosts(t *testing.T) {
 			t.Errorf("bench --latency: no %q in %d %s %s", want, code, out, errOut)
 		}
 	}
-	code, out, errOut = s.run("bench", "-q", "--rate", "max", "--duration", "3s", file)
+	// The premise of what follows: at full speed the router, not the
+	// sender, is the bottleneck. The 120 rules make it so on an idle
+	// machine; beside the other simulated hosts' tests the sender's CPU
+	// can be the slower one, so a run where the path dropped nothing is
+	// run again, up to three times, and the premise's failure is said.
+	for try := 1; ; try++ {
+		code, out, errOut = s.run("bench", "-q", "--rate", "max", "--duration", "3s", file)
+		if code != 0 || !strings.Contains(out, "the path dropped nothing") {
+			break
+		}
+		if try == 3 {
+			t.Fatalf("premise: in 3 runs at full speed the router dropped nothing (the sender was slower each time): %s", out)
+		}
+	}
 	for _, want := range []string{"+ unaccounted 0", "at router:eth0 (host b)", "bottleneck: router router on host b (", "; on host b: ",
 		"host b's CPUs (read by its agent", "host c's CPUs (read by its agent", "  router router\n", "host b's softnet_stat"} {
 		if code != 0 || !strings.Contains(out, want) || strings.Contains(out, "+ named drops 0 ") {
