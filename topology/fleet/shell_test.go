@@ -58,9 +58,9 @@ func TestDialShellFails(t *testing.T) {
 	}
 }
 
-// localShell runs the remote command with sh here, as a host whose
-// uname -m says machine and whose PATH has bin first, in home.
-type localShell struct{ bin, home, machine string }
+// localShell runs the remote command with sh here, as a host whose PATH
+// has bin first (where the test puts its uname and nslab), in home.
+type localShell struct{ bin, home string }
 
 func (l localShell) Command(ctx context.Context, remote string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, "sh", "-c", remote)
