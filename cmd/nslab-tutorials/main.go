@@ -271,9 +271,12 @@ func runIn(dir string, lines []string, cmds []int) (outs map[int]string, err err
 	var script strings.Builder
 	script.WriteString("export PATH=\"$PWD/bin:$PATH\"\nexec 2>&1\n")
 	for k, c := range cmds {
-		fmt.Fprintf(&script, "echo '@@nslab-tutorials %d'\n%s\n", k, strings.TrimPrefix(lines[c], "$ "))
+		// Each marker on a line of its own, after a newline: a command's
+		// output that does not end with one (kubectl's jsonpath) would
+		// otherwise hide the next marker (the newline is trimmed).
+		fmt.Fprintf(&script, "printf '\\n@@nslab-tutorials %d\\n'\n%s\n", k, strings.TrimPrefix(lines[c], "$ "))
 	}
-	script.WriteString("echo '@@nslab-tutorials end'\n")
+	script.WriteString("printf '\\n@@nslab-tutorials end\\n'\n")
 	cmd := exec.Command("bash", "--norc", "--noprofile")
 	cmd.Dir = dir
 	cmd.Stdin = strings.NewReader(script.String())
@@ -330,7 +333,7 @@ func split(s string) (map[int]string, error) {
 		if i+1 < len(locs) {
 			next = locs[i+1][0]
 		}
-		outs[k] = strings.TrimPrefix(s[m[1]:next], "\n")
+		outs[k] = strings.TrimSuffix(strings.TrimPrefix(s[m[1]:next], "\n"), "\n")
 	}
 	return outs, nil
 }

@@ -58,3 +58,16 @@ func TestRunRemovesWhatItWroteInTmp(t *testing.T) {
 		t.Errorf("%s, there before: %q (%v)", before.Name(), b, err)
 	}
 }
+
+// TestRunOutputWithoutNewline: a command whose output does not end with
+// a newline keeps it, and the next command keeps its own.
+func TestRunOutputWithoutNewline(t *testing.T) {
+	lines := []string{"```", "$ printf x", "$ echo y", "$ printf 'z\\n\\n'", "```"}
+	outs, err := run(lines, []int{1, 2, 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if outs[0] != "x" || outs[1] != "y\n" || outs[2] != "z\n\n" {
+		t.Errorf("outputs %v", outs)
+	}
+}
