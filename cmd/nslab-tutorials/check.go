@@ -5,6 +5,9 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"unicode/utf8"
+
+	"github.com/nslab/nslab/internal/fold"
 )
 
 // Drift: a doc's transcript no longer what today's code prints. compare
@@ -107,6 +110,30 @@ func without(lines, starts []string) []string {
 	return out
 }
 
+// unfold joins the lines fold made of one: a line indented two more
+// than the line before it, where that line was too long to take the
+// line's first word within the width (fold breaks a line before the word
+// that does not fit, and indents the rest two more). Where a report's
+// line breaks depends on its figures and paths (a wider number, the
+// scratch copy's path), so compare sets the lines against each other
+// whole.
+func unfold(lines []string, width int) []string {
+	var out []string
+	base, last := -1, 0 // the logical line's indent, and its last physical line's length
+	for _, l := range lines {
+		indent := len(l) - len(strings.TrimLeft(l, " "))
+		word, _, _ := strings.Cut(strings.TrimLeft(l, " "), " ")
+		if len(out) > 0 && base >= 0 && indent == base+2 && word != "" && last+1+utf8.RuneCountInString(word) > width {
+			out[len(out)-1] += " " + strings.TrimLeft(l, " ")
+			last = utf8.RuneCountInString(l)
+			continue
+		}
+		out = append(out, l)
+		base, last = indent, utf8.RuneCountInString(l)
+	}
+	return out
+}
+
 // compare finds the commands whose output in the doc (lines) shows a
 // line that outs, today's output of each of cmds, does not print in the
 // same order, figures masked. Lines today prints and the doc does not are
@@ -117,8 +144,8 @@ func compare(lines []string, cmds []int, outs map[int]string) []drift {
 	var ds []drift
 	for k, c := range cmds {
 		starts := varying(lines, c)
-		doc := without(nonBlank(lines[c+1:end(lines, cmds, k)]), starts)
-		today := without(nonBlank(strings.Split(outs[k], "\n")), starts)
+		doc := without(nonBlank(unfold(lines[c+1:end(lines, cmds, k)], fold.Width)), starts)
+		today := without(nonBlank(unfold(strings.Split(outs[k], "\n"), fold.Width)), starts)
 		masked := make([]string, len(today))
 		for i, t := range today {
 			masked[i] = mask(t)

@@ -2,6 +2,8 @@ package main
 
 import (
 	"os"
+
+	"github.com/nslab/nslab/internal/fold"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -97,5 +99,24 @@ func TestMaskCPUModel(t *testing.T) {
 	}
 	if mask("the kernel drops it; AMD EPYC") == mask("the kernel drops it; Intel Xeon") {
 		t.Error("a prose-like line lost its words")
+	}
+}
+
+// TestUnfold: lines fold made of one are joined whatever their breaks
+// (a doc's and today's run break one line at different words), and a
+// sub-line under a short line is not.
+func TestUnfold(t *testing.T) {
+	long := strings.Repeat("word ", 22) + "x" // 111 characters
+	a := fold.Line(long+" 12 and the rest of it", 120)
+	b := fold.Line(long+" 123456789012 and the rest of it", 120)
+	if len(a) != 2 || len(b) != 2 || a[1] == b[1] {
+		t.Fatalf("premise: the two lines fold at different words: %q %q", a, b)
+	}
+	if ua, ub := unfold(a, 120), unfold(b, 120); len(ua) != 1 || len(ub) != 1 || mask(ua[0]) != mask(ub[0]) {
+		t.Errorf("not joined alike: %q %q", ua, ub)
+	}
+	sub := []string{"decision on pps: B is faster", "  (pps +3%, interval +1% .. +5%)", "  10 pairs"}
+	if got := unfold(sub, 120); len(got) != 3 {
+		t.Errorf("sub-lines under a short line joined: %q", got)
 	}
 }
