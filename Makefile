@@ -42,7 +42,7 @@ export GOFLAGS := -tags=$(TAGS)
 export CGO_ENABLED := 0
 
 PREFIX  ?= /usr/local
-.PHONY: kube-image-podman test-kubernetes-podman test-untimed vm-prepare corpus-kathara man kube-parts kube-deps kube-image kube-cluster kube-cluster-down test-kubernetes test-unit test-root test-vm benchdocs tutorials docs-check docs-check-long install install-check docs release packages fuzz soak bench-latency all build test unit-test lint lint-deps vmtest walkthrough vm-deps run deps go-deps bench-topology bench-peers bench-forwarding bench-nat bench-compare bench-baseline bench-engine bench-sampler bench-live bench-fleet clean
+.PHONY: kube-image-podman test-kubernetes-podman test-untimed vm-prepare corpus-kathara man kube-parts kube-deps kube-image kube-cluster kube-cluster-down test-kubernetes test-unit test-root test-vm benchdocs tutorials docs-check docs-check-long install install-check docs release packages fuzz soak bench-latency all build test unit-test lint lint-deps vmtest walkthrough vm-deps run deps go-deps bench-topology bench-peers bench-forwarding bench-nat bench-compare bench-baseline bench-engine bench-sampler bench-live bench-fleet clean test-stress
 
 all: build
 
@@ -321,6 +321,14 @@ PRISTINE = unshare --mount --propagation private -- \
 	sh -c 'mount -t tmpfs -o mode=755,nosuid,nodev nslab-pristine /run && exec "$$@"' pristine
 unit-test: deps
 	$(if $(filter 0,$(shell id -u)),$(PRISTINE)) $(GO) test -p 1 -parallel 24 -count=1 ./...
+
+# test-stress: the privileged suite (unit-test) while stress-ng keeps one
+# CPU busy and the other at half (.ci/test-stress), listing every failure
+# with what the test said. Not part of make test: it runs the suite again,
+# slower.
+test-stress: deps
+	@command -v stress-ng >/dev/null || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq stress-ng; }
+	.ci/test-stress $(MAKE)
 
 # docs-check: every transcript of the docs that runs here, run again in
 # the pristine state: it fails when a command's output (figures masked)
