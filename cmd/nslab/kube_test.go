@@ -199,7 +199,7 @@ func (k *localCluster) await(what string, limit time.Duration, ok func() bool) t
 	k.t.Helper()
 	start := time.Now()
 	for !ok() {
-		if time.Since(start) > limit {
+		if time.Since(start) > limit { // timeout: against a stuck cluster; each wait's limit is minutes, ten times its usual time
 			k.t.Fatalf("waited %v for %s", limit, what)
 		}
 		time.Sleep(200 * time.Millisecond)

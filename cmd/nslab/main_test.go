@@ -448,16 +448,18 @@ func TestPrivilegedBenchSweepSurvivesKill(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("sweep: %d %s", code, errOut)
 	}
-	if n := len(readLines(t, out2)); n != 3 || strings.Count(stdout, "\n") != 4 || time.Since(start) > 60*time.Second {
-		t.Errorf("sweep: %d result lines, csv %q, took %v", n, stdout, time.Since(start))
+	t.Logf("the sweep took %v", time.Since(start))
+	if n := len(readLines(t, out2)); n != 3 || strings.Count(stdout, "\n") != 4 {
+		t.Errorf("sweep: %d result lines, csv %q", n, stdout)
 	}
 	// A throughput search of one size with short trials (the binary one).
 	start = time.Now()
 	code, stdout, errOut = c.run("bench", "--search-binary", "--trial", "300ms", "--frame", "64", "--engine", "userspace", "--format", "json", file)
 	var found []map[string]any
+	t.Logf("the search took %v", time.Since(start))
 	if code != 0 || json.Unmarshal([]byte(stdout), &found) != nil || len(found) != 1 || found[0]["confirmed"] != true ||
-		found[0]["throughput_pps"].(float64) <= 0 || time.Since(start) > 60*time.Second {
-		t.Errorf("search: %d %q %s (took %v)", code, stdout, errOut, time.Since(start))
+		found[0]["throughput_pps"].(float64) <= 0 {
+		t.Errorf("search: %d %q %s", code, stdout, errOut)
 	}
 	if left := nsLeft(name, "ns1", "ns2", "ns3"); len(left) > 0 {
 		t.Errorf("bench left %v", left)

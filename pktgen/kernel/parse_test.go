@@ -34,6 +34,7 @@ func TestParseSeeds(t *testing.T) {
 				t.Fatal(err)
 			}
 			r := st.Result
+			// not the clock: the figures pktgen's text gives
 			if !r.OK || r.Sent != c.sent || r.PPS != c.pps || r.Mbps != c.mbps || r.PktSize != c.pktSize || r.Elapsed != c.elapsed || r.Idle != c.idle {
 				t.Errorf("result %+v", r)
 			}
@@ -41,6 +42,7 @@ func TestParseSeeds(t *testing.T) {
 				t.Errorf("Current pkts-sofar %d, Result %d", st.Sent, r.Sent)
 			}
 			// The kernel rounds each part to microseconds on its own.
+			// not the clock: the figures pktgen's text gives
 			if d := r.Elapsed - r.Busy - r.Idle; d < 0 || d > time.Microsecond {
 				t.Errorf("c+d = %v, elapsed %v", r.Busy+r.Idle, r.Elapsed)
 			}
@@ -53,6 +55,7 @@ func TestParseSeeds(t *testing.T) {
 			if got := joinFields(st.Flags); got != c.flags {
 				t.Errorf("flags %q, want %q", got, c.flags)
 			}
+			// not the clock: the figures pktgen's text gives
 			if d := int64(st.StoppedUS-st.StartedUS) - int64(c.elapsed/time.Microsecond); d < -2 || d > 2 {
 				t.Errorf("started/stopped %d..%d vs elapsed %v", st.StartedUS, st.StoppedUS, c.elapsed)
 			}

