@@ -64,7 +64,9 @@ type localShell struct{ bin, home string }
 
 func (l localShell) Command(ctx context.Context, remote string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, "sh", "-c", remote)
-	cmd.Env = append(os.Environ(), "PATH="+l.bin+":"+os.Getenv("PATH"), "HOME="+l.home)
+	// The system's programs and the test's, and no nslab of the
+	// machine's (make's PATH has the build's bin/).
+	cmd.Env = append(os.Environ(), "PATH="+l.bin+":/usr/bin:/bin", "HOME="+l.home)
 	return cmd
 }
 func (l localShell) String() string { return "local shell" }
