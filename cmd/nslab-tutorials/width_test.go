@@ -13,10 +13,11 @@ import (
 
 // reportVerb finds a command that runs one of nslab's verbs whose
 // default form is a report for a person (through ip netns exec, after a
-// shell's ; && |, or as bin/nslab), and longForm one that asks for
+// shell's ; && |, or as bin/nslab; make bench-nat is nslab bench
+// itself), and longForm one that asks for
 // another form: those are read by programs or wanted whole.
 var (
-	reportVerb = regexp.MustCompile(`(?:^|[;&|(]\s*|exec \S+ |/)nslab(?: --?[a-z-]+(?:[ =]\S+)?)* (bench|check|path|test|compare|apply|deploy|destroy|start|stop)\b`)
+	reportVerb = regexp.MustCompile(`(?:^|[;&|(]\s*|exec \S+ |/)nslab(?: --?[a-z-]+(?:[ =]\S+)?)* (bench|check|path|test|compare|apply|deploy|destroy|start|stop)\b|^make -s bench-nat\b`)
 	longForm   = regexp.MustCompile(`--(details|format[ =](json|csv|markdown)|csv|tap|dry-run)\b`)
 	// notReport are lines of a report verb's transcript that are not its
 	// report: its errors (one line each, naming a file's place or a flag)
