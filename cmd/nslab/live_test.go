@@ -82,12 +82,16 @@ func TestPrivilegedBenchLive(t *testing.T) {
 		if e.Type != report.LiveInterval || e.Lab != name || len(e.Hops) != 4 || len(e.CPU) == 0 || len(e.CPU) != len(e.Softnet) {
 			t.Fatalf("interval line: %+v", e)
 		}
-		if recv := e.Hops[3]; recv.Role == "receiver" && within(recv.RxPPS, 20000, 0.1) {
+		// The interval's figures are the path's: the receiver got what
+		// the sender sent in it (at most 20 kpps nothing drops here). The
+		// rate the sender kept is the machine's: on a loaded one it falls
+		// short of the 20 kpps asked, so it is not the yardstick.
+		if send, recv := e.Hops[0], e.Hops[3]; send.Role == "sender" && recv.Role == "receiver" && send.TxPPS >= 1000 && within(recv.RxPPS, send.TxPPS, 0.1) {
 			steady++
 		}
 	}
 	if steady < 2 {
-		t.Fatalf("fewer than two intervals at 20 kpps at the receiver: %s", out)
+		t.Fatalf("fewer than two intervals where the receiver got what the sender sent: %s", out)
 	}
 	// The lab's live file has the same stream, for top, web and metrics.
 	data, err := os.ReadFile(filepath.Join(c.stateDir, name, "bench.jsonl"))
