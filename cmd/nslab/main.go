@@ -192,6 +192,7 @@ func newApp(commands ...*cli.Command) *cli.App {
 		Action:         unknownVerb,
 		Suggest:        true, // nslab help VERB with a typo: the nearest verb
 		OnUsageError:   usageError,
+		After:          flushScreens,
 		ExitErrHandler: func(*cli.Context, error) {}, // run() prints and maps errors
 	}
 }

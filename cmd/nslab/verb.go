@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -29,25 +30,29 @@ func action[O any](read func(*cli.Context) (*O, error), run func(context.Context
 		if err != nil {
 			return err
 		}
-		err = run(c.Context, o)
-		if fs, ok := c.App.Metadata[screenKey].([]*fold.Writer); ok {
-			for _, f := range fs {
-				if ferr := f.Flush(); err == nil {
-					err = ferr
-				}
-			}
-		}
-		return err
+		return run(c.Context, o)
 	}
 }
 
-// screenKey is where folded keeps its writers for action to flush.
+// screenKey is where folded keeps its writers for flushScreens.
 const screenKey = "nslab screen"
+
+// flushScreens writes what the writers folded made still hold (a last
+// word with no newline after it): the app's After, so that it follows
+// every verb, those run through the agents too.
+func flushScreens(c *cli.Context) error {
+	fs, _ := c.App.Metadata[screenKey].([]*fold.Writer)
+	var errs []error
+	for _, f := range fs {
+		errs = append(errs, f.Flush())
+	}
+	return errors.Join(errs...)
+}
 
 // screen is where a verb writes what a person reads: standard output,
 // folded (see folded) when the verb prints its default form (see human),
 // so that no line of a default report is wider than a terminal of 120
-// columns. action flushes it when the verb returns.
+// columns. flushScreens flushes it when the verb returns.
 func screen(c *cli.Context) io.Writer {
 	if !human(c) {
 		return c.App.Writer
@@ -59,7 +64,7 @@ func screen(c *cli.Context) io.Writer {
 const widthFlag = "width"
 
 // folded is w folded at --width (fold.Width unless given; 0: not
-// folded), flushed by action when the verb returns: for the notes a verb
+// folded), flushed by flushScreens when the verb returns: for the notes a verb
 // writes to standard error as it goes, and through screen for its report.
 func folded(c *cli.Context, w io.Writer) io.Writer {
 	width := c.Int(widthFlag)
