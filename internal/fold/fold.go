@@ -88,7 +88,7 @@ func (f *Writer) place() {
 	}
 	n := utf8.RuneCount(f.word)
 	hang := f.indent + 2
-	if f.col > f.indent && f.col+f.spaces+n > f.width && f.col > hang {
+	if f.col > hang && f.col+f.spaces+n > f.width { // past the hang: breaking there gains room
 		f.out = append(f.out, '\n')
 		f.out = append(f.out, bytes.Repeat([]byte{' '}, hang)...)
 		f.col, f.spaces = hang, 0

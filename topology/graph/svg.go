@@ -62,6 +62,11 @@ func svgLayout(g *Graph) ([]point, int, int) {
 		order[i] = i
 	}
 	slices.SortStableFunc(order, func(i, j int) int { return layer[i] - layer[j] })
+	ends := make([][][2]End, len(g.Boxes)) // each box's edges: its end, the other, in the edges' order
+	for _, e := range g.Edges {
+		ends[e.A.Box] = append(ends[e.A.Box], [2]End{e.A, e.B})
+		ends[e.B.Box] = append(ends[e.B.Box], [2]End{e.B, e.A})
+	}
 	pos := make([]point, len(g.Boxes))
 	placed := make([]bool, len(g.Boxes))
 	next := map[int]int{} // layer -> y below its last box
@@ -70,7 +75,7 @@ func svgLayout(g *Graph) ([]point, int, int) {
 		if !ok {
 			y = svgMargin
 		}
-		if level, ok := levelWith(g, layer, pos, placed, i); ok && level > y {
+		if level, ok := levelWith(g, ends[i], layer, pos, placed, i); ok && level > y {
 			y = level
 		}
 		pos[i], placed[i] = point{svgMargin + layer[i]*(svgBoxW+svgColGap), y}, true
@@ -84,18 +89,15 @@ func svgLayout(g *Graph) ([]point, int, int) {
 }
 
 // levelWith is the y at which box i's row linked to a placed box of the
-// column before is level with that box's row (the first such edge).
-func levelWith(g *Graph, layer []int, pos []point, placed []bool, i int) (int, bool) {
-	for _, e := range g.Edges {
-		mine, other := e.A, e.B
-		if e.B.Box == i {
-			mine, other = e.B, e.A
-		}
-		if mine.Box != i || !placed[other.Box] || layer[other.Box] != layer[i]-1 {
+// column before is level with that box's row (the first such of its
+// edges, ends: box i's end and the other of each).
+func levelWith(g *Graph, ends [][2]End, layer []int, pos []point, placed []bool, i int) (int, bool) {
+	for _, e := range ends {
+		mine, other := e[0], e[1]
+		if !placed[other.Box] || layer[other.Box] != layer[i]-1 {
 			continue
 		}
-		o := g.Boxes[other.Box]
-		return rowY(o, pos[other.Box], other.Row) - (rowY(g.Boxes[i], point{}, mine.Row)), true
+		return rowY(g.Boxes[other.Box], pos[other.Box], other.Row) - rowY(g.Boxes[i], point{}, mine.Row), true
 	}
 	return 0, false
 }
